@@ -1,0 +1,82 @@
+// dtypes, devices and scalars: names, parsing, printing.
+#include <cmath>
+#include <cstdio>
+
+#include "floors/core/device.h"
+#include "floors/core/dtype.h"
+#include "floors/core/error.h"
+#include "floors/core/scalar.h"
+
+namespace descent {
+
+const char* dtype_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Int64: return "int64";
+    case ScalarType::Float32: return "float32";
+    case ScalarType::Float64: return "float64";
+  }
+  return "?";
+}
+
+bool parse_dtype(std::string_view s, ScalarType* out) {
+  struct Name { std::string_view name; ScalarType t; };
+  static constexpr Name kNames[] = {
+      {"bool", ScalarType::Bool},       {"int64", ScalarType::Int64},     {"long", ScalarType::Int64},
+      {"float32", ScalarType::Float32}, {"float", ScalarType::Float32},   {"float64", ScalarType::Float64},
+      {"double", ScalarType::Float64},
+  };
+  for (const Name& n : kNames) {
+    if (n.name == s) {
+      *out = n.t;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::CPU: return "cpu";
+    case DeviceType::Sim: return "sim";
+    case DeviceType::CUDA: return "cuda";
+  }
+  return "?";
+}
+
+std::string Device::str() const {
+  if (type == DeviceType::CPU) return "cpu";
+  return std::string(device_type_name(type)) + ":" + std::to_string(index);
+}
+
+Device Device::parse(std::string_view s) {
+  std::string_view kind = s.substr(0, s.find(':'));
+  Device d;
+  if (kind == "cpu") d.type = DeviceType::CPU;
+  else if (kind == "sim") d.type = DeviceType::Sim;
+  else if (kind == "cuda") d.type = DeviceType::CUDA;
+  else throw ValueError(descent::str("Expected one of cpu, sim, cuda device type at start of device string: ", s));
+  if (kind.size() < s.size()) {
+    std::string_view num = s.substr(kind.size() + 1);
+    int idx = 0;
+    bool ok = !num.empty() && num.size() < 4;
+    for (char c : num) {
+      ok = ok && c >= '0' && c <= '9';
+      idx = idx * 10 + (c - '0');
+    }
+    DESCENT_CHECK(ok, ValueError, "Invalid device string: '", s, "' (the index after ':' must be a small non-negative integer)");
+    DESCENT_CHECK(d.type != DeviceType::CPU || idx == 0, ValueError, "Invalid device string: '", s, "' (the CPU has only index 0)");
+    d.index = idx;
+  }
+  return d;
+}
+
+std::string Scalar::str() const {
+  if (is_bool()) return v_.b ? "True" : "False";
+  if (is_integral()) return std::to_string(v_.i);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.8g", v_.d);
+  return buf;
+}
+
+}  // namespace descent

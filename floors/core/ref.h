@@ -1,0 +1,65 @@
+// Ref<T>: an intrusive reference-counted pointer, the ownership model of
+// Storage and TensorImpl (as c10::intrusive_ptr is PyTorch's).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace descent {
+
+// Base class of reference-counted objects. A new object starts at count 0;
+// the first Ref that takes it makes it 1.
+class RefCounted {
+ public:
+  RefCounted() = default;
+  RefCounted(const RefCounted&) = delete;
+  RefCounted& operator=(const RefCounted&) = delete;
+  virtual ~RefCounted() = default;
+  int use_count() const { return refs_.load(std::memory_order_relaxed); }
+
+ private:
+  template <typename T> friend class Ref;
+  mutable std::atomic<int> refs_{0};
+};
+
+template <typename T>
+class Ref {
+ public:
+  Ref() = default;
+  explicit Ref(T* p) : p_(p) { retain(); }
+  Ref(const Ref& o) : p_(o.p_) { retain(); }
+  Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  ~Ref() { release(); }
+  Ref& operator=(Ref o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  template <typename... Args>
+  static Ref make(Args&&... args) { return Ref(new T(std::forward<Args>(args)...)); }
+
+  T* get() const { return p_; }
+  T* operator->() const { return p_; }
+  T& operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  bool operator==(const Ref& o) const { return p_ == o.p_; }
+  // Gives up ownership without decrementing (for handing to Python objects).
+  T* leak() { return std::exchange(p_, nullptr); }
+  // Takes ownership of a pointer whose count already includes this reference.
+  static Ref adopt(T* p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+
+ private:
+  void retain() {
+    if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() {
+    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+  }
+  T* p_ = nullptr;
+};
+
+}  // namespace descent

@@ -1,0 +1,119 @@
+// Tensor, Storage and DimVector: shapes, strides, views and the first byte.
+#include "floors/core/tensor.h"
+
+#include <atomic>
+
+namespace descent {
+
+// [SECTION] DimVector --------------------------------------------------------
+
+DimVector::DimVector(std::initializer_list<int64_t> v) {
+  for (int64_t x : v) push_back(x);
+}
+DimVector::DimVector(const std::vector<int64_t>& v) {
+  for (int64_t x : v) push_back(x);
+}
+void DimVector::push_back(int64_t x) {
+  DESCENT_CHECK(n_ < kMaxDims, ValueError, "descent supports at most ", kMaxDims, " dimensions");
+  v_[n_++] = x;
+}
+void DimVector::resize(int n, int64_t fill) {
+  DESCENT_CHECK(n >= 0 && n <= kMaxDims, ValueError, "descent supports at most ", kMaxDims, " dimensions, got ", n);
+  for (int i = n_; i < n; ++i) v_[i] = fill;
+  n_ = n;
+}
+bool DimVector::operator==(const DimVector& o) const {
+  if (n_ != o.n_) return false;
+  for (int i = 0; i < n_; ++i)
+    if (v_[i] != o.v_[i]) return false;
+  return true;
+}
+std::string DimVector::str() const {
+  std::string s = "[";
+  for (int i = 0; i < n_; ++i) s += (i ? ", " : "") + std::to_string(v_[i]);
+  return s + "]";
+}
+
+int64_t numel_of(const DimVector& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+DimVector contiguous_strides(const DimVector& sizes) {
+  DimVector st;
+  st.resize(sizes.size());
+  int64_t acc = 1;
+  for (int i = sizes.size() - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return st;
+}
+
+int wrap_dim(int64_t dim, int ndim, const char* op) {
+  int64_t n = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts dim 0 and -1, like PyTorch
+  DESCENT_CHECK(dim >= -n && dim < n, IndexError, op, "(): Dimension out of range (expected to be in range of [", -n,
+                ", ", n - 1, "], but got ", dim, ")");
+  return int(dim < 0 ? dim + n : dim);
+}
+
+// [SECTION] TensorImpl -------------------------------------------------------
+
+TensorImpl::TensorImpl(Ref<StorageImpl> s, ScalarType t, const DimVector& sz, const DimVector& st, int64_t off)
+    : storage(std::move(s)), sizes(sz), strides(st), offset(off), numel(numel_of(sz)), dtype(t),
+      device(storage->device) {
+  refresh_keys();
+}
+
+// Note [Computing the key set] (see also dispatcher.cpp)
+// A tensor contributes its backend's key, and Autograd when it requires grad.
+void TensorImpl::refresh_keys() {
+  static constexpr DispatchKey kBackend[] = {DispatchKey::CPU, DispatchKey::Sim, DispatchKey::CUDA};
+  keys = DispatchKeySet(kBackend[int(device.type)]);
+  if (requires_grad) keys = keys.add(DispatchKey::Autograd);
+}
+
+// [SECTION] Tensor -----------------------------------------------------------
+
+void Tensor::set_requires_grad(bool r) {
+  DESCENT_CHECK(!r || is_floating(dtype()), Error,
+                "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype()), ")");
+  impl_->requires_grad = r;
+  impl_->refresh_keys();
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int i = dim() - 1; i >= 0; --i) {
+    int64_t sz = impl_->sizes[i];
+    if (sz == 1) continue;
+    if (impl_->strides[i] != expected) return numel() == 0;
+    expected *= sz;
+  }
+  return true;
+}
+
+Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const {
+  auto impl = Ref<TensorImpl>::make(impl_->storage, impl_->dtype, sizes, strides, offset);
+  return Tensor(std::move(impl));
+}
+
+alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
+  DESCENT_CHECK(device.type == DeviceType::CPU, NotImplementedError, "no allocator for device ", device.str(),
+                " in this build: the device floors (6-8 for ", device_type_name(device.type), ") come later");
+  return alloc::cpu_allocate(nbytes);
+}
+
+Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    DESCENT_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ", sizes.str());
+    DESCENT_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= (int64_t(1) << 48), ValueError,
+                  "Trying to create a tensor of ", sizes.str(), " ", dtype_name(dtype), ": too many elements");
+  }
+  auto storage = Ref<StorageImpl>::make(allocate_bytes(size_t(n) * element_size(dtype), device), device);
+  return Tensor(Ref<TensorImpl>::make(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
+}
+
+}  // namespace descent

@@ -1,0 +1,147 @@
+// Tensor and Storage: what every floor passes around.
+//
+// [SECTION] DimVector: sizes, strides and int[] arguments
+// [SECTION] Storage: the bytes
+// [SECTION] TensorImpl: a view of the bytes
+// [SECTION] Tensor: the handle
+//
+// See Note [Views and strides].
+//
+// Note [Views and strides]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor does not own its elements: it is a view of a Storage, read through
+// an offset and one stride per dimension. Element (i0, i1, ...) lives at
+//     storage.data + (offset + i0*stride0 + i1*stride1 + ...) * element_size.
+// A contiguous tensor of sizes (2, 3) has strides (3, 1). transpose swaps two
+// strides, slicing with a step multiplies one and moves the offset, expand
+// sets the stride of a broadcast dimension to 0: none of them copies an
+// element, and all of them share the storage with their base. `contiguous()`
+// copies only when the strides are not the contiguous ones.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "floors/allocator/allocator.h"
+#include "floors/core/device.h"
+#include "floors/core/dtype.h"
+#include "floors/core/error.h"
+#include "floors/core/ref.h"
+#include "floors/dispatch/dispatch_key.h"
+
+namespace descent {
+
+// [SECTION] DimVector --------------------------------------------------------
+
+constexpr int kMaxDims = 8;  // dimensions a tensor may have (ggml allows 4, PyTorch 64)
+
+// A fixed-capacity list of int64: sizes, strides, and int[] arguments. No heap.
+class DimVector {
+ public:
+  DimVector() = default;
+  DimVector(std::initializer_list<int64_t> v);
+  explicit DimVector(const std::vector<int64_t>& v);
+
+  int size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t operator[](int i) const { return v_[i]; }
+  int64_t& operator[](int i) { return v_[i]; }
+  const int64_t* begin() const { return v_; }
+  const int64_t* end() const { return v_ + n_; }
+  int64_t* data() { return v_; }
+  void push_back(int64_t x);  // raises ValueError past kMaxDims
+  void resize(int n, int64_t fill = 0);
+  bool operator==(const DimVector& o) const;
+  std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
+  std::string str() const;  // "[2, 3]"
+
+ private:
+  int64_t v_[kMaxDims] = {};
+  int n_ = 0;
+};
+
+int64_t numel_of(const DimVector& sizes);  // product; 1 for an empty list
+DimVector contiguous_strides(const DimVector& sizes);
+// Wraps a possibly negative dim into [0, ndim); raises IndexError naming `op`.
+int wrap_dim(int64_t dim, int ndim, const char* op);
+
+// [SECTION] Storage ----------------------------------------------------------
+
+struct StorageImpl : RefCounted {
+  StorageImpl(alloc::DataPtr d, Device dev) : data(d), device(dev) {}
+  ~StorageImpl() override { data.release(); }
+  alloc::DataPtr data;
+  Device device;
+};
+
+// [SECTION] TensorImpl -------------------------------------------------------
+
+struct TensorImpl : RefCounted {
+  TensorImpl(Ref<StorageImpl> s, ScalarType t, const DimVector& sz, const DimVector& st, int64_t off);
+
+  Ref<StorageImpl> storage;
+  DimVector sizes;
+  DimVector strides;      // in elements, not bytes
+  int64_t offset = 0;     // in elements
+  int64_t numel = 0;
+  ScalarType dtype;
+  Device device;
+  bool requires_grad = false;
+  bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
+  DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
+
+  void refresh_keys();          // after device or requires_grad change
+};
+
+// [SECTION] Tensor -----------------------------------------------------------
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const Ref<TensorImpl>& ref() const { return impl_; }
+
+  int dim() const { return impl_->sizes.size(); }
+  const DimVector& sizes() const { return impl_->sizes; }
+  const DimVector& strides() const { return impl_->strides; }
+  int64_t size(int64_t d) const { return impl_->sizes[wrap_dim(d, dim(), "size")]; }
+  int64_t stride(int64_t d) const { return impl_->strides[wrap_dim(d, dim(), "stride")]; }
+  int64_t numel() const { return impl_->numel; }
+  int64_t offset() const { return impl_->offset; }
+  ScalarType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->device; }
+  bool requires_grad() const { return impl_->requires_grad; }
+  void set_requires_grad(bool r);  // raises for non-float dtypes, like PyTorch
+  bool is_contiguous() const;
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  const Ref<StorageImpl>& storage() const { return impl_->storage; }
+
+  // Address of the first element (storage data + offset).
+  void* data_ptr() const {
+    return static_cast<char*>(impl_->storage->data.ptr) + impl_->offset * int64_t(element_size(impl_->dtype));
+  }
+  template <typename T>
+  T* data() const { return static_cast<T*>(data_ptr()); }
+
+  // A new view of the same storage with other sizes, strides and offset.
+  Tensor as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const;
+  std::string shape_str() const { return sizes().str(); }
+
+ private:
+  Ref<TensorImpl> impl_;
+};
+
+// Allocates a contiguous tensor of `sizes` on `device` (through floor 6).
+// The elements are not initialised. Used by kernels and factories.
+Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device);
+
+// Memory for `device`: the CPU allocator for cpu, the device's caching
+// allocator otherwise. Raises NotImplementedError for a device this build lacks.
+alloc::DataPtr allocate_bytes(size_t nbytes, Device device);
+
+}  // namespace descent

@@ -1,0 +1,108 @@
+// IValue and Stack: the boxed calling convention of the dispatcher.
+//
+// Every op is called the same way: its arguments are pushed on a Stack of
+// IValues in schema order, the kernel pops them and pushes its results. This
+// is what lets one dispatcher, one binding and one tracer serve every op
+// (PyTorch's "boxed" kernels work the same way).
+#pragma once
+
+#include <new>
+#include <utility>
+
+#include "floors/core/device.h"
+#include "floors/core/scalar.h"
+#include "floors/core/tensor.h"
+
+namespace descent {
+
+class IValue {
+ public:
+  enum class Tag : uint8_t { None, Tensor, Double, Int, Bool, IntList, ScalarType, Device };
+
+  IValue() : tag_(Tag::None) {}
+  IValue(Tensor t) : tag_(Tag::Tensor) { new (&u_.t) Tensor(std::move(t)); }
+  IValue(double d) : tag_(Tag::Double) { u_.d = d; }
+  IValue(int64_t i) : tag_(Tag::Int) { u_.i = i; }
+  IValue(int i) : IValue(int64_t{i}) {}
+  IValue(bool b) : tag_(Tag::Bool) { u_.b = b; }
+  IValue(Scalar s);
+  IValue(const DimVector& l) : tag_(Tag::IntList) { new (&u_.l) DimVector(l); }
+  IValue(ScalarType st) : tag_(Tag::ScalarType) { u_.st = st; }
+  IValue(Device dev) : tag_(Tag::Device) { u_.dev = dev; }
+  IValue(const IValue& o) : tag_(Tag::None) { copy_from(o); }
+  IValue(IValue&& o) noexcept : tag_(Tag::None) { move_from(std::move(o)); }
+  IValue& operator=(const IValue& o) {
+    if (this != &o) { destroy(); copy_from(o); }
+    return *this;
+  }
+  IValue& operator=(IValue&& o) noexcept {
+    if (this != &o) { destroy(); move_from(std::move(o)); }
+    return *this;
+  }
+  ~IValue() { destroy(); }
+
+  Tag tag() const { return tag_; }
+  bool is_none() const { return tag_ == Tag::None; }
+  bool is_tensor() const { return tag_ == Tag::Tensor; }
+  bool is_scalar() const { return tag_ == Tag::Double || tag_ == Tag::Int || tag_ == Tag::Bool; }
+
+  // Accessors raise TypeError naming the tag found when the type is wrong.
+  const Tensor& to_tensor() const;
+  Tensor& to_tensor();
+  double to_double() const;
+  int64_t to_int() const;
+  bool to_bool() const;
+  Scalar to_scalar() const;
+  const DimVector& to_int_list() const;
+  ScalarType to_scalar_type() const;
+  Device to_device() const;
+  const char* tag_name() const;  // "Tensor", "int", ...
+
+ private:
+  void destroy() {
+    if (tag_ == Tag::Tensor) u_.t.~Tensor();
+    tag_ = Tag::None;
+  }
+  void copy_from(const IValue& o);
+  void move_from(IValue&& o);
+
+  Tag tag_;
+  union U {
+    U() {}
+    ~U() {}
+    Tensor t;
+    double d;
+    int64_t i;
+    bool b;
+    DimVector l;
+    ScalarType st;
+    Device dev;
+  } u_;
+};
+
+constexpr int kMaxStack = 8;  // arguments or results of one call
+
+// A fixed-capacity stack of IValues: no heap allocation per call.
+class Stack {
+ public:
+  int size() const { return n_; }
+  IValue& operator[](int i) { return v_[i]; }
+  const IValue& operator[](int i) const { return v_[i]; }
+  void push(IValue v);  // raises Error past kMaxStack
+  IValue pop() { return std::move(v_[--n_]); }
+  void clear() {
+    for (int i = 0; i < n_; ++i) v_[i] = IValue();
+    n_ = 0;
+  }
+  // Replaces the whole stack by one result.
+  void set_result(IValue v) {
+    clear();
+    push(std::move(v));
+  }
+
+ private:
+  IValue v_[kMaxStack];
+  int n_ = 0;
+};
+
+}  // namespace descent

@@ -1,0 +1,109 @@
+// The element functions of the elementwise ops, shared by the reference and
+// the optimized loops: both variants compute each element with the very same
+// expression, which is why the verifier can demand bit-for-bit equality.
+//
+// visit_unary(op, fn) calls fn(F{}) with F the functor of `op`, so a loop is
+// written once and instantiated per op (and per dtype by visit_dtype).
+#pragma once
+
+#include <cmath>
+#include <type_traits>
+
+#include "floors/core/error.h"
+#include "floors/dispatch/ops.h"
+
+namespace descent::kernels {
+
+// Integer arithmetic wraps around (two's complement), as PyTorch's does,
+// instead of being undefined behaviour on overflow.
+inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
+// [SECTION] Unary ---------------------------------------------------------------
+
+struct NegF { template <class T> T operator()(T x) const {
+  if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
+struct AbsF { template <class T> T operator()(T x) const {
+  if constexpr (std::is_same_v<T, bool>) return x; else return x < 0 ? NegF{}(x) : x; } };
+struct ExpF { template <class T> T operator()(T x) const { return std::exp(x); } };
+struct LogF { template <class T> T operator()(T x) const { return std::log(x); } };
+struct SqrtF { template <class T> T operator()(T x) const { return std::sqrt(x); } };
+// relu propagates NaN, like PyTorch's clamp_min(0).
+struct ReluF { template <class T> T operator()(T x) const { return x > T(0) || x != x ? x : T(0); } };
+struct SigmoidF { template <class T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhF { template <class T> T operator()(T x) const { return std::tanh(x); } };
+
+template <typename Fn>
+void visit_unary(Op op, Fn&& fn) {
+  switch (op) {
+    case Op::neg: return fn(NegF{});
+    case Op::abs: return fn(AbsF{});
+    case Op::exp: return fn(ExpF{});
+    case Op::log: return fn(LogF{});
+    case Op::sqrt: return fn(SqrtF{});
+    case Op::relu: return fn(ReluF{});
+    case Op::sigmoid: return fn(SigmoidF{});
+    case Op::tanh: return fn(TanhF{});
+    default: throw Error("visit_unary: not a unary op");
+  }
+}
+
+// [SECTION] Binary ----------------------------------------------------------------
+
+// Binary functors take alpha (only add and sub use it). On bool, add is
+// logical or and mul logical and, as in PyTorch.
+struct AddF { template <class T> T operator()(T a, T b, T alpha) const {
+  if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
+  else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(alpha, b)); else return a + alpha * b; } };
+struct SubF { template <class T> T operator()(T a, T b, T alpha) const {
+  if constexpr (std::is_same_v<T, bool>) return a;
+  else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)); else return a - alpha * b; } };
+struct MulF { template <class T> T operator()(T a, T b, T) const {
+  if constexpr (std::is_same_v<T, bool>) return a && b;
+  else if constexpr (std::is_integral_v<T>) return wrap_mul(a, b); else return a * b; } };
+struct DivF { template <class T> T operator()(T a, T b, T) const { return a / b; } };  // floats only
+struct PowF {
+  template <class T> T operator()(T a, T b, T) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a || !b;
+    } else {  // integer power by squaring
+      DESCENT_CHECK(b >= 0, ValueError, "pow(): Integers to negative integer powers are not allowed.");
+      T r = 1;
+      for (T base = a, e = b; e > 0; e >>= 1, base = wrap_mul(base, base))
+        if (e & 1) r = wrap_mul(r, base);
+      return r;
+    }
+  }
+};
+
+template <typename Fn>
+void visit_binary(Op op, Fn&& fn) {
+  switch (op) {
+    case Op::add: return fn(AddF{});
+    case Op::sub: return fn(SubF{});
+    case Op::mul: return fn(MulF{});
+    case Op::div: return fn(DivF{});
+    case Op::pow: return fn(PowF{});
+    default: throw Error("visit_binary: not a binary op");
+  }
+}
+
+// [SECTION] Comparison ------------------------------------------------------------
+
+struct EqF { template <class T> bool operator()(T a, T b) const { return a == b; } };
+struct LtF { template <class T> bool operator()(T a, T b) const { return a < b; } };
+struct GtF { template <class T> bool operator()(T a, T b) const { return a > b; } };
+
+template <typename Fn>
+void visit_compare(Op op, Fn&& fn) {
+  switch (op) {
+    case Op::eq: return fn(EqF{});
+    case Op::lt: return fn(LtF{});
+    case Op::gt: return fn(GtF{});
+    default: throw Error("visit_compare: not a comparison op");
+  }
+}
+
+}  // namespace descent::kernels

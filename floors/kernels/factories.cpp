@@ -1,0 +1,158 @@
+// Factory kernels: empty, zeros, ones, full, arange, rand, randn.
+//
+// They reach the CPU through BackendSelect (floors/dispatch/backend_select.cpp),
+// which read their `device` argument. See Note [Counter-based random numbers].
+#include <cmath>
+#include <mutex>
+
+#include "floors/kernels/kernels.h"
+#include "floors/kernels/random.h"
+#include "tracer/tracer.h"
+
+namespace descent::kernels {
+
+// [SECTION] Philox ----------------------------------------------------------------
+
+std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key increments (golden ratio, sqrt(3)-1)
+  std::array<uint32_t, 4> x = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(kMul0) * x[0], p1 = uint64_t(kMul1) * x[2];
+    x = {uint32_t(p1 >> 32) ^ x[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ x[3] ^ k1, uint32_t(p0)};
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return x;
+}
+
+namespace {
+std::mutex g_gen_mu;
+GeneratorState g_gen{0x5eed, 0};
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g_gen_mu);
+  g_gen = {seed, 0};
+}
+
+GeneratorState reserve_counters(uint64_t n) {
+  std::lock_guard<std::mutex> lock(g_gen_mu);
+  GeneratorState s = g_gen;
+  g_gen.offset += n;
+  return s;
+}
+
+float uniform_float(uint64_t c, uint64_t seed) { return float(philox4x32(c, seed)[0] >> 8) * 0x1p-24f; }
+
+static double u53(uint32_t hi, uint32_t lo) { return double(((uint64_t(hi) << 32) | lo) >> 11) * 0x1p-53; }
+double uniform_double(uint64_t c, uint64_t seed) {
+  auto w = philox4x32(c, seed);
+  return u53(w[0], w[1]);
+}
+double normal_double(uint64_t c, uint64_t seed) {
+  auto w = philox4x32(c, seed);
+  double u1 = 1.0 - u53(w[0], w[1]);  // in (0, 1]: log is finite
+  double u2 = u53(w[2], w[3]);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+// [SECTION] Kernels ---------------------------------------------------------------
+
+namespace {
+
+// Every factory's schema ends with `ScalarType? dtype, Device? device`.
+ScalarType dtype_arg(const Stack& s, ScalarType fallback) {
+  const IValue& v = s[s.size() - 2];
+  return v.is_none() ? fallback : v.to_scalar_type();
+}
+
+Tensor make_output(trace::ScopedSpan& span, const DimVector& sizes, ScalarType dt) {
+  Tensor out = empty_tensor(sizes, dt, Device{});
+  span.arg("dtype", dtype_name(dt));
+  span.arg("numel", out.numel());
+  span.arg("variant", "reference");
+  last_variant() = "reference";
+  return out;
+}
+
+void fill(const Tensor& out, Scalar v) {
+  visit_dtype(out.dtype(), [&]<typename T>() {
+    T* p = out.data<T>();
+    T x = v.to<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = x;
+  });
+}
+
+void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
+  Scalar value = op.id == Op::ones ? Scalar(int64_t{1}) : Scalar(int64_t{0});
+  ScalarType fallback = kDefaultFloat;
+  if (op.id == Op::full) {  // full infers its dtype from the fill value, like PyTorch
+    value = s[1].to_scalar();
+    fallback = value.is_floating() ? kDefaultFloat : value.type();
+  }
+  Tensor out = make_output(span, s[0].to_int_list(), dtype_arg(s, fallback));
+  if (op.id != Op::empty) fill(out, value);
+  s.set_result(std::move(out));
+}
+
+void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
+  bool has_start = op.id == Op::arange_start;
+  Scalar start = has_start ? s[0].to_scalar() : Scalar(int64_t{0});
+  Scalar end = s[has_start ? 1 : 0].to_scalar();
+  Scalar step = has_start ? s[2].to_scalar() : Scalar(int64_t{1});
+  bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
+  ScalarType dt = dtype_arg(s, any_float ? kDefaultFloat : ScalarType::Int64);
+  double d0 = start.to_double(), d1 = end.to_double(), ds = step.to_double();
+  DESCENT_CHECK(ds != 0, ValueError, "arange(): step must be nonzero");
+  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), ValueError, "arange(): unsupported range: ", start.str(),
+                " -> ", end.str());
+  DESCENT_CHECK((ds > 0 && d1 >= d0) || (ds < 0 && d1 <= d0), ValueError,
+                "arange(): upper bound and larger bound inconsistent with step sign");
+  double n = std::ceil((d1 - d0) / ds);
+  DESCENT_CHECK(n < double(int64_t(1) << 40), ValueError, "arange(): too many elements (", n, ")");
+  Tensor out = make_output(span, {int64_t(n)}, dt);
+  visit_dtype(dt, [&]<typename T>() {
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) p[i] = T(d0 + double(i) * ds);
+      else p[i] = T(start.to_int() + i * step.to_int());
+    }
+  });
+  s.set_result(std::move(out));
+}
+
+void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
+  ScalarType dt = dtype_arg(s, kDefaultFloat);
+  DESCENT_CHECK(is_floating(dt), TypeError, op.name, "(): expected a floating point dtype, got ", dtype_name(dt));
+  Tensor out = make_output(span, s[0].to_int_list(), dt);
+  GeneratorState g = reserve_counters(uint64_t(out.numel()));
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      T* p = out.data<T>();
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        uint64_t c = g.offset + uint64_t(i);
+        if (op.id == Op::randn) p[i] = T(normal_double(c, g.seed));
+        else if constexpr (std::is_same_v<T, float>) p[i] = uniform_float(c, g.seed);
+        else p[i] = uniform_double(c, g.seed);
+      }
+    }
+  });
+  s.set_result(std::move(out));
+}
+
+}  // namespace
+
+void register_factory_kernels(Registrar& r) {
+  for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) r.kernel(op, DispatchKey::CPU, fill_kernel);
+  r.kernel(Op::arange, DispatchKey::CPU, arange_kernel);
+  r.kernel(Op::arange_start, DispatchKey::CPU, arange_kernel);
+  r.kernel(Op::rand, DispatchKey::CPU, random_kernel);
+  r.kernel(Op::randn, DispatchKey::CPU, random_kernel);
+}
+
+}  // namespace descent::kernels

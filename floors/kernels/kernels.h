@@ -1,0 +1,91 @@
+// Floor 5, the kernels: shared pieces of the CPU kernels.
+//
+// [SECTION] Variants: reference or optimized
+// [SECTION] Shapes: broadcasting and strided offsets
+// [SECTION] Type promotion
+// [SECTION] The loops (reference.cpp, optimized.cpp)
+//
+// A boxed CPU kernel (register_cpu.cpp) checks its arguments, broadcasts,
+// promotes, asks floor 6 for the output, then runs one of two loops: the
+// reference loop (plain strided loops, written for reading) or the optimized
+// one (contiguous fast paths), when its preconditions hold.
+#pragma once
+
+#include "floors/core/tensor.h"
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent::kernels {
+
+// [SECTION] Variants ------------------------------------------------------------
+
+enum class Variant : uint8_t {
+  Auto,       // the optimized loop when it applies, else the reference
+  Reference,  // always the reference loop
+  Optimized,  // the optimized loop when it applies (same as Auto), for the verifier
+};
+// The variant this thread asks for; Auto by default.
+Variant& requested_variant();
+// Which loop the last kernel on this thread ran: "reference" or "optimized".
+const char*& last_variant();
+
+// RAII: runs a scope with a given variant requested.
+struct VariantGuard {
+  explicit VariantGuard(Variant v) : saved(requested_variant()) { requested_variant() = v; }
+  ~VariantGuard() { requested_variant() = saved; }
+  Variant saved;
+};
+inline bool want_optimized() { return requested_variant() != Variant::Reference; }
+
+// [SECTION] Shapes --------------------------------------------------------------
+
+// The broadcast of two shapes, PyTorch's rule: align from the right; sizes
+// must be equal or one of them 1. Raises ValueError naming `op`.
+DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op);
+// A view of `t` with `sizes` (broadcasting): stride 0 where t has size 1 or no dim.
+Tensor expand_to(const Tensor& t, const DimVector& sizes);
+
+// Offset in elements of the element with row-major position `linear` in
+// `sizes`, read through `strides`. The heart of every reference loop: it says
+// in one place what Note [Views and strides] says in words.
+inline int64_t strided_offset(int64_t linear, const DimVector& sizes, const DimVector& strides) {
+  int64_t off = 0;
+  for (int d = sizes.size() - 1; d >= 0; --d) {
+    int64_t i = linear % sizes[d];
+    linear /= sizes[d];
+    off += i * strides[d];
+  }
+  return off;
+}
+
+// [SECTION] Type promotion ------------------------------------------------------
+
+// The dtype of a binary op's result, Note [Type promotion] (promotion.cpp).
+ScalarType result_type(const Tensor& a, const Tensor& b);
+// `t` converted to dtype (a dispatched `to` call; the same tensor when equal).
+Tensor cast(const Tensor& t, ScalarType dtype);
+
+// [SECTION] The loops --------------------------------------------------------------
+
+// Elementwise: every operand already has out's sizes (inputs may be strided
+// or broadcast views) and out's dtype.
+void reference_unary(Op op, const Tensor& in, const Tensor& out);
+void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
+void reference_compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
+void reference_copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
+// Reductions: `keep` has in's rank with size 1 on reduced dims, and is the
+// (keepdim) output. `reduced[d]` says whether dim d is reduced.
+void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
+void reference_max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool* reduced);
+// Batched matrix product: a [B, M, K], b [B, K, N], out [B, M, N], any strides.
+void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+
+// Each optimized loop returns false, doing nothing, when its preconditions
+// (contiguity, shapes) do not hold; the caller then runs the reference loop.
+bool optimized_unary(Op op, const Tensor& in, const Tensor& out);
+bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
+bool optimized_copy(const Tensor& src, const Tensor& dst);
+bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
+bool optimized_max(const Tensor& in, const Tensor& keep, const bool* reduced);
+bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+
+}  // namespace descent::kernels

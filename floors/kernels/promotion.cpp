@@ -1,0 +1,77 @@
+// Type promotion and broadcasting: what dtype and shape a result has.
+#include "floors/kernels/kernels.h"
+
+namespace descent::kernels {
+
+// Note [Type promotion]
+// ~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's rule, which descent follows. Each operand has a category (bool <
+// integer < floating) and a priority: a tensor with dimensions beats a 0-d
+// tensor, which beats a Python number (a "wrapped number", e.g. the 1 in
+// x + 1). The result's category is the highest among the operands; its dtype
+// is the largest dtype of that category among the operands of highest
+// priority that have it. When only Python numbers reach the category, the
+// default dtype of the category is used (int64, or float32).
+// So: float32 tensor + 1.5 -> float32;  int64 tensor + 1.5 -> float32;
+//     float32 tensor + float64 0-d tensor -> float32;  bool + int64 -> int64.
+namespace {
+
+int category(ScalarType t) { return t == ScalarType::Bool ? 0 : t == ScalarType::Int64 ? 1 : 2; }
+int priority(const Tensor& t) { return t.impl()->wrapped_number ? 0 : t.dim() == 0 ? 1 : 2; }
+
+}  // namespace
+
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  int cat = std::max(category(a.dtype()), category(b.dtype()));
+  const Tensor* ops[2] = {&a, &b};
+  for (int prio = 2; prio >= 0; --prio) {
+    bool found = false;
+    ScalarType best = ScalarType::Bool;
+    for (const Tensor* t : ops) {
+      if (priority(*t) == prio && category(t->dtype()) == cat) {
+        best = found ? std::max(best, t->dtype()) : t->dtype();
+        found = true;
+      }
+    }
+    if (found) {
+      // A wrapped Python float is float64 in C++ but means "some float": use the default.
+      if (prio == 0 && cat == 2) return kDefaultFloat;
+      return best;
+    }
+  }
+  return a.dtype();
+}
+
+Tensor cast(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() == dtype) return t;
+  return call(Op::to, t, dtype);
+}
+
+DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {
+  int n = std::max(a.size(), b.size());
+  DimVector out;
+  out.resize(n);
+  for (int i = 0; i < n; ++i) {
+    int ia = a.size() - n + i, ib = b.size() - n + i;
+    int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+    DESCENT_CHECK(sa == sb || sa == 1 || sb == 1, ValueError, op, "(): The size of tensor a (", sa,
+                  ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i,
+                  " (shapes ", a.str(), " and ", b.str(), ")");
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+Tensor expand_to(const Tensor& t, const DimVector& sizes) {
+  if (t.sizes() == sizes) return t;
+  DimVector st;
+  st.resize(sizes.size());
+  int shift = sizes.size() - t.dim();
+  for (int i = 0; i < sizes.size(); ++i) {
+    int j = i - shift;
+    st[i] = (j < 0 || t.sizes()[j] == 1) ? 0 : t.strides()[j];
+  }
+  return t.as_strided(sizes, st, t.offset());
+}
+
+}  // namespace descent::kernels

@@ -1,0 +1,200 @@
+// The verifier: reference against optimized, on the op table's sample calls.
+#include "floors/kernels/verifier.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "floors/kernels/kernels.h"
+#include "floors/kernels/random.h"
+
+namespace descent::kernels {
+
+// Note [Summation bound]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Adding n floating-point numbers in any order gives a result within
+// (n - 1) * eps * sum(|x_i|) of the exact sum (Higham, "Accuracy and Stability
+// of Numerical Algorithms", 4.2), eps being the unit roundoff of the dtype.
+// The reference and the optimized sum each obey that bound, so they differ by
+// at most twice it. For each output element the verifier computes
+// 2 * (n - 1) * eps * sum(|x_i|) over the elements that went into it, and
+// requires |reference - optimized| to be at most that (divided by n for mean).
+// Exact ops must agree bit for bit, NaNs included.
+
+namespace {
+
+// [SECTION] Sample calls -----------------------------------------------------
+
+Tensor random_tensor(const DimVector& sizes, ScalarType dt, Domain domain, uint64_t seed, uint64_t salt) {
+  Tensor t = empty_tensor(sizes, dt, Device{});
+  visit_dtype(dt, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double u = uniform_double(uint64_t(i) + (salt << 32), seed);  // [0, 1)
+      if constexpr (std::is_same_v<T, bool>) p[i] = u < 0.5;
+      else if constexpr (std::is_integral_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(u * 20) - 10;
+      else p[i] = domain == Domain::Positive ? T(0.1 + 2 * u) : T(8 * u - 4);
+    }
+  });
+  return t;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+DimVector parse_ints(const std::string& list) {  // "[4, 6]"
+  DimVector v;
+  std::string inner = list.substr(list.find('[') + 1, list.find(']') - list.find('[') - 1);
+  size_t pos = 0;
+  while (pos < inner.size()) {
+    size_t comma = inner.find(',', pos);
+    std::string item = trim(inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (!item.empty()) v.push_back(std::stoll(item));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
+  Stack s;
+  std::string text = op.sample;
+  uint64_t salt = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t semi = text.find(';', pos);
+    std::string arg = trim(text.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos));
+    pos = semi == std::string::npos ? text.size() + 1 : semi + 1;
+    ScalarType st;
+    if (arg.rfind("T[", 0) == 0) {
+      bool transposed = arg.size() > 2 && arg.substr(arg.size() - 2) == "^T";
+      Tensor t = random_tensor(parse_ints(arg), dtype, op.domain, seed, ++salt);
+      if (transposed) t = call(Op::transpose, t, 0, 1);
+      s.push(t);
+    } else if (arg.rfind("[", 0) == 0) {
+      s.push(parse_ints(arg));
+    } else if (arg == "None") {
+      s.push(IValue());
+    } else if (arg == "True" || arg == "False") {
+      s.push(arg == "True");
+    } else if (parse_dtype(arg, &st)) {
+      s.push(st);
+    } else if (arg.find('.') != std::string::npos) {
+      s.push(std::stod(arg));
+    } else {
+      s.push(int64_t(std::stoll(arg)));
+    }
+  }
+  // Factories take the dtype under test as their dtype argument.
+  if (op.kind == OpKind::Factory) {
+    while (s.size() < int(op.schema.args.size()) - 2) s.push(op.schema.args[s.size()].default_value);
+    s.push(dtype);
+  }
+  return s;
+}
+
+// [SECTION] Comparing ----------------------------------------------------------
+
+namespace {
+
+double eps_of(ScalarType t) {
+  return t == ScalarType::Float32 ? std::numeric_limits<float>::epsilon() / 2
+                                  : t == ScalarType::Float64 ? std::numeric_limits<double>::epsilon() / 2 : 0;
+}
+
+// Runs the call with one variant; returns its results and which loop ran.
+std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, const char** ran) {
+  VariantGuard guard(v);
+  manual_seed(0x7e57);  // factories that draw random numbers draw the same ones
+  Stack s = args;
+  call_boxed(op.id, s);
+  *ran = last_variant();
+  std::vector<Tensor> out;
+  for (int i = 0; i < s.size(); ++i) out.push_back(call(Op::contiguous, s[i].to_tensor()));
+  return out;
+}
+
+}  // namespace
+
+Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed) {
+  Verdict v;
+  v.op = op.name;
+  v.dtype = dtype;
+  Stack args = sample_call(op, dtype, seed);
+  std::vector<Tensor> ref, opt;
+  const char *ran_ref = "", *ran_opt = "";
+  try {
+    ref = run_with(op, args, Variant::Reference, &ran_ref);
+  } catch (const Error& e) {  // the op does not take this dtype (mean of int64, ...)
+    v.claim = "unsupported";
+    v.passed = true;
+    v.detail = e.what();
+    return v;
+  }
+  opt = run_with(op, args, Variant::Optimized, &ran_opt);
+  v.variants = std::string(ran_ref) + " vs " + ran_opt;
+  bool reordered = op.exactness == Exactness::Reordered && is_floating(ref[0].dtype());
+  v.claim = std::string(ran_opt) != "optimized" ? "single kernel" : reordered ? "bound" : "bit-for-bit";
+  v.passed = true;
+  for (size_t r = 0; r < ref.size(); ++r) {
+    const Tensor &a = ref[r], &b = opt[r];
+    if (!(a.sizes() == b.sizes()) || a.dtype() != b.dtype()) {
+      v.passed = false;
+      v.detail = "results differ in shape or dtype";
+      return v;
+    }
+    if (!reordered) {
+      size_t bytes = size_t(a.numel()) * element_size(a.dtype());
+      if (bytes && std::memcmp(a.data_ptr(), b.data_ptr(), bytes) != 0) {
+        v.passed = false;
+        v.detail = "results differ bit-wise";
+      }
+      continue;
+    }
+    // Note [Summation bound]: per element, 2 (n - 1) eps sum|x| (over n for mean).
+    const Tensor& x = args[0].to_tensor();
+    Tensor abs_sum = call(Op::sum, call(Op::abs, call(Op::to, x, ScalarType::Float64)), args[1], true);
+    abs_sum = call(Op::contiguous, abs_sum);
+    int64_t n = abs_sum.numel() ? x.numel() / abs_sum.numel() : 0;
+    Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      double bound = 2.0 * double(n > 0 ? n - 1 : 0) * eps_of(a.dtype()) * abs_sum.data<double>()[i];
+      if (op.id == Op::mean && n > 0) bound /= double(n);
+      double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
+      v.max_abs_diff = std::max(v.max_abs_diff, diff);
+      v.bound = std::max(v.bound, bound);
+      if (!(diff <= bound)) {
+        v.passed = false;
+        v.detail = str("element ", i, " differs by ", diff, " > bound ", bound);
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<Verdict> verify_all(uint64_t seed) {
+  std::vector<Verdict> out;
+  for (const OpEntry& op : all_ops())
+    for (int t = 0; t < kNumScalarTypes; ++t) out.push_back(verify(op, ScalarType(t), seed));
+  return out;
+}
+
+std::string format_verdicts(const std::vector<Verdict>& vs) {
+  std::string s;
+  char line[256];
+  for (const Verdict& v : vs) {
+    std::snprintf(line, sizeof line, "%-6s %-12s %-8s %-13s %-26s max|diff|=%-10.3g bound=%-10.3g %s\n",
+                  v.passed ? "ok" : "FAIL", v.op.c_str(), dtype_name(v.dtype), v.claim.c_str(), v.variants.c_str(),
+                  v.max_abs_diff, v.bound, v.claim == "unsupported" ? "" : v.detail.c_str());
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace descent::kernels

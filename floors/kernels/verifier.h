@@ -1,0 +1,34 @@
+// The verifier: runs an op's reference and optimized kernels on the same
+// inputs and says whether they agree, bit for bit or within a stated bound.
+// See Note [Summation bound] (verifier.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent::kernels {
+
+struct Verdict {
+  std::string op;             // "sum"
+  ScalarType dtype;           // the dtype of the tensor inputs
+  std::string claim;          // "bit-for-bit", "bound", "unsupported", "single kernel"
+  std::string variants;       // what ran: "reference vs optimized"
+  bool passed = false;
+  double max_abs_diff = 0;    // over all outputs
+  double bound = 0;           // the largest bound allowed (0 for bit-for-bit)
+  std::string detail;         // the error message for "unsupported", or what differed
+};
+
+// Builds the op's sample call (Note [One op table]) with tensors of `dtype`,
+// drawn from the counter-based generator with `seed`.
+Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed);
+
+// Runs the sample call with each variant and compares the results.
+Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed);
+// verify() over every op and dtype.
+std::vector<Verdict> verify_all(uint64_t seed);
+std::string format_verdicts(const std::vector<Verdict>& v);  // a table, one line per verdict
+
+}  // namespace descent::kernels

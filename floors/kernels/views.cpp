@@ -1,0 +1,212 @@
+// View kernels: new sizes, strides and offset over the same storage.
+//
+// None of these copies an element or asks floor 6 for memory; see
+// Note [Views and strides] (floors/core/tensor.h). reshape is the exception
+// that proves the rule: it copies only when no view can express the shape.
+#include <algorithm>
+
+#include "floors/kernels/kernels.h"
+#include "tracer/tracer.h"
+
+namespace descent::kernels {
+
+namespace {
+
+// The sizes `req` with one -1 inferred from numel; raises on a bad shape.
+DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
+  DimVector out = req;
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < req.size(); ++i) {
+    if (req[i] == -1) {
+      DESCENT_CHECK(infer < 0, ValueError, op, "(): only one dimension can be inferred");
+      infer = i;
+    } else {
+      DESCENT_CHECK(req[i] >= 0, ValueError, op, "(): invalid shape dimension ", req[i]);
+      known *= req[i];
+    }
+  }
+  if (infer >= 0) {
+    DESCENT_CHECK(known != 0 && numel % known == 0, ValueError, op, "(): shape '", req.str(),
+                  "' is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  }
+  DESCENT_CHECK(numel_of(out) == numel, ValueError, op, "(): shape '", req.str(), "' is invalid for input of size ",
+                numel);
+  return out;
+}
+
+// Strides that let `sizes` view memory laid out as (old_sizes, old_strides),
+// or false when none do. Old dims are grouped into chunks that are contiguous
+// with each other; each chunk must be covered exactly by consecutive new dims.
+bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, const DimVector& sizes, DimVector* out) {
+  out->resize(sizes.size());
+  if (numel_of(old_sizes) == 0 || old_sizes.size() == 0) {
+    *out = contiguous_strides(sizes);
+    return true;
+  }
+  int nd = sizes.size() - 1;  // next new dim to assign, right to left
+  int64_t chunk_numel = 1;
+  int64_t base = old_strides[old_sizes.size() - 1];
+  for (int d = old_sizes.size() - 1; d >= 0; --d) {
+    chunk_numel *= old_sizes[d];
+    bool chunk_ends = d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != chunk_numel * base);
+    if (!chunk_ends) continue;
+    int64_t covered = 1;
+    while (nd >= 0 && (covered < chunk_numel || sizes[nd] == 1)) {
+      (*out)[nd] = covered * base;
+      covered *= sizes[nd];
+      --nd;
+    }
+    if (covered != chunk_numel) return false;
+    if (d > 0) {
+      base = old_strides[d - 1];
+      chunk_numel = 1;
+    }
+  }
+  for (; nd >= 0; --nd) {  // leading new dims of size 1
+    if (sizes[nd] != 1) return false;
+    (*out)[nd] = 1;
+  }
+  return true;
+}
+
+void set_view(trace::ScopedSpan& span, Stack& s, Tensor v) {
+  span.arg("variant", "view (no copy)");
+  last_variant() = "view";
+  s.set_result(std::move(v));
+}
+
+#define DESCENT_VIEW_KERNEL(fn) void fn(const OpEntry& op, DispatchKeySet, Stack& s)
+#define DESCENT_VIEW_BEGIN                          \
+  trace::ScopedSpan span(trace::Floor::Kernels, op.name); \
+  const Tensor& x = s[0].to_tensor();
+
+DESCENT_VIEW_KERNEL(view_kernel) {
+  DESCENT_VIEW_BEGIN
+  DimVector sizes = infer_size(op.name, s[1].to_int_list(), x.numel());
+  DimVector strides;
+  bool ok = view_strides(x.sizes(), x.strides(), sizes, &strides);
+  if (op.id == Op::reshape && !ok) {  // reshape copies when it must
+    span.arg("variant", "copy (not viewable)");
+    Tensor c = call(Op::contiguous, x);
+    s.set_result(c.as_strided(sizes, contiguous_strides(sizes), c.offset()));
+    return;
+  }
+  DESCENT_CHECK(ok, Error, "view size is not compatible with input tensor's size and stride (at least one dimension "
+                "spans across two contiguous subspaces). Use .reshape(...) instead.");
+  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+}
+
+DESCENT_VIEW_KERNEL(transpose_kernel) {
+  DESCENT_VIEW_BEGIN
+  DimVector sizes = x.sizes(), strides = x.strides();
+  if (x.dim() > 0) {
+    int a = wrap_dim(s[1].to_int(), x.dim(), op.name), b = wrap_dim(s[2].to_int(), x.dim(), op.name);
+    std::swap(sizes[a], sizes[b]);
+    std::swap(strides[a], strides[b]);
+  }
+  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+}
+
+DESCENT_VIEW_KERNEL(permute_kernel) {
+  DESCENT_VIEW_BEGIN
+  const DimVector& dims = s[1].to_int_list();
+  DESCENT_CHECK(dims.size() == x.dim(), ValueError, "permute(): the number of dimensions in the tensor input "
+                "does not match the length of the desired ordering of dimensions i.e. input.dim() = ", x.dim(),
+                " is not equal to len(dims) = ", dims.size());
+  DimVector sizes, strides;
+  bool seen[kMaxDims] = {};
+  for (int64_t d : dims) {
+    int w = wrap_dim(d, x.dim(), op.name);
+    DESCENT_CHECK(!seen[w], ValueError, "permute(): duplicate dims are not allowed (dims ", dims.str(), ")");
+    seen[w] = true;
+    sizes.push_back(x.sizes()[w]);
+    strides.push_back(x.strides()[w]);
+  }
+  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+}
+
+DESCENT_VIEW_KERNEL(expand_kernel) {
+  DESCENT_VIEW_BEGIN
+  const DimVector& req = s[1].to_int_list();
+  DESCENT_CHECK(req.size() >= x.dim(), ValueError, "expand(): the number of sizes provided (", req.size(),
+                ") must be greater or equal to the number of dimensions in the tensor (", x.dim(), ")");
+  DimVector sizes = req, strides;
+  strides.resize(req.size());
+  int shift = req.size() - x.dim();
+  for (int i = 0; i < req.size(); ++i) {
+    int j = i - shift;
+    if (j < 0) {
+      DESCENT_CHECK(req[i] >= 0, ValueError, "expand(): -1 is not allowed in a leading, non-existing dimension ", i);
+      strides[i] = 0;
+      continue;
+    }
+    int64_t have = x.sizes()[j];
+    if (req[i] == -1) sizes[i] = have;
+    DESCENT_CHECK(sizes[i] == have || have == 1, ValueError, "expand(): The expanded size of the tensor (", sizes[i],
+                  ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
+                  req.str(), ".  Tensor sizes: ", x.shape_str());
+    strides[i] = sizes[i] == have ? x.strides()[j] : 0;
+  }
+  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+}
+
+DESCENT_VIEW_KERNEL(slice_kernel) {
+  DESCENT_VIEW_BEGIN
+  DESCENT_CHECK(x.dim() > 0, IndexError, "slice() cannot be applied to a 0-dim tensor.");
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.name);
+  int64_t n = x.sizes()[d], step = s[4].to_int();
+  DESCENT_CHECK(step > 0, ValueError, "slice step must be positive (got ", step, ")");
+  auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+  int64_t start = s[2].is_none() ? 0 : clamp(s[2].to_int());
+  int64_t end = s[3].is_none() ? n : clamp(s[3].to_int());
+  int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  DimVector sizes = x.sizes(), strides = x.strides();
+  sizes[d] = len;
+  strides[d] *= step;
+  set_view(span, s, x.as_strided(sizes, strides, x.offset() + start * x.strides()[d]));
+}
+
+DESCENT_VIEW_KERNEL(select_kernel) {
+  DESCENT_VIEW_BEGIN
+  DESCENT_CHECK(x.dim() > 0, IndexError, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.name);
+  int64_t n = x.sizes()[d], i = s[2].to_int();
+  DESCENT_CHECK(i >= -n && i < n, IndexError, "index ", i, " is out of bounds for dimension ", d, " with size ", n);
+  if (i < 0) i += n;
+  DimVector sizes, strides;
+  for (int k = 0; k < x.dim(); ++k)
+    if (k != d) sizes.push_back(x.sizes()[k]), strides.push_back(x.strides()[k]);
+  set_view(span, s, x.as_strided(sizes, strides, x.offset() + i * x.strides()[d]));
+}
+
+DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
+  DESCENT_VIEW_BEGIN
+  int d = wrap_dim(s[1].to_int(), x.dim() + 1, op.name);
+  DimVector sizes, strides;
+  for (int k = 0; k <= x.dim(); ++k) {
+    if (k == d) {
+      sizes.push_back(1);
+      strides.push_back(k < x.dim() ? x.strides()[k] * x.sizes()[k] : 1);
+    }
+    if (k < x.dim()) sizes.push_back(x.sizes()[k]), strides.push_back(x.strides()[k]);
+  }
+  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+}
+
+}  // namespace
+
+void register_view_kernels(Registrar& r) {
+  r.kernel(Op::view, DispatchKey::CPU, view_kernel);
+  r.kernel(Op::reshape, DispatchKey::CPU, view_kernel);
+  r.kernel(Op::transpose, DispatchKey::CPU, transpose_kernel);
+  r.kernel(Op::permute, DispatchKey::CPU, permute_kernel);
+  r.kernel(Op::expand, DispatchKey::CPU, expand_kernel);
+  r.kernel(Op::slice, DispatchKey::CPU, slice_kernel);
+  r.kernel(Op::select, DispatchKey::CPU, select_kernel);
+  r.kernel(Op::unsqueeze, DispatchKey::CPU, unsqueeze_kernel);
+}
+
+}  // namespace descent::kernels

@@ -1,0 +1,87 @@
+// descent Trace: a finished recording as plain data (no UI types).
+//
+// [SECTION] Model
+// [SECTION] Queries
+// [SECTION] Export and load
+//
+// The app, the CLI, the exporters and the tests all read this one model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tracer/tracer.h"
+
+namespace descent::trace {
+
+// [SECTION] Model -------------------------------------------------------------
+
+using ArgValue = std::variant<int64_t, double, bool, std::string>;
+
+struct SpanArg {
+  std::string key;
+  ArgValue value;
+  bool operator==(const SpanArg&) const = default;
+};
+
+struct Span {
+  uint64_t id = 0;         // unique in the trace, > 0
+  uint64_t parent = 0;     // id of the enclosing span, 0 for a root
+  Floor floor = Floor::None;
+  std::string name;
+  int64_t start_ns = 0;    // on one monotonic clock for the whole trace
+  int64_t end_ns = 0;
+  uint32_t thread = 0;     // small dense thread number, 0 = first thread seen
+  std::vector<SpanArg> args;
+  bool operator==(const Span&) const = default;
+
+  int64_t duration_ns() const { return end_ns - start_ns; }
+  const ArgValue* find_arg(const std::string& key) const;  // nullptr when absent
+};
+
+struct Trace {
+  std::vector<Span> spans;                        // sorted by (thread, start_ns, id)
+  double span_cost_ns = 0;                        // tracer's own cost per span, measured at start
+  std::map<std::string, std::string> metadata;    // e.g. "device" -> "sim:0 (simulated)"
+  bool operator==(const Trace&) const = default;
+};
+
+// [SECTION] Queries -----------------------------------------------------------
+
+// Indices of the children of `parent_id` (0: the roots), in start order.
+std::vector<size_t> children_of(const Trace& t, uint64_t parent_id);
+
+// Human-readable tree: one line per span, indented by depth, with the floor,
+// the name, the duration and the arguments, e.g.
+//   [1 python   ] descent.ones(2, 2) + 1                  12.3 us
+//     [2 binding  ] add                                    1.1 us
+//       [3 dispatch ] add  keyset=CPU kernel=CPU           0.4 us
+std::string format_tree(const Trace& t);
+
+// Checks the structure: ids unique, parents exist, children nested in time
+// inside their parent, end >= start. Returns "" when sound, else what is wrong.
+std::string check_structure(const Trace& t);
+
+// [SECTION] Export and load ---------------------------------------------------
+
+// Raised by the loaders for a malformed file; the message names the file, the
+// line and what was wrong.
+struct TraceFormatError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Chrome Trace Event JSON (complete "X" events; loads in Perfetto).
+std::string to_chrome_json(const Trace& t);
+void save_chrome_json(const Trace& t, const std::string& path);
+
+// descent's own text format: round-trips exactly (load(save(t)) == t).
+std::string to_descent_format(const Trace& t);
+Trace from_descent_format(const std::string& text, const std::string& source_name = "<string>");
+void save(const Trace& t, const std::string& path);
+Trace load(const std::string& path);
+
+}  // namespace descent::trace

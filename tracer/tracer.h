@@ -1,0 +1,148 @@
+// descent tracer: spans recorded at every floor.
+//
+// [SECTION] Floors
+// [SECTION] Arguments
+// [SECTION] The span record (hot path)
+// [SECTION] Recording: start, stop, scoped spans
+//
+// A span is: floor, name (a string literal or an interned string), start and
+// end on one monotonic clock, thread, parent, and up to kMaxArgs typed
+// arguments. See Note [Tracer hot path].
+//
+// Note [Tracer hot path]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// When tracing is off, a span costs one predictable branch on a global flag.
+// When it is on, beginning a span reads the time stamp counter and appends a
+// fixed-size SpanRecord to a buffer owned by the calling thread; ending it
+// reads the counter again and writes the end into the same record. No lock,
+// no allocation (buffers grow in chunks reserved ahead of time), no string
+// formatting: names and string arguments are literals or interned pointers.
+// Ticks are converted to nanoseconds only when the recording is collected into
+// a Trace (trace.h), with the ratio measured at start().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace descent::trace {
+
+// [SECTION] Floors ------------------------------------------------------------
+
+enum class Floor : uint8_t {
+  None = 0,
+  Python = 1,     // the user's line and the descent package's Python code
+  Binding = 2,    // descent._C: argument parsing, unwrapping, wrapping
+  Dispatch = 3,   // key set computation and kernel choice
+  Autograd = 4,   // graph nodes, saved tensors, backward engine
+  Kernels = 5,    // checks, broadcasting, promotion, the loops themselves
+  Allocator = 6,  // CPU allocator and caching allocator
+  Streams = 7,    // stream queues, events
+  Launch = 8,     // kernel launch and the device running it
+  Device = 9,     // activity on the device's own clock (CUPTI, sim worker)
+};
+constexpr int kNumFloors = 10;
+const char* floor_name(Floor f);  // "python", "binding", ... ; "none" for None
+
+// [SECTION] Arguments ---------------------------------------------------------
+
+enum class ArgKind : uint8_t { None = 0, Int, Double, Bool, Str };
+
+// One typed argument of a span. `key` and `s` are literals or interned.
+struct Arg {
+  const char* key = nullptr;  // literal, e.g. "keyset", "bytes", "variant"
+  ArgKind kind = ArgKind::None;
+  union {
+    int64_t i;
+    double d;
+    bool b;
+    const char* s;
+  };
+  Arg() : i(0) {}
+};
+
+// Interns a string: returns a pointer that stays valid for the life of the
+// process and is equal for equal strings. Takes a lock: never on a hot path
+// that runs with tracing off.
+const char* intern(std::string_view s);
+
+// [SECTION] The span record (hot path) ---------------------------------------
+
+constexpr int kMaxArgs = 4;
+
+struct SpanRecord {
+  uint64_t start_ticks;     // time stamp counter at begin
+  uint64_t end_ticks;       // at end; 0 while the span is open
+  const char* name;         // literal or interned
+  int32_t parent;           // index in the same thread's buffer, -1 for a root
+  Floor floor;
+  uint8_t nargs;
+  Arg args[kMaxArgs];
+};
+static_assert(sizeof(SpanRecord) <= 128, "SpanRecord must stay small and fixed-size");
+
+// The global switch. Read with relaxed order: one load and one branch.
+extern std::atomic<bool> g_enabled;
+inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+
+// Reads the clock the tracer uses (rdtsc on x86-64, steady_clock elsewhere).
+uint64_t now_ticks();
+// Nanoseconds on the steady clock, for callers that need wall time.
+int64_t now_ns();
+
+// Low-level calls used by ScopedSpan; each acts on the calling thread's buffer.
+// begin returns the record's index, or -1 when tracing is off.
+int32_t begin_span(Floor floor, const char* name);
+void end_span(int32_t index);
+void add_arg(int32_t index, const char* key, int64_t v);
+void add_arg(int32_t index, const char* key, double v);
+void add_arg(int32_t index, const char* key, bool v);
+void add_arg(int32_t index, const char* key, const char* s);  // s literal or interned
+
+// Records a span that was measured elsewhere (e.g. a device's own clock, or a
+// Python frame timed by the profile hook), in nanoseconds on now_ns()'s clock,
+// as a child of the calling thread's innermost open span.
+void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns);
+
+// [SECTION] Recording: start, stop, scoped spans -----------------------------
+
+struct Trace;  // trace.h
+
+// Clears every thread's buffer, calibrates the tracer's own cost, and switches
+// tracing on.
+void start();
+// Switches tracing off and collects every thread's spans into a Trace.
+// Spans still open at stop() are closed at the stop time.
+Trace stop();
+
+// Measured cost of one begin/end pair with tracing on, in nanoseconds.
+double span_cost_ns();
+
+// RAII span. With tracing off, the constructor is one branch and the
+// destructor another.
+class ScopedSpan {
+ public:
+  ScopedSpan(Floor floor, const char* name) : index_(enabled() ? begin_span(floor, name) : -1) {}
+  ~ScopedSpan() {
+    if (index_ >= 0) end_span(index_);
+  }
+  ScopedSpan(const ScopedSpan&) = delete;
+  ScopedSpan& operator=(const ScopedSpan&) = delete;
+
+  bool active() const { return index_ >= 0; }
+  template <typename T>
+  void arg(const char* key, T v) {
+    if (index_ >= 0) add_arg(index_, key, v);
+  }
+
+ private:
+  int32_t index_;
+};
+
+}  // namespace descent::trace
+
+#define DESCENT_CONCAT_INNER(a, b) a##b
+#define DESCENT_CONCAT(a, b) DESCENT_CONCAT_INNER(a, b)
+// Opens a span named `name` (a string literal) on `floor` until the end of the scope.
+#define DESCENT_SPAN(floor, name) \
+  ::descent::trace::ScopedSpan DESCENT_CONCAT(descent_span_, __LINE__)(::descent::trace::Floor::floor, name)
