@@ -17,7 +17,12 @@ namespace descent::kernels {
 namespace {
 
 bool contiguous_like(const Tensor& t, const Tensor& out) { return t.is_contiguous() && t.sizes() == out.sizes(); }
-bool single(const Tensor& t) { return t.numel() == 1; }
+// One element broadcast to every position (all strides 0): x + 1.
+bool single(const Tensor& t) {
+  for (int64_t st : t.strides())
+    if (st != 0) return false;
+  return true;
+}
 
 }  // namespace
 

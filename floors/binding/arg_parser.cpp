@@ -1,0 +1,250 @@
+// Parsing Python arguments against an op's schema.
+//
+// Note [Parsing arguments]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// The binding knows nothing about any particular op: it reads the schemas of
+// the op table. For a call f(*args, **kwargs) it tries each overload of f in
+// table order and takes the first that accepts the call:
+//   1. positional arguments fill the schema's arguments left to right (a
+//      trailing int[] also takes loose ints: ones(2, 3) means ones([2, 3]));
+//   2. keyword arguments fill arguments by name (kwarg-only ones too);
+//   3. missing arguments take their defaults, or the overload is refused;
+//   4. each Python object must convert to its argument's type: a Tensor
+//      argument after the first also takes a Python number (x + 1), which
+//      becomes a 0-d "wrapped number" tensor (Note [Type promotion]).
+// When no overload accepts the call, the error names the argument, its
+// position and the type found (one overload), or lists the signatures (several).
+#include <algorithm>
+#include <cstring>
+
+#include "floors/binding/binding.h"
+
+namespace descent::binding {
+
+namespace {
+
+const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+bool is_int_like(PyObject* o) { return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
+
+bool to_int(PyObject* o, int64_t* out) {
+  PyObject* index = PyLong_Check(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);  // numpy ints too
+  if (!index) {
+    PyErr_Clear();
+    return false;
+  }
+  long long v = PyLong_AsLongLong(index);
+  Py_DECREF(index);
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// Converts one object to the argument's type, or explains why not in `err`.
+bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string& err) {
+  if (o == Py_None && a.optional) {
+    out = IValue();
+    return true;
+  }
+  int64_t i = 0;
+  switch (a.type) {
+    case ArgType::Tensor:
+      if (is_tensor(o)) {
+        out = unwrap(o);
+        return true;
+      }
+      if (pos > 0 && is_python_scalar(o)) {
+        out = scalar_to_tensor(o);
+        return true;
+      }
+      break;
+    case ArgType::Scalar:
+      if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
+      if (is_int_like(o) && to_int(o, &i)) { out = IValue(i); return true; }
+      if (PyFloat_Check(o)) { out = IValue(PyFloat_AS_DOUBLE(o)); return true; }
+      break;
+    case ArgType::Int:
+      if (is_int_like(o) && to_int(o, &i)) { out = IValue(i); return true; }
+      break;
+    case ArgType::Float:
+      if (PyFloat_Check(o) || is_int_like(o)) { out = IValue(PyFloat_AsDouble(o)); return true; }
+      break;
+    case ArgType::Bool:
+      if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
+      break;
+    case ArgType::IntList: {
+      if (is_int_like(o) && to_int(o, &i)) { out = IValue(DimVector{i}); return true; }
+      if (!PyTuple_Check(o) && !PyList_Check(o)) break;
+      PyObject* seq = o;
+      Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+      if (n > kMaxDims) {
+        err = str("argument '", a.name, "' has ", n, " elements; descent supports at most ", kMaxDims, " dimensions");
+        return false;
+      }
+      DimVector v;
+      for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
+        if (!is_int_like(item) || !to_int(item, &i)) {
+          err = str("argument '", a.name, "' must be tuple of ints, but found element of type ", type_name(item),
+                    " at pos ", k);
+          return false;
+        }
+        v.push_back(i);
+      }
+      out = IValue(v);
+      return true;
+    }
+    case ArgType::ScalarType:
+      if (Py_TYPE(o) == &g_dtype_type) {
+        out = IValue(*reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(o) + sizeof(PyObject)));
+        return true;
+      }
+      break;
+    case ArgType::Device:
+      if (Py_TYPE(o) == &g_device_type) {
+        out = IValue(*reinterpret_cast<Device*>(reinterpret_cast<char*>(o) + sizeof(PyObject)));
+        return true;
+      }
+      if (PyUnicode_Check(o)) {
+        out = IValue(Device::parse(PyUnicode_AsUTF8(o)));  // raises ValueError naming the string
+        return true;
+      }
+      break;
+  }
+  err = str("argument '", a.name, "' (position ", pos + 1, ") must be ", a.type_str(), ", not ", type_name(o));
+  return false;
+}
+
+std::string signature(const OpEntry& op) {
+  std::string s = "(";
+  bool star = false;
+  for (size_t k = 0; k < op.schema.args.size(); ++k) {
+    const SchemaArg& a = op.schema.args[k];
+    if (a.kwarg_only && !star) s += k ? ", *" : "*", star = true;
+    s += (k ? ", " : "") + a.type_str() + " " + a.name;
+    if (a.has_default) s += "=...";
+  }
+  return s + ")";
+}
+
+// Tries one overload; on failure `err` says why.
+bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
+                  std::string& err) {
+  const auto& sargs = op.schema.args;
+  const int npos = op.schema.num_positional();
+  PyObject* slots[kMaxStack] = {};
+  PyObject* gathered = nullptr;  // ones(2, 3): the loose ints as a tuple
+  Py_ssize_t used = nargs;
+  if (nargs > npos && npos > 0 && sargs[npos - 1].type == ArgType::IntList && is_int_like(args[npos - 1])) {
+    gathered = PyTuple_New(nargs - npos + 1);
+    for (Py_ssize_t k = npos - 1; k < nargs; ++k) {
+      Py_INCREF(args[k]);
+      PyTuple_SET_ITEM(gathered, k - npos + 1, args[k]);
+    }
+    used = npos;
+  }
+  struct Release { PyObject* o; ~Release() { Py_XDECREF(o); } } release{gathered};
+  if (used > npos) {
+    err = str(op.schema.name, "() takes ", npos, " positional argument", npos == 1 ? "" : "s", " but ", nargs,
+              " were given");
+    return false;
+  }
+  for (Py_ssize_t k = 0; k < used; ++k) slots[k] = args[k];
+  if (gathered) slots[npos - 1] = gathered;
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    size_t j = 0;
+    while (j < sargs.size() && sargs[j].name != name) ++j;
+    if (j == sargs.size()) {
+      err = str(op.schema.name, "() got an unexpected keyword argument '", name, "'");
+      return false;
+    }
+    if (slots[j]) {
+      err = str(op.schema.name, "() got multiple values for argument '", name, "'");
+      return false;
+    }
+    slots[j] = args[nargs + k];
+  }
+  for (size_t j = 0; j < sargs.size(); ++j) {
+    if (!slots[j]) {
+      if (!sargs[j].has_default) {
+        err = str(op.schema.name, "() missing required argument '", sargs[j].name, "' (pos ", j + 1, ")");
+        return false;
+      }
+      stack.push(sargs[j].default_value);
+      continue;
+    }
+    IValue v;
+    if (!convert(sargs[j], slots[j], int(j), v, err)) {
+      err = str(op.schema.name, "(): ", err);
+      return false;
+    }
+    stack.push(std::move(v));
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<OverloadGroup>& overload_groups() {
+  static const std::vector<OverloadGroup> groups = [] {
+    std::vector<OverloadGroup> g;
+    for (const OpEntry& op : all_ops()) {
+      auto it = std::find_if(g.begin(), g.end(), [&](const OverloadGroup& x) { return x.name == op.schema.name; });
+      if (it == g.end()) g.push_back({op.schema.name, {&op}});
+      else it->overloads.push_back(&op);
+    }
+    return g;
+  }();
+  return groups;
+}
+
+bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
+                const OpEntry** chosen) {
+  std::string first_err;
+  for (const OpEntry* op : g.overloads) {
+    std::string err;
+    stack.clear();
+    if (try_overload(*op, args, nargs, kwnames, stack, err)) {
+      *chosen = op;
+      return true;
+    }
+    if (first_err.empty()) first_err = err;
+  }
+  stack.clear();
+  if (g.overloads.size() == 1) {
+    PyErr_SetString(PyExc_TypeError, first_err.c_str());
+    return false;
+  }
+  std::string got = "(";
+  for (Py_ssize_t k = 0; k < nargs; ++k) got += std::string(k ? ", " : "") + type_name(args[k]);
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k)
+    got += std::string(nargs + k ? ", " : "") + PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k)) + "=" +
+           type_name(args[nargs + k]);
+  std::string msg = g.name + "() received an invalid combination of arguments - got " + got + "), but expected one of:";
+  for (const OpEntry* op : g.overloads) msg += "\n * " + signature(*op);
+  PyErr_SetString(PyExc_TypeError, msg.c_str());
+  return false;
+}
+
+bool is_python_scalar(PyObject* o) { return PyFloat_Check(o) || PyLong_Check(o) || PyBool_Check(o); }
+
+Tensor scalar_to_tensor(PyObject* o) {
+  ScalarType t = PyBool_Check(o) ? ScalarType::Bool : PyLong_Check(o) ? ScalarType::Int64 : ScalarType::Float64;
+  Tensor r = empty_tensor({}, t, Device{});
+  if (t == ScalarType::Bool) *r.data<bool>() = o == Py_True;
+  else if (t == ScalarType::Int64) {
+    int64_t v = 0;
+    DESCENT_CHECK(to_int(o, &v), ValueError, "Python int too large to convert to int64");
+    *r.data<int64_t>() = v;
+  } else *r.data<double>() = PyFloat_AsDouble(o);
+  r.impl()->wrapped_number = true;
+  return r;
+}
+
+}  // namespace descent::binding

@@ -1,0 +1,81 @@
+// Floor 2, the binding: the CPython extension descent._C.
+//
+// [SECTION] Python objects for C++ values
+// [SECTION] Argument parsing against a schema
+// [SECTION] Errors
+//
+// A call from Python arrives here as a tuple of PyObjects; the binding parses
+// it against the op's schema (positional, keyword, defaults, overloads),
+// unwraps the objects into a Stack of IValues, releases the GIL, runs the
+// dispatcher (floor 3), takes the GIL back and wraps the results. See
+// Note [Parsing arguments] (arg_parser.cpp).
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string>
+#include <vector>
+
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent::binding {
+
+// [SECTION] Python objects for C++ values ---------------------------------------
+
+// The instance layout of _C.TensorBase (and of descent.Tensor, its Python subclass).
+struct TensorObject {
+  PyObject_HEAD
+  TensorImpl* impl;  // owned: one reference
+};
+extern PyTypeObject* g_tensor_base;    // _C.TensorBase
+extern PyTypeObject* g_tensor_class;   // descent.Tensor, set by _C._set_tensor_class
+extern PyTypeObject g_dtype_type;      // _C.dtype
+extern PyTypeObject g_device_type;     // _C.device
+PyObject* dtype_object(ScalarType t);  // borrowed reference to the singleton
+
+bool is_tensor(PyObject* o);
+Tensor unwrap(PyObject* o);            // o must satisfy is_tensor
+PyObject* wrap(Tensor t);              // a new descent.Tensor (new reference)
+PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tuple for several
+
+bool init_tensor_type(PyObject* module);
+bool init_value_types(PyObject* module);   // dtype, device, return types
+bool init_trace_type(PyObject* module);
+PyObject* device_object(Device d);     // new reference
+
+// [SECTION] Argument parsing against a schema -------------------------------------
+
+// All overloads sharing a Python name ("max" and "max.dim").
+struct OverloadGroup {
+  std::string name;
+  std::vector<const OpEntry*> overloads;
+};
+const std::vector<OverloadGroup>& overload_groups();
+
+// Parses (args, kwargs) against the group's overloads. On success fills
+// `stack`, sets *chosen and returns true; otherwise sets a Python TypeError
+// (or ValueError) that names the argument and what was wrong, and returns false.
+bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
+                const OpEntry** chosen);
+
+// Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
+Tensor scalar_to_tensor(PyObject* o);
+bool is_python_scalar(PyObject* o);
+
+// [SECTION] Errors -----------------------------------------------------------------
+
+// Sets the Python exception matching the C++ one currently being handled.
+void set_python_error();
+extern PyObject* g_oom_error;  // descent.OutOfMemoryError, a RuntimeError
+
+}  // namespace descent::binding
+
+// Wraps the body of a C function: C++ exceptions become Python exceptions.
+#define DESCENT_PY_TRY try {
+#define DESCENT_PY_CATCH(ret)                 \
+  }                                           \
+  catch (...) {                               \
+    ::descent::binding::set_python_error();   \
+    return ret;                               \
+  }

@@ -1,0 +1,339 @@
+// The module descent._C: one Python function per op of the table, plus the
+// few functions the Python package needs (tensor construction, seeding,
+// tracing, the verifier, allocator statistics).
+//
+// [SECTION] Errors
+// [SECTION] Op functions
+// [SECTION] Building tensors from Python data
+// [SECTION] Everything else
+// [SECTION] Module init
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include "floors/binding/binding.h"
+#include "floors/kernels/kernels.h"
+#include "floors/kernels/random.h"
+#include "floors/kernels/verifier.h"
+#include "tracer/trace.h"
+
+namespace descent::binding {
+
+PyObject* g_oom_error = nullptr;
+
+// [SECTION] Errors -------------------------------------------------------------
+
+void set_python_error() {
+  if (PyErr_Occurred()) return;  // a Python error is already set (e.g. by a conversion)
+  try {
+    throw;
+  } catch (const alloc::OutOfMemoryError& e) {
+    PyErr_SetString(g_oom_error, e.what());
+  } catch (const TypeError& e) {
+    PyErr_SetString(PyExc_TypeError, e.what());
+  } catch (const ValueError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const IndexError& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const NotImplementedError& e) {
+    PyErr_SetString(PyExc_NotImplementedError, e.what());
+  } catch (const trace::TraceFormatError& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(g_oom_error, "descent: out of host memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "descent: unknown C++ exception");
+  }
+}
+
+// [SECTION] Op functions ---------------------------------------------------------
+
+namespace {
+
+// Releases the GIL for its scope: other Python threads run while the kernel does.
+struct GilRelease {
+  PyThreadState* state = PyEval_SaveThread();
+  ~GilRelease() { PyEval_RestoreThread(state); }
+};
+
+// The function behind _C.add, _C.max, ...: `self` is the overload group's index.
+PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const OverloadGroup& g = overload_groups()[PyLong_AsSize_t(self)];
+  DESCENT_PY_TRY
+  trace::ScopedSpan span(trace::Floor::Binding, g.overloads[0]->schema.name.c_str());
+  Stack stack;
+  const OpEntry* op = nullptr;
+  if (!parse_args(g, args, PyVectorcall_NARGS(nargs), kwnames, stack, &op)) return nullptr;
+  if (span.active()) span.arg("overload", op->name);
+  {
+    GilRelease release;
+    call_boxed(op->id, stack);
+  }
+  return wrap_results(*op, stack);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+std::vector<PyMethodDef>& op_defs() {
+  static std::vector<PyMethodDef> defs;
+  return defs;
+}
+
+bool add_op_functions(PyObject* m) {
+  const auto& groups = overload_groups();
+  op_defs().resize(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    PyMethodDef& d = op_defs()[i];
+    d.ml_name = groups[i].overloads[0]->schema.name.c_str();  // lives as long as the op table
+    d.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(op_function));
+    d.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+    d.ml_doc = groups[i].overloads[0]->schema.text.c_str();
+    PyObject* index = PyLong_FromSize_t(i);
+    PyObject* fn = PyCFunction_NewEx(&d, index, nullptr);
+    Py_DECREF(index);
+    if (!fn || PyModule_AddObject(m, d.ml_name, fn) < 0) return false;
+  }
+  return true;
+}
+
+// [SECTION] Building tensors from Python data ------------------------------------------
+
+// Walks nested lists/tuples: finds the shape and the dtype the values need.
+void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& any) {
+  if (PySequence_Check(o) && !PyUnicode_Check(o) && !is_tensor(o)) {
+    Py_ssize_t n = PySequence_Size(o);
+    DESCENT_CHECK(n >= 0, TypeError, "tensor(): could not read the length of a ", Py_TYPE(o)->tp_name);
+    if (shape.size() == depth) shape.push_back(n);
+    DESCENT_CHECK(shape[depth] == n, ValueError, "tensor(): expected sequence of length ", shape[depth], " at dim ",
+                  depth, " (got ", n, ")");
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PySequence_GetItem(o, i);
+      DESCENT_CHECK(item != nullptr, TypeError, "tensor(): could not read element ", i);
+      struct Drop { PyObject* p; ~Drop() { Py_DECREF(p); } } drop{item};
+      infer(item, depth + 1, shape, dtype, any);
+    }
+    return;
+  }
+  DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ", depth);
+  ScalarType t;
+  if (PyBool_Check(o)) t = ScalarType::Bool;
+  else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) t = ScalarType::Int64;
+  else if (PyFloat_Check(o) || PyNumber_Check(o)) t = kDefaultFloat;
+  else throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
+  dtype = any ? std::max(dtype, t) : t;
+  any = true;
+}
+
+void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
+  if (depth < t.dim()) {
+    for (int64_t i = 0; i < t.sizes()[depth]; ++i) {
+      PyObject* item = PySequence_GetItem(o, i);
+      struct Drop { PyObject* p; ~Drop() { Py_DECREF(p); } } drop{item};
+      fill(item, t, depth + 1, pos);
+    }
+    return;
+  }
+  double d = 0;
+  long long i = 0;
+  bool integral = PyLong_Check(o) || PyBool_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o));
+  if (integral) i = PyLong_AsLongLong(o);
+  else d = PyFloat_AsDouble(o);
+  if (PyErr_Occurred()) throw ValueError("tensor(): a number does not fit its dtype");
+  visit_dtype(t.dtype(), [&]<typename T>() { t.data<T>()[pos] = integral ? T(i) : T(d); });
+  ++pos;
+}
+
+// _C._tensor(data, dtype): a new CPU tensor from a number, nested sequences,
+// a descent tensor or any object with the buffer protocol (numpy arrays).
+PyObject* py_tensor(PyObject*, PyObject* args) {
+  PyObject* data;
+  PyObject* dtype_obj = Py_None;
+  if (!PyArg_ParseTuple(args, "O|O:tensor", &data, &dtype_obj)) return nullptr;
+  DESCENT_PY_TRY
+  std::optional<ScalarType> want;
+  if (dtype_obj != Py_None) {
+    DESCENT_CHECK(Py_TYPE(dtype_obj) == &g_dtype_type, TypeError, "tensor(): dtype must be a descent.dtype, not ",
+                  Py_TYPE(dtype_obj)->tp_name);
+    want = *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(dtype_obj) + sizeof(PyObject));
+  }
+  if (is_tensor(data)) return wrap(call(Op::to, unwrap(data), want ? IValue(*want) : IValue(), IValue(), true));
+  if (PyObject_CheckBuffer(data) && !PyBytes_Check(data)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_RECORDS_RO) < 0) return nullptr;
+    struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
+    std::string fmt = view.format ? view.format : "B";
+    if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
+    ScalarType src;
+    if (fmt == "?") src = ScalarType::Bool;
+    else if (fmt == "f") src = ScalarType::Float32;
+    else if (fmt == "d") src = ScalarType::Float64;
+    else if (fmt == "q" || fmt == "l") src = ScalarType::Int64;
+    else throw TypeError(str("tensor(): can't convert a buffer of format '", fmt,
+                             "'; supported: bool, int64, float32, float64"));
+    DimVector sizes, strides;
+    for (int d = 0; d < view.ndim; ++d) {
+      sizes.push_back(view.shape[d]);
+      DESCENT_CHECK(view.strides[d] % view.itemsize == 0, ValueError, "tensor(): buffer strides are not multiples of the item size");
+      strides.push_back(view.strides[d] / view.itemsize);
+    }
+    Tensor out = empty_tensor(sizes, src, Device{});
+    // View the foreign memory as a tensor with its strides, then copy through the kernels.
+    auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
+    Tensor foreign(Ref<TensorImpl>::make(storage, src, sizes, strides, 0));
+    call(Op::copy_, out, foreign);
+    return wrap(want ? call(Op::to, out, *want) : out);
+  }
+  DimVector shape;
+  ScalarType dt = kDefaultFloat;
+  bool any = false;
+  infer(data, 0, shape, dt, any);
+  Tensor out = empty_tensor(shape, want.value_or(dt), Device{});
+  int64_t pos = 0;
+  if (out.numel() > 0) fill(data, out, 0, pos);
+  return wrap(out);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyObject* py_scalar_tensor(PyObject*, PyObject* o) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(is_python_scalar(o), TypeError, "expected a Python number, got ", Py_TYPE(o)->tp_name);
+  return wrap(scalar_to_tensor(o));
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// [SECTION] Everything else ------------------------------------------------------------
+
+PyObject* py_set_tensor_class(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), g_tensor_base)) {
+    PyErr_SetString(PyExc_TypeError, "_set_tensor_class expects a subclass of TensorBase");
+    return nullptr;
+  }
+  Py_INCREF(cls);
+  g_tensor_class = reinterpret_cast<PyTypeObject*>(cls);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_manual_seed(PyObject*, PyObject* arg) {
+  unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
+  if (PyErr_Occurred()) return nullptr;
+  kernels::manual_seed(s);
+  Py_RETURN_NONE;
+}
+
+PyObject* py_ops(PyObject*, PyObject*) {
+  static const char* kKinds[] = {"factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy"};
+  PyObject* list = PyList_New(0);
+  for (const OpEntry& op : all_ops()) {
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+                                op.schema.name.c_str(), "schema", op.schema.text.c_str(), "kind", kKinds[int(op.kind)],
+                                "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
+                                op.domain == Domain::Any ? "any" : "positive", "sample", op.sample);
+    PyList_Append(list, d);
+    Py_DECREF(d);
+  }
+  return list;
+}
+
+PyObject* py_verify(PyObject*, PyObject* args) {
+  unsigned long long seed = 1;
+  const char* only = nullptr;
+  if (!PyArg_ParseTuple(args, "|Kz:verify", &seed, &only)) return nullptr;
+  DESCENT_PY_TRY
+  std::vector<kernels::Verdict> vs;
+  {
+    GilRelease release;
+    for (const OpEntry& op : all_ops()) {
+      if (only && std::strcmp(only, op.name) != 0) continue;
+      for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed));
+    }
+  }
+  PyObject* list = PyList_New(0);
+  for (const auto& v : vs) {
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
+                                "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
+                                v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound,
+                                "detail", v.detail.c_str());
+    PyList_Append(list, d);
+    Py_DECREF(d);
+  }
+  return list;
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyObject* py_set_variant(PyObject*, PyObject* arg) {
+  const char* v = PyUnicode_AsUTF8(arg);
+  if (!v) return nullptr;
+  using kernels::Variant;
+  if (!std::strcmp(v, "auto")) kernels::requested_variant() = Variant::Auto;
+  else if (!std::strcmp(v, "reference")) kernels::requested_variant() = Variant::Reference;
+  else if (!std::strcmp(v, "optimized")) kernels::requested_variant() = Variant::Optimized;
+  else return PyErr_Format(PyExc_ValueError, "kernel variant must be 'auto', 'reference' or 'optimized', not '%s'", v);
+  Py_RETURN_NONE;
+}
+PyObject* py_last_variant(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::last_variant()); }
+
+PyObject* py_cpu_stats(PyObject*, PyObject*) {
+  alloc::CpuStats s = alloc::cpu_stats();
+  return Py_BuildValue("{s:L,s:L,s:L,s:L}", "allocated_bytes", (long long)s.allocated_bytes, "peak_allocated_bytes",
+                       (long long)s.peak_allocated_bytes, "num_allocs", (long long)s.num_allocs, "num_frees",
+                       (long long)s.num_frees);
+}
+
+PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(is_tensor(o), TypeError, "_dispatch_keys expects a Tensor");
+  const LocalKeys& local = local_keys();
+  DispatchKeySet ks = (unwrap(o).impl()->keys | local.included) - local.excluded;
+  return PyUnicode_FromString(ks.str().c_str());
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyMethodDef module_methods[] = {
+    {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
+    {"_scalar_tensor", py_scalar_tensor, METH_O, "a 0-d wrapped-number tensor from a Python number"},
+    {"_set_tensor_class", py_set_tensor_class, METH_O, "registers descent.Tensor as the class of new tensors"},
+    {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},
+    {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, sample"},
+    {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
+    {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
+    {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},
+    {"_cpu_allocator_stats", py_cpu_stats, METH_NOARGS, "the CPU allocator's statistics"},
+    {"_dispatch_keys", py_dispatch_keys, METH_O, "the key set a call on this tensor alone would have"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "descent._C", "descent's compiled floors 2 to 8", -1, module_methods,
+                          nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+}  // namespace descent::binding
+
+// [SECTION] Module init -----------------------------------------------------------------
+
+PyMODINIT_FUNC PyInit__C() {
+  using namespace descent::binding;
+  PyObject* m = PyModule_Create(&module_def);
+  if (!m) return nullptr;
+  g_oom_error = PyErr_NewExceptionWithDoc("descent.OutOfMemoryError",
+                                          "Raised when an allocator cannot find memory even after freeing its cache.",
+                                          PyExc_RuntimeError, nullptr);
+  Py_XINCREF(g_oom_error);
+  if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !init_value_types(m) ||
+      !init_tensor_type(m) || !init_trace_type(m)) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  try {
+    if (!add_op_functions(m)) {
+      Py_DECREF(m);
+      return nullptr;
+    }
+  } catch (...) {
+    set_python_error();
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

@@ -1,0 +1,344 @@
+// _C.TensorBase: the C side of descent.Tensor, and the dtype and device objects.
+//
+// [SECTION] dtype and device objects
+// [SECTION] Wrapping and unwrapping
+// [SECTION] Properties and methods
+// [SECTION] The buffer protocol (numpy interop)
+// [SECTION] Building a tensor from Python data
+#include <cstring>
+
+#include "floors/binding/binding.h"
+
+namespace descent::binding {
+
+PyTypeObject* g_tensor_base = nullptr;
+PyTypeObject* g_tensor_class = nullptr;
+
+// [SECTION] dtype and device objects ----------------------------------------------
+
+namespace {
+
+struct DtypeObject {
+  PyObject_HEAD
+  ScalarType t;
+};
+struct DeviceObject {
+  PyObject_HEAD
+  Device d;
+};
+
+PyObject* dtype_repr(PyObject* o) {
+  return PyUnicode_FromFormat("descent.%s", dtype_name(reinterpret_cast<DtypeObject*>(o)->t));
+}
+PyObject* dtype_is_floating(PyObject* o, void*) { return PyBool_FromLong(is_floating(reinterpret_cast<DtypeObject*>(o)->t)); }
+PyObject* dtype_itemsize(PyObject* o, void*) { return PyLong_FromSize_t(element_size(reinterpret_cast<DtypeObject*>(o)->t)); }
+PyGetSetDef dtype_getset[] = {
+    {"is_floating_point", dtype_is_floating, nullptr, "whether the dtype is a floating point type", nullptr},
+    {"itemsize", dtype_itemsize, nullptr, "bytes per element", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+DtypeObject g_dtypes[kNumScalarTypes];
+
+PyObject* device_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
+  const char* spec = nullptr;
+  static const char* kw[] = {"device", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s:device", const_cast<char**>(kw), &spec)) return nullptr;
+  DESCENT_PY_TRY
+  return device_object(Device::parse(spec));
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* device_repr(PyObject* o) {
+  Device d = reinterpret_cast<DeviceObject*>(o)->d;
+  if (d.type == DeviceType::CPU) return PyUnicode_FromString("device(type='cpu')");
+  return PyUnicode_FromFormat("device(type='%s', index=%d)", device_type_name(d.type), d.index);
+}
+PyObject* device_str(PyObject* o) { return PyUnicode_FromString(reinterpret_cast<DeviceObject*>(o)->d.str().c_str()); }
+PyObject* device_type_get(PyObject* o, void*) { return PyUnicode_FromString(device_type_name(reinterpret_cast<DeviceObject*>(o)->d.type)); }
+PyObject* device_index_get(PyObject* o, void*) { return PyLong_FromLong(reinterpret_cast<DeviceObject*>(o)->d.index); }
+PyObject* device_richcompare(PyObject* a, PyObject* b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &g_device_type) Py_RETURN_NOTIMPLEMENTED;
+  bool eq = reinterpret_cast<DeviceObject*>(a)->d == reinterpret_cast<DeviceObject*>(b)->d;
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+Py_hash_t device_hash(PyObject* o) {
+  Device d = reinterpret_cast<DeviceObject*>(o)->d;
+  return Py_hash_t(int(d.type) * 1024 + d.index + 1);
+}
+PyGetSetDef device_getset[] = {
+    {"type", device_type_get, nullptr, "cpu, sim or cuda", nullptr},
+    {"index", device_index_get, nullptr, "which device of that type", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+}  // namespace
+
+PyTypeObject g_dtype_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent.dtype"};
+PyTypeObject g_device_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent.device"};
+
+PyObject* dtype_object(ScalarType t) { return reinterpret_cast<PyObject*>(&g_dtypes[int(t)]); }
+
+PyObject* device_object(Device d) {
+  auto* o = PyObject_New(DeviceObject, &g_device_type);
+  if (o) o->d = d;
+  return reinterpret_cast<PyObject*>(o);
+}
+
+namespace {
+PyStructSequence_Field max_fields[] = {{"values", "the maximum values"}, {"indices", "where they are"}, {nullptr, nullptr}};
+PyStructSequence_Desc max_desc = {"descent.return_types.max", "values and indices of max(dim)", max_fields, 2};
+PyTypeObject* g_max_type = nullptr;
+}  // namespace
+
+bool init_value_types(PyObject* m) {
+  g_dtype_type.tp_basicsize = sizeof(DtypeObject);
+  g_dtype_type.tp_flags = Py_TPFLAGS_DEFAULT;
+  g_dtype_type.tp_repr = dtype_repr;
+  g_dtype_type.tp_getset = dtype_getset;
+  g_dtype_type.tp_doc = "A tensor's element type: descent.float32, float64, int64 or bool.";
+  g_device_type.tp_basicsize = sizeof(DeviceObject);
+  g_device_type.tp_flags = Py_TPFLAGS_DEFAULT;
+  g_device_type.tp_new = device_new;
+  g_device_type.tp_repr = device_repr;
+  g_device_type.tp_str = device_str;
+  g_device_type.tp_getset = device_getset;
+  g_device_type.tp_richcompare = device_richcompare;
+  g_device_type.tp_hash = device_hash;
+  g_device_type.tp_doc = "Where a tensor lives: device('cpu'), device('sim:0'), device('cuda:0').";
+  if (PyType_Ready(&g_dtype_type) < 0 || PyType_Ready(&g_device_type) < 0) return false;
+  for (int t = 0; t < kNumScalarTypes; ++t) {
+    PyObject* o = reinterpret_cast<PyObject*>(&g_dtypes[t]);
+    PyObject_Init(o, &g_dtype_type);
+    g_dtypes[t].t = ScalarType(t);
+    Py_INCREF(o);  // immortal singletons
+    if (PyModule_AddObject(m, dtype_name(ScalarType(t)), o) < 0) return false;
+  }
+  g_max_type = PyStructSequence_NewType(&max_desc);
+  if (!g_max_type) return false;
+  Py_INCREF(&g_dtype_type);
+  Py_INCREF(&g_device_type);
+  return PyModule_AddObject(m, "dtype", reinterpret_cast<PyObject*>(&g_dtype_type)) == 0 &&
+         PyModule_AddObject(m, "device", reinterpret_cast<PyObject*>(&g_device_type)) == 0;
+}
+
+// [SECTION] Wrapping and unwrapping --------------------------------------------------
+
+bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, g_tensor_base); }
+
+Tensor unwrap(PyObject* o) {
+  TensorImpl* impl = reinterpret_cast<TensorObject*>(o)->impl;
+  DESCENT_CHECK(impl != nullptr, ValueError, "this Tensor object was not initialised by descent");
+  return Tensor(Ref<TensorImpl>(impl));
+}
+
+PyObject* wrap(Tensor t) {
+  PyTypeObject* cls = g_tensor_class ? g_tensor_class : g_tensor_base;
+  PyObject* o = cls->tp_alloc(cls, 0);
+  if (!o) return nullptr;
+  Ref<TensorImpl> r = t.ref();
+  reinterpret_cast<TensorObject*>(o)->impl = r.leak();
+  return o;
+}
+
+PyObject* wrap_results(const OpEntry& op, Stack& s) {
+  if (s.size() == 1) return wrap(std::move(s[0].to_tensor()));
+  PyObject* tup = PyStructSequence_New(g_max_type);  // the one op with two results is max.dim
+  if (!tup) return nullptr;
+  DESCENT_CHECK(op.schema.returns.size() == 2, Error, op.name, ": unexpected number of results");
+  for (int i = 0; i < 2; ++i) {
+    PyObject* t = wrap(std::move(s[i].to_tensor()));
+    if (!t) {
+      Py_DECREF(tup);
+      return nullptr;
+    }
+    PyStructSequence_SET_ITEM(tup, i, t);
+  }
+  return tup;
+}
+
+// [SECTION] Properties and methods -----------------------------------------------------
+
+namespace {
+
+Tensor self_of(PyObject* o) { return unwrap(o); }
+
+void tensor_dealloc(PyObject* o) {
+  auto* t = reinterpret_cast<TensorObject*>(o);
+  if (t->impl) Ref<TensorImpl>::adopt(t->impl);  // drops our reference
+  t->impl = nullptr;
+  Py_TYPE(o)->tp_free(o);
+}
+
+PyObject* tensor_new(PyTypeObject* type, PyObject*, PyObject*) {
+  PyErr_Format(PyExc_TypeError, "cannot create %s directly: use descent.tensor(data), descent.empty(size), ...",
+               type->tp_name);
+  return nullptr;
+}
+
+PyObject* sizes_tuple(const DimVector& v) {
+  PyObject* t = PyTuple_New(v.size());
+  for (int i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(v[i]));
+  return t;
+}
+
+PyObject* get_shape(PyObject* o, void*) {
+  DESCENT_PY_TRY return sizes_tuple(self_of(o).sizes()); DESCENT_PY_CATCH(nullptr)
+}
+PyObject* get_dtype(PyObject* o, void*) {
+  DESCENT_PY_TRY PyObject* d = dtype_object(self_of(o).dtype()); Py_INCREF(d); return d; DESCENT_PY_CATCH(nullptr)
+}
+PyObject* get_device(PyObject* o, void*) {
+  DESCENT_PY_TRY return device_object(self_of(o).device()); DESCENT_PY_CATCH(nullptr)
+}
+PyObject* get_requires_grad(PyObject* o, void*) {
+  DESCENT_PY_TRY return PyBool_FromLong(self_of(o).requires_grad()); DESCENT_PY_CATCH(nullptr)
+}
+int set_requires_grad(PyObject* o, PyObject* v, void*) {
+  if (!v || !PyBool_Check(v)) {
+    PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+    return -1;
+  }
+  DESCENT_PY_TRY self_of(o).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
+}
+
+PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(self_of(o).dim()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_numel(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(self_of(o).numel()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_stride(PyObject* o, PyObject*) { DESCENT_PY_TRY return sizes_tuple(self_of(o).strides()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_storage_offset(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(self_of(o).offset()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_is_contiguous(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyBool_FromLong(self_of(o).is_contiguous()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_data_ptr(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromVoidPtr(self_of(o).data_ptr()); DESCENT_PY_CATCH(nullptr) }
+
+PyObject* element_to_py(const Tensor& t, int64_t off) {
+  switch (t.dtype()) {
+    case ScalarType::Bool: return PyBool_FromLong(t.data<bool>()[off]);
+    case ScalarType::Int64: return PyLong_FromLongLong(t.data<int64_t>()[off]);
+    case ScalarType::Float32: return PyFloat_FromDouble(t.data<float>()[off]);
+    case ScalarType::Float64: return PyFloat_FromDouble(t.data<double>()[off]);
+  }
+  return nullptr;
+}
+
+PyObject* m_item(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY
+  Tensor t = self_of(o);
+  DESCENT_CHECK(t.numel() == 1, ValueError, "a Tensor with ", t.numel(),
+                " elements cannot be converted to Scalar");
+  DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "item() of a ", t.device().str(), " tensor");
+  return element_to_py(t, 0);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyObject* tolist_rec(const Tensor& t, int d, int64_t off) {
+  if (d == t.dim()) return element_to_py(t, off);
+  PyObject* l = PyList_New(t.sizes()[d]);
+  for (int64_t i = 0; i < t.sizes()[d]; ++i) {
+    PyObject* e = tolist_rec(t, d + 1, off + i * t.strides()[d]);
+    if (!e) {
+      Py_DECREF(l);
+      return nullptr;
+    }
+    PyList_SET_ITEM(l, i, e);
+  }
+  return l;
+}
+PyObject* m_tolist(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY
+  Tensor t = self_of(o);
+  DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "tolist() of a ", t.device().str(), " tensor");
+  return tolist_rec(t, 0, 0);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
+  int r = 1;
+  if (!PyArg_ParseTuple(args, "|p:requires_grad_", &r)) return nullptr;
+  DESCENT_PY_TRY self_of(o).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
+}
+
+PyGetSetDef tensor_getset[] = {
+    {"shape", get_shape, nullptr, "the sizes, as a tuple", nullptr},
+    {"dtype", get_dtype, nullptr, "the element type", nullptr},
+    {"device", get_device, nullptr, "where the elements live", nullptr},
+    {"requires_grad", get_requires_grad, set_requires_grad, "whether autograd records ops on it", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMethodDef tensor_methods[] = {
+    {"dim", m_dim, METH_NOARGS, "number of dimensions"},
+    {"numel", m_numel, METH_NOARGS, "number of elements"},
+    {"_strides", m_stride, METH_NOARGS, "strides in elements, as a tuple"},
+    {"storage_offset", m_storage_offset, METH_NOARGS, "offset of the first element in the storage, in elements"},
+    {"is_contiguous", m_is_contiguous, METH_NOARGS, "whether the strides are the row-major ones"},
+    {"data_ptr", m_data_ptr, METH_NOARGS, "address of the first element"},
+    {"item", m_item, METH_NOARGS, "the one element, as a Python number"},
+    {"tolist", m_tolist, METH_NOARGS, "the elements as nested lists"},
+    {"requires_grad_", m_requires_grad_, METH_VARARGS, "sets requires_grad in place"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+// [SECTION] The buffer protocol --------------------------------------------------------
+
+const char* buffer_format(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "?";
+    case ScalarType::Int64: return "q";
+    case ScalarType::Float32: return "f";
+    case ScalarType::Float64: return "d";
+  }
+  return "B";
+}
+
+struct BufferShape {  // shape and strides in bytes, alive while the buffer is exported
+  Py_ssize_t shape[kMaxDims], strides[kMaxDims];
+};
+
+// numpy.asarray(t) sees the tensor's own memory, strides included: no copy.
+int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
+  DESCENT_PY_TRY
+  Tensor t = self_of(o);
+  DESCENT_CHECK(t.device().type == DeviceType::CPU, ValueError, "can't convert ", t.device().str(),
+                " tensor to numpy: copy it to the CPU first");
+  auto* sh = new BufferShape;
+  size_t es = element_size(t.dtype());
+  for (int d = 0; d < t.dim(); ++d) {
+    sh->shape[d] = t.sizes()[d];
+    sh->strides[d] = Py_ssize_t(t.strides()[d] * int64_t(es));
+  }
+  view->buf = t.data_ptr();
+  view->obj = o;
+  Py_INCREF(o);
+  view->len = Py_ssize_t(t.numel() * int64_t(es));
+  view->readonly = 0;
+  view->itemsize = Py_ssize_t(es);
+  view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(t.dtype())) : nullptr;
+  view->ndim = t.dim();
+  view->shape = sh->shape;
+  view->strides = sh->strides;
+  view->suboffsets = nullptr;
+  view->internal = sh;
+  return 0;
+  DESCENT_PY_CATCH(-1)
+}
+void tensor_releasebuffer(PyObject*, Py_buffer* view) { delete static_cast<BufferShape*>(view->internal); }
+
+PyBufferProcs tensor_buffer = {tensor_getbuffer, tensor_releasebuffer};
+
+}  // namespace
+
+bool init_tensor_type(PyObject* m) {
+  static PyTypeObject type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.TensorBase"};
+  type.tp_basicsize = sizeof(TensorObject);
+  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  type.tp_doc = "The C side of descent.Tensor: a reference to a TensorImpl (floors/core/tensor.h).";
+  type.tp_new = tensor_new;
+  type.tp_dealloc = tensor_dealloc;
+  type.tp_getset = tensor_getset;
+  type.tp_methods = tensor_methods;
+  type.tp_as_buffer = &tensor_buffer;
+  if (PyType_Ready(&type) < 0) return false;
+  g_tensor_base = &type;
+  Py_INCREF(&type);
+  return PyModule_AddObject(m, "TensorBase", reinterpret_cast<PyObject*>(&type)) == 0;
+}
+
+}  // namespace descent::binding

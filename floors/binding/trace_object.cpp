@@ -1,0 +1,216 @@
+// Tracing from Python: start and stop a recording, the Trace object, spans
+// opened by the Python package (floor 1), and the profile hook that times the
+// descent package's own Python functions.
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "floors/binding/binding.h"
+#include "tracer/trace.h"
+
+namespace descent::binding {
+
+namespace {
+
+// [SECTION] The Trace object ------------------------------------------------------
+
+struct TraceObject {
+  PyObject_HEAD
+  trace::Trace* trace;
+};
+PyTypeObject g_trace_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.Trace"};
+
+PyObject* new_trace_object(trace::Trace t) {
+  auto* o = PyObject_New(TraceObject, &g_trace_type);
+  if (o) o->trace = new trace::Trace(std::move(t));
+  return reinterpret_cast<PyObject*>(o);
+}
+trace::Trace& T(PyObject* o) { return *reinterpret_cast<TraceObject*>(o)->trace; }
+
+void trace_dealloc(PyObject* o) {
+  delete reinterpret_cast<TraceObject*>(o)->trace;
+  PyObject_Free(o);
+}
+
+PyObject* t_format_tree(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::format_tree(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::to_chrome_json(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_check(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::check_structure(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_save(PyObject* o, PyObject* path) {
+  const char* p = PyUnicode_AsUTF8(path);
+  if (!p) return nullptr;
+  DESCENT_PY_TRY trace::save(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+}
+PyObject* t_save_chrome(PyObject* o, PyObject* path) {
+  const char* p = PyUnicode_AsUTF8(path);
+  if (!p) return nullptr;
+  DESCENT_PY_TRY trace::save_chrome_json(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+}
+PyObject* t_equals(PyObject* o, PyObject* other) {
+  if (Py_TYPE(other) != &g_trace_type) Py_RETURN_FALSE;
+  return PyBool_FromLong(T(o) == T(other));
+}
+
+PyObject* arg_value(const trace::ArgValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return PyLong_FromLongLong(*i);
+  if (auto* d = std::get_if<double>(&v)) return PyFloat_FromDouble(*d);
+  if (auto* b = std::get_if<bool>(&v)) return PyBool_FromLong(*b);
+  return PyUnicode_FromString(std::get<std::string>(v).c_str());
+}
+
+// The spans as a list of dicts: id, parent, floor, name, start_ns, end_ns, thread, args.
+PyObject* t_spans(PyObject* o, PyObject*) {
+  PyObject* list = PyList_New(0);
+  for (const trace::Span& s : T(o).spans) {
+    PyObject* args = PyDict_New();
+    for (const trace::SpanArg& a : s.args) {
+      PyObject* v = arg_value(a.value);
+      PyDict_SetItemString(args, a.key.c_str(), v);
+      Py_DECREF(v);
+    }
+    PyObject* d = Py_BuildValue("{s:K,s:K,s:i,s:s,s:s,s:L,s:L,s:I,s:N}", "id", (unsigned long long)s.id, "parent",
+                                (unsigned long long)s.parent, "floor", int(s.floor), "floor_name",
+                                trace::floor_name(s.floor), "name", s.name.c_str(), "start_ns", (long long)s.start_ns,
+                                "end_ns", (long long)s.end_ns, "thread", s.thread, "args", args);
+    PyList_Append(list, d);
+    Py_DECREF(d);
+  }
+  return list;
+}
+PyObject* t_span_cost(PyObject* o, void*) { return PyFloat_FromDouble(T(o).span_cost_ns); }
+PyObject* t_metadata(PyObject* o, void*) {
+  PyObject* d = PyDict_New();
+  for (const auto& [k, v] : T(o).metadata) {
+    PyObject* s = PyUnicode_FromString(v.c_str());
+    PyDict_SetItemString(d, k.c_str(), s);
+    Py_DECREF(s);
+  }
+  return d;
+}
+PyObject* t_set_metadata(PyObject* o, PyObject* args) {
+  const char *k, *v;
+  if (!PyArg_ParseTuple(args, "ss", &k, &v)) return nullptr;
+  T(o).metadata[k] = v;
+  Py_RETURN_NONE;
+}
+
+PyMethodDef trace_methods[] = {
+    {"format_tree", t_format_tree, METH_NOARGS, "the spans as an indented tree with times and decisions"},
+    {"chrome_json", t_chrome_json, METH_NOARGS, "Chrome Trace Event JSON (opens in Perfetto)"},
+    {"check", t_check, METH_NOARGS, "'' when spans nest properly, else what is wrong"},
+    {"save", t_save, METH_O, "writes descent's own trace format (round-trips exactly)"},
+    {"save_chrome", t_save_chrome, METH_O, "writes Chrome Trace Event JSON"},
+    {"spans", t_spans, METH_NOARGS, "the spans as a list of dicts"},
+    {"equals", t_equals, METH_O, "whether two traces are identical"},
+    {"set_metadata", t_set_metadata, METH_VARARGS, "set_metadata(key, value)"},
+    {nullptr, nullptr, 0, nullptr},
+};
+PyGetSetDef trace_getset[] = {
+    {"span_cost_ns", t_span_cost, nullptr, "the tracer's own cost per span, measured at start", nullptr},
+    {"metadata", t_metadata, nullptr, "a copy of the metadata", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+// [SECTION] Recording -----------------------------------------------------------------
+
+PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr) }
+PyObject* py_trace_stop(PyObject*, PyObject*) { DESCENT_PY_TRY return new_trace_object(trace::stop()); DESCENT_PY_CATCH(nullptr) }
+PyObject* py_trace_enabled(PyObject*, PyObject*) { return PyBool_FromLong(trace::enabled()); }
+PyObject* py_load_trace(PyObject*, PyObject* path) {
+  const char* p = PyUnicode_AsUTF8(path);
+  if (!p) return nullptr;
+  DESCENT_PY_TRY return new_trace_object(trace::load(p)); DESCENT_PY_CATCH(nullptr)
+}
+
+// _span_begin(floor, name) -> index (-1 when tracing is off); _span_end(index).
+PyObject* py_span_begin(PyObject*, PyObject* args) {
+  int floor;
+  const char* name;
+  if (!PyArg_ParseTuple(args, "is", &floor, &name)) return nullptr;
+  if (floor < 1 || floor >= trace::kNumFloors) return PyErr_Format(PyExc_ValueError, "no floor %d", floor);
+  if (!trace::enabled()) return PyLong_FromLong(-1);
+  return PyLong_FromLong(trace::begin_span(trace::Floor(floor), trace::intern(name)));
+}
+PyObject* py_span_end(PyObject*, PyObject* arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return nullptr;
+  if (i >= 0 && trace::enabled()) trace::end_span(int32_t(i));
+  Py_RETURN_NONE;
+}
+
+// [SECTION] The profile hook: floor-1 spans for the descent package's functions ----
+
+std::string g_package_dir;  // functions in files under it are floor 1 ...
+std::string g_skip_file;    // ... except the tracing module's own
+thread_local std::vector<int32_t> t_open;  // span per Python frame (-1: not ours)
+std::unordered_map<PyCodeObject*, const char*> g_names;  // guarded by the GIL
+
+int profile(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+  if (what == PyTrace_CALL) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    int32_t idx = -1;
+    auto it = g_names.find(code);
+    if (it == g_names.end()) {
+      const char* file = PyUnicode_AsUTF8(code->co_filename);
+      const char* name = nullptr;
+      if (file && std::strncmp(file, g_package_dir.c_str(), g_package_dir.size()) == 0 && g_skip_file != file) {
+        PyObject* q = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
+        if (!q) PyErr_Clear();
+        const char* qs = q ? PyUnicode_AsUTF8(q) : nullptr;
+        // Comprehensions and lambdas (<genexpr>, <lambda>) are part of their function's span.
+        if (qs && !std::strchr(qs, '<')) name = trace::intern(qs);
+        Py_XDECREF(q);
+      }
+      it = g_names.emplace(code, name).first;
+    }
+    if (it->second && trace::enabled()) idx = trace::begin_span(trace::Floor::Python, it->second);
+    Py_DECREF(code);
+    t_open.push_back(idx);
+  } else if (what == PyTrace_RETURN) {
+    if (t_open.empty()) return 0;  // a frame entered before the hook was set
+    int32_t idx = t_open.back();
+    t_open.pop_back();
+    if (idx >= 0 && trace::enabled()) trace::end_span(idx);
+  }
+  return 0;
+}
+
+PyObject* py_set_profile_hook(PyObject*, PyObject* args) {
+  int on;
+  const char *dir = "", *skip = "";
+  if (!PyArg_ParseTuple(args, "p|ss", &on, &dir, &skip)) return nullptr;
+  g_package_dir = dir;
+  g_skip_file = skip;
+  g_names.clear();
+  t_open.clear();
+  PyEval_SetProfile(on ? profile : nullptr, nullptr);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef trace_functions[] = {
+    {"_trace_start", py_trace_start, METH_NOARGS, "clears the buffers, calibrates, and switches tracing on"},
+    {"_trace_stop", py_trace_stop, METH_NOARGS, "switches tracing off and returns the Trace"},
+    {"_trace_enabled", py_trace_enabled, METH_NOARGS, "whether tracing is on"},
+    {"_load_trace", py_load_trace, METH_O, "reads a trace saved in descent's format"},
+    {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
+    {"_span_end", py_span_end, METH_O, "_span_end(index)"},
+    {"_set_profile_hook", py_set_profile_hook, METH_VARARGS, "_set_profile_hook(on, package_dir, skip_file)"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+bool init_trace_type(PyObject* m) {
+  g_trace_type.tp_basicsize = sizeof(TraceObject);
+  g_trace_type.tp_flags = Py_TPFLAGS_DEFAULT;
+  g_trace_type.tp_dealloc = trace_dealloc;
+  g_trace_type.tp_methods = trace_methods;
+  g_trace_type.tp_getset = trace_getset;
+  g_trace_type.tp_doc = "A finished recording: spans from every floor (tracer/trace.h).";
+  if (PyType_Ready(&g_trace_type) < 0) return false;
+  Py_INCREF(&g_trace_type);
+  if (PyModule_AddObject(m, "Trace", reinterpret_cast<PyObject*>(&g_trace_type)) < 0) return false;
+  return PyModule_AddFunctions(m, trace_functions) == 0;
+}
+
+}  // namespace descent::binding

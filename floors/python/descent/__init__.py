@@ -1,0 +1,61 @@
+"""descent: a tensor runtime in eight floors, traced at every floor.
+
+Floor 1 is this package. What you type here has PyTorch's names:
+
+    import descent
+    x = descent.ones(2, 2)
+    y = x + 1            # Tensor.__add__ (floor 1) -> descent._C.add (floor 2) -> ...
+
+Every op is a function of descent._C generated from the op table
+(floors/dispatch/ops.h); this package adds the Tensor class, tensor(), the
+printing, and the tracing commands.
+"""
+import os as _os
+
+from . import _C
+from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
+    OutOfMemoryError, bool, device, dtype, float32, float64, int64, manual_seed,
+)
+from ._tensor import Tensor
+
+float = float32
+double = float64
+long = int64
+
+_C._set_tensor_class(Tensor)
+
+# Every op of the table is a function here: descent.add, descent.sum, ...
+__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace", "no_trace"]
+for _op in _C._ops():
+    globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
+    __all__.append(_op["python_name"])
+
+
+def tensor(data, dtype=None):
+    """A new CPU tensor holding a copy of `data` (a number, nested lists, a
+    numpy array or a tensor). The dtype is inferred as PyTorch does: bools ->
+    bool, ints -> int64, any float -> float32."""
+    return _C._tensor(data, dtype)
+
+
+def from_numpy(array):
+    """A tensor holding a copy of a numpy array (unlike PyTorch, not sharing its memory)."""
+    return _C._tensor(array, None)
+
+
+def verify(op=None, seed=1):
+    """Runs the reference and the optimized kernel of every op (or one) on the
+    same inputs, for every dtype, and returns the verdicts."""
+    return _C._verify(seed, op)
+
+
+def set_kernel_variant(variant):
+    """'auto' (default), 'reference' or 'optimized' kernels for this thread."""
+    _C._set_variant(variant)
+
+
+from .tracing import no_trace, trace  # noqa: E402
+
+if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):
+    from . import tracing as _tracing
+    _tracing.trace_whole_program()

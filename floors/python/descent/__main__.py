@@ -1,0 +1,98 @@
+"""The `descent` command.
+
+    descent trace "descent.ones(2, 2) + 1" [--chrome FILE] [--save FILE] [--reference]
+    descent replay FILE [--chrome FILE]
+    descent verify [--op NAME] [--seed N]
+    descent ops
+"""
+import argparse
+import sys
+import traceback
+
+import descent
+from descent import _C, tracing
+
+
+def cmd_trace(args):
+    if args.reference:
+        descent.set_kernel_variant("reference")
+    try:
+        result, error = tracing.run(args.code)
+    except SyntaxError as e:
+        print(f"descent trace: the code is not valid Python: {e}", file=sys.stderr)
+        return 2
+    print(tracing.header(result))
+    print(result.format_tree(), end="")
+    if args.chrome:
+        result.save_chrome(args.chrome)
+        print(f"wrote {args.chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
+    if args.save:
+        result.save(args.save)
+        print(f"wrote {args.save} (replay it with: descent replay {args.save})")
+    if error is not None:
+        print("\nThe code raised an exception (the trace above shows what ran before it):", file=sys.stderr)
+        traceback.print_exception(type(error), error, error.__traceback__.tb_next, file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_replay(args):
+    try:
+        result = _C._load_trace(args.file)
+    except (ValueError, OSError) as e:
+        print(f"descent replay: {e}", file=sys.stderr)
+        return 2
+    print(tracing.header(result))
+    print(result.format_tree(), end="")
+    if args.chrome:
+        result.save_chrome(args.chrome)
+        print(f"wrote {args.chrome}")
+    return 0
+
+
+def cmd_verify(args):
+    verdicts = descent.verify(args.op, args.seed)
+    if args.op and not verdicts:
+        print(f"descent verify: no op named '{args.op}' (see: descent ops)", file=sys.stderr)
+        return 2
+    failed = 0
+    for v in verdicts:
+        failed += not v["passed"]
+        detail = "" if v["claim"] == "unsupported" else v["detail"]
+        print(f"{'ok' if v['passed'] else 'FAIL':5} {v['op']:13} {v['dtype']:8} {v['claim']:13} "
+              f"{v['variants']:26} max|diff|={v['max_abs_diff']:<9.3g} bound={v['bound']:<9.3g} {detail}")
+    print(f"{len(verdicts) - failed} of {len(verdicts)} verdicts hold")
+    return 1 if failed else 0
+
+
+def cmd_ops(args):
+    for op in _C._ops():
+        print(f"{op['kind']:10} {op['exactness']:9} {op['schema']}")
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="descent", description="See one line of Python descend eight floors.")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("trace", help="run Python code with tracing on and print each call floor by floor")
+    t.add_argument("code", help='Python code, e.g. "descent.ones(2, 2) + 1"')
+    t.add_argument("--chrome", metavar="FILE", help="also write Chrome Trace Event JSON (Perfetto)")
+    t.add_argument("--save", metavar="FILE", help="also write descent's own trace file (replayable)")
+    t.add_argument("--reference", action="store_true", help="run the reference kernels instead of the optimized")
+    t.set_defaults(fn=cmd_trace)
+    r = sub.add_parser("replay", help="print a trace saved with --save")
+    r.add_argument("file")
+    r.add_argument("--chrome", metavar="FILE", help="convert it to Chrome Trace Event JSON")
+    r.set_defaults(fn=cmd_replay)
+    v = sub.add_parser("verify", help="check optimized kernels against the reference ones")
+    v.add_argument("--op", help="only this op (e.g. sum, max.dim)")
+    v.add_argument("--seed", type=int, default=1)
+    v.set_defaults(fn=cmd_verify)
+    o = sub.add_parser("ops", help="list the op table")
+    o.set_defaults(fn=cmd_ops)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

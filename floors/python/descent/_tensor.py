@@ -1,0 +1,145 @@
+"""descent.Tensor: the Python face of a tensor (floor 1).
+
+Each operator and method here is one line that reaches descent._C, where the
+binding (floor 2) parses the arguments against the op's schema. Tracing shows
+these functions as floor-1 spans.
+"""
+from . import _C
+from ._formatting import tensor_repr
+
+
+class Tensor(_C.TensorBase):
+    __slots__ = ()
+
+    # Arithmetic: a Python number on either side becomes a 0-d "wrapped number".
+    def __add__(self, other): return _C.add(self, other)
+    def __radd__(self, other): return _C.add(self, other)
+    def __sub__(self, other): return _C.sub(self, other)
+    def __rsub__(self, other): return _C.sub(_C._scalar_tensor(other), self)
+    def __mul__(self, other): return _C.mul(self, other)
+    def __rmul__(self, other): return _C.mul(self, other)
+    def __truediv__(self, other): return _C.div(self, other)
+    def __rtruediv__(self, other): return _C.div(_C._scalar_tensor(other), self)
+    def __pow__(self, other): return _C.pow(self, other)
+    def __rpow__(self, other): return _C.pow(_C._scalar_tensor(other), self)
+    def __matmul__(self, other): return _C.matmul(self, other)
+    def __neg__(self): return _C.neg(self)
+    def __abs__(self): return _C.abs(self)
+    def __eq__(self, other): return _C.eq(self, other)
+    def __lt__(self, other): return _C.lt(self, other)
+    def __gt__(self, other): return _C.gt(self, other)
+    __hash__ = object.__hash__
+
+    # Methods with PyTorch's names.
+    def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)
+    def sub(self, other, *, alpha=1): return _C.sub(self, other, alpha=alpha)
+    def mul(self, other): return _C.mul(self, other)
+    def div(self, other): return _C.div(self, other)
+    def pow(self, exponent): return _C.pow(self, exponent)
+    def matmul(self, other): return _C.matmul(self, other)
+    def neg(self): return _C.neg(self)
+    def abs(self): return _C.abs(self)
+    def exp(self): return _C.exp(self)
+    def log(self): return _C.log(self)
+    def sqrt(self): return _C.sqrt(self)
+    def relu(self): return _C.relu(self)
+    def sigmoid(self): return _C.sigmoid(self)
+    def tanh(self): return _C.tanh(self)
+    def sum(self, dim=None, keepdim=False): return _C.sum(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False): return _C.mean(self, dim, keepdim)
+    def max(self, *args, **kwargs): return _C.max(self, *args, **kwargs)
+    def view(self, *shape): return _C.view(self, *shape)
+    def reshape(self, *shape): return _C.reshape(self, *shape)
+    def transpose(self, dim0, dim1): return _C.transpose(self, dim0, dim1)
+    def permute(self, *dims): return _C.permute(self, *dims)
+    def expand(self, *sizes): return _C.expand(self, *sizes)
+    def unsqueeze(self, dim): return _C.unsqueeze(self, dim)
+    def contiguous(self): return _C.contiguous(self)
+    def clone(self): return _C.clone(self)
+    def copy_(self, src): return _C.copy_(self, src)
+    def to(self, dtype=None, device=None, copy=False):
+        if isinstance(dtype, (str, _C.device)):  # x.to("cpu")
+            dtype, device = None, dtype
+        return _C.to(self, dtype, device, copy)
+    def float(self): return _C.to(self, _C.float32)
+    def double(self): return _C.to(self, _C.float64)
+    def long(self): return _C.to(self, _C.int64)
+    def bool(self): return _C.to(self, _C.bool)
+
+    @property
+    def T(self):
+        return _C.permute(self, list(range(self.dim() - 1, -1, -1)))
+
+    @property
+    def ndim(self): return self.dim()
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def stride(self, dim=None):
+        s = self._strides()
+        return s if dim is None else s[dim]
+
+    def numpy(self):
+        import numpy
+        return numpy.asarray(self)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy
+        a = numpy.asarray(memoryview(self))
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self):
+        if self.dim() == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous")
+        return builtins_bool(self.item())
+
+    def __float__(self): return float(self.item())
+    def __int__(self): return int(self.item())
+    def __index__(self):
+        if self.dtype is not _C.int64 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return self.item()
+
+    def __getitem__(self, index):
+        """Indexing with ints, slices (with steps), None and ...: every step is a view."""
+        if not isinstance(index, tuple):
+            index = (index,)
+        if sum(i is Ellipsis for i in index) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if used > self.dim():
+            raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+        out, d = self, 0
+        for i in index:
+            if i is Ellipsis:
+                d += self.dim() - used
+            elif i is None:
+                out = _C.unsqueeze(out, d)
+                d += 1
+            elif isinstance(i, slice):
+                if i.step is not None and i.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
+                d += 1
+            elif isinstance(i, (int, Tensor)) and not isinstance(i, builtins_bool):
+                out = _C.select(out, d, int(i) if isinstance(i, int) else i.__index__())
+            else:
+                raise TypeError(f"descent supports indexing with ints, slices, None and ...; got {type(i).__name__}")
+        return out
+
+    def __repr__(self):
+        return tensor_repr(self)
+
+
+import builtins as _builtins  # noqa: E402
+builtins_bool = _builtins.bool

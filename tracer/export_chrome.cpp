@@ -1,0 +1,189 @@
+// Chrome Trace Event JSON export (loads in Perfetto and chrome://tracing).
+//
+// [SECTION] JSON writing helpers
+// [SECTION] Events
+// [SECTION] Document and file
+//
+// Every span becomes one complete event ("ph": "X") with its start and
+// duration in microseconds; "M" events name the process and the threads. The
+// format is described in Google's "Trace Event Format" document.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "tracer/trace.h"
+
+namespace descent::trace {
+
+namespace {
+
+constexpr int kPid = 1;  // one process: descent
+
+// [SECTION] JSON writing helpers -----------------------------------------------
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  size_t len = 0;
+  uint32_t min_code = 0;
+  if (c >= 0xc2 && c <= 0xdf) len = 2, min_code = 0x80;
+  else if (c >= 0xe0 && c <= 0xef) len = 3, min_code = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4) len = 4, min_code = 0x10000;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  uint32_t code = c & (0xff >> (len + 1));
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3f);
+  }
+  const bool surrogate = code >= 0xd800 && code <= 0xdfff;
+  return (code < min_code || code > 0x10ffff || surrogate) ? 0 : len;
+}
+
+// A JSON string literal. Invalid UTF-8 bytes become U+FFFD so parsers accept it.
+void append_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t len = utf8_length(s, i);
+      if (len == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(s, i, len);
+        i += len;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+// Nanoseconds as microseconds with three decimals, exactly (integer arithmetic).
+void append_us(std::string& out, int64_t ns) {
+  const bool negative = ns < 0;
+  const uint64_t mag = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, negative ? "-" : "", mag / 1000, mag % 1000);
+  out += buf;
+}
+
+// JSON has no NaN or infinity: those are written as strings.
+void append_value(std::string& out, const ArgValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    out += std::to_string(*i);
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    if (std::isnan(*d)) {
+      out += "\"nan\"";
+    } else if (std::isinf(*d)) {
+      out += *d > 0 ? "\"inf\"" : "\"-inf\"";
+    } else {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.17g", *d);
+      out += buf;
+    }
+  } else if (const auto* b = std::get_if<bool>(&v)) {
+    out += *b ? "true" : "false";
+  } else {
+    append_string(out, std::get<std::string>(v));
+  }
+}
+
+// [SECTION] Events -------------------------------------------------------------
+
+void append_span_event(std::string& out, const Span& s) {
+  out += "{\"name\":";
+  append_string(out, s.name);
+  out += ",\"cat\":";
+  append_string(out, floor_name(s.floor));
+  out += ",\"ph\":\"X\",\"ts\":";
+  append_us(out, s.start_ns);
+  out += ",\"dur\":";
+  append_us(out, s.duration_ns());
+  out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(s.thread) + ",\"args\":{";
+  bool has_floor_arg = false;
+  for (size_t k = 0; k < s.args.size(); ++k) {
+    if (k > 0) out += ',';
+    append_string(out, s.args[k].key);
+    out += ':';
+    append_value(out, s.args[k].value);
+    has_floor_arg = has_floor_arg || s.args[k].key == "floor";
+  }
+  if (!has_floor_arg) {  // no duplicate keys
+    if (!s.args.empty()) out += ',';
+    out += "\"floor\":" + std::to_string(static_cast<int>(s.floor));
+  }
+  out += "}}";
+}
+
+void append_name_event(std::string& out, const char* what, uint32_t tid, const std::string& name) {
+  out += "{\"name\":\"";
+  out += what;
+  out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":";
+  append_string(out, name);
+  out += "}}";
+}
+
+}  // namespace
+
+// [SECTION] Document and file ----------------------------------------------------
+
+std::string to_chrome_json(const Trace& t) {
+  std::string out = "{\"traceEvents\":[\n";
+  append_name_event(out, "process_name", 0, "descent");
+  std::set<uint32_t> threads;
+  for (const Span& s : t.spans) threads.insert(s.thread);
+  for (uint32_t tid : threads) {
+    // A "thread.N" metadata entry, when present, names thread N.
+    const auto it = t.metadata.find("thread." + std::to_string(tid));
+    out += ",\n";
+    append_name_event(out, "thread_name", tid, it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
+  }
+  for (const Span& s : t.spans) {
+    out += ",\n";
+    append_span_event(out, s);
+  }
+  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{";
+  out += "\"span_cost_ns\":";
+  append_value(out, t.span_cost_ns);
+  for (const auto& [key, value] : t.metadata) {
+    if (key == "span_cost_ns") continue;  // no duplicate keys
+    out += ',';
+    append_string(out, key);
+    out += ':';
+    append_string(out, value);
+  }
+  out += "}}\n";
+  return out;
+}
+
+void save_chrome_json(const Trace& t, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
+  f << to_chrome_json(t);
+  f.close();
+  if (!f) throw std::runtime_error("error writing '" + path + "'");
+}
+
+}  // namespace descent::trace

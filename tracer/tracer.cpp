@@ -1,0 +1,519 @@
+// descent tracer: the recording side (per-thread buffers, start, stop).
+//
+// [SECTION] Constants and globals
+// [SECTION] Clock
+// [SECTION] Thread buffers
+// [SECTION] Hot path: begin, end, args
+// [SECTION] Interning and floor names
+// [SECTION] Calibration
+// [SECTION] start and stop
+//
+// See Note [Tracer hot path] in tracer.h. Each thread appends to its own
+// buffer without locks. start() and stop() never touch another thread's
+// private state: a buffer is reset lazily by its owner, the first time it
+// records after a start() (the global epoch tells it that its contents are
+// stale). stop() reads only what an owner has published with a release store,
+// so it is safe even while worker threads still record.
+#include "tracer/tracer.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "tracer/trace.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace descent::trace {
+
+// [SECTION] Constants and globals ---------------------------------------------
+
+std::atomic<bool> g_enabled{false};
+
+namespace {
+
+constexpr int kChunkShift = 14;
+constexpr uint32_t kChunkRecords = 1u << kChunkShift;        // 16384 records = 2 MiB per chunk
+constexpr uint32_t kMaxRecordsPerThread = 1u << 30;          // keeps indices in int32_t
+constexpr size_t kChunksKeptOnReset = 16;                    // 32 MiB stays reserved per thread
+constexpr uint32_t kInitialOpenDepth = 256;                  // open spans before the stack grows
+constexpr uintptr_t kPrefetchAheadBytes = 16 * sizeof(SpanRecord);
+constexpr uint64_t kNsFlagBit = uint64_t{1} << 63;           // record's times are already ns
+constexpr auto kClockCalibrationTime = std::chrono::milliseconds(3);
+constexpr int kCostPairsPerRep = 16000;                      // fits one chunk
+constexpr int kCostReps = 5;                                 // median of these
+
+// Bumped by start() and stop(). A buffer whose epoch differs holds an old
+// recording; its owner resets it before recording again.
+std::atomic<uint64_t> g_epoch{0};
+
+// [SECTION] Clock --------------------------------------------------------------
+
+inline uint64_t read_ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+inline int64_t read_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The two clocks read at (nearly) the same instant.
+struct ClockPair {
+  uint64_t ticks = 0;
+  int64_t ns = 0;
+};
+
+ClockPair read_pair() {
+  ClockPair best;
+  uint64_t best_gap = UINT64_MAX;
+  for (int attempt = 0; attempt < 5; ++attempt) {  // keep the tightest bracket
+    const uint64_t t0 = read_ticks();
+    const int64_t ns = read_ns();
+    const uint64_t t1 = read_ticks();
+    if (t1 - t0 < best_gap) {
+      best_gap = t1 - t0;
+      best = {t0 + (t1 - t0) / 2, ns};
+    }
+  }
+  return best;
+}
+
+// [SECTION] Thread buffers -----------------------------------------------------
+
+struct ThreadBuffer {
+  // Owner thread only (the hot path reads these; keep them together).
+  uint64_t epoch = UINT64_MAX;   // recording the contents belong to
+  SpanRecord* cur = nullptr;     // chunk being filled
+  uint32_t used = 0;             // records used in `cur`
+  uint32_t count = 0;            // records in the buffer = index of the next one
+  uint32_t depth = 0;            // open spans
+  uint32_t open_cap = 0;
+  std::unique_ptr<int32_t[]> open;  // indices of the open spans, innermost last
+
+  // Shared with stop().
+  std::mutex mutex;                                      // guards chunks, published_epoch
+  std::vector<std::unique_ptr<SpanRecord[]>> chunks;     // only the owner adds (under mutex)
+  uint64_t published_epoch = UINT64_MAX;
+  std::atomic<uint32_t> published_count{0};             // release-stored after each append
+  std::atomic<bool> exited{false};                       // owner thread has ended
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;  // registration order
+};
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: threads may outlive statics
+  return *r;
+}
+std::mutex& control_mutex() {  // serializes start() and stop()
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+
+// The initial-exec TLS model makes tl_buffer a single %fs-relative load even
+// inside the shared library (global-dynamic calls __tls_get_addr: about 5 ns
+// more per span). It uses a few bytes of glibc's static TLS surplus when the
+// library is dlopen'ed (Python); build with
+// -DDESCENT_TRACER_TLS_MODEL='"global-dynamic"' if that surplus ever runs out.
+#ifndef DESCENT_TRACER_TLS_MODEL
+#define DESCENT_TRACER_TLS_MODEL "initial-exec"
+#endif
+__attribute__((tls_model(DESCENT_TRACER_TLS_MODEL))) thread_local ThreadBuffer* tl_buffer = nullptr;
+__attribute__((tls_model(DESCENT_TRACER_TLS_MODEL))) thread_local bool tl_exited = false;
+
+// Marks the buffer when its thread ends; the registry keeps it until the next start().
+struct ThreadExitGuard {
+  std::shared_ptr<ThreadBuffer> buffer;
+  ~ThreadExitGuard() {
+    if (buffer) buffer->exited.store(true);
+    tl_buffer = nullptr;
+    tl_exited = true;  // spans from later thread_local destructors are dropped
+  }
+};
+
+inline SpanRecord& record_at(ThreadBuffer* b, uint32_t index) {
+  return b->chunks[index >> kChunkShift][index & (kChunkRecords - 1)];
+}
+
+ThreadBuffer* register_thread() {
+  auto b = std::make_shared<ThreadBuffer>();
+  b->open_cap = kInitialOpenDepth;
+  b->open = std::make_unique<int32_t[]>(kInitialOpenDepth);
+  thread_local ThreadExitGuard guard;
+  guard.buffer = b;
+  {
+    std::lock_guard lock(registry().mutex);
+    registry().buffers.push_back(b);
+  }
+  tl_buffer = b.get();
+  return b.get();
+}
+
+// Empties the buffer for recording `epoch`, keeping a few chunks for reuse.
+void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
+  {
+    std::lock_guard lock(b->mutex);
+    if (b->chunks.size() > kChunksKeptOnReset) b->chunks.resize(kChunksKeptOnReset);
+    if (b->chunks.empty()) b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
+    b->published_epoch = epoch;
+    b->published_count.store(0, std::memory_order_relaxed);
+  }
+  b->epoch = epoch;
+  b->cur = b->chunks[0].get();
+  b->used = 0;
+  b->count = 0;
+  b->depth = 0;
+}
+
+// Moves to the next chunk (allocating it if none is kept). False when full.
+bool next_chunk(ThreadBuffer* b) {
+  if (b->count + kChunkRecords > kMaxRecordsPerThread) return false;
+  const size_t chunk = b->count >> kChunkShift;
+  {
+    std::lock_guard lock(b->mutex);
+    if (chunk == b->chunks.size()) b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
+    b->cur = b->chunks[chunk].get();
+  }
+  b->used = 0;
+  return true;
+}
+
+// Slow path: the calling thread's buffer made ready for one more record and
+// one more open span; nullptr when the span must be dropped.
+ThreadBuffer* writable_buffer() {
+  ThreadBuffer* b = tl_buffer;
+  if (b == nullptr) {
+    if (tl_exited) return nullptr;
+    b = register_thread();
+  }
+  const uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (b->epoch != epoch) reset_buffer(b, epoch);
+  if (b->used == kChunkRecords && !next_chunk(b)) return nullptr;
+  if (b->depth == b->open_cap) {
+    auto bigger = std::make_unique<int32_t[]>(size_t{b->open_cap} * 2);
+    std::copy(b->open.get(), b->open.get() + b->depth, bigger.get());
+    b->open = std::move(bigger);
+    b->open_cap *= 2;
+  }
+  return b;
+}
+
+// Fills the next record (everything but the times) and returns its index.
+inline int32_t append_record(ThreadBuffer* b, Floor floor, const char* name) {
+  const auto index = static_cast<int32_t>(b->count);
+  SpanRecord& r = b->cur[b->used];
+  // Warm the cache line of a record a little ahead (integer math: may lie past the chunk).
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(&r) + kPrefetchAheadBytes), 1);
+  r.end_ticks = 0;
+  r.name = name;
+  r.parent = b->depth > 0 ? b->open[b->depth - 1] : -1;
+  r.floor = floor;
+  r.nargs = 0;
+  ++b->used;
+  ++b->count;
+  return index;
+}
+
+inline void publish(ThreadBuffer* b) { b->published_count.store(b->count, std::memory_order_release); }
+
+inline void store_end(SpanRecord& r, uint64_t ticks) {
+  std::atomic_ref<uint64_t>(r.end_ticks).store(ticks, std::memory_order_relaxed);
+}
+
+void end_span_slow(ThreadBuffer* b, int32_t index, uint64_t ticks) {
+  if (b == nullptr || index < 0) return;
+  for (uint32_t i = b->depth; i-- > 0;) {  // ended out of order: find it deeper
+    if (b->open[i] != index) continue;
+    std::copy(b->open.get() + i + 1, b->open.get() + b->depth, b->open.get() + i);
+    --b->depth;
+    store_end(record_at(b, static_cast<uint32_t>(index)), ticks);
+    return;
+  }
+  // Not open: ended twice, or begun in a recording that has been reset.
+}
+
+void push_arg(int32_t index, const Arg& a) {
+  ThreadBuffer* b = tl_buffer;
+  if (b == nullptr || index < 0 || static_cast<uint32_t>(index) >= b->count) return;
+  SpanRecord& r = record_at(b, static_cast<uint32_t>(index));
+  const uint8_t n = r.nargs;
+  if (n >= kMaxArgs) return;  // extra args are dropped
+  r.args[n] = a;
+  std::atomic_ref<uint8_t>(r.nargs).store(static_cast<uint8_t>(n + 1), std::memory_order_release);
+}
+
+}  // namespace
+
+// [SECTION] Hot path: begin, end, args ----------------------------------------
+
+uint64_t now_ticks() { return read_ticks(); }
+int64_t now_ns() { return read_ns(); }
+
+// noinline: callers in other files pay a call, so calibration does too.
+[[gnu::noinline]] int32_t begin_span(Floor floor, const char* name) {
+  if (!enabled()) return -1;
+  ThreadBuffer* b = tl_buffer;
+  if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_relaxed) || b->used == kChunkRecords ||
+      b->depth == b->open_cap) [[unlikely]] {
+    b = writable_buffer();
+    if (b == nullptr) return -1;
+  }
+  const int32_t index = append_record(b, floor, name);
+  b->open[b->depth++] = index;
+  b->cur[b->used - 1].start_ticks = read_ticks();  // last, so bookkeeping stays outside the span
+  publish(b);
+  return index;
+}
+
+[[gnu::noinline]] void end_span(int32_t index) {
+  const uint64_t ticks = read_ticks();  // first, for the same reason
+  ThreadBuffer* b = tl_buffer;
+  if (b != nullptr && b->depth > 0 && b->open[b->depth - 1] == index) [[likely]] {
+    --b->depth;
+    store_end(record_at(b, static_cast<uint32_t>(index)), ticks);
+    return;
+  }
+  end_span_slow(b, index, ticks);
+}
+
+void add_arg(int32_t index, const char* key, int64_t v) {
+  Arg a;
+  a.key = key;
+  a.kind = ArgKind::Int;
+  a.i = v;
+  push_arg(index, a);
+}
+void add_arg(int32_t index, const char* key, double v) {
+  Arg a;
+  a.key = key;
+  a.kind = ArgKind::Double;
+  a.d = v;
+  push_arg(index, a);
+}
+void add_arg(int32_t index, const char* key, bool v) {
+  Arg a;
+  a.key = key;
+  a.kind = ArgKind::Bool;
+  a.b = v;
+  push_arg(index, a);
+}
+void add_arg(int32_t index, const char* key, const char* s) {
+  Arg a;
+  a.key = key;
+  a.kind = ArgKind::Str;
+  a.s = s;
+  push_arg(index, a);
+}
+
+void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns) {
+  if (!enabled()) return;
+  ThreadBuffer* b = writable_buffer();
+  if (b == nullptr) return;
+  // Stored as ns with the flag bit set; steady-clock ns are never negative.
+  SpanRecord& r = b->cur[b->used];
+  append_record(b, floor, name);
+  r.start_ticks = kNsFlagBit | static_cast<uint64_t>(std::max<int64_t>(start_ns, 0));
+  r.end_ticks = kNsFlagBit | static_cast<uint64_t>(std::max<int64_t>(end_ns, 0));
+  publish(b);
+}
+
+// [SECTION] Interning and floor names ------------------------------------------
+
+namespace {
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+struct InternTable {
+  std::mutex mutex;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> strings;  // nodes never move
+};
+}  // namespace
+
+const char* intern(std::string_view s) {
+  static InternTable* table = new InternTable;  // never destroyed: pointers live forever
+  std::lock_guard lock(table->mutex);
+  auto it = table->strings.find(s);
+  if (it == table->strings.end()) it = table->strings.emplace(s).first;
+  return it->c_str();
+}
+
+const char* floor_name(Floor f) {
+  static constexpr std::array<const char*, kNumFloors> kNames = {
+      "none", "python", "binding", "dispatch", "autograd", "kernels", "allocator", "streams", "launch", "device"};
+  const auto i = static_cast<size_t>(f);
+  return i < kNames.size() ? kNames[i] : "unknown";
+}
+
+// [SECTION] Calibration ---------------------------------------------------------
+
+namespace {
+
+// Guarded by control_mutex(); g_span_cost_ns is read from any thread.
+ClockPair g_base;             // clocks at start()
+double g_ns_per_tick = 1.0;
+std::atomic<double> g_span_cost_ns{0.0};
+
+// Times begin/end pairs through the public path (flag, TLS, call) into a
+// scratch buffer swapped in for the calling thread. Median of a few reps.
+double measure_span_cost() {
+  ThreadBuffer scratch;
+  scratch.open_cap = kInitialOpenDepth;
+  scratch.open = std::make_unique<int32_t[]>(kInitialOpenDepth);
+  ThreadBuffer* saved = tl_buffer;
+  tl_buffer = &scratch;
+  std::array<double, kCostReps> per_pair_ns{};
+  g_enabled.store(true);
+  for (double& cost : per_pair_ns) {
+    reset_buffer(&scratch, g_epoch.load());
+    const int64_t t0 = read_ns();
+    for (int i = 0; i < kCostPairsPerRep; ++i) {
+      ScopedSpan span(Floor::None, "descent.tracer.calibrate");
+    }
+    cost = static_cast<double>(read_ns() - t0) / kCostPairsPerRep;
+  }
+  g_enabled.store(false);
+  tl_buffer = saved;
+  std::sort(per_pair_ns.begin(), per_pair_ns.end());
+  return per_pair_ns[kCostReps / 2];
+}
+
+// The tick -> ns ratio over a short sleep (refined at stop() over the whole recording).
+void calibrate_clock() {
+  g_base = read_pair();
+#if defined(__x86_64__)
+  std::this_thread::sleep_for(kClockCalibrationTime);
+  const ClockPair later = read_pair();
+  g_ns_per_tick = static_cast<double>(later.ns - g_base.ns) / static_cast<double>(later.ticks - g_base.ticks);
+#else
+  g_ns_per_tick = 1.0;  // ticks are steady-clock ns already
+  g_base = {0, 0};
+#endif
+}
+
+int64_t ticks_to_ns(uint64_t ticks) {
+  if (ticks & kNsFlagBit) return static_cast<int64_t>(ticks & ~kNsFlagBit);
+  const auto delta = static_cast<int64_t>(ticks - g_base.ticks);
+  return g_base.ns + std::llround(static_cast<double>(delta) * g_ns_per_tick);
+}
+
+// Drops the buffers of threads that have ended (their spans are no longer wanted).
+void drop_exited_buffers() {
+  std::lock_guard lock(registry().mutex);
+  auto& v = registry().buffers;
+  v.erase(std::remove_if(v.begin(), v.end(), [](const auto& b) { return b->exited.load(); }), v.end());
+}
+
+// Appends the published spans of one buffer to `out`, closing open ones at `stop_ticks`.
+void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_t stop_ticks, Trace& out) {
+  const uint32_t n = b.published_count.load(std::memory_order_acquire);
+  const uint64_t first_id = next_id;
+  for (uint32_t i = 0; i < n; ++i) {
+    SpanRecord& r = b.chunks[i >> kChunkShift][i & (kChunkRecords - 1)];
+    uint64_t end = std::atomic_ref<uint64_t>(r.end_ticks).load(std::memory_order_relaxed);
+    const uint8_t nargs = std::atomic_ref<uint8_t>(r.nargs).load(std::memory_order_acquire);
+    Span s;
+    s.id = first_id + i;
+    s.parent = (r.parent >= 0 && static_cast<uint32_t>(r.parent) < n) ? first_id + r.parent : 0;
+    s.floor = r.floor;
+    s.name = r.name ? r.name : "";
+    s.thread = thread;
+    s.start_ns = ticks_to_ns(r.start_ticks);
+    if (end == 0) end = stop_ticks;  // still open: closed at the stop time
+    const int64_t end_ns = ticks_to_ns(end);
+    // Measured spans keep their ns exactly; a span closed at stop never ends before it began.
+    s.end_ns = (r.start_ticks & kNsFlagBit) ? end_ns : std::max(end_ns, s.start_ns);
+    for (int k = 0; k < std::min<int>(nargs, kMaxArgs); ++k) {
+      const Arg& a = r.args[k];
+      const std::string key = a.key ? a.key : "";
+      switch (a.kind) {
+        case ArgKind::Int: s.args.push_back({key, a.i}); break;
+        case ArgKind::Double: s.args.push_back({key, a.d}); break;
+        case ArgKind::Bool: s.args.push_back({key, a.b}); break;
+        case ArgKind::Str: s.args.push_back({key, std::string(a.s ? a.s : "")}); break;
+        case ArgKind::None: break;
+      }
+    }
+    out.spans.push_back(std::move(s));
+  }
+  next_id += n;
+}
+
+}  // namespace
+
+double span_cost_ns() { return g_span_cost_ns.load(); }
+
+// [SECTION] start and stop ---------------------------------------------------------
+
+void start() {
+  std::lock_guard lock(control_mutex());
+  g_enabled.store(false);
+  drop_exited_buffers();
+  g_span_cost_ns.store(measure_span_cost());
+  calibrate_clock();
+  g_epoch.fetch_add(1);  // every buffer is now stale: "cleared" before its next record
+  g_enabled.store(true);
+}
+
+Trace stop() {
+  std::lock_guard lock(control_mutex());
+  g_enabled.store(false);
+  const ClockPair stop_pair = read_pair();
+#if defined(__x86_64__)
+  if (stop_pair.ticks > g_base.ticks && stop_pair.ns - g_base.ns > kClockCalibrationTime.count() * 1'000'000) {
+    // A longer baseline gives a better ratio: refine it over the whole recording.
+    g_ns_per_tick = static_cast<double>(stop_pair.ns - g_base.ns) / static_cast<double>(stop_pair.ticks - g_base.ticks);
+  }
+#endif
+  const uint64_t epoch = g_epoch.load();
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
+  {
+    std::lock_guard reg_lock(registry().mutex);
+    buffers = registry().buffers;
+  }
+  Trace t;
+  uint64_t next_id = 1;
+  uint32_t thread = 0;
+  for (const auto& b : buffers) {
+    std::lock_guard buf_lock(b->mutex);
+    if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
+    collect_buffer(*b, thread++, next_id, stop_pair.ticks, t);
+  }
+  g_epoch.fetch_add(1);  // a second stop() returns an empty trace
+  std::stable_sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.id < b.id;
+  });
+  t.span_cost_ns = g_span_cost_ns.load();
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.9g", g_ns_per_tick);
+#if defined(__x86_64__)
+  t.metadata["tracer.clock"] = "rdtsc";
+#else
+  t.metadata["tracer.clock"] = "steady_clock";
+#endif
+  t.metadata["tracer.ns_per_tick"] = ratio;
+  return t;
+}
+
+}  // namespace descent::trace
