@@ -151,6 +151,7 @@ PyObject* py_tensor(PyObject*, PyObject* args) {
   PyObject* dtype_obj = Py_None;
   if (!PyArg_ParseTuple(args, "O|O:tensor", &data, &dtype_obj)) return nullptr;
   DESCENT_PY_TRY
+  trace::ScopedSpan span(trace::Floor::Binding, "tensor");
   std::optional<ScalarType> want;
   if (dtype_obj != Py_None) {
     DESCENT_CHECK(Py_TYPE(dtype_obj) == &g_dtype_type, TypeError, "tensor(): dtype must be a descent.dtype, not ",

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""descent's per-call benchmarks beside PyTorch's, measured in the same run.
+
+    python3 tests/bench/bench.py --build build [--torch-cpp] [--out FILE]
+
+Times, with tracing compiled in and switched off: a 1-element CPU add through
+the dispatcher from C++ (bench_descent) and from Python; the tracer's cost per
+span, on and off. When PyTorch is importable, the same calls through PyTorch
+(torch.add from Python; at::add from C++ with --torch-cpp, compiled here
+against the installed torch). Method: warm-up, then the median of 7
+repetitions (tests/bench/timing.h; per_call_ns below for Python).
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def per_call_ns(fn, n=200000, reps=7):
+    for _ in range(min(n, 2000)):
+        fn()
+    runs = []
+    for _ in range(reps):
+        t = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        runs.append((time.perf_counter_ns() - t) / n)
+    return statistics.median(runs)
+
+
+def run_json_lines(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return {d["name"]: d["ns"] for d in map(json.loads, out.splitlines())}
+
+
+def torch_cpp(results):
+    import torch
+    prefix = os.path.dirname(torch.__file__)
+    exe = os.path.join(os.environ.get("TMPDIR", "/tmp"), "bench_torch")
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    cmd = ["g++", "-O2", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{ROOT}",
+           f"-I{prefix}/include", os.path.join(HERE, "bench_torch.cpp"), f"-L{prefix}/lib",
+           "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{prefix}/lib", "-o", exe]
+    subprocess.run(cmd, check=True)
+    results.update(run_json_lines([exe]))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--torch-cpp", action="store_true", help="also build and time at::add (needs torch's headers)")
+    p.add_argument("--out", help="write the markdown table here too")
+    args = p.parse_args()
+
+    sys.path.insert(0, os.path.join(args.build, "python"))
+    import descent
+
+    r = run_json_lines([os.path.join(args.build, "tests", "bench", "bench_descent")])
+    a, b = descent.randn(1), descent.randn(1)
+    r["py_add_1elem"] = per_call_ns(lambda: descent.add(a, b))
+    r["py_add_operator_1elem"] = per_call_ns(lambda: a + b)
+    r["py_dim"] = per_call_ns(lambda: a.dim())
+    try:
+        import torch
+        ta, tb = torch.randn(1), torch.randn(1)
+        r["torch_py_add_1elem"] = per_call_ns(lambda: torch.add(ta, tb))
+        r["torch_py_add_operator_1elem"] = per_call_ns(lambda: ta + tb)
+        r["torch_py_dim"] = per_call_ns(lambda: ta.dim())
+        r["torch_version"] = torch.__version__
+        if args.torch_cpp:
+            torch_cpp(r)
+    except ImportError:
+        pass
+
+    def row(what, ours, theirs, target):
+        o = r.get(ours)
+        t = r.get(theirs) if theirs else None
+        fmt = lambda ns: "-" if ns is None else (f"{ns / 1000:.3f} µs" if ns >= 100 else f"{ns:.2f} ns")  # noqa
+        ratio = f"{o / t:.2f}x" if o is not None and t else "-"
+        return f"| {what} | {fmt(o)} | {fmt(t)} | {ratio} | {target} |"
+
+    lines = [
+        f"Machine: {platform.node()} ({platform.processor() or platform.machine()}), Python {platform.python_version()}, "
+        f"PyTorch {r.get('torch_version', 'not installed')}. Ratio = descent / PyTorch (lower is faster).",
+        "",
+        "| what | descent | PyTorch | ratio | target |",
+        "|---|---|---|---|---|",
+        row("C++ add, 1-element CPU tensors, through the dispatcher", "cpp_add_1elem", "torch_cpp_add_1elem", "≤ 0.3 µs"),
+        row("C++ empty({0})", "cpp_empty_0", "torch_cpp_empty_0", ""),
+        row("Python `descent.add(a, b)` / `torch.add(a, b)`, 1 element", "py_add_1elem", "torch_py_add_1elem", "≤ 1.0 µs"),
+        row("Python `a + b`, 1 element", "py_add_operator_1elem", "torch_py_add_operator_1elem", ""),
+        row("Python `x.dim()` (smallest crossing into C++)", "py_dim", "torch_py_dim", ""),
+        row("tracer span, tracing off (one branch)", "span_off", None, ""),
+        row("tracer span, tracing on (begin + end, hot loop)", "span_on", None, "≤ 10 ns"),
+        row("tracer span, tracing on (calibrated at start)", "span_cost_calibrated", None, "≤ 10 ns"),
+        row("C++ add with tracing on (4 spans recorded)", "cpp_add_1elem_traced", None, ""),
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
