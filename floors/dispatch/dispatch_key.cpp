@@ -23,7 +23,9 @@ std::string DispatchKeySet::str() const {
   if (empty()) return "{}";
   std::string s;
   for (int k = kNumDispatchKeys - 1; k > 0; --k) {
-    if (has(DispatchKey(k))) s += (s.empty() ? "" : "|") + std::string(dispatch_key_name(DispatchKey(k)));
+    if (!has(DispatchKey(k))) continue;
+    if (!s.empty()) s += '|';
+    s += dispatch_key_name(DispatchKey(k));
   }
   return s;
 }
