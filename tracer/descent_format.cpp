@@ -257,7 +257,8 @@ void read_header(Reader& r) {
   expect_fields(r, f, 2, "descent-trace");
   const int version = r.number<int>(f[1], "the version");
   if (version != kVersion) {
-    r.fail("unknown version " + std::to_string(version) + " (this build reads version " + std::to_string(kVersion) + ")");
+    r.fail("unknown version " + std::to_string(version) + " (this build reads version " +
+           std::to_string(kVersion) + ")");
   }
 }
 

@@ -7,6 +7,7 @@
 // Every span becomes one complete event ("ph": "X") with its start and
 // duration in microseconds; "M" events name the process and the threads. The
 // format is described in Google's "Trace Event Format" document.
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -99,9 +100,8 @@ void append_value(std::string& out, const ArgValue& v) {
     } else if (std::isinf(*d)) {
       out += *d > 0 ? "\"inf\"" : "\"-inf\"";
     } else {
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.17g", *d);
-      out += buf;
+      char buf[40];  // shortest text that reads back to the same double
+      out.append(buf, std::to_chars(buf, buf + sizeof buf, *d).ptr);
     }
   } else if (const auto* b = std::get_if<bool>(&v)) {
     out += *b ? "true" : "false";

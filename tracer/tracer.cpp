@@ -21,11 +21,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -61,19 +62,20 @@ std::atomic<uint64_t> g_epoch{0};
 
 // [SECTION] Clock --------------------------------------------------------------
 
-inline uint64_t read_ticks() {
-#if defined(__x86_64__)
-  return __rdtsc();
-#else
-  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-#endif
+inline int64_t read_ns() {
+  using std::chrono::steady_clock;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-inline int64_t read_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+#if defined(__x86_64__)
+constexpr bool kTicksAreNs = false;
+constexpr const char* kTickClockName = "rdtsc";
+inline uint64_t read_ticks() { return __rdtsc(); }  // ~20 cycles, not serializing
+#else
+constexpr bool kTicksAreNs = true;
+constexpr const char* kTickClockName = "steady_clock";
+inline uint64_t read_ticks() { return static_cast<uint64_t>(read_ns()); }
+#endif
 
 // The two clocks read at (nearly) the same instant.
 struct ClockPair {
@@ -96,6 +98,11 @@ ClockPair read_pair() {
   return best;
 }
 
+double ns_per_tick(const ClockPair& a, const ClockPair& b) {
+  if (kTicksAreNs || b.ticks <= a.ticks) return 1.0;
+  return static_cast<double>(b.ns - a.ns) / static_cast<double>(b.ticks - a.ticks);
+}
+
 // [SECTION] Thread buffers -----------------------------------------------------
 
 struct ThreadBuffer {
@@ -105,8 +112,7 @@ struct ThreadBuffer {
   uint32_t used = 0;             // records used in `cur`
   uint32_t count = 0;            // records in the buffer = index of the next one
   uint32_t depth = 0;            // open spans
-  uint32_t open_cap = 0;
-  std::unique_ptr<int32_t[]> open;  // indices of the open spans, innermost last
+  std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
 
   // Shared with stop().
   std::mutex mutex;                                      // guards chunks, published_epoch
@@ -156,8 +162,6 @@ inline SpanRecord& record_at(ThreadBuffer* b, uint32_t index) {
 
 ThreadBuffer* register_thread() {
   auto b = std::make_shared<ThreadBuffer>();
-  b->open_cap = kInitialOpenDepth;
-  b->open = std::make_unique<int32_t[]>(kInitialOpenDepth);
   thread_local ThreadExitGuard guard;
   guard.buffer = b;
   {
@@ -179,9 +183,7 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
   }
   b->epoch = epoch;
   b->cur = b->chunks[0].get();
-  b->used = 0;
-  b->count = 0;
-  b->depth = 0;
+  b->used = b->count = b->depth = 0;
 }
 
 // Moves to the next chunk (allocating it if none is kept). False when full.
@@ -208,12 +210,7 @@ ThreadBuffer* writable_buffer() {
   const uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (b->epoch != epoch) reset_buffer(b, epoch);
   if (b->used == kChunkRecords && !next_chunk(b)) return nullptr;
-  if (b->depth == b->open_cap) {
-    auto bigger = std::make_unique<int32_t[]>(size_t{b->open_cap} * 2);
-    std::copy(b->open.get(), b->open.get() + b->depth, bigger.get());
-    b->open = std::move(bigger);
-    b->open_cap *= 2;
-  }
+  if (b->depth == b->open.size()) b->open.resize(b->open.size() * 2);
   return b;
 }
 
@@ -243,7 +240,7 @@ void end_span_slow(ThreadBuffer* b, int32_t index, uint64_t ticks) {
   if (b == nullptr || index < 0) return;
   for (uint32_t i = b->depth; i-- > 0;) {  // ended out of order: find it deeper
     if (b->open[i] != index) continue;
-    std::copy(b->open.get() + i + 1, b->open.get() + b->depth, b->open.get() + i);
+    std::copy(b->open.begin() + i + 1, b->open.begin() + b->depth, b->open.begin() + i);
     --b->depth;
     store_end(record_at(b, static_cast<uint32_t>(index)), ticks);
     return;
@@ -251,13 +248,17 @@ void end_span_slow(ThreadBuffer* b, int32_t index, uint64_t ticks) {
   // Not open: ended twice, or begun in a recording that has been reset.
 }
 
-void push_arg(int32_t index, const Arg& a) {
+// Appends one argument to a span of the calling thread; `set` fills the value.
+template <typename Set>
+void push_arg(int32_t index, const char* key, ArgKind kind, Set set) {
   ThreadBuffer* b = tl_buffer;
   if (b == nullptr || index < 0 || static_cast<uint32_t>(index) >= b->count) return;
   SpanRecord& r = record_at(b, static_cast<uint32_t>(index));
   const uint8_t n = r.nargs;
   if (n >= kMaxArgs) return;  // extra args are dropped
-  r.args[n] = a;
+  r.args[n].key = key;
+  r.args[n].kind = kind;
+  set(r.args[n]);
   std::atomic_ref<uint8_t>(r.nargs).store(static_cast<uint8_t>(n + 1), std::memory_order_release);
 }
 
@@ -273,7 +274,7 @@ int64_t now_ns() { return read_ns(); }
   if (!enabled()) return -1;
   ThreadBuffer* b = tl_buffer;
   if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_relaxed) || b->used == kChunkRecords ||
-      b->depth == b->open_cap) [[unlikely]] {
+      b->depth == b->open.size()) [[unlikely]] {
     b = writable_buffer();
     if (b == nullptr) return -1;
   }
@@ -296,32 +297,16 @@ int64_t now_ns() { return read_ns(); }
 }
 
 void add_arg(int32_t index, const char* key, int64_t v) {
-  Arg a;
-  a.key = key;
-  a.kind = ArgKind::Int;
-  a.i = v;
-  push_arg(index, a);
+  push_arg(index, key, ArgKind::Int, [&](Arg& a) { a.i = v; });
 }
 void add_arg(int32_t index, const char* key, double v) {
-  Arg a;
-  a.key = key;
-  a.kind = ArgKind::Double;
-  a.d = v;
-  push_arg(index, a);
+  push_arg(index, key, ArgKind::Double, [&](Arg& a) { a.d = v; });
 }
 void add_arg(int32_t index, const char* key, bool v) {
-  Arg a;
-  a.key = key;
-  a.kind = ArgKind::Bool;
-  a.b = v;
-  push_arg(index, a);
+  push_arg(index, key, ArgKind::Bool, [&](Arg& a) { a.b = v; });
 }
 void add_arg(int32_t index, const char* key, const char* s) {
-  Arg a;
-  a.key = key;
-  a.kind = ArgKind::Str;
-  a.s = s;
-  push_arg(index, a);
+  push_arg(index, key, ArgKind::Str, [&](Arg& a) { a.s = s; });
 }
 
 void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns) {
@@ -377,8 +362,6 @@ std::atomic<double> g_span_cost_ns{0.0};
 // scratch buffer swapped in for the calling thread. Median of a few reps.
 double measure_span_cost() {
   ThreadBuffer scratch;
-  scratch.open_cap = kInitialOpenDepth;
-  scratch.open = std::make_unique<int32_t[]>(kInitialOpenDepth);
   ThreadBuffer* saved = tl_buffer;
   tl_buffer = &scratch;
   std::array<double, kCostReps> per_pair_ns{};
@@ -399,15 +382,9 @@ double measure_span_cost() {
 
 // The tick -> ns ratio over a short sleep (refined at stop() over the whole recording).
 void calibrate_clock() {
-  g_base = read_pair();
-#if defined(__x86_64__)
-  std::this_thread::sleep_for(kClockCalibrationTime);
-  const ClockPair later = read_pair();
-  g_ns_per_tick = static_cast<double>(later.ns - g_base.ns) / static_cast<double>(later.ticks - g_base.ticks);
-#else
-  g_ns_per_tick = 1.0;  // ticks are steady-clock ns already
-  g_base = {0, 0};
-#endif
+  g_base = kTicksAreNs ? ClockPair{} : read_pair();  // with ns ticks, the identity
+  if (!kTicksAreNs) std::this_thread::sleep_for(kClockCalibrationTime);
+  g_ns_per_tick = ns_per_tick(g_base, read_pair());
 }
 
 int64_t ticks_to_ns(uint64_t ticks) {
@@ -437,21 +414,20 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
     s.floor = r.floor;
     s.name = r.name ? r.name : "";
     s.thread = thread;
-    s.start_ns = ticks_to_ns(r.start_ticks);
-    if (end == 0) end = stop_ticks;  // still open: closed at the stop time
+    // Still open: closed at the stop time. A thread recording while stop()
+    // runs may have later ticks: clamp them, so children stay inside parents.
+    const bool measured = r.start_ticks & kNsFlagBit;
+    s.start_ns = ticks_to_ns(measured ? r.start_ticks : std::min(r.start_ticks, stop_ticks));
+    if (end == 0 || (!measured && end > stop_ticks)) end = stop_ticks;
     const int64_t end_ns = ticks_to_ns(end);
     // Measured spans keep their ns exactly; a span closed at stop never ends before it began.
-    s.end_ns = (r.start_ticks & kNsFlagBit) ? end_ns : std::max(end_ns, s.start_ns);
-    for (int k = 0; k < std::min<int>(nargs, kMaxArgs); ++k) {
-      const Arg& a = r.args[k];
+    s.end_ns = measured ? end_ns : std::max(end_ns, s.start_ns);
+    for (const Arg& a : std::span(r.args, std::min<size_t>(nargs, kMaxArgs))) {
       const std::string key = a.key ? a.key : "";
-      switch (a.kind) {
-        case ArgKind::Int: s.args.push_back({key, a.i}); break;
-        case ArgKind::Double: s.args.push_back({key, a.d}); break;
-        case ArgKind::Bool: s.args.push_back({key, a.b}); break;
-        case ArgKind::Str: s.args.push_back({key, std::string(a.s ? a.s : "")}); break;
-        case ArgKind::None: break;
-      }
+      if (a.kind == ArgKind::Int) s.args.push_back({key, a.i});
+      if (a.kind == ArgKind::Double) s.args.push_back({key, a.d});
+      if (a.kind == ArgKind::Bool) s.args.push_back({key, a.b});
+      if (a.kind == ArgKind::Str) s.args.push_back({key, std::string(a.s ? a.s : "")});
     }
     out.spans.push_back(std::move(s));
   }
@@ -478,12 +454,7 @@ Trace stop() {
   std::lock_guard lock(control_mutex());
   g_enabled.store(false);
   const ClockPair stop_pair = read_pair();
-#if defined(__x86_64__)
-  if (stop_pair.ticks > g_base.ticks && stop_pair.ns - g_base.ns > kClockCalibrationTime.count() * 1'000'000) {
-    // A longer baseline gives a better ratio: refine it over the whole recording.
-    g_ns_per_tick = static_cast<double>(stop_pair.ns - g_base.ns) / static_cast<double>(stop_pair.ticks - g_base.ticks);
-  }
-#endif
+  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, stop_pair);  // longer baseline, better ratio
   const uint64_t epoch = g_epoch.load();
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   {
@@ -499,20 +470,12 @@ Trace stop() {
     collect_buffer(*b, thread++, next_id, stop_pair.ticks, t);
   }
   g_epoch.fetch_add(1);  // a second stop() returns an empty trace
-  std::stable_sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    return a.id < b.id;
+  std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
+    return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
   });
   t.span_cost_ns = g_span_cost_ns.load();
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.9g", g_ns_per_tick);
-#if defined(__x86_64__)
-  t.metadata["tracer.clock"] = "rdtsc";
-#else
-  t.metadata["tracer.clock"] = "steady_clock";
-#endif
-  t.metadata["tracer.ns_per_tick"] = ratio;
+  t.metadata["tracer.clock"] = kTickClockName;
+  t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
   return t;
 }
 
