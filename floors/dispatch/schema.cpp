@@ -122,7 +122,9 @@ Schema parse_schema(std::string_view text) {
   if (c.eat("(")) {
     do {
       c.expect("Tensor");
-      s.returns.push_back(c.word());
+      c.skip_space();
+      bool named = c.pos < text.size() && text[c.pos] != ',' && text[c.pos] != ')';
+      s.returns.push_back(named ? c.word() : "");
     } while (c.eat(","));
     c.expect(")");
   } else {

@@ -290,6 +290,25 @@ void to_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// The element range [first, last] a tensor touches in its storage.
+std::pair<int64_t, int64_t> extent(const Tensor& t) {
+  int64_t lo = t.offset(), hi = t.offset();
+  for (int d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return {0, -1};
+    (t.strides()[d] < 0 ? lo : hi) += (t.sizes()[d] - 1) * t.strides()[d];
+  }
+  return {lo, hi};
+}
+
+// Two views of one storage whose ranges meet, unless they are the very same view.
+bool partially_overlap(const Tensor& a, const Tensor& b) {
+  if (a.storage() != b.storage() || a.dtype() != b.dtype()) return a.storage() == b.storage();
+  if (a.offset() == b.offset() && a.sizes() == b.sizes() && a.strides() == b.strides()) return false;
+  auto [a0, a1] = extent(a);
+  auto [b0, b1] = extent(b);
+  return a0 <= b1 && b0 <= a1;
+}
+
 void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.name);
   const Tensor& self = s[0].to_tensor();
@@ -298,6 +317,13 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DimVector shape = broadcast_shapes(self.sizes(), src.sizes(), op.name);
   DESCENT_CHECK(shape == self.sizes(), ValueError, "copy_(): the source of shape ", src.shape_str(),
                 " cannot be broadcast to the destination's shape ", self.shape_str());
+  for (int d = 0; d < self.dim(); ++d)
+    DESCENT_CHECK(self.strides()[d] != 0 || self.sizes()[d] <= 1, Error,
+                  "copy_(): unsupported operation: more than one element of the written-to tensor refers to a single "
+                  "memory location. Please clone() the tensor before performing the operation.");
+  DESCENT_CHECK(!partially_overlap(self, src), Error,
+                "copy_(): unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                "to a single memory location. Please clone() the tensor before performing the operation.");
   copy_into(span, expand_to(src, shape), self);
   s.set_result(Tensor(self));
 }

@@ -101,8 +101,8 @@ DESCENT_VIEW_KERNEL(view_kernel) {
 DESCENT_VIEW_KERNEL(transpose_kernel) {
   DESCENT_VIEW_BEGIN
   DimVector sizes = x.sizes(), strides = x.strides();
-  if (x.dim() > 0) {
-    int a = wrap_dim(s[1].to_int(), x.dim(), op.name), b = wrap_dim(s[2].to_int(), x.dim(), op.name);
+  int a = wrap_dim(s[1].to_int(), x.dim(), op.name), b = wrap_dim(s[2].to_int(), x.dim(), op.name);
+  if (x.dim() > 0) {  // a 0-d tensor accepts dims 0 and -1 and stays as it is
     std::swap(sizes[a], sizes[b]);
     std::swap(strides[a], strides[b]);
   }
@@ -144,6 +144,8 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
     }
     int64_t have = x.sizes()[j];
     if (req[i] == -1) sizes[i] = have;
+    DESCENT_CHECK(sizes[i] >= 0, ValueError, "expand(): invalid size ", req[i], " at dimension ", i,
+                  " (sizes must be non-negative, or -1 to keep the existing size)");
     DESCENT_CHECK(sizes[i] == have || have == 1, ValueError, "expand(): The expanded size of the tensor (", sizes[i],
                   ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
                   req.str(), ".  Tensor sizes: ", x.shape_str());

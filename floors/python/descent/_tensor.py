@@ -131,8 +131,8 @@ class Tensor(_C.TensorBase):
                     raise ValueError("step must be greater than zero")
                 out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
                 d += 1
-            elif isinstance(i, (int, Tensor)) and not isinstance(i, builtins_bool):
-                out = _C.select(out, d, int(i) if isinstance(i, int) else i.__index__())
+            elif hasattr(i, "__index__") and not isinstance(i, builtins_bool):  # ints, numpy ints, int tensors
+                out = _C.select(out, d, i.__index__())
             else:
                 raise TypeError(f"descent supports indexing with ints, slices, None and ...; got {type(i).__name__}")
         return out

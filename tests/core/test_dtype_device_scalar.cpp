@@ -1,0 +1,192 @@
+// Tests for floors/core/{dtype.h,device.h,scalar.h} and core.cpp: dtype names,
+// parsing, sizes and promotion order; Device::parse and str; Scalar's
+// conversions and printing.
+//
+// [SECTION] dtypes
+// [SECTION] Devices
+// [SECTION] Scalars
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "floors/core/device.h"
+#include "floors/core/dtype.h"
+#include "floors/core/error.h"
+#include "floors/core/scalar.h"
+
+namespace descent {
+namespace {
+
+constexpr ScalarType kAllDtypes[] = {ScalarType::Bool, ScalarType::Int64, ScalarType::Float32, ScalarType::Float64};
+
+// [SECTION] dtypes --------------------------------------------------------------------
+
+TEST(Dtype, NamesAndSizes) {
+  EXPECT_STREQ(dtype_name(ScalarType::Bool), "bool");
+  EXPECT_STREQ(dtype_name(ScalarType::Int64), "int64");
+  EXPECT_STREQ(dtype_name(ScalarType::Float32), "float32");
+  EXPECT_STREQ(dtype_name(ScalarType::Float64), "float64");
+  static_assert(element_size(ScalarType::Bool) == 1);
+  static_assert(element_size(ScalarType::Int64) == 8);
+  static_assert(element_size(ScalarType::Float32) == 4);
+  static_assert(element_size(ScalarType::Float64) == 8);
+  static_assert(kDefaultFloat == ScalarType::Float32);
+  static_assert(kNumScalarTypes == 4);
+}
+
+TEST(Dtype, ParseAcceptsNamesAndAliases) {
+  struct Case { const char* text; ScalarType want; };
+  for (Case c : {Case{"bool", ScalarType::Bool}, Case{"int64", ScalarType::Int64}, Case{"long", ScalarType::Int64},
+                 Case{"float32", ScalarType::Float32}, Case{"float", ScalarType::Float32},
+                 Case{"float64", ScalarType::Float64}, Case{"double", ScalarType::Float64}}) {
+    ScalarType got = ScalarType::Bool;
+    EXPECT_TRUE(parse_dtype(c.text, &got)) << c.text;
+    EXPECT_EQ(got, c.want) << c.text;
+  }
+  // Every name round-trips.
+  for (ScalarType t : kAllDtypes) {
+    ScalarType got = ScalarType::Bool;
+    EXPECT_TRUE(parse_dtype(dtype_name(t), &got));
+    EXPECT_EQ(got, t);
+  }
+}
+
+TEST(Dtype, ParseRejectsUnknownNamesWithoutWriting) {
+  for (const char* bad : {"", "int", "int32", "float16", "Float32", "float32 ", "torch.float32", "bool8"}) {
+    ScalarType got = ScalarType::Float64;
+    EXPECT_FALSE(parse_dtype(bad, &got)) << "'" << bad << "'";
+    EXPECT_EQ(got, ScalarType::Float64) << "'" << bad << "' wrote the output";
+  }
+}
+
+TEST(Dtype, CategoriesAndPromotionOrder) {
+  // Declared in promotion order: within a category the later dtype wins.
+  EXPECT_LT(int(ScalarType::Bool), int(ScalarType::Int64));
+  EXPECT_LT(int(ScalarType::Int64), int(ScalarType::Float32));
+  EXPECT_LT(int(ScalarType::Float32), int(ScalarType::Float64));
+  EXPECT_TRUE(is_floating(ScalarType::Float32));
+  EXPECT_TRUE(is_floating(ScalarType::Float64));
+  EXPECT_FALSE(is_floating(ScalarType::Int64));
+  EXPECT_FALSE(is_floating(ScalarType::Bool));
+  EXPECT_TRUE(is_integral(ScalarType::Int64, false));
+  EXPECT_FALSE(is_integral(ScalarType::Bool, false));
+  EXPECT_TRUE(is_integral(ScalarType::Bool, true));
+  EXPECT_FALSE(is_integral(ScalarType::Float32, true));
+}
+
+TEST(Dtype, CppTypesAndVisit) {
+  static_assert(std::is_same_v<CppType<ScalarType::Bool>::type, bool>);
+  static_assert(std::is_same_v<CppType<ScalarType::Int64>::type, int64_t>);
+  static_assert(std::is_same_v<CppType<ScalarType::Float32>::type, float>);
+  static_assert(std::is_same_v<CppType<ScalarType::Float64>::type, double>);
+  static_assert(scalar_type_of<float>() == ScalarType::Float32);
+  for (ScalarType t : kAllDtypes) {
+    ScalarType seen = visit_dtype(t, []<typename T>() { return scalar_type_of<T>(); });
+    EXPECT_EQ(seen, t);
+    size_t sz = visit_dtype(t, []<typename T>() { return sizeof(T); });
+    EXPECT_EQ(sz, element_size(t));
+  }
+}
+
+// [SECTION] Devices -------------------------------------------------------------------
+
+TEST(Device, ParsesTheDocumentedForms) {
+  struct Case { const char* text; DeviceType type; int index; const char* str; };
+  for (Case c : {Case{"cpu", DeviceType::CPU, 0, "cpu"}, Case{"cpu:0", DeviceType::CPU, 0, "cpu"},
+                 Case{"sim", DeviceType::Sim, 0, "sim:0"}, Case{"sim:0", DeviceType::Sim, 0, "sim:0"},
+                 Case{"sim:3", DeviceType::Sim, 3, "sim:3"}, Case{"cuda", DeviceType::CUDA, 0, "cuda:0"},
+                 Case{"cuda:1", DeviceType::CUDA, 1, "cuda:1"}, Case{"cuda:123", DeviceType::CUDA, 123, "cuda:123"}}) {
+    Device d = Device::parse(c.text);
+    EXPECT_EQ(d.type, c.type) << c.text;
+    EXPECT_EQ(d.index, c.index) << c.text;
+    EXPECT_EQ(d.str(), c.str) << c.text;
+    EXPECT_EQ(Device::parse(d.str()), d) << "str() must parse back: " << c.text;
+  }
+  EXPECT_EQ(Device::parse("cpu"), Device{});
+  EXPECT_NE(Device::parse("sim:0"), Device::parse("sim:1"));
+  EXPECT_STREQ(device_type_name(DeviceType::CPU), "cpu");
+  EXPECT_STREQ(device_type_name(DeviceType::Sim), "sim");
+  EXPECT_STREQ(device_type_name(DeviceType::CUDA), "cuda");
+}
+
+TEST(Device, BadStringsRaiseValueErrorNamingTheString) {
+  for (const char* bad : {"", "gpu", "CPU", "cuda0", "cpu:1", "sim:", "cuda:-1", "cuda:x", "cuda:1:2", "sim:1234",
+                          ":0", " cpu", "cuda: 1"}) {
+    try {
+      Device::parse(bad);
+      ADD_FAILURE() << "no error for '" << bad << "'";
+    } catch (const ValueError& e) {
+      if (*bad) {
+        EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// [SECTION] Scalars ---------------------------------------------------------------------
+
+TEST(Scalar, KeepsTheTypeItCameFrom) {
+  EXPECT_EQ(Scalar(2.5).type(), ScalarType::Float64);
+  EXPECT_EQ(Scalar(int64_t{3}).type(), ScalarType::Int64);
+  EXPECT_EQ(Scalar(3).type(), ScalarType::Int64);
+  EXPECT_EQ(Scalar(true).type(), ScalarType::Bool);
+  EXPECT_EQ(Scalar().type(), ScalarType::Int64);
+  EXPECT_EQ(Scalar().to_int(), 0);
+  EXPECT_TRUE(Scalar(2.5).is_floating());
+  EXPECT_TRUE(Scalar(3).is_integral());
+  EXPECT_TRUE(Scalar(false).is_bool());
+  EXPECT_FALSE(Scalar(false).is_integral());
+}
+
+TEST(Scalar, ConvertsBetweenKinds) {
+  EXPECT_EQ(Scalar(2.7).to_int(), 2);    // truncation toward zero, as C++
+  EXPECT_EQ(Scalar(-2.7).to_int(), -2);
+  EXPECT_DOUBLE_EQ(Scalar(7).to_double(), 7.0);
+  EXPECT_DOUBLE_EQ(Scalar(true).to_double(), 1.0);
+  EXPECT_EQ(Scalar(true).to_int(), 1);
+  EXPECT_TRUE(Scalar(0.5).to_bool());
+  EXPECT_FALSE(Scalar(0.0).to_bool());
+  EXPECT_TRUE(Scalar(-3).to_bool());
+  EXPECT_FALSE(Scalar(0).to_bool());
+  const int64_t big = (int64_t(1) << 53) + 1;  // not representable in a double
+  EXPECT_EQ(Scalar(big).to_int(), big);
+  EXPECT_EQ(Scalar(big).to<int64_t>(), big);
+  EXPECT_EQ(Scalar(1.5).to<float>(), 1.5f);
+  EXPECT_EQ(Scalar(3).to<double>(), 3.0);
+  EXPECT_EQ(Scalar(2.0).to<bool>(), true);
+  EXPECT_EQ(Scalar(2.9).to<int64_t>(), 2);
+}
+
+TEST(Scalar, PrintsLikePython) {
+  EXPECT_EQ(Scalar(true).str(), "True");
+  EXPECT_EQ(Scalar(false).str(), "False");
+  EXPECT_EQ(Scalar(42).str(), "42");
+  EXPECT_EQ(Scalar(int64_t{-7}).str(), "-7");
+  EXPECT_EQ(Scalar(2.5).str(), "2.5");
+  EXPECT_EQ(Scalar(0.1).str(), "0.1");
+}
+
+TEST(Errors, KindsDeriveFromErrorAndStrConcatenates) {
+  EXPECT_EQ(str("a", 1, "b", 2.5), "a1b2.5");
+  auto raise = [](int which) {
+    switch (which) {
+      case 0: DESCENT_CHECK(false, TypeError, "t", 0); break;
+      case 1: DESCENT_CHECK(false, ValueError, "v", 1); break;
+      case 2: DESCENT_CHECK(false, IndexError, "i", 2); break;
+      default: DESCENT_CHECK(false, NotImplementedError, "n", 3); break;
+    }
+  };
+  for (int k = 0; k < 4; ++k) EXPECT_THROW(raise(k), Error);
+  EXPECT_THROW(raise(1), ValueError);
+  try {
+    raise(2);
+  } catch (const IndexError& e) {
+    EXPECT_STREQ(e.what(), "i2");
+  }
+  EXPECT_NO_THROW(DESCENT_CHECK(true, ValueError, "never"));
+}
+
+}  // namespace
+}  // namespace descent

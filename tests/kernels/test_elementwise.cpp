@@ -1,0 +1,339 @@
+// Tests for the elementwise CPU kernels (floors/kernels/register_cpu.cpp,
+// elementwise.h, reference.cpp, optimized.cpp, promotion.cpp): every binary,
+// unary and comparison op against a float64 reference computed here with plain
+// loops, over broadcasting ([3, 1] + [1, 4]), non-contiguous, zero-size and 0-d
+// inputs; type promotion; and the errors the kernels raise.
+//
+// [SECTION] Reference helpers
+// [SECTION] Binary ops
+// [SECTION] Unary ops
+// [SECTION] Comparisons
+// [SECTION] Type promotion
+// [SECTION] Errors
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "floors/kernels/kernels.h"
+#include "kernel_test_util.h"
+
+namespace descent {
+namespace {
+
+using namespace testing_util;
+using RefFn = std::function<double(double, double)>;
+
+// [SECTION] Reference helpers -------------------------------------------------------
+
+// PyTorch's broadcast of two shapes, written independently of broadcast_shapes().
+DimVector broadcast(const DimVector& a, const DimVector& b) {
+  int n = std::max(a.size(), b.size());
+  DimVector out;
+  for (int i = 0; i < n; ++i) {
+    int64_t sa = i - (n - a.size()) >= 0 ? a[i - (n - a.size())] : 1;
+    int64_t sb = i - (n - b.size()) >= 0 ? b[i - (n - b.size())] : 1;
+    out.push_back(sa == 1 ? sb : sa);
+  }
+  return out;
+}
+
+// Row-major position in `in` of the element that out position `linear` reads when `in` is broadcast to `out`.
+int64_t source_index(int64_t linear, const DimVector& out, const DimVector& in) {
+  int64_t src = 0, mul = 1;
+  for (int d = out.size() - 1; d >= 0; --d) {
+    int64_t i = linear % out[d];
+    linear /= out[d];
+    int k = d - (out.size() - in.size());
+    if (k < 0) continue;
+    if (in[k] != 1) src += i * mul;
+    mul *= in[k];
+  }
+  return src;
+}
+
+// Checks call(op, a, b) against ref() applied to the broadcast float64 values.
+void check_binary(Op op, const Tensor& a, const Tensor& b, ScalarType want_dtype, const RefFn& ref, double ulps,
+                  const std::string& what) {
+  SCOPED_TRACE(std::string(op_entry(op).name) + " " + what + " " + a.shape_str() + " " + dtype_name(a.dtype()) +
+               " with " + b.shape_str() + " " + dtype_name(b.dtype()));
+  Tensor out = call(op, a, b);
+  DimVector shape = broadcast(a.sizes(), b.sizes());
+  ASSERT_EQ(out.sizes(), shape);
+  ASSERT_EQ(out.dtype(), want_dtype);
+  std::vector<double> av = values(a), bv = values(b), ov = values(out);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    double want = ref(av[size_t(source_index(i, shape, a.sizes()))], bv[size_t(source_index(i, shape, b.sizes()))]);
+    ASSERT_TRUE(close(ov[size_t(i)], want, want_dtype, ulps)) << "element " << i;
+  }
+}
+
+// Pairs of operands for one dtype: broadcasting, non-contiguous, zero-size, 0-d.
+std::vector<std::pair<Tensor, Tensor>> operand_pairs(ScalarType dt, std::mt19937_64& rng, double lo, double hi,
+                                                     double lo2, double hi2) {
+  auto r = [&](const DimVector& s, bool second = false) {
+    return random_tensor(s, dt, rng, second ? lo2 : lo, second ? hi2 : hi);
+  };
+  Tensor strided = call(Op::slice, r({4, 6}), 1, IValue(), IValue(), 2);  // [4, 3], column step 2
+  return {
+      {r({3, 1}), r({1, 4}, true)},
+      {transposed({2, 3}, dt, rng, lo, hi), r({2, 3}, true)},
+      {r({2, 3}), transposed({2, 3}, dt, rng, lo2, hi2)},
+      {strided, r({3}, true)},
+      {r({2, 1, 3}), r({4, 1}, true)},
+      {r({0, 3}), r({0, 3}, true)},
+      {r({0, 3}), r({3}, true)},
+      {r({}), r({2, 2}, true)},
+      {r({2, 2}), r({}, true)},
+      {r({}), r({}, true)},
+      {r({5, 7}), r({5, 7}, true)},  // contiguous: the optimized loop
+  };
+}
+
+// [SECTION] Binary ops -----------------------------------------------------------------
+
+TEST(Binary, ArithmeticMatchesFloat64Reference) {
+  std::mt19937_64 rng(11);
+  struct Case { Op op; RefFn ref; };
+  const Case cases[] = {
+      {Op::add, [](double a, double b) { return a + b; }},
+      {Op::sub, [](double a, double b) { return a - b; }},
+      {Op::mul, [](double a, double b) { return a * b; }},
+      {Op::div, [](double a, double b) { return a / b; }},
+  };
+  for (const Case& c : cases) {
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64}) {
+      ScalarType want = c.op == Op::div && dt == ScalarType::Int64 ? ScalarType::Float32 : dt;
+      // +, -, *, / of float32 values are exact in float64, so rounding once gives the float32 result.
+      for (auto& [a, b] : operand_pairs(dt, rng, -10, 10, -10, 10)) check_binary(c.op, a, b, want, c.ref, 0, "");
+    }
+  }
+}
+
+TEST(Binary, PowMatchesFloat64Reference) {
+  std::mt19937_64 rng(12);
+  RefFn ref = [](double a, double b) { return std::pow(a, b); };
+  for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64})
+    for (auto& [a, b] : operand_pairs(dt, rng, 0.1, 3, -2, 2)) check_binary(Op::pow, a, b, dt, ref, 2, "");
+  for (auto& [a, b] : operand_pairs(ScalarType::Int64, rng, -4, 5, 0, 6))
+    check_binary(Op::pow, a, b, ScalarType::Int64, ref, 0, "");
+}
+
+TEST(Binary, AlphaScalesTheSecondOperand) {
+  std::mt19937_64 rng(13);
+  Tensor a = random_tensor({3, 4}, ScalarType::Float32, rng), b = random_tensor({4}, ScalarType::Float32, rng);
+  Tensor out = call(Op::add, a, b, 2.5);
+  Tensor diff = call(Op::sub, a, b, 0.5);
+  std::vector<double> av = values(a), bv = values(b), ov = values(out), dv = values(diff);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_TRUE(close(ov[i], av[i] + 2.5 * bv[i % 4], ScalarType::Float32, 1)) << i;
+    EXPECT_TRUE(close(dv[i], av[i] - 0.5 * bv[i % 4], ScalarType::Float32, 1)) << i;
+  }
+  Tensor ia = make({2}, ScalarType::Int64, {10, 20}), ib = make({2}, ScalarType::Int64, {3, 4});
+  EXPECT_EQ(values(call(Op::add, ia, ib, 3)), (std::vector<double>{19, 32}));
+  EXPECT_EQ(values(call(Op::sub, ia, ib, -2)), (std::vector<double>{16, 28}));
+}
+
+TEST(Binary, IntegerArithmeticWrapsAround) {
+  Tensor big = make({1}, ScalarType::Int64, {0});
+  big.data<int64_t>()[0] = INT64_MAX;
+  Tensor one = make({1}, ScalarType::Int64, {1});
+  EXPECT_EQ(call(Op::add, big, one).data<int64_t>()[0], INT64_MIN);
+  EXPECT_EQ(call(Op::mul, big, make({1}, ScalarType::Int64, {2})).data<int64_t>()[0], -2);
+  Tensor minv = make({1}, ScalarType::Int64, {0});
+  minv.data<int64_t>()[0] = INT64_MIN;
+  EXPECT_EQ(call(Op::neg, minv).data<int64_t>()[0], INT64_MIN);
+  EXPECT_EQ(call(Op::pow, make({1}, ScalarType::Int64, {3}), make({1}, ScalarType::Int64, {41})).data<int64_t>()[0],
+            int64_t(uint64_t(12157665459056928801ull) * 3ull));  // 3^41 mod 2^64
+}
+
+TEST(Binary, ReferenceAndOptimizedAgreeBitForBit) {
+  std::mt19937_64 rng(14);
+  for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::pow}) {
+    Tensor a = random_tensor({8, 37}, ScalarType::Float32, rng, 0.1, 3);
+    Tensor b = random_tensor({8, 37}, ScalarType::Float32, rng, -2, 2);
+    Tensor s = random_tensor({}, ScalarType::Float32, rng, 0.5, 2);
+    for (auto [x, y] : {std::pair{a, b}, std::pair{a, s}, std::pair{s, b}}) {
+      Tensor ref, opt;
+      {
+        kernels::VariantGuard g(kernels::Variant::Reference);
+        ref = call(op, x, y);
+        EXPECT_STREQ(kernels::last_variant(), "reference");
+      }
+      opt = call(op, x, y);
+      EXPECT_STREQ(kernels::last_variant(), "optimized") << op_entry(op).name << " on contiguous/scalar operands";
+      EXPECT_EQ(values(ref), values(opt)) << op_entry(op).name;
+    }
+  }
+  call(Op::add, transposed({3, 4}, ScalarType::Float32, rng), random_tensor({3, 4}, ScalarType::Float32, rng));
+  EXPECT_STREQ(kernels::last_variant(), "reference") << "a transposed operand has no fast path";
+}
+
+// [SECTION] Unary ops --------------------------------------------------------------------
+
+TEST(Unary, EveryOpMatchesFloat64Reference) {
+  std::mt19937_64 rng(21);
+  struct Case { Op op; double (*ref)(double); bool positive; double ulps; };
+  const Case cases[] = {
+      {Op::neg, [](double x) { return -x; }, false, 0},
+      {Op::abs, [](double x) { return std::fabs(x); }, false, 0},
+      {Op::relu, [](double x) { return x > 0 ? x : 0.0; }, false, 0},
+      {Op::exp, [](double x) { return std::exp(x); }, false, 4},
+      {Op::log, [](double x) { return std::log(x); }, true, 4},
+      {Op::sqrt, [](double x) { return std::sqrt(x); }, true, 4},
+      {Op::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, false, 4},
+      {Op::tanh, [](double x) { return std::tanh(x); }, false, 4},
+  };
+  for (const Case& c : cases) {
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64}) {
+      bool to_float = dt == ScalarType::Int64 && c.ulps != 0;  // exp(int) etc. compute in float32
+      ScalarType want = to_float ? ScalarType::Float32 : dt;
+      double lo = c.positive ? (dt == ScalarType::Int64 ? 1 : 0.05) : -6, hi = 6;
+      for (Tensor x : {random_tensor({3, 4}, dt, rng, lo, hi), transposed({3, 4}, dt, rng, lo, hi),
+                       random_tensor({0, 3}, dt, rng, lo, hi), random_tensor({}, dt, rng, lo, hi),
+                       random_tensor({2, 70}, dt, rng, lo, hi)}) {
+        SCOPED_TRACE(std::string(op_entry(c.op).name) + " " + x.shape_str() + " " + dtype_name(dt));
+        Tensor y = call(c.op, x);
+        ASSERT_EQ(y.sizes(), x.sizes());
+        ASSERT_EQ(y.dtype(), want);
+        std::vector<double> xv = values(x), yv = values(y);
+        for (size_t i = 0; i < xv.size(); ++i) ASSERT_TRUE(close(yv[i], c.ref(xv[i]), want, c.ulps)) << i;
+      }
+    }
+  }
+}
+
+TEST(Unary, NaNAndInfinities) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
+  Tensor x = make({5}, ScalarType::Float32, {nan, -inf, inf, -0.0, 2});
+  EXPECT_TRUE(std::isnan(values(call(Op::relu, x))[0])) << "relu propagates NaN";
+  EXPECT_EQ(values(call(Op::relu, x))[1], 0.0);
+  EXPECT_TRUE(std::isnan(values(call(Op::abs, x))[0]));
+  EXPECT_EQ(values(call(Op::abs, x))[1], inf);
+  EXPECT_EQ(values(call(Op::sigmoid, x))[1], 0.0);
+  EXPECT_EQ(values(call(Op::sigmoid, x))[2], 1.0);
+  EXPECT_EQ(values(call(Op::exp, x))[1], 0.0);
+  EXPECT_TRUE(std::isnan(values(call(Op::log, make({1}, ScalarType::Float64, {-1})))[0]));
+  EXPECT_EQ(values(call(Op::log, make({1}, ScalarType::Float64, {0})))[0], -inf);
+}
+
+// [SECTION] Comparisons -------------------------------------------------------------------
+
+TEST(Compare, ResultsAreBoolAndMatchReference) {
+  std::mt19937_64 rng(31);
+  struct Case { Op op; RefFn ref; };
+  const Case cases[] = {
+      {Op::eq, [](double a, double b) { return double(a == b); }},
+      {Op::lt, [](double a, double b) { return double(a < b); }},
+      {Op::gt, [](double a, double b) { return double(a > b); }},
+  };
+  for (const Case& c : cases) {
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Int64, ScalarType::Bool})
+      for (auto& [a, b] : operand_pairs(dt, rng, -2, 3, -2, 3))  // small integers: many ties
+        check_binary(c.op, a, b, ScalarType::Bool, c.ref, 0, "");
+    // Mixed dtypes are promoted first: int64 against float32 with broadcasting.
+    Tensor i = make({3, 1}, ScalarType::Int64, {1, 2, 3});
+    Tensor f = make({1, 4}, ScalarType::Float32, {0.5, 2, 2.5, NAN});
+    check_binary(c.op, i, f, ScalarType::Bool, c.ref, 0, "mixed");
+  }
+}
+
+// [SECTION] Type promotion ------------------------------------------------------------------
+
+TEST(Promotion, ResultDtypes) {
+  auto t = [](ScalarType dt, bool zero_dim = false) {
+    return zero_dim ? make({}, dt, {1}) : make({3}, dt, {1, 0, 1});
+  };
+  using S = ScalarType;
+  struct Case { Op op; Tensor a, b; S want; const char* what; };
+  Tensor wrapped_float = make({}, S::Float64, {0.5});
+  wrapped_float.impl()->wrapped_number = true;  // as the binding marks a Python float
+  Tensor wrapped_int = make({}, S::Int64, {2});
+  wrapped_int.impl()->wrapped_number = true;
+  const Case cases[] = {
+      {Op::add, t(S::Int64), t(S::Float32), S::Float32, "int64 + float32"},
+      {Op::div, t(S::Int64), t(S::Int64), S::Float32, "int64 / int64 is true division"},
+      {Op::add, t(S::Bool), t(S::Bool), S::Bool, "bool + bool"},
+      {Op::mul, t(S::Bool), t(S::Int64), S::Int64, "bool * int64"},
+      {Op::add, t(S::Float32), t(S::Float64), S::Float64, "float32 + float64"},
+      {Op::add, t(S::Float32), t(S::Float64, true), S::Float32, "a 0-d tensor does not widen a dimensioned one"},
+      {Op::add, t(S::Int64), t(S::Float64, true), S::Float64, "but a higher category from a 0-d tensor counts"},
+      {Op::add, t(S::Int64), wrapped_float, S::Float32, "int64 + Python float -> default float"},
+      {Op::add, t(S::Float64), wrapped_float, S::Float64, "float64 + Python float"},
+      {Op::add, t(S::Bool), wrapped_int, S::Int64, "bool + Python int"},
+      {Op::add, t(S::Float32), wrapped_int, S::Float32, "float32 + Python int"},
+      {Op::eq, t(S::Int64), t(S::Float32), S::Bool, "comparisons are bool"},
+      {Op::lt, t(S::Float64), t(S::Float64), S::Bool, "comparisons are bool"},
+      {Op::gt, t(S::Bool), t(S::Bool), S::Bool, "comparisons are bool"},
+      {Op::matmul, make({2, 2}, S::Int64, {1, 2, 3, 4}), make({2, 2}, S::Float32, {1, 0, 0, 1}), S::Float32, "matmul"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(call(c.op, c.a, c.b).dtype(), c.want) << c.what;
+  // The compute dtype itself, before div and the comparisons pick their output dtype.
+  EXPECT_EQ(kernels::result_type(t(S::Int64), t(S::Int64)), S::Int64);
+  EXPECT_EQ(kernels::result_type(t(S::Bool), t(S::Float64, true)), S::Float64);
+  EXPECT_EQ(kernels::result_type(t(S::Float64, true), t(S::Float32, true)), S::Float64) << "two 0-d tensors: normal rules";
+}
+
+TEST(Promotion, PromotedValues) {
+  using S = ScalarType;
+  EXPECT_EQ(values(call(Op::add, make({3}, S::Int64, {1, 2, 3}), make({3}, S::Float32, {0.5, 0.5, 0.25}))),
+            (std::vector<double>{1.5, 2.5, 3.25}));
+  EXPECT_EQ(values(call(Op::div, make({3}, S::Int64, {7, -7, 1}), make({3}, S::Int64, {2, 2, 0}))),
+            (std::vector<double>{3.5, -3.5, INFINITY}));
+  EXPECT_EQ(values(call(Op::add, make({4}, S::Bool, {1, 1, 0, 0}), make({4}, S::Bool, {1, 0, 1, 0}))),
+            (std::vector<double>{1, 1, 1, 0})) << "bool + is logical or";
+  EXPECT_EQ(values(call(Op::mul, make({4}, S::Bool, {1, 1, 0, 0}), make({4}, S::Bool, {1, 0, 1, 0}))),
+            (std::vector<double>{1, 0, 0, 0})) << "bool * is logical and";
+  Tensor s = call(Op::sum, make({2, 2}, S::Int64, {1, 2, 3, 4}));
+  EXPECT_EQ(s.dtype(), S::Int64);
+  EXPECT_EQ(values(s), (std::vector<double>{10}));
+  Tensor sb = call(Op::sum, make({5}, S::Bool, {1, 0, 1, 1, 0}));
+  EXPECT_EQ(sb.dtype(), S::Int64) << "sum(bool) counts in int64";
+  EXPECT_EQ(values(sb), (std::vector<double>{3}));
+  EXPECT_EQ(call(Op::exp, make({1}, S::Bool, {1})).dtype(), S::Float32);
+  EXPECT_EQ(call(Op::abs, make({1}, S::Int64, {-3})).dtype(), S::Int64);
+}
+
+// [SECTION] Errors -----------------------------------------------------------------------
+
+TEST(ElementwiseErrors, BoolNegSubAndFloatAlpha) {
+  Tensor b = make({2}, ScalarType::Bool, {1, 0});
+  EXPECT_THROW(call(Op::neg, b), TypeError);
+  EXPECT_THROW(call(Op::sub, b, b), TypeError);
+  Tensor i = make({2}, ScalarType::Int64, {1, 2});
+  EXPECT_THROW(call(Op::add, i, i, 2.5), TypeError);
+  EXPECT_NO_THROW(call(Op::add, make({2}, ScalarType::Float32, {1, 2}), i, 2.5));
+}
+
+TEST(ElementwiseErrors, ShapesThatDoNotBroadcastNameTheOp) {
+  try {
+    call(Op::mul, make({3}, ScalarType::Float32, {1, 2, 3}), make({4}, ScalarType::Float32, {1, 2, 3, 4}));
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("mul()"), std::string::npos) << m;
+    EXPECT_NE(m.find("[3]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(call(Op::eq, make({2, 3}, ScalarType::Int64, std::vector<double>(6)),
+                    make({3, 2}, ScalarType::Int64, std::vector<double>(6))), ValueError);
+}
+
+TEST(ElementwiseErrors, IntegerPowWithNegativeExponent) {
+  std::mt19937_64 rng(41);
+  Tensor base = make({4}, ScalarType::Int64, {2, 3, 4, 5});
+  Tensor exps = make({4}, ScalarType::Int64, {1, 2, -1, 0});
+  for (auto v : {kernels::Variant::Reference, kernels::Variant::Auto}) {
+    kernels::VariantGuard g(v);
+    EXPECT_THROW(call(Op::pow, base, exps), ValueError);
+    EXPECT_THROW(call(Op::pow, transposed({2, 2}, ScalarType::Int64, rng, 1, 3),
+                      make({}, ScalarType::Int64, {-2})), ValueError);
+  }
+  // A float exponent promotes to float: no error.
+  EXPECT_EQ(values(call(Op::pow, base, make({4}, ScalarType::Float32, {1, 2, -1, 0}))),
+            (std::vector<double>{2, 9, 0.25, 1}));
+}
+
+}  // namespace
+}  // namespace descent

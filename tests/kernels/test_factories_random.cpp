@@ -1,0 +1,222 @@
+// Tests for the factory kernels and the random number generator
+// (floors/kernels/factories.cpp, random.h): dtype inference of empty, zeros,
+// ones and full; arange's values and errors; rand and randn reproducible after
+// manual_seed and fresh on successive calls (Note [Counter-based random
+// numbers]); Philox4x32-10 against the Random123 known-answer vector and an
+// implementation written here from the paper.
+//
+// [SECTION] Fill factories
+// [SECTION] arange
+// [SECTION] Philox
+// [SECTION] rand and randn
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <set>
+
+#include "floors/kernels/random.h"
+#include "kernel_test_util.h"
+
+namespace descent {
+namespace {
+
+using namespace testing_util;
+using kernels::manual_seed;
+
+// [SECTION] Fill factories ------------------------------------------------------------
+
+TEST(Factories, FillValuesShapesAndDtypes) {
+  Tensor z = call(Op::zeros, DimVector{2, 3});
+  EXPECT_EQ(z.dtype(), ScalarType::Float32) << "the default float dtype";
+  EXPECT_EQ(z.sizes(), (DimVector{2, 3}));
+  EXPECT_TRUE(z.is_contiguous());
+  EXPECT_EQ(values(z), std::vector<double>(6, 0));
+  EXPECT_EQ(values(call(Op::ones, DimVector{4}, ScalarType::Int64)), std::vector<double>(4, 1));
+  EXPECT_EQ(values(call(Op::ones, DimVector{2}, ScalarType::Bool)), std::vector<double>(2, 1));
+  EXPECT_EQ(call(Op::empty, DimVector{5, 0}).numel(), 0);
+  EXPECT_EQ(call(Op::empty, DimVector{3}, ScalarType::Float64).dtype(), ScalarType::Float64);
+  Tensor s = call(Op::ones, DimVector{});
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(values(s), std::vector<double>{1});
+}
+
+TEST(Factories, FullInfersItsDtypeFromTheValue) {
+  struct Case { IValue value; ScalarType want; double stored; };
+  for (const Case& c : {Case{IValue(2.5), ScalarType::Float32, 2.5}, Case{IValue(int64_t{3}), ScalarType::Int64, 3},
+                        Case{IValue(true), ScalarType::Bool, 1}}) {
+    Tensor t = call(Op::full, DimVector{2, 2}, c.value);
+    EXPECT_EQ(t.dtype(), c.want);
+    EXPECT_EQ(values(t), std::vector<double>(4, c.stored));
+  }
+  Tensor f64 = call(Op::full, DimVector{3}, 0.1, ScalarType::Float64);
+  EXPECT_EQ(values(f64), std::vector<double>(3, 0.1));
+  Tensor truncated = call(Op::full, DimVector{1}, 2.9, ScalarType::Int64);
+  EXPECT_EQ(values(truncated), std::vector<double>{2});
+  EXPECT_THROW(call(Op::full, DimVector{-1}, 1.0), ValueError);
+  EXPECT_THROW(call(Op::zeros, DimVector{2, -3}), ValueError);
+}
+
+// [SECTION] arange ---------------------------------------------------------------------
+
+TEST(Arange, ValuesAndDtypes) {
+  Tensor a = call(Op::arange, 5);
+  EXPECT_EQ(a.dtype(), ScalarType::Int64);
+  EXPECT_EQ(values(a), (std::vector<double>{0, 1, 2, 3, 4}));
+  Tensor f = call(Op::arange, 2.5);
+  EXPECT_EQ(f.dtype(), ScalarType::Float32);
+  EXPECT_EQ(values(f), (std::vector<double>{0, 1, 2}));
+  Tensor h = call(Op::arange_start, 1, 7.5, 0.5);
+  EXPECT_EQ(h.dtype(), ScalarType::Float32);
+  ASSERT_EQ(h.numel(), 13);
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(values(h)[size_t(i)], 1 + 0.5 * i);
+  EXPECT_EQ(values(call(Op::arange_start, 5, 0, -1)), (std::vector<double>{5, 4, 3, 2, 1}));
+  EXPECT_EQ(values(call(Op::arange_start, -3, 4, 3)), (std::vector<double>{-3, 0, 3}));
+  EXPECT_EQ(call(Op::arange_start, 2, 2).numel(), 0);
+  EXPECT_EQ(call(Op::arange, 0).numel(), 0);
+  Tensor d = call(Op::arange, 4, ScalarType::Float64);
+  EXPECT_EQ(d.dtype(), ScalarType::Float64);
+  EXPECT_EQ(values(d), (std::vector<double>{0, 1, 2, 3}));
+  // float64 arange computes start + i * step in double: no accumulated error.
+  Tensor fine = call(Op::arange_start, 0.0, 1.0, 0.1, ScalarType::Float64);
+  ASSERT_EQ(fine.numel(), 10);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(values(fine)[size_t(i)], 0.1 * i);
+}
+
+TEST(Arange, Errors) {
+  EXPECT_THROW(call(Op::arange_start, 0, 5, 0), ValueError) << "step 0";
+  EXPECT_THROW(call(Op::arange_start, 0.0, 1.0, 0.0), ValueError) << "step 0.0";
+  EXPECT_THROW(call(Op::arange_start, 0, 5, -1), ValueError) << "wrong sign";
+  EXPECT_THROW(call(Op::arange_start, 5, 0, 1), ValueError) << "wrong sign";
+  EXPECT_THROW(call(Op::arange, -3), ValueError) << "end below the default start 0";
+  EXPECT_THROW(call(Op::arange, INFINITY), ValueError);
+  EXPECT_THROW(call(Op::arange, NAN), ValueError);
+  EXPECT_THROW(call(Op::arange_start, 0, 1e15, 1), ValueError) << "too many elements";
+  try {
+    call(Op::arange_start, 0, 5, 0);
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("arange()"), std::string::npos) << e.what();
+  }
+}
+
+// [SECTION] Philox ---------------------------------------------------------------------
+
+// Philox4x32-10 written from Salmon et al. (SC'11) and Random123's philox.h:
+// ten rounds, the key bumped by the Weyl constants between rounds.
+std::array<uint32_t, 4> philox_spec(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) key = {key[0] + 0x9E3779B9u, key[1] + 0xBB67AE85u};
+    uint64_t p0 = uint64_t{0xD2511F53u} * ctr[0], p1 = uint64_t{0xCD9E8D57u} * ctr[2];
+    ctr = {uint32_t(p1 >> 32) ^ ctr[1] ^ key[0], uint32_t(p1), uint32_t(p0 >> 32) ^ ctr[3] ^ key[1], uint32_t(p0)};
+  }
+  return ctr;
+}
+
+TEST(Philox, KnownAnswerVector) {
+  // Random123's kat_vectors: counter 0, key 0.
+  std::array<uint32_t, 4> want = {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u};
+  EXPECT_EQ(kernels::philox4x32(0, 0), want);
+  EXPECT_EQ(philox_spec({0, 0, 0, 0}, {0, 0}), want);
+}
+
+TEST(Philox, MatchesTheSpecAndIsDeterministic) {
+  std::mt19937_64 rng(91);
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t c = rng(), k = rng();
+    auto got = kernels::philox4x32(c, k);
+    EXPECT_EQ(got, philox_spec({uint32_t(c), uint32_t(c >> 32), 0, 0}, {uint32_t(k), uint32_t(k >> 32)}));
+    EXPECT_EQ(got, kernels::philox4x32(c, k));
+  }
+}
+
+TEST(Philox, DiffersForDifferentCountersAndKeys) {
+  std::set<std::array<uint32_t, 4>> seen;
+  for (uint64_t c = 0; c < 2000; ++c) seen.insert(kernels::philox4x32(c, 42));
+  for (uint64_t k = 0; k < 2000; ++k) seen.insert(kernels::philox4x32(7, k));
+  seen.insert(kernels::philox4x32(uint64_t(1) << 32, 42));  // the counter's high word counts
+  seen.insert(kernels::philox4x32(7, uint64_t(1) << 32));   // and so does the key's
+  EXPECT_EQ(seen.size(), 4001u) << "every (counter, key) pair gives a different block";  // (7, 42) appears twice
+  // One flipped input bit changes about half the output bits.
+  int flipped = 0;
+  for (int bit = 0; bit < 64; ++bit) {
+    auto a = kernels::philox4x32(123, 456), b = kernels::philox4x32(123 ^ (uint64_t(1) << bit), 456);
+    for (int w = 0; w < 4; ++w) flipped += __builtin_popcount(a[w] ^ b[w]);
+  }
+  EXPECT_NEAR(flipped / 64.0, 64.0, 8.0);
+}
+
+TEST(Philox, UniformAndNormalHelpers) {
+  double sum = 0, sum_sq = 0;
+  const int n = 20000;
+  for (uint64_t c = 0; c < n; ++c) {
+    float u = kernels::uniform_float(c, 5);
+    double ud = kernels::uniform_double(c, 5);
+    ASSERT_TRUE(u >= 0.f && u < 1.f) << u;
+    ASSERT_TRUE(ud >= 0.0 && ud < 1.0) << ud;
+    double z = kernels::normal_double(c, 5);
+    ASSERT_TRUE(std::isfinite(z));
+    sum += z, sum_sq += z * z;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.05);
+  EXPECT_NEAR(sum_sq / n, 1.0, 0.05);
+  EXPECT_EQ(kernels::uniform_float(3, 9), float(kernels::philox4x32(3, 9)[0] >> 8) * 0x1p-24f);
+}
+
+// [SECTION] rand and randn -----------------------------------------------------------
+
+TEST(Random, ReproducibleAfterManualSeedAndFreshOnSuccessiveCalls) {
+  for (Op op : {Op::rand, Op::randn}) {
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
+      SCOPED_TRACE(std::string(op_entry(op).name) + " " + dtype_name(dt));
+      manual_seed(1234);
+      std::vector<double> a = values(call(op, DimVector{10, 100}, dt));
+      std::vector<double> b = values(call(op, DimVector{10, 100}, dt));
+      manual_seed(1234);
+      std::vector<double> a2 = values(call(op, DimVector{10, 100}, dt));
+      EXPECT_EQ(a, a2) << "manual_seed replays the same numbers";
+      int same = 0;
+      for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+      EXPECT_LT(same, 5) << "a second call draws fresh numbers";
+      manual_seed(1235);
+      std::vector<double> c = values(call(op, DimVector{10, 100}, dt));
+      EXPECT_NE(a, c) << "another seed, other numbers";
+    }
+  }
+}
+
+TEST(Random, ElementIIsCounterOffsetPlusI) {
+  manual_seed(77);
+  std::vector<double> first = values(call(Op::rand, DimVector{4}));
+  std::vector<double> second = values(call(Op::rand, DimVector{2, 3}));
+  manual_seed(77);
+  std::vector<double> all = values(call(Op::rand, DimVector{10}));
+  first.insert(first.end(), second.begin(), second.end());
+  EXPECT_EQ(first, all) << "each call advances the offset by its numel";
+  for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(all[i], double(kernels::uniform_float(i, 77)));
+  manual_seed(77);
+  std::vector<double> n = values(call(Op::randn, DimVector{5}, ScalarType::Float64));
+  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(n[i], kernels::normal_double(i, 77));
+  EXPECT_EQ(kernels::reserve_counters(0).offset, 5u);
+}
+
+TEST(Random, DistributionsAndDtypes) {
+  manual_seed(5);
+  std::vector<double> u = values(call(Op::rand, DimVector{20000}));
+  double mean = 0;
+  for (double x : u) {
+    ASSERT_TRUE(x >= 0 && x < 1) << x;
+    mean += x / double(u.size());
+  }
+  EXPECT_NEAR(mean, 0.5, 0.01);
+  std::vector<double> z = values(call(Op::randn, DimVector{20000}));
+  double m = 0, sq = 0;
+  for (double x : z) m += x / double(z.size()), sq += x * x / double(z.size());
+  EXPECT_NEAR(m, 0.0, 0.03);
+  EXPECT_NEAR(sq, 1.0, 0.05);
+  EXPECT_THROW(call(Op::rand, DimVector{2}, ScalarType::Int64), TypeError);
+  EXPECT_THROW(call(Op::randn, DimVector{2}, ScalarType::Bool), TypeError);
+  EXPECT_EQ(call(Op::rand, DimVector{0, 4}).numel(), 0);
+}
+
+}  // namespace
+}  // namespace descent

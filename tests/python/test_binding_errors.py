@@ -1,0 +1,230 @@
+"""Errors raised by the binding (floor 2) and the kernels, as Python exceptions.
+
+For wrong argument types, counts and keywords (Note [Parsing arguments]) the
+exception type is checked and the message must name the op and the argument.
+Then the errors of wrong shapes (ValueError), out-of-range dims and indices
+(IndexError), unsupported dtypes (TypeError), non-viewable views
+(RuntimeError), bad device strings (ValueError), tensors on the device floors
+that do not exist yet (NotImplementedError), more than 8 dims and negative
+sizes. None of them may crash the interpreter: they all run in this process.
+"""
+import re
+
+import numpy as np
+import pytest
+
+import descent
+
+FACTORIES = [op for op in descent._C._ops() if op["kind"] == "factory"]
+SIZED_FACTORIES = sorted({op["python_name"] for op in FACTORIES if "int[] size" in op["schema"]})
+
+
+@pytest.fixture
+def x():
+    return descent.ones(2, 3)
+
+
+def raises(error, *words):
+    """pytest.raises whose message must contain every word (literally)."""
+    return pytest.raises(error, match="(?s)" + "".join(f"(?=.*{re.escape(w)})" for w in words))
+
+
+# [SECTION] Argument parsing -----------------------------------------------------------
+
+def test_wrong_type(x):
+    with raises(TypeError, "add()", "'other'", "str"):
+        descent.add(x, "a")
+    with raises(TypeError, "add()", "'self'", "int"):
+        descent.add(1, x)                      # only arguments after the first take numbers
+    with raises(TypeError, "add()", "'alpha'", "Scalar"):
+        descent.add(x, x, alpha="a")
+    with raises(TypeError, "add()", "'other'", "list"):
+        descent.add(x, [1, 2])
+    with raises(TypeError, "sum()", "'dim'"):
+        descent.sum(x, dim="a")
+    with raises(TypeError, "sum()", "'keepdim'", "bool"):
+        descent.sum(x, keepdim=1)
+    with raises(TypeError, "transpose()", "'dim0'", "float"):
+        descent.transpose(x, 0.5, 1)
+    with raises(TypeError, "full()", "'fill_value'"):
+        descent.full([2], "a")
+    with raises(TypeError, "ones()", "'size'", "str"):
+        descent.ones("a")
+    with raises(TypeError, "ones()", "'size'", "pos 1"):
+        descent.ones([2, "a"])
+    with raises(TypeError, "ones()", "'dtype'"):
+        descent.ones(2, dtype="float32")
+    with raises(TypeError, "ones()", "'device'"):
+        descent.ones(2, device=3)
+    with raises(TypeError, "ones()", "'size'"):
+        descent.ones(True)                     # a bool is not an int here
+
+
+def test_wrong_count(x):
+    with raises(TypeError, "add()", "missing", "'other'"):
+        descent.add(x)
+    with raises(TypeError, "add()", "2 positional arguments", "3"):
+        descent.add(x, x, x)
+    with raises(TypeError, "transpose()", "missing", "'dim1'"):
+        descent.transpose(x, 0)
+    with raises(TypeError, "matmul()", "missing", "'self'"):
+        descent.matmul()
+
+
+def test_wrong_keyword(x):
+    with raises(TypeError, "add()", "unexpected keyword", "'beta'"):
+        descent.add(x, x, beta=2)
+    with raises(TypeError, "add()", "multiple values", "'other'"):
+        descent.add(x, x, other=x)
+    with raises(TypeError, "ones()", "unexpected keyword", "'shape'"):
+        descent.ones(shape=(2, 3))
+
+
+def test_overloads_listed(x):
+    for call in [lambda: descent.max(x, "a"), lambda: descent.max(), lambda: descent.max(x, 0, True, 1),
+                 lambda: descent.max(x, dim=0, keepdim="a")]:
+        with raises(TypeError, "max()", "expected one of", "(Tensor self)", "(Tensor self, int dim"):
+            call()
+
+
+def test_keywords_and_sizes_work(x):
+    assert descent.add(x, other=x, alpha=2).tolist() == [[3.0] * 3] * 2
+    assert descent.add(self=x, other=x).tolist() == [[2.0] * 3] * 2
+    assert descent.sum(x, dim=[1], keepdim=True).shape == (2, 1)
+    assert descent.max(x, dim=1).indices.shape == (2,)
+    for t in [descent.ones((2, 3)), descent.ones(2, 3), descent.ones([2, 3]), descent.ones(size=[2, 3]),
+              descent.ones(np.int64(2), 3), descent.ones((np.int64(2), 3))]:
+        assert t.shape == (2, 3)
+    assert x.sum(np.int64(0)).shape == (3,)
+    assert descent.full(size=[2], fill_value=3).tolist() == [3, 3]
+    assert descent.arange(start=1, end=4).tolist() == [1, 2, 3]
+
+
+def test_tensor_class_is_not_constructible():
+    with raises(TypeError, "cannot create"):
+        descent.Tensor()
+
+
+# [SECTION] Shapes, dims, dtypes ---------------------------------------------------------
+
+def test_shape_errors(x):
+    with raises(ValueError, "add()", "size of tensor a (3)", "tensor b (2)"):
+        x + descent.ones(2, 2)
+    with raises(ValueError, "eq()", "[2, 3]", "[3, 1, 4]"):
+        descent.eq(x, descent.ones(3, 1, 4))
+    with raises(ValueError, "matmul()", "2x3 and 2x3"):
+        descent.matmul(x, x)
+    with raises(ValueError, "copy_()"):
+        x.copy_(descent.ones(3, 3))
+    with raises(ValueError, "view()", "invalid for input of size 6"):
+        x.view(4, 2)
+
+
+def test_index_errors(x):
+    with raises(IndexError, "sum()", "out of range", "got 2"):
+        x.sum(2)
+    with raises(IndexError, "sum()", "got 5"):
+        x.sum([0, 5])
+    with raises(IndexError, "max", "got -3"):
+        x.max(-3)
+    with raises(IndexError, "transpose()", "got 2"):
+        x.transpose(0, 2)
+    with raises(IndexError, "index 5", "size 2"):
+        x[5]
+    with raises(IndexError, "too many indices"):
+        x[0, 0, 0]
+    with raises(IndexError, "0-dim"):
+        descent.slice(descent.tensor(1.0), 0)
+    with raises(ValueError, "sum()", "multiple times"):
+        x.sum([0, 0])
+
+
+def test_dtype_errors():
+    i = descent.tensor([1, 2])
+    with raises(TypeError, "mean()", "int64"):
+        i.mean()
+    with raises(TypeError, "mean()", "bool"):
+        descent.tensor([True]).mean()
+    with raises(TypeError, "Negation", "bool"):
+        -descent.tensor([True])
+    with raises(TypeError, "Subtraction", "bool"):
+        descent.tensor([True]) - descent.tensor([False])
+    with raises(TypeError, "matmul()", "bool"):
+        descent.ones(2, dtype=descent.bool) @ descent.ones(2, dtype=descent.bool)
+    with raises(TypeError, "rand()", "floating"):
+        descent.rand(2, dtype=descent.int64)
+    with raises(RuntimeError, "floating point"):
+        i.requires_grad_()
+
+
+def test_view_not_viewable(x):
+    with raises(RuntimeError, "view size is not compatible", "reshape"):
+        x.T.view(6)
+
+
+# [SECTION] Devices ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", ["gpu", "cuda:x", "cpu:1", "sim:", "cuda:12345", "", ":0", "sim:-1"])
+def test_bad_device_string(spec):
+    with raises(ValueError, spec):
+        descent.device(spec)
+    with raises(ValueError, spec):
+        descent.ones(2, device=spec)
+
+
+@pytest.mark.parametrize("device", ["sim:0", "sim", "cuda:0", "sim:3"])
+@pytest.mark.parametrize("op", FACTORIES, ids=lambda op: op["name"])
+def test_device_floors_not_built(op, device):
+    """Factories on the device floors (7-8, not built yet) raise, not crash."""
+    args = {"arange": (5,), "arange.start": (1, 5)}.get(op["name"], ([2, 3],))
+    if op["name"] == "full":
+        args = ([2], 1.0)
+    with raises(NotImplementedError, op["name"], "Sim" if device.startswith("sim") else "CUDA"):
+        getattr(descent, op["python_name"])(*args, device=device)
+    with pytest.raises(NotImplementedError):
+        getattr(descent, op["python_name"])(*args, device=descent.device(device))
+
+
+def test_to_device_not_built(x):
+    with raises(NotImplementedError, "to()", "sim:0"):
+        x.to("sim:0")
+    with raises(NotImplementedError, "to()", "cuda:0"):
+        x.to(device="cuda:0")
+    assert x.to("cpu").device == descent.device("cpu")
+
+
+# [SECTION] Limits --------------------------------------------------------------------------
+
+def test_more_than_8_dims(x):
+    assert descent.ones([1] * 8).dim() == 8
+    for call in [lambda: descent.ones([1] * 9), lambda: descent.zeros(*[1] * 9), lambda: x.view([1] * 7 + [2, 3]),
+                 lambda: x.reshape(*[1] * 8, 6), lambda: x.expand(*[1] * 7, 2, 3),
+                 lambda: descent.ones([1] * 8).unsqueeze(0), lambda: descent.tensor(np.zeros([1] * 9)),
+                 lambda: descent.tensor([[[[[[[[[1]]]]]]]]]), lambda: descent.ones([1] * 8)[None]]:
+        with raises((TypeError, ValueError), "8 dimensions"):
+            call()
+
+
+@pytest.mark.parametrize("name", SIZED_FACTORIES)
+def test_negative_size(name):
+    args = ([2, -3], 1.0) if name == "full" else ([2, -3],)
+    with raises(ValueError, "negative dimension", "-3"):
+        getattr(descent, name)(*args)
+
+
+def test_other_bad_sizes(x):
+    with raises(ValueError, "view()", "-5"):
+        descent.arange(5).view(-5)
+    with raises(ValueError, "too many elements"):
+        descent.ones(2 ** 40, 2 ** 40)
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        descent.ones(2 ** 70)
+
+
+def test_bad_variant_and_seed():
+    with raises(ValueError, "'fast'", "auto"):
+        descent.set_kernel_variant("fast")
+    with pytest.raises(TypeError):
+        descent.set_kernel_variant(3)
+    with pytest.raises(TypeError):
+        descent.manual_seed("a")

@@ -1,0 +1,338 @@
+"""Every op of the op table against a float64 numpy reference.
+
+NUMPY_REFERENCE maps each op's name ("add", "max.dim", ...) to a numpy
+function of the same arguments; a test asserts that its keys are exactly the
+names of descent._C._ops(), so a new op without a reference fails here. Then:
+
+- every op's sample call (the op table's `sample` column) for every dtype;
+- elementwise ops (unary, binary, comparison) on random shapes with
+  broadcasting, non-contiguous views (offset, transposed, stepped, expanded),
+  zero-size and 0-d tensors, every dtype pair, with the result dtype checked
+  against PyTorch's promotion rule (Note [Type promotion]);
+- Python numbers as operands ("wrapped numbers"), alpha, integer wrapping,
+  NaN and inf.
+
+Tolerances: float32 1e-5 relative, float64 1e-12. Reductions and matmul are
+in test_reductions.py (with the helpers of this file), views in
+test_views.py, factories and tensor() in test_factories.py.
+"""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import descent
+from conftest import DTYPES, LAYOUTS, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
+
+OPS = {op["name"]: op for op in descent._C._ops()}
+B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
+ORDER = [B, I, F, D]
+CATEGORY = {B: 0, I: 1, F: 2, D: 2}
+EPS = {F: 2.0 ** -24, D: 2.0 ** -53}
+RTOL = {F: 1e-5, D: 1e-12}
+
+
+# [SECTION] The reference ------------------------------------------------------
+
+def _axes(x, dim):
+    """numpy axes for a descent dim argument (None / int / list; [] = all)."""
+    if dim is None or x.ndim == 0:
+        return None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return tuple(d % x.ndim for d in dims) if dims else None
+
+
+def _max_dim(x, dim, keepdim=False):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    d = dim % x.ndim
+    values = np.max(x, axis=d, keepdims=keepdim)
+    indices = np.argmax(x, axis=d)
+    return values, (np.expand_dims(indices, d) if keepdim else indices)
+
+
+def _arange(start, end=None, step=1, *, dtype=None, device=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = F if any(isinstance(v, float) for v in (start, end, step)) else I
+    n = max(0, math.ceil((end - start) / step))
+    i = np.arange(n)
+    values = start + i * step if dtype.is_floating_point else int(start) + i * int(step)
+    return np.asarray(values).astype(np_dtype(dtype))
+
+
+def _factory(fill):
+    def f(size, fill_value=None, *, dtype=None, device=None):
+        value = fill if fill_value is None else fill_value
+        if dtype is None:
+            dtype = {bool: B, int: I}.get(type(value), F) if fill_value is not None else F
+        return np.full(size, value, dtype=np_dtype(dtype))
+    return f
+
+
+def _pow(a, b):
+    if a.dtype == np.bool_:
+        return np.power(a.astype(np.int64), b.astype(np.int64)).astype(bool)
+    return np.power(a, b)
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    return x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)]
+
+
+def _expand(x, size):
+    size = [x.shape[i - len(size) + x.ndim] if s == -1 else s for i, s in enumerate(size)]
+    return np.broadcast_to(x, size)
+
+
+NUMPY_REFERENCE = {
+    # factories (rand/randn/empty: only shape and dtype are compared here;
+    # test_factories.py checks the random values statistically)
+    "empty": _factory(0), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
+    "arange": _arange, "arange.start": _arange,
+    "rand": _factory(0.5), "randn": _factory(0.0),
+    # elementwise
+    "add": lambda a, b, alpha=1: a + alpha * b,
+    "sub": lambda a, b, alpha=1: a - alpha * b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: np.true_divide(a, b),
+    "pow": _pow,
+    "eq": np.equal, "lt": np.less, "gt": np.greater,
+    "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    # reductions
+    "sum": lambda x, dim=None, keepdim=False: np.sum(
+        x, axis=_axes(x, dim), keepdims=keepdim, dtype=np.float64 if x.dtype.kind == "f" else np.int64),
+    "mean": lambda x, dim=None, keepdim=False: np.mean(x.astype(np.float64), axis=_axes(x, dim), keepdims=keepdim),
+    "max": np.max,
+    "max.dim": _max_dim,
+    "matmul": np.matmul,
+    # views
+    "view": lambda x, size: x.reshape(size),
+    "reshape": lambda x, shape: x.reshape(shape),
+    "transpose": lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x,
+    "permute": lambda x, dims: np.transpose(x, dims),
+    "expand": _expand,
+    "slice": _slice,
+    "select": lambda x, dim, index: np.take(x, index, axis=dim),
+    "unsqueeze": lambda x, dim: np.expand_dims(x, dim % (x.ndim + 1)),
+    # copies
+    "contiguous": np.ascontiguousarray,
+    "clone": np.copy,
+    "to": lambda x, dtype=None, device=None, copy=False: x.astype(np_dtype(dtype)) if dtype else x.copy(),
+    "copy_": lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
+}
+
+FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh"}  # int64 and bool inputs give float32
+
+
+def result_type(*operands):
+    """PyTorch's promotion: operands are (dtype, priority), priority 2 for a
+    tensor with dims, 1 for a 0-d tensor, 0 for a Python number."""
+    cat = max(CATEGORY[d] for d, _ in operands)
+    for prio in (2, 1, 0):
+        found = [d for d, p in operands if p == prio and CATEGORY[d] == cat]
+        if found:
+            return [B, I, F][cat] if prio == 0 else max(found, key=ORDER.index)
+
+
+def check(got, expected, dtype, atol=0.0):
+    """got (descent) has `dtype` and matches expected (numpy) exactly for
+    bool/int64, within RTOL[dtype] (plus atol) for floats."""
+    assert got.dtype is dtype, (got.dtype, dtype)
+    g = to_np(got)
+    expected = np.asarray(expected)
+    assert g.shape == expected.shape, (g.shape, expected.shape)
+    if dtype.is_floating_point:
+        np.testing.assert_allclose(g.astype(np.float64), expected.astype(np.float64),
+                                   rtol=RTOL[dtype], atol=atol or RTOL[dtype], equal_nan=True)
+    else:
+        np.testing.assert_array_equal(g, expected.astype(np_dtype(dtype)))
+
+
+def test_every_op_has_a_reference():
+    assert set(NUMPY_REFERENCE) == set(OPS)
+
+
+def test_op_table_columns():
+    for name, op in OPS.items():
+        assert op["kind"] in ("factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy")
+        assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
+        assert op["schema"].startswith(name + "("), op
+        assert callable(getattr(descent, op["python_name"]))
+        if op["kind"] == "factory":  # BackendSelect reads the last argument
+            assert op["schema"].endswith("Device? device=None) -> Tensor"), op
+
+
+# [SECTION] Sample calls of the op table ---------------------------------------------
+
+def parse_sample(sample, dtype, domain, rng):
+    """The op table's sample call as (descent args, numpy args)."""
+    args, np_args = [], []
+    for text in (s.strip() for s in sample.split(";")):
+        if text.startswith("T["):
+            shape = [int(v) for v in text[2:text.index("]")].split(",")]
+            t, a = make_tensor(rng, shape, dtype, "contiguous", domain)
+            if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]
+                t, a = t.transpose(0, 1), a.T
+            args.append(t), np_args.append(a)
+        elif text.startswith("["):
+            v = [int(s) for s in text[1:-1].split(",")]
+            args.append(v), np_args.append(v)
+        elif text in ("float32", "float64", "int64", "bool"):
+            args.append(getattr(descent, text)), np_args.append(getattr(descent, text))
+        else:
+            v = {"None": None, "True": True, "False": False}.get(text, None)
+            if v is None and text != "None":
+                v = float(text) if "." in text else int(text)
+            args.append(v), np_args.append(v)
+    return args, np_args
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_sample_call(name, dtype, rng):
+    op = OPS[name]
+    args, np_args = parse_sample(op["sample"], dtype, op["domain"], rng)
+    kwargs = {"dtype": dtype} if op["kind"] == "factory" else {}
+    fn = getattr(descent, op["python_name"])
+    if (name, dtype) in UNSUPPORTED:
+        with pytest.raises(TypeError):
+            fn(*args, **kwargs)
+        return
+    got = fn(*args, **kwargs)
+    if name in FLOAT_ONLY and not dtype.is_floating_point:  # computed in float32
+        np_args = [np_args[0].astype(np.float32).astype(np.float64)]
+    expected = NUMPY_REFERENCE[name](*np_args, **kwargs)
+    if name == "max.dim":
+        check(got.values, expected[0], got.values.dtype)
+        check(got.indices, expected[1], I)
+    elif name in ("empty", "rand", "randn"):
+        assert got.shape == expected.shape and got.dtype is dtype
+    else:
+        n = max(np_args[0].size, 1) if op["kind"] in ("reduction", "matmul") else 1
+        check(got, expected, got.dtype, atol=n * 1e-6 if got.dtype is F else 0.0)
+
+
+# [SECTION] Elementwise ----------------------------------------------------------------
+
+UNARY = sorted(n for n, op in OPS.items() if op["kind"] == "unary")
+BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison"))
+BROADCAST_PAIRS = [((3, 1, 4), (5, 4)), ((), ()), ((2, 3), ()), ((), (4,)), ((0, 3), (1, 3)),
+                   ((4, 1), (1, 5)), ((2, 1, 3), (2, 4, 1)), ((3,), (3,)), ((0,), ())]
+
+
+def compute(a, b, ct):
+    """Operands cast to the common dtype, then widened to float64 for the reference."""
+    a, b = a.astype(np_dtype(ct)), b.astype(np_dtype(ct))
+    return (a.astype(np.float64), b.astype(np.float64)) if ct.is_floating_point else (a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("name", UNARY)
+def test_unary(name, dtype, make):
+    fn = getattr(descent, name)
+    for shape, layout in itertools.product(SHAPES, LAYOUTS):
+        x, a = make(shape, dtype, layout, OPS[name]["domain"])
+        if (name, dtype) in UNSUPPORTED:
+            with pytest.raises(TypeError):
+                fn(x)
+            continue
+        out_dtype = F if name in FLOAT_ONLY and not dtype.is_floating_point else dtype
+        a = a.astype(np_dtype(out_dtype))
+        expected = NUMPY_REFERENCE[name](a.astype(np.float64) if out_dtype.is_floating_point else a)
+        check(fn(x), expected, out_dtype)
+        check(getattr(x, name)(), expected, out_dtype)  # the method
+
+
+@pytest.mark.parametrize("db", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("da", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("name", BINARY)
+def test_binary(name, da, db, make):
+    fn = getattr(descent, name)
+    domain = OPS[name]["domain"]
+    for k, ((sa, sb), layout) in enumerate(itertools.product(BROADCAST_PAIRS, LAYOUTS)):
+        x, a = make(sa, da, layout, domain)
+        y, b = make(sb, db, LAYOUTS[k % len(LAYOUTS)], domain)
+        ct = result_type((da, 2 if x.dim() else 1), (db, 2 if y.dim() else 1))
+        if name == "sub" and ct is B:
+            with pytest.raises(TypeError, match="sub|Subtraction"):
+                fn(x, y)
+            continue
+        if name == "div" and not ct.is_floating_point:
+            ct = F  # true division
+        out_dtype = B if OPS[name]["kind"] == "comparison" else ct
+        expected = NUMPY_REFERENCE[name](*compute(a, b, ct))
+        check(fn(x, y), expected, out_dtype)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "eq", "lt", "gt"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("number", [2, 1.5, True], ids=["int", "float", "bool"])
+def test_python_number_operand(name, dtype, number, make):
+    """x op 2 / x op 1.5 / x op True, and the reflected forms the Tensor class has."""
+    x, a = make((3, 4), dtype, "stepped", "positive")
+    ct = result_type((dtype, 2), ({bool: B, int: I, float: F}[type(number)], 0))
+    if name == "sub" and ct is B:
+        with pytest.raises(TypeError):
+            descent.sub(x, number)
+        return
+    if name == "div" and not ct.is_floating_point:
+        ct = F
+    out_dtype = B if OPS[name]["kind"] == "comparison" else ct
+    n = np.array(number)
+    check(getattr(descent, name)(x, number), NUMPY_REFERENCE[name](*compute(a, n, ct)), out_dtype)
+    reflected = {"add": lambda: number + x, "sub": lambda: number - x, "mul": lambda: number * x,
+                 "div": lambda: number / x, "pow": lambda: number ** x}
+    if name in reflected:
+        check(reflected[name](), NUMPY_REFERENCE[name](*compute(n, a, ct)), out_dtype)
+
+
+def test_promotion_examples():
+    """The cases Note [Type promotion] and PyTorch's documentation spell out."""
+    i, f, b = descent.tensor([1, 2]), descent.tensor([1.0, 2.0]), descent.tensor([True, False])
+    assert (i / i).dtype is F
+    assert (i + 1.5).dtype is F and (i + 1).dtype is I and (i + True).dtype is I
+    assert (f + descent.tensor(2.0, dtype=D)).dtype is F          # 0-d loses to a tensor with dims
+    assert (i + descent.tensor(2.0, dtype=D)).dtype is D          # ... unless it brings a higher category
+    assert (descent.tensor(1) + descent.tensor(2.0, dtype=D)).dtype is D
+    assert (descent.tensor(1) + 2.5).dtype is F                   # a Python float means the default float
+    assert (b + b).dtype is B and (b + b).tolist() == [True, False]
+    assert (b * b).tolist() == [True, False] and (b + 1).dtype is I
+    assert (i < f).dtype is B and (f == 1).dtype is B and (b > 0.5).dtype is B
+    assert (f.to(D) * 2).dtype is D and (i ** 2).dtype is I and (i ** 0.5).dtype is F
+    assert descent.sum(i).dtype is I and descent.sum(b).dtype is I and descent.sum(b).item() == 1
+    assert descent.exp(i).dtype is F and descent.abs(b).dtype is B and descent.neg(i).dtype is I
+
+
+def test_alpha():
+    x, y = descent.tensor([1.0, 2.0]), descent.tensor([10.0, 20.0])
+    assert descent.add(x, y, alpha=2).tolist() == [21.0, 42.0]
+    assert descent.sub(x, y, alpha=0.5).tolist() == [-4.0, -8.0]
+    assert x.add(y, alpha=-1).tolist() == [-9.0, -18.0]
+    i = descent.tensor([1, 2])
+    assert descent.add(i, i, alpha=3).tolist() == [4, 8]
+    with pytest.raises(TypeError, match="alpha"):
+        descent.add(i, i, alpha=1.5)
+
+
+def test_integer_edge_cases():
+    i = descent.tensor([2, 3, -4])
+    assert (i ** 3).tolist() == [8, 27, -64] and (i ** 0).tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match="negative"):
+        i ** descent.tensor([-1, 1, 1])
+    big = descent.tensor([2 ** 62])
+    assert (big * 4).tolist() == [0]                               # wraps, like PyTorch
+    assert descent.abs(descent.tensor([-(2 ** 63)])).tolist() == [-(2 ** 63)]
+
+
+def test_nan_and_inf():
+    x = descent.tensor([float("nan"), float("inf"), -1.0, 0.0])
+    assert np.isnan(to_np(descent.relu(x))[0]) and to_np(descent.relu(x))[1:].tolist() == [math.inf, 0.0, 0.0]
+    assert (x == x).tolist() == [False, True, True, True]
+    assert to_np(1.0 / descent.tensor([0.0, -0.0])).tolist() == [math.inf, -math.inf]
+    assert math.isnan(descent.max(x).item())

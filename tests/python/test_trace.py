@@ -1,0 +1,257 @@
+"""Tracing: `with descent.trace()`, the `descent trace` / `descent replay`
+commands and DESCENT_TRACE=1.
+
+- spans nest and are monotonic: t.result.check() == "" and, checked here
+  independently, every span has start <= end, lies inside its parent, and
+  siblings follow each other without overlapping;
+- a traced `descent.ones(2, 2) + 1` reaches floors 1, 2, 3, 5 and 6 and shows
+  keyset=, variant= and bytes=;
+- --save then replay prints the same tree; --chrome writes Chrome Trace Event
+  JSON ("X" events); a saved trace loads back equal to the original;
+- malformed trace files: replay exits non-zero naming the file and the line,
+  without a Python traceback;
+- an exception in the traced code: exit 1, the error printed, the partial
+  tree printed; a SyntaxError: exit 2.
+The CLI is $DESCENT_CLI, else the build's `descent` script (conftest.cli()).
+"""
+import json
+import re
+import subprocess
+
+import pytest
+
+import descent
+from conftest import cli, python_env, run_python
+
+FLOORS = ["[1 python", "[2 binding", "[3 dispatch", "[5 kernels", "[6 allocator"]
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([cli(), *args], capture_output=True, text=True, timeout=timeout, env=python_env())
+
+
+def tree_lines(text):
+    """The lines of the printed span tree: '[<floor> <floor name>] ...', indented."""
+    return [line for line in text.splitlines() if re.match(r"\s*\[\d [a-z]+ *\] ", line)]
+
+
+def check_spans(spans):
+    """Our own structure check: ids unique, parents exist, start <= end,
+    children inside their parent, siblings ordered and not overlapping."""
+    by_id = {s["id"]: s for s in spans}
+    assert len(by_id) == len(spans) and all(i > 0 for i in by_id)
+    children = {}
+    for s in spans:
+        assert s["start_ns"] <= s["end_ns"], s
+        if s["parent"]:
+            p = by_id[s["parent"]]
+            assert p["start_ns"] <= s["start_ns"] and s["end_ns"] <= p["end_ns"], (s, p)
+            assert p["thread"] == s["thread"]
+        children.setdefault((s["thread"], s["parent"]), []).append(s)
+    for sibs in children.values():
+        for a, b in zip(sibs, sibs[1:]):
+            assert a["start_ns"] <= b["start_ns"], "siblings are listed in start order"
+            assert a["end_ns"] <= b["start_ns"], (a, b)
+    keys = [(s["thread"], s["start_ns"], s["id"]) for s in spans]
+    assert keys == sorted(keys)
+
+
+# [SECTION] In-process tracing ----------------------------------------------------------
+
+def test_trace_context_manager():
+    x = descent.ones(3, 4)
+    with descent.trace() as t:
+        y = x + 1
+        z = (y @ x.T).sum(0)
+        w = descent.max(z * 2.0, 0)
+    assert w.values.item() > 0 and not descent._C._trace_enabled()
+    tr = t.result
+    assert tr.check() == ""
+    spans = tr.spans()
+    check_spans(spans)
+    floors = {s["floor"] for s in spans}
+    assert {1, 2, 3, 5, 6} <= floors
+    names = {s["name"] for s in spans}
+    assert {"Tensor.__add__", "add", "matmul", "sum", "max", "cpu_alloc"} <= names
+    kernels = [s for s in spans if s["floor"] == 5]
+    assert all("variant" in s["args"] for s in kernels)
+    assert all(isinstance(s["args"].get("bytes"), int) for s in spans if s["name"] == "cpu_alloc")
+    assert any(s["args"].get("overload") == "max.dim" for s in spans if s["floor"] == 2)
+    text = tr.format_tree()
+    assert all(f in text for f in FLOORS) and "keyset=" in text and tr.span_cost_ns > 0
+    assert "device" in tr.metadata
+
+
+def test_trace_stops_on_exception_and_no_nesting():
+    with pytest.raises(TypeError):
+        with descent.trace() as t:
+            descent.ones(2) + "a"
+    assert not descent._C._trace_enabled() and t.result.check() == ""
+    with descent.trace():
+        with pytest.raises(RuntimeError, match="already running"):
+            with descent.trace():
+                pass
+    assert not descent._C._trace_enabled()
+    with descent.trace(python_functions=False) as t:
+        descent.ones(2) + 1
+    assert 1 not in {s["floor"] for s in t.result.spans()}
+
+
+def test_trace_from_threads():
+    import threading
+    with descent.trace() as t:
+        threads = [threading.Thread(target=lambda: descent.ones(16) * 3) for _ in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    spans = t.result.spans()
+    assert t.result.check() == "" and len({s["thread"] for s in spans}) >= 2
+    check_spans(spans)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    with descent.trace() as t:
+        descent.arange(6).view(2, 3).T.contiguous() + descent.tensor(1.5)
+    path = str(tmp_path / "t.trace")
+    t.result.save(path)
+    t2 = descent._C._load_trace(path)
+    assert t.result.equals(t2) and t2.equals(t.result)
+    assert t2.format_tree() == t.result.format_tree() and t2.spans() == t.result.spans()
+    assert t2.metadata == t.result.metadata and t2.span_cost_ns == t.result.span_cost_ns
+    with descent.trace() as other:
+        descent.ones(1)
+    assert not other.result.equals(t2) and not t2.equals("not a trace")
+    events = json.loads(t.result.chrome_json())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == len(t.result.spans())
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(ValueError, match="cannot open"):
+        descent._C._load_trace(str(tmp_path / "missing.trace"))
+    bad = tmp_path / "bad.trace"
+    bad.write_text("descent-trace 1\nspan_cost 1\nspan 1 0 2 0 5 9 add 0\n")
+    with pytest.raises(ValueError, match=r"bad\.trace:4: truncated"):
+        descent._C._load_trace(str(bad))
+
+
+def test_structurally_invalid_trace_loads_but_check_reports_it(tmp_path):
+    """The loader checks the syntax; check() the structure (parents, nesting)."""
+    path = tmp_path / "orphan.trace"
+    path.write_text("descent-trace 1\nspan_cost 1\nspan 1 0 2 0 10 20 add 0\nspan 2 7 3 0 12 30 add 0\nend 2\n")
+    t = descent._C._load_trace(str(path))
+    problems = t.check()
+    assert "parent 7 does not exist" in problems
+
+
+# [SECTION] The command line ---------------------------------------------------------------
+
+CODE = "descent.ones(2, 2) + 1"
+
+
+def test_cli_trace_reaches_the_floors():
+    r = run_cli("trace", CODE)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for floor in FLOORS:
+        assert floor in out, floor
+    for word in ["keyset=", "variant=", "bytes="]:
+        assert word in out, word
+    assert "tensor([[2., 2.],\n        [2., 2.]])" in out          # the value is echoed
+    assert out.count("descent trace:") == 1 and tree_lines(out)[0].startswith("[1 python   ] " + CODE)
+    r = run_cli("trace", "--reference", CODE)
+    kernel_lines = [line for line in r.stdout.splitlines() if "[5 kernels" in line]
+    assert kernel_lines and all("variant=reference" in line for line in kernel_lines)
+
+
+def test_cli_save_replay_chrome(tmp_path):
+    saved, chrome = str(tmp_path / "a.trace"), str(tmp_path / "a.json")
+    r = run_cli("trace", CODE, "--save", saved, "--chrome", chrome)
+    assert r.returncode == 0, r.stderr
+    replay = run_cli("replay", saved)
+    assert replay.returncode == 0, replay.stderr
+    assert tree_lines(replay.stdout) == tree_lines(r.stdout) and tree_lines(r.stdout)
+    header = [line for line in r.stdout.splitlines() if line.startswith("descent trace:")]
+    assert header and header[0] in replay.stdout
+    with open(chrome) as f:
+        doc = json.load(f)
+    x_events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(x_events) == len(tree_lines(r.stdout))
+    assert all({"name", "ts", "dur", "pid", "tid"} <= set(e) for e in x_events)
+    loaded = descent._C._load_trace(saved)
+    assert loaded.check() == "" and len(loaded.spans()) == len(x_events)
+    check_spans(loaded.spans())
+    chrome2 = str(tmp_path / "b.json")
+    assert run_cli("replay", saved, "--chrome", chrome2).returncode == 0
+    with open(chrome2) as f:
+        assert json.load(f) == doc                                     # the replayed trace is the same
+
+
+@pytest.fixture(scope="module")
+def saved_lines(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("trace") / "good.trace")
+    assert run_cli("trace", CODE, "--save", path).returncode == 0
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+MALFORMED = {
+    "empty": lambda ls: [],
+    "bad-magic": lambda ls: ["garbage"] + ls[1:],
+    "bad-version": lambda ls: ["descent-trace 99"] + ls[1:],
+    "truncated": lambda ls: ls[:-1],
+    "cut-mid-span": lambda ls: ls[:-3] + [ls[-3][:20]],
+    "bad-number": lambda ls: [ln.replace("span 2 ", "span x ", 1) for ln in ls],
+    "unknown-line": lambda ls: ls[:-1] + ["bogus 1 2"] + ls[-1:],
+    "duplicate-id": lambda ls: ls[:-1] + [ls[-2]] + ls[-1:],
+    "wrong-count": lambda ls: ls[:-1] + ["end 999"],
+    "after-end": lambda ls: ls + ["span 99 0 1 0 1 2 x 0"],
+    "binary": lambda ls: ["\x00\x01\x02 descent"],
+}
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_replay_malformed(kind, saved_lines, tmp_path):
+    path = tmp_path / "bad.trace"
+    lines = MALFORMED[kind](list(saved_lines))
+    path.write_text("\n".join(lines) + ("\n" if lines else ""))
+    r = run_cli("replay", str(path))
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert r.stderr.startswith(f"descent replay: {path}:"), r.stderr
+    line_no = int(r.stderr.split(f"{path}:")[1].split(":")[0])
+    assert 1 <= line_no <= len(lines) + 1
+
+
+def test_replay_missing_file(tmp_path):
+    r = run_cli("replay", str(tmp_path / "nope.trace"))
+    assert r.returncode != 0 and "cannot open" in r.stderr and "Traceback (most recent" not in r.stderr
+
+
+def test_cli_exception_in_traced_code():
+    r = run_cli("trace", "x = descent.ones(2)\ny = x + 'a'\nz = 3")
+    assert r.returncode == 1
+    assert "TypeError: add(): argument 'other' (position 2) must be Tensor, not str" in r.stderr
+    lines = tree_lines(r.stdout)
+    assert lines[0].startswith("[1 python   ] x = descent.ones(2)")
+    assert any(line.startswith("[1 python   ] y = x + 'a'") for line in lines)   # the partial tree
+    assert not any("z = 3" in line for line in lines)                           # nothing after the error
+    assert any("[2 binding" in line and "add" in line for line in lines)
+
+
+def test_cli_syntax_error():
+    r = run_cli("trace", "x = (")
+    assert r.returncode == 2 and "not valid Python" in r.stderr and r.stdout == ""
+
+
+def test_descent_trace_env(tmp_path):
+    chrome = str(tmp_path / "env.json")
+    r = run_python("import descent; descent.ones(2) + 1", DESCENT_TRACE="1", DESCENT_TRACE_CHROME=chrome)
+    assert r.returncode == 0 and r.stdout == ""
+    assert "descent trace:" in r.stderr
+    for floor in FLOORS[1:]:
+        assert floor in r.stderr, floor
+    with open(chrome) as f:
+        assert any(e["ph"] == "X" for e in json.load(f)["traceEvents"])
+    quiet = run_python("import descent; descent.ones(2) + 1", DESCENT_TRACE="0")
+    assert quiet.returncode == 0 and quiet.stderr == ""
