@@ -42,8 +42,6 @@ FLOAT_DTYPES = [descent.float32, descent.float64]
 NP_DTYPE = {descent.bool: np.bool_, descent.int64: np.int64,
             descent.float32: np.float32, descent.float64: np.float64}
 LAYOUTS = ["contiguous", "offset", "transposed", "stepped", "expanded"]
-# Under AddressSanitizer (and UBSan: DESCENT_SANITIZE builds both), see above.
-SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
 # (op name, dtype) pairs the runtime refuses with TypeError, as PyTorch does.
 UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bool), ("mean", descent.int64),
                ("matmul", descent.bool), ("rand", descent.bool), ("rand", descent.int64),

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, LAYOUTS, SANITIZED, UNSUPPORTED, dtype_id, run_python, to_np
+from conftest import DTYPES, LAYOUTS, UNSUPPORTED, dtype_id, run_python, to_np
 from test_ops import EPS, NUMPY_REFERENCE, B, D, F, I, _axes, _max_dim, check, compute, result_type
 
 
