@@ -109,8 +109,6 @@ TEST(Schema, OverloadNamesAndNamedReturns) {
 }
 
 TEST(Schema, UnnamedTupleReturns) {
-  GTEST_SKIP() << "BUG: parse_schema rejects unnamed tuple returns '-> (Tensor, Tensor)' (\"expected a name\" at "
-                  "column 22) although Schema::returns documents \"\" for an unnamed return";
   Schema s = parse_schema("f(Tensor a) -> (Tensor, Tensor)");
   ASSERT_EQ(s.returns.size(), 2u);
   EXPECT_EQ(s.returns[0], "");

@@ -118,10 +118,6 @@ TEST(Verifier, SampleCallsFollowTheOpTable) {
 }
 
 TEST(Verifier, EmptyIsNotComparedAsIfInitialised) {
-  GTEST_SKIP() << "BUG: verify() compares the uninitialised output of `empty` bit for bit between its two runs "
-                  "(verifier.cpp, the !reordered memcmp), so `empty` FAILs with \"results differ bit-wise\" whenever "
-                  "the heap holds old data (verify_all(2) and verify_all(3) fail in this binary); it also reads "
-                  "uninitialised memory";
   for (ScalarType dt : {ScalarType::Bool, ScalarType::Int64, ScalarType::Float32, ScalarType::Float64}) {
     for (int round = 0; round < 5; ++round) {
       {  // leave old, different bytes in the heap where the next tensors will be
