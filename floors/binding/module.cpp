@@ -104,6 +104,8 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
   if (PySequence_Check(o) && !PyUnicode_Check(o) && !is_tensor(o)) {
     Py_ssize_t n = PySequence_Size(o);
     DESCENT_CHECK(n >= 0, TypeError, "tensor(): could not read the length of a ", Py_TYPE(o)->tp_name);
+    DESCENT_CHECK(!(any && shape.size() == depth), ValueError, "tensor(): found a sequence at dim ", depth,
+                  " where a number was found before (ragged nested sequence)");
     if (shape.size() == depth) shape.push_back(n);
     DESCENT_CHECK(shape[depth] == n, ValueError, "tensor(): expected sequence of length ", shape[depth], " at dim ",
                   depth, " (got ", n, ")");

@@ -139,8 +139,6 @@ def test_tensor_bad_data(data, error):
         descent.tensor(data)
 
 
-@pytest.mark.xfail(strict=True, reason="runtime bug: descent.tensor([1, [2]]) (a number, then a list, at the "
-                                       "same depth) passes shape inference and crashes in fill (segfault)")
 def test_tensor_ragged_number_then_list():
     r = run_python("import descent\n"
                    "try:\n    descent.tensor([1, [2]])\nexcept ValueError as e:\n    print('ValueError', e)\n")
