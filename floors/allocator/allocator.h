@@ -42,6 +42,9 @@ struct OutOfMemoryError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// "24.00 MiB": a byte count for people, shown beside the exact number in messages.
+std::string human_bytes(size_t nbytes);
+
 // [SECTION] CPU allocator ------------------------------------------------------
 
 constexpr size_t kAlignment = 64;  // bytes; one cache line, enough for AVX-512 loads

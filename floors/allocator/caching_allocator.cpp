@@ -110,18 +110,6 @@ bool should_split(const Block& b, size_t rounded) {
   return b.small ? remainder >= kMinBlockSize : remainder > kSmallSize;
 }
 
-// "24.00 MiB": a byte count for people, next to the exact number in messages.
-std::string human_bytes(size_t n) {
-  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
-  char buf[32];
-  double v = static_cast<double>(n);
-  if (v >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
-  else if (v >= kMiB) std::snprintf(buf, sizeof buf, "%.2f MiB", v / kMiB);
-  else if (v >= kKiB) std::snprintf(buf, sizeof buf, "%.2f KiB", v / kKiB);
-  else std::snprintf(buf, sizeof buf, "%zu B", n);
-  return buf;
-}
-
 void raise_peak(int64_t& peak, int64_t now) {
   if (now > peak) peak = now;
 }

@@ -42,18 +42,6 @@ void raise_peak(int64_t now) {
   }
 }
 
-// "24.00 MiB": a byte count for people, next to the exact number in messages.
-std::string human_bytes(size_t n) {
-  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
-  char buf[32];
-  double v = static_cast<double>(n);
-  if (v >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
-  else if (v >= kMiB) std::snprintf(buf, sizeof buf, "%.2f MiB", v / kMiB);
-  else if (v >= kKiB) std::snprintf(buf, sizeof buf, "%.2f KiB", v / kKiB);
-  else std::snprintf(buf, sizeof buf, "%zu B", n);
-  return buf;
-}
-
 [[noreturn]] void throw_cpu_oom(size_t nbytes) {
   int64_t allocated = g_allocated_bytes.load(std::memory_order_relaxed);
   throw OutOfMemoryError("descent: out of memory on cpu: tried to allocate " + human_bytes(nbytes) + " (" +
@@ -104,6 +92,18 @@ CpuStats cpu_stats() {
 
 void cpu_reset_peak() {
   g_peak_allocated_bytes.store(g_allocated_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+// "24.00 MiB": a byte count for people, next to the exact number in messages.
+std::string human_bytes(size_t n) {
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+  char buf[32];
+  double v = static_cast<double>(n);
+  if (v >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
+  else if (v >= kMiB) std::snprintf(buf, sizeof buf, "%.2f MiB", v / kMiB);
+  else if (v >= kKiB) std::snprintf(buf, sizeof buf, "%.2f KiB", v / kKiB);
+  else std::snprintf(buf, sizeof buf, "%zu B", n);
+  return buf;
 }
 
 }  // namespace descent::alloc
