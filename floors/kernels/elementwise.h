@@ -18,6 +18,10 @@ namespace descent::kernels {
 // instead of being undefined behaviour on overflow.
 inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+// a + b and a * b in T, wrapping for int64: the one place where the loops
+// (elementwise, sums, matrix products) choose between the two.
+template <class T> T plus(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b); }
+template <class T> T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_mul(a, b); else return T(a * b); }
 
 // [SECTION] Unary ---------------------------------------------------------------
 
@@ -53,14 +57,12 @@ void visit_unary(Op op, Fn&& fn) {
 // Binary functors take alpha (only add and sub use it). On bool, add is
 // logical or and mul logical and, as in PyTorch.
 struct AddF { template <class T> T operator()(T a, T b, T alpha) const {
-  if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
-  else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(alpha, b)); else return a + alpha * b; } };
+  if constexpr (std::is_same_v<T, bool>) return a || (alpha && b); else return plus(a, times(alpha, b)); } };
 struct SubF { template <class T> T operator()(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a;
   else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)); else return a - alpha * b; } };
 struct MulF { template <class T> T operator()(T a, T b, T) const {
-  if constexpr (std::is_same_v<T, bool>) return a && b;
-  else if constexpr (std::is_integral_v<T>) return wrap_mul(a, b); else return a * b; } };
+  if constexpr (std::is_same_v<T, bool>) return a && b; else return times(a, b); } };
 struct DivF { template <class T> T operator()(T a, T b, T) const { return a / b; } };  // floats only
 struct PowF {
   template <class T> T operator()(T a, T b, T) const {

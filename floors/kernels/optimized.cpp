@@ -122,22 +122,16 @@ bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
         const T* row = x + r * inner;
         T acc[8] = {};
         int64_t i = 0;
-        auto add = [](T a, T b) {
-          if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b);
-        };
         for (; i + 8 <= inner; i += 8)
-          for (int l = 0; l < 8; ++l) acc[l] = add(acc[l], row[i + l]);
-        T total = add(add(add(acc[0], acc[1]), add(acc[2], acc[3])), add(add(acc[4], acc[5]), add(acc[6], acc[7])));
-        for (; i < inner; ++i) total = add(total, row[i]);
+          for (int l = 0; l < 8; ++l) acc[l] = plus(acc[l], row[i + l]);
+        T total = plus(plus(plus(acc[0], acc[1]), plus(acc[2], acc[3])), plus(plus(acc[4], acc[5]), plus(acc[6], acc[7])));
+        for (; i < inner; ++i) total = plus(total, row[i]);
         y[r] = total;
       }
     } else {  // rows added in order into a vector of totals: the reference's order
       for (int64_t j = 0; j < inner; ++j) y[j] = T(0);
       for (int64_t r = 0; r < outer; ++r)
-        for (int64_t j = 0; j < inner; ++j) {
-          if constexpr (std::is_same_v<T, int64_t>) y[j] = wrap_add(y[j], x[r * inner + j]);
-          else y[j] += x[r * inner + j];
-        }
+        for (int64_t j = 0; j < inner; ++j) y[j] = plus(y[j], x[r * inner + j]);
     }
   });
   return true;
@@ -180,11 +174,7 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
         for (int64_t k = 0; k < K; ++k) {
           const T aik = pa[i * K + k];
           const T* __restrict brow = pb + k * N;
-          if constexpr (std::is_same_v<T, int64_t>) {
-            for (int64_t j = 0; j < N; ++j) row[j] = wrap_add(row[j], wrap_mul(aik, brow[j]));
-          } else {
-            for (int64_t j = 0; j < N; ++j) row[j] += aik * brow[j];
-          }
+          for (int64_t j = 0; j < N; ++j) row[j] = plus(row[j], times(aik, brow[j]));
         }
       }
     }

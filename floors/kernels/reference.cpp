@@ -85,9 +85,7 @@ void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
       const S* x = in.data<S>();
       for (int64_t i = 0; i < in.numel(); ++i) {
         T& total = y[keep_offset(i, in, keep, reduced)];
-        T v = T(x[strided_offset(i, in.sizes(), in.strides())]);
-        if constexpr (std::is_same_v<T, int64_t>) total = wrap_add(total, v);  // wraps, like PyTorch
-        else total += v;
+        total = plus(total, T(x[strided_offset(i, in.sizes(), in.strides())]));
       }
     });
   });
@@ -137,9 +135,7 @@ void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
         for (int64_t j = 0; j < N; ++j) {
           T acc = T(0);
           for (int64_t k = 0; k < K; ++k) {
-            T x = pa[n * sa[0] + i * sa[1] + k * sa[2]], y = pb[n * sb[0] + k * sb[1] + j * sb[2]];
-            if constexpr (std::is_same_v<T, int64_t>) acc = wrap_add(acc, wrap_mul(x, y));
-            else acc += x * y;
+            acc = plus(acc, times(pa[n * sa[0] + i * sa[1] + k * sa[2]], pb[n * sb[0] + k * sb[1] + j * sb[2]]));
           }
           po[n * so[0] + i * so[1] + j * so[2]] = acc;
         }
