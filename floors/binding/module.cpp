@@ -9,7 +9,6 @@
 // [SECTION] Module init
 #include <cstring>
 #include <optional>
-#include <unordered_map>
 
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"

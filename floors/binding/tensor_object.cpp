@@ -160,8 +160,6 @@ PyObject* wrap_results(const OpEntry& op, Stack& s) {
 
 namespace {
 
-Tensor self_of(PyObject* o) { return unwrap(o); }
-
 void tensor_dealloc(PyObject* o) {
   auto* t = reinterpret_cast<TensorObject*>(o);
   if (t->impl) Ref<TensorImpl>::adopt(t->impl);  // drops our reference
@@ -182,31 +180,31 @@ PyObject* sizes_tuple(const DimVector& v) {
 }
 
 PyObject* get_shape(PyObject* o, void*) {
-  DESCENT_PY_TRY return sizes_tuple(self_of(o).sizes()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return sizes_tuple(unwrap(o).sizes()); DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_dtype(PyObject* o, void*) {
-  DESCENT_PY_TRY PyObject* d = dtype_object(self_of(o).dtype()); Py_INCREF(d); return d; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY PyObject* d = dtype_object(unwrap(o).dtype()); Py_INCREF(d); return d; DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_device(PyObject* o, void*) {
-  DESCENT_PY_TRY return device_object(self_of(o).device()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return device_object(unwrap(o).device()); DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_requires_grad(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyBool_FromLong(self_of(o).requires_grad()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).requires_grad()); DESCENT_PY_CATCH(nullptr)
 }
 int set_requires_grad(PyObject* o, PyObject* v, void*) {
   if (!v || !PyBool_Check(v)) {
     PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
     return -1;
   }
-  DESCENT_PY_TRY self_of(o).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
+  DESCENT_PY_TRY unwrap(o).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
 }
 
-PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(self_of(o).dim()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_numel(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(self_of(o).numel()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_stride(PyObject* o, PyObject*) { DESCENT_PY_TRY return sizes_tuple(self_of(o).strides()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_storage_offset(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(self_of(o).offset()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_is_contiguous(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyBool_FromLong(self_of(o).is_contiguous()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_data_ptr(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromVoidPtr(self_of(o).data_ptr()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_numel(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).numel()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_stride(PyObject* o, PyObject*) { DESCENT_PY_TRY return sizes_tuple(unwrap(o).strides()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_storage_offset(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).offset()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_is_contiguous(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).is_contiguous()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_data_ptr(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromVoidPtr(unwrap(o).data_ptr()); DESCENT_PY_CATCH(nullptr) }
 
 PyObject* element_to_py(const Tensor& t, int64_t off) {
   switch (t.dtype()) {
@@ -220,7 +218,7 @@ PyObject* element_to_py(const Tensor& t, int64_t off) {
 
 PyObject* m_item(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
-  Tensor t = self_of(o);
+  Tensor t = unwrap(o);
   DESCENT_CHECK(t.numel() == 1, ValueError, "a Tensor with ", t.numel(),
                 " elements cannot be converted to Scalar");
   DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "item() of a ", t.device().str(), " tensor");
@@ -243,7 +241,7 @@ PyObject* tolist_rec(const Tensor& t, int d, int64_t off) {
 }
 PyObject* m_tolist(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
-  Tensor t = self_of(o);
+  Tensor t = unwrap(o);
   DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "tolist() of a ", t.device().str(), " tensor");
   return tolist_rec(t, 0, 0);
   DESCENT_PY_CATCH(nullptr)
@@ -252,7 +250,7 @@ PyObject* m_tolist(PyObject* o, PyObject*) {
 PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
   int r = 1;
   if (!PyArg_ParseTuple(args, "|p:requires_grad_", &r)) return nullptr;
-  DESCENT_PY_TRY self_of(o).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY unwrap(o).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
 }
 
 PyGetSetDef tensor_getset[] = {
@@ -295,7 +293,7 @@ struct BufferShape {  // shape and strides in bytes, alive while the buffer is e
 // numpy.asarray(t) sees the tensor's own memory, strides included: no copy.
 int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   DESCENT_PY_TRY
-  Tensor t = self_of(o);
+  Tensor t = unwrap(o);
   DESCENT_CHECK(t.device().type == DeviceType::CPU, ValueError, "can't convert ", t.device().str(),
                 " tensor to numpy: copy it to the CPU first");
   auto* sh = new BufferShape;

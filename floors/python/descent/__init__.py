@@ -25,7 +25,7 @@ long = int64
 _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
-__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace", "no_trace"]
+__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace"]
 for _op in _C._ops():
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
@@ -54,7 +54,7 @@ def set_kernel_variant(variant):
     _C._set_variant(variant)
 
 
-from .tracing import no_trace, trace  # noqa: E402
+from .tracing import trace  # noqa: E402
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):
     from . import tracing as _tracing

@@ -13,6 +13,15 @@ import descent
 from descent import _C, tracing
 
 
+def show(result, chrome):
+    """Prints the header and the tree; writes Chrome JSON when asked."""
+    print(tracing.header(result))
+    print(result.format_tree(), end="")
+    if chrome:
+        result.save_chrome(chrome)
+        print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
+
+
 def cmd_trace(args):
     if args.reference:
         descent.set_kernel_variant("reference")
@@ -21,11 +30,7 @@ def cmd_trace(args):
     except SyntaxError as e:
         print(f"descent trace: the code is not valid Python: {e}", file=sys.stderr)
         return 2
-    print(tracing.header(result))
-    print(result.format_tree(), end="")
-    if args.chrome:
-        result.save_chrome(args.chrome)
-        print(f"wrote {args.chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
+    show(result, args.chrome)
     if args.save:
         result.save(args.save)
         print(f"wrote {args.save} (replay it with: descent replay {args.save})")
@@ -42,11 +47,7 @@ def cmd_replay(args):
     except (ValueError, OSError) as e:
         print(f"descent replay: {e}", file=sys.stderr)
         return 2
-    print(tracing.header(result))
-    print(result.format_tree(), end="")
-    if args.chrome:
-        result.save_chrome(args.chrome)
-        print(f"wrote {args.chrome}")
+    show(result, args.chrome)
     return 0
 
 

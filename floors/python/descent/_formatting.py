@@ -50,7 +50,7 @@ def _render(x, fmt, width, indent):
         return "[]"
     if not isinstance(x[0], list) and not (x[0] is None and len(x) > 1 and isinstance(x[1], list)):
         return "[" + ", ".join("..." if e is None else _render(e, fmt, width, indent) for e in x) + "]"
-    sep = ",\n" + "\n" * 0 + " " * (indent + 1)
+    sep = ",\n" + " " * (indent + 1)
     parts = ["..." if e is None else _render(e, fmt, width, indent + 1) for e in x]
     return "[" + sep.join(parts) + "]"
 

@@ -42,16 +42,6 @@ class trace:
         return False
 
 
-class no_trace:
-    """Context manager that pauses nothing but marks code the tree should not show (reserved)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def run(code, env=None, echo=print):
     """Runs `code` statement by statement, each a floor-1 span. Returns
     (trace, error): error is the exception the code raised, or None. The value
