@@ -53,7 +53,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
   switch (a.type) {
     case ArgType::Tensor:
       if (is_tensor(o)) {
-        out = unwrap(o);
+        out = IValue::borrow(unwrap(o));  // the caller holds `o` for the call
         return true;
       }
       if (pos > 0 && is_python_scalar(o)) {

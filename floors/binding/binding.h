@@ -24,9 +24,11 @@ namespace descent::binding {
 // [SECTION] Python objects for C++ values ---------------------------------------
 
 // The instance layout of _C.TensorBase (and of descent.Tensor, its Python subclass).
+// `tensor` is constructed by wrap(), the only way such an object is made
+// (tp_new refuses), and destroyed by tp_dealloc.
 struct TensorObject {
   PyObject_HEAD
-  TensorImpl* impl;  // owned: one reference
+  Tensor tensor;
 };
 extern PyTypeObject* g_tensor_base;    // _C.TensorBase
 extern PyTypeObject* g_tensor_class;   // descent.Tensor, set by _C._set_tensor_class
@@ -35,7 +37,9 @@ extern PyTypeObject g_device_type;     // _C.device
 PyObject* dtype_object(ScalarType t);  // borrowed reference to the singleton
 
 bool is_tensor(PyObject* o);
-Tensor unwrap(PyObject* o);            // o must satisfy is_tensor
+// The tensor inside `o`, which must satisfy is_tensor. Borrowed: valid while
+// `o` lives, so a call can push it unowned (Note [Borrowed arguments]).
+const Tensor& unwrap(PyObject* o);
 PyObject* wrap(Tensor t);              // a new descent.Tensor (new reference)
 PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tuple for several
 

@@ -125,28 +125,27 @@ bool init_value_types(PyObject* m) {
 
 bool is_tensor(PyObject* o) { return PyObject_TypeCheck(o, g_tensor_base); }
 
-Tensor unwrap(PyObject* o) {
-  TensorImpl* impl = reinterpret_cast<TensorObject*>(o)->impl;
-  DESCENT_CHECK(impl != nullptr, ValueError, "this Tensor object was not initialised by descent");
-  return Tensor(Ref<TensorImpl>(impl));
+const Tensor& unwrap(PyObject* o) {
+  const Tensor& t = reinterpret_cast<TensorObject*>(o)->tensor;
+  DESCENT_CHECK(t.defined(), ValueError, "this Tensor object was not initialised by descent");
+  return t;
 }
 
 PyObject* wrap(Tensor t) {
   PyTypeObject* cls = g_tensor_class ? g_tensor_class : g_tensor_base;
   PyObject* o = cls->tp_alloc(cls, 0);
   if (!o) return nullptr;
-  Ref<TensorImpl> r = t.ref();
-  reinterpret_cast<TensorObject*>(o)->impl = r.leak();
+  new (&reinterpret_cast<TensorObject*>(o)->tensor) Tensor(std::move(t));
   return o;
 }
 
 PyObject* wrap_results(const OpEntry& op, Stack& s) {
-  if (s.size() == 1) return wrap(std::move(s[0].to_tensor()));
+  if (s.size() == 1) return wrap(std::move(s[0].owned_tensor()));
   PyObject* tup = PyStructSequence_New(g_max_type);  // the one op with two results is max.dim
   if (!tup) return nullptr;
   DESCENT_CHECK(op.schema.returns.size() == 2, Error, op.name, ": unexpected number of results");
   for (int i = 0; i < 2; ++i) {
-    PyObject* t = wrap(std::move(s[i].to_tensor()));
+    PyObject* t = wrap(std::move(s[i].owned_tensor()));
     if (!t) {
       Py_DECREF(tup);
       return nullptr;
@@ -162,8 +161,7 @@ namespace {
 
 void tensor_dealloc(PyObject* o) {
   auto* t = reinterpret_cast<TensorObject*>(o);
-  if (t->impl) Ref<TensorImpl>::adopt(t->impl);  // drops our reference
-  t->impl = nullptr;
+  t->tensor.~Tensor();  // drops our reference
   Py_TYPE(o)->tp_free(o);
 }
 
@@ -196,7 +194,7 @@ int set_requires_grad(PyObject* o, PyObject* v, void*) {
     PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
     return -1;
   }
-  DESCENT_PY_TRY unwrap(o).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
+  DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
 }
 
 PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
@@ -250,7 +248,7 @@ PyObject* m_tolist(PyObject* o, PyObject*) {
 PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
   int r = 1;
   if (!PyArg_ParseTuple(args, "|p:requires_grad_", &r)) return nullptr;
-  DESCENT_PY_TRY unwrap(o).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
 }
 
 PyGetSetDef tensor_getset[] = {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <type_traits>
 
 #include "floors/dispatch/dispatch_key.h"
 #include "floors/dispatch/ivalue.h"
@@ -84,13 +85,23 @@ void call_boxed(Op op, Stack& stack);
 // fallthrough keys). Kernels call this to pass a call down.
 void redispatch_boxed(const OpEntry& op, DispatchKeySet keys, Stack& stack);
 
+// An argument of call() on the stack: a Tensor lvalue is borrowed (it outlives
+// the call, Note [Borrowed arguments]); everything else is moved or copied.
+template <typename A>
+IValue argument(A&& a) {
+  if constexpr (std::is_lvalue_reference_v<A> && std::is_same_v<std::remove_cvref_t<A>, Tensor>)
+    return IValue::borrow(a);
+  else
+    return IValue(std::forward<A>(a));
+}
+
 // Convenience for C++ callers: call(Op::add, a, b) -> the single Tensor result.
 template <typename... Args>
 Tensor call(Op op, Args&&... args) {
   Stack s;
-  (s.push(IValue(std::forward<Args>(args))), ...);
+  (s.push(argument(std::forward<Args>(args))), ...);
   call_boxed(op, s);
-  return std::move(s[0].to_tensor());
+  return std::move(s[0].owned_tensor());
 }
 
 // [SECTION] Registration ---------------------------------------------------------

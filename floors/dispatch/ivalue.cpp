@@ -12,7 +12,7 @@ IValue::IValue(Scalar s) : tag_(Tag::None) {
 void IValue::copy_from(const IValue& o) {
   tag_ = o.tag_;
   switch (tag_) {
-    case Tag::Tensor: new (&u_.t) Tensor(o.u_.t); break;
+    case Tag::Tensor: new (&u_.t) Tensor(o.to_tensor()); break;  // a copy owns (Note [Borrowed arguments])
     case Tag::IntList: new (&u_.l) DimVector(o.u_.l); break;
     case Tag::Double: u_.d = o.u_.d; break;
     case Tag::Int: u_.i = o.u_.i; break;
@@ -26,7 +26,9 @@ void IValue::copy_from(const IValue& o) {
 void IValue::move_from(IValue&& o) {
   if (o.tag_ == Tag::Tensor) {
     tag_ = Tag::Tensor;
-    new (&u_.t) Tensor(std::move(o.u_.t));
+    borrowed_ = o.borrowed_;
+    if (borrowed_) u_.ref = o.u_.ref;
+    else new (&u_.t) Tensor(std::move(o.u_.t));
     o.destroy();
   } else {
     copy_from(o);
@@ -52,10 +54,15 @@ const char* IValue::tag_name() const {
 
 const Tensor& IValue::to_tensor() const {
   DESCENT_EXPECT_TAG(tag_ == Tag::Tensor, "Tensor");
-  return u_.t;
+  return borrowed_ ? *u_.ref : u_.t;
 }
-Tensor& IValue::to_tensor() {
+Tensor& IValue::owned_tensor() {
   DESCENT_EXPECT_TAG(tag_ == Tag::Tensor, "Tensor");
+  if (borrowed_) {  // Note [Borrowed arguments]: mutable access owns
+    const Tensor* p = u_.ref;
+    new (&u_.t) Tensor(*p);
+    borrowed_ = false;
+  }
   return u_.t;
 }
 double IValue::to_double() const {

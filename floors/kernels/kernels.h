@@ -64,6 +64,23 @@ ScalarType result_type(const Tensor& a, const Tensor& b);
 // `t` converted to dtype (a dispatched `to` call; the same tensor when equal).
 Tensor cast(const Tensor& t, ScalarType dtype);
 
+// An input of an elementwise kernel in the computation dtype and the broadcast
+// shape: `t` itself, borrowed, when it already is both (the common case: no
+// reference count is touched, which is an atomic instruction each time), else
+// a cast and/or broadcast view of it, held here.
+class Operand {
+ public:
+  Operand(const Tensor& t, ScalarType dtype, const DimVector& shape) : borrowed_(&t) {
+    if (t.dtype() != dtype) owned_ = cast(t, dtype);
+    if (t.sizes() != shape) owned_ = expand_to(owned_.defined() ? owned_ : t, shape);
+  }
+  const Tensor& get() const { return owned_.defined() ? owned_ : *borrowed_; }
+
+ private:
+  const Tensor* borrowed_;
+  Tensor owned_;
+};
+
 // [SECTION] The loops --------------------------------------------------------------
 
 // Elementwise: every operand already has out's sizes (inputs may be strided

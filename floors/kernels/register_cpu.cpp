@@ -94,11 +94,11 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), TypeError, op.name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
-  Tensor ca = expand_to(cast(a, ct), shape), cb = expand_to(cast(b, ct), shape);
+  Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ct, a.device());
   begin(span, out);
-  run_variant(span, [&] { return optimized_binary(op.id, ca, cb, out, alpha); },
-              [&] { reference_binary(op.id, ca, cb, out, alpha); });
+  run_variant(span, [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
+              [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
   s.set_result(std::move(out));
 }
 
@@ -109,10 +109,10 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   check_same_device(op.name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
-  Tensor ca = expand_to(cast(a, ct), shape), cb = expand_to(cast(b, ct), shape);
+  Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ScalarType::Bool, a.device());
   begin(span, out);
-  reference_compare(op.id, ca, cb, out);  // one loop only: comparisons are not a hot path
+  reference_compare(op.id, ca.get(), cb.get(), out);  // one loop only: comparisons are not a hot path
   last_variant() = "reference";
   span.arg("variant", "reference");
   s.set_result(std::move(out));

@@ -23,7 +23,10 @@ namespace {
 // [SECTION] Alignment and zero bytes ----------------------------------------------
 
 TEST(CpuAllocator, PointersAreAlignedAndWritable) {
-  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, size_t{1} << 20}) {
+  // Both paths of Note [Small host blocks]: malloc aligned by hand up to
+  // kSmallBlock padded bytes, aligned_alloc above.
+  for (size_t n : {size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{959}, size_t{960}, size_t{961},
+                   size_t{1000}, size_t{1} << 20}) {
     DataPtr p = cpu_allocate(n);
     ASSERT_NE(p.ptr, nullptr) << n;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p.ptr) % kAlignment, 0u) << n;

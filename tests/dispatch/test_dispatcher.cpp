@@ -386,5 +386,40 @@ TEST(IValue, AccessorsCheckTheTagAndStackHasACapacity) {
   EXPECT_EQ(s.size(), 1);
 }
 
+// Note [Borrowed arguments]: a borrowed tensor costs no reference, and every
+// way out of the stack (a copy, a result moved out) owns one.
+TEST(IValue, BorrowedTensorsTakeNoReferenceUntilCopiedOrMovedOut) {
+  Tensor t = floats({1.f, 2.f});
+  int uses = t.impl()->use_count();
+  IValue b = IValue::borrow(t);
+  EXPECT_TRUE(b.is_tensor());
+  EXPECT_TRUE(b.is_borrowed());
+  EXPECT_TRUE(b.to_tensor().is_same(t));
+  EXPECT_EQ(t.impl()->use_count(), uses);
+  IValue moved(std::move(b));  // still borrowed: a pointer moved
+  EXPECT_TRUE(moved.is_borrowed());
+  EXPECT_EQ(t.impl()->use_count(), uses);
+  IValue copy(moved);  // a copy owns
+  EXPECT_FALSE(copy.is_borrowed());
+  EXPECT_EQ(t.impl()->use_count(), uses + 1);
+  Tensor out = std::move(moved.owned_tensor());  // moving out owns first: t keeps its tensor
+  EXPECT_TRUE(t.defined());
+  EXPECT_TRUE(out.is_same(t));
+  EXPECT_EQ(t.impl()->use_count(), uses + 2);
+
+  // Through a whole call: the arguments are borrowed, so after the call the
+  // counts are as before, and a kernel that returns its input (contiguous of
+  // a contiguous tensor) hands back an owned reference.
+  Tensor r = call(Op::contiguous, t);
+  EXPECT_TRUE(r.is_same(t));
+  EXPECT_EQ(t.impl()->use_count(), uses + 3);
+  Stack s;
+  s.push(IValue::borrow(t));
+  s.set_result(std::move(s[0]));  // a borrowed result, still safe to move out of
+  Tensor r2 = std::move(s[0].owned_tensor());
+  EXPECT_TRUE(t.defined());
+  EXPECT_TRUE(r2.is_same(t));
+}
+
 }  // namespace
 }  // namespace descent
