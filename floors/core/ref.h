@@ -35,8 +35,14 @@ class Ref {
     std::swap(p_, o.p_);
     return *this;
   }
+  // A new object's first reference is a plain store: no other thread can see
+  // the object yet, so the atomic increment (a locked instruction) is not needed.
   template <typename... Args>
-  static Ref make(Args&&... args) { return Ref(new T(std::forward<Args>(args)...)); }
+  static Ref make(Args&&... args) {
+    T* p = new T(std::forward<Args>(args)...);
+    p->refs_.store(1, std::memory_order_relaxed);
+    return adopt(p);
+  }
 
   T* get() const { return p_; }
   T* operator->() const { return p_; }
@@ -56,8 +62,14 @@ class Ref {
   void retain() {
     if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
   }
+  // The last reference deletes. When the count reads 1 this Ref is the only
+  // one, so no other thread can be copying it concurrently (it would need a
+  // reference of its own): delete without the locked decrement. The acquire
+  // load pairs with the release of other owners' earlier decrements.
   void release() {
-    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+    if (!p_) return;
+    if (p_->refs_.load(std::memory_order_acquire) == 1 || p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete p_;
   }
   T* p_ = nullptr;
 };
