@@ -126,6 +126,33 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
   any = true;
 }
 
+// One number into element pos, read the way the tensor's dtype needs it, as
+// PyTorch does: an int64 tensor takes an int exactly (and refuses one past
+// int64), a bool tensor takes the number's truth, and a floating tensor reads
+// every number as a double, so that an int past int64 among floats still fits:
+// tensor([1.5, 2**70]) is float32 1.1806e+21.
+void store_number(PyObject* o, const Tensor& t, int64_t pos) {
+  bool integral = PyLong_Check(o) || PyBool_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o));
+  if (t.dtype() == ScalarType::Int64 && integral) {
+    long long i = PyLong_AsLongLong(o);
+    if (i == -1 && PyErr_Occurred()) {
+      if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw ValueError("tensor(): could not read an int");
+      PyErr_Clear();
+      throw ValueError(str("tensor(): Overflow when unpacking long long: element ", pos,
+                           " is an int that does not fit in int64"));
+    }
+    t.data<int64_t>()[pos] = i;
+  } else if (t.dtype() == ScalarType::Bool) {
+    int truth = PyObject_IsTrue(o);
+    if (truth < 0) throw ValueError("tensor(): could not read a bool");  // the Python error is kept
+    t.data<bool>()[pos] = truth != 0;
+  } else {
+    double d = PyFloat_AsDouble(o);  // 10**400 sets Python's OverflowError, which is kept
+    if (d == -1.0 && PyErr_Occurred()) throw ValueError("tensor(): a number does not fit its dtype");
+    visit_dtype(t.dtype(), [&]<typename T>() { t.data<T>()[pos] = T(d); });
+  }
+}
+
 void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
   if (depth < t.dim()) {
     for (int64_t i = 0; i < t.sizes()[depth]; ++i) {
@@ -135,13 +162,7 @@ void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
     }
     return;
   }
-  double d = 0;
-  long long i = 0;
-  bool integral = PyLong_Check(o) || PyBool_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o));
-  if (integral) i = PyLong_AsLongLong(o);
-  else d = PyFloat_AsDouble(o);
-  if (PyErr_Occurred()) throw ValueError("tensor(): a number does not fit its dtype");
-  visit_dtype(t.dtype(), [&]<typename T>() { t.data<T>()[pos] = integral ? T(i) : T(d); });
+  store_number(o, t, pos);
   ++pos;
 }
 

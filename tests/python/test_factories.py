@@ -8,7 +8,8 @@
   ValueError), numpy arrays (float32/float64/int64/bool, non-contiguous,
   negative strides, zero-size, 0-d) and tensors; numpy() round trip;
 - item(), tolist(), len, iteration, shape/dtype/device/ndim/numel, float/int/bool;
-- repr in PyTorch's format (the failing cases are runtime bugs, xfail'd).
+- repr in PyTorch's format (every expected string is PyTorch's own output, with
+  'torch.' read as 'descent.').
 """
 import math
 
@@ -145,10 +146,20 @@ def test_tensor_ragged_number_then_list():
     assert r.returncode == 0 and r.stdout.startswith("ValueError"), (r.returncode, r.stderr[-500:])
 
 
-@pytest.mark.xfail(strict=True, reason="runtime bug: descent.tensor([1.5, 2**70]) raises OverflowError; "
-                   "the dtype is float32, so the int must be converted as a float (PyTorch: 1.1806e+21)")
 def test_tensor_big_int_in_float_list():
     assert descent.tensor([1.5, 2 ** 70]).tolist() == [1.5, float(np.float32(2 ** 70))]
+    assert repr(descent.tensor([1.5, 2 ** 70])) == "tensor([1.5000e+00, 1.1806e+21])"
+    assert descent.tensor([2 ** 70], dtype=D).tolist() == [float(2 ** 70)]
+    assert descent.tensor([2 ** 70], dtype=B).tolist() == [True]            # a bool tensor takes the truth
+    assert descent.tensor([2 ** 63 - 1, -2 ** 63]).tolist() == [2 ** 63 - 1, -2 ** 63]
+
+
+def test_tensor_int_past_int64():
+    for data, dtype in [([2 ** 70], None), ([1, -2 ** 63 - 1], None), ([1.5, 2 ** 70], I)]:
+        with pytest.raises(ValueError, match="Overflow when unpacking long long: element [01] .*int64"):
+            descent.tensor(data, dtype=dtype)
+    with pytest.raises(OverflowError):                                      # past even a double
+        descent.tensor([10 ** 400, 0.5])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -239,45 +250,87 @@ REPRS = [
     (lambda: descent.tensor([float("nan"), 1.5]), "tensor([   nan, 1.5000])"),
     (lambda: descent.zeros(0), "tensor([])"),
     (lambda: descent.zeros(0, 3), "tensor([], size=(0, 3))"),
-    (lambda: descent.arange(2000), None),  # checked by shape below
     (lambda: descent.arange(6).view(2, 3).T, "tensor([[0, 3],\n        [1, 4],\n        [2, 5]])"),
+    # Blank lines between the 2-D blocks: one for 3-D, two for 4-D.
+    (lambda: descent.zeros(2, 1, 2), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])"),
+    (lambda: descent.ones(2, 1, 1, 2), "tensor([[[[1., 1.]]],\n\n\n        [[[1., 1.]]]])"),
+    (lambda: descent.arange(60).view(3, 4, 5),
+     "tensor([[[ 0,  1,  2,  3,  4],\n         [ 5,  6,  7,  8,  9],\n         [10, 11, 12, 13, 14],\n"
+     "         [15, 16, 17, 18, 19]],\n\n        [[20, 21, 22, 23, 24],\n         [25, 26, 27, 28, 29],\n"
+     "         [30, 31, 32, 33, 34],\n         [35, 36, 37, 38, 39]],\n\n        [[40, 41, 42, 43, 44],\n"
+     "         [45, 46, 47, 48, 49],\n         [50, 51, 52, 53, 54],\n         [55, 56, 57, 58, 59]]])"),
+    (lambda: descent.zeros(3, 3, 3, dtype=D),
+     "tensor([[[0., 0., 0.],\n         [0., 0., 0.],\n         [0., 0., 0.]],\n\n        [[0., 0., 0.],\n"
+     "         [0., 0., 0.],\n         [0., 0., 0.]],\n\n        [[0., 0., 0.],\n         [0., 0., 0.],\n"
+     "         [0., 0., 0.]]], dtype=descent.float64)"),
+    (lambda: descent.ones((1,) * 8), "tensor([[[[[[[[1.]]]]]]]])"),
+    # Rows wrap at 80 characters; so does a suffix that would not fit.
+    (lambda: descent.arange(1, 7.5, 0.5),
+     "tensor([1.0000, 1.5000, 2.0000, 2.5000, 3.0000, 3.5000, 4.0000, 4.5000, 5.0000,\n"
+     "        5.5000, 6.0000, 6.5000, 7.0000])"),
+    (lambda: descent.arange(100),
+     "tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,\n"
+     "        18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,\n"
+     "        36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,\n"
+     "        54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71,\n"
+     "        72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89,\n"
+     "        90, 91, 92, 93, 94, 95, 96, 97, 98, 99])"),
+    (lambda: descent.ones(2, 40),
+     "tensor([[1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1.,\n"
+     "         1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1.,\n"
+     "         1., 1., 1., 1.],\n"
+     "        [1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1.,\n"
+     "         1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1., 1.,\n"
+     "         1., 1., 1., 1.]])"),
+    (lambda: descent.arange(8, dtype=D) + 0.5,
+     "tensor([0.5000, 1.5000, 2.5000, 3.5000, 4.5000, 5.5000, 6.5000, 7.5000],\n       dtype=descent.float64)"),
+    # Modes: scientific when max/min of the nonzero finite |values| > 1000, or max > 1e8,
+    # or (unless all are whole numbers) min < 1e-4; the width comes from those values only.
+    (lambda: descent.tensor([0.001, 10.0]), "tensor([1.0000e-03, 1.0000e+01])"),
+    (lambda: descent.tensor([1., 10000.]), "tensor([1.0000e+00, 1.0000e+04])"),
+    (lambda: descent.tensor([1e-5]), "tensor([1.0000e-05])"),
+    (lambda: descent.tensor([-1e-5, 2.5]), "tensor([-1.0000e-05,  2.5000e+00])"),
+    (lambda: descent.tensor([[-1e-5, 1.0], [2.0, -300.0]]),
+     "tensor([[-1.0000e-05,  1.0000e+00],\n        [ 2.0000e+00, -3.0000e+02]])"),
+    (lambda: descent.tensor([0.0, 1e-5, -2.0]), "tensor([ 0.0000e+00,  1.0000e-05, -2.0000e+00])"),
+    (lambda: descent.tensor([0.5, 1e-4]), "tensor([5.0000e-01, 1.0000e-04])"),  # float32 1e-4 is below 1e-4
+    (lambda: descent.tensor([1e8]), "tensor([100000000.])"),
+    (lambda: descent.tensor([2e8]), "tensor([2.0000e+08])"),
+    (lambda: descent.tensor([0.1, 0.25, 100.0]), "tensor([  0.1000,   0.2500, 100.0000])"),
+    (lambda: descent.tensor([2 ** 40, -3]), "tensor([1099511627776,            -3])"),
+    (lambda: descent.tensor([float("inf"), 1.0]), "tensor([inf, 1.])"),
+    (lambda: descent.tensor([-float("inf"), 1.0]), "tensor([-inf, 1.])"),
+    (lambda: descent.tensor([float("nan"), float("inf")]), "tensor([nan, inf])"),
+    (lambda: descent.tensor([float("nan"), 0.0]), "tensor([nan, 0.])"),
+    (lambda: descent.tensor([float("nan"), 1e-5]), "tensor([       nan, 1.0000e-05])"),
+    (lambda: descent.tensor([-0.0, 1.0]), "tensor([-0., 1.])"),
+    (lambda: descent.tensor([[True], [False]]), "tensor([[ True],\n        [False]])"),
+    # 0-d tensors.
+    (lambda: descent.tensor(float("nan")), "tensor(nan)"),
+    (lambda: descent.tensor(-float("inf")), "tensor(-inf)"),
+    (lambda: descent.tensor(-0.0), "tensor(-0.)"),
+    (lambda: descent.tensor(-1e-7), "tensor(-1.0000e-07)"),
+    (lambda: descent.tensor(-5), "tensor(-5)"),
+    # Empty tensors name every dtype but float32.
+    (lambda: descent.arange(0), "tensor([], dtype=descent.int64)"),
+    (lambda: descent.zeros(0, dtype=D), "tensor([], dtype=descent.float64)"),
+    (lambda: descent.zeros(0, 2, dtype=B), "tensor([], size=(0, 2), dtype=descent.bool)"),
+    (lambda: descent.zeros(2, 0, dtype=I), "tensor([], size=(2, 0), dtype=descent.int64)"),
+    # More than 1000 elements: 3 at each end of every dimension.
+    (lambda: descent.arange(2000), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])"),
+    (lambda: descent.ones(1001, dtype=B), "tensor([True, True, True,  ..., True, True, True])"),
+    (lambda: descent.arange(1001, dtype=F) - 500, "tensor([-500., -499., -498.,  ...,  498.,  499.,  500.])"),
+    (lambda: descent.arange(5000).view(5000, 1),
+     "tensor([[   0],\n        [   1],\n        [   2],\n        ...,\n        [4997],\n        [4998],\n        [4999]])"),
+    (lambda: descent.arange(2000).view(40, 50),
+     "tensor([[   0,    1,    2,  ...,   47,   48,   49],\n        [  50,   51,   52,  ...,   97,   98,   99],\n"
+     "        [ 100,  101,  102,  ...,  147,  148,  149],\n        ...,\n"
+     "        [1850, 1851, 1852,  ..., 1897, 1898, 1899],\n        [1900, 1901, 1902,  ..., 1947, 1948, 1949],\n"
+     "        [1950, 1951, 1952,  ..., 1997, 1998, 1999]])"),
+    (lambda: descent.ones(2).requires_grad_(), "tensor([1., 1.], requires_grad=True)"),
 ]
 
 
-@pytest.mark.parametrize("make,expected", REPRS, ids=[e.split("\n")[0][:30] if e else "summarized" for _, e in REPRS])
+@pytest.mark.parametrize("make,expected", REPRS, ids=[e.split("\n")[0][:40] for _, e in REPRS])
 def test_repr(make, expected):
-    t = make()
-    if expected is None:  # summarized: three elements at each end
-        assert repr(t).startswith("tensor([   0,    1,    2,") and repr(t).endswith("1997, 1998, 1999])")
-        assert "..." in repr(t)
-    else:
-        assert repr(t) == expected
-
-
-def xfail_repr(make, expected, id, reason):
-    return pytest.param(make, expected, id=id, marks=pytest.mark.xfail(
-        strict=True, reason="runtime bug (repr differs from PyTorch's _tensor_str.py): " + reason))
-
-
-@pytest.mark.parametrize("make,expected", [
-    xfail_repr(lambda: descent.zeros(2, 1, 2), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])", "3d-blank-line",
-               "no blank line between the 2-D blocks of a 3-D tensor"),
-    xfail_repr(lambda: descent.arange(1, 7.5, 0.5),
-               "tensor([1.0000, 1.5000, 2.0000, 2.5000, 3.0000, 3.5000, 4.0000, 4.5000, 5.0000,\n"
-               "        5.5000, 6.0000, 6.5000, 7.0000])", "linewidth-80",
-               "rows are not wrapped at PyTorch's linewidth of 80"),
-    xfail_repr(lambda: descent.tensor([0.001, 10.0]), "tensor([1.0000e-03, 1.0000e+01])", "sci-ratio",
-               "max/min > 1000 must switch to scientific notation"),
-    xfail_repr(lambda: descent.tensor([1., 10000.]), "tensor([1.0000e+00, 1.0000e+04])", "sci-ratio-int",
-               "max/min > 1000 must switch to scientific notation, integer values too"),
-    xfail_repr(lambda: descent.tensor([1e-5]), "tensor([1.0000e-05])", "sci-small",
-               "a nonzero |value| < 1e-4 must switch to scientific notation"),
-    xfail_repr(lambda: descent.arange(0), "tensor([], dtype=descent.int64)", "empty-int64-dtype",
-               "an empty tensor of a dtype other than float32 must show its dtype"),
-    xfail_repr(lambda: descent.arange(2000), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])",
-               "summarized-ellipsis", "the '...' of a summarized row is ' ...' in PyTorch"),
-    xfail_repr(lambda: descent.tensor([float("inf"), 1.0]), "tensor([inf, 1.])", "nonfinite-width",
-               "the column width comes from the finite values only"),
-])
-def test_repr_pytorch_divergences(make, expected):
     assert repr(make()) == expected
