@@ -100,9 +100,14 @@ def main():
         row("tracer span, tracing off (one branch)", "span_off", None, ""),
         row("tracer span, tracing on (begin + end, hot loop)", "span_on", None, "≤ 10 ns"),
         row("tracer span, tracing on (calibrated at start)", "span_cost_calibrated", None, "≤ 10 ns"),
-        row("the tracer's clock read alone (rdtsc on x86-64)", "clock_read", None, ""),
-        row("C++ add with tracing on (4 spans recorded)", "cpp_add_1elem_traced", None, ""),
+        row("the tracer's clock read alone (rdtsc on x86-64, through a call)", "clock_read", None, ""),
+        row("rdtsc inline, per read (a span reads it twice)", "clock_read_inline", None, ""),
+        row(f"C++ add with tracing on ({r.get('spans_per_add', 0):.0f} spans recorded)", "cpp_add_1elem_traced", None, ""),
+        row("what tracing adds to that add, per span", "tracing_cost_per_span_in_add", None, ""),
     ]
+    if "span_on" in r and "clock_read_inline" in r:
+        r["span_bookkeeping"] = r["span_on"] - 2 * r["clock_read_inline"]
+        lines.append(row("tracer span minus its two clock reads (the tracer's own work)", "span_bookkeeping", None, ""))
     text = "\n".join(lines)
     print(text)
     if args.out:
