@@ -223,6 +223,34 @@ def test_replay_malformed(kind, saved_lines, tmp_path):
     assert 1 <= line_no <= len(lines) + 1
 
 
+def span_fields(line):
+    """'span ID PARENT FLOOR THREAD START END NAME NARGS ...' split at spaces."""
+    return line.split(" ")
+
+
+# Files that parse but whose spans do not form a tree: replay refuses them and
+# says which span is wrong (check()), rather than dropping spans from the tree.
+STRUCTURE = {
+    "missing-parent": lambda f: f[:2] + ["999"] + f[3:],
+    "own-parent": lambda f: f[:2] + [f[1]] + f[3:],
+    "ends-before-start": lambda f: f[:6] + [str(int(f[5]) - 10 ** 9)] + f[7:],
+}
+
+
+@pytest.mark.parametrize("kind", STRUCTURE)
+def test_replay_bad_structure(kind, saved_lines, tmp_path):
+    lines = list(saved_lines)
+    idx = next(i for i, ln in enumerate(lines) if ln.startswith("span ") and span_fields(ln)[2] != "0")
+    lines[idx] = " ".join(STRUCTURE[kind](span_fields(lines[idx])))
+    path = tmp_path / "bad.trace"
+    path.write_text("\n".join(lines) + "\n")
+    problems = descent._C._load_trace(str(path)).check()
+    assert problems
+    r = run_cli("replay", str(path))
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"descent replay: {path}: the spans do not form a tree") and problems in r.stderr
+
+
 def test_replay_missing_file(tmp_path):
     r = run_cli("replay", str(tmp_path / "nope.trace"))
     assert r.returncode != 0 and "cannot open" in r.stderr and "Traceback (most recent" not in r.stderr

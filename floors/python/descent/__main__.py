@@ -47,6 +47,11 @@ def cmd_replay(args):
     except (ValueError, OSError) as e:
         print(f"descent replay: {e}", file=sys.stderr)
         return 2
+    problems = result.check()  # a file that parses can still hold spans that do not nest
+    if problems:
+        print(f"descent replay: {args.file}: the spans do not form a tree, so it is not shown:\n{problems}",
+              end="", file=sys.stderr)
+        return 2
     show(result, args.chrome)
     return 0
 
