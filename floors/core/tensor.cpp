@@ -13,20 +13,8 @@ DimVector::DimVector(std::initializer_list<int64_t> v) {
 DimVector::DimVector(const std::vector<int64_t>& v) {
   for (int64_t x : v) push_back(x);
 }
-void DimVector::push_back(int64_t x) {
-  DESCENT_CHECK(n_ < kMaxDims, ValueError, "descent supports at most ", kMaxDims, " dimensions");
-  v_[n_++] = x;
-}
-void DimVector::resize(int n, int64_t fill) {
-  DESCENT_CHECK(n >= 0 && n <= kMaxDims, ValueError, "descent supports at most ", kMaxDims, " dimensions, got ", n);
-  for (int i = n_; i < n; ++i) v_[i] = fill;
-  n_ = n;
-}
-bool DimVector::operator==(const DimVector& o) const {
-  if (n_ != o.n_) return false;
-  for (int i = 0; i < n_; ++i)
-    if (v_[i] != o.v_[i]) return false;
-  return true;
+void DimVector::too_many_dims(int n) {
+  throw ValueError(descent::str("descent supports at most ", kMaxDims, " dimensions, got ", n));
 }
 std::string DimVector::str() const {
   std::string s = "[";

@@ -51,13 +51,30 @@ class DimVector {
   const int64_t* begin() const { return v_; }
   const int64_t* end() const { return v_ + n_; }
   int64_t* data() { return v_; }
-  void push_back(int64_t x);  // raises ValueError past kMaxDims
-  void resize(int n, int64_t fill = 0);
-  bool operator==(const DimVector& o) const;
+  // push_back and resize raise ValueError past kMaxDims. These three sit on
+  // every call's path, so they are inline.
+  void push_back(int64_t x) {
+    if (n_ >= kMaxDims) too_many_dims(n_ + 1);
+    v_[n_++] = x;
+  }
+  void resize(int n, int64_t fill = 0) {
+    if (n < 0 || n > kMaxDims) too_many_dims(n);
+    // A fixed trip count becomes a few vector stores; a loop from n_ to n
+    // becomes `rep stos`, whose start-up cost was a tenth of an add.
+    for (int i = 0; i < kMaxDims; ++i) v_[i] = i < n_ ? v_[i] : fill;
+    n_ = n;
+  }
+  bool operator==(const DimVector& o) const {
+    if (n_ != o.n_) return false;
+    for (int i = 0; i < n_; ++i)
+      if (v_[i] != o.v_[i]) return false;
+    return true;
+  }
   std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
   std::string str() const;  // "[2, 3]"
 
  private:
+  [[noreturn]] static void too_many_dims(int n);
   int64_t v_[kMaxDims] = {};
   int n_ = 0;
 };

@@ -23,18 +23,6 @@ void IValue::copy_from(const IValue& o) {
   }
 }
 
-void IValue::move_from(IValue&& o) {
-  if (o.tag_ == Tag::Tensor) {
-    tag_ = Tag::Tensor;
-    borrowed_ = o.borrowed_;
-    if (borrowed_) u_.ref = o.u_.ref;
-    else new (&u_.t) Tensor(std::move(o.u_.t));
-    o.destroy();
-  } else {
-    copy_from(o);
-  }
-}
-
 const char* IValue::tag_name() const {
   switch (tag_) {
     case Tag::None: return "None";
@@ -96,9 +84,6 @@ Device IValue::to_device() const {
   return u_.dev;
 }
 
-void Stack::push(IValue v) {
-  DESCENT_CHECK(n_ < kMaxStack, Error, "a call may have at most ", kMaxStack, " arguments");
-  v_[n_++] = std::move(v);
-}
+void Stack::too_many_values() { throw Error(str("a call may have at most ", kMaxStack, " arguments")); }
 
 }  // namespace descent

@@ -84,7 +84,18 @@ class IValue {
     borrowed_ = false;
   }
   void copy_from(const IValue& o);
-  void move_from(IValue&& o);
+  // Inline: every argument of every call is moved onto its stack.
+  void move_from(IValue&& o) noexcept {
+    if (o.tag_ == Tag::Tensor) {
+      tag_ = Tag::Tensor;
+      borrowed_ = o.borrowed_;
+      if (borrowed_) u_.ref = o.u_.ref;
+      else new (&u_.t) Tensor(std::move(o.u_.t));
+      o.destroy();
+    } else {
+      copy_from(o);
+    }
+  }
 
   Tag tag_;
   bool borrowed_ = false;  // Tag::Tensor only: u_.ref, not u_.t
@@ -110,7 +121,10 @@ class Stack {
   int size() const { return n_; }
   IValue& operator[](int i) { return v_[i]; }
   const IValue& operator[](int i) const { return v_[i]; }
-  void push(IValue v);  // raises Error past kMaxStack
+  void push(IValue v) {  // raises Error past kMaxStack
+    if (n_ >= kMaxStack) too_many_values();
+    v_[n_++] = std::move(v);
+  }
   IValue pop() { return std::move(v_[--n_]); }
   void clear() {
     for (int i = 0; i < n_; ++i) v_[i] = IValue();
@@ -123,6 +137,7 @@ class Stack {
   }
 
  private:
+  [[noreturn]] static void too_many_values();
   IValue v_[kMaxStack];
   int n_ = 0;
 };
