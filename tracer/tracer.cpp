@@ -20,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -31,6 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "floors/core/log.h"
 #include "tracer/trace.h"
 
 #if defined(__x86_64__)
@@ -48,6 +50,7 @@ namespace {
 constexpr int kChunkShift = 14;
 constexpr uint32_t kChunkRecords = 1u << kChunkShift;        // 16384 records = 2 MiB per chunk
 constexpr uint32_t kMaxRecordsPerThread = 1u << 30;          // keeps indices in int32_t
+constexpr uint32_t kDefaultSpanLimit = 1u << 23;             // per thread and recording: 1 GiB of records
 constexpr size_t kChunksKeptOnReset = 16;                    // 32 MiB stays reserved per thread
 constexpr uint32_t kInitialOpenDepth = 256;                  // open spans before the stack grows
 constexpr uintptr_t kPrefetchAheadBytes = 16 * sizeof(SpanRecord);
@@ -112,6 +115,7 @@ struct ThreadBuffer {
   uint32_t used = 0;             // records used in `cur`
   uint32_t count = 0;            // records in the buffer = index of the next one
   uint32_t depth = 0;            // open spans
+  uint64_t dropped = 0;          // spans not recorded: the limit was reached or memory ran out
   std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
 
   // Shared with stop().
@@ -180,21 +184,32 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
     if (b->chunks.empty()) b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
     b->published_epoch = epoch;
     b->published_count.store(0, std::memory_order_relaxed);
+    b->dropped = 0;
   }
   b->epoch = epoch;
   b->cur = b->chunks[0].get();
   b->used = b->count = b->depth = 0;
 }
 
-// Moves to the next chunk (allocating it if none is kept). False when full.
+// Moves to the next chunk (allocating it if none is kept). False, counting
+// the span as dropped, when the buffer holds span_limit() spans already or
+// memory for another chunk cannot be had (Note [Dropped spans]).
 bool next_chunk(ThreadBuffer* b) {
-  if (b->count + kChunkRecords > kMaxRecordsPerThread) return false;
   const size_t chunk = b->count >> kChunkShift;
-  {
-    std::lock_guard lock(b->mutex);
-    if (chunk == b->chunks.size()) b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
-    b->cur = b->chunks[chunk].get();
+  std::lock_guard lock(b->mutex);
+  if (b->count + kChunkRecords > span_limit()) {
+    ++b->dropped;
+    return false;
   }
+  if (chunk == b->chunks.size()) {
+    try {
+      b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
+    } catch (const std::bad_alloc&) {
+      ++b->dropped;
+      return false;
+    }
+  }
+  b->cur = b->chunks[chunk].get();
   b->used = 0;
   return true;
 }
@@ -438,6 +453,42 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
 
 double span_cost_ns() { return g_span_cost_ns.load(); }
 
+// [SECTION] The span limit ----------------------------------------------------------
+
+namespace {
+
+// 0 until first read: then DESCENT_TRACE_MAX_SPANS, or the default.
+std::atomic<uint32_t> g_span_limit{0};
+
+uint32_t clamp_limit(uint64_t n) {
+  return static_cast<uint32_t>(std::clamp<uint64_t>(n, kChunkRecords, kMaxRecordsPerThread));
+}
+
+uint32_t limit_from_environment() {
+  const char* env = std::getenv("DESCENT_TRACE_MAX_SPANS");
+  if (env == nullptr || *env == '\0') return kDefaultSpanLimit;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(env, &end, 10);
+  if (*end != '\0' || n == 0 || env[0] == '-') {
+    log::warn("DESCENT_TRACE_MAX_SPANS=", env, " is not a positive number of spans; using ", kDefaultSpanLimit);
+    return kDefaultSpanLimit;
+  }
+  return clamp_limit(n);
+}
+
+}  // namespace
+
+uint32_t span_limit() {
+  uint32_t v = g_span_limit.load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = limit_from_environment();
+    g_span_limit.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+void set_span_limit(uint64_t spans) { g_span_limit.store(clamp_limit(spans), std::memory_order_relaxed); }
+
 // [SECTION] start and stop ---------------------------------------------------------
 
 void start() {
@@ -446,6 +497,9 @@ void start() {
   drop_exited_buffers();
   g_span_cost_ns.store(measure_span_cost());
   calibrate_clock();
+  const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
+  log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", kTickClockName,
+             " tick, at most ", limit, " spans per thread");
   g_epoch.fetch_add(1);  // every buffer is now stale: "cleared" before its next record
   g_enabled.store(true);
 }
@@ -464,9 +518,11 @@ Trace stop() {
   Trace t;
   uint64_t next_id = 1;
   uint32_t thread = 0;
+  uint64_t dropped = 0;
   for (const auto& b : buffers) {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
+    dropped += b->dropped;
     collect_buffer(*b, thread++, next_id, stop_pair.ticks, t);
   }
   g_epoch.fetch_add(1);  // a second stop() returns an empty trace
@@ -476,6 +532,11 @@ Trace stop() {
   t.span_cost_ns = g_span_cost_ns.load();
   t.metadata["tracer.clock"] = kTickClockName;
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
+  if (dropped > 0) {  // Note [Dropped spans]
+    t.metadata["tracer.dropped_spans"] = std::to_string(dropped);
+    log::warn("the trace is missing ", dropped, " spans: a thread reached the limit of ", span_limit(),
+              " spans per recording (DESCENT_TRACE_MAX_SPANS) or memory for its buffer ran out");
+  }
   return t;
 }
 

@@ -118,6 +118,18 @@ Trace stop();
 // Measured cost of one begin/end pair with tracing on, in nanoseconds.
 double span_cost_ns();
 
+// Note [Dropped spans]
+// ~~~~~~~~~~~~~~~~~~~~
+// A recording never stops the program it watches. Each thread keeps at most
+// span_limit() spans per recording (DESCENT_TRACE_MAX_SPANS, default 8388608,
+// about 1 GiB of records; rounded down to whole 16384-span chunks); past it,
+// or when memory for a chunk cannot be had, a new span is not recorded and
+// only counted (its children attach to the span open above it). stop() puts
+// the count in the Trace's metadata as "tracer.dropped_spans" and logs a
+// warning, so a short trace is never mistaken for a complete one.
+uint32_t span_limit();
+void set_span_limit(uint64_t spans);  // clamped to [16384, 2^30]
+
 // RAII span. With tracing off, the constructor is one branch and the
 // destructor another.
 class ScopedSpan {

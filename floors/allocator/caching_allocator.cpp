@@ -61,6 +61,7 @@
 #include <unordered_map>
 
 #include "floors/allocator/allocator.h"
+#include "floors/core/log.h"
 #include "tracer/tracer.h"
 
 namespace descent::alloc {
@@ -168,8 +169,10 @@ Block* CachingAllocator::Impl::new_segment_locked(size_t requested, size_t round
   size_t seg_bytes = segment_size_for(rounded, small);
   void* ptr = raw_malloc_locked(seg_bytes);
   if (ptr == nullptr) {
-    release_cached_locked();
+    const size_t released = release_cached_locked();
     stats.num_free_retries++;
+    log::info("caching allocator: the backend refused a ", human_bytes(seg_bytes), " segment; released ", released,
+              " cached segments and retried");
     ptr = raw_malloc_locked(seg_bytes);
   }
   if (ptr == nullptr)

@@ -26,8 +26,8 @@ from conftest import cli, python_env, run_python
 FLOORS = ["[1 python", "[2 binding", "[3 dispatch", "[5 kernels", "[6 allocator"]
 
 
-def run_cli(*args, timeout=120):
-    return subprocess.run([cli(), *args], capture_output=True, text=True, timeout=timeout, env=python_env())
+def run_cli(*args, timeout=120, **env):
+    return subprocess.run([cli(), *args], capture_output=True, text=True, timeout=timeout, env=python_env(**env))
 
 
 def tree_lines(text):
@@ -249,6 +249,17 @@ def test_replay_bad_structure(kind, saved_lines, tmp_path):
     r = run_cli("replay", str(path))
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.startswith(f"descent replay: {path}: the spans do not form a tree") and problems in r.stderr
+
+
+def test_cli_trace_over_the_span_limit_says_it_is_incomplete():
+    code = "for i in range(5000): descent.ones(1)"   # 5 spans a call: past one 16384-span chunk
+    r = run_cli("trace", code, DESCENT_TRACE_MAX_SPANS="1")
+    assert r.returncode == 0, r.stderr
+    assert "INCOMPLETE:" in r.stdout and "spans were dropped" in r.stdout
+    assert "[descent warning] the trace is missing" in r.stderr
+    bad = run_cli("trace", "descent.ones(1)", DESCENT_TRACE_MAX_SPANS="lots")
+    assert bad.returncode == 0 and "DESCENT_TRACE_MAX_SPANS=lots is not a positive number" in bad.stderr
+    assert "INCOMPLETE" not in bad.stdout
 
 
 def test_replay_missing_file(tmp_path):

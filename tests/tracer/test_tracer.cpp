@@ -188,6 +188,34 @@ TEST(Tracer, ManySpansAndDeepNestingCrossChunks) {
   EXPECT_EQ(deepest, static_cast<size_t>(kDepth - 1));
 }
 
+// Note [Dropped spans]: past the limit spans are counted, not recorded, and
+// what was recorded still forms a tree (leaves past the limit just vanish;
+// a root opened past it would leave its children at the top).
+TEST(Tracer, SpansPastTheLimitAreDroppedAndCounted) {
+  const uint32_t saved = span_limit();
+  set_span_limit(1);  // clamped up to one chunk
+  EXPECT_EQ(span_limit(), 16384u);
+  start();
+  {
+    DESCENT_SPAN(Python, "root");
+    for (int i = 0; i < 20000; ++i) {
+      DESCENT_SPAN(Kernels, "leaf");
+    }
+  }
+  Trace t = stop();
+  set_span_limit(saved);
+  EXPECT_EQ(t.spans.size(), 16384u);
+  ASSERT_EQ(t.metadata.count("tracer.dropped_spans"), 1u);
+  EXPECT_EQ(t.metadata.at("tracer.dropped_spans"), std::to_string(20001 - 16384));
+  EXPECT_EQ(check_structure(t), "");
+
+  start();  // a new recording starts with nothing dropped
+  { DESCENT_SPAN(Kernels, "one"); }
+  t = stop();
+  EXPECT_EQ(t.spans.size(), 1u);
+  EXPECT_EQ(t.metadata.count("tracer.dropped_spans"), 0u);
+}
+
 TEST(Tracer, SpanCostIsMeasured) {
   start();
   (void)stop();

@@ -74,8 +74,12 @@ def run(code, env=None, echo=print):
 
 
 def header(tr):
-    return (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
+    text = (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
             f"(included in the times below); device: {tr.metadata.get('device', 'cpu')}")
+    dropped = tr.metadata.get("tracer.dropped_spans")
+    if dropped:
+        text += f"\nINCOMPLETE: {dropped} spans were dropped at the limit of DESCENT_TRACE_MAX_SPANS spans per thread"
+    return text
 
 
 def trace_whole_program():
