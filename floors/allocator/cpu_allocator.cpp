@@ -9,9 +9,11 @@
 // alignment (kAlignment, one cache line) and counting, so that the app and the
 // tests can see how many bytes tensors hold on the host.
 //
-// Note [Small host blocks]: glibc's malloc serves small chunks from a
-// per-thread cache (tcache) in a few instructions, but aligned_alloc bypasses
-// that cache and carves every block out of the arena, freeing the misaligned
+// Note [Small host blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// glibc's malloc serves small chunks from a per-thread cache (tcache) in a
+// few instructions, but aligned_alloc bypasses that cache and carves every
+// block out of the arena, freeing the misaligned
 // head and tail again (about a third of a 1-element add went there). So a
 // small block is asked of malloc with kAlignment - 16 spare bytes and aligned
 // by hand (malloc's blocks are 16-aligned); the pointer malloc returned rides

@@ -15,9 +15,11 @@
 
 namespace descent {
 
-// Note [Borrowed arguments]: pushing a Tensor on a stack would copy its Ref,
-// and a Ref copy is an atomic increment (and a decrement when the stack is
-// cleared), about a tenth of a 1-element add. A caller whose tensors outlive
+// Note [Borrowed arguments]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Pushing a Tensor on a stack would copy its Ref, and a Ref copy is an
+// atomic increment (and a decrement when the stack is cleared), about a
+// tenth of a 1-element add. A caller whose tensors outlive
 // the call (call() for an lvalue, the binding for a Python argument) pushes
 // IValue::borrow(t) instead: the stack holds a pointer to the caller's Tensor.
 // Reading it through the const accessor costs nothing; copying the IValue, or
