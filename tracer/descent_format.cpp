@@ -21,6 +21,7 @@
 // and \xHH for other control bytes; other bytes (UTF-8 too) are written raw.
 // The empty string is written "".
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -360,8 +361,23 @@ void save(const Trace& t, const std::string& path) {
 }
 
 Trace load(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec) throw TraceFormatError(path + ": cannot open the file: " + ec.message());
+  if (!std::filesystem::exists(status)) throw TraceFormatError(path + ": cannot open the file: no such file");
+  if (std::filesystem::is_directory(status)) throw TraceFormatError(path + ": cannot open the file: it is a directory");
+  if (!std::filesystem::is_regular_file(status))  // /dev/zero would be read forever
+    throw TraceFormatError(path + ": cannot open the file: not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw TraceFormatError(path + ": cannot open the file");
+  // The first line decides whether this is a trace at all, before a large
+  // file that is not one is read into memory.
+  std::string head(kMagic.size() + 1, '\0');
+  f.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(f.gcount()));
+  if (head.size() == kMagic.size() + 1 && head != std::string(kMagic) + " ") from_descent_format(head, path);
+  f.clear();
+  f.seekg(0);
   std::ostringstream text;
   text << f.rdbuf();
   if (f.bad()) throw TraceFormatError(path + ": error reading the file");

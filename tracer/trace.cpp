@@ -50,6 +50,7 @@ std::vector<size_t> children_of(const Trace& t, uint64_t parent_id) {
 namespace {
 
 constexpr size_t kIndentPerDepth = 2;      // spaces
+constexpr size_t kMaxIndentDepth = 40;     // levels drawn as indentation
 constexpr size_t kMaxDurationColumn = 96;  // characters; longer lines just get a gap
 constexpr size_t kDurationWidth = 9;       // e.g. " 12.3 us"
 constexpr size_t kMaxProblemsShown = 20;
@@ -162,7 +163,13 @@ std::string format_tree(const Trace& t) {
       if (visited[i]) continue;
       visited[i] = true;
       const Span& s = t.spans[i];
-      lines.push_back({std::string(depth * kIndentPerDepth, ' ') + describe(s), s.duration_ns(), false});
+      // Past kMaxIndentDepth levels the depth is written as a number, so a
+      // very deep (fuzzed) trace prints in linear, not quadratic, space.
+      std::string indent = depth <= kMaxIndentDepth
+                               ? std::string(depth * kIndentPerDepth, ' ')
+                               : std::string(kMaxIndentDepth * kIndentPerDepth, ' ') + "(depth " +
+                                     std::to_string(depth) + ") ";
+      lines.push_back({indent + describe(s), s.duration_ns(), false});
       const auto it = children.find(s.id);
       if (it == children.end()) continue;
       for (auto c = it->second.rbegin(); c != it->second.rend(); ++c) stack.push_back({*c, depth + 1});

@@ -39,7 +39,12 @@ struct Span {
   std::vector<SpanArg> args;
   bool operator==(const Span&) const = default;
 
-  int64_t duration_ns() const { return end_ns - start_ns; }
+  // end - start, saturated: a loaded file may hold any two int64 times.
+  int64_t duration_ns() const {
+    int64_t d = 0;
+    if (__builtin_sub_overflow(end_ns, start_ns, &d)) d = end_ns < start_ns ? INT64_MIN : INT64_MAX;
+    return d;
+  }
   const ArgValue* find_arg(const std::string& key) const;  // nullptr when absent
 };
 

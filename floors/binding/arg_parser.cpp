@@ -25,22 +25,45 @@ namespace {
 
 const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
+// An int, or anything with __index__ (numpy's ints, a one-element int tensor).
 bool is_int_like(PyObject* o) { return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
 
-bool to_int(PyObject* o, int64_t* out) {
+// A float that is not a Python float: numpy's float32, float16 (a number with
+// __float__ that is not a sequence, so not an array or a tensor).
+bool is_float_like(PyObject* o) {
+  return PyFloat_Check(o) || (!is_tensor(o) && !PySequence_Check(o) && !PyIndex_Check(o) && Py_TYPE(o)->tp_as_number &&
+                              Py_TYPE(o)->tp_as_number->nb_float);
+}
+
+enum class IntResult { Ok, NotInt, Overflow };
+
+IntResult to_int(PyObject* o, int64_t* out) {
   PyObject* index = PyLong_Check(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);  // numpy ints too
   if (!index) {
     PyErr_Clear();
-    return false;
+    return IntResult::NotInt;
   }
   long long v = PyLong_AsLongLong(index);
   Py_DECREF(index);
   if (v == -1 && PyErr_Occurred()) {
     PyErr_Clear();
-    return false;
+    return IntResult::Overflow;
   }
   *out = v;
-  return true;
+  return IntResult::Ok;
+}
+
+// "argument 'index' (position 2) is 9223372036854775808: Overflow when unpacking long"
+std::string overflow_error(const SchemaArg& a, int pos, PyObject* o) {
+  std::string text = "an int";
+  if (PyObject* r = PyObject_Repr(o)) {
+    if (const char* u = PyUnicode_AsUTF8(r)) text = u;
+    Py_DECREF(r);
+  }
+  PyErr_Clear();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return str("argument '", a.name, "' (position ", pos + 1, ") is ", text,
+             ": Overflow when unpacking long (it does not fit in int64)");
 }
 
 // Converts one object to the argument's type, or explains why not in `err`.
@@ -50,6 +73,12 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
     return true;
   }
   int64_t i = 0;
+  // An int that does not fit int64 is refused by name, not as "not an int".
+  auto int_arg = [&](PyObject* x) {
+    IntResult r = to_int(x, &i);
+    if (r == IntResult::Overflow) err = overflow_error(a, pos, x);
+    return r == IntResult::Ok;
+  };
   switch (a.type) {
     case ArgType::Tensor:
       if (is_tensor(o)) {
@@ -57,26 +86,52 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         return true;
       }
       if (pos > 0 && is_python_scalar(o)) {
+        if (is_int_like(o) && to_int(o, &i) == IntResult::Overflow) {
+          err = overflow_error(a, pos, o);
+          return false;
+        }
         out = scalar_to_tensor(o);
         return true;
       }
       break;
     case ArgType::Scalar:
       if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
-      if (is_int_like(o) && to_int(o, &i)) { out = IValue(i); return true; }
-      if (PyFloat_Check(o)) { out = IValue(PyFloat_AS_DOUBLE(o)); return true; }
+      if (is_int_like(o)) {
+        if (!int_arg(o)) return false;
+        out = IValue(i);
+        return true;
+      }
+      if (is_float_like(o)) {
+        double d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error
+        out = IValue(d);
+        return true;
+      }
       break;
     case ArgType::Int:
-      if (is_int_like(o) && to_int(o, &i)) { out = IValue(i); return true; }
+      if (is_int_like(o)) {
+        if (!int_arg(o)) return false;
+        out = IValue(i);
+        return true;
+      }
       break;
     case ArgType::Float:
-      if (PyFloat_Check(o) || is_int_like(o)) { out = IValue(PyFloat_AsDouble(o)); return true; }
+      if (is_float_like(o) || is_int_like(o)) {
+        double d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error (2**2000)
+        out = IValue(d);
+        return true;
+      }
       break;
     case ArgType::Bool:
       if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
       break;
     case ArgType::IntList: {
-      if (is_int_like(o) && to_int(o, &i)) { out = IValue(DimVector{i}); return true; }
+      if (is_int_like(o)) {
+        if (!int_arg(o)) return false;
+        out = IValue(DimVector{i});
+        return true;
+      }
       if (!PyTuple_Check(o) && !PyList_Check(o)) break;
       PyObject* seq = o;
       Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -87,7 +142,11 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       DimVector v;
       for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
-        if (!is_int_like(item) || !to_int(item, &i)) {
+        if (is_int_like(item) && to_int(item, &i) == IntResult::Overflow) {
+          err = overflow_error(a, pos, item);
+          return false;
+        }
+        if (!is_int_like(item) || to_int(item, &i) != IntResult::Ok) {
           err = str("argument '", a.name, "' must be tuple of ints, but found element of type ", type_name(item),
                     " at pos ", k);
           return false;
@@ -109,7 +168,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         return true;
       }
       if (PyUnicode_Check(o)) {
-        out = IValue(Device::parse(PyUnicode_AsUTF8(o)));  // raises ValueError naming the string
+        out = IValue(Device::parse(utf8_text(o)));  // raises ValueError naming the string
         return true;
       }
       break;
@@ -156,7 +215,7 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
   if (gathered) slots[npos - 1] = gathered;
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; ++k) {
-    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    const std::string name = utf8_text(PyTuple_GET_ITEM(kwnames, k));
     size_t j = 0;
     while (j < sargs.size() && sargs[j].name != name) ++j;
     if (j == sargs.size()) {
@@ -224,7 +283,7 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
   for (Py_ssize_t k = 0; k < nargs; ++k) got += std::string(k ? ", " : "") + type_name(args[k]);
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; ++k)
-    got += std::string(nargs + k ? ", " : "") + PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k)) + "=" +
+    got += std::string(nargs + k ? ", " : "") + utf8_text(PyTuple_GET_ITEM(kwnames, k)) + "=" +
            type_name(args[nargs + k]);
   std::string msg = g.name + "() received an invalid combination of arguments - got " + got + "), but expected one of:";
   for (const OpEntry* op : g.overloads) msg += "\n * " + signature(*op);
@@ -232,17 +291,41 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
   return false;
 }
 
-bool is_python_scalar(PyObject* o) { return PyFloat_Check(o) || PyLong_Check(o) || PyBool_Check(o); }
+// Python's numbers and numpy's scalars (np.int64(2), np.float32(2)), as
+// PyTorch takes them; not arrays or tensors, which are sequences.
+bool is_python_scalar(PyObject* o) {
+  return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) ||
+         (!PySequence_Check(o) && (is_int_like(o) || is_float_like(o)));
+}
+
+std::string utf8_text(PyObject* s) {
+  Py_ssize_t n = 0;
+  if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return std::string(p, size_t(n));
+  PyErr_Clear();  // a lone surrogate ("\udc80"): spell it out instead
+  PyObject* b = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+  if (b == nullptr) {
+    PyErr_Clear();
+    return "<unprintable str>";
+  }
+  std::string out(PyBytes_AS_STRING(b), size_t(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return out;
+}
 
 Tensor scalar_to_tensor(PyObject* o) {
-  ScalarType t = PyBool_Check(o) ? ScalarType::Bool : PyLong_Check(o) ? ScalarType::Int64 : ScalarType::Float64;
+  ScalarType t = PyBool_Check(o) ? ScalarType::Bool : is_int_like(o) ? ScalarType::Int64 : ScalarType::Float64;
   Tensor r = empty_tensor({}, t, Device{});
   if (t == ScalarType::Bool) *r.data<bool>() = o == Py_True;
   else if (t == ScalarType::Int64) {
     int64_t v = 0;
-    DESCENT_CHECK(to_int(o, &v), ValueError, "Python int too large to convert to int64");
+    DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, ValueError, "Overflow when unpacking long: ",
+                  "a Python int does not fit in int64");
     *r.data<int64_t>() = v;
-  } else *r.data<double>() = PyFloat_AsDouble(o);
+  } else {
+    const double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error
+    *r.data<double>() = d;
+  }
   r.impl()->wrapped_number = true;
   return r;
 }

@@ -13,6 +13,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <cxxabi.h>
 
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
 bool is_python_scalar(PyObject* o);
+// The text of a str; one that is not valid UTF-8 (a lone surrogate) comes back
+// with backslash escapes instead of failing.
+std::string utf8_text(PyObject* s);
 
 // [SECTION] Errors -----------------------------------------------------------------
 
@@ -76,8 +80,13 @@ extern PyObject* g_oom_error;  // descent.OutOfMemoryError, a RuntimeError
 }  // namespace descent::binding
 
 // Wraps the body of a C function: C++ exceptions become Python exceptions.
+// abi::__forced_unwind is not an error but a thread being ended by
+// pthread_exit (CPython ends daemon threads that way at exit): it must go on.
 #define DESCENT_PY_TRY try {
 #define DESCENT_PY_CATCH(ret)                 \
+  }                                           \
+  catch (abi::__forced_unwind&) {             \
+    throw;                                    \
   }                                           \
   catch (...) {                               \
     ::descent::binding::set_python_error();   \

@@ -294,6 +294,23 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   Tensor t = unwrap(o);
   DESCENT_CHECK(t.device().type == DeviceType::CPU, ValueError, "can't convert ", t.device().str(),
                 " tensor to numpy: copy it to the CPU first");
+  // A consumer that cannot take strides (hashlib, file.write) or asks for
+  // C order gets the elements in order or an error, never the raw storage.
+  const bool wants_flat = (flags & PyBUF_STRIDES) != PyBUF_STRIDES ||
+                          (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                          (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS ||
+                          (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+  if (wants_flat && !t.is_contiguous()) {
+    PyErr_Format(PyExc_BufferError,
+                 "this %s tensor of shape %s is not contiguous, and the reader asked for contiguous memory: "
+                 "pass x.contiguous() instead",
+                 dtype_name(t.dtype()), t.shape_str().c_str());
+    return -1;
+  }
+  if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && t.dim() > 1) {
+    PyErr_SetString(PyExc_BufferError, "descent tensors are laid out in C order, not Fortran order");
+    return -1;
+  }
   auto* sh = new BufferShape;
   size_t es = element_size(t.dtype());
   for (int d = 0; d < t.dim(); ++d) {
@@ -307,9 +324,11 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   view->readonly = 0;
   view->itemsize = Py_ssize_t(es);
   view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(t.dtype())) : nullptr;
-  view->ndim = t.dim();
-  view->shape = sh->shape;
-  view->strides = sh->strides;
+  // Without PyBUF_ND the reader sees plain bytes: one dimension, as
+  // PyBuffer_FillInfo gives (hashlib wants that).
+  view->ndim = (flags & PyBUF_ND) == PyBUF_ND ? t.dim() : 1;
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? sh->shape : nullptr;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? sh->strides : nullptr;
   view->suboffsets = nullptr;
   view->internal = sh;
   return 0;

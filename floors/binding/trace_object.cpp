@@ -33,17 +33,37 @@ void trace_dealloc(PyObject* o) {
   PyObject_Free(o);
 }
 
-PyObject* t_format_tree(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::format_tree(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
-PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::to_chrome_json(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
-PyObject* t_check(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyUnicode_FromString(trace::check_structure(T(o)).c_str()); DESCENT_PY_CATCH(nullptr) }
+// Text from a trace as a Python str. A loaded file may hold bytes that are
+// not UTF-8 in a name or an argument: they are shown as \xNN, never refused.
+PyObject* py_text(const std::string& s) {
+  return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "backslashreplace");
+}
+
+// A file path argument (str or os.PathLike) as UTF-8; nullptr with a TypeError set otherwise.
+bool path_arg(const char* fn, PyObject* path, std::string& out) {
+  PyObject* fs = PyOS_FSPath(path);
+  if (fs == nullptr || !PyUnicode_Check(fs)) {
+    PyErr_Clear();
+    Py_XDECREF(fs);
+    PyErr_Format(PyExc_TypeError, "%s(): expected a file path (str or os.PathLike), got %s", fn, Py_TYPE(path)->tp_name);
+    return false;
+  }
+  out = utf8_text(fs);
+  Py_DECREF(fs);
+  return true;
+}
+
+PyObject* t_format_tree(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::format_tree(T(o))); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o))); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_check(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::check_structure(T(o))); DESCENT_PY_CATCH(nullptr) }
 PyObject* t_save(PyObject* o, PyObject* path) {
-  const char* p = PyUnicode_AsUTF8(path);
-  if (!p) return nullptr;
+  std::string p;
+  if (!path_arg("save", path, p)) return nullptr;
   DESCENT_PY_TRY trace::save(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
 }
 PyObject* t_save_chrome(PyObject* o, PyObject* path) {
-  const char* p = PyUnicode_AsUTF8(path);
-  if (!p) return nullptr;
+  std::string p;
+  if (!path_arg("save_chrome", path, p)) return nullptr;
   DESCENT_PY_TRY trace::save_chrome_json(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
 }
 PyObject* t_equals(PyObject* o, PyObject* other) {
@@ -55,24 +75,38 @@ PyObject* arg_value(const trace::ArgValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return PyLong_FromLongLong(*i);
   if (auto* d = std::get_if<double>(&v)) return PyFloat_FromDouble(*d);
   if (auto* b = std::get_if<bool>(&v)) return PyBool_FromLong(*b);
-  return PyUnicode_FromString(std::get<std::string>(v).c_str());
+  return py_text(std::get<std::string>(v));
+}
+
+// d[key] = value, taking the reference to value; false (Python error set) on failure.
+bool set_item(PyObject* d, const std::string& key, PyObject* value) {
+  PyObject* k = py_text(key);
+  const bool ok = k && value && PyDict_SetItem(d, k, value) == 0;
+  Py_XDECREF(k);
+  Py_XDECREF(value);
+  return ok;
 }
 
 // The spans as a list of dicts: id, parent, floor, name, start_ns, end_ns, thread, args.
 PyObject* t_spans(PyObject* o, PyObject*) {
   PyObject* list = PyList_New(0);
+  if (!list) return nullptr;
   for (const trace::Span& s : T(o).spans) {
     PyObject* args = PyDict_New();
-    for (const trace::SpanArg& a : s.args) {
-      PyObject* v = arg_value(a.value);
-      PyDict_SetItemString(args, a.key.c_str(), v);
-      Py_DECREF(v);
+    bool ok = args != nullptr;
+    for (size_t k = 0; ok && k < s.args.size(); ++k) ok = set_item(args, s.args[k].key, arg_value(s.args[k].value));
+    PyObject* d = ok ? Py_BuildValue("{s:K,s:K,s:i,s:s,s:N,s:L,s:L,s:I,s:N}", "id", (unsigned long long)s.id,
+                                     "parent", (unsigned long long)s.parent, "floor", int(s.floor), "floor_name",
+                                     trace::floor_name(s.floor), "name", py_text(s.name), "start_ns",
+                                     (long long)s.start_ns, "end_ns", (long long)s.end_ns, "thread", s.thread, "args",
+                                     args)
+                     : nullptr;
+    if (!ok) Py_XDECREF(args);  // on success Py_BuildValue's N took it
+    if (!d || PyList_Append(list, d) < 0) {
+      Py_XDECREF(d);
+      Py_DECREF(list);
+      return nullptr;
     }
-    PyObject* d = Py_BuildValue("{s:K,s:K,s:i,s:s,s:s,s:L,s:L,s:I,s:N}", "id", (unsigned long long)s.id, "parent",
-                                (unsigned long long)s.parent, "floor", int(s.floor), "floor_name",
-                                trace::floor_name(s.floor), "name", s.name.c_str(), "start_ns", (long long)s.start_ns,
-                                "end_ns", (long long)s.end_ns, "thread", s.thread, "args", args);
-    PyList_Append(list, d);
     Py_DECREF(d);
   }
   return list;
@@ -80,10 +114,12 @@ PyObject* t_spans(PyObject* o, PyObject*) {
 PyObject* t_span_cost(PyObject* o, void*) { return PyFloat_FromDouble(T(o).span_cost_ns); }
 PyObject* t_metadata(PyObject* o, void*) {
   PyObject* d = PyDict_New();
+  if (!d) return nullptr;
   for (const auto& [k, v] : T(o).metadata) {
-    PyObject* s = PyUnicode_FromString(v.c_str());
-    PyDict_SetItemString(d, k.c_str(), s);
-    Py_DECREF(s);
+    if (!set_item(d, k, py_text(v))) {
+      Py_DECREF(d);
+      return nullptr;
+    }
   }
   return d;
 }
@@ -117,8 +153,8 @@ PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); 
 PyObject* py_trace_stop(PyObject*, PyObject*) { DESCENT_PY_TRY return new_trace_object(trace::stop()); DESCENT_PY_CATCH(nullptr) }
 PyObject* py_trace_enabled(PyObject*, PyObject*) { return PyBool_FromLong(trace::enabled()); }
 PyObject* py_load_trace(PyObject*, PyObject* path) {
-  const char* p = PyUnicode_AsUTF8(path);
-  if (!p) return nullptr;
+  std::string p;
+  if (!path_arg("_load_trace", path, p)) return nullptr;
   DESCENT_PY_TRY return new_trace_object(trace::load(p)); DESCENT_PY_CATCH(nullptr)
 }
 
@@ -152,11 +188,13 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject*) {
     auto it = g_names.find(code);
     if (it == g_names.end()) {
       const char* file = PyUnicode_AsUTF8(code->co_filename);
+      if (!file) PyErr_Clear();  // a file name that is not UTF-8 is not ours
       const char* name = nullptr;
       if (file && std::strncmp(file, g_package_dir.c_str(), g_package_dir.size()) == 0 && g_skip_file != file) {
         PyObject* q = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
         if (!q) PyErr_Clear();
         const char* qs = q ? PyUnicode_AsUTF8(q) : nullptr;
+        if (q && !qs) PyErr_Clear();
         // Comprehensions and lambdas (<genexpr>, <lambda>) are part of their function's span.
         if (qs && !std::strchr(qs, '<')) name = trace::intern(qs);
         Py_XDECREF(q);

@@ -24,7 +24,14 @@ std::string DimVector::str() const {
 
 int64_t numel_of(const DimVector& sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    if (s == 0) return 0;
+    overflow |= __builtin_mul_overflow(n, s, &n);
+  }
+  // A wrapped product could pass a size check by accident (2**62 + 1 rows of
+  // 4 "are" 4 elements), so it is an error here, where every view is made.
+  DESCENT_CHECK(!overflow, ValueError, "the shape ", sizes.str(), " has more elements than an int64 can count");
   return n;
 }
 

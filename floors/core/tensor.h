@@ -79,7 +79,7 @@ class DimVector {
   int n_ = 0;
 };
 
-int64_t numel_of(const DimVector& sizes);  // product; 1 for an empty list
+int64_t numel_of(const DimVector& sizes);  // product; 1 for an empty list; ValueError past int64
 DimVector contiguous_strides(const DimVector& sizes);
 // Wraps a possibly negative dim into [0, ndim); raises IndexError naming `op`.
 int wrap_dim(int64_t dim, int ndim, const char* op);

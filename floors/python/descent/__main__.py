@@ -13,12 +13,24 @@ import descent
 from descent import _C, tracing
 
 
+class CommandError(Exception):
+    """A problem the command reports in one line, exit status 2 (no traceback)."""
+
+
+def write(what, path, save):
+    """save(path), or a CommandError that names the file and the reason."""
+    try:
+        save(path)
+    except (OSError, RuntimeError, TypeError, ValueError) as e:
+        raise CommandError(f"cannot write the {what} to '{path}': {e}") from None
+
+
 def show(result, chrome):
     """Prints the header and the tree; writes Chrome JSON when asked."""
     print(tracing.header(result))
     print(result.format_tree(), end="")
     if chrome:
-        result.save_chrome(chrome)
+        write("Chrome trace", chrome, result.save_chrome)
         print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
@@ -32,7 +44,7 @@ def cmd_trace(args):
         return 2
     show(result, args.chrome)
     if args.save:
-        result.save(args.save)
+        write("trace", args.save, result.save)
         print(f"wrote {args.save} (replay it with: descent replay {args.save})")
     if error is not None:
         print("\nThe code raised an exception (the trace above shows what ran before it):", file=sys.stderr)
@@ -44,7 +56,7 @@ def cmd_trace(args):
 def cmd_replay(args):
     try:
         result = _C._load_trace(args.file)
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, MemoryError, descent.OutOfMemoryError) as e:
         print(f"descent replay: {e}", file=sys.stderr)
         return 2
     problems = result.check()  # a file that parses can still hold spans that do not nest
@@ -58,7 +70,7 @@ def cmd_replay(args):
 
 def cmd_verify(args):
     verdicts = descent.verify(args.op, args.seed)
-    if args.op and not verdicts:
+    if args.op is not None and not verdicts:
         print(f"descent verify: no op named '{args.op}' (see: descent ops)", file=sys.stderr)
         return 2
     failed = 0
@@ -97,7 +109,11 @@ def main(argv=None):
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
     args = p.parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except CommandError as e:
+        print(f"descent {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
