@@ -46,6 +46,8 @@ def cmd_trace(args):
     if args.save:
         write("trace", args.save, result.save)
         print(f"wrote {args.save} (replay it with: descent replay {args.save})")
+    if isinstance(error, SystemExit):  # the code called sys.exit(): its status, after the trace
+        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
     if error is not None:
         print("\nThe code raised an exception (the trace above shows what ran before it):", file=sys.stderr)
         traceback.print_exception(type(error), error, error.__traceback__.tb_next, file=sys.stderr)

@@ -62,7 +62,7 @@ def run(code, env=None, echo=print):
                         values.append(value)
                 else:
                     exec(compile(ast.Module([stmt], []), "<descent trace>", "exec"), env)
-            except Exception as e:  # the user's code failed: keep what was recorded
+            except (Exception, SystemExit) as e:  # the user's code failed or exited: keep what was recorded
                 error = e
                 break
             finally:
