@@ -473,7 +473,10 @@ uint32_t limit_from_environment() {
     log::warn("DESCENT_TRACE_MAX_SPANS=", env, " is not a positive number of spans; using ", kDefaultSpanLimit);
     return kDefaultSpanLimit;
   }
-  return clamp_limit(n);
+  const uint32_t limit = clamp_limit(n);
+  if (limit != n) log::warn("DESCENT_TRACE_MAX_SPANS=", env, " is taken as ", limit, " (the limit is between ",
+                            kChunkRecords, " and ", kMaxRecordsPerThread, " spans)");
+  return limit;
 }
 
 }  // namespace

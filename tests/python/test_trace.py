@@ -257,6 +257,7 @@ def test_cli_trace_over_the_span_limit_says_it_is_incomplete():
     assert r.returncode == 0, r.stderr
     assert "INCOMPLETE:" in r.stdout and "spans were dropped" in r.stdout
     assert "[descent warning] the trace is missing" in r.stderr
+    assert "DESCENT_TRACE_MAX_SPANS=1 is taken as 16384" in r.stderr
     bad = run_cli("trace", "descent.ones(1)", DESCENT_TRACE_MAX_SPANS="lots")
     assert bad.returncode == 0 and "DESCENT_TRACE_MAX_SPANS=lots is not a positive number" in bad.stderr
     assert "INCOMPLETE" not in bad.stdout
