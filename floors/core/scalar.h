@@ -1,10 +1,14 @@
 // Scalar: one number that is not a tensor (alpha, fill values, exponents).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 #include "floors/core/dtype.h"
+#include "floors/core/error.h"
 
 namespace descent {
 
@@ -23,18 +27,54 @@ class Scalar {
   bool is_bool() const { return type_ == ScalarType::Bool; }
 
   double to_double() const { return type_ == ScalarType::Float64 ? v_.d : type_ == ScalarType::Int64 ? double(v_.i) : double(v_.b); }
-  int64_t to_int() const { return type_ == ScalarType::Float64 ? int64_t(v_.d) : type_ == ScalarType::Int64 ? v_.i : int64_t(v_.b); }
+  // A float is truncated toward zero; one outside [-2^63, 2^63) (NaN and the
+  // infinities included) raises, see Note [Checked scalar conversion].
+  int64_t to_int(const char* op = nullptr, const char* arg = "value") const {
+    if (type_ == ScalarType::Float64) {
+      check_fits(v_.d >= -0x1p63 && v_.d < 0x1p63, "int64_t", op, arg);  // false for NaN
+      return int64_t(v_.d);
+    }
+    return type_ == ScalarType::Int64 ? v_.i : int64_t(v_.b);
+  }
   bool to_bool() const { return type_ == ScalarType::Float64 ? v_.d != 0 : type_ == ScalarType::Int64 ? v_.i != 0 : v_.b; }
-  // The value converted to the C++ type T (bool, int64_t, float, double).
+
+  // Note [Checked scalar conversion]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // to<T>() converts the value to the C++ type T (bool, int64_t, float,
+  // double) the way PyTorch's Scalar::to does: a value T cannot hold raises
+  // RuntimeError "value cannot be converted to type T without overflow"
+  // instead of being undefined behaviour (a double cast to int64_t) or a
+  // silent infinity (1e300 cast to float). For an integer T that is NaN, the
+  // infinities and every double outside [-2^63, 2^63); for float, a finite
+  // double beyond float's largest (NaN and the infinities are floats too).
+  // Anything becomes a bool. `op` and `arg`, when given, name the call in the
+  // message ("full(): fill_value cannot be converted ..."). Only scalars are
+  // checked: casting a tensor (to(), promotion) converts as PyTorch does.
   template <typename T>
-  T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (std::is_integral_v<T>) return T(to_int());
-    else return T(to_double());
+  T to(const char* op = nullptr, const char* arg = "value") const {
+    if constexpr (std::is_same_v<T, bool>) {
+      return to_bool();
+    } else if constexpr (std::is_integral_v<T>) {
+      static_assert(std::is_same_v<T, int64_t>, "descent's only integer dtype is int64");
+      return to_int(op, arg);
+    } else if constexpr (std::is_same_v<T, float>) {
+      if (type_ == ScalarType::Float64)
+        check_fits(!std::isfinite(v_.d) || std::fabs(v_.d) <= double(std::numeric_limits<float>::max()), "float", op,
+                   arg);
+      return float(to_double());
+    } else {
+      static_assert(std::is_same_v<T, double>, "a Scalar converts to bool, int64_t, float or double");
+      return to_double();
+    }
   }
   std::string str() const;
 
  private:
+  void check_fits(bool fits, const char* type, const char* op, const char* arg) const {
+    DESCENT_CHECK(fits, Error, op ? op : "", op ? "(): " : "", arg, " cannot be converted to type ", type,
+                  " without overflow (got ", str(), ")");
+  }
+
   ScalarType type_;
   union {
     double d;

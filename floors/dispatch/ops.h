@@ -74,6 +74,12 @@ enum class Domain : uint8_t { Any, Positive };
     Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
   _(gt, "gt(Tensor self, Tensor other) -> Tensor",                                                                                   \
     Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
+  _(ne, "ne(Tensor self, Tensor other) -> Tensor",                                                                                   \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
+  _(le, "le(Tensor self, Tensor other) -> Tensor",                                                                                   \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
+  _(ge, "ge(Tensor self, Tensor other) -> Tensor",                                                                                   \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
   /* elementwise, one input */                                                                                                       \
   _(neg, "neg(Tensor self) -> Tensor",                                                                                               \
     Unary, Exact, Any, "T[4, 33]")                                                                                                   \
@@ -137,6 +143,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 41, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 44, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

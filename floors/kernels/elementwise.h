@@ -27,8 +27,11 @@ template <class T> T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>)
 
 struct NegF { template <class T> T operator()(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
+// abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
 struct AbsF { template <class T> T operator()(T x) const {
-  if constexpr (std::is_same_v<T, bool>) return x; else return x < 0 ? NegF{}(x) : x; } };
+  if constexpr (std::is_same_v<T, bool>) return x;
+  else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
+  else return x < 0 ? NegF{}(x) : x; } };
 struct ExpF { template <class T> T operator()(T x) const { return std::exp(x); } };
 struct LogF { template <class T> T operator()(T x) const { return std::log(x); } };
 struct SqrtF { template <class T> T operator()(T x) const { return std::sqrt(x); } };
@@ -97,6 +100,9 @@ void visit_binary(Op op, Fn&& fn) {
 struct EqF { template <class T> bool operator()(T a, T b) const { return a == b; } };
 struct LtF { template <class T> bool operator()(T a, T b) const { return a < b; } };
 struct GtF { template <class T> bool operator()(T a, T b) const { return a > b; } };
+struct NeF { template <class T> bool operator()(T a, T b) const { return a != b; } };  // true when either is NaN
+struct LeF { template <class T> bool operator()(T a, T b) const { return a <= b; } };
+struct GeF { template <class T> bool operator()(T a, T b) const { return a >= b; } };
 
 template <typename Fn>
 void visit_compare(Op op, Fn&& fn) {
@@ -104,6 +110,9 @@ void visit_compare(Op op, Fn&& fn) {
     case Op::eq: return fn(EqF{});
     case Op::lt: return fn(LtF{});
     case Op::gt: return fn(GtF{});
+    case Op::ne: return fn(NeF{});
+    case Op::le: return fn(LeF{});
+    case Op::ge: return fn(GeF{});
     default: throw Error("visit_compare: not a comparison op");
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/random.h"
 #include "tracer/tracer.h"
@@ -77,10 +78,10 @@ Tensor make_output(trace::ScopedSpan& span, const DimVector& sizes, ScalarType d
   return out;
 }
 
-void fill(const Tensor& out, Scalar v) {
+void fill(const OpEntry& op, const Tensor& out, Scalar v) {
   visit_dtype(out.dtype(), [&]<typename T>() {
     T* p = out.data<T>();
-    T x = v.to<T>();
+    T x = v.to<T>(op.name, "fill_value");  // Note [Checked scalar conversion]
     for (int64_t i = 0; i < out.numel(); ++i) p[i] = x;
   });
 }
@@ -94,8 +95,18 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     fallback = value.is_floating() ? kDefaultFloat : value.type();
   }
   Tensor out = make_output(span, s[0].to_int_list(), dtype_arg(s, fallback));
-  if (op.id != Op::empty) fill(out, value);
+  if (op.id != Op::empty) fill(op, out, value);
   s.set_result(std::move(out));
+}
+
+// The length of arange(start, end, step) for int64 bounds, exact: end - start
+// and |step| are taken as unsigned 64-bit numbers, which hold them whole even
+// at the ends of int64 (arange(-2**63, 2**63 - 1, 2**62)), where a double
+// would round and int64 arithmetic would overflow.
+uint64_t arange_length(int64_t start, int64_t end, int64_t step) {
+  uint64_t span = step > 0 ? uint64_t(end) - uint64_t(start) : uint64_t(start) - uint64_t(end);
+  uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+  return span / stride + (span % stride != 0);
 }
 
 void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
@@ -110,16 +121,31 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(ds != 0, ValueError, "arange(): step must be nonzero");
   DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), ValueError, "arange(): unsupported range: ", start.str(),
                 " -> ", end.str());
-  DESCENT_CHECK((ds > 0 && d1 >= d0) || (ds < 0 && d1 <= d0), ValueError,
-                "arange(): upper bound and larger bound inconsistent with step sign");
-  double n = std::ceil((d1 - d0) / ds);
-  DESCENT_CHECK(n < double(int64_t(1) << 40), ValueError, "arange(): too many elements (", n, ")");
+  constexpr uint64_t kMaxLength = uint64_t(1) << 40;  // elements
+  uint64_t n;
+  if (!any_float) {  // integer bounds: compared and counted exactly
+    int64_t i0 = start.to_int(), i1 = end.to_int(), is = step.to_int();
+    DESCENT_CHECK((is > 0 && i1 >= i0) || (is < 0 && i1 <= i0), ValueError,
+                  "arange(): upper bound and larger bound inconsistent with step sign");
+    n = arange_length(i0, i1, is);
+  } else {
+    DESCENT_CHECK((ds > 0 && d1 >= d0) || (ds < 0 && d1 <= d0), ValueError,
+                  "arange(): upper bound and larger bound inconsistent with step sign");
+    double dn = std::ceil((d1 - d0) / ds);
+    DESCENT_CHECK(dn < double(kMaxLength), ValueError, "arange(): too many elements (", dn, ")");
+    n = uint64_t(dn);
+  }
+  DESCENT_CHECK(n < kMaxLength, ValueError, "arange(): too many elements (", n, ")");
   Tensor out = make_output(span, {int64_t(n)}, dt);
   visit_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      if constexpr (std::is_floating_point_v<T>) p[i] = T(d0 + double(i) * ds);
-      else p[i] = T(start.to_int() + i * step.to_int());
+    if constexpr (std::is_floating_point_v<T>) {
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(d0 + double(i) * ds);
+    } else {
+      // start + i * step in int64, wrapping: every element lies between start
+      // and end, so for int64 bounds the wrapped sum is the exact value.
+      int64_t i0 = start.to<int64_t>("arange", "start"), is = step.to<int64_t>("arange", "step");
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(wrap_add(i0, wrap_mul(i, is)));
     }
   });
   s.set_result(std::move(out));

@@ -93,6 +93,7 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), TypeError, op.name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ct, a.device());

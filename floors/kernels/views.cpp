@@ -17,15 +17,21 @@ DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
   DimVector out = req;
   int infer = -1;
   int64_t known = 1;
+  bool overflow = false, has_zero = false;
   for (int i = 0; i < req.size(); ++i) {
     if (req[i] == -1) {
       DESCENT_CHECK(infer < 0, ValueError, op, "(): only one dimension can be inferred");
       infer = i;
     } else {
       DESCENT_CHECK(req[i] >= 0, ValueError, op, "(): invalid shape dimension ", req[i]);
-      known *= req[i];
+      has_zero |= req[i] == 0;
+      overflow |= __builtin_mul_overflow(known, req[i], &known);
     }
   }
+  if (has_zero) known = 0;  // a zero makes the product 0 whatever came before it
+  // Sizes whose product an int64 cannot hold cannot hold `numel` elements either.
+  DESCENT_CHECK(has_zero || !overflow, ValueError, op, "(): shape '", req.str(), "' is invalid for input of size ",
+                numel);
   if (infer >= 0) {
     DESCENT_CHECK(known != 0 && numel % known == 0, ValueError, op, "(): shape '", req.str(),
                   "' is invalid for input of size ", numel);
@@ -163,10 +169,17 @@ DESCENT_VIEW_KERNEL(slice_kernel) {
   auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
   int64_t start = s[2].is_none() ? 0 : clamp(s[2].to_int());
   int64_t end = s[3].is_none() ? n : clamp(s[3].to_int());
-  int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  // ceil((end - start) / step) written so that nothing overflows, even for steps near 2**63.
+  int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
   DimVector sizes = x.sizes(), strides = x.strides();
   sizes[d] = len;
-  strides[d] *= step;
+  // The new stride is stride * step; a dim of one element or none never
+  // steps, so when that product overflows it keeps its old stride instead.
+  int64_t stride;
+  bool overflow = __builtin_mul_overflow(x.strides()[d], step, &stride);
+  DESCENT_CHECK(!overflow || len <= 1, ValueError, "slice(): the stride ", x.strides()[d], " of dimension ", d,
+                " times the step ", step, " does not fit in an int64");
+  if (!overflow) strides[d] = stride;
   set_view(span, s, x.as_strided(sizes, strides, x.offset() + start * x.strides()[d]));
 }
 

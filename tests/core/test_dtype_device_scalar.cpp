@@ -7,7 +7,9 @@
 // [SECTION] Scalars
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -157,6 +159,41 @@ TEST(Scalar, ConvertsBetweenKinds) {
   EXPECT_EQ(Scalar(3).to<double>(), 3.0);
   EXPECT_EQ(Scalar(2.0).to<bool>(), true);
   EXPECT_EQ(Scalar(2.9).to<int64_t>(), 2);
+}
+
+TEST(Scalar, ToRaisesForValuesTheTypeCannotHold) {
+  // Note [Checked scalar conversion]: [-2^63, 2^63) for int64_t, NaN and the
+  // infinities never; float's range for a finite double; bool takes anything.
+  auto message = [](auto fn) -> std::string {
+    try {
+      fn();
+    } catch (const ValueError& e) {
+      return std::string("ValueError: ") + e.what();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (double v : {double(NAN), double(INFINITY), -double(INFINITY), 0x1p63, -0x1p63 * 1.0000001, 1e300}) {
+    EXPECT_EQ(message([&] { Scalar(v).to<int64_t>(); }).find("value cannot be converted to type int64_t without overflow"),
+              0u) << v;
+    EXPECT_NE(message([&] { Scalar(v).to_int(); }), "no error") << v;
+  }
+  EXPECT_EQ(message([&] { Scalar(1e20).to<int64_t>("full", "fill_value"); }),
+            "full(): fill_value cannot be converted to type int64_t without overflow (got 1e+20)");
+  EXPECT_EQ(Scalar(-0x1p63).to<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Scalar(0x1p63 - 1024).to<int64_t>(), int64_t((uint64_t(1) << 63) - 1024));
+  EXPECT_EQ(Scalar(-0.99).to<int64_t>(), 0);
+  for (double v : {1e300, -1e300, 3.5e38})
+    EXPECT_EQ(message([&] { Scalar(v).to<float>(); }).find("value cannot be converted to type float without overflow"),
+              0u) << v;
+  EXPECT_EQ(Scalar(double(std::numeric_limits<float>::max())).to<float>(), std::numeric_limits<float>::max());
+  EXPECT_TRUE(std::isinf(Scalar(double(INFINITY)).to<float>()));
+  EXPECT_TRUE(std::isnan(Scalar(double(NAN)).to<float>()));
+  EXPECT_EQ(Scalar(1e300).to<double>(), 1e300);
+  EXPECT_TRUE(Scalar(double(NAN)).to<bool>());
+  EXPECT_EQ(Scalar(std::numeric_limits<int64_t>::max()).to<int64_t>(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Scalar(std::numeric_limits<int64_t>::max()).to<float>(), 0x1p63f) << "an int64 always fits a float";
 }
 
 TEST(Scalar, PrintsLikePython) {

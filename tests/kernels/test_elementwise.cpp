@@ -219,6 +219,20 @@ TEST(Unary, NaNAndInfinities) {
   EXPECT_EQ(values(call(Op::log, make({1}, ScalarType::Float64, {0})))[0], -inf);
 }
 
+TEST(Unary, AbsOfNegativeZeroIsPositiveZeroInBothVariants) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
+    Tensor x = make({4}, dt, {-0.0, 0.0, -2.5, -nan});
+    for (kernels::Variant v : {kernels::Variant::Reference, kernels::Variant::Optimized}) {
+      kernels::VariantGuard g(v);
+      std::vector<double> y = values(call(Op::abs, x));
+      EXPECT_STREQ(kernels::last_variant(), v == kernels::Variant::Reference ? "reference" : "optimized");
+      for (double e : y) EXPECT_FALSE(std::signbit(e)) << dtype_name(dt) << " " << kernels::last_variant();
+      EXPECT_EQ(y[2], 2.5);
+    }
+  }
+}
+
 // [SECTION] Comparisons -------------------------------------------------------------------
 
 TEST(Compare, ResultsAreBoolAndMatchReference) {
@@ -228,6 +242,9 @@ TEST(Compare, ResultsAreBoolAndMatchReference) {
       {Op::eq, [](double a, double b) { return double(a == b); }},
       {Op::lt, [](double a, double b) { return double(a < b); }},
       {Op::gt, [](double a, double b) { return double(a > b); }},
+      {Op::ne, [](double a, double b) { return double(a != b); }},
+      {Op::le, [](double a, double b) { return double(a <= b); }},
+      {Op::ge, [](double a, double b) { return double(a >= b); }},
   };
   for (const Case& c : cases) {
     for (ScalarType dt : {ScalarType::Float32, ScalarType::Int64, ScalarType::Bool})
@@ -267,6 +284,9 @@ TEST(Promotion, ResultDtypes) {
       {Op::eq, t(S::Int64), t(S::Float32), S::Bool, "comparisons are bool"},
       {Op::lt, t(S::Float64), t(S::Float64), S::Bool, "comparisons are bool"},
       {Op::gt, t(S::Bool), t(S::Bool), S::Bool, "comparisons are bool"},
+      {Op::ne, t(S::Int64), t(S::Float64), S::Bool, "comparisons are bool"},
+      {Op::le, t(S::Float32), t(S::Int64), S::Bool, "comparisons are bool"},
+      {Op::ge, t(S::Bool), t(S::Float32), S::Bool, "comparisons are bool"},
       {Op::matmul, make({2, 2}, S::Int64, {1, 2, 3, 4}), make({2, 2}, S::Float32, {1, 0, 0, 1}), S::Float32, "matmul"},
   };
   for (const Case& c : cases) EXPECT_EQ(call(c.op, c.a, c.b).dtype(), c.want) << c.what;

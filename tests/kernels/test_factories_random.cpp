@@ -13,7 +13,10 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <set>
+#include <string>
+#include <typeinfo>
 
 #include "floors/kernels/random.h"
 #include "kernel_test_util.h"
@@ -57,6 +60,42 @@ TEST(Factories, FullInfersItsDtypeFromTheValue) {
   EXPECT_THROW(call(Op::zeros, DimVector{2, -3}), ValueError);
 }
 
+// Expects `fn` to throw exactly descent::Error (Python's RuntimeError), `part` in its message.
+template <typename Fn>
+void expect_runtime_error(Fn&& fn, const std::string& part) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error (wanted one mentioning '" << part << "')";
+  } catch (const Error& e) {
+    EXPECT_EQ(typeid(e), typeid(Error)) << e.what();
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(Factories, FullRaisesForAValueItsDtypeCannotHold) {
+  // Note [Checked scalar conversion]: NaN, the infinities and doubles outside
+  // [-2^63, 2^63) do not become int64 (a C++ cast would be undefined), and a
+  // finite double past float's range does not become inf.
+  for (double v : {double(NAN), double(INFINITY), -double(INFINITY), 1e20, -1e20, 0x1p63, -0x1p64})
+    expect_runtime_error([&] { call(Op::full, DimVector{2}, v, ScalarType::Int64); },
+                         "full(): fill_value cannot be converted to type int64_t without overflow");
+  for (double v : {1e300, -1e300, 3.5e38}) {
+    expect_runtime_error([&] { call(Op::full, DimVector{2}, v, ScalarType::Float32); },
+                         "full(): fill_value cannot be converted to type float without overflow");
+    expect_runtime_error([&] { call(Op::full, DimVector{2}, v); }, "type float without overflow");
+  }
+  Tensor lowest = call(Op::full, DimVector{1}, -0x1p63, ScalarType::Int64);
+  EXPECT_EQ(lowest.data<int64_t>()[0], std::numeric_limits<int64_t>::min()) << "-2^63 itself fits";
+  EXPECT_EQ(call(Op::full, DimVector{1}, 0x1p63 - 1024, ScalarType::Int64).data<int64_t>()[0],
+            int64_t((uint64_t(1) << 63) - 1024)) << "the largest double below 2^63";
+  EXPECT_TRUE(std::isinf(values(call(Op::full, DimVector{1}, double(INFINITY)))[0])) << "inf is a float";
+  EXPECT_TRUE(std::isnan(values(call(Op::full, DimVector{1}, double(NAN)))[0])) << "so is NaN";
+  EXPECT_EQ(values(call(Op::full, DimVector{1}, 1e300, ScalarType::Float64)), std::vector<double>{1e300});
+  EXPECT_EQ(values(call(Op::full, DimVector{1}, double(NAN), ScalarType::Bool)), std::vector<double>{1});
+  EXPECT_EQ(values(call(Op::full, DimVector{1}, double(std::numeric_limits<float>::max()))),
+            std::vector<double>{double(std::numeric_limits<float>::max())});
+}
+
 // [SECTION] arange ---------------------------------------------------------------------
 
 TEST(Arange, ValuesAndDtypes) {
@@ -81,6 +120,34 @@ TEST(Arange, ValuesAndDtypes) {
   Tensor fine = call(Op::arange_start, 0.0, 1.0, 0.1, ScalarType::Float64);
   ASSERT_EQ(fine.numel(), 10);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(values(fine)[size_t(i)], 0.1 * i);
+}
+
+TEST(Arange, IntegerBoundsAtTheEndsOfInt64AreCountedExactly) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t k62 = int64_t(1) << 62;
+  struct Case { int64_t start, end, step; std::vector<int64_t> want; };
+  const Case cases[] = {
+      {kMax - 9, kMax, 3, {kMax - 9, kMax - 6, kMax - 3}},  // a double rounds both bounds to 2^63
+      {kMin, kMin + 10, 3, {kMin, kMin + 3, kMin + 6, kMin + 9}},
+      {kMax - 1, kMax, k62, {kMax - 1}},
+      {kMin, kMax, kMax, {kMin, -1, kMax - 1}},  // end - start is 2^64 - 1
+      {kMin, kMax, k62, {kMin, -k62, 0, k62}},   // start + 4 * step would overflow
+      {kMax, kMin, kMin, {kMax, -1}},            // |step| is 2^63
+      {5, kMin, kMin, {5, 5 + kMin}},
+      {kMax, kMax, 1, {}},
+      {kMin, kMin + 1, kMax, {kMin}},
+  };
+  for (const Case& c : cases) {
+    Tensor t = call(Op::arange_start, c.start, c.end, c.step);
+    EXPECT_EQ(t.dtype(), ScalarType::Int64);
+    ASSERT_EQ(t.numel(), int64_t(c.want.size())) << c.start << " " << c.end << " " << c.step;
+    for (size_t i = 0; i < c.want.size(); ++i) EXPECT_EQ(t.data<int64_t>()[i], c.want[i]) << i;
+    EXPECT_EQ(call(Op::arange_start, c.start, c.end, c.step, ScalarType::Float64).numel(), int64_t(c.want.size()))
+        << "the length does not depend on the dtype";
+  }
+  EXPECT_THROW(call(Op::arange_start, kMin, kMax, 1), ValueError) << "too many elements, counted without overflow";
+  expect_runtime_error([&] { call(Op::arange_start, 1e19, 2e19, 1e18, ScalarType::Int64); },
+                       "arange(): start cannot be converted to type int64_t without overflow");
 }
 
 TEST(Arange, Errors) {

@@ -10,6 +10,8 @@
 // [SECTION] Output memory
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "floors/allocator/allocator.h"
 #include "floors/kernels/kernels.h"
 #include "kernel_test_util.h"
@@ -63,6 +65,43 @@ TEST(ViewErrors, EachViewChecksItsArguments) {
   EXPECT_EQ(call(Op::unsqueeze, s, 0).sizes(), (DimVector{1}));
   EXPECT_EQ(call(Op::transpose, s, 0, -1).dim(), 0) << "a 0-d tensor accepts dims 0 and -1";
   EXPECT_EQ(call(Op::view, iota({0, 4}), DimVector{2, 0, 3}).numel(), 0);
+}
+
+TEST(ViewErrors, ShapesPastInt64AreInvalidNotWrapped) {
+  // (2^62 + 1) * 4 wraps to 4 in int64: the product is checked, not wrapped.
+  Tensor x = iota({4});
+  const int64_t big = (int64_t(1) << 62) + 1, k32 = int64_t(1) << 32;
+  expect_error<ValueError>([&] { call(Op::reshape, x, DimVector{big, 4}); },
+                           "reshape(): shape '[4611686018427387905, 4]' is invalid for input of size 4");
+  expect_error<ValueError>([&] { call(Op::view, x, DimVector{big, -1}); }, "view(): shape '[4611686018427387905, -1]'");
+  expect_error<ValueError>([&] { call(Op::view, x, DimVector{-1, big, 4}); }, "is invalid for input of size 4");
+  expect_error<ValueError>([&] { call(Op::reshape, x, DimVector{k32, k32, 2}); }, "is invalid for input of size 4");
+  EXPECT_EQ(call(Op::reshape, iota({0}), DimVector{big, 0}).sizes(), (DimVector{big, 0})) << "a zero wins";
+  expect_error<ValueError>([&] { call(Op::reshape, iota({0}), DimVector{big, 4, 0, -1}); }, "input of size 0");
+}
+
+TEST(Slice, HugeStepsKeepTheFirstElementAndDoNotOverflow) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t k62 = int64_t(1) << 62;
+  Tensor x = iota({6});
+  for (int64_t step : {kMax, k62, int64_t{6}}) {
+    Tensor a = call(Op::slice, x, 0, IValue(), IValue(), step);
+    EXPECT_EQ(a.sizes(), (DimVector{1})) << step;
+    EXPECT_EQ(values(a), std::vector<double>{0}) << step;
+  }
+  EXPECT_EQ(values(call(Op::slice, x, 0, 5, kMax, kMax)), std::vector<double>{5});
+  EXPECT_EQ(call(Op::slice, x, 0, 6, IValue(), kMax).numel(), 0);
+  EXPECT_EQ(values(call(Op::slice, x, 0, 1, IValue(), 4)), (std::vector<double>{1, 5}));
+  Tensor m = iota({2, 3});  // stride 3 * 2^62 does not fit an int64, and a dim of one element never needs it
+  Tensor rows = call(Op::slice, m, 0, IValue(), IValue(), k62);
+  EXPECT_EQ(rows.sizes(), (DimVector{1, 3}));
+  EXPECT_EQ(values(rows), (std::vector<double>{0, 1, 2}));
+  Tensor cols = call(Op::slice, m, 1, 1, IValue(), kMax);
+  EXPECT_EQ(cols.sizes(), (DimVector{2, 1}));
+  EXPECT_EQ(values(cols), (std::vector<double>{1, 4}));
+  // Several elements 2^62 apart: the stride itself cannot be represented.
+  Tensor wide = iota({3}).as_strided({3}, {k62}, 0);
+  expect_error<ValueError>([&] { call(Op::slice, wide, 0, IValue(), IValue(), 2); }, "does not fit in an int64");
 }
 
 TEST(ViewErrors, ExpandRejectsNegativeSizes) {

@@ -45,6 +45,37 @@ def test_full():
     assert descent.full([2], 2.7, dtype=I).tolist() == [2, 2]
 
 
+@pytest.mark.parametrize("value,dtype,type_name", [
+    (float("nan"), I, "int64_t"), (float("inf"), I, "int64_t"), (float("-inf"), I, "int64_t"),
+    (1e20, I, "int64_t"), (-1e20, I, "int64_t"), (2.0 ** 63, I, "int64_t"), (-(2.0 ** 64), I, "int64_t"),
+    (1e300, F, "float"), (-1e300, F, "float"), (1e300, None, "float"), (3.5e38, F, "float"),
+])
+def test_full_value_that_does_not_fit(value, dtype, type_name):
+    """A fill value the dtype cannot hold raises, as in PyTorch, instead of
+    becoming INT64_MIN (an undefined C++ cast) or inf."""
+    with pytest.raises(RuntimeError, match=rf"full\(\): fill_value cannot be converted to type {type_name} without overflow"):
+        descent.full([2], value, dtype=dtype)
+
+
+def test_full_value_at_the_edges():
+    assert descent.full([1], -(2.0 ** 63), dtype=I).tolist() == [-(2 ** 63)]   # -2**63 itself fits
+    assert descent.full([1], 2.0 ** 63 - 1024, dtype=I).tolist() == [2 ** 63 - 1024]  # the largest double below 2**63
+    assert descent.full([1], -0.9, dtype=I).tolist() == [0]
+    assert descent.full([1], float("nan"), dtype=B).tolist() == [True] and descent.full([1], 1e300, dtype=B).item()
+    assert descent.full([1], 1e300, dtype=D).tolist() == [1e300]
+    assert math.isnan(descent.full([1], float("nan")).item()) and descent.full([1], -math.inf).tolist() == [-math.inf]
+    assert descent.full([1], 3.4028234663852886e38).tolist() == [3.4028234663852886e38]  # float's largest
+    x = descent.tensor([float("nan"), 1e20, 1.5])
+    assert x.to(I).tolist()[2] == 1                                  # a tensor cast is not checked, as in PyTorch
+
+
+def test_alpha_that_does_not_fit():
+    x = descent.ones(2)
+    with pytest.raises(RuntimeError, match="add\\(\\): alpha cannot be converted to type float without overflow"):
+        descent.add(x, x, alpha=1e300)
+    assert descent.add(x.double(), x.double(), alpha=1e300).tolist() == [1e300, 1e300]
+
+
 @pytest.mark.parametrize("args,kwargs,expected,dtype", [
     ((5,), {}, [0, 1, 2, 3, 4], I),
     ((5.0,), {}, [0.0, 1.0, 2.0, 3.0, 4.0], F),
@@ -60,6 +91,31 @@ def test_full():
 def test_arange(args, kwargs, expected, dtype):
     t = descent.arange(*args, **kwargs)
     assert t.dtype is dtype and t.shape == (len(expected),) and t.tolist() == expected
+
+
+@pytest.mark.parametrize("args,expected", [
+    ((2 ** 63 - 10, 2 ** 63 - 1, 3), [2 ** 63 - 10, 2 ** 63 - 7, 2 ** 63 - 4]),
+    ((-2 ** 63, -2 ** 63 + 10, 3), [-2 ** 63, -2 ** 63 + 3, -2 ** 63 + 6, -2 ** 63 + 9]),
+    ((2 ** 63 - 2, 2 ** 63 - 1, 2 ** 62), [2 ** 63 - 2]),
+    ((-2 ** 63, 2 ** 63 - 1, 2 ** 63 - 1), [-2 ** 63, -1, 2 ** 63 - 2]),
+    ((-2 ** 63, 2 ** 63 - 1, 2 ** 62), [-2 ** 63, -2 ** 62, 0, 2 ** 62]),
+    ((2 ** 63 - 1, -2 ** 63, -2 ** 63), [2 ** 63 - 1, -1]),
+    ((2 ** 63 - 1, -2 ** 63, -(2 ** 63 - 1)), [2 ** 63 - 1, 0, -2 ** 63 + 1]),
+    ((5, -2 ** 63, -2 ** 63), [5, 5 - 2 ** 63]),
+    ((2 ** 63 - 1, 2 ** 63 - 1, 1), []),
+    ((-2 ** 63, -2 ** 63 + 1, 2 ** 63 - 1), [-2 ** 63]),
+])
+def test_arange_at_the_ends_of_int64(args, expected):
+    """Integer bounds are counted exactly, where a double would round 2**63 - 10 to 2**63."""
+    t = descent.arange(*args)
+    assert t.dtype is I and t.tolist() == expected
+    assert descent.arange(*args, dtype=D).shape == (len(expected),)  # the same length in any dtype
+
+
+def test_arange_float_bounds_into_int64():
+    assert descent.arange(0, 5.5, 1.5, dtype=I).tolist() == [0, 1, 2, 3]  # start and step truncated, like PyTorch
+    with pytest.raises(RuntimeError, match="arange\\(\\): start cannot be converted to type int64_t without overflow"):
+        descent.arange(1e19, 1e19 + 1e5, 1e4, dtype=I)
 
 
 def test_arange_errors():
@@ -223,6 +279,17 @@ def test_item_tolist_len_iter():
         bool(descent.ones(2))
     with pytest.raises(TypeError):
         [1, 2][descent.tensor(1.0)]
+
+
+def test_format():
+    """A 0-d tensor formats like its item(); others accept only "" (str), as in PyTorch."""
+    assert f"{descent.tensor(3.14159):.2f}" == "3.14" and f"{descent.tensor(7):>4}" == "   7"
+    assert f"{descent.tensor(2.5, dtype=D):e}" == "2.500000e+00" and f"{descent.tensor(True)}" == "True"
+    assert format(descent.ones(2)) == str(descent.ones(2)) and f"{descent.ones(1)}" == "tensor([1.])"
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{descent.ones(2):.2f}"
+    with pytest.raises(ValueError):
+        f"{descent.tensor(1.5):d}"
 
 
 def test_device_and_dtype_objects():

@@ -18,6 +18,7 @@ test_views.py, factories and tensor() in test_factories.py.
 """
 import itertools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -100,6 +101,7 @@ NUMPY_REFERENCE = {
     "div": lambda a, b: np.true_divide(a, b),
     "pow": _pow,
     "eq": np.equal, "lt": np.less, "gt": np.greater,
+    "ne": np.not_equal, "le": np.less_equal, "ge": np.greater_equal,
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
@@ -270,7 +272,7 @@ def test_binary(name, da, db, make):
         check(fn(x, y), expected, out_dtype)
 
 
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "eq", "lt", "gt"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow", "eq", "ne", "lt", "le", "gt", "ge"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("number", [2, 1.5, True], ids=["int", "float", "bool"])
 def test_python_number_operand(name, dtype, number, make):
@@ -290,6 +292,61 @@ def test_python_number_operand(name, dtype, number, make):
                  "div": lambda: number / x, "pow": lambda: number ** x}
     if name in reflected:
         check(reflected[name](), NUMPY_REFERENCE[name](*compute(n, a, ct)), out_dtype)
+    if name in COMPARISON_OPERATORS:  # x op n, and n op x, which Python turns into x's mirrored operator
+        op, mirrored = COMPARISON_OPERATORS[name]
+        check(op(x, number), NUMPY_REFERENCE[name](*compute(a, n, ct)), out_dtype)
+        check(op(number, x), NUMPY_REFERENCE[name](*compute(n, a, ct)), out_dtype)
+        check(getattr(x, name)(number), NUMPY_REFERENCE[name](*compute(a, n, ct)), out_dtype)  # the method
+        assert mirrored(x, number).tolist() == op(number, x).tolist()
+
+
+# Each comparison's Python operator, and the one Python calls for `number op tensor`.
+COMPARISON_OPERATORS = {"eq": (operator.eq, operator.eq), "ne": (operator.ne, operator.ne),
+                        "lt": (operator.lt, operator.gt), "le": (operator.le, operator.ge),
+                        "gt": (operator.gt, operator.lt), "ge": (operator.ge, operator.le)}
+
+
+def test_comparison_operators_return_tensors():
+    """!=, <= and >= are ops of the table (ne, le, ge), not Python's identity fallbacks."""
+    one, zero = descent.ones(1), descent.zeros(1)
+    for expr, want in [(one != zero, [True]), (one != one, [False]), (one <= zero, [False]), (zero <= one, [True]),
+                       (one <= one, [True]), (one >= zero, [True]), (zero >= one, [False]), (one >= one, [True])]:
+        assert isinstance(expr, descent.Tensor) and expr.dtype is B and expr.tolist() == want
+    x = descent.tensor([float("nan"), 1.0, 2.0])
+    assert (x != x).tolist() == [True, False, False]                  # NaN is unequal to itself
+    assert (x <= x).tolist() == [False, True, True] and (x >= x).tolist() == [False, True, True]
+    assert (x != 1).tolist() == [True, False, True] and (1 <= x).tolist() == [False, True, True]
+    assert descent.ne(x, 2.0).tolist() == [True, True, False] and descent.ge(x, 2).tolist() == [False, False, True]
+    assert x.le(descent.tensor(1.5)).tolist() == [False, True, False]
+    with pytest.raises(ValueError, match=r"le\(\).*\[3\].*\[2\]"):
+        descent.le(x, descent.ones(2))
+    for name in ("ne", "le", "ge"):  # rows of the op table: `descent ops` lists them and the verifier runs them
+        assert OPS[name]["kind"] == "comparison" and OPS[name]["schema"] == f"{name}(Tensor self, Tensor other) -> Tensor"
+        verdicts = descent.verify(name)
+        assert len(verdicts) == len(DTYPES) and all(v["op"] == name and v["passed"] for v in verdicts)
+
+
+def test_numpy_operand_on_the_left():
+    """numpy defers to descent.Tensor (__array_priority__, as PyTorch sets): a numpy
+    scalar works like a Python number and gives a Tensor; an ndarray is refused
+    with the op's TypeError (PyTorch refuses it too), where numpy used to turn
+    the tensor into an array and answer with an ndarray."""
+    t = descent.tensor([1.0, 2.0])
+    for expr, want in [(lambda: np.float64(2) + t, [3.0, 4.0]), (lambda: np.float64(2) * t, [2.0, 4.0]),
+                       (lambda: np.float64(5) - t, [4.0, 3.0]), (lambda: np.float64(4) / t, [4.0, 2.0]),
+                       (lambda: np.float64(2) ** t, [2.0, 4.0]), (lambda: np.int64(2) + t, [3.0, 4.0]),
+                       (lambda: np.float32(2) + t, [3.0, 4.0]), (lambda: np.float64(2) == t, [False, True]),
+                       (lambda: np.float64(2) != t, [True, False]), (lambda: np.float64(2) > t, [True, False]),
+                       (lambda: np.float64(2) <= t, [False, True])]:
+        got = expr()
+        assert type(got) is descent.Tensor and got.tolist() == want
+    assert (np.float64(2) + t).dtype is F                                # a number, not a float64 tensor
+    for expr in [lambda: np.ones(2) + t, lambda: np.ones(2) * t, lambda: np.ones(2) == t, lambda: np.ones(2) < t,
+                 lambda: np.ones(2) != t, lambda: np.array(1.0) - t]:
+        with pytest.raises(TypeError, match=r"numpy\.ndarray"):
+            expr()
+    assert descent.Tensor.__array_priority__ == 1000
+    np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0])             # conversions still work
 
 
 def test_promotion_examples():
@@ -328,6 +385,21 @@ def test_integer_edge_cases():
     big = descent.tensor([2 ** 62])
     assert (big * 4).tolist() == [0]                               # wraps, like PyTorch
     assert descent.abs(descent.tensor([-(2 ** 63)])).tolist() == [-(2 ** 63)]
+
+
+@pytest.mark.parametrize("variant", ["reference", "optimized"])
+def test_abs_of_negative_zero_is_positive_zero(variant):
+    descent.set_kernel_variant(variant)
+    try:
+        for dtype in (F, D):
+            x = descent.tensor([-0.0, 0.0, -1.5, float("-inf")], dtype=dtype)
+            got = descent.abs(x)
+            assert got.tolist() == [0.0, 0.0, 1.5, math.inf]
+            assert [math.copysign(1.0, v) for v in got.tolist()] == [1.0, 1.0, 1.0, 1.0]  # no -0.0 left
+            assert math.copysign(1.0, abs(descent.tensor(-0.0, dtype=dtype)).item()) == 1.0
+        assert math.copysign(1.0, descent.abs(descent.tensor([float("-nan")])).tolist()[0]) == 1.0
+    finally:
+        descent.set_kernel_variant("auto")
 
 
 def test_nan_and_inf():

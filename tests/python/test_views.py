@@ -14,6 +14,8 @@ Then the copies: contiguous, clone, to and copy_ (broadcasting, dtype
 conversion, non-contiguous destinations), and reshape's copy when no view can
 express the shape.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -161,6 +163,61 @@ def test_indexing_with_int_tensor_and_0d():
 def test_indexing_errors(index, error):
     with pytest.raises(error):
         descent.zeros(3, 4)[index]
+
+
+@pytest.mark.parametrize("index,dim", [((0, 5), 1), ((5,), 0), ((1, -4), 1), ((Ellipsis, 9), 1),
+                                       ((None, 0, 7), 1), ((slice(None), 3), 1), ((None, Ellipsis, 1, 4), 1)])
+def test_index_error_names_the_dim_of_the_tensor(index, dim):
+    """t[0, 5] on a (2, 3) tensor is out of bounds for dimension 1, as PyTorch says,
+    not for dimension 0 of the row t[0] that the first index left."""
+    x = descent.zeros(2, 3)
+    k = [i for i in index if isinstance(i, int)][-1]
+    with pytest.raises(IndexError, match=rf"^index {k} is out of bounds for dimension {dim} with size {x.shape[dim]}$"):
+        x[index]
+
+
+def test_size_and_stride_dim_out_of_range():
+    x = descent.zeros(2, 3)
+    assert x.size(1) == 3 and x.size(-2) == 2 and x.stride(0) == 3 and x.stride(-1) == 1
+    assert x.size(np.int64(1)) == 3
+    for dim in (2, 5, -3):
+        for fn in (x.size, x.stride):
+            with pytest.raises(IndexError, match=re.escape(
+                    f"Dimension out of range (expected to be in range of [-2, 1], but got {dim})")):
+                fn(dim)
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        descent.tensor(1.0).size(0)
+    with pytest.raises(TypeError):
+        x.size(1.0)
+
+
+def test_slice_with_huge_steps():
+    """Steps near 2**63: the length is ceil((end - start) / step) without overflow,
+    and a stride * step past int64 is never needed by a dim of one element."""
+    x = descent.arange(6.)
+    for step in (2 ** 63 - 1, 2 ** 62, 7, 6):
+        v = x[::step]
+        assert v.shape == (1,) and v.tolist() == [0.0], step
+    assert x[1::2 ** 63 - 1].tolist() == [1.0] and x[5::2 ** 63 - 1].tolist() == [5.0]
+    assert x[6::2 ** 63 - 1].shape == (0,) and x[3:1:2 ** 63 - 1].shape == (0,)
+    assert x[::5].tolist() == [0.0, 5.0] and x[-2 ** 63:2 ** 63 - 1:2 ** 62].tolist() == [0.0]
+    m = descent.arange(6.).view(2, 3)
+    v = m[::2 ** 62]
+    assert v.shape == (1, 3) and v.tolist() == [[0.0, 1.0, 2.0]]
+    assert m[:, ::2 ** 62].tolist() == [[0.0], [3.0]] and m[1:, 1::2 ** 63 - 1].tolist() == [[4.0]]
+    assert descent.slice(m, 0, None, None, 2 ** 63 - 1).tolist() == [[0.0, 1.0, 2.0]]
+
+
+def test_reshape_to_more_elements_than_int64_counts():
+    x = descent.arange(4.)
+    for shape in [(2 ** 62 + 1, 4), (2 ** 62 + 1, -1), (-1, 2 ** 62 + 1, 4), (2 ** 32, 2 ** 32, 2), (2 ** 62, 2 ** 62)]:
+        for fn in (x.reshape, x.view):
+            with pytest.raises(ValueError, match=r"(reshape|view)\(\): shape '\[.*\]' is invalid for input of size 4"):
+                fn(*shape)
+    e = descent.zeros(0)
+    assert e.reshape(2 ** 62 + 1, 0).shape == (2 ** 62 + 1, 0)  # a zero makes it empty, whatever the rest
+    with pytest.raises(ValueError, match="invalid for input of size 0"):
+        e.reshape(2 ** 62 + 1, 4, 0, -1)
 
 
 def test_index_with_numpy_int():

@@ -10,6 +10,9 @@ from ._formatting import tensor_repr
 
 class Tensor(_C.TensorBase):
     __slots__ = ()
+    # numpy defers to us in mixed expressions (np.float64(2) + t, np.ones(2) == t):
+    # instead of turning the tensor into an array, it calls our reflected operator.
+    __array_priority__ = 1000
 
     # Arithmetic: a Python number on either side becomes a 0-d "wrapped number".
     def __add__(self, other): return _C.add(self, other)
@@ -26,8 +29,11 @@ class Tensor(_C.TensorBase):
     def __neg__(self): return _C.neg(self)
     def __abs__(self): return _C.abs(self)
     def __eq__(self, other): return _C.eq(self, other)
+    def __ne__(self, other): return _C.ne(self, other)
     def __lt__(self, other): return _C.lt(self, other)
+    def __le__(self, other): return _C.le(self, other)
     def __gt__(self, other): return _C.gt(self, other)
+    def __ge__(self, other): return _C.ge(self, other)
     __hash__ = object.__hash__
 
     # Methods with PyTorch's names.
@@ -36,6 +42,12 @@ class Tensor(_C.TensorBase):
     def mul(self, other): return _C.mul(self, other)
     def div(self, other): return _C.div(self, other)
     def pow(self, exponent): return _C.pow(self, exponent)
+    def eq(self, other): return _C.eq(self, other)
+    def ne(self, other): return _C.ne(self, other)
+    def lt(self, other): return _C.lt(self, other)
+    def le(self, other): return _C.le(self, other)
+    def gt(self, other): return _C.gt(self, other)
+    def ge(self, other): return _C.ge(self, other)
     def matmul(self, other): return _C.matmul(self, other)
     def neg(self): return _C.neg(self)
     def abs(self): return _C.abs(self)
@@ -74,11 +86,21 @@ class Tensor(_C.TensorBase):
     def ndim(self): return self.dim()
 
     def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
+        return self.shape if dim is None else self.shape[self._wrap_dim(dim)]
 
     def stride(self, dim=None):
         s = self._strides()
-        return s if dim is None else s[dim]
+        return s if dim is None else s[self._wrap_dim(dim)]
+
+    def _wrap_dim(self, dim):
+        """`dim` as an index into shape, with PyTorch's error when it is out of range."""
+        dim = _operator.index(dim)
+        if self.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        if not -self.dim() <= dim < self.dim():
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-self.dim()}, {self.dim() - 1}], "
+                             f"but got {dim})")
+        return dim
 
     def numpy(self):
         import numpy
@@ -119,10 +141,11 @@ class Tensor(_C.TensorBase):
         used = sum(1 for i in index if i is not None and i is not Ellipsis)
         if used > self.dim():
             raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
-        out, d = self, 0
+        out, d, src = self, 0, 0  # d: the dim of `out` reached; src: the dim of self it came from
         for i in index:
             if i is Ellipsis:
                 d += self.dim() - used
+                src += self.dim() - used
             elif i is None:
                 out = _C.unsqueeze(out, d)
                 d += 1
@@ -131,8 +154,13 @@ class Tensor(_C.TensorBase):
                     raise ValueError("step must be greater than zero")
                 out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
                 d += 1
+                src += 1
             elif hasattr(i, "__index__") and not isinstance(i, builtins_bool):  # ints, numpy ints, int tensors
-                out = _C.select(out, d, i.__index__())
+                k, n = i.__index__(), out.shape[d]
+                if not -n <= k < n:  # named by the dim of self, not of the partly indexed view
+                    raise IndexError(f"index {k} is out of bounds for dimension {src} with size {n}")
+                out = _C.select(out, d, k)
+                src += 1
             else:
                 raise TypeError(f"descent supports indexing with ints, slices, None and ...; got {type(i).__name__}")
         return out
@@ -140,6 +168,13 @@ class Tensor(_C.TensorBase):
     def __repr__(self):
         return tensor_repr(self)
 
+    def __format__(self, format_spec):
+        """f"{t:.2f}": a 0-d tensor formats as its number; others accept only "" (str(t)), as in PyTorch."""
+        if self.dim() == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
 
 import builtins as _builtins  # noqa: E402
+import operator as _operator  # noqa: E402
 builtins_bool = _builtins.bool
