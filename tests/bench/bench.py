@@ -4,8 +4,9 @@
     python3 tests/bench/bench.py --build build [--torch-cpp] [--out FILE]
 
 Times, with tracing compiled in and switched off: a 1-element CPU add through
-the dispatcher from C++ (bench_descent) and from Python; the tracer's cost per
-span, on and off. When PyTorch is importable, the same calls through PyTorch
+the dispatcher from C++ (bench_descent) and from Python; a 512x512 float32
+matmul from Python, on all threads and on one; the tracer's cost per span, on
+and off. When PyTorch is importable, the same calls through PyTorch
 (torch.add from Python; at::add from C++ with --torch-cpp, compiled here
 against the installed torch). Method: warm-up, then the median of 7
 repetitions (tests/bench/timing.h; per_call_ns below for Python).
@@ -67,12 +68,24 @@ def main():
     r["py_add_1elem"] = per_call_ns(lambda: descent.add(a, b))
     r["py_add_operator_1elem"] = per_call_ns(lambda: a + b)
     r["py_dim"] = per_call_ns(lambda: a.dim())
+    ma, mb = descent.randn(512, 512), descent.randn(512, 512)
+    r["matmul_threads"] = descent.get_num_threads()
+    r["py_matmul_512"] = per_call_ns(lambda: descent.matmul(ma, mb), n=5)
+    descent.set_num_threads(1)
+    r["py_matmul_512_1thread"] = per_call_ns(lambda: descent.matmul(ma, mb), n=5)
+    descent.set_num_threads(r["matmul_threads"])
     try:
         import torch
         ta, tb = torch.randn(1), torch.randn(1)
         r["torch_py_add_1elem"] = per_call_ns(lambda: torch.add(ta, tb))
         r["torch_py_add_operator_1elem"] = per_call_ns(lambda: ta + tb)
         r["torch_py_dim"] = per_call_ns(lambda: ta.dim())
+        tma, tmb = torch.randn(512, 512), torch.randn(512, 512)
+        r["torch_matmul_threads"] = torch.get_num_threads()
+        r["torch_py_matmul_512"] = per_call_ns(lambda: torch.matmul(tma, tmb), n=5)
+        torch.set_num_threads(1)
+        r["torch_py_matmul_512_1thread"] = per_call_ns(lambda: torch.matmul(tma, tmb), n=5)
+        torch.set_num_threads(r["torch_matmul_threads"])
         r["torch_version"] = torch.__version__
         if args.torch_cpp:
             torch_cpp(r)
@@ -82,7 +95,8 @@ def main():
     def row(what, ours, theirs, target):
         o = r.get(ours)
         t = r.get(theirs) if theirs else None
-        fmt = lambda ns: "-" if ns is None else (f"{ns / 1000:.3f} µs" if ns >= 100 else f"{ns:.2f} ns")  # noqa
+        fmt = lambda ns: "-" if ns is None else (f"{ns / 1e6:.2f} ms" if ns >= 1e6 else  # noqa
+                                                 f"{ns / 1000:.3f} µs" if ns >= 100 else f"{ns:.2f} ns")
         ratio = f"{o / t:.2f}x" if o is not None and t else "-"
         return f"| {what} | {fmt(o)} | {fmt(t)} | {ratio} | {target} |"
 
@@ -97,6 +111,10 @@ def main():
         row("Python `descent.add(a, b)` / `torch.add(a, b)`, 1 element", "py_add_1elem", "torch_py_add_1elem", "≤ 1.0 µs"),
         row("Python `a + b`, 1 element", "py_add_operator_1elem", "torch_py_add_operator_1elem", ""),
         row("Python `x.dim()` (smallest crossing into C++)", "py_dim", "torch_py_dim", ""),
+        row(f"Python `matmul`, 512x512 float32, all threads (descent {r['matmul_threads']}, "
+            f"PyTorch {r.get('torch_matmul_threads', '-')})", "py_matmul_512", "torch_py_matmul_512", ""),
+        row("Python `matmul`, 512x512 float32, one thread (`set_num_threads(1)`)", "py_matmul_512_1thread",
+            "torch_py_matmul_512_1thread", ""),
         row("tracer span, tracing off (one branch)", "span_off", None, ""),
         row("tracer span, tracing on (begin + end, hot loop)", "span_on", None, "≤ 10 ns"),
         row("tracer span, tracing on (calibrated at start)", "span_cost_calibrated", None, "≤ 10 ns"),

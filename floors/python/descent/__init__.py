@@ -14,7 +14,7 @@ import os as _os
 
 from . import _C
 from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
-    OutOfMemoryError, bool, device, dtype, float32, float64, int64, manual_seed,
+    OutOfMemoryError, bool, device, dtype, float32, float64, get_num_threads, int64, manual_seed, set_num_threads,
 )
 from ._tensor import Tensor
 
@@ -25,7 +25,8 @@ long = int64
 _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
-__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace"]
+__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
+           "set_num_threads", "get_num_threads"]
 for _op in _C._ops():
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
