@@ -1,17 +1,19 @@
 // The module descent._C: one Python function per op of the table, plus the
 // few functions the Python package needs (tensor construction, seeding,
-// tracing, the verifier, allocator statistics).
+// tracing, the verifier, allocator statistics, the thread count).
 //
 // [SECTION] Errors
 // [SECTION] Op functions
 // [SECTION] Building tensors from Python data
 // [SECTION] Everything else
 // [SECTION] Module init
+#include <climits>
 #include <cstring>
 #include <optional>
 
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/parallel.h"
 #include "floors/kernels/random.h"
 #include "floors/kernels/verifier.h"
 #include "tracer/trace.h"
@@ -52,9 +54,12 @@ void set_python_error() {
 namespace {
 
 // Releases the GIL for its scope: other Python threads run while the kernel does.
+// noexcept(false): when the interpreter is exiting, taking the GIL back ends a
+// daemon thread with pthread_exit, whose unwinding must pass through here
+// (and DESCENT_PY_CATCH) instead of stopping the process with std::terminate.
 struct GilRelease {
   PyThreadState* state = PyEval_SaveThread();
-  ~GilRelease() { PyEval_RestoreThread(state); }
+  ~GilRelease() noexcept(false) { PyEval_RestoreThread(state); }
 };
 
 // The function behind _C.add, _C.max, ...: `self` is the overload group's index.
@@ -98,25 +103,55 @@ bool add_op_functions(PyObject* m) {
 
 // [SECTION] Building tensors from Python data ------------------------------------------
 
+struct PyRef {  // owns one reference
+  PyObject* p;
+  ~PyRef() { Py_XDECREF(p); }
+};
+
+// A leaf that is not a Python number but has .item() -- a one-element descent
+// tensor, a numpy scalar or 0-d array -- stands for that number, as in
+// PyTorch; a many-element one raises item()'s error. New reference.
+PyObject* leaf_number(PyObject* o) {
+  if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || !PyObject_HasAttrString(o, "item")) {
+    Py_INCREF(o);
+    return o;
+  }
+  PyObject* v = PyObject_CallMethod(o, "item", nullptr);
+  if (v == nullptr) throw ValueError("");  // keeps item()'s Python error
+  return v;
+}
+
+// A list or tuple level of the data (not a str, bytes, tensor or 0-d array): its length, or -1.
+Py_ssize_t sequence_length(PyObject* o) {
+  if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || is_tensor(o))
+    return -1;
+  Py_ssize_t n = PySequence_Size(o);
+  if (n < 0) PyErr_Clear();  // numpy's 0-d arrays have no len(): a number
+  return n;
+}
+
 // Walks nested lists/tuples: finds the shape and the dtype the values need.
 void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& any) {
-  if (PySequence_Check(o) && !PyUnicode_Check(o) && !is_tensor(o)) {
-    Py_ssize_t n = PySequence_Size(o);
-    DESCENT_CHECK(n >= 0, TypeError, "tensor(): could not read the length of a ", Py_TYPE(o)->tp_name);
+  if (Py_ssize_t n = sequence_length(o); n >= 0) {
+    DESCENT_CHECK(depth < kMaxDims, ValueError, "tensor(): the data is nested deeper than descent's ", kMaxDims,
+                  " dimensions");
     DESCENT_CHECK(!(any && shape.size() == depth), ValueError, "tensor(): found a sequence at dim ", depth,
                   " where a number was found before (ragged nested sequence)");
     if (shape.size() == depth) shape.push_back(n);
     DESCENT_CHECK(shape[depth] == n, ValueError, "tensor(): expected sequence of length ", shape[depth], " at dim ",
                   depth, " (got ", n, ")");
     for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* item = PySequence_GetItem(o, i);
-      DESCENT_CHECK(item != nullptr, TypeError, "tensor(): could not read element ", i);
-      struct Drop { PyObject* p; ~Drop() { Py_DECREF(p); } } drop{item};
-      infer(item, depth + 1, shape, dtype, any);
+      PyRef item{PySequence_GetItem(o, i)};
+      DESCENT_CHECK(item.p != nullptr, TypeError, "tensor(): could not read element ", i);
+      infer(item.p, depth + 1, shape, dtype, any);
     }
     return;
   }
   DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ", depth);
+  DESCENT_CHECK(!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyUnicode_Check(o), TypeError,
+                "tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name);
+  PyRef leaf{leaf_number(o)};
+  o = leaf.p;
   ScalarType t;
   if (PyBool_Check(o)) t = ScalarType::Bool;
   else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) t = ScalarType::Int64;
@@ -131,7 +166,9 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
 // int64), a bool tensor takes the number's truth, and a floating tensor reads
 // every number as a double, so that an int past int64 among floats still fits:
 // tensor([1.5, 2**70]) is float32 1.1806e+21.
-void store_number(PyObject* o, const Tensor& t, int64_t pos) {
+void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
+  PyRef leaf{leaf_number(obj)};
+  PyObject* o = leaf.p;
   bool integral = PyLong_Check(o) || PyBool_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o));
   if (t.dtype() == ScalarType::Int64 && integral) {
     long long i = PyLong_AsLongLong(o);
@@ -155,13 +192,19 @@ void store_number(PyObject* o, const Tensor& t, int64_t pos) {
 
 void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
   if (depth < t.dim()) {
+    // The data is read twice (infer, then fill); a __float__ or __getitem__
+    // that changes it in between must not send us past its end.
+    DESCENT_CHECK(sequence_length(o) == t.sizes()[depth], ValueError,
+                  "tensor(): the data changed while it was being read (dim ", depth, ")");
     for (int64_t i = 0; i < t.sizes()[depth]; ++i) {
-      PyObject* item = PySequence_GetItem(o, i);
-      struct Drop { PyObject* p; ~Drop() { Py_DECREF(p); } } drop{item};
-      fill(item, t, depth + 1, pos);
+      PyRef item{PySequence_GetItem(o, i)};
+      DESCENT_CHECK(item.p != nullptr, ValueError, "tensor(): could not read element ", i, " at dim ", depth);
+      fill(item.p, t, depth + 1, pos);
     }
     return;
   }
+  DESCENT_CHECK(sequence_length(o) < 0, ValueError, "tensor(): the data changed while it was being read (dim ", depth,
+                ")");
   store_number(o, t, pos);
   ++pos;
 }
@@ -237,10 +280,23 @@ PyObject* py_set_tensor_class(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+// Seeds in [-2**63, 2**64 - 1], as PyTorch takes them (a negative one is its
+// two's complement); anything else is refused, not wrapped.
 PyObject* py_manual_seed(PyObject*, PyObject* arg) {
-  unsigned long long s = PyLong_AsUnsignedLongLongMask(arg);
-  if (PyErr_Occurred()) return nullptr;
-  kernels::manual_seed(s);
+  if (PyBool_Check(arg) || !PyIndex_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "manual_seed(): seed must be an int, not %s", Py_TYPE(arg)->tp_name);
+  PyObject* index = PyNumber_Index(arg);
+  if (!index) return nullptr;
+  int overflow = 0;
+  unsigned long long seed = static_cast<unsigned long long>(PyLong_AsLongLongAndOverflow(index, &overflow));
+  if (overflow > 0) seed = PyLong_AsUnsignedLongLong(index);
+  Py_DECREF(index);
+  if (overflow < 0 || PyErr_Occurred()) {
+    PyErr_Clear();
+    return PyErr_Format(PyExc_RuntimeError,
+                        "manual_seed(): Overflow when unpacking long: a seed must be in [-2**63, 2**64 - 1]");
+  }
+  kernels::manual_seed(seed);
   Py_RETURN_NONE;
 }
 
@@ -285,8 +341,11 @@ PyObject* py_verify(PyObject*, PyObject* args) {
 }
 
 PyObject* py_set_variant(PyObject*, PyObject* arg) {
-  const char* v = PyUnicode_AsUTF8(arg);
-  if (!v) return nullptr;
+  if (!PyUnicode_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "set_kernel_variant(): expected 'auto', 'reference' or 'optimized', not %s",
+                        Py_TYPE(arg)->tp_name);
+  const std::string text = utf8_text(arg);
+  const char* v = text.c_str();
   using kernels::Variant;
   if (!std::strcmp(v, "auto")) kernels::requested_variant() = Variant::Auto;
   else if (!std::strcmp(v, "reference")) kernels::requested_variant() = Variant::Reference;
@@ -295,6 +354,24 @@ PyObject* py_set_variant(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 PyObject* py_last_variant(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::last_variant()); }
+
+// descent.set_num_threads(n) / get_num_threads(): PyTorch's names for the
+// intra-op thread count (Note [Intra-op parallelism]).
+PyObject* py_set_num_threads(PyObject*, PyObject* arg) {
+  if (!PyLong_Check(arg) || PyBool_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "set_num_threads(): argument 'n' must be int, not %s", Py_TYPE(arg)->tp_name);
+  int overflow = 0;
+  long long n = PyLong_AsLongLongAndOverflow(arg, &overflow);
+  if (n == -1 && PyErr_Occurred()) return nullptr;
+  if (overflow || n < INT_MIN || n > INT_MAX)  // the C++ check below names every other bad value
+    return PyErr_Format(PyExc_ValueError, "set_num_threads(): expected a number of threads from 1 to %d, but got %S",
+                        kernels::kMaxThreads, arg);
+  DESCENT_PY_TRY
+  kernels::set_num_threads(int(n));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_get_num_threads(PyObject*, PyObject*) { return PyLong_FromLong(kernels::get_num_threads()); }
 
 PyObject* py_cpu_stats(PyObject*, PyObject*) {
   alloc::CpuStats s = alloc::cpu_stats();
@@ -321,6 +398,8 @@ PyMethodDef module_methods[] = {
     {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
     {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
     {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},
+    {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a large CPU kernel uses, >= 1"},
+    {"get_num_threads", py_get_num_threads, METH_NOARGS, "threads a large CPU kernel uses (DESCENT_NUM_THREADS, else all)"},
     {"_cpu_allocator_stats", py_cpu_stats, METH_NOARGS, "the CPU allocator's statistics"},
     {"_dispatch_keys", py_dispatch_keys, METH_O, "the key set a call on this tensor alone would have"},
     {nullptr, nullptr, 0, nullptr},

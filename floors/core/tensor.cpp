@@ -41,7 +41,9 @@ DimVector contiguous_strides(const DimVector& sizes) {
   int64_t acc = 1;
   for (int i = sizes.size() - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= sizes[i] > 1 ? sizes[i] : 1;
+    // Saturated: only a tensor with a 0 among its sizes can get here with a
+    // product past int64 (numel_of refuses the others), and it reads no memory.
+    if (__builtin_mul_overflow(acc, sizes[i] > 1 ? sizes[i] : 1, &acc)) acc = INT64_MAX;
   }
   return st;
 }
