@@ -11,6 +11,8 @@
 #include <cstring>
 #include <optional>
 
+#include <unistd.h>
+
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/parallel.h"
@@ -54,12 +56,25 @@ void set_python_error() {
 namespace {
 
 // Releases the GIL for its scope: other Python threads run while the kernel does.
-// noexcept(false): when the interpreter is exiting, taking the GIL back ends a
-// daemon thread with pthread_exit, whose unwinding must pass through here
-// (and DESCENT_PY_CATCH) instead of stopping the process with std::terminate.
+// A daemon thread that comes back while the interpreter is exiting would be
+// ended by PyEval_RestoreThread with pthread_exit, whose unwinding through
+// C++ frames stops the process (std::terminate). It parks instead, as Python
+// 3.14 parks such threads, until the process ends. noexcept(false) and
+// DESCENT_PY_CATCH's rethrow cover the instant between the check and the call.
 struct GilRelease {
   PyThreadState* state = PyEval_SaveThread();
-  ~GilRelease() noexcept(false) { PyEval_RestoreThread(state); }
+  ~GilRelease() noexcept(false) {
+    if (interpreter_exiting())
+      for (;;) pause();
+    PyEval_RestoreThread(state);
+  }
+  static bool interpreter_exiting() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+  }
 };
 
 // The function behind _C.add, _C.max, ...: `self` is the overload group's index.
