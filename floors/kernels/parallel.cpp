@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <exception>
@@ -27,6 +26,7 @@
 #include <thread>
 
 #include "floors/core/error.h"
+#include "floors/core/log.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
@@ -44,8 +44,7 @@ int default_num_threads() {
       char* rest = nullptr;
       long v = std::strtol(env, &rest, 10);
       if (*rest == '\0' && v >= 1 && v <= kMaxThreads) return int(v);
-      std::fprintf(stderr, "descent: ignoring DESCENT_NUM_THREADS=%s (expected a number of threads from 1 to %d)\n",
-                   env, kMaxThreads);
+      log::warn("ignoring DESCENT_NUM_THREADS=", env, " (expected a number of threads from 1 to ", kMaxThreads, ")");
     }
     unsigned hw = std::thread::hardware_concurrency();
     return std::clamp(int(hw), 1, kMaxThreads);
