@@ -207,3 +207,21 @@ def test_seeds_out_of_range_are_refused_not_wrapped():
 def test_kernel_variant_must_be_a_string():
     with raises(TypeError, "set_kernel_variant()", "'auto', 'reference' or 'optimized'", "NoneType"):
         descent.set_kernel_variant(None)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: descent.arange(6.).reshape(2, 3).transpose(0, 1),
+    lambda: descent.tensor([[True, False]]),
+    lambda: descent.arange(5),
+    lambda: descent.zeros(0, 3, dtype=descent.float64),
+    lambda: descent.tensor(2.5),
+], ids=["view", "bool", "int64", "empty", "0-d"])
+def test_copy_deepcopy_and_pickle_give_independent_tensors(make):
+    import copy
+    import pickle
+    t = make()
+    for c in (copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        assert isinstance(c, descent.Tensor) and c.dtype == t.dtype and c.shape == t.shape
+        assert c.tolist() == t.tolist()
+        if c.numel():
+            assert c.data_ptr() != t.data_ptr()

@@ -174,6 +174,20 @@ class Tensor(_C.TensorBase):
             return self.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
+    # copy.copy, copy.deepcopy and pickle give a new tensor with its own
+    # memory, as they do for torch.Tensor (a view comes back contiguous).
+    def __copy__(self): return self.clone()
+    def __deepcopy__(self, memo): return self.clone()
+
+    def __reduce__(self):
+        flat = self.reshape(-1).tolist() if self.numel() else []
+        return _rebuild_tensor, (flat, tuple(self.shape), str(self.dtype).rpartition(".")[2])
+
+
+def _rebuild_tensor(flat, shape, dtype_name):
+    """The inverse of Tensor.__reduce__ (pickle)."""
+    return _C._tensor(flat, getattr(_C, dtype_name)).reshape(shape)
+
 
 import builtins as _builtins  # noqa: E402
 import operator as _operator  # noqa: E402
