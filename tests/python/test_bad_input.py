@@ -225,3 +225,11 @@ def test_copy_deepcopy_and_pickle_give_independent_tensors(make):
         assert c.tolist() == t.tolist()
         if c.numel():
             assert c.data_ptr() != t.data_ptr()
+
+
+def test_numpy_bool_is_not_the_index_one():
+    t = descent.arange(3)
+    for mask in (True, np.bool_(True)):
+        with raises(TypeError, "indexing with ints, slices, None and ..."):
+            t[mask]
+    assert t[np.int64(1)].item() == 1

@@ -155,7 +155,7 @@ class Tensor(_C.TensorBase):
                 out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
                 d += 1
                 src += 1
-            elif hasattr(i, "__index__") and not isinstance(i, builtins_bool):  # ints, numpy ints, int tensors
+            elif hasattr(i, "__index__") and not _is_bool(i):  # ints, numpy ints, int tensors
                 k, n = i.__index__(), out.shape[d]
                 if not -n <= k < n:  # named by the dim of self, not of the partly indexed view
                     raise IndexError(f"index {k} is out of bounds for dimension {src} with size {n}")
@@ -182,6 +182,11 @@ class Tensor(_C.TensorBase):
     def __reduce__(self):
         flat = self.reshape(-1).tolist() if self.numel() else []
         return _rebuild_tensor, (flat, tuple(self.shape), str(self.dtype).rpartition(".")[2])
+
+
+def _is_bool(i):
+    """True and np.True_ are masks in PyTorch, not the index 1."""
+    return isinstance(i, builtins_bool) or getattr(getattr(i, "dtype", None), "kind", None) == "b"
 
 
 def _rebuild_tensor(flat, shape, dtype_name):
