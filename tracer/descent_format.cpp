@@ -352,13 +352,7 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
 
 // [SECTION] Files --------------------------------------------------------------------
 
-void save(const Trace& t, const std::string& path) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
-  f << to_descent_format(t);
-  f.close();
-  if (!f) throw std::runtime_error("error writing '" + path + "'");
-}
+void save(const Trace& t, const std::string& path) { write_text_file(path, to_descent_format(t)); }
 
 Trace load(const std::string& path) {
   std::error_code ec;

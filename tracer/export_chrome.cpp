@@ -11,7 +11,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <string>
 
@@ -178,12 +177,6 @@ std::string to_chrome_json(const Trace& t) {
   return out;
 }
 
-void save_chrome_json(const Trace& t, const std::string& path) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
-  f << to_chrome_json(t);
-  f.close();
-  if (!f) throw std::runtime_error("error writing '" + path + "'");
-}
+void save_chrome_json(const Trace& t, const std::string& path) { write_text_file(path, to_chrome_json(t)); }
 
 }  // namespace descent::trace

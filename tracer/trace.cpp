@@ -4,11 +4,13 @@
 // [SECTION] Formatting helpers
 // [SECTION] Tree printer
 // [SECTION] Structure check
+// [SECTION] Files
 #include "tracer/trace.h"
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -265,6 +267,16 @@ std::string check_structure(const Trace& t) {
     out += "... and " + std::to_string(problems.size() - kMaxProblemsShown) + " more problems\n";
   }
   return out;
+}
+
+// [SECTION] Files ----------------------------------------------------------------------
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
+  f << text;
+  f.close();
+  if (!f) throw std::runtime_error("error writing '" + path + "'");
 }
 
 }  // namespace descent::trace

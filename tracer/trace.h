@@ -79,6 +79,10 @@ struct TraceFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Writes `text` to the file at `path`, replacing it; std::runtime_error naming
+// the file when it cannot be opened or written (both savers below use it).
+void write_text_file(const std::string& path, const std::string& text);
+
 // Chrome Trace Event JSON (complete "X" events; loads in Perfetto).
 std::string to_chrome_json(const Trace& t);
 void save_chrome_json(const Trace& t, const std::string& path);

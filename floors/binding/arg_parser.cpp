@@ -102,9 +102,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         return true;
       }
       if (is_float_like(o)) {
-        double d = PyFloat_AsDouble(o);
-        if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error
-        out = IValue(d);
+        out = IValue(as_double(o));
         return true;
       }
       break;
@@ -117,9 +115,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       break;
     case ArgType::Float:
       if (is_float_like(o) || is_int_like(o)) {
-        double d = PyFloat_AsDouble(o);
-        if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error (2**2000)
-        out = IValue(d);
+        out = IValue(as_double(o));
         return true;
       }
       break;
@@ -142,11 +138,12 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       DimVector v;
       for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
-        if (is_int_like(item) && to_int(item, &i) == IntResult::Overflow) {
+        const IntResult r = is_int_like(item) ? to_int(item, &i) : IntResult::NotInt;
+        if (r == IntResult::Overflow) {
           err = overflow_error(a, pos, item);
           return false;
         }
-        if (!is_int_like(item) || to_int(item, &i) != IntResult::Ok) {
+        if (r != IntResult::Ok) {
           err = str("argument '", a.name, "' must be tuple of ints, but found element of type ", type_name(item),
                     " at pos ", k);
           return false;
@@ -298,6 +295,12 @@ bool is_python_scalar(PyObject* o) {
          (!PySequence_Check(o) && (is_int_like(o) || is_float_like(o)));
 }
 
+double as_double(PyObject* o) {
+  const double d = PyFloat_AsDouble(o);
+  if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // set_python_error keeps Python's own error
+  return d;
+}
+
 std::string utf8_text(PyObject* s) {
   Py_ssize_t n = 0;
   if (const char* p = PyUnicode_AsUTF8AndSize(s, &n)) return std::string(p, size_t(n));
@@ -322,9 +325,7 @@ Tensor scalar_to_tensor(PyObject* o) {
                   "a Python int does not fit in int64");
     *r.data<int64_t>() = v;
   } else {
-    const double d = PyFloat_AsDouble(o);
-    if (d == -1.0 && PyErr_Occurred()) throw ValueError("");  // keeps Python's error
-    *r.data<double>() = d;
+    *r.data<double>() = as_double(o);
   }
   r.impl()->wrapped_number = true;
   return r;

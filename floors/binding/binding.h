@@ -67,6 +67,9 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
 bool is_python_scalar(PyObject* o);
+// float(o) for a number (numpy's too); when Python refuses (2**2000), throws
+// with Python's own error left set, which DESCENT_PY_CATCH passes on.
+double as_double(PyObject* o);
 // The text of a str; one that is not valid UTF-8 (a lone surrogate) comes back
 // with backslash escapes instead of failing.
 std::string utf8_text(PyObject* s);

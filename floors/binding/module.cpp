@@ -199,8 +199,7 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     if (truth < 0) throw ValueError("tensor(): could not read a bool");  // the Python error is kept
     t.data<bool>()[pos] = truth != 0;
   } else {
-    double d = PyFloat_AsDouble(o);  // 10**400 sets Python's OverflowError, which is kept
-    if (d == -1.0 && PyErr_Occurred()) throw ValueError("tensor(): a number does not fit its dtype");
+    const double d = as_double(o);  // 10**400: Python's OverflowError
     visit_dtype(t.dtype(), [&]<typename T>() { t.data<T>()[pos] = T(d); });
   }
 }

@@ -46,6 +46,23 @@ def run_json_lines(cmd):
     return {d["name"]: d["ns"] for d in map(json.loads, out.splitlines())}
 
 
+def python_side(lib, prefix):
+    """The Python-side timings of `lib` (descent or torch, which share these
+    names), each under its name with `prefix` in front."""
+    a, b = lib.randn(1), lib.randn(1)
+    ma, mb = lib.randn(512, 512), lib.randn(512, 512)
+    threads = lib.get_num_threads()
+    r = {"py_add_1elem": per_call_ns(lambda: lib.add(a, b)),
+         "py_add_operator_1elem": per_call_ns(lambda: a + b),
+         "py_dim": per_call_ns(lambda: a.dim()),
+         "matmul_threads": threads,
+         "py_matmul_512": per_call_ns(lambda: lib.matmul(ma, mb), n=5)}
+    lib.set_num_threads(1)
+    r["py_matmul_512_1thread"] = per_call_ns(lambda: lib.matmul(ma, mb), n=5)
+    lib.set_num_threads(threads)
+    return {prefix + name: value for name, value in r.items()}
+
+
 def median_of_runs(commands, runs):
     """Runs each command `runs` times, taking turns; the median of every number."""
     seen = {}
@@ -83,28 +100,10 @@ def main():
     if args.torch_cpp:
         programs.append([build_torch_cpp()])
     r, per_run = median_of_runs(programs, args.runs)
-    a, b = descent.randn(1), descent.randn(1)
-    r["py_add_1elem"] = per_call_ns(lambda: descent.add(a, b))
-    r["py_add_operator_1elem"] = per_call_ns(lambda: a + b)
-    r["py_dim"] = per_call_ns(lambda: a.dim())
-    ma, mb = descent.randn(512, 512), descent.randn(512, 512)
-    r["matmul_threads"] = descent.get_num_threads()
-    r["py_matmul_512"] = per_call_ns(lambda: descent.matmul(ma, mb), n=5)
-    descent.set_num_threads(1)
-    r["py_matmul_512_1thread"] = per_call_ns(lambda: descent.matmul(ma, mb), n=5)
-    descent.set_num_threads(r["matmul_threads"])
+    r.update(python_side(descent, ""))
     try:
         import torch
-        ta, tb = torch.randn(1), torch.randn(1)
-        r["torch_py_add_1elem"] = per_call_ns(lambda: torch.add(ta, tb))
-        r["torch_py_add_operator_1elem"] = per_call_ns(lambda: ta + tb)
-        r["torch_py_dim"] = per_call_ns(lambda: ta.dim())
-        tma, tmb = torch.randn(512, 512), torch.randn(512, 512)
-        r["torch_matmul_threads"] = torch.get_num_threads()
-        r["torch_py_matmul_512"] = per_call_ns(lambda: torch.matmul(tma, tmb), n=5)
-        torch.set_num_threads(1)
-        r["torch_py_matmul_512_1thread"] = per_call_ns(lambda: torch.matmul(tma, tmb), n=5)
-        torch.set_num_threads(r["torch_matmul_threads"])
+        r.update(python_side(torch, "torch_"))
         r["torch_version"] = torch.__version__
     except ImportError:
         pass

@@ -56,8 +56,7 @@ double parallel_run_ns(int threads, long units, bool traced) {
   }
   for (auto& th : pool) th.join();
   asm volatile("" : : "r"(sink.data()) : "memory");
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return bench::median(std::move(runs));
 }
 
 }  // namespace
@@ -80,8 +79,7 @@ int main() {
     on.push_back(bench::median_ns_per_call([] { DESCENT_SPAN(Kernels, "bench"); }, 20000 / bench::kReps));
     calibrated = trace::stop().span_cost_ns;
   }
-  std::sort(on.begin(), on.end());
-  bench::report("span_on", on[bench::kReps / 2]);
+  bench::report("span_on", bench::median(on));
   bench::report("span_cost_calibrated", calibrated);
   bench::report("clock_read", bench::median_ns_per_call([] { (void)trace::now_ticks(); }, n));
 #if defined(__x86_64__)
@@ -107,8 +105,7 @@ int main() {
     traced.push_back(bench::median_ns_per_call([&] { Tensor c = call(Op::add, a, b); }, traced_calls / bench::kReps));
     trace::stop();
   }
-  std::sort(traced.begin(), traced.end());
-  const double add_traced = traced[bench::kReps / 2];
+  const double add_traced = bench::median(traced);
   const double add_plain = bench::median_ns_per_call([&] { Tensor c = call(Op::add, a, b); }, n);
   bench::report("cpp_add_1elem_traced", add_traced);
   bench::report("spans_per_add", spans_per_call);

@@ -5,11 +5,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 namespace bench {
 
 constexpr int kReps = 7;
+
+// The middle value (kReps is odd, so there is one).
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 template <typename Fn>
 double median_ns_per_call(Fn&& fn, long iters) {
@@ -21,8 +28,7 @@ double median_ns_per_call(Fn&& fn, long iters) {
     auto t1 = std::chrono::steady_clock::now();
     per_call.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / double(iters));
   }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[kReps / 2];
+  return median(std::move(per_call));
 }
 
 // One JSON object per line: {"name": ..., "ns": ...}
