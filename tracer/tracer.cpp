@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <thread>
@@ -507,11 +508,11 @@ void start() {
   g_enabled.store(true);
 }
 
-Trace stop() {
-  std::lock_guard lock(control_mutex());
-  g_enabled.store(false);
-  const ClockPair stop_pair = read_pair();
-  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, stop_pair);  // longer baseline, better ratio
+namespace {
+
+// Collects every buffer's spans of the current recording into a Trace, open
+// spans closed at `at`. Caller holds control_mutex().
+Trace collect(const ClockPair& at) {
   const uint64_t epoch = g_epoch.load();
   std::vector<std::shared_ptr<ThreadBuffer>> buffers;
   {
@@ -526,9 +527,8 @@ Trace stop() {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
     dropped += b->dropped;
-    collect_buffer(*b, thread++, next_id, stop_pair.ticks, t);
+    collect_buffer(*b, thread++, next_id, at.ticks, t);
   }
-  g_epoch.fetch_add(1);  // a second stop() returns an empty trace
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
   });
@@ -539,6 +539,37 @@ Trace stop() {
     t.metadata["tracer.dropped_spans"] = std::to_string(dropped);
     log::warn("the trace is missing ", dropped, " spans: a thread reached the limit of ", span_limit(),
               " spans per recording (DESCENT_TRACE_MAX_SPANS) or memory for its buffer ran out");
+  }
+  return t;
+}
+
+}  // namespace
+
+Trace stop() {
+  std::lock_guard lock(control_mutex());
+  g_enabled.store(false);
+  const ClockPair stop_pair = read_pair();
+  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, stop_pair);  // longer baseline, better ratio
+  Trace t = collect(stop_pair);
+  g_epoch.fetch_add(1);  // a second stop() returns an empty trace
+  return t;
+}
+
+Trace snapshot(int64_t since_ns) {
+  std::lock_guard lock(control_mutex());
+  if (!enabled()) throw std::logic_error("descent tracer: snapshot() needs a running recording");
+  Trace all = collect(read_pair());
+  Trace t;
+  t.span_cost_ns = all.span_cost_ns;
+  t.metadata = std::move(all.metadata);
+  std::unordered_set<uint64_t> kept;
+  for (const Span& s : all.spans) {
+    if (s.start_ns >= since_ns) kept.insert(s.id);
+  }
+  for (Span& s : all.spans) {
+    if (!kept.contains(s.id)) continue;
+    if (!kept.contains(s.parent)) s.parent = 0;  // its parent began before the window: a root here
+    t.spans.push_back(std::move(s));
   }
   return t;
 }

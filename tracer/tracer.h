@@ -115,6 +115,18 @@ void start();
 // Spans still open at stop() are closed at the stop time.
 Trace stop();
 
+// Note [Nested recordings]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// There is one recording at a time, but a recording can be watched from
+// inside: snapshot(since) returns the spans of the running recording that
+// began at or after `since` (ns on now_ns()'s clock), with spans still open
+// closed at the snapshot time, and those whose parent began earlier made
+// roots. The recording goes on. This is how `with descent.trace()` nests
+// inside another one, or inside DESCENT_TRACE=1: the inner block gets its own
+// Trace and the outer one still sees everything.
+// std::logic_error when no recording is running.
+Trace snapshot(int64_t since_ns);
+
 // Measured cost of one begin/end pair with tracing on, in nanoseconds.
 double span_cost_ns();
 

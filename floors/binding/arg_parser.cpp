@@ -12,8 +12,10 @@
 //   4. each Python object must convert to its argument's type: a Tensor
 //      argument after the first also takes a Python number (x + 1), which
 //      becomes a 0-d "wrapped number" tensor (Note [Type promotion]).
-// When no overload accepts the call, the error names the argument, its
+// When no overload accepts the call, the TypeError names the argument, its
 // position and the type found (one overload), or lists the signatures (several).
+// An int too large for int64 is no mismatch but a RuntimeError at once, as in
+// PyTorch. (A TypeError is what makes Tensor's operators answer NotImplemented.)
 #include <algorithm>
 #include <cstring>
 
@@ -53,8 +55,10 @@ IntResult to_int(PyObject* o, int64_t* out) {
   return IntResult::Ok;
 }
 
+// An int of the right type that does not fit int64 is not a mismatch that
+// another overload could take: as in PyTorch, it is a RuntimeError at once.
 // "argument 'index' (position 2) is 9223372036854775808: Overflow when unpacking long"
-std::string overflow_error(const SchemaArg& a, int pos, PyObject* o) {
+[[noreturn]] void throw_overflow(const SchemaArg& a, int pos, PyObject* o) {
   std::string text = "an int";
   if (PyObject* r = PyObject_Repr(o)) {
     if (const char* u = PyUnicode_AsUTF8(r)) text = u;
@@ -62,8 +66,8 @@ std::string overflow_error(const SchemaArg& a, int pos, PyObject* o) {
   }
   PyErr_Clear();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return str("argument '", a.name, "' (position ", pos + 1, ") is ", text,
-             ": Overflow when unpacking long (it does not fit in int64)");
+  throw Error(str("argument '", a.name, "' (position ", pos + 1, ") is ", text,
+                  ": Overflow when unpacking long (it does not fit in int64)"));
 }
 
 // Converts one object to the argument's type, or explains why not in `err`.
@@ -73,10 +77,9 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
     return true;
   }
   int64_t i = 0;
-  // An int that does not fit int64 is refused by name, not as "not an int".
   auto int_arg = [&](PyObject* x) {
     IntResult r = to_int(x, &i);
-    if (r == IntResult::Overflow) err = overflow_error(a, pos, x);
+    if (r == IntResult::Overflow) throw_overflow(a, pos, x);
     return r == IntResult::Ok;
   };
   switch (a.type) {
@@ -86,10 +89,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         return true;
       }
       if (pos > 0 && is_python_scalar(o)) {
-        if (is_int_like(o) && to_int(o, &i) == IntResult::Overflow) {
-          err = overflow_error(a, pos, o);
-          return false;
-        }
+        if (is_int_like(o) && to_int(o, &i) == IntResult::Overflow) throw_overflow(a, pos, o);
         out = scalar_to_tensor(o);
         return true;
       }
@@ -139,10 +139,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
         const IntResult r = is_int_like(item) ? to_int(item, &i) : IntResult::NotInt;
-        if (r == IntResult::Overflow) {
-          err = overflow_error(a, pos, item);
-          return false;
-        }
+        if (r == IntResult::Overflow) throw_overflow(a, pos, item);
         if (r != IntResult::Ok) {
           err = str("argument '", a.name, "' must be tuple of ints, but found element of type ", type_name(item),
                     " at pos ", k);
@@ -321,7 +318,7 @@ Tensor scalar_to_tensor(PyObject* o) {
   if (t == ScalarType::Bool) *r.data<bool>() = o == Py_True;
   else if (t == ScalarType::Int64) {
     int64_t v = 0;
-    DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, ValueError, "Overflow when unpacking long: ",
+    DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, Error, "Overflow when unpacking long: ",
                   "a Python int does not fit in int64");
     *r.data<int64_t>() = v;
   } else {

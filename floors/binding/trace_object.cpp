@@ -152,6 +152,12 @@ PyGetSetDef trace_getset[] = {
 PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr) }
 PyObject* py_trace_stop(PyObject*, PyObject*) { DESCENT_PY_TRY return new_trace_object(trace::stop()); DESCENT_PY_CATCH(nullptr) }
 PyObject* py_trace_enabled(PyObject*, PyObject*) { return PyBool_FromLong(trace::enabled()); }
+PyObject* py_trace_now_ns(PyObject*, PyObject*) { return PyLong_FromLongLong(trace::now_ns()); }
+PyObject* py_trace_snapshot(PyObject*, PyObject* since) {
+  const long long since_ns = PyLong_AsLongLong(since);
+  if (since_ns == -1 && PyErr_Occurred()) return nullptr;
+  DESCENT_PY_TRY return new_trace_object(trace::snapshot(since_ns)); DESCENT_PY_CATCH(nullptr)
+}
 PyObject* py_load_trace(PyObject*, PyObject* path) {
   std::string p;
   if (!path_arg("_load_trace", path, p)) return nullptr;
@@ -229,6 +235,9 @@ PyMethodDef trace_functions[] = {
     {"_trace_start", py_trace_start, METH_NOARGS, "clears the buffers, calibrates, and switches tracing on"},
     {"_trace_stop", py_trace_stop, METH_NOARGS, "switches tracing off and returns the Trace"},
     {"_trace_enabled", py_trace_enabled, METH_NOARGS, "whether tracing is on"},
+    {"_trace_now_ns", py_trace_now_ns, METH_NOARGS, "now on the clock of the trace's times, in ns"},
+    {"_trace_snapshot", py_trace_snapshot, METH_O,
+     "_trace_snapshot(since_ns): the running recording's spans begun since then (Note [Nested recordings])"},
     {"_load_trace", py_load_trace, METH_O, "reads a trace saved in descent's format"},
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},

@@ -154,7 +154,7 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.name);
   ScalarType dt = dtype_arg(s, kDefaultFloat);
-  DESCENT_CHECK(is_floating(dt), TypeError, op.name, "(): expected a floating point dtype, got ", dtype_name(dt));
+  DESCENT_CHECK(is_floating(dt), Error, op.name, "(): expected a floating point dtype, got ", dtype_name(dt));
   Tensor out = make_output(span, s[0].to_int_list(), dt);
   GeneratorState g = reserve_counters(uint64_t(out.numel()));
   visit_dtype(dt, [&]<typename T>() {

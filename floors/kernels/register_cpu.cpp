@@ -70,7 +70,7 @@ bool float_only(Op op) { return op == Op::exp || op == Op::log || op == Op::sqrt
 void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.name);
   Tensor x = s[0].to_tensor();
-  DESCENT_CHECK(!(op.id == Op::neg && x.dtype() == ScalarType::Bool), TypeError,
+  DESCENT_CHECK(!(op.id == Op::neg && x.dtype() == ScalarType::Bool), Error,
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
                 "use the `~` or `logical_not()` operator instead.");
   if (float_only(op.id) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
@@ -86,12 +86,12 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& b = s[1].to_tensor();
   check_same_device(op.name, a, b);
   ScalarType ct = result_type(a, b);
-  DESCENT_CHECK(!(op.id == Op::sub && ct == ScalarType::Bool), TypeError,
+  DESCENT_CHECK(!(op.id == Op::sub && ct == ScalarType::Bool), Error,
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                 "`logical_xor()` operator instead.");
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
-  DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), TypeError, op.name,
+  DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
@@ -155,7 +155,7 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   bool reduced[kMaxDims];
   reduced_mask(op.name, x, s[1], reduced);
   ScalarType dt = is_floating(x.dtype()) ? x.dtype() : ScalarType::Int64;
-  DESCENT_CHECK(op.id != Op::mean || is_floating(x.dtype()), TypeError,
+  DESCENT_CHECK(op.id != Op::mean || is_floating(x.dtype()), Error,
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
                 "Got: ", dtype_name(x.dtype()));
   Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
@@ -222,7 +222,7 @@ void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, "matmul(): both arguments to matmul need to be at least 1D, "
                 "but they are ", a.dim(), "D and ", b.dim(), "D");
   ScalarType ct = result_type(a, b);
-  DESCENT_CHECK(ct != ScalarType::Bool, TypeError, "matmul(): not implemented for 'bool' tensors");
+  DESCENT_CHECK(ct != ScalarType::Bool, Error, "matmul(): not implemented for 'bool' tensors");
   // 1-D operands become a row (self) or a column (other), removed again at the end.
   Tensor a2 = cast(a, ct), b2 = cast(b, ct);
   if (a.dim() == 1) a2 = a2.as_strided({1, a.sizes()[0]}, {0, a2.strides()[0]}, a2.offset());

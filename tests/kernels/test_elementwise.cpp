@@ -320,10 +320,10 @@ TEST(Promotion, PromotedValues) {
 
 TEST(ElementwiseErrors, BoolNegSubAndFloatAlpha) {
   Tensor b = make({2}, ScalarType::Bool, {1, 0});
-  EXPECT_THROW(call(Op::neg, b), TypeError);
-  EXPECT_THROW(call(Op::sub, b, b), TypeError);
+  EXPECT_THROW(call(Op::neg, b), Error);
+  EXPECT_THROW(call(Op::sub, b, b), Error);
   Tensor i = make({2}, ScalarType::Int64, {1, 2});
-  EXPECT_THROW(call(Op::add, i, i, 2.5), TypeError);
+  EXPECT_THROW(call(Op::add, i, i, 2.5), Error);
   EXPECT_NO_THROW(call(Op::add, make({2}, ScalarType::Float32, {1, 2}), i, 2.5));
 }
 

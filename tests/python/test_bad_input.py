@@ -80,7 +80,7 @@ def test_trace_paths_must_be_paths(tmp_path):
     lambda x: x.reshape(2, 2 ** 64),
 ], ids=["dim", "size", "other", "alpha", "int-list-element"])
 def test_ints_past_int64_are_named(call):
-    with raises(TypeError, "Overflow when unpacking long", "does not fit in int64"):
+    with raises(RuntimeError, "Overflow when unpacking long", "does not fit in int64"):
         call(descent.ones(2, 3))
 
 

@@ -202,8 +202,8 @@ def test_sample_call(name, dtype, rng):
     args, np_args = parse_sample(op["sample"], dtype, op["domain"], rng)
     kwargs = {"dtype": dtype} if op["kind"] == "factory" else {}
     fn = getattr(descent, op["python_name"])
-    if (name, dtype) in UNSUPPORTED:
-        with pytest.raises(TypeError):
+    if (name, dtype) in UNSUPPORTED:  # a RuntimeError, as PyTorch's dtype checks raise
+        with pytest.raises(RuntimeError):
             fn(*args, **kwargs)
         return
     got = fn(*args, **kwargs)
@@ -241,7 +241,7 @@ def test_unary(name, dtype, make):
     for shape, layout in itertools.product(SHAPES, LAYOUTS):
         x, a = make(shape, dtype, layout, OPS[name]["domain"])
         if (name, dtype) in UNSUPPORTED:
-            with pytest.raises(TypeError):
+            with pytest.raises(RuntimeError):
                 fn(x)
             continue
         out_dtype = F if name in FLOAT_ONLY and not dtype.is_floating_point else dtype
@@ -262,7 +262,7 @@ def test_binary(name, da, db, make):
         y, b = make(sb, db, LAYOUTS[k % len(LAYOUTS)], domain)
         ct = result_type((da, 2 if x.dim() else 1), (db, 2 if y.dim() else 1))
         if name == "sub" and ct is B:
-            with pytest.raises(TypeError, match="sub|Subtraction"):
+            with pytest.raises(RuntimeError, match="sub|Subtraction"):
                 fn(x, y)
             continue
         if name == "div" and not ct.is_floating_point:
@@ -280,7 +280,7 @@ def test_python_number_operand(name, dtype, number, make):
     x, a = make((3, 4), dtype, "stepped", "positive")
     ct = result_type((dtype, 2), ({bool: B, int: I, float: F}[type(number)], 0))
     if name == "sub" and ct is B:
-        with pytest.raises(TypeError):
+        with pytest.raises(RuntimeError):
             descent.sub(x, number)
         return
     if name == "div" and not ct.is_floating_point:
@@ -329,8 +329,8 @@ def test_comparison_operators_return_tensors():
 def test_numpy_operand_on_the_left():
     """numpy defers to descent.Tensor (__array_priority__, as PyTorch sets): a numpy
     scalar works like a Python number and gives a Tensor; an ndarray is refused
-    with the op's TypeError (PyTorch refuses it too), where numpy used to turn
-    the tensor into an array and answer with an ndarray."""
+    (PyTorch refuses it too): Python's TypeError for unrelated operand types,
+    where numpy used to turn the tensor into an array and answer with an ndarray."""
     t = descent.tensor([1.0, 2.0])
     for expr, want in [(lambda: np.float64(2) + t, [3.0, 4.0]), (lambda: np.float64(2) * t, [2.0, 4.0]),
                        (lambda: np.float64(5) - t, [4.0, 3.0]), (lambda: np.float64(4) / t, [4.0, 2.0]),
@@ -341,10 +341,10 @@ def test_numpy_operand_on_the_left():
         got = expr()
         assert type(got) is descent.Tensor and got.tolist() == want
     assert (np.float64(2) + t).dtype is F                                # a number, not a float64 tensor
-    for expr in [lambda: np.ones(2) + t, lambda: np.ones(2) * t, lambda: np.ones(2) == t, lambda: np.ones(2) < t,
-                 lambda: np.ones(2) != t, lambda: np.array(1.0) - t]:
-        with pytest.raises(TypeError, match=r"numpy\.ndarray"):
+    for expr in [lambda: np.ones(2) + t, lambda: np.ones(2) * t, lambda: np.ones(2) < t, lambda: np.array(1.0) - t]:
+        with pytest.raises(TypeError):  # the words are Python's and numpy's
             expr()
+    assert (np.ones(2) == t) is False and (np.ones(2) != t) is True   # unrelated types: compared by identity
     assert descent.Tensor.__array_priority__ == 1000
     np.testing.assert_array_equal(np.asarray(t), [1.0, 2.0])             # conversions still work
 
@@ -373,7 +373,7 @@ def test_alpha():
     assert x.add(y, alpha=-1).tolist() == [-9.0, -18.0]
     i = descent.tensor([1, 2])
     assert descent.add(i, i, alpha=3).tolist() == [4, 8]
-    with pytest.raises(TypeError, match="alpha"):
+    with pytest.raises(RuntimeError, match="alpha"):
         descent.add(i, i, alpha=1.5)
 
 

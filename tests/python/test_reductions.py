@@ -2,7 +2,7 @@
 
 - sum/mean over None, single dims, negative dims, lists of dims (and [] =
   all), keepdim True/False, on every dtype (sum of bool/int64 -> int64, mean
-  of them -> TypeError), every layout, zero-size and 0-d inputs; the Tensor
+  of them -> RuntimeError, as in PyTorch), every layout, zero-size and 0-d inputs; the Tensor
   methods agree with the functions;
 - max() and max(dim) returning (values, indices) with .values/.indices, ties
   (first wins) and NaN (propagates);
@@ -36,7 +36,7 @@ def test_sum_mean(name, dtype, make):
         x, a = make(shape, dtype, layout)
         for dim, keepdim in itertools.product(dims, [False, True]):
             if (name, dtype) in UNSUPPORTED:
-                with pytest.raises(TypeError, match="mean"):
+                with pytest.raises(RuntimeError, match="mean"):
                     fn(x, dim, keepdim)
                 continue
             got = fn(x, dim, keepdim) if dim is not None or keepdim else fn(x)
@@ -123,7 +123,7 @@ def test_matmul(da, db, make):
 def test_matmul_errors():
     with pytest.raises(ValueError, match="1D"):
         descent.matmul(descent.tensor(1.0), descent.ones(2))
-    with pytest.raises(TypeError, match="bool"):
+    with pytest.raises(RuntimeError, match="bool"):
         descent.matmul(descent.ones(2, dtype=B), descent.ones(2, dtype=B))
     with pytest.raises(ValueError, match="cannot be multiplied"):
         descent.ones(2, 3) @ descent.ones(2, 3)

@@ -82,16 +82,42 @@ def test_trace_context_manager():
     assert "device" in tr.metadata
 
 
-def test_trace_stops_on_exception_and_no_nesting():
+def test_trace_stops_on_exception():
     with pytest.raises(TypeError):
         with descent.trace() as t:
             descent.ones(2) + "a"
     assert not descent._C._trace_enabled() and t.result.check() == ""
-    with descent.trace():
-        with pytest.raises(RuntimeError, match="already running"):
-            with descent.trace():
-                pass
+
+
+def test_trace_blocks_nest():
+    with descent.trace() as outer:
+        x = descent.ones(2)
+        with descent.trace() as inner:
+            y = x * 2
+            with descent.trace(python_functions=False) as innermost:
+                y - 1
+        y + 3
     assert not descent._C._trace_enabled()
+    names = lambda t: [s["name"] for s in t.result.spans()]
+    assert {"ones", "Tensor.__mul__", "mul", "sub", "Tensor.__add__", "add"} <= set(names(outer))
+    assert "mul" in names(inner) and "sub" in names(inner)
+    assert "ones" not in names(inner) and "add" not in names(inner)
+    # The outer block still traces Python functions after an inner one without them ended.
+    assert "Tensor.__add__" in names(outer) and "Tensor.__sub__" in names(inner)
+    assert "sub" in names(innermost) and "mul" not in names(innermost)
+    for t in (outer, inner, innermost):
+        assert t.result.check() == ""
+        check_spans(t.result.spans())
+
+
+def test_trace_block_inside_descent_trace_env():
+    r = run_python("import descent\n"
+                   "with descent.trace() as t:\n"
+                   "    descent.ones(2) * 5\n"
+                   "print('inner', sorted({s['name'] for s in t.result.spans()}))\n", DESCENT_TRACE="1")
+    assert r.returncode == 0, r.stderr
+    assert "inner" in r.stdout and "'mul'" in r.stdout
+    assert "descent trace:" in r.stderr and "mul" in r.stderr
     with descent.trace(python_functions=False) as t:
         descent.ones(2) + 1
     assert 1 not in {s["floor"] for s in t.result.spans()}
@@ -271,7 +297,7 @@ def test_replay_missing_file(tmp_path):
 def test_cli_exception_in_traced_code():
     r = run_cli("trace", "x = descent.ones(2)\ny = x + 'a'\nz = 3")
     assert r.returncode == 1
-    assert "TypeError: add(): argument 'other' (position 2) must be Tensor, not str" in r.stderr
+    assert "TypeError: unsupported operand type(s) for +: 'Tensor' and 'str'" in r.stderr
     lines = tree_lines(r.stdout)
     assert lines[0].startswith("[1 python   ] x = descent.ones(2)")
     assert any(line.startswith("[1 python   ] y = x + 'a'") for line in lines)   # the partial tree

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -150,6 +151,40 @@ TEST(Tracer, SpansLeftOpenAtStopAreClosed) {
   const Trace t2 = stop();
   ASSERT_EQ(t2.spans.size(), 1u);
   EXPECT_EQ(t2.spans[0].parent, 0u);
+}
+
+TEST(Tracer, SnapshotHoldsTheSpansOfAWindowAndTheRecordingGoesOn) {
+  EXPECT_THROW(snapshot(0), std::logic_error);  // no recording running
+  start();
+  const int32_t outer = begin_span(Floor::Python, "outer");
+  { DESCENT_SPAN(Binding, "before"); }
+  const int64_t since = now_ns();
+  {
+    DESCENT_SPAN(Binding, "inside");
+    { DESCENT_SPAN(Dispatch, "inside_child"); }
+  }
+  const int32_t open = begin_span(Floor::Kernels, "still_open");
+  const Trace window = snapshot(since);
+  end_span(open);
+  { DESCENT_SPAN(Binding, "after"); }
+  end_span(outer);
+  const Trace all = stop();
+  ASSERT_EQ(window.spans.size(), 3u);
+  const Span* inside = find(window, "inside");
+  const Span* child = find(window, "inside_child");
+  const Span* still_open = find(window, "still_open");
+  ASSERT_TRUE(inside && child && still_open);
+  EXPECT_EQ(inside->parent, 0u);  // its parent "outer" began before the window
+  EXPECT_EQ(still_open->parent, 0u);
+  EXPECT_EQ(child->parent, inside->id);
+  EXPECT_GE(still_open->end_ns, still_open->start_ns);
+  EXPECT_EQ(check_structure(window), "");
+  EXPECT_GT(window.span_cost_ns, 0);
+  // The recording went on: the full trace has everything, nested as recorded.
+  ASSERT_EQ(all.spans.size(), 6u);
+  EXPECT_EQ(find(all, "inside")->parent, find(all, "outer")->id);
+  EXPECT_TRUE(find(all, "after") && find(all, "before"));
+  EXPECT_EQ(check_structure(all), "");
 }
 
 TEST(Tracer, CompleteSpansKeepTheirNanoseconds) {

@@ -14,26 +14,64 @@ class Tensor(_C.TensorBase):
     # instead of turning the tensor into an array, it calls our reflected operator.
     __array_priority__ = 1000
 
-    # Arithmetic: a Python number on either side becomes a 0-d "wrapped number".
-    def __add__(self, other): return _C.add(self, other)
-    def __radd__(self, other): return _C.add(self, other)
-    def __sub__(self, other): return _C.sub(self, other)
-    def __rsub__(self, other): return _C.sub(_C._scalar_tensor(other), self)
-    def __mul__(self, other): return _C.mul(self, other)
-    def __rmul__(self, other): return _C.mul(self, other)
-    def __truediv__(self, other): return _C.div(self, other)
-    def __rtruediv__(self, other): return _C.div(_C._scalar_tensor(other), self)
-    def __pow__(self, other): return _C.pow(self, other)
-    def __rpow__(self, other): return _C.pow(_C._scalar_tensor(other), self)
-    def __matmul__(self, other): return _C.matmul(self, other)
+    # Operators, as in PyTorch: an operand of a type the op does not take
+    # (None, a string, ...) makes the operator return NotImplemented, so Python
+    # answers as for any two unrelated types: `t == None` is False and `t + None`
+    # raises "unsupported operand type(s) for +: 'Tensor' and 'NoneType'".
+    # A Python number on either side becomes a 0-d "wrapped number".
+    def __add__(self, other):
+        try: return _C.add(self, other)
+        except TypeError: return NotImplemented
+    def __radd__(self, other):
+        try: return _C.add(self, other)
+        except TypeError: return NotImplemented
+    def __sub__(self, other):
+        try: return _C.sub(self, other)
+        except TypeError: return NotImplemented
+    def __rsub__(self, other):
+        try: return _C.sub(_C._scalar_tensor(other), self)
+        except TypeError: return NotImplemented
+    def __mul__(self, other):
+        try: return _C.mul(self, other)
+        except TypeError: return NotImplemented
+    def __rmul__(self, other):
+        try: return _C.mul(self, other)
+        except TypeError: return NotImplemented
+    def __truediv__(self, other):
+        try: return _C.div(self, other)
+        except TypeError: return NotImplemented
+    def __rtruediv__(self, other):
+        try: return _C.div(_C._scalar_tensor(other), self)
+        except TypeError: return NotImplemented
+    def __pow__(self, other):
+        try: return _C.pow(self, other)
+        except TypeError: return NotImplemented
+    def __rpow__(self, other):
+        try: return _C.pow(_C._scalar_tensor(other), self)
+        except TypeError: return NotImplemented
+    def __matmul__(self, other):
+        try: return _C.matmul(self, other)
+        except TypeError: return NotImplemented
     def __neg__(self): return _C.neg(self)
     def __abs__(self): return _C.abs(self)
-    def __eq__(self, other): return _C.eq(self, other)
-    def __ne__(self, other): return _C.ne(self, other)
-    def __lt__(self, other): return _C.lt(self, other)
-    def __le__(self, other): return _C.le(self, other)
-    def __gt__(self, other): return _C.gt(self, other)
-    def __ge__(self, other): return _C.ge(self, other)
+    def __eq__(self, other):
+        try: return _C.eq(self, other)
+        except TypeError: return NotImplemented
+    def __ne__(self, other):
+        try: return _C.ne(self, other)
+        except TypeError: return NotImplemented
+    def __lt__(self, other):
+        try: return _C.lt(self, other)
+        except TypeError: return NotImplemented
+    def __le__(self, other):
+        try: return _C.le(self, other)
+        except TypeError: return NotImplemented
+    def __gt__(self, other):
+        try: return _C.gt(self, other)
+        except TypeError: return NotImplemented
+    def __ge__(self, other):
+        try: return _C.ge(self, other)
+        except TypeError: return NotImplemented
     __hash__ = object.__hash__
 
     # Methods with PyTorch's names.

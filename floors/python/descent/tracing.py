@@ -20,26 +20,47 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class trace:
-    """Context manager: tracing on inside the block; the Trace is `.result`."""
+    """Context manager: tracing on inside the block; the Trace is `.result`.
+
+    Blocks nest (Note [Nested recordings] in tracer/tracer.h): inside another
+    recording, including DESCENT_TRACE=1's, the inner block's Trace holds the
+    spans begun inside it, and the outer recording goes on undisturbed."""
 
     def __init__(self, python_functions=True):
         self.python_functions = python_functions
         self.result = None
+        self._since_ns = None  # set when this block nests inside a running recording
+        self._hook = False     # whether this block switched the profile hook on
 
     def __enter__(self):
         if _C._trace_enabled():
-            raise RuntimeError("descent.trace(): a recording is already running")
-        _C._trace_start()
-        if self.python_functions:
+            self._since_ns = _C._trace_now_ns()
+        else:
+            _C._trace_start()
+        if self.python_functions and not _hooks:
             _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
+            self._hook = True
+        if self.python_functions:
+            _hooks.append(self)
         return self
 
     def __exit__(self, *exc):
         if self.python_functions:
+            _hooks.remove(self)
+        if self._hook:
             _C._set_profile_hook(False)
-        self.result = _C._trace_stop()
+            if _hooks:  # an outer block still wants Python functions traced
+                _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
+                _hooks[0]._hook, self._hook = True, False
+        if self._since_ns is not None:
+            self.result = _C._trace_snapshot(self._since_ns)
+        else:
+            self.result = _C._trace_stop()
         self.result.set_metadata("device", "cpu (floors 1-6; the device floors 7-8 come later)")
         return False
+
+
+_hooks = []  # open trace blocks that trace the package's Python functions, outermost first
 
 
 def run(code, env=None, echo=print):
