@@ -11,6 +11,10 @@
 // one (contiguous fast paths), when its preconditions hold.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "floors/core/tensor.h"
 #include "floors/dispatch/dispatcher.h"
 
@@ -103,6 +107,12 @@ bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out
 bool optimized_copy(const Tensor& src, const Tensor& dst);
 bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
 bool optimized_max(const Tensor& in, const Tensor& keep, const bool* reduced);
+// Register tiles as wide as the CPU's vectors (Note [Register-blocked matmul]).
 bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+// The vector unit optimized_matmul uses: the widest this CPU has ("avx512",
+// "avx2" or "sse2"; "generic" off x86-64), unless a narrower one was set.
+const char* matmul_isa();
+std::vector<std::string> matmul_isas();  // the ones this CPU can run, narrowest first
+void set_matmul_isa(std::string_view name);  // ValueError naming the choices for any other
 
 }  // namespace descent::kernels

@@ -8,10 +8,10 @@
 // with -ffp-contract=off, as reference.cpp, so no multiply-add is fused in
 // one variant and not the other.
 //
-// Elementwise loops and the matrix product split their work across threads
-// with parallel_for (Note [Intra-op parallelism], parallel.h): elementwise
-// loops by contiguous runs of elements, the matrix product by output rows, so
-// every element is computed as on one thread. Reductions stay on one thread.
+// Elementwise loops split their work across threads with parallel_for (Note
+// [Intra-op parallelism], parallel.h) by contiguous runs of elements, so every
+// element is computed as on one thread. Reductions stay on one thread. The
+// matrix product has a file of its own, optimized_matmul.cpp.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -36,11 +36,10 @@ bool single(const Tensor& t) {
 // chunk should take well over what waking a worker costs (15 to 30 us on the
 // 2-core VM these were measured on): 256K elements of a cheap op (add, a
 // copy: 0.1 to 0.4 ns each), 64K of a transcendental one (exp: 1.7 ns, tanh:
-// 14 ns), 1M multiply-adds of a matrix product (0.08 ns each). Chosen per
+// 14 ns); a matrix product's grain is in optimized_matmul.cpp. Chosen per
 // element function at compile time, so the check stays one compare.
 constexpr int64_t kCheapGrain = 8 * kGrainSize;
 constexpr int64_t kCostlyGrain = 2 * kGrainSize;
-constexpr int64_t kMatmulGrain = 32 * kGrainSize;  // multiply-adds
 template <typename F>
 constexpr int64_t elementwise_grain() {
   constexpr bool costly = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SigmoidF> ||
@@ -189,47 +188,6 @@ bool optimized_max(const Tensor& in, const Tensor& keep, const bool* reduced) {
         if (row[i] > m || row[i] != row[i]) m = row[i];
       y[r] = m;
     }
-  });
-  return true;
-}
-
-// [SECTION] Matrix product -------------------------------------------------------
-
-namespace {
-
-// One output row, i-k-j order: row = the rows of b scaled by arow[k] and
-// added, k ascending. The inner loop runs along contiguous memory and
-// vectorizes, and every row[j] still sees its products added in the
-// reference's order, so the two variants agree bit for bit. (A function of
-// its own, with restrict parameters, so that the compiler neither checks for
-// overlap at run time nor runs out of registers in the inner loop.)
-template <typename T>
-void matmul_row(const T* __restrict arow, const T* __restrict b, T* __restrict row, int64_t K, int64_t N) {
-  for (int64_t j = 0; j < N; ++j) row[j] = T(0);
-  for (int64_t k = 0; k < K; ++k) {
-    const T aik = arow[k];
-    const T* brow = b + k * N;
-    for (int64_t j = 0; j < N; ++j) row[j] = plus(row[j], times(aik, brow[j]));
-  }
-}
-
-}  // namespace
-
-// The B * M output rows (all batches in one range) are what threads share: a
-// row is always built by one thread, by matmul_row.
-bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (!a.is_contiguous() || !b.is_contiguous() || !out.is_contiguous()) return false;
-  const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
-  const int64_t row_work = std::max<int64_t>(1, (K + 1) * N);  // multiply-adds and zeroing per output row
-  const int64_t grain_rows = (kMatmulGrain + row_work - 1) / row_work;
-  visit_dtype(out.dtype(), [&]<typename T>() {
-    const T* a_data = a.data<T>();
-    const T* b_data = b.data<T>();
-    T* out_data = out.data<T>();
-    parallel_for(0, B * M, grain_rows, [=](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r)  // row r is row r % M of batch r / M
-        matmul_row(a_data + r * K, b_data + (r / M) * K * N, out_data + r * N, K, N);
-    });
   });
   return true;
 }

@@ -245,7 +245,9 @@ void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
               [&] {
                 Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
                 Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
-                return optimized_matmul(ca, cb, out);
+                if (!optimized_matmul(ca, cb, out)) return false;
+                span.arg("isa", matmul_isa());
+                return true;
               },
               [&] { reference_matmul(A, Bm, out); });
   if (a.dim() > 1) so.push_back(M);

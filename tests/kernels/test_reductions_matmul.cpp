@@ -16,8 +16,11 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/parallel.h"
 #include "kernel_test_util.h"
 
 namespace descent {
@@ -395,6 +398,58 @@ TEST(Matmul, VariantsAgreeBitForBitAndErrorsAreRaised) {
   EXPECT_THROW(call(Op::matmul, make({}, ScalarType::Float32, {1}), b), ValueError);
   Tensor m = make({2, 2}, ScalarType::Bool, {1, 0, 0, 1});
   EXPECT_THROW(call(Op::matmul, m, m), Error);
+}
+
+// Note [Register-blocked matmul]: every vector unit this CPU has, on shapes
+// that take every path (whole tiles of MR rows, leftover rows, one-vector
+// tiles, the i-k-j columns, several blocks of k with a partial last one, a
+// range of rows that crosses batches), with zeros of both signs and
+// infinities among the inputs, gives the reference's bits on 1 and 3 threads.
+TEST(Matmul, RegisterTilesGiveTheReferenceBitsOnEveryVectorUnit) {
+  std::mt19937_64 rng(83);
+  struct Shape {
+    int64_t batch, m, k, n;
+  };
+  const Shape shapes[] = {{1, 13, 600, 87}, {1, 6, 256, 64}, {3, 5, 257, 33}, {2, 1, 40, 100}, {1, 25, 3, 7}};
+  const std::string widest = kernels::matmul_isa();
+  const int saved_threads = kernels::get_num_threads();
+  for (const std::string& isa : kernels::matmul_isas()) {
+    kernels::set_matmul_isa(isa);
+    EXPECT_EQ(kernels::matmul_isa(), isa);
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
+      for (const Shape& sh : shapes) {
+        std::vector<double> va = random_values(sh.batch * sh.m * sh.k, dt, rng, -4, 4);
+        std::vector<double> vb = random_values(sh.batch * sh.k * sh.n, dt, rng, -4, 4);
+        const double specials[] = {0.0, -0.0, INFINITY, -0.0};
+        for (size_t s = 0; s < 4; ++s) {  // a few special values at spread-out places
+          va[(s * 7919) % va.size()] = specials[s];
+          vb[(s * 104729) % vb.size()] = specials[s];
+        }
+        Tensor a = make({sh.batch, sh.m, sh.k}, dt, va), b = make({sh.batch, sh.k, sh.n}, dt, vb);
+        Tensor ref;
+        {
+          kernels::VariantGuard g(kernels::Variant::Reference);
+          ref = call(Op::matmul, a, b);
+        }
+        for (int threads : {1, 3}) {
+          kernels::set_num_threads(threads);
+          Tensor got = call(Op::matmul, a, b);
+          EXPECT_STREQ(kernels::last_variant(), "optimized");
+          const std::vector<double> want = values(ref), have = values(got);
+          ASSERT_EQ(want.size(), have.size());
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_TRUE((std::isnan(want[i]) && std::isnan(have[i])) ||
+                        (want[i] == have[i] && std::signbit(want[i]) == std::signbit(have[i])))
+                << isa << " " << dtype_name(dt) << " " << sh.batch << "x" << sh.m << "x" << sh.k << "x" << sh.n
+                << " threads=" << threads << " element " << i << ": " << have[i] << " vs " << want[i];
+          }
+        }
+      }
+    }
+  }
+  kernels::set_num_threads(saved_threads);
+  kernels::set_matmul_isa(widest);
+  EXPECT_THROW(kernels::set_matmul_isa("avx1024"), ValueError);
 }
 
 }  // namespace
