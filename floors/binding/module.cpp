@@ -397,9 +397,7 @@ PyObject* py_cpu_stats(PyObject*, PyObject*) {
 PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
   DESCENT_PY_TRY
   DESCENT_CHECK(is_tensor(o), TypeError, "_dispatch_keys expects a Tensor");
-  const LocalKeys& local = local_keys();
-  DispatchKeySet ks = (unwrap(o).impl()->keys | local.included) - local.excluded;
-  return PyUnicode_FromString(ks.str().c_str());
+  return PyUnicode_FromString(apply_local_keys(unwrap(o).impl()->keys).str().c_str());
   DESCENT_PY_CATCH(nullptr)
 }
 

@@ -81,6 +81,10 @@ LocalKeys& local_keys() {
   thread_local LocalKeys keys;
   return keys;
 }
+DispatchKeySet apply_local_keys(DispatchKeySet keys) {
+  const LocalKeys& local = local_keys();
+  return (keys | local.included) - local.excluded;
+}
 ExcludeKeyGuard::ExcludeKeyGuard(DispatchKey k) : saved_(local_keys().excluded) {
   local_keys().excluded = saved_.add(k);
 }
@@ -107,8 +111,7 @@ DispatchKeySet compute_key_set(const OpEntry&, const Stack& stack) {
   DispatchKeySet ks(DispatchKey::BackendSelect);
   for (int i = 0; i < stack.size(); ++i)
     if (stack[i].is_tensor()) ks = ks | stack[i].to_tensor().impl()->keys;
-  const LocalKeys& local = local_keys();
-  return (ks | local.included) - local.excluded;
+  return apply_local_keys(ks);
 }
 
 namespace {

@@ -54,6 +54,8 @@ struct LocalKeys {
   DispatchKeySet excluded;
 };
 LocalKeys& local_keys();
+// `keys` with the thread's included keys added and its excluded ones removed.
+DispatchKeySet apply_local_keys(DispatchKeySet keys);
 
 // RAII: removes `k` from every call on this thread for the guard's lifetime.
 class ExcludeKeyGuard {
