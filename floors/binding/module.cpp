@@ -10,6 +10,8 @@
 #include <climits>
 #include <cstring>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -401,6 +403,25 @@ PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+PyObject* py_matmul_isas(PyObject*, PyObject*) {
+  DESCENT_PY_TRY
+  const std::vector<std::string> names = kernels::matmul_isas();
+  PyObject* list = PyList_New(Py_ssize_t(names.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < names.size(); ++i) PyList_SET_ITEM(list, Py_ssize_t(i), PyUnicode_FromString(names[i].c_str()));
+  return list;
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_matmul_isa(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::matmul_isa()); }
+PyObject* py_set_matmul_isa(PyObject*, PyObject* arg) {
+  if (!PyUnicode_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "_set_matmul_isa(): expected a str, not %s", Py_TYPE(arg)->tp_name);
+  DESCENT_PY_TRY
+  kernels::set_matmul_isa(utf8_text(arg));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+
 PyMethodDef module_methods[] = {
     {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
     {"_scalar_tensor", py_scalar_tensor, METH_O, "a 0-d wrapped-number tensor from a Python number"},
@@ -410,6 +431,9 @@ PyMethodDef module_methods[] = {
     {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
     {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
     {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},
+    {"_matmul_isas", py_matmul_isas, METH_NOARGS, "the vector units the optimized matmul can use here, narrowest first"},
+    {"_matmul_isa", py_matmul_isa, METH_NOARGS, "the vector unit the optimized matmul uses"},
+    {"_set_matmul_isa", py_set_matmul_isa, METH_O, "_set_matmul_isa(name): one of _matmul_isas()"},
     {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a large CPU kernel uses, >= 1"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "threads a large CPU kernel uses (DESCENT_NUM_THREADS, else all)"},
     {"_cpu_allocator_stats", py_cpu_stats, METH_NOARGS, "the CPU allocator's statistics"},

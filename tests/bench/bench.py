@@ -59,6 +59,12 @@ def python_side(lib, prefix):
          "py_matmul_512": per_call_ns(lambda: lib.matmul(ma, mb), n=5)}
     lib.set_num_threads(1)
     r["py_matmul_512_1thread"] = per_call_ns(lambda: lib.matmul(ma, mb), n=5)
+    if hasattr(lib._C, "_matmul_isas"):  # descent: each vector unit of Note [Register-blocked matmul]
+        widest = lib._C._matmul_isa()
+        for isa in lib._C._matmul_isas():
+            lib._C._set_matmul_isa(isa)
+            r[f"py_matmul_512_1thread_{isa}"] = per_call_ns(lambda: lib.matmul(ma, mb), n=5)
+        lib._C._set_matmul_isa(widest)
     lib.set_num_threads(threads)
     return {prefix + name: value for name, value in r.items()}
 
@@ -131,6 +137,8 @@ def main():
             f"PyTorch {r.get('torch_matmul_threads', '-')})", "py_matmul_512", "torch_py_matmul_512", ""),
         row("Python `matmul`, 512x512 float32, one thread (`set_num_threads(1)`)", "py_matmul_512_1thread",
             "torch_py_matmul_512_1thread", ""),
+        *[row(f"the same, descent's tiles on {isa} vectors", f"py_matmul_512_1thread_{isa}", None, "")
+          for isa in ("sse2", "avx2", "avx512", "generic") if f"py_matmul_512_1thread_{isa}" in r],
         row("tracer span, tracing off (one branch)", "span_off", None, ""),
         row("tracer span, tracing on (begin + end, hot loop)", "span_on", None, "≤ 10 ns"),
         row("tracer span, tracing on (calibrated at start)", "span_cost_calibrated", None, "≤ 10 ns"),

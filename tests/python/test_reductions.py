@@ -129,3 +129,31 @@ def test_matmul_errors():
         descent.ones(2, 3) @ descent.ones(2, 3)
     with pytest.raises(ValueError, match="matmul"):
         descent.ones(2, 2, 3) @ descent.ones(3, 3, 2)   # batch dims 2 and 3 do not broadcast
+
+
+def test_matmul_on_every_vector_unit_is_the_reference_bit_for_bit():
+    """Note [Register-blocked matmul]: whichever vector unit the tiles use, the
+    bits are the reference loop's; the trace names the unit."""
+    isas = descent._C._matmul_isas()
+    widest = descent._C._matmul_isa()
+    assert isas[-1] == widest and set(isas) <= {"sse2", "avx2", "avx512", "generic"}
+    descent.manual_seed(3)
+    a, b = descent.randn(2, 37, 300), descent.randn(2, 300, 45)
+    descent.set_kernel_variant("reference")
+    try:
+        want = np.asarray(a @ b)
+    finally:
+        descent.set_kernel_variant("auto")
+    try:
+        for isa in isas:
+            descent._C._set_matmul_isa(isa)
+            with descent.trace(python_functions=False) as t:
+                got = np.asarray(a @ b)
+            assert got.tobytes() == want.tobytes(), isa
+            assert any(s["args"].get("isa") == isa for s in t.result.spans() if s["name"] == "matmul"), isa
+    finally:
+        descent._C._set_matmul_isa(widest)
+    with pytest.raises(ValueError, match="'avx9'.*choose one of 'sse2'|'avx9'.*choose one of 'generic'"):
+        descent._C._set_matmul_isa("avx9")
+    with pytest.raises(TypeError, match="str"):
+        descent._C._set_matmul_isa(3)
