@@ -49,10 +49,13 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 constexpr int kChunkShift = 14;
-constexpr uint32_t kChunkRecords = 1u << kChunkShift;        // 16384 records = 2 MiB per chunk
+constexpr uint32_t kChunkRecords = 1u << kChunkShift;        // 16384 records = 512 KiB per chunk
 constexpr uint32_t kMaxRecordsPerThread = 1u << 30;          // keeps indices in int32_t
-constexpr uint32_t kDefaultSpanLimit = 1u << 23;             // per thread and recording: 1 GiB of records
-constexpr size_t kChunksKeptOnReset = 16;                    // 32 MiB stays reserved per thread
+constexpr uint32_t kDefaultSpanLimit = 1u << 23;             // per thread and recording: 256 MiB of records
+constexpr size_t kChunksKeptOnReset = 64;                    // 32 MiB stays reserved per thread
+constexpr int kArgChunkShift = 14;
+constexpr uint32_t kArgChunkRecords = 1u << kArgChunkShift;  // 16384 arguments = 384 KiB per chunk
+constexpr size_t kArgChunksKeptOnReset = 16;                 // 6 MiB
 constexpr uint32_t kInitialOpenDepth = 256;                  // open spans before the stack grows
 constexpr uintptr_t kPrefetchAheadBytes = 16 * sizeof(SpanRecord);
 constexpr uint64_t kNsFlagBit = uint64_t{1} << 63;           // record's times are already ns
@@ -117,13 +120,18 @@ struct ThreadBuffer {
   uint32_t count = 0;            // records in the buffer = index of the next one
   uint32_t depth = 0;            // open spans
   uint64_t dropped = 0;          // spans not recorded: the limit was reached or memory ran out
+  ArgRecord* arg_cur = nullptr;  // argument chunk being filled
+  uint32_t arg_used = kArgChunkRecords;  // arguments used in `arg_cur` (full: none yet)
+  uint32_t arg_count = 0;        // arguments in the buffer
   std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
 
   // Shared with stop().
-  std::mutex mutex;                                      // guards chunks, published_epoch
+  std::mutex mutex;                                      // guards chunks, arg_chunks, published_epoch
   std::vector<std::unique_ptr<SpanRecord[]>> chunks;     // only the owner adds (under mutex)
+  std::vector<std::unique_ptr<ArgRecord[]>> arg_chunks;  // the same
   uint64_t published_epoch = UINT64_MAX;
   std::atomic<uint32_t> published_count{0};             // release-stored after each append
+  std::atomic<uint32_t> published_args{0};              // the same, for arguments
   std::atomic<bool> exited{false};                       // owner thread has ended
 };
 
@@ -182,14 +190,19 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
   {
     std::lock_guard lock(b->mutex);
     if (b->chunks.size() > kChunksKeptOnReset) b->chunks.resize(kChunksKeptOnReset);
-    if (b->chunks.empty()) b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
+    if (b->chunks.empty()) b->chunks.push_back(std::make_unique_for_overwrite<SpanRecord[]>(kChunkRecords));
+    if (b->arg_chunks.size() > kArgChunksKeptOnReset) b->arg_chunks.resize(kArgChunksKeptOnReset);
     b->published_epoch = epoch;
     b->published_count.store(0, std::memory_order_relaxed);
+    b->published_args.store(0, std::memory_order_relaxed);
     b->dropped = 0;
   }
   b->epoch = epoch;
   b->cur = b->chunks[0].get();
   b->used = b->count = b->depth = 0;
+  b->arg_cur = nullptr;
+  b->arg_used = kArgChunkRecords;  // the first argument takes a chunk
+  b->arg_count = 0;
 }
 
 // Moves to the next chunk (allocating it if none is kept). False, counting
@@ -204,7 +217,7 @@ bool next_chunk(ThreadBuffer* b) {
   }
   if (chunk == b->chunks.size()) {
     try {
-      b->chunks.push_back(std::make_unique<SpanRecord[]>(kChunkRecords));
+      b->chunks.push_back(std::make_unique_for_overwrite<SpanRecord[]>(kChunkRecords));
     } catch (const std::bad_alloc&) {
       ++b->dropped;
       return false;
@@ -212,6 +225,24 @@ bool next_chunk(ThreadBuffer* b) {
   }
   b->cur = b->chunks[chunk].get();
   b->used = 0;
+  return true;
+}
+
+// Moves to the next argument chunk; false (the argument is not recorded) when
+// memory for it cannot be had. A buffer holds at most kMaxArgs arguments per
+// span, so the span limit bounds arguments too.
+bool next_arg_chunk(ThreadBuffer* b) {
+  const size_t chunk = b->arg_count >> kArgChunkShift;
+  std::lock_guard lock(b->mutex);
+  if (chunk == b->arg_chunks.size()) {
+    try {
+      b->arg_chunks.push_back(std::make_unique_for_overwrite<ArgRecord[]>(kArgChunkRecords));
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+  }
+  b->arg_cur = b->arg_chunks[chunk].get();
+  b->arg_used = 0;
   return true;
 }
 
@@ -264,18 +295,21 @@ void end_span_slow(ThreadBuffer* b, int32_t index, uint64_t ticks) {
   // Not open: ended twice, or begun in a recording that has been reset.
 }
 
-// Appends one argument to a span of the calling thread; `set` fills the value.
+// Appends one argument for a span of the calling thread; `set` fills the value.
 template <typename Set>
 void push_arg(int32_t index, const char* key, ArgKind kind, Set set) {
   ThreadBuffer* b = tl_buffer;
   if (b == nullptr || index < 0 || static_cast<uint32_t>(index) >= b->count) return;
   SpanRecord& r = record_at(b, static_cast<uint32_t>(index));
-  const uint8_t n = r.nargs;
-  if (n >= kMaxArgs) return;  // extra args are dropped
-  r.args[n].key = key;
-  r.args[n].kind = kind;
-  set(r.args[n]);
-  std::atomic_ref<uint8_t>(r.nargs).store(static_cast<uint8_t>(n + 1), std::memory_order_release);
+  if (r.nargs >= kMaxArgs) return;  // extra args are dropped
+  if (b->arg_used == kArgChunkRecords && !next_arg_chunk(b)) return;
+  ArgRecord& a = b->arg_cur[b->arg_used++];
+  a.span = static_cast<uint32_t>(index);
+  a.kind = kind;
+  a.key = key;
+  set(a);
+  ++r.nargs;  // read by this thread only
+  b->published_args.store(++b->arg_count, std::memory_order_release);
 }
 
 }  // namespace
@@ -313,16 +347,16 @@ int64_t now_ns() { return read_ns(); }
 }
 
 void add_arg(int32_t index, const char* key, int64_t v) {
-  push_arg(index, key, ArgKind::Int, [&](Arg& a) { a.i = v; });
+  push_arg(index, key, ArgKind::Int, [&](ArgRecord& a) { a.i = v; });
 }
 void add_arg(int32_t index, const char* key, double v) {
-  push_arg(index, key, ArgKind::Double, [&](Arg& a) { a.d = v; });
+  push_arg(index, key, ArgKind::Double, [&](ArgRecord& a) { a.d = v; });
 }
 void add_arg(int32_t index, const char* key, bool v) {
-  push_arg(index, key, ArgKind::Bool, [&](Arg& a) { a.b = v; });
+  push_arg(index, key, ArgKind::Bool, [&](ArgRecord& a) { a.b = v; });
 }
 void add_arg(int32_t index, const char* key, const char* s) {
-  push_arg(index, key, ArgKind::Str, [&](Arg& a) { a.s = s; });
+  push_arg(index, key, ArgKind::Str, [&](ArgRecord& a) { a.s = s; });
 }
 
 void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns) {
@@ -420,10 +454,10 @@ void drop_exited_buffers() {
 void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_t stop_ticks, Trace& out) {
   const uint32_t n = b.published_count.load(std::memory_order_acquire);
   const uint64_t first_id = next_id;
+  const size_t first = out.spans.size();  // span i of this buffer is out.spans[first + i]
   for (uint32_t i = 0; i < n; ++i) {
     SpanRecord& r = b.chunks[i >> kChunkShift][i & (kChunkRecords - 1)];
     uint64_t end = std::atomic_ref<uint64_t>(r.end_ticks).load(std::memory_order_relaxed);
-    const uint8_t nargs = std::atomic_ref<uint8_t>(r.nargs).load(std::memory_order_acquire);
     Span s;
     s.id = first_id + i;
     s.parent = (r.parent >= 0 && static_cast<uint32_t>(r.parent) < n) ? first_id + r.parent : 0;
@@ -438,14 +472,20 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
     const int64_t end_ns = ticks_to_ns(end);
     // Measured spans keep their ns exactly; a span closed at stop never ends before it began.
     s.end_ns = measured ? end_ns : std::max(end_ns, s.start_ns);
-    for (const Arg& a : std::span(r.args, std::min<size_t>(nargs, kMaxArgs))) {
-      const std::string key = a.key ? a.key : "";
-      if (a.kind == ArgKind::Int) s.args.push_back({key, a.i});
-      if (a.kind == ArgKind::Double) s.args.push_back({key, a.d});
-      if (a.kind == ArgKind::Bool) s.args.push_back({key, a.b});
-      if (a.kind == ArgKind::Str) s.args.push_back({key, std::string(a.s ? a.s : "")});
-    }
     out.spans.push_back(std::move(s));
+  }
+  // Arguments, in the order they were added; one for a span published after
+  // `n` was read is left out with its span.
+  const uint32_t m = b.published_args.load(std::memory_order_acquire);
+  for (uint32_t k = 0; k < m; ++k) {
+    const ArgRecord& a = b.arg_chunks[k >> kArgChunkShift][k & (kArgChunkRecords - 1)];
+    if (a.span >= n) continue;
+    std::vector<SpanArg>& args = out.spans[first + a.span].args;
+    const std::string key = a.key ? a.key : "";
+    if (a.kind == ArgKind::Int) args.push_back({key, a.i});
+    if (a.kind == ArgKind::Double) args.push_back({key, a.d});
+    if (a.kind == ArgKind::Bool) args.push_back({key, a.b});
+    if (a.kind == ArgKind::Str) args.push_back({key, std::string(a.s ? a.s : "")});
   }
   next_id += n;
 }

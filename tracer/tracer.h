@@ -13,12 +13,15 @@
 // ~~~~~~~~~~~~~~~~~~~~~~
 // When tracing is off, a span costs one predictable branch on a global flag.
 // When it is on, beginning a span reads the time stamp counter and appends a
-// fixed-size SpanRecord to a buffer owned by the calling thread; ending it
-// reads the counter again and writes the end into the same record. No lock,
-// no allocation (buffers grow in chunks reserved ahead of time), no string
-// formatting: names and string arguments are literals or interned pointers.
-// Ticks are converted to nanoseconds only when the recording is collected into
-// a Trace (trace.h), with the ratio measured at start().
+// 32-byte SpanRecord to a buffer owned by the calling thread; ending it reads
+// the counter again and writes the end into the same record. An argument
+// (bytes=4096) is a 24-byte ArgRecord appended to a second buffer of the same
+// thread, naming its span, so a span pays only for the arguments it has, and
+// many threads recording at once move as few bytes to memory as they can. No
+// lock, no allocation (buffers grow in chunks reserved ahead of time), no
+// string formatting: names and string arguments are literals or interned
+// pointers. Ticks are converted to nanoseconds only when the recording is
+// collected into a Trace (trace.h), with the ratio measured at start().
 #pragma once
 
 #include <atomic>
@@ -48,19 +51,6 @@ const char* floor_name(Floor f);  // "python", "binding", ... ; "none" for None
 
 enum class ArgKind : uint8_t { None = 0, Int, Double, Bool, Str };
 
-// One typed argument of a span. `key` and `s` are literals or interned.
-struct Arg {
-  const char* key = nullptr;  // literal, e.g. "keyset", "bytes", "variant"
-  ArgKind kind = ArgKind::None;
-  union {
-    int64_t i;
-    double d;
-    bool b;
-    const char* s;
-  };
-  Arg() : i(0) {}
-};
-
 // Interns a string: returns a pointer that stays valid for the life of the
 // process and is equal for equal strings. Takes a lock: never on a hot path
 // that runs with tracing off.
@@ -68,18 +58,33 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 4;
+constexpr int kMaxArgs = 4;  // per span; more are ignored
 
+// One span as its thread records it: half a cache line.
 struct SpanRecord {
   uint64_t start_ticks;     // time stamp counter at begin
   uint64_t end_ticks;       // at end; 0 while the span is open
   const char* name;         // literal or interned
   int32_t parent;           // index in the same thread's buffer, -1 for a root
   Floor floor;
-  uint8_t nargs;
-  Arg args[kMaxArgs];
+  uint8_t nargs;            // arguments recorded for it so far
 };
-static_assert(sizeof(SpanRecord) <= 128, "SpanRecord must stay small and fixed-size");
+static_assert(sizeof(SpanRecord) == 32, "SpanRecord must stay half a cache line");
+
+// One typed argument, in its thread's argument buffer. `key` and `s` are
+// literals or interned.
+struct ArgRecord {
+  uint32_t span;            // index of its span in the same thread's buffer
+  ArgKind kind;
+  const char* key;          // literal, e.g. "keyset", "bytes", "variant"
+  union {
+    int64_t i;
+    double d;
+    bool b;
+    const char* s;
+  };
+};
+static_assert(sizeof(ArgRecord) == 24, "ArgRecord must stay small and fixed-size");
 
 // The global switch. Read with relaxed order: one load and one branch.
 extern std::atomic<bool> g_enabled;
@@ -133,8 +138,9 @@ double span_cost_ns();
 // Note [Dropped spans]
 // ~~~~~~~~~~~~~~~~~~~~
 // A recording never stops the program it watches. Each thread keeps at most
-// span_limit() spans per recording (DESCENT_TRACE_MAX_SPANS, default 8388608,
-// about 1 GiB of records; rounded down to whole 16384-span chunks); past it,
+// span_limit() spans per recording (DESCENT_TRACE_MAX_SPANS, default 8388608:
+// 256 MiB of span records, plus up to 768 MiB of their arguments; rounded
+// down to whole 16384-span chunks); past it,
 // or when memory for a chunk cannot be had, a new span is not recorded and
 // only counted (its children attach to the span open above it). stop() puts
 // the count in the Trace's metadata as "tracer.dropped_spans" and logs a

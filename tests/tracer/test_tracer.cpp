@@ -109,6 +109,42 @@ TEST(Tracer, ArgsRoundTripAndExtraArgsAreIgnored) {
   EXPECT_EQ(s.find_arg("dropped"), nullptr);
 }
 
+TEST(Tracer, ArgsAddedAfterChildrenFindTheirSpanAcrossArgChunks) {
+  // Arguments live apart from the spans (Note [Tracer hot path]): one added
+  // to a parent after its children were recorded, and more arguments than an
+  // argument chunk holds, must still land on the right spans, in order.
+  const int kSpans = 12000;  // 3 arguments each: 36000, past two chunks of 16384
+  start();
+  {
+    ScopedSpan parent(Floor::Dispatch, "parent");
+    parent.arg("first", int64_t{1});
+    for (int i = 0; i < kSpans; ++i) {
+      ScopedSpan child(Floor::Kernels, "child");
+      child.arg("i", int64_t{i});
+      child.arg("half", double(i) / 2);
+      child.arg("odd", i % 2 == 1);
+    }
+    parent.arg("after_children", "yes");
+  }
+  const Trace t = stop();
+  ASSERT_EQ(t.spans.size(), size_t(kSpans) + 1);
+  const Span* parent = find(t, "parent");
+  ASSERT_TRUE(parent);
+  ASSERT_EQ(parent->args.size(), 2u);
+  EXPECT_EQ(parent->args[0].key, "first");
+  EXPECT_EQ(std::get<std::string>(parent->args[1].value), "yes");
+  int64_t expected = 0;
+  for (const Span& s : t.spans) {
+    if (s.name != "child") continue;
+    ASSERT_EQ(s.args.size(), 3u);
+    EXPECT_EQ(std::get<int64_t>(s.args[0].value), expected);
+    EXPECT_EQ(std::get<double>(s.args[1].value), double(expected) / 2);
+    EXPECT_EQ(std::get<bool>(s.args[2].value), expected % 2 == 1);
+    ++expected;
+  }
+  EXPECT_EQ(expected, kSpans);
+}
+
 TEST(Tracer, TracingOffRecordsNothing) {
   (void)stop();  // make sure it is off
   EXPECT_FALSE(enabled());
