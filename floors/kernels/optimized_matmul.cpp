@@ -17,7 +17,11 @@
 // vector registers for the whole k loop; each step of k loads NV vectors of
 // row k of b and MR numbers of a, and does MR x NV vector multiplies and adds.
 // The plain i-k-j loop instead loads and stores the whole output row at every
-// step of k, and that traffic, not the arithmetic, is what bounded it.
+// step of k, and that traffic, not the arithmetic, is what bounded it. b is
+// read in blocks of kKBlock rows by one tile's width, first copied next to
+// each other so that a block stays in the first-level cache while every row
+// tile uses it; a tile's running sums go on from one block of k to the next
+// through the output, so the blocks change nothing in the arithmetic.
 //
 // The vectors are as wide as the widest unit the CPU has: AVX-512 (64 bytes),
 // AVX2 (32) or SSE2 (16, which every x86-64 has), chosen once at run time;
