@@ -7,6 +7,16 @@ these functions as floor-1 spans.
 from . import _C
 from ._formatting import tensor_repr
 
+_TYPE_NAMES = {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}  # PyTorch's words
+
+
+def _can_cast(src, dst):
+    """PyTorch's rule for writing a result of dtype src into a tensor of dtype
+    dst: not floating into integral or bool, not integral into bool."""
+    if src.is_floating_point and not dst.is_floating_point:
+        return False
+    return dst is not _C.bool or src is _C.bool
+
 
 class Tensor(_C.TensorBase):
     __slots__ = ()
@@ -73,6 +83,49 @@ class Tensor(_C.TensorBase):
         try: return _C.ge(self, other)
         except TypeError: return NotImplemented
     __hash__ = object.__hash__
+
+    # In place, as in PyTorch: the result goes into this tensor's own memory,
+    # so every view of it sees the change (after x += 1, x[0:1] has changed
+    # too) and x.add_(1) is x. Here each is the out-of-place op followed by
+    # copy_ (the trace shows both), after PyTorch's two checks: the result may
+    # not need a larger shape than this tensor's, nor a dtype it cannot hold.
+    def _write_result(self, result):
+        if result.shape != self.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if not _can_cast(result.dtype, self.dtype):
+            raise RuntimeError(f"result type {_TYPE_NAMES[result.dtype]} can't be cast to the desired output type "
+                               f"{_TYPE_NAMES[self.dtype]}")
+        _C.copy_(self, result)
+        return self
+    def __iadd__(self, other):
+        try: result = _C.add(self, other)
+        except TypeError: return NotImplemented
+        return self._write_result(result)
+    def __isub__(self, other):
+        try: result = _C.sub(self, other)
+        except TypeError: return NotImplemented
+        return self._write_result(result)
+    def __imul__(self, other):
+        try: result = _C.mul(self, other)
+        except TypeError: return NotImplemented
+        return self._write_result(result)
+    def __itruediv__(self, other):
+        try: result = _C.div(self, other)
+        except TypeError: return NotImplemented
+        return self._write_result(result)
+    def add_(self, other, *, alpha=1): return self._write_result(_C.add(self, other, alpha=alpha))
+    def sub_(self, other, *, alpha=1): return self._write_result(_C.sub(self, other, alpha=alpha))
+    def mul_(self, other): return self._write_result(_C.mul(self, other))
+    def div_(self, other): return self._write_result(_C.div(self, other))
+
+    def __setitem__(self, index, value):
+        """t[i] = v: v (a number or a tensor that broadcasts) is copied into the view t[i]."""
+        view = self[index]
+        if not isinstance(value, (Tensor, int, float, bool)) and not hasattr(value, "__index__") \
+                and not hasattr(value, "__float__"):
+            raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
+        _C.copy_(view, value)
 
     # Methods with PyTorch's names.
     def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)
