@@ -122,7 +122,7 @@ struct ThreadBuffer {
   uint64_t dropped = 0;          // spans not recorded: the limit was reached or memory ran out
   ArgRecord* arg_cur = nullptr;  // argument chunk being filled
   uint32_t arg_used = kArgChunkRecords;  // arguments used in `arg_cur` (full: none yet)
-  uint32_t arg_count = 0;        // arguments in the buffer
+  uint64_t arg_count = 0;        // arguments in the buffer (up to kMaxArgs per span: past 2^32)
   std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
 
   // Shared with stop().
@@ -131,7 +131,7 @@ struct ThreadBuffer {
   std::vector<std::unique_ptr<ArgRecord[]>> arg_chunks;  // the same
   uint64_t published_epoch = UINT64_MAX;
   std::atomic<uint32_t> published_count{0};             // release-stored after each append
-  std::atomic<uint32_t> published_args{0};              // the same, for arguments
+  std::atomic<uint64_t> published_args{0};              // the same, for arguments
   std::atomic<bool> exited{false};                       // owner thread has ended
 };
 
@@ -450,37 +450,56 @@ void drop_exited_buffers() {
   v.erase(std::remove_if(v.begin(), v.end(), [](const auto& b) { return b->exited.load(); }), v.end());
 }
 
-// Appends the published spans of one buffer to `out`, closing open ones at `stop_ticks`.
-void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_t stop_ticks, Trace& out) {
+// A record's start in ns: the clock it was recorded on, clamped to `at_ticks`.
+int64_t start_ns_of(const SpanRecord& r, uint64_t at_ticks) {
+  const bool measured = r.start_ticks & kNsFlagBit;
+  return ticks_to_ns(measured ? r.start_ticks : std::min(r.start_ticks, at_ticks));
+}
+
+// Appends to `out` the published spans of one buffer that began at or after
+// `since_ns` (all of them for INT64_MIN), closing open ones at `at_ticks`. A
+// kept span whose parent began earlier becomes a root. Spans left out cost a
+// compare each: nothing is built for them.
+void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_t at_ticks, int64_t since_ns,
+                    Trace& out) {
   const uint32_t n = b.published_count.load(std::memory_order_acquire);
   const uint64_t first_id = next_id;
-  const size_t first = out.spans.size();  // span i of this buffer is out.spans[first + i]
+  const bool window = since_ns != INT64_MIN;
+  std::vector<uint32_t> position(window ? n : 0, UINT32_MAX);  // span index -> out.spans, when kept
+  const size_t first = out.spans.size();
   for (uint32_t i = 0; i < n; ++i) {
-    SpanRecord& r = b.chunks[i >> kChunkShift][i & (kChunkRecords - 1)];
+    SpanRecord& r = record_at(&b, i);
+    const int64_t start_ns = start_ns_of(r, at_ticks);
+    if (start_ns < since_ns) continue;
     uint64_t end = std::atomic_ref<uint64_t>(r.end_ticks).load(std::memory_order_relaxed);
     Span s;
     s.id = first_id + i;
-    s.parent = (r.parent >= 0 && static_cast<uint32_t>(r.parent) < n) ? first_id + r.parent : 0;
+    const bool has_parent = r.parent >= 0 && static_cast<uint32_t>(r.parent) < n;
+    const bool parent_kept = has_parent && (!window || position[r.parent] != UINT32_MAX);
+    s.parent = parent_kept ? first_id + r.parent : 0;
     s.floor = r.floor;
     s.name = r.name ? r.name : "";
     s.thread = thread;
-    // Still open: closed at the stop time. A thread recording while stop()
-    // runs may have later ticks: clamp them, so children stay inside parents.
+    // Still open: closed at `at_ticks`. A thread recording meanwhile may have
+    // later ticks: clamp them, so children stay inside parents.
     const bool measured = r.start_ticks & kNsFlagBit;
-    s.start_ns = ticks_to_ns(measured ? r.start_ticks : std::min(r.start_ticks, stop_ticks));
-    if (end == 0 || (!measured && end > stop_ticks)) end = stop_ticks;
+    s.start_ns = start_ns;
+    if (end == 0 || (!measured && end > at_ticks)) end = at_ticks;
     const int64_t end_ns = ticks_to_ns(end);
-    // Measured spans keep their ns exactly; a span closed at stop never ends before it began.
+    // Measured spans keep their ns exactly; a span closed early never ends before it began.
     s.end_ns = measured ? end_ns : std::max(end_ns, s.start_ns);
+    if (window) position[i] = static_cast<uint32_t>(out.spans.size() - first);
     out.spans.push_back(std::move(s));
   }
   // Arguments, in the order they were added; one for a span published after
-  // `n` was read is left out with its span.
-  const uint32_t m = b.published_args.load(std::memory_order_acquire);
-  for (uint32_t k = 0; k < m; ++k) {
+  // `n` was read, or outside the window, is left out with its span.
+  const uint64_t m = b.published_args.load(std::memory_order_acquire);
+  for (uint64_t k = 0; k < m; ++k) {
     const ArgRecord& a = b.arg_chunks[k >> kArgChunkShift][k & (kArgChunkRecords - 1)];
     if (a.span >= n) continue;
-    std::vector<SpanArg>& args = out.spans[first + a.span].args;
+    const size_t at = window ? position[a.span] : a.span;
+    if (at == UINT32_MAX) continue;
+    std::vector<SpanArg>& args = out.spans[first + at].args;
     const std::string key = a.key ? a.key : "";
     if (a.kind == ArgKind::Int) args.push_back({key, a.i});
     if (a.kind == ArgKind::Double) args.push_back({key, a.d});
@@ -550,24 +569,37 @@ void start() {
 
 namespace {
 
-// Collects every buffer's spans of the current recording into a Trace, open
-// spans closed at `at`. Caller holds control_mutex().
-Trace collect(const ClockPair& at) {
+// The buffers of the current recording, registration order. Caller holds control_mutex().
+std::vector<std::shared_ptr<ThreadBuffer>> current_buffers() {
+  std::lock_guard reg_lock(registry().mutex);
+  return registry().buffers;
+}
+
+// Spans not recorded so far in this recording, all threads. Caller holds control_mutex().
+uint64_t count_dropped() {
   const uint64_t epoch = g_epoch.load();
-  std::vector<std::shared_ptr<ThreadBuffer>> buffers;
-  {
-    std::lock_guard reg_lock(registry().mutex);
-    buffers = registry().buffers;
+  uint64_t dropped = 0;
+  for (const auto& b : current_buffers()) {
+    std::lock_guard buf_lock(b->mutex);
+    if (b->published_epoch == epoch) dropped += b->dropped;
   }
+  return dropped;
+}
+
+// The spans of the current recording begun at or after `since_ns`, open ones
+// closed at `at`; `dropped_before` is subtracted from the dropped count.
+// Caller holds control_mutex().
+Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
+  const uint64_t epoch = g_epoch.load();
   Trace t;
   uint64_t next_id = 1;
   uint32_t thread = 0;
   uint64_t dropped = 0;
-  for (const auto& b : buffers) {
+  for (const auto& b : current_buffers()) {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
     dropped += b->dropped;
-    collect_buffer(*b, thread++, next_id, at.ticks, t);
+    collect_buffer(*b, thread++, next_id, at.ticks, since_ns, t);
   }
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
@@ -575,43 +607,41 @@ Trace collect(const ClockPair& at) {
   t.span_cost_ns = g_span_cost_ns.load();
   t.metadata["tracer.clock"] = kTickClockName;
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
-  if (dropped > 0) {  // Note [Dropped spans]
-    t.metadata["tracer.dropped_spans"] = std::to_string(dropped);
-    log::warn("the trace is missing ", dropped, " spans: a thread reached the limit of ", span_limit(),
-              " spans per recording (DESCENT_TRACE_MAX_SPANS) or memory for its buffer ran out");
-  }
+  dropped = dropped > dropped_before ? dropped - dropped_before : 0;
+  if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
   return t;
+}
+
+// The clocks now, with the tick ratio refined over the recording so far.
+ClockPair refine_clock() {
+  const ClockPair now = read_pair();
+  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, now);  // longer baseline, better ratio
+  return now;
 }
 
 }  // namespace
 
-Trace stop() {
+Trace stop(int64_t since_ns, uint64_t dropped_before) {
   std::lock_guard lock(control_mutex());
   g_enabled.store(false);
-  const ClockPair stop_pair = read_pair();
-  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, stop_pair);  // longer baseline, better ratio
-  Trace t = collect(stop_pair);
+  Trace t = collect(refine_clock(), since_ns, dropped_before);
   g_epoch.fetch_add(1);  // a second stop() returns an empty trace
+  if (t.metadata.contains("tracer.dropped_spans")) {
+    log::warn("the trace is missing ", t.metadata["tracer.dropped_spans"], " spans: a thread reached the limit of ",
+              span_limit(), " spans per recording (DESCENT_TRACE_MAX_SPANS) or memory for its buffer ran out");
+  }
   return t;
 }
 
-Trace snapshot(int64_t since_ns) {
+Trace snapshot(int64_t since_ns, uint64_t dropped_before) {
   std::lock_guard lock(control_mutex());
   if (!enabled()) throw std::logic_error("descent tracer: snapshot() needs a running recording");
-  Trace all = collect(read_pair());
-  Trace t;
-  t.span_cost_ns = all.span_cost_ns;
-  t.metadata = std::move(all.metadata);
-  std::unordered_set<uint64_t> kept;
-  for (const Span& s : all.spans) {
-    if (s.start_ns >= since_ns) kept.insert(s.id);
-  }
-  for (Span& s : all.spans) {
-    if (!kept.contains(s.id)) continue;
-    if (!kept.contains(s.parent)) s.parent = 0;  // its parent began before the window: a root here
-    t.spans.push_back(std::move(s));
-  }
-  return t;
+  return collect(refine_clock(), since_ns, dropped_before);
+}
+
+uint64_t dropped_spans() {
+  std::lock_guard lock(control_mutex());
+  return enabled() ? count_dropped() : 0;
 }
 
 }  // namespace descent::trace

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <string_view>
 
@@ -116,9 +117,10 @@ struct Trace;  // trace.h
 // Clears every thread's buffer, calibrates the tracer's own cost, and switches
 // tracing on.
 void start();
-// Switches tracing off and collects every thread's spans into a Trace.
-// Spans still open at stop() are closed at the stop time.
-Trace stop();
+// Switches tracing off and collects every thread's spans into a Trace (those
+// begun at or after `since_ns` only, when given: see snapshot()). Spans still
+// open at stop() are closed at the stop time.
+Trace stop(int64_t since_ns = INT64_MIN, uint64_t dropped_before = 0);
 
 // Note [Nested recordings]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -126,11 +128,17 @@ Trace stop();
 // inside: snapshot(since) returns the spans of the running recording that
 // began at or after `since` (ns on now_ns()'s clock), with spans still open
 // closed at the snapshot time, and those whose parent began earlier made
-// roots. The recording goes on. This is how `with descent.trace()` nests
-// inside another one, or inside DESCENT_TRACE=1: the inner block gets its own
-// Trace and the outer one still sees everything.
+// roots. The recording goes on. Spans before `since` are skipped with a
+// compare each, so a snapshot costs what its window holds plus a scan.
+// `dropped_before` (dropped_spans() when the window opened) makes the
+// snapshot's "tracer.dropped_spans" count only what was dropped since.
+// This is how `with descent.trace()` blocks nest, on one thread or several,
+// and inside DESCENT_TRACE=1: every block gets the Trace of its own window,
+// and the last block to close stops the recording (tracing.py).
 // std::logic_error when no recording is running.
-Trace snapshot(int64_t since_ns);
+Trace snapshot(int64_t since_ns, uint64_t dropped_before = 0);
+// Spans not recorded so far in the running recording (0 when none runs).
+uint64_t dropped_spans();
 
 // Measured cost of one begin/end pair with tracing on, in nanoseconds.
 double span_cost_ns();

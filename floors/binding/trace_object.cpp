@@ -1,6 +1,7 @@
 // Tracing from Python: start and stop a recording, the Trace object, spans
 // opened by the Python package (floor 1), and the profile hook that times the
 // descent package's own Python functions.
+#include <climits>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -150,14 +151,31 @@ PyGetSetDef trace_getset[] = {
 // [SECTION] Recording -----------------------------------------------------------------
 
 PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr) }
-PyObject* py_trace_stop(PyObject*, PyObject*) { DESCENT_PY_TRY return new_trace_object(trace::stop()); DESCENT_PY_CATCH(nullptr) }
+// _trace_stop(since_ns=None, dropped_before=0), _trace_snapshot(since_ns, dropped_before=0): Note [Nested recordings].
+bool window_args(PyObject* args, bool since_required, long long& since_ns, unsigned long long& dropped_before) {
+  PyObject* since = Py_None;
+  dropped_before = 0;
+  if (!PyArg_ParseTuple(args, since_required ? "O|K" : "|OK", &since, &dropped_before)) return false;
+  since_ns = LLONG_MIN;
+  if (since == Py_None) return true;
+  since_ns = PyLong_AsLongLong(since);
+  return !(since_ns == -1 && PyErr_Occurred());
+}
+PyObject* py_trace_stop(PyObject*, PyObject* args) {
+  long long since_ns;
+  unsigned long long dropped_before;
+  if (!window_args(args, false, since_ns, dropped_before)) return nullptr;
+  DESCENT_PY_TRY return new_trace_object(trace::stop(since_ns, dropped_before)); DESCENT_PY_CATCH(nullptr)
+}
 PyObject* py_trace_enabled(PyObject*, PyObject*) { return PyBool_FromLong(trace::enabled()); }
 PyObject* py_trace_now_ns(PyObject*, PyObject*) { return PyLong_FromLongLong(trace::now_ns()); }
-PyObject* py_trace_snapshot(PyObject*, PyObject* since) {
-  const long long since_ns = PyLong_AsLongLong(since);
-  if (since_ns == -1 && PyErr_Occurred()) return nullptr;
-  DESCENT_PY_TRY return new_trace_object(trace::snapshot(since_ns)); DESCENT_PY_CATCH(nullptr)
+PyObject* py_trace_snapshot(PyObject*, PyObject* args) {
+  long long since_ns;
+  unsigned long long dropped_before;
+  if (!window_args(args, true, since_ns, dropped_before)) return nullptr;
+  DESCENT_PY_TRY return new_trace_object(trace::snapshot(since_ns, dropped_before)); DESCENT_PY_CATCH(nullptr)
 }
+PyObject* py_trace_dropped(PyObject*, PyObject*) { return PyLong_FromUnsignedLongLong(trace::dropped_spans()); }
 PyObject* py_load_trace(PyObject*, PyObject* path) {
   std::string p;
   if (!path_arg("_load_trace", path, p)) return nullptr;
@@ -223,21 +241,26 @@ PyObject* py_set_profile_hook(PyObject*, PyObject* args) {
   int on;
   const char *dir = "", *skip = "";
   if (!PyArg_ParseTuple(args, "p|ss", &on, &dir, &skip)) return nullptr;
-  g_package_dir = dir;
-  g_skip_file = skip;
-  g_names.clear();
+  if (on && (g_package_dir != dir || g_skip_file != skip)) {  // shared by every thread's hook: only ever set
+    g_package_dir = dir;
+    g_skip_file = skip;
+    g_names.clear();
+  }
   t_open.clear();
-  PyEval_SetProfile(on ? profile : nullptr, nullptr);
+  PyEval_SetProfile(on ? profile : nullptr, nullptr);  // this thread's hook only
   Py_RETURN_NONE;
 }
 
 PyMethodDef trace_functions[] = {
     {"_trace_start", py_trace_start, METH_NOARGS, "clears the buffers, calibrates, and switches tracing on"},
-    {"_trace_stop", py_trace_stop, METH_NOARGS, "switches tracing off and returns the Trace"},
+    {"_trace_stop", py_trace_stop, METH_VARARGS,
+     "_trace_stop(since_ns=None, dropped_before=0): switches tracing off and returns the Trace (of a window)"},
     {"_trace_enabled", py_trace_enabled, METH_NOARGS, "whether tracing is on"},
     {"_trace_now_ns", py_trace_now_ns, METH_NOARGS, "now on the clock of the trace's times, in ns"},
-    {"_trace_snapshot", py_trace_snapshot, METH_O,
-     "_trace_snapshot(since_ns): the running recording's spans begun since then (Note [Nested recordings])"},
+    {"_trace_snapshot", py_trace_snapshot, METH_VARARGS,
+     "_trace_snapshot(since_ns, dropped_before=0): the running recording's spans begun since then "
+     "(Note [Nested recordings])"},
+    {"_trace_dropped", py_trace_dropped, METH_NOARGS, "spans the running recording has dropped so far"},
     {"_load_trace", py_load_trace, METH_O, "reads a trace saved in descent's format"},
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},

@@ -110,6 +110,40 @@ def test_trace_blocks_nest():
         check_spans(t.result.spans())
 
 
+def test_trace_blocks_nest_across_threads():
+    """The outer block may close first: the recording goes on until the last
+    block closes, each block gets its own thread's Python functions, and no
+    profile hook is left behind on any thread."""
+    import threading
+    import sys
+    inside, outer_done, result = threading.Event(), threading.Event(), {}
+
+    def worker():
+        with descent.trace() as t:
+            inside.set()
+            descent.ones(2) * 3
+            outer_done.wait(10)
+            descent.ones(2) - 1
+        result["t"] = t
+
+    with descent.trace() as outer:
+        th = threading.Thread(target=worker)
+        th.start()
+        inside.wait(10)
+        descent.ones(2) + 1
+    assert descent._C._trace_enabled()            # the worker's block is still open
+    outer_done.set()
+    th.join()
+    assert not descent._C._trace_enabled() and sys.getprofile() is None
+    inner = [s["name"] for s in result["t"].result.spans()]
+    assert "Tensor.__mul__" in inner and "Tensor.__sub__" in inner  # a window holds every thread's spans
+    assert not any(n.startswith(("Condition", "Event", "trace.", "_thread_hooks")) for n in inner)
+    assert "Tensor.__add__" in [s["name"] for s in outer.result.spans()]
+    descent._C._trace_start()                     # afterwards: no hook left on this thread
+    descent.ones(2) * 3
+    assert "Tensor.__mul__" not in [s["name"] for s in descent._C._trace_stop().spans()]
+
+
 def test_trace_block_inside_descent_trace_env():
     r = run_python("import descent\n"
                    "with descent.trace() as t:\n"

@@ -223,6 +223,29 @@ TEST(Tracer, SnapshotHoldsTheSpansOfAWindowAndTheRecordingGoesOn) {
   EXPECT_EQ(check_structure(all), "");
 }
 
+TEST(Tracer, AWindowCountsOnlyTheSpansDroppedInsideIt) {
+  const uint32_t saved = span_limit();
+  set_span_limit(1);  // one chunk: 16384 spans
+  EXPECT_EQ(dropped_spans(), 0u);  // no recording
+  start();
+  for (int i = 0; i < 16384 + 10; ++i) {
+    DESCENT_SPAN(Kernels, "before");
+  }
+  EXPECT_EQ(dropped_spans(), 10u);
+  const int64_t since = now_ns();
+  const uint64_t dropped_before = dropped_spans();
+  { DESCENT_SPAN(Kernels, "inside"); }  // dropped too: the buffer is full
+  const Trace window = snapshot(since, dropped_before);
+  EXPECT_EQ(window.spans.size(), 0u);
+  ASSERT_EQ(window.metadata.count("tracer.dropped_spans"), 1u);
+  EXPECT_EQ(window.metadata.at("tracer.dropped_spans"), "1");
+  const Trace quiet = snapshot(now_ns(), dropped_spans());
+  EXPECT_EQ(quiet.metadata.count("tracer.dropped_spans"), 0u);  // nothing dropped since
+  const Trace tail = stop(since, dropped_before);  // stop() takes a window too
+  EXPECT_EQ(tail.metadata.at("tracer.dropped_spans"), "1");
+  set_span_limit(saved);
+}
+
 TEST(Tracer, CompleteSpansKeepTheirNanoseconds) {
   start();
   {

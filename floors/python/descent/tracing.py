@@ -12,6 +12,7 @@ import ast
 import atexit
 import os
 import sys
+import threading
 
 from . import _C
 
@@ -22,45 +23,71 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class trace:
     """Context manager: tracing on inside the block; the Trace is `.result`.
 
-    Blocks nest (Note [Nested recordings] in tracer/tracer.h): inside another
-    recording, including DESCENT_TRACE=1's, the inner block's Trace holds the
-    spans begun inside it, and the outer recording goes on undisturbed."""
+    Blocks nest, on one thread or across threads, and inside DESCENT_TRACE=1
+    (Note [Nested recordings] in tracer/tracer.h): the first block to open
+    starts the recording, every block's Trace holds the spans begun (on any
+    thread) while it was open, and the last block to close stops the
+    recording. Python functions are traced on the threads that opened a block."""
 
     def __init__(self, python_functions=True):
         self.python_functions = python_functions
         self.result = None
-        self._since_ns = None  # set when this block nests inside a running recording
-        self._hook = False     # whether this block switched the profile hook on
+        self._since_ns = None     # when this block opened, on the trace's clock
+        self._dropped_before = 0  # spans the recording had dropped by then
+        self._hook = False        # whether this block switched its thread's profile hook on
 
     def __enter__(self):
-        if _C._trace_enabled():
+        global _open_blocks, _blocks_own_recording
+        with _lock:
+            if _open_blocks == 0:
+                # A recording started by someone else (C++, _C._trace_start) is
+                # only watched, never stopped, by blocks.
+                _blocks_own_recording = not _C._trace_enabled()
+                if _blocks_own_recording:
+                    _C._trace_start()
+            _open_blocks += 1
             self._since_ns = _C._trace_now_ns()
-        else:
-            _C._trace_start()
-        if self.python_functions and not _hooks:
-            _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
-            self._hook = True
+            self._dropped_before = _C._trace_dropped()
+        hooks = _thread_hooks()
         if self.python_functions:
-            _hooks.append(self)
+            if not hooks:  # the profile hook is per thread: the first block on this thread sets it
+                _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
+                self._hook = True
+            hooks.append(self)
         return self
 
     def __exit__(self, *exc):
-        if self.python_functions:
-            _hooks.remove(self)
+        global _open_blocks
+        hooks = _thread_hooks()
+        if self in hooks:
+            hooks.remove(self)
         if self._hook:
-            _C._set_profile_hook(False)
-            if _hooks:  # an outer block still wants Python functions traced
-                _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
-                _hooks[0]._hook, self._hook = True, False
-        if self._since_ns is not None:
-            self.result = _C._trace_snapshot(self._since_ns)
-        else:
-            self.result = _C._trace_stop()
+            self._hook = False
+            if hooks:  # another block of this thread still wants Python functions: it owns the hook now
+                hooks[0]._hook = True
+            else:
+                _C._set_profile_hook(False)
+        with _lock:
+            _open_blocks -= 1
+            if _open_blocks == 0 and _blocks_own_recording:
+                self.result = _C._trace_stop(self._since_ns, self._dropped_before)
+            else:
+                self.result = _C._trace_snapshot(self._since_ns, self._dropped_before)
         self.result.set_metadata("device", "cpu (floors 1-6; the device floors 7-8 come later)")
         return False
 
 
-_hooks = []  # open trace blocks that trace the package's Python functions, outermost first
+_lock = threading.Lock()         # guards the two below
+_open_blocks = 0                 # trace blocks open, all threads
+_blocks_own_recording = False    # whether the first of them started the recording
+_local = threading.local()
+
+
+def _thread_hooks():
+    """This thread's open blocks that trace the package's Python functions, outermost first."""
+    if not hasattr(_local, "hooks"):
+        _local.hooks = []
+    return _local.hooks
 
 
 def run(code, env=None, echo=print):
