@@ -354,3 +354,12 @@ def test_expand_negative_size_raises():
 def test_transpose_0d_checks_dims():
     with pytest.raises(IndexError):
         descent.tensor(1.0).transpose(0, 5)
+
+
+def test_shape_is_a_size_like_torch_size():
+    x = descent.zeros(2, 3, 4)
+    assert repr(x.shape) == "descent.Size([2, 3, 4])" and str(x.size()) == "descent.Size([2, 3, 4])"
+    assert isinstance(x.shape, tuple) and x.shape == (2, 3, 4) and x.size() == x.shape
+    assert type(x.shape[1:]) is descent.Size and x.shape[1:] == (3, 4) and x.shape[-1] == 4
+    assert x.shape.numel() == 24 == x.numel() and descent.Size([]).numel() == 1
+    assert descent.ones(x.shape).shape == x.shape and descent.tensor(1.0).shape == ()

@@ -16,7 +16,7 @@ from . import _C
 from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
     OutOfMemoryError, bool, device, dtype, float32, float64, get_num_threads, int64, manual_seed, set_num_threads,
 )
-from ._tensor import Tensor
+from ._tensor import Size, Tensor
 
 float = float32
 double = float64
@@ -25,7 +25,7 @@ long = int64
 _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
-__all__ = ["Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
+__all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
            "set_num_threads", "get_num_threads"]
 for _op in _C._ops():
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])

@@ -7,6 +7,24 @@ these functions as floor-1 spans.
 from . import _C
 from ._formatting import tensor_repr
 
+class Size(tuple):
+    """A shape, as torch.Size: a tuple of ints that prints as descent.Size([2, 3])."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"descent.Size({list(self)})"
+
+    def __getitem__(self, index):
+        item = tuple.__getitem__(self, index)
+        return Size(item) if isinstance(index, slice) else item
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
 _TYPE_NAMES = {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}  # PyTorch's words
 
 
@@ -168,6 +186,10 @@ class Tensor(_C.TensorBase):
     def double(self): return _C.to(self, _C.float64)
     def long(self): return _C.to(self, _C.int64)
     def bool(self): return _C.to(self, _C.bool)
+
+    @property
+    def shape(self):
+        return Size(_C.TensorBase.shape.__get__(self))
 
     @property
     def T(self):
