@@ -2,10 +2,12 @@
 
 Each operator and method here is one line that reaches descent._C, where the
 binding (floor 2) parses the arguments against the op's schema. Tracing shows
-these functions as floor-1 spans.
+these functions as floor-1 spans. The in-place forms are the exception: each
+is an op, then a copy_ into the tensor's memory.
 """
 from . import _C
 from ._formatting import tensor_repr
+
 
 class Size(tuple):
     """A shape, as torch.Size: a tuple of ints that prints as descent.Size([2, 3])."""
