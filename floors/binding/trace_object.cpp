@@ -151,30 +151,25 @@ PyGetSetDef trace_getset[] = {
 // [SECTION] Recording -----------------------------------------------------------------
 
 PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr) }
-// _trace_stop(since_ns=None, dropped_before=0), _trace_snapshot(since_ns, dropped_before=0): Note [Nested recordings].
-bool window_args(PyObject* args, bool since_required, long long& since_ns, unsigned long long& dropped_before) {
+// _trace_stop(since_ns=None, dropped_before=0) and _trace_snapshot(since_ns, dropped_before=0): the Trace of
+// one window (Note [Nested recordings]).
+PyObject* window_trace(PyObject* args, bool stop) {
   PyObject* since = Py_None;
-  dropped_before = 0;
-  if (!PyArg_ParseTuple(args, since_required ? "O|K" : "|OK", &since, &dropped_before)) return false;
-  since_ns = LLONG_MIN;
-  if (since == Py_None) return true;
-  since_ns = PyLong_AsLongLong(since);
-  return !(since_ns == -1 && PyErr_Occurred());
+  unsigned long long dropped_before = 0;
+  if (!PyArg_ParseTuple(args, stop ? "|OK" : "O|K", &since, &dropped_before)) return nullptr;
+  long long since_ns = LLONG_MIN;
+  if (since != Py_None) {
+    since_ns = PyLong_AsLongLong(since);
+    if (since_ns == -1 && PyErr_Occurred()) return nullptr;
+  }
+  DESCENT_PY_TRY
+  return new_trace_object(stop ? trace::stop(since_ns, dropped_before) : trace::snapshot(since_ns, dropped_before));
+  DESCENT_PY_CATCH(nullptr)
 }
-PyObject* py_trace_stop(PyObject*, PyObject* args) {
-  long long since_ns;
-  unsigned long long dropped_before;
-  if (!window_args(args, false, since_ns, dropped_before)) return nullptr;
-  DESCENT_PY_TRY return new_trace_object(trace::stop(since_ns, dropped_before)); DESCENT_PY_CATCH(nullptr)
-}
+PyObject* py_trace_stop(PyObject*, PyObject* args) { return window_trace(args, true); }
+PyObject* py_trace_snapshot(PyObject*, PyObject* args) { return window_trace(args, false); }
 PyObject* py_trace_enabled(PyObject*, PyObject*) { return PyBool_FromLong(trace::enabled()); }
 PyObject* py_trace_now_ns(PyObject*, PyObject*) { return PyLong_FromLongLong(trace::now_ns()); }
-PyObject* py_trace_snapshot(PyObject*, PyObject* args) {
-  long long since_ns;
-  unsigned long long dropped_before;
-  if (!window_args(args, true, since_ns, dropped_before)) return nullptr;
-  DESCENT_PY_TRY return new_trace_object(trace::snapshot(since_ns, dropped_before)); DESCENT_PY_CATCH(nullptr)
-}
 PyObject* py_trace_dropped(PyObject*, PyObject*) { return PyLong_FromUnsignedLongLong(trace::dropped_spans()); }
 PyObject* py_load_trace(PyObject*, PyObject* path) {
   std::string p;
