@@ -132,11 +132,11 @@ template <typename T, int kBytes, int MR, int NV>
                                               T* panel) {
   using V = Vec<T, kBytes>;
   constexpr int64_t kLanes = kBytes / sizeof(T), NR = NV * kLanes;
+  const bool pack = rows >= MR;
   int64_t j = 0;
   for (; j + NR <= N; j += NR) {
     for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kKBlock) {
       const int64_t k1 = std::min(K, k0 + kKBlock);
-      const bool pack = rows >= MR;
       if (pack) {
         for (int64_t k = k0; k < k1; ++k) std::memcpy(panel + (k - k0) * NR, b + k * N + j, NR * sizeof(T));
       }
@@ -173,7 +173,7 @@ template <typename T, int kBytes, int MR, int NV>
 // the register file (32 vector registers with AVX-512, 16 otherwise), and
 // MR x NV >= 8 independent sums keep both vector adders busy.
 template <typename T>
-using RangeFn = void (*)(const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t);
+using RowRangeFn = void (*)(const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t);
 
 template <typename T>
 void range_sse2(const T* a, const T* b, T* c, int64_t M, int64_t K, int64_t N, int64_t lo, int64_t hi) {
@@ -224,7 +224,7 @@ const char* isa_name(Isa isa) {
 }
 
 template <typename T>
-RangeFn<T> range_for(Isa isa) {
+RowRangeFn<T> range_for(Isa isa) {
 #if defined(__x86_64__)
   if (isa == Isa::Avx512) return range_avx512<T>;
   if (isa == Isa::Avx2) return range_avx2<T>;
@@ -269,7 +269,8 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
       if constexpr (std::is_floating_point_v<T>) {
         range_for<T>(isa)(a_data, b_data, out_data, M, K, N, lo, hi);
       } else {  // int64 (bool is refused before): the i-k-j loop, wrapping as the reference does
-        for (int64_t r = lo; r < hi; ++r) columns_ikj(a_data + r * K, b_data + (r / M) * K * N, out_data + r * N, 1, K, N, 0);
+        for (int64_t r = lo; r < hi; ++r)
+          columns_ikj(a_data + r * K, b_data + (r / M) * K * N, out_data + r * N, 1, K, N, 0);
       }
     });
   });
