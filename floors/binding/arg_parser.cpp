@@ -77,7 +77,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
     return true;
   }
   int64_t i = 0;
-  auto int_arg = [&](PyObject* x) {
+  auto int_arg = [&](PyObject* x) {  // x into i: false when it is no int, throw_overflow past int64
     IntResult r = to_int(x, &i);
     if (r == IntResult::Overflow) throw_overflow(a, pos, x);
     return r == IntResult::Ok;
@@ -138,9 +138,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       DimVector v;
       for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = PySequence_Fast_GET_ITEM(seq, k);
-        const IntResult r = is_int_like(item) ? to_int(item, &i) : IntResult::NotInt;
-        if (r == IntResult::Overflow) throw_overflow(a, pos, item);
-        if (r != IntResult::Ok) {
+        if (!is_int_like(item) || !int_arg(item)) {
           err = str("argument '", a.name, "' must be tuple of ints, but found element of type ", type_name(item),
                     " at pos ", k);
           return false;
