@@ -27,9 +27,6 @@ namespace {
 
 const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
-// An int, or anything with __index__ (numpy's ints, a one-element int tensor).
-bool is_int_like(PyObject* o) { return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
-
 // A float that is not a Python float: numpy's float32, float16 (a number with
 // __float__ that is not a sequence, so not an array or a tensor).
 bool is_float_like(PyObject* o) {
@@ -282,6 +279,8 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
   PyErr_SetString(PyExc_TypeError, msg.c_str());
   return false;
 }
+
+bool is_int_like(PyObject* o) { return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
 
 // Python's numbers and numpy's scalars (np.int64(2), np.float32(2)), as
 // PyTorch takes them; not arrays or tensors, which are sequences.

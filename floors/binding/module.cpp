@@ -171,7 +171,7 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
   o = leaf.p;
   ScalarType t;
   if (PyBool_Check(o)) t = ScalarType::Bool;
-  else if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) t = ScalarType::Int64;
+  else if (is_int_like(o)) t = ScalarType::Int64;
   else if (PyFloat_Check(o) || PyNumber_Check(o)) t = kDefaultFloat;
   else throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
   dtype = any ? std::max(dtype, t) : t;
@@ -186,7 +186,7 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
 void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
   PyRef leaf{leaf_number(obj)};
   PyObject* o = leaf.p;
-  bool integral = PyLong_Check(o) || PyBool_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o));
+  const bool integral = PyBool_Check(o) || is_int_like(o);
   if (t.dtype() == ScalarType::Int64 && integral) {
     long long i = PyLong_AsLongLong(o);
     if (i == -1 && PyErr_Occurred()) {
