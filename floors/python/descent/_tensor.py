@@ -118,22 +118,14 @@ class Tensor(_C.TensorBase):
                                f"{_TYPE_NAMES[self.dtype]}")
         _C.copy_(self, result)
         return self
-    def __iadd__(self, other):
-        try: result = _C.add(self, other)
+    def _augmented(self, op, other):
+        try: result = op(self, other)
         except TypeError: return NotImplemented
         return self._write_result(result)
-    def __isub__(self, other):
-        try: result = _C.sub(self, other)
-        except TypeError: return NotImplemented
-        return self._write_result(result)
-    def __imul__(self, other):
-        try: result = _C.mul(self, other)
-        except TypeError: return NotImplemented
-        return self._write_result(result)
-    def __itruediv__(self, other):
-        try: result = _C.div(self, other)
-        except TypeError: return NotImplemented
-        return self._write_result(result)
+    def __iadd__(self, other): return self._augmented(_C.add, other)
+    def __isub__(self, other): return self._augmented(_C.sub, other)
+    def __imul__(self, other): return self._augmented(_C.mul, other)
+    def __itruediv__(self, other): return self._augmented(_C.div, other)
     def add_(self, other, *, alpha=1): return self._write_result(_C.add(self, other, alpha=alpha))
     def sub_(self, other, *, alpha=1): return self._write_result(_C.sub(self, other, alpha=alpha))
     def mul_(self, other): return self._write_result(_C.mul(self, other))
