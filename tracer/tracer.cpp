@@ -205,25 +205,33 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
   b->arg_count = 0;
 }
 
-// Moves to the next chunk (allocating it if none is kept). False, counting
-// the span as dropped, when the buffer holds span_limit() spans already or
-// memory for another chunk cannot be had (Note [Dropped spans]).
+// Chunk `index` of a buffer's span or argument chunks, allocated when it is
+// the next one and none is kept; nullptr when memory for it cannot be had.
+// Caller holds the buffer's mutex.
+template <typename Record>
+Record* chunk_at(std::vector<std::unique_ptr<Record[]>>& chunks, size_t index, uint32_t records) {
+  if (index == chunks.size()) {
+    try {
+      chunks.push_back(std::make_unique_for_overwrite<Record[]>(records));
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+  return chunks[index].get();
+}
+
+// Moves to the next chunk. False, counting the span as dropped, when the
+// buffer holds span_limit() spans already or memory for another chunk cannot
+// be had (Note [Dropped spans]).
 bool next_chunk(ThreadBuffer* b) {
-  const size_t chunk = b->count >> kChunkShift;
   std::lock_guard lock(b->mutex);
-  if (b->count + kChunkRecords > span_limit()) {
+  const bool full = b->count + kChunkRecords > span_limit();
+  SpanRecord* next = full ? nullptr : chunk_at(b->chunks, b->count >> kChunkShift, kChunkRecords);
+  if (next == nullptr) {
     ++b->dropped;
     return false;
   }
-  if (chunk == b->chunks.size()) {
-    try {
-      b->chunks.push_back(std::make_unique_for_overwrite<SpanRecord[]>(kChunkRecords));
-    } catch (const std::bad_alloc&) {
-      ++b->dropped;
-      return false;
-    }
-  }
-  b->cur = b->chunks[chunk].get();
+  b->cur = next;
   b->used = 0;
   return true;
 }
@@ -232,16 +240,10 @@ bool next_chunk(ThreadBuffer* b) {
 // memory for it cannot be had. A buffer holds at most kMaxArgs arguments per
 // span, so the span limit bounds arguments too.
 bool next_arg_chunk(ThreadBuffer* b) {
-  const size_t chunk = b->arg_count >> kArgChunkShift;
   std::lock_guard lock(b->mutex);
-  if (chunk == b->arg_chunks.size()) {
-    try {
-      b->arg_chunks.push_back(std::make_unique_for_overwrite<ArgRecord[]>(kArgChunkRecords));
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
-  }
-  b->arg_cur = b->arg_chunks[chunk].get();
+  ArgRecord* next = chunk_at(b->arg_chunks, b->arg_count >> kArgChunkShift, kArgChunkRecords);
+  if (next == nullptr) return false;
+  b->arg_cur = next;
   b->arg_used = 0;
   return true;
 }
