@@ -90,31 +90,47 @@ def _thread_hooks():
     return _local.hooks
 
 
-def run(code, env=None, echo=print):
+def run(code, env=None, echo=print, repeat=1):
     """Runs `code` statement by statement, each a floor-1 span. Returns
     (trace, error): error is the exception the code raised, or None. The value
     of a statement that is an expression is echoed, as at a prompt, once the
-    recording has stopped (so printing it is not part of the trace)."""
+    recording has stopped (so printing it is not part of the trace). With
+    repeat=N the whole code runs N times in the one recording, so that the
+    first (cold) call of each line can be told from the warm ones after it;
+    only the last run's values are echoed."""
     env = {"descent": sys.modules["descent"], "__name__": "__descent_trace__"} if env is None else env
     tree = ast.parse(code, "<descent trace>", "exec")  # SyntaxError reaches the caller before tracing
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
+    # Compiled before the recording, so a statement's span holds its running only.
+    statements = []
+    for stmt in tree.body:
+        text = ast.get_source_segment(code, stmt) or type(stmt).__name__
+        if isinstance(stmt, ast.Expr):
+            statements.append((text, True, compile(ast.Expression(stmt.value), "<descent trace>", "eval")))
+        else:
+            statements.append((text, False, compile(ast.Module([stmt], []), "<descent trace>", "exec")))
     error = None
     values = []
     with trace() as t:
-        for stmt in tree.body:
-            text = ast.get_source_segment(code, stmt) or type(stmt).__name__
-            index = _C._span_begin(PYTHON_FLOOR, text)
-            try:
-                if isinstance(stmt, ast.Expr):
-                    value = eval(compile(ast.Expression(stmt.value), "<descent trace>", "eval"), env)
-                    if value is not None:
-                        values.append(value)
-                else:
-                    exec(compile(ast.Module([stmt], []), "<descent trace>", "exec"), env)
-            except (Exception, SystemExit) as e:  # the user's code failed or exited: keep what was recorded
-                error = e
+        for _ in range(repeat):
+            values.clear()
+            for text, is_expression, compiled in statements:
+                index = _C._span_begin(PYTHON_FLOOR, text)
+                try:
+                    if is_expression:
+                        value = eval(compiled, env)
+                        if value is not None:
+                            values.append(value)
+                    else:
+                        exec(compiled, env)
+                except (Exception, SystemExit) as e:  # the user's code failed or exited: keep what was recorded
+                    error = e
+                    break
+                finally:
+                    _C._span_end(index)
+            if error is not None:
                 break
-            finally:
-                _C._span_end(index)
     for value in values:
         if echo:
             echo(repr(value))

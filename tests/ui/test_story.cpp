@@ -1,0 +1,147 @@
+// The app's model without a window: a trace told as steps, the floors at a
+// step, warm medians, and playback.
+#include <gtest/gtest.h>
+
+#include "ui/playback.h"
+#include "ui/story.h"
+
+namespace descent::ui {
+namespace {
+
+using trace::Floor;
+
+trace::Span span(uint64_t id, uint64_t parent, Floor f, const char* name, int64_t start, int64_t end,
+                 uint32_t thread = 0) {
+  trace::Span s;
+  s.id = id;
+  s.parent = parent;
+  s.floor = f;
+  s.name = name;
+  s.start_ns = start;
+  s.end_ns = end;
+  s.thread = thread;
+  return s;
+}
+
+// `x + 1` as descent traces it, twice (a cold call, then a warm one), and a
+// worker thread's span that is not part of the story.
+trace::Trace two_calls() {
+  trace::Trace t;
+  for (int call = 0; call < 2; ++call) {
+    const uint64_t b = 10 * call;
+    const int64_t at = 10000 * call, slow = call == 0 ? 3 : 1;  // the first call is slower
+    t.spans.push_back(span(b + 1, 0, Floor::Python, "x + 1", at, at + 1000 * slow));
+    t.spans.push_back(span(b + 2, b + 1, Floor::Binding, "add", at + 100, at + 900 * slow));
+    t.spans.push_back(span(b + 3, b + 2, Floor::Dispatch, "add", at + 200, at + 800 * slow));
+    t.spans.push_back(span(b + 4, b + 3, Floor::Kernels, "add", at + 300, at + 700 * slow));
+    t.spans.push_back(span(b + 5, b + 4, Floor::Allocator, "cpu_alloc", at + 400, at + 500));
+  }
+  t.spans.push_back(span(100, 0, Floor::Kernels, "worker", 350, 450, 1));
+  return t;
+}
+
+TEST(Story, OneStepDownAndOneUpPerSpanOfTheToldThread) {
+  const trace::Trace t = two_calls();
+  const Story s = build_story(t);
+  ASSERT_EQ(s.steps.size(), 20u);  // 10 spans on thread 0, not the worker's
+  ASSERT_EQ(s.roots.size(), 2u);
+  const int expected_floors[] = {1, 2, 3, 5, 6, 5, 3, 2, 1, 1};
+  for (size_t k = 0; k < 10; ++k) EXPECT_EQ(token_floor(s, k), expected_floors[k]) << "step " << k;
+  EXPECT_TRUE(s.steps[0].down);
+  EXPECT_FALSE(s.steps[9].down);
+  EXPECT_EQ(s.steps[4].at_ns, 400);  // the allocator span's start
+  EXPECT_EQ(s.steps[5].at_ns, 500);  // and its end
+  EXPECT_EQ(s.self_ns[0], 3000 - 2600);
+  EXPECT_EQ(s.depth[4], 4);
+}
+
+TEST(Story, FloorsAtAStep) {
+  const trace::Trace t = two_calls();
+  const Story s = build_story(t);
+  auto v = floors_at(s, 2);  // down into dispatch
+  EXPECT_EQ(v[1].state, FloorState::Active);
+  EXPECT_EQ(v[3].state, FloorState::Active);
+  EXPECT_EQ(v[5].state, FloorState::Ahead);
+  EXPECT_EQ(v[4].state, FloorState::Skipped);
+  EXPECT_NE(v[4].skip_reason.find("autograd is not built yet"), std::string::npos);
+  EXPECT_EQ(v[7].state, FloorState::Skipped);
+  EXPECT_NE(v[7].skip_reason.find("CPU tensors stop at floor 5"), std::string::npos);
+  v = floors_at(s, 5);  // up out of the allocator
+  EXPECT_EQ(v[6].state, FloorState::Visited);
+  EXPECT_EQ(v[5].state, FloorState::Active);
+  EXPECT_EQ(root_of_step(s, 12), 1u);
+}
+
+TEST(Story, WarmMedianLeavesTheFirstCallOut) {
+  const trace::Trace t = two_calls();
+  const Story s = build_story(t);
+  const Timing root = timing_of(s, 0);
+  EXPECT_EQ(root.warm_samples, 1);
+  EXPECT_EQ(root.inclusive_ns, 1000);      // the second call's
+  EXPECT_EQ(root.cold_inclusive_ns, 3000);  // the first call's
+  const Timing alloc = timing_of(s, 4);
+  EXPECT_EQ(alloc.inclusive_ns, 100);
+}
+
+TEST(Story, EmptyAndOtherThreadOnlyTraces) {
+  trace::Trace empty;
+  EXPECT_TRUE(build_story(empty).steps.empty());
+  auto v = floors_at(build_story(empty), 0);
+  EXPECT_EQ(v[1].state, FloorState::Skipped);
+}
+
+TEST(Story, DeepNestingDoesNotRecurse) {
+  trace::Trace t;
+  const int depth = 200000;
+  for (int i = 0; i < depth; ++i) {
+    t.spans.push_back(span(i + 1, i, Floor::Kernels, "k", i, 2 * depth - i));
+  }
+  const Story s = build_story(t);
+  EXPECT_EQ(s.steps.size(), 2u * depth);
+  EXPECT_EQ(s.depth[depth - 1], depth - 1);
+}
+
+TEST(Playback, StepsAndPlays) {
+  const trace::Trace t = two_calls();
+  const Story s = build_story(t);
+  Playback p;
+  p.step_down(s);
+  p.step_down(s);
+  p.step_down(s);
+  p.step_up(s);
+  EXPECT_EQ(p.step(), 2u);
+  p.to_end(s);
+  EXPECT_EQ(p.step(), 19u);
+  p.step_down(s);
+  EXPECT_EQ(p.step(), 19u);  // stays at the end
+  p.toggle(s);               // playing at the end restarts
+  EXPECT_TRUE(p.playing);
+  EXPECT_EQ(p.step(), 0u);
+  p.advance(s, kTeachingStepSeconds * 2.5);
+  EXPECT_EQ(p.step(), 2u);
+  EXPECT_NEAR(p.fraction(), 0.5, 1e-9);
+  p.step_up(s);  // mid-move: back to where the move started
+  EXPECT_EQ(p.step(), 2u);
+  EXPECT_FALSE(p.playing);
+  p.playing = true;
+  p.advance(s, 1e9);  // to the end, then stops
+  EXPECT_EQ(p.step(), 19u);
+  EXPECT_FALSE(p.playing);
+}
+
+TEST(Playback, RealTimeFollowsTheTraceClock) {
+  const trace::Trace t = two_calls();
+  const Story s = build_story(t);
+  Playback p;
+  p.pace = Pace::RealTime;
+  // Steps 0 -> 1 are 100 ns apart: shorter than the minimum, so the minimum.
+  EXPECT_DOUBLE_EQ(p.step_seconds(s, 0), kMinStepSeconds);
+  // Step 9 (up from the first root at 3000) to 10 (down into the second at 10000): 7 us.
+  EXPECT_DOUBLE_EQ(p.step_seconds(s, 9), kMaxStepSeconds < 7 * kRealTimeSecondsPerUs ? kMaxStepSeconds
+                                                                                       : 7 * kRealTimeSecondsPerUs);
+  p.faster();
+  EXPECT_DOUBLE_EQ(p.step_seconds(s, 0), kMinStepSeconds / 2);
+}
+
+}  // namespace
+}  // namespace descent::ui

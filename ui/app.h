@@ -1,0 +1,158 @@
+// The app: what every panel reads and writes, and the panels themselves.
+//
+// [SECTION] Options (the command line)
+// [SECTION] The loaded call
+// [SECTION] App state
+// [SECTION] Panels (one file each)
+// [SECTION] Theme
+//
+// The app owns no runtime logic: it runs code through the embedded `descent`
+// package (python_bridge.h) and reads the trace::Trace objects it returns.
+// Each panel is a function of the App, drawn into the rectangle the layout
+// (main.cpp) gives it.
+#pragma once
+
+#include <imgui.h>
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tracer/trace.h"
+#include "ui/playback.h"
+#include "ui/story.h"
+#include "ui/timeline_index.h"
+
+namespace descent::ui {
+
+// [SECTION] Options (the command line) ----------------------------------------
+
+struct Options {
+  std::string code;            // --code: Python to run and trace
+  std::string trace_file;      // --trace: a descent or Chrome JSON file to open
+  std::string compare_file;    // --compare: PyTorch's Chrome trace of the same line
+  std::string screenshot;      // --screenshot: render once to this PNG and exit
+  std::string state_file;      // --state: write the app's state as JSON here
+  int step = -1;               // --step: start at this step
+  int width = 1600, height = 1000;  // --size WxH
+  bool presenter = false;      // --presenter
+  int repeat = 1;              // --repeat: run the code N times (warm medians)
+  int bench_frames = 0;        // --bench-frames N: play N frames, print frame times, exit
+  bool bench_pan = false;      // --bench-pan: while benchmarking, pan and zoom the timeline each frame
+  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare)
+};
+
+// Parses argv; on a bad argument returns false with `error` set.
+bool parse_options(int argc, char** argv, Options& out, std::string& error);
+
+// [SECTION] The loaded call ------------------------------------------------------
+
+// The allocators' numbers at one moment (before or after the call).
+struct MemoryStats {
+  bool valid = false;
+  int64_t allocated_bytes = 0, peak_allocated_bytes = 0, num_allocs = 0, num_frees = 0;
+};
+
+// What is on screen: a trace, where it came from, and what running it printed.
+struct Loaded {
+  std::shared_ptr<const trace::Trace> trace;  // never null once loaded
+  std::string label;                          // the code, or the file name
+  std::string output;                         // what the code printed (and its echoed value)
+  std::string error;                          // the exception the code raised, if any
+  MemoryStats before, after;
+};
+
+// [SECTION] App state --------------------------------------------------------------
+
+struct ConsoleLine {
+  enum Kind { Input, Output, Error, Info } kind;
+  std::string text;
+};
+
+enum class RightTab { Detail, Memory, Compare };
+
+struct App {
+  Options options;
+  Loaded loaded;
+  Story story;
+  Playback play;
+  std::shared_ptr<const trace::Trace> compare;  // PyTorch's trace, when one is open
+  std::string compare_label;
+
+  // Console
+  std::vector<ConsoleLine> console;
+  std::vector<std::string> history;
+  int history_pos = -1;
+  std::string input;
+  bool focus_console = false;
+  bool console_scroll = false;  // scroll to the newest line on the next frame
+
+  // Timeline view: the visible window on the trace's clock, in ns.
+  double view_start_ns = 0, view_end_ns = 1;
+  bool timeline_follow = true;  // keep the current step in view
+  int64_t hovered_span = -1;
+  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (panel_timeline.cpp builds it)
+  std::weak_ptr<const trace::Trace> timeline_of;  // the trace `timeline` was built from
+  std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
+  bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
+  size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
+
+  bool presenter = false;
+  bool show_help = false;
+  RightTab right_tab = RightTab::Detail;
+  bool tab_request = false;  // select right_tab on the next frame (ImGui owns the tab otherwise)
+  std::string banner;  // a message the user must see (bad file, missing asset)
+  std::string open_path;   // the Open/Save path field
+  std::string file_title;  // what the file popup is asking for
+  int file_action = 0;     // which popup it is (panel_toolbar.cpp)
+
+  // Filled by the panels each frame, for the state dump and the tests.
+  std::array<ImVec4, kBuildingFloors + 1> floor_rects{};  // x0, y0, x1, y1 in pixels
+  std::vector<std::string> panels_drawn;
+  double frame_ms = 0;
+
+  size_t step() const { return play.step(); }
+  const trace::Trace& trace() const { return *loaded.trace; }
+  bool has_steps() const { return !story.steps.empty(); }
+  // The span at the current step (SIZE_MAX when the trace is empty).
+  size_t current_span() const { return has_steps() ? story.steps[play.step()].span : SIZE_MAX; }
+};
+
+// Shows `l` (resets the playback and the timeline view to the new call).
+void show_loaded(App& app, Loaded l);
+// Opens a trace file (descent's format or Chrome JSON); false with a banner on failure.
+bool open_trace_file(App& app, const std::string& path);
+bool open_compare_file(App& app, const std::string& path);
+// The app's state as JSON: step, token floor, span, floors, panels.
+std::string state_json(const App& app);
+
+// [SECTION] Panels (one file each) -----------------------------------------------
+
+void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
+void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
+void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
+void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
+void draw_memory(App& app);                             // panel_memory.cpp: the allocators
+void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
+void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
+void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
+void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action
+
+// [SECTION] Theme -----------------------------------------------------------------
+
+// Each floor's colour (1..8; 9, the device's own row, shares 8's hue).
+ImU32 floor_color(int floor, float alpha = 1.0f);
+ImVec4 floor_color_vec(int floor);
+const char* floor_title(int floor);   // "Python", "binding", ... as the building labels them
+// 850 ns, 12.3 us: trace::format_duration.
+std::string duration_text(int64_t ns);
+// An argument's value as text.
+std::string arg_text(const trace::ArgValue& v);
+// The explanation of a floor from assets/floors/<n>.txt (a clear message when missing).
+const std::string& floor_explanation(int floor);
+// The directory of the app's assets (DESCENT_ASSETS, else the source tree's assets/).
+std::string assets_dir();
+
+}  // namespace descent::ui

@@ -1,0 +1,106 @@
+// The app's command line.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "ui/app.h"
+
+namespace descent::ui {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
+    "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
+    "                   [--panel detail|memory|compare] [--bench-frames N [--bench-pan]]";
+
+bool parse_int(const char* text, int lo, int hi, int& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace
+
+bool parse_options(int argc, char** argv, Options& o, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) {
+        error = a + " needs " + what + "\n" + kUsage;
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    const char* v = nullptr;
+    if (a == "--help" || a == "-h") {
+      error = kUsage;
+      return false;
+    } else if (a == "--presenter") {
+      o.presenter = true;
+    } else if (a == "--bench-pan") {
+      o.bench_pan = true;
+    } else if (a == "--code") {
+      if (!(v = value("Python code"))) return false;
+      o.code = v;
+    } else if (a == "--trace") {
+      if (!(v = value("a trace file"))) return false;
+      o.trace_file = v;
+    } else if (a == "--compare") {
+      if (!(v = value("a Chrome trace file"))) return false;
+      o.compare_file = v;
+    } else if (a == "--screenshot") {
+      if (!(v = value("a PNG path"))) return false;
+      o.screenshot = v;
+    } else if (a == "--state") {
+      if (!(v = value("a JSON path"))) return false;
+      o.state_file = v;
+    } else if (a == "--panel") {
+      if (!(v = value("detail, memory or compare"))) return false;
+      o.panel = v;
+      if (o.panel != "detail" && o.panel != "memory" && o.panel != "compare") {
+        error = "--panel: expected detail, memory or compare, got '" + o.panel + "'";
+        return false;
+      }
+    } else if (a == "--step") {
+      if (!(v = value("a step number"))) return false;
+      if (!parse_int(v, 0, 1 << 30, o.step)) {
+        error = "--step: expected a step number >= 0, got '" + std::string(v) + "'";
+        return false;
+      }
+    } else if (a == "--repeat") {
+      if (!(v = value("a count"))) return false;
+      if (!parse_int(v, 1, 10000, o.repeat)) {
+        error = "--repeat: expected a count from 1 to 10000, got '" + std::string(v) + "'";
+        return false;
+      }
+    } else if (a == "--bench-frames") {
+      if (!(v = value("a frame count"))) return false;
+      if (!parse_int(v, 1, 1000000, o.bench_frames)) {
+        error = "--bench-frames: expected a frame count >= 1, got '" + std::string(v) + "'";
+        return false;
+      }
+    } else if (a == "--size") {
+      if (!(v = value("WxH"))) return false;
+      const char* x = std::strchr(v, 'x');
+      const std::string w = x ? std::string(v, x) : "";
+      if (!x || !parse_int(w.c_str(), 320, 8192, o.width) || !parse_int(x + 1, 240, 8192, o.height)) {
+        error = "--size: expected WIDTHxHEIGHT (from 320x240 to 8192x8192), got '" + std::string(v) + "'";
+        return false;
+      }
+    } else {
+      error = "unknown argument '" + a + "'\n" + kUsage;
+      return false;
+    }
+  }
+  if (!o.code.empty() && !o.trace_file.empty()) {
+    error = "--code and --trace: give one or the other";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace descent::ui

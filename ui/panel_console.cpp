@@ -1,0 +1,91 @@
+// The console: an embedded Python prompt. Each statement typed runs traced
+// and becomes the call on screen; what it prints and any exception it raises
+// are shown here, and the app carries on.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_stdlib.h>  // after imgui.h, which it needs
+
+#include "ui/app.h"
+#include "ui/python_bridge.h"
+
+namespace descent::ui {
+
+namespace {
+
+constexpr size_t kMaxConsoleLines = 2000;
+
+int history_callback(ImGuiInputTextCallbackData* data) {
+  App& app = *static_cast<App*>(data->UserData);
+  if (data->EventFlag != ImGuiInputTextFlags_CallbackHistory || app.history.empty()) return 0;
+  const int n = static_cast<int>(app.history.size());
+  if (data->EventKey == ImGuiKey_UpArrow) app.history_pos = app.history_pos < 0 ? n - 1 : std::max(0, app.history_pos - 1);
+  if (data->EventKey == ImGuiKey_DownArrow && app.history_pos >= 0) {
+    app.history_pos = app.history_pos + 1 >= n ? -1 : app.history_pos + 1;
+  }
+  data->DeleteChars(0, data->BufTextLen);
+  if (app.history_pos >= 0) data->InsertChars(0, app.history[app.history_pos].c_str());
+  return 0;
+}
+
+}  // namespace
+
+// Runs one statement typed at the prompt.
+void console_submit(App& app, const std::string& line) {
+  app.console.push_back({ConsoleLine::Input, ">>> " + line});
+  if (app.history.empty() || app.history.back() != line) app.history.push_back(line);
+  app.history_pos = -1;
+  Loaded l = python_run(line, 1);
+  if (!l.output.empty()) app.console.push_back({ConsoleLine::Output, l.output});
+  if (!l.error.empty()) app.console.push_back({ConsoleLine::Error, l.error});
+  if (!l.trace->spans.empty()) show_loaded(app, std::move(l));
+  if (app.console.size() > kMaxConsoleLines) app.console.erase(app.console.begin(), app.console.end() - kMaxConsoleLines);
+}
+
+void draw_console(App& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
+  if (!ImGui::Begin("Python console: each line runs traced##console", nullptr, flags)) {
+    ImGui::End();
+    return;
+  }
+  app.panels_drawn.push_back("console");
+  const float input_h = ImGui::GetFrameHeightWithSpacing();
+  ImGui::BeginChild("##out", ImVec2(0, -input_h), false, ImGuiWindowFlags_HorizontalScrollbar);
+  ImFont* mono = ImGui::GetIO().Fonts->Fonts.Size > 2 ? ImGui::GetIO().Fonts->Fonts[2] : nullptr;
+  if (mono) ImGui::PushFont(mono);
+  if (app.console.empty()) {
+    ImGui::TextDisabled("Type a line of Python, e.g.  x = descent.randn(3, 4); (x @ x.T).sum()  and press Enter.");
+  }
+  for (const ConsoleLine& l : app.console) {
+    const ImVec4 col = l.kind == ConsoleLine::Error   ? ImVec4(1.0f, 0.45f, 0.45f, 1.0f)
+                       : l.kind == ConsoleLine::Input ? ImVec4(0.55f, 0.8f, 1.0f, 1.0f)
+                                                      : ImVec4(0.85f, 0.85f, 0.85f, 1.0f);
+    ImGui::PushStyleColor(ImGuiCol_Text, col);
+    ImGui::TextUnformatted(l.text.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (mono) ImGui::PopFont();
+  if (app.console_scroll) {
+    ImGui::SetScrollHereY(1.0f);
+    app.console_scroll = false;
+  }
+  ImGui::EndChild();
+  ImGui::SetNextItemWidth(-1);
+  if (app.focus_console) {
+    ImGui::SetKeyboardFocusHere();
+    app.focus_console = false;
+  }
+  if (ImGui::InputText("##prompt", &app.input,
+                       ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory, history_callback,
+                       &app)) {
+    if (!app.input.empty()) console_submit(app, app.input);
+    app.input.clear();
+    app.focus_console = true;
+    app.console_scroll = true;
+  }
+  ImGui::End();
+}
+
+}  // namespace descent::ui

@@ -1,0 +1,179 @@
+// The toolbar (play, pause, step, speed, scrub, files) and the keyboard.
+//
+// One key per action, the same in presenter mode (see kKeyHelp). Keys act
+// only when no text field has the keyboard, so typing in the console never
+// moves the token.
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_stdlib.h>  // after imgui.h, which it needs
+
+#include <cstdio>
+
+#include "ui/app.h"
+
+namespace descent::ui {
+
+namespace {
+
+constexpr const char* kKeyHelp =
+    "Down / J      step down (the next step)\n"
+    "Up / K        step up (the step before)\n"
+    "Space         play / pause\n"
+    "Home          back to the start\n"
+    "End           to the last step\n"
+    "PgDn / PgUp   scrub 10 steps on / back\n"
+    "+ / -         faster / slower\n"
+    "T             teaching pace / real time (scaled)\n"
+    "P             presenter mode (large type)\n"
+    "1 2 3         right panel: detail / memory / compare\n"
+    "F1 / H        this help";
+
+bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key, true); }
+
+enum class FileAction { None, Open, Compare, Save, SaveChrome };
+
+void file_popup(App& app, FileAction& action) {
+  static const char* kTitles[] = {"", "Open a trace", "Open PyTorch's trace to compare", "Save the trace",
+                                  "Save as Chrome JSON"};
+  if (action != FileAction::None) {
+    ImGui::OpenPopup("File##popup");
+    app.file_title = kTitles[int(action)];
+    app.file_action = int(action);
+    action = FileAction::None;
+  }
+  if (!ImGui::BeginPopupModal("File##popup", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::TextUnformatted(app.file_title.c_str());
+  ImGui::TextDisabled("descent's own .descent files, or Chrome JSON (Perfetto, torch.profiler)");
+  ImGui::SetNextItemWidth(560);
+  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+  const bool enter = ImGui::InputText("##path", &app.open_path, ImGuiInputTextFlags_EnterReturnsTrue);
+  if (ImGui::Button("OK") || enter) {
+    try {
+      switch (FileAction(app.file_action)) {
+        case FileAction::Open: open_trace_file(app, app.open_path); break;
+        case FileAction::Compare: open_compare_file(app, app.open_path); app.tab_request = true; break;
+        case FileAction::Save: trace::save(app.trace(), app.open_path); break;
+        case FileAction::SaveChrome: trace::save_chrome_json(app.trace(), app.open_path); break;
+        case FileAction::None: break;
+      }
+    } catch (const std::exception& e) {
+      app.banner = e.what();
+    }
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
+}  // namespace
+
+void handle_keys(App& app) {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
+  const Story& s = app.story;
+  const size_t before = app.step();
+  if (pressed(GLFW_KEY_DOWN) || pressed(GLFW_KEY_J)) app.play.step_down(s);
+  if (pressed(GLFW_KEY_UP) || pressed(GLFW_KEY_K)) app.play.step_up(s);
+  if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) app.play.toggle(s);
+  if (pressed(GLFW_KEY_HOME)) app.play.to_start();
+  if (pressed(GLFW_KEY_END)) app.play.to_end(s);
+  if (pressed(GLFW_KEY_PAGE_DOWN)) app.play.scrub(s, app.step() + 10);
+  if (pressed(GLFW_KEY_PAGE_UP)) app.play.scrub(s, app.step() >= 10 ? app.step() - 10 : 0);
+  if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) app.play.faster();
+  if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) app.play.slower();
+  if (ImGui::IsKeyPressed(GLFW_KEY_T, false)) {
+    app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
+  if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
+  const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare};
+  for (int k = 0; k < 3; ++k) {
+    if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
+      app.right_tab = tabs[k];
+      app.tab_request = true;
+    }
+  }
+  if (app.step() != before) app.timeline_follow = true;
+}
+
+void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_MenuBar |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoScrollbar;
+  static FileAction action = FileAction::None;
+  if (ImGui::Begin("##toolbar", nullptr, flags)) {
+    app.panels_drawn.push_back("toolbar");
+    if (ImGui::BeginMenuBar()) {
+      if (ImGui::BeginMenu("File")) {
+        if (ImGui::MenuItem("Open trace...")) action = FileAction::Open;
+        if (ImGui::MenuItem("Compare with PyTorch's trace...")) action = FileAction::Compare;
+        if (ImGui::MenuItem("Save trace (.descent)...")) action = FileAction::Save;
+        if (ImGui::MenuItem("Save as Chrome JSON...")) action = FileAction::SaveChrome;
+        ImGui::EndMenu();
+      }
+      if (ImGui::BeginMenu("View")) {
+        ImGui::MenuItem("Presenter mode", "P", &app.presenter);
+        ImGui::MenuItem("Keys", "F1", &app.show_help);
+        ImGui::EndMenu();
+      }
+      ImGui::TextDisabled("  %s", app.loaded.label.size() > 90 ? (app.loaded.label.substr(0, 87) + "...").c_str()
+                                                                 : app.loaded.label.c_str());
+      ImGui::EndMenuBar();
+    }
+    const Story& s = app.story;
+    if (ImGui::Button("|<")) app.play.to_start();
+    ImGui::SameLine();
+    if (ImGui::Button("Up")) app.play.step_up(s);
+    ImGui::SameLine();
+    if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
+    ImGui::SameLine();
+    if (ImGui::Button("Down")) app.play.step_down(s);
+    ImGui::SameLine();
+    if (ImGui::Button(">|")) app.play.to_end(s);
+    ImGui::SameLine();
+    if (ImGui::Button("-")) app.play.slower();
+    ImGui::SameLine();
+    ImGui::Text("%gx", app.play.speed);
+    ImGui::SameLine();
+    if (ImGui::Button("+")) app.play.faster();
+    ImGui::SameLine();
+    if (ImGui::Button(app.play.pace == Pace::Teaching ? "teaching pace" : "real time x1e-6")) {
+      app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
+    }
+    ImGui::SameLine();
+    const int last = s.steps.empty() ? 0 : static_cast<int>(s.steps.size() - 1);
+    int step = static_cast<int>(app.step());
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.45f);
+    if (ImGui::SliderInt("##scrub", &step, 0, last, "step %d") && last > 0) {
+      app.play.scrub(s, static_cast<size_t>(step));
+      app.timeline_follow = true;
+    }
+    ImGui::SameLine();
+    if (app.has_steps()) {
+      const Step& st = s.steps[app.step()];
+      const trace::Span& sp = app.trace().spans[st.span];
+      ImGui::Text("%zu / %zu  %s %s  (floor %d)", app.step() + 1, s.steps.size(), st.down ? "down into" : "up from",
+                  sp.name.c_str(), token_floor(s, app.step()));
+    } else {
+      ImGui::TextDisabled("no steps: the trace is empty");
+    }
+    ImGui::SameLine(ImGui::GetWindowWidth() - 80);
+    if (ImGui::Button("Keys")) app.show_help = !app.show_help;
+    file_popup(app, action);
+  }
+  ImGui::End();
+  if (app.show_help) {
+    ImGui::SetNextWindowPos(ImVec2(pos.x + size.x - 20, pos.y + size.y + 10), ImGuiCond_Always, ImVec2(1, 0));
+    if (ImGui::Begin("Keys##help", &app.show_help,
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+      ImGui::TextUnformatted(kKeyHelp);
+    }
+    ImGui::End();
+    app.panels_drawn.push_back("keys");
+  }
+}
+
+}  // namespace descent::ui

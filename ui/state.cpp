@@ -1,0 +1,172 @@
+// Loading what the app shows, and the app's state as JSON (for --state and the tests).
+#include <algorithm>
+#include <cstdio>
+
+#include "ui/app.h"
+
+namespace descent::ui {
+
+// [SECTION] Loading -----------------------------------------------------------
+
+void show_loaded(App& app, Loaded l) {
+  app.loaded = std::move(l);
+  app.story = build_story(*app.loaded.trace);
+  app.play.playing = false;
+  app.play.position = 0;
+  app.hovered_span = -1;
+  app.timeline_follow = true;
+  const auto& spans = app.loaded.trace->spans;
+  if (!spans.empty()) {
+    int64_t lo = spans.front().start_ns, hi = spans.front().end_ns;
+    for (const trace::Span& s : spans) {
+      lo = std::min(lo, s.start_ns);
+      hi = std::max(hi, s.end_ns);
+    }
+    app.view_start_ns = static_cast<double>(lo);
+    app.view_end_ns = static_cast<double>(std::max(hi, lo + 1));
+  }
+}
+
+namespace {
+
+// Loads a trace file of either format; false with the banner saying why.
+bool load_file(App& app, const std::string& path, std::shared_ptr<const trace::Trace>& out) {
+  try {
+    auto t = std::make_shared<trace::Trace>(trace::load_any(path));
+    const std::string problems = trace::check_structure(*t);
+    if (!problems.empty()) {
+      app.banner = "Cannot show " + path + ": its spans do not form a tree:\n" + problems;
+      return false;
+    }
+    out = std::move(t);
+    return true;
+  } catch (const std::exception& e) {
+    app.banner = std::string("Cannot open the trace: ") + e.what();
+    return false;
+  }
+}
+
+}  // namespace
+
+bool open_trace_file(App& app, const std::string& path) {
+  Loaded l;
+  if (!load_file(app, path, l.trace)) return false;
+  l.label = path;
+  show_loaded(app, std::move(l));
+  return true;
+}
+
+bool open_compare_file(App& app, const std::string& path) {
+  std::shared_ptr<const trace::Trace> t;
+  if (!load_file(app, path, t)) return false;
+  app.compare = std::move(t);
+  app.compare_label = path;
+  app.right_tab = RightTab::Compare;
+  return true;
+}
+
+// [SECTION] State as JSON ------------------------------------------------------
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string arg_json(const trace::ArgValue& v) {
+  if (std::holds_alternative<std::string>(v)) return quoted(std::get<std::string>(v));
+  if (const auto* d = std::get_if<double>(&v)) {
+    if (*d != *d || *d - *d != 0) return quoted(arg_text(v));  // nan, inf: not JSON numbers
+  }
+  return arg_text(v);
+}
+
+const char* state_name(FloorState s) {
+  switch (s) {
+    case FloorState::Active: return "active";
+    case FloorState::Visited: return "visited";
+    case FloorState::Ahead: return "ahead";
+    case FloorState::Skipped: return "skipped";
+  }
+  return "?";
+}
+
+std::string span_json(const App& app, size_t i) {
+  const trace::Span& s = app.trace().spans[i];
+  const Timing t = timing_of(app.story, i);
+  std::string out = "{\"name\": " + quoted(s.name) + ", \"floor\": " + std::to_string(int(s.floor)) +
+                    ", \"floor_name\": " + quoted(trace::floor_name(s.floor)) +
+                    ", \"inclusive_ns\": " + std::to_string(t.inclusive_ns) +
+                    ", \"self_ns\": " + std::to_string(t.self_ns) +
+                    ", \"warm_samples\": " + std::to_string(t.warm_samples) + ", \"args\": {";
+  for (size_t k = 0; k < s.args.size(); ++k) {
+    out += (k ? ", " : "") + quoted(s.args[k].key) + ": " + arg_json(s.args[k].value);
+  }
+  return out + "}}";
+}
+
+}  // namespace
+
+std::string state_json(const App& app) {
+  std::string o = "{\n";
+  o += "  \"source\": " + quoted(app.loaded.label) + ",\n";
+  o += "  \"trace_spans\": " + std::to_string(app.loaded.trace ? app.trace().spans.size() : 0) + ",\n";
+  o += "  \"steps\": " + std::to_string(app.story.steps.size()) + ",\n";
+  o += "  \"step\": " + std::to_string(app.step()) + ",\n";
+  o += "  \"playing\": " + std::string(app.play.playing ? "true" : "false") + ",\n";
+  o += "  \"pace\": " + quoted(app.play.pace == Pace::Teaching ? "teaching" : "real time") + ",\n";
+  o += "  \"speed\": " + std::to_string(app.play.speed) + ",\n";
+  o += "  \"presenter\": " + std::string(app.presenter ? "true" : "false") + ",\n";
+  if (app.has_steps()) {
+    const Step& st = app.story.steps[app.step()];
+    o += "  \"direction\": " + quoted(st.down ? "down" : "up") + ",\n";
+    o += "  \"token_floor\": " + std::to_string(token_floor(app.story, app.step())) + ",\n";
+    o += "  \"span\": " + span_json(app, st.span) + ",\n";
+    const auto floors = floors_at(app.story, app.step());
+    o += "  \"floors\": [\n";
+    for (int f = 1; f <= kBuildingFloors; ++f) {
+      const FloorView& v = floors[f];
+      const ImVec4 r = app.floor_rects[f];
+      const ImVec4 c = floor_color_vec(f);
+      char rect[160];
+      std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f], \"color\": [%d, %d, %d]", r.x, r.y, r.z, r.w,
+                    int(c.x * 255 + 0.5f), int(c.y * 255 + 0.5f), int(c.z * 255 + 0.5f));
+      o += "    {\"floor\": " + std::to_string(f) + ", \"title\": " + quoted(floor_title(f)) +
+           ", \"state\": " + quoted(state_name(v.state)) +
+           ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
+           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"rect\": " + rect + "}" +
+           (f < kBuildingFloors ? ",\n" : "\n");
+    }
+    o += "  ],\n";
+  } else {
+    o += "  \"token_floor\": null,\n  \"span\": null,\n  \"floors\": [],\n";
+  }
+  o += "  \"panels\": [";
+  for (size_t k = 0; k < app.panels_drawn.size(); ++k) o += (k ? ", " : "") + quoted(app.panels_drawn[k]);
+  o += "],\n";
+  o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
+  o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
+  o += "  \"banner\": " + quoted(app.banner) + ",\n";
+  o += "  \"console_lines\": " + std::to_string(app.console.size()) + "\n";
+  return o + "}\n";
+}
+
+}  // namespace descent::ui

@@ -1,0 +1,115 @@
+// The story of a call: a Trace turned into the steps the building view plays.
+//
+// [SECTION] Steps
+// [SECTION] Floors at a step
+// [SECTION] Warm repeats
+//
+// Plain data, no ImGui: the app's panels read it, and tests/ui checks it
+// without a window. See Note [A call as steps].
+//
+// Note [A call as steps]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A call is told as a walk over its span tree on the thread that made it:
+// one step down into every span (the token arrives on the span's floor) and
+// one step up out of it (the token climbs back to the parent's floor with the
+// result), in the order the thread ran them. `descent.ones(2, 2) + 1` traced
+// as 15 spans is 30 steps. Spans on other threads (the intra-op pool's
+// workers) are not steps: the timeline shows them. A step's time is when it
+// happened on the trace's clock (the span's start going down, its end coming
+// up), which is what "real time" playback follows.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tracer/trace.h"
+
+namespace descent::ui {
+
+// [SECTION] Steps ----------------------------------------------------------------
+
+struct Step {
+  size_t span = 0;   // index into Trace::spans
+  bool down = true;  // entering the span (down) or leaving it (up)
+  int64_t at_ns = 0; // start going down, end coming up
+};
+
+// What a floor of the building shows; one per floor 1..8 (index 0 unused).
+constexpr int kBuildingFloors = 8;
+
+struct Story {
+  const trace::Trace* trace = nullptr;
+  uint32_t thread = 0;                   // the thread whose calls are told
+  std::vector<Step> steps;               // down and up for every span of that thread
+  std::vector<size_t> parent_index;      // per span: index of its parent span, SIZE_MAX for a root
+  std::vector<int64_t> self_ns;          // per span: its time minus its children's
+  std::vector<int> depth;                // per span: 0 for a root
+  std::vector<std::vector<size_t>> children;  // per span: indices of its children, in start order
+  std::vector<size_t> roots;             // indices of the root spans of `thread`, in start order
+  std::vector<size_t> down_step;         // per span: its step going down (SIZE_MAX: not told)
+  std::vector<size_t> up_step;           // per span: its step coming up
+  // Per root: the down steps of its spans on each floor 1..8, in order.
+  std::vector<std::array<std::vector<size_t>, kBuildingFloors + 1>> floor_steps;
+  std::vector<size_t> line_of_root;            // per root: its line's index in `lines`
+  std::vector<std::vector<size_t>> lines;      // per distinct line (root name): its roots' positions
+};
+
+// Builds the story of the trace's first thread (the one that ran the user's
+// code: thread 0 when it has spans). An empty trace gives an empty story.
+Story build_story(const trace::Trace& t);
+
+// Floor the token is on at a step: the span's floor going down; the parent's
+// floor coming up (floor 1 once it has left a root: the result is back in
+// Python). Floors above 8 (the device's own row) are drawn on floor 8.
+int token_floor(const Story& s, size_t step);
+int building_floor(trace::Floor f);  // 1..8 for a building floor, 0 for none
+
+// [SECTION] Floors at a step ---------------------------------------------------
+
+enum class FloorState {
+  Active,    // a span on this floor is open at this step (the path from the root)
+  Visited,   // the call reached the floor earlier and has left it
+  Ahead,     // the call will reach it later
+  Skipped,   // the call never reaches this floor
+};
+
+struct FloorView {
+  FloorState state = FloorState::Skipped;
+  size_t span = SIZE_MAX;   // the innermost open span here (Active), or the last/next one (Visited/Ahead)
+  int spans_in_call = 0;    // spans of the current root call on this floor
+  std::string skip_reason;  // why the call does not reach it (Skipped)
+};
+
+// The building at `step`: one view per floor, index 1..8.
+std::array<FloorView, kBuildingFloors + 1> floors_at(const Story& s, size_t step);
+
+// Index of the root call that `step` belongs to.
+size_t root_of_step(const Story& s, size_t step);
+
+// The root ancestor of span `i`.
+size_t root_of_span(const Story& s, size_t i);
+
+// [SECTION] Warm repeats --------------------------------------------------------
+
+// Note [Warm medians]
+// ~~~~~~~~~~~~~~~~~~~
+// The first call of a line pays for cold caches, first-touch page faults and
+// lazy initialisation; teaching its time as "the cost of an op" misleads.
+// When the story holds the same line several times (`descent app --repeat N`,
+// or a loop), each span of a call is matched to the span at the same place
+// (the same path of child positions and names) in the other calls of that
+// line, and the building shows the median over the warm ones (all but the
+// first), beside the cold first time. At most kMaxWarmSamples calls are read
+// per span, so a loop of a million calls stays cheap to draw.
+constexpr size_t kMaxWarmSamples = 100;
+struct Timing {
+  int64_t inclusive_ns = 0;
+  int64_t self_ns = 0;
+  int warm_samples = 0;        // calls of the same line after the first, matched at this span
+  int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when warm_samples > 0)
+};
+Timing timing_of(const Story& s, size_t span);
+
+}  // namespace descent::ui
