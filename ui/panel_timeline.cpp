@@ -1,0 +1,464 @@
+// The timeline: the whole trace as a flame chart, a row per thread (and a row
+// per thread's device spans), spans stacked by depth and coloured by floor.
+//
+// [SECTION] Layout and constants
+// [SECTION] The index and the view (fit, follow, zoom, pan)
+// [SECTION] The time axis
+// [SECTION] Tooltips
+// [SECTION] The panel
+//
+// The wheel zooms around the cursor, a drag (left or middle button) pans, and
+// while the panel is hovered W/S zoom, A/D pan and F fits (the arrow keys,
+// space and Home belong to the step-through). A double-click or the "fit"
+// button shows the whole trace. A click on a span scrubs the playback to it.
+// What is drawn comes from TimelineIndex::visit_lane, so a frame costs about
+// the same for a thousand spans as for a million: see Note [Timeline level of
+// detail] in timeline_index.h.
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <unordered_map>
+
+#include "ui/app.h"
+
+namespace descent::ui {
+
+namespace {
+
+// [SECTION] Layout and constants -------------------------------------------------------
+
+constexpr float kAxisPx = 22.0f;            // the time axis above the rows
+constexpr float kRowHeaderPx = 17.0f;       // a row's label strip
+constexpr float kLanePx = 19.0f;            // one depth of a row
+constexpr float kRowGapPx = 4.0f;           // between two rows
+constexpr float kLabelMinPx = 28.0f;        // a span narrower than this has no label
+constexpr float kTextPadPx = 3.0f;          // label inset from the span's left edge
+constexpr float kTickSpacingPx = 110.0f;    // aimed distance between two labelled ticks
+constexpr float kWheelZoom = 0.8f;          // view width multiplied per wheel notch (in)
+constexpr double kKeyZoomPerSecond = 4.0;   // W/S: view width divided/multiplied per second
+constexpr double kKeyPanPerSecond = 1.0;    // A/D: view widths panned per second
+constexpr double kMinViewNs = 20.0;         // the deepest zoom: 20 ns across the panel
+constexpr double kFitMargin = 0.02;         // of the trace's duration, each side, on a fit
+constexpr size_t kMaxFlowsDrawn = 4000;     // arrows per frame (a million-kernel trace stays cheap)
+constexpr size_t kMaxArgsShown = 16;        // tooltip lines of arguments
+
+constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);           // label on a light span
+constexpr ImU32 kPaper = IM_COL32(235, 237, 242, 255);      // label on a dark span
+constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);      // axis labels, row labels
+constexpr ImU32 kGrid = IM_COL32(255, 255, 255, 18);        // tick lines across the rows
+constexpr ImU32 kRowBg = IM_COL32(255, 255, 255, 10);       // a row's label strip
+constexpr ImU32 kCurrent = IM_COL32(255, 255, 255, 255);    // outline of the current span
+constexpr ImU32 kAncestor = IM_COL32(255, 225, 120, 200);   // outline of its ancestors
+constexpr ImU32 kHover = IM_COL32(255, 255, 255, 120);      // outline of the hovered item
+constexpr ImU32 kFlow = IM_COL32(240, 240, 250, 150);       // a flow arrow
+
+// Where each row starts, in pixels from the top of the scrolled content.
+struct Layout {
+  std::vector<float> row_y;  // per row
+  float height = 0;          // all rows
+};
+
+Layout layout_of(const TimelineIndex& x) {
+  Layout l;
+  l.row_y.reserve(x.rows().size());
+  for (const TimelineRow& r : x.rows()) {
+    l.row_y.push_back(l.height);
+    l.height += kRowHeaderPx + kLanePx * static_cast<float>(r.depths) + kRowGapPx;
+  }
+  return l;
+}
+
+float lane_y(const TimelineIndex& x, const Layout& l, size_t lane) {
+  const size_t row = x.row_of_lane(lane);
+  return l.row_y[row] + kRowHeaderPx + kLanePx * static_cast<float>(lane - x.rows()[row].first_lane);
+}
+
+int colour_floor(trace::Floor f) {  // floor_color's argument: 1..9, 0 for none
+  const int i = static_cast<int>(f);
+  return i >= 1 && i <= 9 ? i : 0;
+}
+
+ImU32 label_colour(ImU32 fill) {  // dark ink on a light fill, light on a dark one
+  const ImVec4 c = ImGui::ColorConvertU32ToFloat4(fill);
+  return 0.299f * c.x + 0.587f * c.y + 0.114f * c.z > 0.55f ? kInk : kPaper;
+}
+
+// [SECTION] The index and the view (fit, follow, zoom, pan) -------------------------------
+
+// Builds the index when the trace changed (a new call, an opened file).
+void ensure_index(App& app) {
+  if (app.timeline_of.lock() == app.loaded.trace) return;
+  const trace::Trace& t = *app.loaded.trace;
+  app.timeline = TimelineIndex::build(t, app.story.parent_index);
+  app.timeline_of = app.loaded.trace;
+  app.timeline_followed_step = SIZE_MAX;
+  app.timeline_flows.clear();
+  if (!t.flows.empty()) {
+    std::unordered_map<uint64_t, size_t> by_id;
+    by_id.reserve(t.spans.size());
+    for (size_t i = 0; i < t.spans.size(); ++i) by_id.emplace(t.spans[i].id, i);
+    for (const trace::Flow& f : t.flows) {
+      const auto a = by_id.find(f.from), b = by_id.find(f.to);
+      if (a != by_id.end() && b != by_id.end()) app.timeline_flows.emplace_back(a->second, b->second);
+    }
+  }
+}
+
+void fit(App& app) {
+  const TimelineIndex& x = app.timeline;
+  const double lo = static_cast<double>(x.min_ns()), hi = static_cast<double>(x.max_ns());
+  const double margin = std::max(1.0, (hi - lo) * kFitMargin);
+  app.view_start_ns = lo - margin;
+  app.view_end_ns = hi + margin;
+}
+
+// Keeps the view's width within [kMinViewNs, 20 x the trace]; keeps `anchor` in place.
+void set_width(App& app, double width, double anchor_ns, double anchor_fraction) {
+  const double full = std::max(1.0, static_cast<double>(app.timeline.max_ns() - app.timeline.min_ns()));
+  width = std::clamp(width, kMinViewNs, full * 20);
+  app.view_start_ns = anchor_ns - anchor_fraction * width;
+  app.view_end_ns = app.view_start_ns + width;
+}
+
+// Brings span `i` into view when it is not already: pans to centre it, or
+// zooms out to it when it is wider than the view.
+void bring_into_view(App& app, size_t i) {
+  const trace::Span& s = app.trace().spans[i];
+  const double a = static_cast<double>(s.start_ns), b = static_cast<double>(s.end_ns);
+  const double width = app.view_end_ns - app.view_start_ns;
+  if (a >= app.view_start_ns && b <= app.view_end_ns) return;
+  if (b - a > width * 0.9) {
+    const double margin = std::max(1.0, (b - a) * 0.05);
+    app.view_start_ns = a - margin;
+    app.view_end_ns = b + margin;
+  } else {
+    app.view_start_ns = (a + b) / 2 - width / 2;
+    app.view_end_ns = app.view_start_ns + width;
+  }
+}
+
+// [SECTION] The time axis ---------------------------------------------------------------
+
+// A tick step of 1, 2 or 5 x 10^k ns, about kTickSpacingPx apart.
+double tick_step(double ns_per_pixel) {
+  const double raw = std::max(1.0, ns_per_pixel * kTickSpacingPx);
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * decade >= raw) return m * decade;
+  }
+  return 10 * decade;
+}
+
+// "0", "250 ns", "1.5 us", "12 ms", "2.25 s": the unit of (ten times) the step, as many decimals as it needs.
+std::string tick_label(double ns, double step) {
+  if (std::fabs(ns) < step * 1e-3) return "0";
+  struct Unit {
+    double ns;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{1e9, "s"}, {1e6, "ms"}, {1e3, "us"}, {1, "ns"}};
+  Unit u = kUnits[3];
+  for (const Unit& c : kUnits) {
+    if (step >= c.ns / 10) {  // 500 us steps read 0.5 ms, 1 ms, 1.5 ms
+      u = c;
+      break;
+    }
+  }
+  int decimals = 0;
+  for (double s = step / u.ns; decimals < 3 && std::fabs(s - std::round(s)) > 1e-6; s *= 10) ++decimals;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, ns / u.ns, u.name);
+  return buf;
+}
+
+// Ticks relative to the trace's first span, labelled on the axis and drawn
+// as faint lines down through the rows.
+void draw_axis(ImDrawList* dl, const App& app, ImVec2 p0, float width, float rows_bottom) {
+  const double v0 = app.view_start_ns, npp = (app.view_end_ns - v0) / width;
+  const double origin = static_cast<double>(app.timeline.min_ns());
+  const double step = tick_step(npp);
+  dl->AddLine(ImVec2(p0.x, p0.y + kAxisPx - 1), ImVec2(p0.x + width, p0.y + kAxisPx - 1), kMuted);
+  const double first = std::ceil((v0 - origin) / step) * step;
+  for (double t = first; origin + t <= app.view_end_ns; t += step) {
+    const float x = p0.x + static_cast<float>((origin + t - v0) / npp);
+    dl->AddLine(ImVec2(x, p0.y + kAxisPx - 7), ImVec2(x, p0.y + kAxisPx - 1), kMuted);
+    dl->AddLine(ImVec2(x, p0.y + kAxisPx), ImVec2(x, rows_bottom), kGrid);
+    for (int k = 1; k < 5; ++k) {  // minor ticks
+      const float xm = x + static_cast<float>(step / 5 * k / npp);
+      dl->AddLine(ImVec2(xm, p0.y + kAxisPx - 4), ImVec2(xm, p0.y + kAxisPx - 1), kMuted);
+    }
+    const std::string label = tick_label(t, step);
+    dl->AddText(ImVec2(x + 3, p0.y + 2), kMuted, label.c_str());
+  }
+}
+
+// [SECTION] Tooltips --------------------------------------------------------------------
+
+void span_tooltip(const App& app, size_t i) {
+  const trace::Span& s = app.trace().spans[i];
+  ImGui::BeginTooltip();
+  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(colour_floor(s.floor)));
+  ImGui::TextUnformatted(s.name.c_str());
+  ImGui::PopStyleColor();
+  ImGui::Text("floor %d: %s", static_cast<int>(s.floor), trace::floor_name(s.floor));
+  ImGui::Text("duration %s, self %s", duration_text(s.duration_ns()).c_str(),
+              duration_text(i < app.story.self_ns.size() ? app.story.self_ns[i] : s.duration_ns()).c_str());
+  ImGui::Text("thread %u%s", s.thread, s.floor == trace::Floor::Device ? " (device)" : "");
+  if (!s.file.empty()) ImGui::Text("%s:%u", s.file.c_str(), s.line);
+  for (size_t k = 0; k < s.args.size() && k < kMaxArgsShown; ++k) {
+    ImGui::Text("  %s = %s", s.args[k].key.c_str(), arg_text(s.args[k].value).c_str());
+  }
+  if (s.args.size() > kMaxArgsShown) ImGui::Text("  ... %zu more", s.args.size() - kMaxArgsShown);
+  if (i < app.story.down_step.size() && app.story.down_step[i] != SIZE_MAX) {
+    ImGui::TextDisabled("click: go to its step %zu", app.story.down_step[i]);
+  }
+  ImGui::EndTooltip();
+}
+
+void merged_tooltip(const TimelineItem& it) {
+  ImGui::BeginTooltip();
+  ImGui::Text("%zu spans merged, zoom in", it.count);
+  ImGui::TextDisabled("%s from the first start to the last end", duration_text(it.end_ns - it.start_ns).c_str());
+  ImGui::EndTooltip();
+}
+
+}  // namespace
+
+// [SECTION] The panel ---------------------------------------------------------------------
+
+void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoScrollbar |
+                                 ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoBringToFrontOnFocus;
+  if (!ImGui::Begin("Timeline: every span of the call, by thread and depth##timeline", nullptr, flags)) {
+    ImGui::End();
+    return;
+  }
+  app.panels_drawn.push_back("timeline");
+  app.hovered_span = -1;
+  if (!app.loaded.trace || app.loaded.trace->spans.empty()) {
+    ImGui::TextDisabled("No spans to show: run a line in the console or open a trace.");
+    ImGui::End();
+    return;
+  }
+  ensure_index(app);
+  const TimelineIndex& x = app.timeline;
+  const trace::Trace& t = app.trace();
+  ImGuiIO& io = ImGui::GetIO();
+  if (!(app.view_end_ns - app.view_start_ns >= 1.0)) fit(app);  // an empty or reversed view
+
+  // Header: fit, follow, what is shown.
+  ImDrawList* top = ImGui::GetWindowDrawList();  // the header and the axis (the rows have the child's)
+  const float header_y = ImGui::GetCursorScreenPos().y;
+  if (ImGui::SmallButton("fit")) fit(app);
+  ImGui::SameLine();
+  if (ImGui::Checkbox("follow the step", &app.timeline_follow) && app.timeline_follow) {
+    app.timeline_followed_step = SIZE_MAX;
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s shown of %s | wheel: zoom, drag: pan, W/S A/D F while hovered",
+                      duration_text(static_cast<int64_t>(app.view_end_ns - app.view_start_ns)).c_str(),
+                      duration_text(x.max_ns() - x.min_ns()).c_str());
+
+  // The axis, then the rows in a child that scrolls vertically.
+  const ImVec2 axis_pos = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, kAxisPx));
+  const ImVec2 child_size = ImGui::GetContentRegionAvail();
+  const Layout layout = layout_of(x);
+  const size_t current = app.current_span();
+
+  // Follow: when the step changed, bring its span into view (both ways).
+  bool follow_now = false;
+  if (app.timeline_follow && current != SIZE_MAX && app.step() != app.timeline_followed_step) {
+    bring_into_view(app, current);
+    app.timeline_followed_step = app.step();
+    follow_now = true;
+  }
+
+  ImGui::BeginChild("##timeline_rows", child_size, false, ImGuiWindowFlags_NoScrollWithMouse);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 area0 = ImGui::GetCursorScreenPos();  // top-left of the scrolled content
+  const float width = std::max(1.0f, ImGui::GetContentRegionAvail().x);
+  const ImVec2 clip0 = ImGui::GetWindowPos();
+  const ImVec2 clip1(clip0.x + ImGui::GetWindowSize().x, clip0.y + ImGui::GetWindowSize().y);
+  const float scroll_y = ImGui::GetScrollY();
+  ImGui::Dummy(ImVec2(width, layout.height));
+
+  if (follow_now) {  // the lane of the current span, vertically
+    const float y = lane_y(x, layout, x.lane_of_span(current));
+    const float view_h = clip1.y - clip0.y;
+    if (y < scroll_y || y + kLanePx > scroll_y + view_h) ImGui::SetScrollY(std::max(0.0f, y - view_h / 3));
+  }
+
+  // Input: only over the rows and the axis, never the header's buttons.
+  const ImVec2 mouse = io.MousePos;
+  const bool over_area = ImGui::IsWindowHovered() && mouse.x >= area0.x && mouse.x < area0.x + width;
+  const bool over_axis = mouse.x >= axis_pos.x && mouse.x < axis_pos.x + width && mouse.y >= axis_pos.y &&
+                         mouse.y < axis_pos.y + kAxisPx &&
+                         ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
+  const bool hovered = over_area || over_axis;
+  double view_w = app.view_end_ns - app.view_start_ns;
+  const double mouse_fraction = std::clamp(static_cast<double>(mouse.x - area0.x) / width, 0.0, 1.0);
+  if (hovered && io.MouseWheel != 0) {
+    if (io.KeyShift) {
+      ImGui::SetScrollY(scroll_y - io.MouseWheel * kLanePx * 3);
+    } else {
+      const double anchor = app.view_start_ns + mouse_fraction * view_w;
+      set_width(app, view_w * std::pow(kWheelZoom, io.MouseWheel), anchor, mouse_fraction);
+      app.timeline_follow = false;
+    }
+  }
+  if (hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Middle))) {
+    app.timeline_dragging = true;
+  }
+  if (app.timeline_dragging) {
+    if (ImGui::IsMouseDown(ImGuiMouseButton_Left) || ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
+      if (io.MouseDelta.x != 0 || io.MouseDelta.y != 0) {
+        const double shift = -static_cast<double>(io.MouseDelta.x) * view_w / width;
+        app.view_start_ns += shift;
+        app.view_end_ns += shift;
+        ImGui::SetScrollY(std::clamp(scroll_y - io.MouseDelta.y, 0.0f, ImGui::GetScrollMaxY()));
+        if (io.MouseDelta.x != 0) app.timeline_follow = false;
+      }
+    } else {
+      app.timeline_dragging = false;
+    }
+  }
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) fit(app);
+  if (hovered && !io.WantTextInput && !io.KeyCtrl) {
+    const double dt = std::min(0.1, static_cast<double>(io.DeltaTime));
+    const double zoom = std::pow(kKeyZoomPerSecond, dt);
+    const double anchor_fraction = over_area ? mouse_fraction : 0.5;
+    const double anchor = app.view_start_ns + anchor_fraction * view_w;
+    if (ImGui::IsKeyDown(GLFW_KEY_W)) set_width(app, view_w / zoom, anchor, anchor_fraction);
+    if (ImGui::IsKeyDown(GLFW_KEY_S)) set_width(app, view_w * zoom, anchor, anchor_fraction);
+    const double pan = view_w * kKeyPanPerSecond * dt;
+    if (ImGui::IsKeyDown(GLFW_KEY_A)) app.view_start_ns -= pan, app.view_end_ns -= pan;
+    if (ImGui::IsKeyDown(GLFW_KEY_D)) app.view_start_ns += pan, app.view_end_ns += pan;
+    if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) fit(app);
+    for (int k : {GLFW_KEY_W, GLFW_KEY_S, GLFW_KEY_A, GLFW_KEY_D}) {
+      if (ImGui::IsKeyDown(k)) app.timeline_follow = false;
+    }
+  }
+
+  // The view as drawn this frame.
+  const double v0 = app.view_start_ns, v1 = app.view_end_ns;
+  view_w = v1 - v0;
+  const double npp = view_w / width;  // ns per pixel
+  const double left = area0.x, right = area0.x + width;
+  auto x_of = [&](double ns) {  // clamped just outside the panel: no float trouble deep in a zoom
+    return static_cast<float>(std::clamp(left + (ns - v0) / npp, left - 4.0, right + 4.0));
+  };
+  draw_axis(top, app, axis_pos, width, clip1.y);
+
+  // Rows: the label strip, then each lane in view through the index.
+  TimelineItem hovered_item;
+  bool have_hover = false;
+  float hover_x0 = 0, hover_x1 = 0, hover_y = 0;
+  size_t items_drawn = 0;
+  const ImFont* font = ImGui::GetFont();
+  const float font_px = ImGui::GetFontSize();
+  for (size_t r = 0; r < x.rows().size(); ++r) {
+    const TimelineRow& row = x.rows()[r];
+    const float ry = area0.y + layout.row_y[r];
+    if (ry > clip1.y) break;
+    if (ry + kRowHeaderPx + kLanePx * static_cast<float>(row.depths) < clip0.y) continue;
+    dl->AddRectFilled(ImVec2(area0.x, ry), ImVec2(area0.x + width, ry + kRowHeaderPx - 1), kRowBg);
+    const std::string header = row.label + "  (" + std::to_string(row.spans) + " spans)";
+    dl->AddText(ImVec2(area0.x + 4, ry + 1), kMuted, header.c_str());
+    for (size_t d = 0; d < row.depths; ++d) {
+      const size_t lane = row.first_lane + d;
+      const float y0 = area0.y + lane_y(x, layout, lane), y1 = y0 + kLanePx - 1;
+      if (y1 < clip0.y || y0 > clip1.y) continue;
+      auto draw_item = [&](const TimelineItem& it) {
+        ++items_drawn;
+        const float x0 = x_of(static_cast<double>(it.start_ns));
+        const float x1 = std::max(x0 + 1.0f, x_of(static_cast<double>(it.end_ns)));
+        const trace::Span& first = t.spans[x.span_at(lane, it.first)];
+        if (it.merged()) {
+          dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(colour_floor(first.floor), 0.5f));
+        } else {
+          const ImU32 fill = floor_color(colour_floor(first.floor), 1.0f);
+          dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
+          if (x1 - x0 >= kLabelMinPx) {
+            const float tx = std::max(x0, static_cast<float>(left)) + kTextPadPx;
+            const ImVec4 clip(tx, y0, std::min(x1, static_cast<float>(right)) - kTextPadPx, y1);
+            std::string label = first.name;
+            if (x1 - x0 > kLabelMinPx * 4) label += "  " + duration_text(first.duration_ns());
+            dl->AddText(font, font_px, ImVec2(tx, y0 + (kLanePx - font_px) / 2 - 1), label_colour(fill),
+                        label.data(), label.data() + label.size(), 0.0f, &clip);
+          }
+        }
+        if (!have_hover && over_area && mouse.y >= y0 && mouse.y <= y1 && mouse.x >= x0 - 1 && mouse.x <= x1 + 1) {
+          have_hover = true;
+          hovered_item = it;
+          hover_x0 = x0, hover_x1 = x1, hover_y = y0;
+        }
+      };
+      x.visit_lane(lane, v0, v1, npp, draw_item);
+    }
+  }
+
+  // Flows: an arrow from the launch (its start) to what it launched (its start).
+  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
+    const auto [from, to] = app.timeline_flows[k];
+    const double a = static_cast<double>(t.spans[from].start_ns), b = static_cast<double>(t.spans[to].start_ns);
+    if (std::max(a, b) < v0 || std::min(a, b) > v1) continue;
+    const ImVec2 p(x_of(a), area0.y + lane_y(x, layout, x.lane_of_span(from)) + kLanePx / 2);
+    const ImVec2 q(x_of(b), area0.y + lane_y(x, layout, x.lane_of_span(to)) + 1);
+    if (std::max(p.y, q.y) < clip0.y || std::min(p.y, q.y) > clip1.y) continue;
+    dl->AddLine(p, q, kFlow, 1.0f);
+    dl->AddTriangleFilled(q, ImVec2(q.x - 4, q.y - 7), ImVec2(q.x + 4, q.y - 7), kFlow);
+    ++drawn;
+  }
+
+  // The current span, bright, and the path of its ancestors.
+  if (current != SIZE_MAX && current < t.spans.size()) {
+    size_t i = current;
+    for (int guard = 0; i != SIZE_MAX && guard < 4096; ++guard) {
+      const trace::Span& s = t.spans[i];
+      const float y0 = area0.y + lane_y(x, layout, x.lane_of_span(i));
+      const float x0 = x_of(static_cast<double>(s.start_ns));
+      const float x1 = std::max(x0 + 2.0f, x_of(static_cast<double>(s.end_ns)));
+      if (i == current) {
+        dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + kLanePx), kCurrent, 0.0f, 0, 2.0f);
+      } else {
+        dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + kLanePx - 1), kAncestor, 0.0f, 0, 1.0f);
+      }
+      i = i < app.story.parent_index.size() ? app.story.parent_index[i] : SIZE_MAX;
+    }
+  }
+
+  // Hover and click.
+  if (have_hover) {
+    dl->AddRect(ImVec2(hover_x0, hover_y), ImVec2(hover_x1, hover_y + kLanePx - 1), kHover);
+    if (hovered_item.merged()) {
+      merged_tooltip(hovered_item);
+    } else {
+      app.hovered_span = static_cast<int64_t>(hovered_item.span);
+      span_tooltip(app, hovered_item.span);
+      const bool clicked = ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                           io.MouseDragMaxDistanceSqr[0] < io.MouseDragThreshold * io.MouseDragThreshold;
+      if (clicked &&
+          hovered_item.span < app.story.down_step.size() && app.story.down_step[hovered_item.span] != SIZE_MAX) {
+        app.play.scrub(app.story, app.story.down_step[hovered_item.span]);
+        app.timeline_follow = false;  // the toolbar's step keys turn it back on
+      }
+    }
+  }
+  ImGui::EndChild();
+
+  // What the level of detail drew, at the axis's right end (for the curious and the benchmarks).
+  char status[64];
+  std::snprintf(status, sizeof status, "%zu rects", items_drawn);
+  const ImVec2 sz = ImGui::CalcTextSize(status);
+  top->AddText(ImVec2(axis_pos.x + width - sz.x - 4, header_y + 2), kMuted, status);
+  ImGui::End();
+}
+
+}  // namespace descent::ui
