@@ -8,10 +8,11 @@
 //
 // [SECTION] Grammar ---------------------------------------------------------------
 //
-//   descent-trace 1                              magic and version, always line 1
+//   descent-trace 2                              magic and version, always line 1
 //   meta <key> <value>                           zero or more, keys unique
 //   span_cost <double>                           exactly once
 //   span <id> <parent> <floor> <thread> <start_ns> <end_ns> <name> <nargs> {<key> <kind> <value>}
+//   flow <from id> <to id> <name>                zero or more, after the spans (version 2)
 //   end <number of spans>                        always last: a missing one means truncation
 //
 // Fields are separated by exactly one space. Kinds: i (int64), d (double), b
@@ -20,6 +21,9 @@
 // escaped so they hold no space and no control byte: \\ \s (space) \t \n \r \"
 // and \xHH for other control bytes; other bytes (UTF-8 too) are written raw.
 // The empty string is written "".
+//
+// Version 1 files (no flow lines) still load. A flow's ends must name spans
+// of the file.
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -34,7 +38,8 @@ namespace descent::trace {
 namespace {
 
 constexpr std::string_view kMagic = "descent-trace";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
+constexpr int kOldestVersion = 1;  // still read
 constexpr size_t kSpanFixedFields = 9;  // "span" .. <nargs>
 constexpr size_t kFieldsPerArg = 3;
 constexpr size_t kMaxQuotedBytes = 40;  // of a bad field, in error messages
@@ -125,6 +130,15 @@ std::string to_descent_format(const Trace& t) {
       out += ' ';
       write_value(out, a.value);
     }
+    out += '\n';
+  }
+  for (const Flow& fl : t.flows) {
+    out += "flow ";
+    write_number(out, fl.from);
+    out += ' ';
+    write_number(out, fl.to);
+    out += ' ';
+    write_string(out, fl.name);
     out += '\n';
   }
   out += "end " + std::to_string(t.spans.size()) + '\n';
@@ -246,7 +260,8 @@ void expect_fields(const Reader& r, const std::vector<std::string_view>& f, size
   }
 }
 
-void read_header(Reader& r) {
+// Returns the version.
+int read_header(Reader& r) {
   std::string_view line;
   if (!r.next_line(line)) {
     r.next_line_number();
@@ -257,10 +272,11 @@ void read_header(Reader& r) {
   if (f[0] != kMagic) r.fail("bad magic " + Reader::quote(f[0]) + ", expected '" + std::string(kMagic) + "'");
   expect_fields(r, f, 2, "descent-trace");
   const int version = r.number<int>(f[1], "the version");
-  if (version != kVersion) {
-    r.fail("unknown version " + std::to_string(version) + " (this build reads version " +
-           std::to_string(kVersion) + ")");
+  if (version < kOldestVersion || version > kVersion) {
+    r.fail("unknown version " + std::to_string(version) + " (this build reads versions " +
+           std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   }
+  return version;
 }
 
 ArgValue read_value(const Reader& r, std::string_view kind, std::string_view value) {
@@ -305,7 +321,7 @@ Span read_span(const Reader& r, const std::vector<std::string_view>& f) {
 
 Trace from_descent_format(const std::string& text, const std::string& source_name) {
   Reader r(text, source_name);
-  read_header(r);
+  const int version = read_header(r);
   Trace t;
   bool have_cost = false;
   bool ended = false;
@@ -328,9 +344,18 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
       have_cost = true;
     } else if (f[0] == "span") {
       if (!have_cost) r.fail("'span' before the 'span_cost' line");
+      if (!t.flows.empty()) r.fail("'span' after a 'flow' line (flows come after the spans)");
       Span s = read_span(r, f);
       if (!ids.insert(s.id).second) r.fail("duplicate span id " + std::to_string(s.id));
       t.spans.push_back(std::move(s));
+    } else if (f[0] == "flow" && version >= 2) {
+      expect_fields(r, f, 4, "flow");
+      Flow fl{r.number<uint64_t>(f[1], "the flow's first span id"), r.number<uint64_t>(f[2], "the flow's second span id"),
+              r.string(f[3], "the flow name")};
+      for (const uint64_t end : {fl.from, fl.to}) {
+        if (!ids.count(end)) r.fail("flow names span " + std::to_string(end) + ", which is not in the file");
+      }
+      t.flows.push_back(std::move(fl));
     } else if (f[0] == "end") {
       expect_fields(r, f, 2, "end");
       if (!have_cost) r.fail("'end' before the 'span_cost' line");
@@ -340,7 +365,7 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
       }
       ended = true;
     } else {
-      r.fail("unknown line type " + Reader::quote(f[0]) + " (expected meta, span_cost, span or end)");
+      r.fail("unknown line type " + Reader::quote(f[0]) + " (expected meta, span_cost, span, flow or end)");
     }
   }
   if (!ended) {

@@ -5,7 +5,9 @@
 // [SECTION] Document and file
 //
 // Every span becomes one complete event ("ph": "X") with its start and
-// duration in microseconds; "M" events name the process and the threads. The
+// duration in microseconds; "M" events name the process and the threads; a
+// flow becomes a pair of flow events ("s", "f") that Perfetto draws as an
+// arrow. from_chrome_json() (load_chrome.cpp) reads it all back. The
 // format is described in Google's "Trace Event Format" document.
 #include <charconv>
 #include <cinttypes>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "tracer/trace.h"
 
@@ -144,6 +147,28 @@ void append_name_event(std::string& out, const char* what, uint32_t tid, const s
   out += "}}";
 }
 
+// Flow `f` as a pair of flow events: "s" at the start of the span it leaves,
+// "f" (bound to the enclosing slice, "bp": "e") at the start of the span it
+// reaches. args.span is the position of the bound X event among the file's X
+// events, so that from_chrome_json() binds to exactly that span even when a
+// child starts at the same time; other readers bind by time.
+void append_flow_events(std::string& out, const Flow& f, uint64_t number, const Span& from, size_t from_index,
+                        const Span& to, size_t to_index) {
+  const auto one = [&](const char* phase, const Span& s, size_t index) {
+    out += ",\n{\"name\":";
+    append_string(out, f.name);
+    out += ",\"cat\":\"flow\",\"ph\":\"";
+    out += phase;
+    out += "\",\"id\":" + std::to_string(number) + ",\"ts\":";
+    append_us(out, s.start_ns);
+    out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(s.thread);
+    if (phase[0] == 'f') out += ",\"bp\":\"e\"";
+    out += ",\"args\":{\"span\":" + std::to_string(index) + "}}";
+  };
+  one("s", from, from_index);
+  one("f", to, to_index);
+}
+
 }  // namespace
 
 // [SECTION] Document and file ----------------------------------------------------
@@ -162,6 +187,16 @@ std::string to_chrome_json(const Trace& t) {
   for (const Span& s : t.spans) {
     out += ",\n";
     append_span_event(out, s);
+  }
+  if (!t.flows.empty()) {
+    std::unordered_map<uint64_t, size_t> index_of;  // span id -> position
+    for (size_t k = 0; k < t.spans.size(); ++k) index_of.emplace(t.spans[k].id, k);
+    for (size_t k = 0; k < t.flows.size(); ++k) {
+      const auto from = index_of.find(t.flows[k].from);
+      const auto to = index_of.find(t.flows[k].to);
+      if (from == index_of.end() || to == index_of.end()) continue;  // a flow to nowhere draws nothing
+      append_flow_events(out, t.flows[k], k + 1, t.spans[from->second], from->second, t.spans[to->second], to->second);
+    }
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{";
   out += "\"span_cost_ns\":";

@@ -48,8 +48,18 @@ struct Span {
   const ArgValue* find_arg(const std::string& key) const;  // nullptr when absent
 };
 
+// An arrow from one span to another, e.g. from a kernel launch on a CPU
+// thread to the kernel on the device (Chrome's flow events "s" and "f").
+struct Flow {
+  uint64_t from = 0;  // id of the span the arrow leaves
+  uint64_t to = 0;    // id of the span it reaches
+  std::string name;   // e.g. "ac2g" (PyTorch: async CPU to GPU)
+  bool operator==(const Flow&) const = default;
+};
+
 struct Trace {
   std::vector<Span> spans;                        // sorted by (thread, start_ns, id)
+  std::vector<Flow> flows;                        // ends name spans of this trace
   double span_cost_ns = 0;                        // tracer's own cost per span, measured at start
   std::map<std::string, std::string> metadata;    // e.g. "device" -> "sim:0 (simulated)"
   bool operator==(const Trace&) const = default;
@@ -92,5 +102,19 @@ std::string to_descent_format(const Trace& t);
 Trace from_descent_format(const std::string& text, const std::string& source_name = "<string>");
 void save(const Trace& t, const std::string& path);
 Trace load(const std::string& path);
+
+// Chrome Trace Event JSON as written by to_chrome_json() ("descent-chrome")
+// or by other tools, PyTorch's profiler (Kineto) above all: an object with a
+// "traceEvents" array, or a bare array of events. Rebuilds parents from time
+// containment per thread, floors from PyTorch's categories and flows from
+// "s"/"f" events; see Note [Placing PyTorch's events on floors] in
+// load_chrome.cpp. TraceFormatError naming the source and the event for
+// malformed input.
+Trace from_chrome_json(const std::string& text, const std::string& source_name = "<string>");
+
+// Reads the file at `path` in whichever format it holds: descent's own (it
+// starts with "descent-trace") or Chrome JSON (it starts with '{' or '[').
+// TraceFormatError naming the file otherwise, or when it cannot be read.
+Trace load_any(const std::string& path);
 
 }  // namespace descent::trace

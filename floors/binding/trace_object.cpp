@@ -174,7 +174,7 @@ PyObject* py_trace_dropped(PyObject*, PyObject*) { return PyLong_FromUnsignedLon
 PyObject* py_load_trace(PyObject*, PyObject* path) {
   std::string p;
   if (!path_arg("_load_trace", path, p)) return nullptr;
-  DESCENT_PY_TRY return new_trace_object(trace::load(p)); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return new_trace_object(trace::load_any(p)); DESCENT_PY_CATCH(nullptr)
 }
 
 // _span_begin(floor, name) -> index (-1 when tracing is off); _span_end(index).
@@ -256,7 +256,7 @@ PyMethodDef trace_functions[] = {
      "_trace_snapshot(since_ns, dropped_before=0): the running recording's spans begun since then "
      "(Note [Nested recordings])"},
     {"_trace_dropped", py_trace_dropped, METH_NOARGS, "spans the running recording has dropped so far"},
-    {"_load_trace", py_load_trace, METH_O, "reads a trace saved in descent's format"},
+    {"_load_trace", py_load_trace, METH_O, "reads a trace file: descent's format or Chrome JSON (PyTorch profiler too)"},
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},
     {"_set_profile_hook", py_set_profile_hook, METH_VARARGS, "_set_profile_hook(on, package_dir, skip_file)"},

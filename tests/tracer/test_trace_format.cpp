@@ -264,7 +264,7 @@ TEST(DescentFormat, NanAndHeaderAndFiles) {
   t.span_cost_ns = std::nan("");
   t.spans.push_back({7, 0, Floor::Device, "", -5, 5, 3, {{"", std::string()}, {"nan", -std::nan("")}}});
   const std::string text = to_descent_format(t);
-  EXPECT_EQ(text.rfind("descent-trace 1\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("descent-trace 2\n", 0), 0u) << text;
   const Trace back = from_descent_format(text);
   EXPECT_TRUE(std::isnan(back.span_cost_ns));
   ASSERT_EQ(back.spans.size(), 1u);
@@ -300,7 +300,7 @@ TEST(DescentFormat, MalformedInputNamesSourceLineAndProblem) {
   const Malformed cases[] = {
       {"", 1, "truncated"},
       {"chrome-trace 1\n", 1, "bad magic"},
-      {"descent-trace 2\nspan_cost 0\nend 0\n", 1, "unknown version"},
+      {"descent-trace 3\nspan_cost 0\nend 0\n", 1, "unknown version"},
       {"descent-trace 1\nspan_cost 1 2\nend 0\n", 2, "wrong field count"},
       {"descent-trace 1\nspan_cost zero\nend 0\n", 2, "bad number"},
       {"descent-trace 1\nspan_cost 0\nspan 1 0 1 0 10 20 root 1 k q 3\nend 1\n", 3, "unknown arg type"},
