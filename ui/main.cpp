@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <vector>
 
@@ -38,6 +39,37 @@ constexpr float kFontSize = 17.0f, kMonoSize = 15.0f, kPresenterFontSize = 30.0f
 constexpr int kHeadlessFrames = 3;  // frames drawn before a screenshot: ImGui lays windows out over two
 
 // [SECTION] Window and fonts ----------------------------------------------------
+
+// Note [Key presses between frames]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ImGui 1.86 keeps only whether a key is down now, read once per frame, so a
+// key pressed and released between two frames (a quick tap while the app
+// idles in glfwWaitEventsTimeout, or xdotool in the tests) was never seen
+// down, and the step it asked for was lost. Key events are queued here
+// instead and handed to ImGui's backend a frame at a time: within one frame
+// each key changes state at most once, so every press is seen by the frame
+// that follows it (what ImGui 1.87's own input queue does).
+struct KeyEvent {
+  int key, scancode, action, mods;
+};
+std::deque<KeyEvent> g_key_queue;
+
+void queue_key(GLFWwindow*, int key, int scancode, int action, int mods) {
+  g_key_queue.push_back({key, scancode, action, mods});
+}
+
+// Hands ImGui the queued events up to the first that would change a key
+// already changed in this frame; the rest wait for the next frame.
+void feed_keys(GLFWwindow* window) {
+  std::vector<int> changed;
+  while (!g_key_queue.empty()) {
+    const KeyEvent e = g_key_queue.front();
+    if (e.action != GLFW_REPEAT && std::find(changed.begin(), changed.end(), e.key) != changed.end()) break;
+    if (e.action != GLFW_REPEAT) changed.push_back(e.key);
+    g_key_queue.pop_front();
+    ImGui_ImplGlfw_KeyCallback(window, e.key, e.scancode, e.action, e.mods);
+  }
+}
 
 struct Fonts {
   ImFont* normal = nullptr;
@@ -225,6 +257,7 @@ int run(int argc, char** argv) {
   style_colors();
   const Fonts fonts = load_fonts(app);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
+  glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   // The call on screen: the code (the sample by default), or a trace file.
@@ -259,7 +292,7 @@ int run(int argc, char** argv) {
   Clock::time_point last = Clock::now();
   int exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
-    if (headless || o.bench_frames || app.play.playing) {
+    if (headless || o.bench_frames || app.play.playing || app.focus_console || !g_key_queue.empty()) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing
@@ -277,6 +310,7 @@ int run(int argc, char** argv) {
       app.timeline_follow = false;
     }
 
+    feed_keys(window);
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();

@@ -73,9 +73,11 @@ void draw_console(App& app, ImVec2 pos, ImVec2 size) {
   }
   ImGui::EndChild();
   ImGui::SetNextItemWidth(-1);
+  // A focus request is repeated each frame until the prompt has the keyboard
+  // (ImGui acts on it a frame later, once the window is focused).
   if (app.focus_console) {
+    ImGui::SetWindowFocus();
     ImGui::SetKeyboardFocusHere();
-    app.focus_console = false;
   }
   if (ImGui::InputText("##prompt", &app.input,
                        ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackHistory, history_callback,
@@ -84,6 +86,8 @@ void draw_console(App& app, ImVec2 pos, ImVec2 size) {
     app.input.clear();
     app.focus_console = true;
     app.console_scroll = true;
+  } else if (app.focus_console && ImGui::IsItemActive()) {
+    app.focus_console = false;
   }
   ImGui::End();
 }

@@ -26,6 +26,7 @@ constexpr const char* kKeyHelp =
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
     "1 2 3         right panel: detail / memory / compare\n"
+    "F2            type into the Python console (Esc leaves it)\n"
     "F1 / H        this help";
 
 bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key, true); }
@@ -86,6 +87,7 @@ void handle_keys(App& app) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
+  if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) app.focus_console = true;
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
   const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare};
   for (int k = 0; k < 3; ++k) {

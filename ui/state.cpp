@@ -165,7 +165,8 @@ std::string state_json(const App& app) {
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
   o += "  \"banner\": " + quoted(app.banner) + ",\n";
-  o += "  \"console_lines\": " + std::to_string(app.console.size()) + "\n";
+  o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";
+  o += "  \"console_last\": " + quoted(app.console.empty() ? std::string() : app.console.back().text) + "\n";
   return o + "}\n";
 }
 

@@ -4,8 +4,11 @@
     descent replay FILE [--chrome FILE]
     descent verify [--op NAME] [--seed N]
     descent ops
+    descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
 """
 import argparse
+import os
+import shutil
 import sys
 import traceback
 
@@ -91,6 +94,31 @@ def cmd_ops(args):
     return 0
 
 
+def app_path():
+    """The app's executable: $DESCENT_APP, else descent-app beside this build's python/ folder."""
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.environ.get("DESCENT_APP") or os.path.join(build, "descent-app")
+
+
+def cmd_app(rest):
+    """Runs the app with the arguments after `descent app`, passed on as they are."""
+    app = app_path()
+    if not os.access(app, os.X_OK):
+        print(f"descent app: the app is not built ({app} is missing): it needs Debian's libimgui-dev and "
+              "libglfw3-dev (tools/install-deps installs them), then a rebuild", file=sys.stderr)
+        return 2
+    argv = [app] + rest
+    if not os.environ.get("DISPLAY") and "--screenshot" in rest:
+        # Headless: draw on a virtual X server when there is no display.
+        if not shutil.which("xvfb-run"):
+            print("descent app: no display, and xvfb-run (Debian's xvfb) is not installed to draw without one",
+                  file=sys.stderr)
+            return 2
+        argv = ["xvfb-run", "-a", "-s", "-screen 0 3840x2400x24"] + argv
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="descent", description="See one line of Python descend eight floors.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -110,6 +138,12 @@ def main(argv=None):
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
+    # `descent app ...` hands its arguments to the app untouched (its own parser
+    # reads them); the entry here only lists it in --help.
+    sub.add_parser("app", help="open the desktop app (descent app --help lists its options)", add_help=False)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["app"]:
+        return cmd_app(argv[1:])
     args = p.parse_args(argv)
     try:
         return args.fn(args)

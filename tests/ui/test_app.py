@@ -1,0 +1,291 @@
+"""The app under Xvfb: its state dump against the trace, pixels of the floor
+the token is on, presenter mode, a PyTorch trace, real key presses, and bad
+input that must leave it answering.
+
+The app is $DESCENT_APP (tests/CMakeLists.txt sets it when the app is built);
+without it, or without Xvfb, every test here is skipped.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+APP = os.environ.get("DESCENT_APP", "")
+CLI = os.environ.get("DESCENT_CLI", "")
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tracer", "data")
+SAMPLE = "descent.ones(2, 2) + 1"
+
+pytestmark = pytest.mark.skipif(not (APP and os.access(APP, os.X_OK) and shutil.which("xvfb-run")),
+                                reason="the app is not built here, or Xvfb is missing")
+
+
+def child_env(**extra):
+    """The environment for Xvfb, xdotool and the app: without the ASan
+    preload the Python tests use (the app links its sanitizers itself)."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def run_app(tmp_path, *args, env=None, name="shot"):
+    """Runs the app headless; returns (state dict, PNG path, completed process)."""
+    png, state = tmp_path / f"{name}.png", tmp_path / f"{name}.json"
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", APP, "--screenshot", str(png), "--state", str(state),
+           *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env(**(env or {})))
+    assert p.returncode == 0, f"app failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    assert png.exists() and state.exists(), p.stderr
+    return json.loads(state.read_text()), png, p
+
+
+def pixel(png, x, y):
+    from PIL import Image  # python3-pil, installed by tools/install-deps
+    with Image.open(png) as im:
+        return im.convert("RGB").getpixel((int(x), int(y)))
+
+
+def near(a, b, tol=3):
+    return all(abs(p - q) <= tol for p, q in zip(a, b))
+
+
+def expected_steps(trace_path):
+    """The story of a saved trace, computed here from its spans, independently
+    of the app: (span, down) for every span of the first thread, depth first."""
+    out = subprocess.run([sys.executable, "-c", f"""
+import json, descent
+spans = descent._C._load_trace({str(trace_path)!r}).spans()
+print(json.dumps(spans))
+"""], capture_output=True, text=True, check=True, env=os.environ.copy())
+    spans = json.loads(out.stdout)
+    by_id = {s["id"]: s for s in spans}
+    thread = spans[0]["thread"]
+    kids = {}
+    for s in spans:
+        kids.setdefault(s["parent"], []).append(s)
+    for v in kids.values():
+        v.sort(key=lambda s: (s["start_ns"], s["id"]))
+    steps = []
+
+    def walk(s):
+        steps.append((s, True))
+        for c in kids.get(s["id"], []):
+            walk(c)
+        steps.append((s, False))
+
+    for root in kids.get(0, []):
+        if root["thread"] == thread:
+            walk(root)
+    return steps, by_id
+
+
+def token_floor(step, by_id):
+    span, down = step
+    if down:
+        return span["floor"]
+    parent = by_id.get(span["parent"])
+    return parent["floor"] if parent else 1
+
+
+@pytest.fixture(scope="module")
+def saved_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("trace") / "sample.descent"
+    subprocess.run([CLI, "trace", SAMPLE, "--save", str(path)], check=True, capture_output=True)
+    return path
+
+
+# [SECTION] Screenshots of key states ---------------------------------------------
+
+@pytest.mark.parametrize("step", [0, 2, 3, 5, 9])
+def test_token_on_the_floor_of_the_span_at_each_step(tmp_path, saved_trace, step):
+    steps, by_id = expected_steps(saved_trace)
+    state, png, _ = run_app(tmp_path, "--trace", str(saved_trace), "--step", str(step))
+    span, down = steps[step]
+    assert state["step"] == step and state["steps"] == len(steps)
+    assert state["span"]["name"] == span["name"] and state["span"]["floor"] == span["floor"]
+    assert state["direction"] == ("down" if down else "up")
+    floor = token_floor(steps[step], by_id)
+    assert state["token_floor"] == floor
+    # The token's floor is lit in its own colour; a floor the call skips is not.
+    row = state["floors"][floor - 1]
+    assert row["state"] == "active"
+    x0, y0, x1, y1 = row["rect"]
+    assert near(pixel(png, x1 - 4, (y0 + y1) / 2), row["color"]), row
+    skipped = state["floors"][7 - 1]  # stream queues: a CPU call never gets there
+    assert skipped["state"] == "skipped" and "CPU" in skipped["skip_reason"]
+    sx0, sy0, sx1, sy1 = skipped["rect"]
+    assert not near(pixel(png, sx1 - 4, (sy0 + sy1) / 2), skipped["color"], tol=20)
+
+
+def test_the_sample_call_runs_in_the_embedded_python(tmp_path):
+    state, png, _ = run_app(tmp_path, "--code", "x = descent.randn(8, 8)\ny = (x @ x).sum()", "--step", "4")
+    assert state["source"].startswith("x = descent.randn")
+    assert state["trace_spans"] > 10 and state["error"] == ""
+    assert {"building", "timeline", "detail", "console", "toolbar"} <= set(state["panels"])
+    assert state["floors"][3]["state"] == "skipped"  # autograd
+
+
+def test_presenter_mode(tmp_path, saved_trace):
+    state, png, _ = run_app(tmp_path, "--trace", str(saved_trace), "--step", "3", "--presenter", "--size", "1920x1080")
+    assert state["presenter"] is True
+    assert "timeline" not in state["panels"] and "console" not in state["panels"]
+    floor = state["token_floor"]
+    row = state["floors"][floor - 1]
+    x0, y0, x1, y1 = row["rect"]
+    assert y1 - y0 > 100  # the floors fill the screen's height
+    assert near(pixel(png, x1 - 4, (y0 + y1) / 2), row["color"])
+
+
+@pytest.mark.parametrize("name", ["torch_profile_cpu_add.json", "torch_profile_cuda_add.json"])
+def test_a_pytorch_trace_opens_on_the_floors(tmp_path, name):
+    state, png, _ = run_app(tmp_path, "--trace", os.path.join(DATA, name), "--step", "1")
+    assert state["banner"] == "" and state["trace_spans"] > 0
+    lit = [f for f in state["floors"] if f["state"] != "skipped"]
+    assert any(f["floor"] == 3 for f in lit), state["floors"]  # aten ops on dispatch
+
+
+def test_compare_view_puts_pytorch_beside_descent(tmp_path):
+    state, png, _ = run_app(tmp_path, "--code", SAMPLE, "--compare", os.path.join(DATA, "torch_profile_cuda_add.json"),
+                            "--panel", "compare")
+    assert state["compare"].endswith("torch_profile_cuda_add.json")
+    assert "compare" in state["panels"]
+
+
+def test_descent_app_command_draws_without_a_display(tmp_path):
+    env = child_env()
+    env.pop("DISPLAY", None)
+    png, state = tmp_path / "cli.png", tmp_path / "cli.json"
+    p = subprocess.run([CLI, "app", "--code", SAMPLE, "--screenshot", str(png), "--state", str(state), "--size",
+                        "800x600"], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(state.read_text())["steps"] > 0 and png.stat().st_size > 1000
+
+
+# [SECTION] Bad input: a clear message, and the app still answers ---------------------
+
+def bad_file(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+@pytest.mark.parametrize("name,text,words", [
+    ("garbage.descent", b"\x00\x01 not a trace at all", "Cannot open the trace"),
+    ("truncated.descent", "descent-trace 1\nspan_cost 1\nspan 1 0 1 0 0 10 x 0\n", "Cannot open the trace"),
+    ("shape.json", '{"traceEvents": 5}', "traceEvents"),
+    ("broken.json", '{"traceEvents": [{"ph": "X", "ts": ', "Cannot open the trace"),
+    ("empty.json", "", "Cannot open the trace"),
+])
+def test_bad_trace_files_give_a_banner(tmp_path, name, text, words):
+    path = bad_file(tmp_path, name, text)
+    state, png, _ = run_app(tmp_path, "--trace", str(path))
+    assert words in state["banner"], state["banner"]
+    assert "banner" in state["panels"]
+
+
+def test_missing_trace_file(tmp_path):
+    state, _, _ = run_app(tmp_path, "--trace", str(tmp_path / "nope.descent"))
+    assert "nope.descent" in state["banner"]
+
+
+@pytest.mark.parametrize("code,words", [
+    ("x = descent.ones(2)\n1 / 0", "ZeroDivisionError"),
+    ("descent.ones(2) +", "SyntaxError"),
+    ("descent.ones(2, 3) @ descent.ones(2, 3)", "cannot be multiplied"),
+    ("import sys; sys.exit(3)", "SystemExit"),
+    ("input()", "EOFError"),
+])
+def test_python_that_raises_is_shown_not_fatal(tmp_path, code, words):
+    state, _, _ = run_app(tmp_path, "--code", code)
+    assert words in state["error"], state["error"]
+
+
+def test_missing_assets_are_named(tmp_path, saved_trace):
+    state, png, p = run_app(tmp_path, "--trace", str(saved_trace), "--step", "2", env={"DESCENT_ASSETS": "/nonexistent"})
+    assert state["step"] == 2  # drawn anyway; the detail panel names the missing file
+
+
+def test_bad_command_lines(tmp_path):
+    for args in (["--step", "x"], ["--size", "10x10"], ["--bogus"], ["--code", "1", "--trace", "f"]):
+        p = subprocess.run([APP, *args], capture_output=True, text=True, timeout=30, env=child_env())
+        assert p.returncode == 2 and p.stderr.startswith("descent app:"), (args, p.stderr)
+
+
+# [SECTION] A real window, real key presses ------------------------------------------
+
+@pytest.fixture
+def xserver():
+    if not shutil.which("Xvfb") or not shutil.which("xdotool"):
+        pytest.skip("Xvfb or xdotool missing")
+    r, w = os.pipe()
+    x = subprocess.Popen(["Xvfb", "-displayfd", str(w), "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
+                         pass_fds=(w,), env=child_env(), stderr=subprocess.DEVNULL)
+    os.close(w)
+    with os.fdopen(r) as f:
+        display = ":" + f.readline().strip()
+    yield display
+    x.terminate()
+    x.wait(timeout=10)
+
+
+def wait_state(path, pred, timeout=30):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = json.loads(path.read_text())
+            if pred(last):
+                return last
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"state never matched; last: {last}")
+
+
+def xdotool(display, *args):
+    subprocess.run(["xdotool", *args], check=True, env=child_env(DISPLAY=display), timeout=30)
+
+
+def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
+    state_path = tmp_path / "live.json"
+    app = subprocess.Popen([APP, "--trace", str(saved_trace), "--state", str(state_path), "--size", "1600x1000"],
+                           env=child_env(DISPLAY=xserver), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_state(state_path, lambda s: s["step"] == 0)
+        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
+                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
+        xdotool(xserver, "windowfocus", "--sync", win)
+        for key in ("Down", "Down", "Down", "Up"):
+            xdotool(xserver, "key", key)
+            time.sleep(0.15)
+        s = wait_state(state_path, lambda s: s["step"] == 2)
+        steps, by_id = expected_steps(saved_trace)
+        assert s["token_floor"] == token_floor(steps[2], by_id)
+        # A statement that raises, typed into the console: shown, and the app goes on.
+        xdotool(xserver, "key", "F2")
+        time.sleep(0.2)
+        xdotool(xserver, "type", "--delay", "30", "1/0")
+        xdotool(xserver, "key", "Return")
+        s = wait_state(state_path, lambda s: "ZeroDivisionError" in s["console_last"])
+        xdotool(xserver, "key", "Escape")
+        time.sleep(0.2)
+        before = s["step"]
+        xdotool(xserver, "key", "Down")
+        wait_state(state_path, lambda s: s["step"] == before + 1)
+        # A good statement becomes the call on screen.
+        xdotool(xserver, "key", "F2")
+        time.sleep(0.2)
+        xdotool(xserver, "type", "--delay", "30", "descent.zeros(3).sum()")
+        xdotool(xserver, "key", "Return")
+        s = wait_state(state_path, lambda s: s["source"] == "descent.zeros(3).sum()")
+        assert s["step"] == 0 and "tensor(0.)" in s["console_last"]
+        assert app.poll() is None  # still running
+    finally:
+        app.terminate()
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            app.kill()
