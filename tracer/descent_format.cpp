@@ -12,6 +12,7 @@
 //   meta <key> <value>                           zero or more, keys unique
 //   span_cost <double>                           exactly once
 //   span <id> <parent> <floor> <thread> <start_ns> <end_ns> <name> <nargs> {<key> <kind> <value>}
+//   src <span id> <file> <line>                  at most one per span, after the spans (version 2)
 //   flow <from id> <to id> <name>                zero or more, after the spans (version 2)
 //   end <number of spans>                        always last: a missing one means truncation
 //
@@ -22,13 +23,16 @@
 // and \xHH for other control bytes; other bytes (UTF-8 too) are written raw.
 // The empty string is written "".
 //
-// Version 1 files (no flow lines) still load. A flow's ends must name spans
+// A src line gives the source site that opened a span (Note [Span source
+// sites] in tracer.h); a span without one has file "" and line 0. Version 1
+// files (no src and no flow lines) still load. A flow's ends must name spans
 // of the file.
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tracer/trace.h"
@@ -130,6 +134,16 @@ std::string to_descent_format(const Trace& t) {
       out += ' ';
       write_value(out, a.value);
     }
+    out += '\n';
+  }
+  for (const Span& s : t.spans) {
+    if (s.file.empty() && s.line == 0) continue;
+    out += "src ";
+    write_number(out, s.id);
+    out += ' ';
+    write_string(out, s.file);
+    out += ' ';
+    write_number(out, s.line);
     out += '\n';
   }
   for (const Flow& fl : t.flows) {
@@ -326,6 +340,8 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
   bool have_cost = false;
   bool ended = false;
   std::unordered_set<uint64_t> ids;
+  std::unordered_map<uint64_t, size_t> span_at;  // span id -> index, built at the first src line
+  std::unordered_set<uint64_t> have_src;         // spans given a src line so far
   std::string_view line;
   while (r.next_line(line)) {
     if (ended) r.fail("content after the 'end' line");
@@ -345,9 +361,22 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
     } else if (f[0] == "span") {
       if (!have_cost) r.fail("'span' before the 'span_cost' line");
       if (!t.flows.empty()) r.fail("'span' after a 'flow' line (flows come after the spans)");
+      if (!span_at.empty()) r.fail("'span' after a 'src' line (src lines come after the spans)");
       Span s = read_span(r, f);
       if (!ids.insert(s.id).second) r.fail("duplicate span id " + std::to_string(s.id));
       t.spans.push_back(std::move(s));
+    } else if (f[0] == "src" && version >= 2) {
+      expect_fields(r, f, 4, "src");
+      if (span_at.empty()) {
+        for (size_t i = 0; i < t.spans.size(); ++i) span_at.emplace(t.spans[i].id, i);
+      }
+      const auto id = r.number<uint64_t>(f[1], "the src line's span id");
+      const auto it = span_at.find(id);
+      if (it == span_at.end()) r.fail("src names span " + std::to_string(id) + ", which is not in the file");
+      if (!have_src.insert(id).second) r.fail("duplicate src line for span " + std::to_string(id));
+      Span& s = t.spans[it->second];
+      s.file = r.string(f[2], "the source file");
+      s.line = r.number<uint32_t>(f[3], "the source line");
     } else if (f[0] == "flow" && version >= 2) {
       expect_fields(r, f, 4, "flow");
       Flow fl{r.number<uint64_t>(f[1], "the flow's first span id"), r.number<uint64_t>(f[2], "the flow's second span id"),
@@ -365,7 +394,7 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
       }
       ended = true;
     } else {
-      r.fail("unknown line type " + Reader::quote(f[0]) + " (expected meta, span_cost, span, flow or end)");
+      r.fail("unknown line type " + Reader::quote(f[0]) + " (expected meta, span_cost, span, src, flow or end)");
     }
   }
   if (!ended) {

@@ -5,7 +5,8 @@
 // [SECTION] Document and file
 //
 // Every span becomes one complete event ("ph": "X") with its start and
-// duration in microseconds; "M" events name the process and the threads; a
+// duration in microseconds, its floor and its source site ("src": "file:line")
+// among its args; "M" events name the process and the threads; a
 // flow becomes a pair of flow events ("s", "f") that Perfetto draws as an
 // arrow. from_chrome_json() (load_chrome.cpp) reads it all back. The
 // format is described in Google's "Trace Event Format" document.
@@ -125,15 +126,24 @@ void append_span_event(std::string& out, const Span& s) {
   append_us(out, s.duration_ns());
   out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(s.thread) + ",\"args\":{";
   bool has_floor_arg = false;
+  bool has_src_arg = false;
   for (size_t k = 0; k < s.args.size(); ++k) {
     if (k > 0) out += ',';
     append_string(out, s.args[k].key);
     out += ':';
     append_value(out, s.args[k].value);
     has_floor_arg = has_floor_arg || s.args[k].key == "floor";
+    has_src_arg = has_src_arg || s.args[k].key == "src";
   }
-  if (!has_floor_arg) {  // no duplicate keys
-    if (!s.args.empty()) out += ',';
+  bool any = !s.args.empty();
+  if (!s.file.empty() && !has_src_arg) {  // "floors/dispatch/dispatcher.cpp:148" (Note [Span source sites])
+    if (any) out += ',';
+    out += "\"src\":";
+    append_string(out, s.file + ":" + std::to_string(s.line));
+    any = true;
+  }
+  if (!has_floor_arg) {  // no duplicate keys; last, where from_chrome_json() looks for it
+    if (any) out += ',';
     out += "\"floor\":" + std::to_string(static_cast<int>(s.floor));
   }
   out += "}}";

@@ -37,6 +37,8 @@ struct Span {
   int64_t end_ns = 0;
   uint32_t thread = 0;     // small dense thread number, 0 = first thread seen
   std::vector<SpanArg> args;
+  std::string file{};      // the source that opened it, relative to the repository root; "" when unknown
+  uint32_t line = 0;       // its line in `file`, 0 when unknown (Note [Span source sites] in tracer.h)
   bool operator==(const Span&) const = default;
 
   // end - start, saturated: a loaded file may hold any two int64 times.
@@ -69,6 +71,9 @@ struct Trace {
 
 // Indices of the children of `parent_id` (0: the roots), in start order.
 std::vector<size_t> children_of(const Trace& t, uint64_t parent_id);
+
+// A duration as people read it: 850 ns, 12.3 us, 1.05 ms, 2.00 s.
+std::string format_duration(int64_t ns);
 
 // Human-readable tree: one line per span, indented by depth, with the floor,
 // the name, the duration and the arguments, e.g.

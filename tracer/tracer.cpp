@@ -5,6 +5,7 @@
 // [SECTION] Thread buffers
 // [SECTION] Hot path: begin, end, args
 // [SECTION] Interning and floor names
+// [SECTION] Source sites
 // [SECTION] Calibration
 // [SECTION] start and stop
 //
@@ -30,6 +31,7 @@
 #include <string>
 #include <tuple>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -62,6 +64,7 @@ constexpr uint64_t kNsFlagBit = uint64_t{1} << 63;           // record's times a
 constexpr auto kClockCalibrationTime = std::chrono::milliseconds(3);
 constexpr int kCostPairsPerRep = 16000;                      // fits one chunk
 constexpr int kCostReps = 5;                                 // median of these
+constexpr uint32_t kSiteCacheEntries = 256;                  // per thread: 4 KiB (Note [Span source sites])
 
 // Bumped by start() and stop(). A buffer whose epoch differs holds an old
 // recording; its owner resets it before recording again.
@@ -124,6 +127,12 @@ struct ThreadBuffer {
   uint32_t arg_used = kArgChunkRecords;  // arguments used in `arg_cur` (full: none yet)
   uint64_t arg_count = 0;        // arguments in the buffer (up to kMaxArgs per span: past 2^32)
   std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
+  struct CachedSite {
+    const char* file = nullptr;  // std::source_location's pointer: equal for one file in one object file
+    uint32_t line = 0;
+    uint16_t site = 0;
+  };
+  std::array<CachedSite, kSiteCacheEntries> sites{};  // direct-mapped: source location -> site
 
   // Shared with stop().
   std::mutex mutex;                                      // guards chunks, arg_chunks, published_epoch
@@ -264,7 +273,7 @@ ThreadBuffer* writable_buffer() {
 }
 
 // Fills the next record (everything but the times) and returns its index.
-inline int32_t append_record(ThreadBuffer* b, Floor floor, const char* name) {
+inline int32_t append_record(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
   const auto index = static_cast<int32_t>(b->count);
   SpanRecord& r = b->cur[b->used];
   // Warm the cache line of a record a little ahead (integer math: may lie past the chunk).
@@ -274,6 +283,7 @@ inline int32_t append_record(ThreadBuffer* b, Floor floor, const char* name) {
   r.parent = b->depth > 0 ? b->open[b->depth - 1] : -1;
   r.floor = floor;
   r.nargs = 0;
+  r.site = site;
   ++b->used;
   ++b->count;
   return index;
@@ -314,6 +324,39 @@ void push_arg(int32_t index, const char* key, ArgKind kind, Set set) {
   b->published_args.store(++b->arg_count, std::memory_order_release);
 }
 
+// The site of `where`, from the thread's cache; registers it on a miss.
+[[gnu::noinline]] uint16_t site_slow(ThreadBuffer::CachedSite& slot, const std::source_location& where) {
+  slot = {where.file_name(), where.line(), register_site(where.file_name(), where.line(), where.function_name())};
+  return slot.site;
+}
+
+inline uint16_t site_of(ThreadBuffer* b, const std::source_location& where) {
+  const char* file = where.file_name();
+  const uint32_t line = where.line();
+  const size_t at = ((reinterpret_cast<uintptr_t>(file) >> 4) ^ (line * 0x9E3779B1u)) & (kSiteCacheEntries - 1);
+  ThreadBuffer::CachedSite& slot = b->sites[at];
+  if (slot.file == file && slot.line == line) [[likely]] return slot.site;
+  return site_slow(slot, where);
+}
+
+// The calling thread's buffer ready for one more span, or nullptr (dropped).
+inline ThreadBuffer* buffer_for_span() {
+  ThreadBuffer* b = tl_buffer;
+  if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_relaxed) || b->used == kChunkRecords ||
+      b->depth == b->open.size()) [[unlikely]] {
+    b = writable_buffer();
+  }
+  return b;
+}
+
+inline int32_t open_span(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
+  const int32_t index = append_record(b, floor, name, site);
+  b->open[b->depth++] = index;
+  b->cur[b->used - 1].start_ticks = read_ticks();  // last, so bookkeeping stays outside the span
+  publish(b);
+  return index;
+}
+
 }  // namespace
 
 // [SECTION] Hot path: begin, end, args ----------------------------------------
@@ -322,19 +365,16 @@ uint64_t now_ticks() { return read_ticks(); }
 int64_t now_ns() { return read_ns(); }
 
 // noinline: callers in other files pay a call, so calibration does too.
-[[gnu::noinline]] int32_t begin_span(Floor floor, const char* name) {
+[[gnu::noinline]] int32_t begin_span(Floor floor, const char* name, uint16_t site) {
   if (!enabled()) return -1;
-  ThreadBuffer* b = tl_buffer;
-  if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_relaxed) || b->used == kChunkRecords ||
-      b->depth == b->open.size()) [[unlikely]] {
-    b = writable_buffer();
-    if (b == nullptr) return -1;
-  }
-  const int32_t index = append_record(b, floor, name);
-  b->open[b->depth++] = index;
-  b->cur[b->used - 1].start_ticks = read_ticks();  // last, so bookkeeping stays outside the span
-  publish(b);
-  return index;
+  ThreadBuffer* b = buffer_for_span();
+  return b == nullptr ? -1 : open_span(b, floor, name, site);
+}
+
+[[gnu::noinline]] int32_t begin_span_at(Floor floor, const char* name, std::source_location where) {
+  if (!enabled()) return -1;
+  ThreadBuffer* b = buffer_for_span();
+  return b == nullptr ? -1 : open_span(b, floor, name, site_of(b, where));
 }
 
 [[gnu::noinline]] void end_span(int32_t index) {
@@ -361,13 +401,13 @@ void add_arg(int32_t index, const char* key, const char* s) {
   push_arg(index, key, ArgKind::Str, [&](ArgRecord& a) { a.s = s; });
 }
 
-void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns) {
+void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns, uint16_t site) {
   if (!enabled()) return;
   ThreadBuffer* b = writable_buffer();
   if (b == nullptr) return;
   // Stored as ns with the flag bit set; steady-clock ns are never negative.
   SpanRecord& r = b->cur[b->used];
-  append_record(b, floor, name);
+  append_record(b, floor, name, site);
   r.start_ticks = kNsFlagBit | static_cast<uint64_t>(std::max<int64_t>(start_ns, 0));
   r.end_ticks = kNsFlagBit | static_cast<uint64_t>(std::max<int64_t>(end_ns, 0));
   publish(b);
@@ -399,6 +439,65 @@ const char* floor_name(Floor f) {
       "none", "python", "binding", "dispatch", "autograd", "kernels", "allocator", "streams", "launch", "device"};
   const auto i = static_cast<size_t>(f);
   return i < kNames.size() ? kNames[i] : "unknown";
+}
+
+// [SECTION] Source sites ---------------------------------------------------------
+
+namespace {
+
+// Append-only: sites[i - 1] is site i. Never destroyed (threads may outlive statics).
+struct SiteTable {
+  std::mutex mutex;
+  std::vector<SourceSite> sites;
+  std::unordered_map<std::string, uint16_t> index;  // "file\nline\nfunction" -> site
+};
+SiteTable& site_table() {
+  static SiteTable* t = new SiteTable;
+  return *t;
+}
+
+// `file` relative to the repository root when it still names it (code built
+// without -fmacro-prefix-map, e.g. by nvcc).
+std::string_view relative_to_source_dir(std::string_view file) {
+#ifdef DESCENT_SOURCE_DIR
+  constexpr std::string_view kSourceDir = DESCENT_SOURCE_DIR "/";
+  if (file.starts_with(kSourceDir)) file.remove_prefix(kSourceDir.size());
+#endif
+  return file;
+}
+
+std::vector<SourceSite> site_table_copy() {
+  std::lock_guard lock(site_table().mutex);
+  return site_table().sites;
+}
+
+}  // namespace
+
+uint16_t register_site(std::string_view file, uint32_t line, std::string_view function) {
+  file = relative_to_source_dir(file);
+  std::string key;
+  key.reserve(file.size() + function.size() + 12);
+  key.append(file).append("\n").append(std::to_string(line)).append("\n").append(function);
+  SiteTable& t = site_table();
+  std::lock_guard lock(t.mutex);
+  if (const auto it = t.index.find(key); it != t.index.end()) return it->second;
+  if (t.sites.size() >= kMaxSites) return 0;
+  t.sites.push_back({intern(file), line, intern(function)});
+  const auto site = static_cast<uint16_t>(t.sites.size());
+  t.index.emplace(std::move(key), site);
+  return site;
+}
+
+SourceSite site_info(uint16_t index) {
+  SiteTable& t = site_table();
+  std::lock_guard lock(t.mutex);
+  return index > 0 && index <= t.sites.size() ? t.sites[index - 1] : SourceSite{};
+}
+
+uint32_t site_count() {
+  SiteTable& t = site_table();
+  std::lock_guard lock(t.mutex);
+  return static_cast<uint32_t>(t.sites.size());
 }
 
 // [SECTION] Calibration ---------------------------------------------------------
@@ -463,7 +562,7 @@ int64_t start_ns_of(const SpanRecord& r, uint64_t at_ticks) {
 // kept span whose parent began earlier becomes a root. Spans left out cost a
 // compare each: nothing is built for them.
 void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_t at_ticks, int64_t since_ns,
-                    Trace& out) {
+                    std::vector<SourceSite>& sites, Trace& out) {
   const uint32_t n = b.published_count.load(std::memory_order_acquire);
   const uint64_t first_id = next_id;
   const bool window = since_ns != INT64_MIN;
@@ -482,6 +581,11 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
     s.floor = r.floor;
     s.name = r.name ? r.name : "";
     s.thread = thread;
+    if (r.site > sites.size()) sites = site_table_copy();  // registered since the copy was made
+    if (r.site > 0 && r.site <= sites.size()) {  // Note [Span source sites]
+      s.file = sites[r.site - 1].file;
+      s.line = sites[r.site - 1].line;
+    }
     // Still open: closed at `at_ticks`. A thread recording meanwhile may have
     // later ticks: clamp them, so children stay inside parents.
     const bool measured = r.start_ticks & kNsFlagBit;
@@ -597,11 +701,12 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   uint64_t next_id = 1;
   uint32_t thread = 0;
   uint64_t dropped = 0;
+  std::vector<SourceSite> sites = site_table_copy();  // refreshed when a span names a newer site
   for (const auto& b : current_buffers()) {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
     dropped += b->dropped;
-    collect_buffer(*b, thread++, next_id, at.ticks, since_ns, t);
+    collect_buffer(*b, thread++, next_id, at.ticks, since_ns, sites, t);
   }
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);

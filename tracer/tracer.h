@@ -3,18 +3,22 @@
 // [SECTION] Floors
 // [SECTION] Arguments
 // [SECTION] The span record (hot path)
+// [SECTION] Source sites
 // [SECTION] Recording: start, stop, scoped spans
 //
 // A span is: floor, name (a string literal or an interned string), start and
-// end on one monotonic clock, thread, parent, and up to kMaxArgs typed
-// arguments. See Note [Tracer hot path].
+// end on one monotonic clock, thread, parent, the source site that opened it
+// (file, line, function), and up to kMaxArgs typed arguments. See Note
+// [Tracer hot path] and Note [Span source sites].
 //
 // Note [Tracer hot path]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // When tracing is off, a span costs one predictable branch on a global flag.
 // When it is on, beginning a span reads the time stamp counter and appends a
 // 32-byte SpanRecord to a buffer owned by the calling thread; ending it reads
-// the counter again and writes the end into the same record. An argument
+// the counter again and writes the end into the same record. The record names
+// the code that opened the span by a 2-byte site number, looked up in a small
+// cache of the thread's own (Note [Span source sites]). An argument
 // (bytes=4096) is a 24-byte ArgRecord appended to a second buffer of the same
 // thread, naming its span, so a span pays only for the arguments it has, and
 // many threads recording at once move as few bytes to memory as they can. No
@@ -27,6 +31,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <source_location>
 #include <string_view>
 
 namespace descent::trace {
@@ -69,6 +74,7 @@ struct SpanRecord {
   int32_t parent;           // index in the same thread's buffer, -1 for a root
   Floor floor;
   uint8_t nargs;            // arguments recorded for it so far
+  uint16_t site;            // source site that opened it (site_info()), 0 = unknown
 };
 static_assert(sizeof(SpanRecord) == 32, "SpanRecord must stay half a cache line");
 
@@ -97,8 +103,10 @@ uint64_t now_ticks();
 int64_t now_ns();
 
 // Low-level calls used by ScopedSpan; each acts on the calling thread's buffer.
-// begin returns the record's index, or -1 when tracing is off.
-int32_t begin_span(Floor floor, const char* name);
+// begin returns the record's index, or -1 when tracing is off. begin_span_at
+// finds the site of `where` itself (Note [Span source sites]).
+int32_t begin_span(Floor floor, const char* name, uint16_t site = 0);
+int32_t begin_span_at(Floor floor, const char* name, std::source_location where);
 void end_span(int32_t index);
 void add_arg(int32_t index, const char* key, int64_t v);
 void add_arg(int32_t index, const char* key, double v);
@@ -108,7 +116,50 @@ void add_arg(int32_t index, const char* key, const char* s);  // s literal or in
 // Records a span that was measured elsewhere (e.g. a device's own clock, or a
 // Python frame timed by the profile hook), in nanoseconds on now_ns()'s clock,
 // as a child of the calling thread's innermost open span.
-void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns);
+void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns, uint16_t site = 0);
+
+// [SECTION] Source sites ------------------------------------------------------
+
+// Note [Span source sites]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Every span records where in descent's code it was opened, so the app can
+// show the lines that ran (tracer/sources.h embeds the text). A site is a
+// {file, line, function} registered once in a process-wide, append-only table
+// and named by its 2-byte index, which fills the spare bytes of SpanRecord:
+// the record stays 32 bytes. Site 0 means unknown (a span opened by
+// begin_span without one, a statement of the user's code, or a table that is
+// full at kMaxSites).
+//
+// ScopedSpan and DESCENT_SPAN take the caller's std::source_location as a
+// default argument: with tracing off nothing is looked up, and the constructor
+// stays one branch. With tracing on, begin_span_at finds the site in a
+// 256-entry cache of the thread's own, keyed by the location's file pointer
+// and line (two loads and a compare, no lock); on a miss it registers the site
+// under a lock, once per site and thread. A function-local static per call
+// site was the other way: it needs a macro at every site (ScopedSpan is also
+// used directly) and its guard runs with tracing off too.
+//
+// Files are relative to the repository root ("floors/dispatch/dispatcher.cpp"):
+// the library is compiled with -fmacro-prefix-map=<source dir>/= and
+// register_site strips the source directory from a path that still holds it.
+// Spans from one line of a template share the site of the first instantiation
+// that ran. The profile hook registers Python functions with their code's
+// file mapped back to floors/python/descent/ and their first line.
+constexpr uint32_t kMaxSites = 65535;  // sites 1..kMaxSites; past that, 0
+
+struct SourceSite {
+  const char* file = "";      // relative to the repository root; interned
+  uint32_t line = 0;          // 1-based; 0 when unknown
+  const char* function = "";  // as the compiler names it, or a Python qualname; interned
+};
+
+// The index of the site {file, line, function}, registering it on first use.
+// Equal triples get equal indices. Takes a lock: call it once per site.
+uint16_t register_site(std::string_view file, uint32_t line, std::string_view function);
+// The site at `index`; {"", 0, ""} for 0 or an index never registered.
+SourceSite site_info(uint16_t index);
+// Sites registered so far (the largest index in use).
+uint32_t site_count();
 
 // [SECTION] Recording: start, stop, scoped spans -----------------------------
 
@@ -157,10 +208,11 @@ uint32_t span_limit();
 void set_span_limit(uint64_t spans);  // clamped to [16384, 2^30]
 
 // RAII span. With tracing off, the constructor is one branch and the
-// destructor another.
+// destructor another. `where` is the caller's line (Note [Span source sites]).
 class ScopedSpan {
  public:
-  ScopedSpan(Floor floor, const char* name) : index_(enabled() ? begin_span(floor, name) : -1) {}
+  ScopedSpan(Floor floor, const char* name, std::source_location where = std::source_location::current())
+      : index_(enabled() ? begin_span_at(floor, name, where) : -1) {}
   ~ScopedSpan() {
     if (index_ >= 0) end_span(index_);
   }

@@ -1,9 +1,11 @@
 // Tracing from Python: start and stop a recording, the Trace object, spans
 // opened by the Python package (floor 1), and the profile hook that times the
 // descent package's own Python functions.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -88,7 +90,7 @@ bool set_item(PyObject* d, const std::string& key, PyObject* value) {
   return ok;
 }
 
-// The spans as a list of dicts: id, parent, floor, name, start_ns, end_ns, thread, args.
+// The spans as a list of dicts: id, parent, floor, name, start_ns, end_ns, thread, args, file, line.
 PyObject* t_spans(PyObject* o, PyObject*) {
   PyObject* list = PyList_New(0);
   if (!list) return nullptr;
@@ -96,11 +98,11 @@ PyObject* t_spans(PyObject* o, PyObject*) {
     PyObject* args = PyDict_New();
     bool ok = args != nullptr;
     for (size_t k = 0; ok && k < s.args.size(); ++k) ok = set_item(args, s.args[k].key, arg_value(s.args[k].value));
-    PyObject* d = ok ? Py_BuildValue("{s:K,s:K,s:i,s:s,s:N,s:L,s:L,s:I,s:N}", "id", (unsigned long long)s.id,
+    PyObject* d = ok ? Py_BuildValue("{s:K,s:K,s:i,s:s,s:N,s:L,s:L,s:I,s:N,s:N,s:I}", "id", (unsigned long long)s.id,
                                      "parent", (unsigned long long)s.parent, "floor", int(s.floor), "floor_name",
                                      trace::floor_name(s.floor), "name", py_text(s.name), "start_ns",
                                      (long long)s.start_ns, "end_ns", (long long)s.end_ns, "thread", s.thread, "args",
-                                     args)
+                                     args, "file", py_text(s.file), "line", s.line)
                      : nullptr;
     if (!ok) Py_XDECREF(args);  // on success Py_BuildValue's N took it
     if (!d || PyList_Append(list, d) < 0) {
@@ -198,29 +200,46 @@ PyObject* py_span_end(PyObject*, PyObject* arg) {
 std::string g_package_dir;  // functions in files under it are floor 1 ...
 std::string g_skip_file;    // ... except the tracing module's own
 thread_local std::vector<int32_t> t_open;  // span per Python frame (-1: not ours)
-std::unordered_map<PyCodeObject*, const char*> g_names;  // guarded by the GIL
+constexpr std::string_view kPackageSourceDir = "floors/python/descent/";  // where build/python/descent is copied from
+
+// A code object's span: its qualname (nullptr: not ours) and its source site.
+struct CodeSpan {
+  const char* name = nullptr;
+  uint16_t site = 0;
+};
+std::unordered_map<PyCodeObject*, CodeSpan> g_code_spans;  // guarded by the GIL
+
+// The site of a package function: its file as it lies in the repository
+// (floors/python/descent/_tensor.py, not the copy under build/python) and the
+// line of its `def` (Note [Span source sites]).
+uint16_t package_site(const char* file, PyCodeObject* code, const char* qualname) {
+  const std::string relative = std::string(kPackageSourceDir) + (file + g_package_dir.size());
+  return trace::register_site(relative, static_cast<uint32_t>(std::max(code->co_firstlineno, 0)), qualname);
+}
 
 int profile(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   if (what == PyTrace_CALL) {
     PyCodeObject* code = PyFrame_GetCode(frame);
     int32_t idx = -1;
-    auto it = g_names.find(code);
-    if (it == g_names.end()) {
+    auto it = g_code_spans.find(code);
+    if (it == g_code_spans.end()) {
       const char* file = PyUnicode_AsUTF8(code->co_filename);
       if (!file) PyErr_Clear();  // a file name that is not UTF-8 is not ours
-      const char* name = nullptr;
+      CodeSpan span;
       if (file && std::strncmp(file, g_package_dir.c_str(), g_package_dir.size()) == 0 && g_skip_file != file) {
         PyObject* q = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_qualname");
         if (!q) PyErr_Clear();
         const char* qs = q ? PyUnicode_AsUTF8(q) : nullptr;
         if (q && !qs) PyErr_Clear();
         // Comprehensions and lambdas (<genexpr>, <lambda>) are part of their function's span.
-        if (qs && !std::strchr(qs, '<')) name = trace::intern(qs);
+        if (qs && !std::strchr(qs, '<')) span = {trace::intern(qs), package_site(file, code, qs)};
         Py_XDECREF(q);
       }
-      it = g_names.emplace(code, name).first;
+      it = g_code_spans.emplace(code, span).first;
     }
-    if (it->second && trace::enabled()) idx = trace::begin_span(trace::Floor::Python, it->second);
+    if (it->second.name && trace::enabled()) {
+      idx = trace::begin_span(trace::Floor::Python, it->second.name, it->second.site);
+    }
     Py_DECREF(code);
     t_open.push_back(idx);
   } else if (what == PyTrace_RETURN) {
@@ -239,7 +258,7 @@ PyObject* py_set_profile_hook(PyObject*, PyObject* args) {
   if (on && (g_package_dir != dir || g_skip_file != skip)) {  // shared by every thread's hook: only ever set
     g_package_dir = dir;
     g_skip_file = skip;
-    g_names.clear();
+    g_code_spans.clear();
   }
   t_open.clear();
   PyEval_SetProfile(on ? profile : nullptr, nullptr);  // this thread's hook only
@@ -264,6 +283,8 @@ PyMethodDef trace_functions[] = {
 };
 
 }  // namespace
+
+const trace::Trace* trace_of(PyObject* o) { return Py_TYPE(o) == &g_trace_type ? &T(o) : nullptr; }
 
 bool init_trace_type(PyObject* m) {
   g_trace_type.tp_basicsize = sizeof(TraceObject);

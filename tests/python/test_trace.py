@@ -89,6 +89,26 @@ def test_trace_stops_on_exception():
     assert not descent._C._trace_enabled() and t.result.check() == ""
 
 
+def test_spans_name_their_source_site():
+    """Note [Span source sites]: C++ spans name descent's file and line,
+    relative to the repository root; the profile hook's spans name the
+    package's file in floors/python/descent/ and the line of the `def`."""
+    x = descent.ones(2)
+    with descent.trace() as t:
+        x + 1
+    spans = t.result.spans()
+    for s in spans:
+        if s["floor"] in (2, 3, 5, 6):
+            assert s["file"].startswith("floors/") and s["line"] > 0, s
+    assert any(s["file"].startswith("floors/dispatch/") for s in spans if s["floor"] == 3)
+    assert any(s["file"].startswith("floors/binding/") for s in spans if s["floor"] == 2)
+    add = [s for s in spans if s["name"] == "Tensor.__add__"]
+    assert add and all(s["file"] == "floors/python/descent/_tensor.py" for s in add)
+    assert add[0]["line"] == type(x).__add__.__code__.co_firstlineno
+    events = json.loads(t.result.chrome_json())["traceEvents"]
+    assert any(e.get("args", {}).get("src") == f"floors/python/descent/_tensor.py:{add[0]['line']}" for e in events)
+
+
 def test_trace_blocks_nest():
     with descent.trace() as outer:
         x = descent.ones(2)
