@@ -41,6 +41,9 @@ struct Options {
   int repeat = 1;              // --repeat: run the code N times (warm medians)
   int bench_frames = 0;        // --bench-frames N: play N frames, print frame times, exit
   bool bench_pan = false;      // --bench-pan: while benchmarking, pan and zoom the timeline each frame
+  bool redraw_full = false;    // --redraw full: draw every frame whole (Note [Redrawing only what changed])
+  int frames = 3;              // --frames N: frames drawn before a screenshot
+  bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
   std::string panel;           // --panel: the tab shown on the right (detail, memory, compare)
 };
 
@@ -112,6 +115,9 @@ struct App {
   std::array<ImVec4, kBuildingFloors + 1> floor_rects{};  // x0, y0, x1, y1 in pixels
   std::vector<std::string> panels_drawn;
   double frame_ms = 0;
+  int fb_width = 0, fb_height = 0;  // the framebuffer, in pixels
+  bool redraw_damaged = false;  // whether frames redraw only what changed
+  double damaged_fraction = 1;  // of the window, redrawn by the last frame
 
   size_t step() const { return play.step(); }
   const trace::Trace& trace() const { return *loaded.trace; }

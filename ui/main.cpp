@@ -25,6 +25,7 @@
 
 #include "floors/core/log.h"
 #include "ui/app.h"
+#include "ui/damage.h"
 #include "ui/python_bridge.h"
 
 namespace descent::ui {
@@ -36,7 +37,7 @@ const Clock::time_point g_process_start = Clock::now();
 
 constexpr const char* kSampleCode = "descent.ones(2, 2) + 1";
 constexpr float kFontSize = 17.0f, kMonoSize = 15.0f, kPresenterFontSize = 30.0f;  // pixels
-constexpr int kHeadlessFrames = 3;  // frames drawn before a screenshot: ImGui lays windows out over two
+constexpr double kHeadlessFrameSeconds = 1.0 / 30;  // of playback per frame, headless with --play
 
 // [SECTION] Window and fonts ----------------------------------------------------
 
@@ -209,6 +210,10 @@ double median(std::vector<double> v) {
 
 void glfw_error(int code, const char* text) { log::warn("GLFW error ", code, ": ", text); }
 
+DamageTracker g_damage;
+void swap_window(void* w) { glfwSwapBuffers(static_cast<GLFWwindow*>(w)); }
+void window_exposed(GLFWwindow*) { g_damage.invalidate(); }  // the window system lost our pixels
+
 int run(int argc, char** argv) {
   App app;
   std::string error;
@@ -258,6 +263,8 @@ int run(int argc, char** argv) {
   const Fonts fonts = load_fonts(app);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
+  glfwSetWindowRefreshCallback(window, window_exposed);
+  app.redraw_damaged = !o.redraw_full && probe_retained_back_buffer(swap_window, window);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   // The call on screen: the code (the sample by default), or a trace file.
@@ -284,6 +291,7 @@ int run(int argc, char** argv) {
     app.play.playing = true;
     app.play.speed = 4;
   }
+  if (o.play) app.play.playing = true;
 
   std::vector<double> frame_ms;
   double first_frame_s = 0;
@@ -298,7 +306,8 @@ int run(int argc, char** argv) {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing
     }
     const Clock::time_point now = Clock::now();
-    const double dt = headless ? 0.0 : std::chrono::duration<double>(now - last).count();
+    const double dt = headless ? (o.play ? kHeadlessFrameSeconds : 0.0)
+                               : std::chrono::duration<double>(now - last).count();
     last = now;
     app.play.advance(app.story, dt);
     if (o.bench_frames && !app.play.playing) app.play.toggle(app.story);  // loop while benchmarking
@@ -318,13 +327,26 @@ int run(int argc, char** argv) {
     ImGui::Render();
     int fw = 0, fh = 0;
     glfwGetFramebufferSize(window, &fw, &fh);
+    if (fw != app.fb_width || fh != app.fb_height) g_damage.invalidate();
+    app.fb_width = fw;
+    app.fb_height = fh;
     glViewport(0, 0, fw, fh);
-    glClearColor(0.06f, 0.06f, 0.07f, 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    static constexpr float kClear[4] = {0.06f, 0.06f, 0.07f, 1.0f};
+    ImDrawData* dd = ImGui::GetDrawData();
+    if (app.redraw_damaged) {
+      const std::vector<DamageRect> rects = g_damage.damage(dd);
+      double area = 0;
+      for (const DamageRect& r : rects) area += (r.x1 - r.x0) * (r.y1 - r.y0);
+      app.damaged_fraction = area / std::max(1.0f, dd->DisplaySize.x * dd->DisplaySize.y);
+      render_damaged(dd, rects, fh, kClear);
+    } else {
+      glClearColor(kClear[0], kClear[1], kClear[2], kClear[3]);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(dd);
+    }
     ++frames;
 
-    if (headless && frames >= kHeadlessFrames) {
+    if (headless && frames >= o.frames) {
       if (!write_png(o.screenshot, fw, fh, error)) {
         std::fprintf(stderr, "descent app: %s\n", error.c_str());
         exit_code = 1;
@@ -356,8 +378,8 @@ int run(int argc, char** argv) {
   if (o.bench_frames) {
     std::vector<double> sorted = frame_ms;
     std::sort(sorted.begin(), sorted.end());
-    std::printf("frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
-                frame_ms.size(), app.trace().spans.size(), first_frame_s, median(frame_ms),
+    std::printf("redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
+                app.redraw_damaged ? "damaged" : "full", frame_ms.size(), app.trace().spans.size(), first_frame_s, median(frame_ms),
                 sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10], sorted.empty() ? 0.0 : sorted.back());
   }
   ImGui_ImplOpenGL3_Shutdown();

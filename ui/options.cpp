@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
     "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
-    "                   [--panel detail|memory|compare] [--bench-frames N [--bench-pan]]";
+    "                   [--panel detail|memory|compare] [--bench-frames N [--bench-pan]]\n"
+    "                   [--play] [--frames N] [--redraw full|damaged]";
 
 bool parse_int(const char* text, int lo, int hi, int& out) {
   char* end = nullptr;
@@ -43,6 +44,21 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       o.presenter = true;
     } else if (a == "--bench-pan") {
       o.bench_pan = true;
+    } else if (a == "--play") {
+      o.play = true;
+    } else if (a == "--redraw") {
+      if (!(v = value("full or damaged"))) return false;
+      if (std::strcmp(v, "full") != 0 && std::strcmp(v, "damaged") != 0) {
+        error = "--redraw: expected full or damaged, got '" + std::string(v) + "'";
+        return false;
+      }
+      o.redraw_full = std::strcmp(v, "full") == 0;
+    } else if (a == "--frames") {
+      if (!(v = value("a frame count"))) return false;
+      if (!parse_int(v, 1, 100000, o.frames)) {
+        error = "--frames: expected a frame count >= 1, got '" + std::string(v) + "'";
+        return false;
+      }
     } else if (a == "--code") {
       if (!(v = value("Python code"))) return false;
       o.code = v;

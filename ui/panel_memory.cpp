@@ -57,13 +57,14 @@ void draw_memory(App& app) {
   const size_t r = root_of_step(s, app.step());
   const auto& downs = s.floor_steps[r][6];
   ImGui::Text("Allocations by this call: %zu", downs.size());
+  constexpr size_t kShown = 64;  // allocations listed; a loop's thousands are counted above
   int64_t biggest = 1;
-  for (size_t k : downs) {
+  for (size_t k : std::vector<size_t>(downs.begin(), downs.begin() + std::min(downs.size(), kShown))) {
     const auto* v = app.trace().spans[s.steps[k].span].find_arg("bytes");
     if (v && std::holds_alternative<int64_t>(*v)) biggest = std::max(biggest, std::get<int64_t>(*v));
   }
   const float w = ImGui::GetContentRegionAvail().x * 0.55f;
-  for (size_t n = 0; n < downs.size() && n < 64; ++n) {
+  for (size_t n = 0; n < downs.size() && n < kShown; ++n) {
     const size_t k = downs[n];
     const trace::Span& sp = app.trace().spans[s.steps[k].span];
     const auto* v = sp.find_arg("bytes");

@@ -135,6 +135,7 @@ std::string state_json(const App& app) {
   o += "  \"pace\": " + quoted(app.play.pace == Pace::Teaching ? "teaching" : "real time") + ",\n";
   o += "  \"speed\": " + std::to_string(app.play.speed) + ",\n";
   o += "  \"presenter\": " + std::string(app.presenter ? "true" : "false") + ",\n";
+  o += "  \"redraw\": " + quoted(app.redraw_damaged ? "damaged" : "full") + ",\n";
   if (app.has_steps()) {
     const Step& st = app.story.steps[app.step()];
     o += "  \"direction\": " + quoted(st.down ? "down" : "up") + ",\n";

@@ -62,9 +62,12 @@ Story build_story(const trace::Trace& t) {
       s.roots.push_back(i);
     }
   }
+  s.child_pos.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (s.parent_index[i] != SIZE_MAX) s.self_ns[s.parent_index[i]] -= t.spans[i].duration_ns();
     sort_by_start(t, s.children[i]);
+    for (size_t k = 0; k < s.children[i].size(); ++k) s.child_pos[s.children[i][k]] = static_cast<uint32_t>(k);
+    s.floor_anywhere[building_floor(t.spans[i].floor)] = true;
   }
   sort_by_start(t, s.roots);
 
@@ -150,13 +153,7 @@ namespace {
 
 // Why a call never reaches floor `f`, in a sentence a learner can check.
 std::string skip_reason(const Story& s, int f) {
-  bool anywhere = false;  // does any call of the trace reach this floor?
-  for (const trace::Span& sp : s.trace->spans) {
-    if (building_floor(sp.floor) == f) {
-      anywhere = true;
-      break;
-    }
-  }
+  const bool anywhere = s.floor_anywhere[f];  // does any call of the trace reach this floor?
   switch (f) {
     case 1: return "no Python code of descent ran for this call";
     case 2: return "the call never crossed into C++ (descent._C)";
@@ -236,8 +233,7 @@ Timing timing_of(const Story& s, size_t span) {
   std::vector<size_t> path;
   size_t root = span;
   for (size_t p = s.parent_index[span]; p != SIZE_MAX; root = p, p = s.parent_index[p]) {
-    const auto& kids = s.children[p];
-    path.push_back(static_cast<size_t>(std::find(kids.begin(), kids.end(), root) - kids.begin()));
+    path.push_back(s.child_pos[root]);
   }
   std::reverse(path.begin(), path.end());
   const size_t r = root_of_step(s, s.down_step[span]);

@@ -52,6 +52,8 @@ struct Story {
   std::vector<size_t> up_step;           // per span: its step coming up
   // Per root: the down steps of its spans on each floor 1..8, in order.
   std::vector<std::array<std::vector<size_t>, kBuildingFloors + 1>> floor_steps;
+  std::vector<uint32_t> child_pos;       // per span: its position among its parent's children
+  std::array<bool, kBuildingFloors + 1> floor_anywhere{};  // whether any span of the trace is on floor f
   std::vector<size_t> line_of_root;            // per root: its line's index in `lines`
   std::vector<std::vector<size_t>> lines;      // per distinct line (root name): its roots' positions
 };
