@@ -70,7 +70,8 @@ std::string three_figures(double v) {
   return printf_string("%.0f", v);
 }
 
-// 850 ns, 12.3 us, 1.05 ms, 2.00 s.
+}  // namespace
+
 std::string format_duration(int64_t ns) {
   if (ns < 0) return std::to_string(ns) + " ns";
   if (ns < 1000) return std::to_string(ns) + " ns";
@@ -83,6 +84,8 @@ std::string format_duration(int64_t ns) {
   }
   return "";
 }
+
+namespace {
 
 // Control bytes shown as escapes, so a span stays on one line.
 std::string printable(const std::string& s) {

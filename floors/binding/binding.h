@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "floors/dispatch/dispatcher.h"
+#include "tracer/trace.h"
 
 namespace descent::binding {
 
@@ -47,6 +48,10 @@ PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tu
 bool init_tensor_type(PyObject* module);
 bool init_value_types(PyObject* module);   // dtype, device, return types
 bool init_trace_type(PyObject* module);
+// The trace::Trace inside a descent._C.Trace object (borrowed: valid while `o`
+// lives), or nullptr when `o` is not one. For the app, which embeds Python and
+// reads the Trace objects the package returns without copying them.
+const trace::Trace* trace_of(PyObject* o);
 PyObject* device_object(Device d);     // new reference
 
 // [SECTION] Argument parsing against a schema -------------------------------------
