@@ -32,8 +32,6 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "tracer/trace.h"
 
@@ -195,15 +193,17 @@ class Reader {
     return q + (field.size() > kMaxQuotedBytes ? "...'" : "'");
   }
 
-  std::vector<std::string_view> split(std::string_view line) const {
-    std::vector<std::string_view> fields;
+  // The line's fields. The vector is the reader's own, reused line after
+  // line (a million spans are a million lines): valid until the next split.
+  const std::vector<std::string_view>& split(std::string_view line) const {
+    fields_.clear();
     size_t start = 0;
     while (true) {
       const size_t sp = line.find(' ', start);
       const std::string_view f = line.substr(start, sp == std::string_view::npos ? std::string_view::npos : sp - start);
       if (f.empty()) fail("empty field (two spaces in a row, or a space at the end of the line)");
-      fields.push_back(f);
-      if (sp == std::string_view::npos) return fields;
+      fields_.push_back(f);
+      if (sp == std::string_view::npos) return fields_;
       start = sp + 1;
     }
   }
@@ -220,6 +220,13 @@ class Reader {
 
   std::string string(std::string_view field, const char* what) const {
     if (field == "\"\"") return "";
+    // Most fields need no unescaping: copied whole.
+    bool plain = true;
+    for (const char ch : field) {
+      const auto c = static_cast<unsigned char>(ch);
+      plain = plain && c != '\\' && c != '"' && c >= 0x20 && c != 0x7f;
+    }
+    if (plain) return std::string(field);
     std::string out;
     for (size_t i = 0; i < field.size(); ++i) {
       const auto c = static_cast<unsigned char>(field[i]);
@@ -263,6 +270,7 @@ class Reader {
   const std::string& source_;
   size_t pos_ = 0;
   size_t line_no_ = 0;
+  mutable std::vector<std::string_view> fields_;  // split()'s result, reused
 };
 
 // [SECTION] Reading: the document ------------------------------------------------
@@ -282,7 +290,7 @@ int read_header(Reader& r) {
     r.fail("truncated file: empty, expected the header '" + std::string(kMagic) + " " + std::to_string(kVersion) + "'");
   }
   if (line.empty()) r.fail("bad magic: empty first line, expected '" + std::string(kMagic) + "'");
-  const auto f = r.split(line);
+  const auto& f = r.split(line);
   if (f[0] != kMagic) r.fail("bad magic " + Reader::quote(f[0]) + ", expected '" + std::string(kMagic) + "'");
   expect_fields(r, f, 2, "descent-trace");
   const int version = r.number<int>(f[1], "the version");
@@ -339,14 +347,13 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
   Trace t;
   bool have_cost = false;
   bool ended = false;
-  std::unordered_set<uint64_t> ids;
-  std::unordered_map<uint64_t, size_t> span_at;  // span id -> index, built at the first src line
-  std::unordered_set<uint64_t> have_src;         // spans given a src line so far
+  SpanIndex ids;                                 // span id -> index
+  std::vector<bool> have_src;                    // per span: given a src line so far (empty before the first)
   std::string_view line;
   while (r.next_line(line)) {
     if (ended) r.fail("content after the 'end' line");
     if (line.empty()) r.fail("empty line");
-    const auto f = r.split(line);
+    const auto& f = r.split(line);
     if (f[0] == "meta") {
       if (have_cost) r.fail("'meta' after 'span_cost' (metadata comes first)");
       expect_fields(r, f, 3, "meta");
@@ -361,20 +368,19 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
     } else if (f[0] == "span") {
       if (!have_cost) r.fail("'span' before the 'span_cost' line");
       if (!t.flows.empty()) r.fail("'span' after a 'flow' line (flows come after the spans)");
-      if (!span_at.empty()) r.fail("'span' after a 'src' line (src lines come after the spans)");
+      if (!have_src.empty()) r.fail("'span' after a 'src' line (src lines come after the spans)");
       Span s = read_span(r, f);
-      if (!ids.insert(s.id).second) r.fail("duplicate span id " + std::to_string(s.id));
+      if (!ids.add(s.id, t.spans.size())) r.fail("duplicate span id " + std::to_string(s.id));
       t.spans.push_back(std::move(s));
     } else if (f[0] == "src" && version >= 2) {
       expect_fields(r, f, 4, "src");
-      if (span_at.empty()) {
-        for (size_t i = 0; i < t.spans.size(); ++i) span_at.emplace(t.spans[i].id, i);
-      }
+      if (have_src.empty()) have_src.assign(t.spans.size() + 1, false);  // +1: never empty once src lines start
       const auto id = r.number<uint64_t>(f[1], "the src line's span id");
-      const auto it = span_at.find(id);
-      if (it == span_at.end()) r.fail("src names span " + std::to_string(id) + ", which is not in the file");
-      if (!have_src.insert(id).second) r.fail("duplicate src line for span " + std::to_string(id));
-      Span& s = t.spans[it->second];
+      const size_t at = ids.find(id);
+      if (at == SIZE_MAX) r.fail("src names span " + std::to_string(id) + ", which is not in the file");
+      if (have_src[at]) r.fail("duplicate src line for span " + std::to_string(id));
+      have_src[at] = true;
+      Span& s = t.spans[at];
       s.file = r.string(f[2], "the source file");
       s.line = r.number<uint32_t>(f[3], "the source line");
     } else if (f[0] == "flow" && version >= 2) {
@@ -382,7 +388,7 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
       Flow fl{r.number<uint64_t>(f[1], "the flow's first span id"), r.number<uint64_t>(f[2], "the flow's second span id"),
               r.string(f[3], "the flow name")};
       for (const uint64_t end : {fl.from, fl.to}) {
-        if (!ids.count(end)) r.fail("flow names span " + std::to_string(end) + ", which is not in the file");
+        if (ids.find(end) == SIZE_MAX) r.fail("flow names span " + std::to_string(end) + ", which is not in the file");
       }
       t.flows.push_back(std::move(fl));
     } else if (f[0] == "end") {

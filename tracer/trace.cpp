@@ -28,6 +28,36 @@ const ArgValue* Span::find_arg(const std::string& key) const {
 }
 
 namespace {
+constexpr size_t kDenseSlack = 65536;  // ids below 4 * spans + this go in SpanIndex's table
+}  // namespace
+
+SpanIndex::SpanIndex(const Trace& t) {
+  for (size_t i = 0; i < t.spans.size(); ++i) add(t.spans[i].id, i);
+}
+
+bool SpanIndex::add(uint64_t id, size_t index) {
+  if (find(id) != SIZE_MAX) return false;
+  ++count_;
+  const uint64_t limit = 4 * static_cast<uint64_t>(count_) + kDenseSlack;
+  if (id < limit && index < UINT32_MAX) {
+    if (id >= dense_.size()) dense_.resize(std::max<size_t>(id + 1, std::min<uint64_t>(2 * dense_.size(), limit)), 0);
+    dense_[id] = static_cast<uint32_t>(index + 1);
+  } else {
+    sparse_.emplace(id, index);
+  }
+  return true;
+}
+
+size_t SpanIndex::find(uint64_t id) const {
+  if (id < dense_.size()) {
+    if (dense_[id] != 0) return dense_[id] - 1;
+  }
+  if (sparse_.empty()) return SIZE_MAX;
+  const auto it = sparse_.find(id);
+  return it == sparse_.end() ? SIZE_MAX : it->second;
+}
+
+namespace {
 // Orders span indices by start time, ties by id.
 void sort_by_start(const Trace& t, std::vector<size_t>& indices) {
   std::stable_sort(indices.begin(), indices.end(), [&](size_t a, size_t b) {
@@ -209,12 +239,13 @@ std::string name_of(const Span& s) { return "span " + std::to_string(s.id) + " \
 
 std::string check_structure(const Trace& t) {
   std::vector<std::string> problems;
-  std::unordered_map<uint64_t, size_t> by_id;
+  SpanIndex by_id;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
     if (s.id == 0) problems.push_back(name_of(s) + ": id must be > 0");
-    if (!by_id.emplace(s.id, i).second) {
-      problems.push_back(name_of(s) + ": duplicate id (also used by \"" + printable(t.spans[by_id[s.id]].name) + "\")");
+    if (!by_id.add(s.id, i)) {
+      problems.push_back(name_of(s) + ": duplicate id (also used by \"" + printable(t.spans[by_id.find(s.id)].name) +
+                         "\")");
     }
     if (s.end_ns < s.start_ns) {
       problems.push_back(name_of(s) + ": ends before it starts (" + std::to_string(s.start_ns) + " > " +
@@ -227,12 +258,12 @@ std::string check_structure(const Trace& t) {
       problems.push_back(name_of(s) + ": is its own parent");
       continue;
     }
-    const auto it = by_id.find(s.parent);
-    if (it == by_id.end()) {
+    const size_t parent = by_id.find(s.parent);
+    if (parent == SIZE_MAX) {
       problems.push_back(name_of(s) + ": parent " + std::to_string(s.parent) + " does not exist");
       continue;
     }
-    const Span& p = t.spans[it->second];
+    const Span& p = t.spans[parent];
     if (p.thread != s.thread) {
       problems.push_back(name_of(s) + ": on thread " + std::to_string(s.thread) + " but its parent " + name_of(p) +
                          " is on thread " + std::to_string(p.thread));
@@ -256,9 +287,9 @@ std::string check_structure(const Trace& t) {
       state[j] = 1;
       walk.push_back(j);
       const Span& s = t.spans[j];
-      const auto it = (s.parent == 0 || s.parent == s.id) ? by_id.end() : by_id.find(s.parent);
-      if (it == by_id.end()) break;
-      j = it->second;
+      const size_t parent = (s.parent == 0 || s.parent == s.id) ? SIZE_MAX : by_id.find(s.parent);
+      if (parent == SIZE_MAX) break;
+      j = parent;
     }
     for (size_t k : walk) state[k] = 2;
   }

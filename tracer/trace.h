@@ -11,6 +11,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -68,6 +69,24 @@ struct Trace {
 };
 
 // [SECTION] Queries -----------------------------------------------------------
+
+// Finds a span's index from its id in O(1). descent numbers the spans of a
+// recording 1, 2, 3, ..., so ids below a bound proportional to the spans
+// added go in a table; any other id (a loaded file may use any) goes in a
+// hash map. The table never grows past 4 entries a span plus 65536.
+class SpanIndex {
+ public:
+  SpanIndex() = default;
+  explicit SpanIndex(const Trace& t);       // every span of t; ids assumed unique (the first one wins)
+  bool add(uint64_t id, size_t index);      // false when the id is there already
+  size_t find(uint64_t id) const;           // the index, or SIZE_MAX when absent
+  size_t size() const { return count_; }
+
+ private:
+  std::vector<uint32_t> dense_;             // id -> index + 1; 0 for none
+  std::unordered_map<uint64_t, size_t> sparse_;
+  size_t count_ = 0;
+};
 
 // Indices of the children of `parent_id` (0: the roots), in start order.
 std::vector<size_t> children_of(const Trace& t, uint64_t parent_id);

@@ -128,7 +128,13 @@ struct App {
 
 // Shows `l` (resets the playback and the timeline view to the new call).
 void show_loaded(App& app, Loaded l);
-// Opens a trace file (descent's format or Chrome JSON); false with a banner on failure.
+// Reads a trace file (descent's format or Chrome JSON) and checks that its
+// spans form a tree; nullptr with `error` set otherwise. Touches no App, so
+// it can run on another thread.
+std::shared_ptr<const trace::Trace> read_trace_file(const std::string& path, std::string& error);
+// Shows a trace read by read_trace_file.
+void show_trace_file(App& app, const std::string& path, std::shared_ptr<const trace::Trace> t);
+// Both: false with a banner on failure.
 bool open_trace_file(App& app, const std::string& path);
 bool open_compare_file(App& app, const std::string& path);
 // The app's state as JSON: step, token floor, span, floors, panels.

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <future>
 #include <vector>
 
 #include "floors/core/log.h"
@@ -228,6 +229,13 @@ int run(int argc, char** argv) {
   if (o.panel == "compare") app.right_tab = RightTab::Compare;
   app.tab_request = true;
 
+  // A trace file is read on a second thread while the window and Python start.
+  std::string read_error;
+  std::future<std::shared_ptr<const trace::Trace>> reading;
+  if (!o.trace_file.empty()) {
+    reading = std::async(std::launch::async, [&] { return read_trace_file(o.trace_file, read_error); });
+  }
+
   glfwSetErrorCallback(glfw_error);
   if (!glfwInit()) {
     std::fprintf(stderr,
@@ -268,20 +276,23 @@ int run(int argc, char** argv) {
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   // The call on screen: the code (the sample by default), or a trace file.
-  if (!python_start(error)) {
-    app.banner = "Python could not start, so no code can run (traces still open): " + error;
-    app.loaded.trace = std::make_shared<trace::Trace>();
-    show_loaded(app, std::move(app.loaded));
-  } else if (!o.trace_file.empty()) {
-    if (!open_trace_file(app, o.trace_file)) {
-      Loaded empty;
-      empty.trace = std::make_shared<trace::Trace>();
-      empty.label = "(nothing open)";
-      show_loaded(app, std::move(empty));
+  const bool python_ok = python_start(error);
+  if (!python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + error;
+  if (reading.valid()) {
+    if (auto t = reading.get()) {
+      show_trace_file(app, o.trace_file, std::move(t));
+    } else {
+      app.banner = read_error;
     }
-  } else {
+  } else if (python_ok) {
     show_loaded(app, python_run(o.code.empty() ? kSampleCode : o.code, o.repeat));
     if (!app.loaded.error.empty()) app.console.push_back({ConsoleLine::Error, app.loaded.error});
+  }
+  if (!app.loaded.trace) {  // nothing to show: an empty building, and the banner says why
+    Loaded empty;
+    empty.trace = std::make_shared<trace::Trace>();
+    empty.label = "(nothing open)";
+    show_loaded(app, std::move(empty));
   }
   if (!app.loaded.output.empty()) app.console.push_back({ConsoleLine::Output, app.loaded.output});
   if (!o.compare_file.empty()) open_compare_file(app, o.compare_file);

@@ -27,38 +27,37 @@ void show_loaded(App& app, Loaded l) {
   }
 }
 
-namespace {
-
-// Loads a trace file of either format; false with the banner saying why.
-bool load_file(App& app, const std::string& path, std::shared_ptr<const trace::Trace>& out) {
+std::shared_ptr<const trace::Trace> read_trace_file(const std::string& path, std::string& error) {
   try {
     auto t = std::make_shared<trace::Trace>(trace::load_any(path));
     const std::string problems = trace::check_structure(*t);
     if (!problems.empty()) {
-      app.banner = "Cannot show " + path + ": its spans do not form a tree:\n" + problems;
-      return false;
+      error = "Cannot show " + path + ": its spans do not form a tree:\n" + problems;
+      return nullptr;
     }
-    out = std::move(t);
-    return true;
+    return t;
   } catch (const std::exception& e) {
-    app.banner = std::string("Cannot open the trace: ") + e.what();
-    return false;
+    error = std::string("Cannot open the trace: ") + e.what();
+    return nullptr;
   }
 }
 
-}  // namespace
-
-bool open_trace_file(App& app, const std::string& path) {
+void show_trace_file(App& app, const std::string& path, std::shared_ptr<const trace::Trace> t) {
   Loaded l;
-  if (!load_file(app, path, l.trace)) return false;
+  l.trace = std::move(t);
   l.label = path;
   show_loaded(app, std::move(l));
-  return true;
+}
+
+bool open_trace_file(App& app, const std::string& path) {
+  auto t = read_trace_file(path, app.banner);
+  if (t) show_trace_file(app, path, std::move(t));
+  return t != nullptr;
 }
 
 bool open_compare_file(App& app, const std::string& path) {
-  std::shared_ptr<const trace::Trace> t;
-  if (!load_file(app, path, t)) return false;
+  std::shared_ptr<const trace::Trace> t = read_trace_file(path, app.banner);
+  if (!t) return false;
   app.compare = std::move(t);
   app.compare_label = path;
   app.right_tab = RightTab::Compare;

@@ -19,12 +19,10 @@ uint32_t story_thread(const trace::Trace& t) {
   return 0;
 }
 
-void sort_by_start(const trace::Trace& t, std::vector<size_t>& v) {
-  std::stable_sort(v.begin(), v.end(), [&](size_t a, size_t b) {
-    const trace::Span& x = t.spans[a];
-    const trace::Span& y = t.spans[b];
-    return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.id < y.id;
-  });
+bool starts_before(const trace::Trace& t, size_t a, size_t b) {
+  const trace::Span& x = t.spans[a];
+  const trace::Span& y = t.spans[b];
+  return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.id < y.id;
 }
 
 }  // namespace
@@ -42,34 +40,44 @@ Story build_story(const trace::Trace& t) {
   s.parent_index.assign(n, SIZE_MAX);
   s.self_ns.assign(n, 0);
   s.depth.assign(n, 0);
-  s.children.assign(n, {});
   s.down_step.assign(n, SIZE_MAX);
   s.up_step.assign(n, SIZE_MAX);
+  s.child_pos.assign(n, 0);
+  s.child_begin.assign(n + 1, 0);
   if (n == 0) return s;
   s.thread = story_thread(t);
 
-  std::unordered_map<uint64_t, size_t> by_id;
-  by_id.reserve(n);
-  for (size_t i = 0; i < n; ++i) by_id.emplace(t.spans[i].id, i);
+  const trace::SpanIndex by_id(t);
   for (size_t i = 0; i < n; ++i) {
     const trace::Span& sp = t.spans[i];
     s.self_ns[i] = sp.duration_ns();
-    auto it = sp.parent != 0 ? by_id.find(sp.parent) : by_id.end();
-    if (it != by_id.end()) {
-      s.parent_index[i] = it->second;
-      s.children[it->second].push_back(i);
+    s.floor_anywhere[building_floor(sp.floor)] = true;
+    const size_t p = sp.parent != 0 && sp.parent != sp.id ? by_id.find(sp.parent) : SIZE_MAX;
+    if (p != SIZE_MAX) {
+      s.parent_index[i] = p;
+      s.self_ns[p] -= sp.duration_ns();
+      ++s.child_begin[p + 1];
     } else if (sp.thread == s.thread) {
       s.roots.push_back(i);
     }
   }
-  s.child_pos.assign(n, 0);
+  // Children as one flat list (one allocation, not one per span).
+  for (size_t i = 0; i < n; ++i) s.child_begin[i + 1] += s.child_begin[i];
+  s.child_list.resize(s.child_begin[n]);
+  std::vector<size_t> fill(s.child_begin.begin(), s.child_begin.end() - 1);
   for (size_t i = 0; i < n; ++i) {
-    if (s.parent_index[i] != SIZE_MAX) s.self_ns[s.parent_index[i]] -= t.spans[i].duration_ns();
-    sort_by_start(t, s.children[i]);
-    for (size_t k = 0; k < s.children[i].size(); ++k) s.child_pos[s.children[i][k]] = static_cast<uint32_t>(k);
-    s.floor_anywhere[building_floor(t.spans[i].floor)] = true;
+    if (s.parent_index[i] != SIZE_MAX) s.child_list[fill[s.parent_index[i]]++] = i;
   }
-  sort_by_start(t, s.roots);
+  for (size_t i = 0; i < n; ++i) {
+    auto* first = s.child_list.data() + s.child_begin[i];
+    auto* last = s.child_list.data() + s.child_begin[i + 1];
+    // Spans are stored by (thread, start, id), so children usually come in order already.
+    if (!std::is_sorted(first, last, [&](size_t a, size_t b) { return starts_before(t, a, b); })) {
+      std::stable_sort(first, last, [&](size_t a, size_t b) { return starts_before(t, a, b); });
+    }
+    for (auto* c = first; c != last; ++c) s.child_pos[*c] = static_cast<uint32_t>(c - first);
+  }
+  std::stable_sort(s.roots.begin(), s.roots.end(), [&](size_t a, size_t b) { return starts_before(t, a, b); });
 
   // Depth-first walk of each root on the told thread, iteratively (a loaded
   // file may nest deeper than the C++ stack could recurse).
@@ -78,14 +86,15 @@ Story build_story(const trace::Trace& t) {
     size_t next_child;
   };
   std::vector<Frame> stack;
+  s.steps.reserve(2 * n);
   for (size_t root : s.roots) {
     stack.push_back({root, 0});
     s.down_step[root] = s.steps.size();
     s.steps.push_back({root, true, t.spans[root].start_ns});
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (f.next_child < s.children[f.span].size()) {
-        const size_t c = s.children[f.span][f.next_child++];
+      if (f.next_child < s.children(f.span).size()) {
+        const size_t c = s.children(f.span)[f.next_child++];
         s.depth[c] = static_cast<int>(stack.size());
         s.down_step[c] = s.steps.size();
         s.steps.push_back({c, true, t.spans[c].start_ns});
@@ -244,11 +253,11 @@ Timing timing_of(const Story& s, size_t span) {
     size_t at = s.roots[line[k]];
     bool found = true;
     for (size_t pos : path) {
-      if (pos >= s.children[at].size()) {
+      if (pos >= s.children(at).size()) {
         found = false;
         break;
       }
-      at = s.children[at][pos];
+      at = s.children(at)[pos];
     }
     if (!found || s.trace->spans[at].name != s.trace->spans[span].name) continue;
     if (k == 0) {

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,11 @@ struct Story {
   std::vector<size_t> parent_index;      // per span: index of its parent span, SIZE_MAX for a root
   std::vector<int64_t> self_ns;          // per span: its time minus its children's
   std::vector<int> depth;                // per span: 0 for a root
-  std::vector<std::vector<size_t>> children;  // per span: indices of its children, in start order
+  // Per span: its children, in start order: child_list[child_begin[i] .. child_begin[i + 1]).
+  std::vector<size_t> child_begin, child_list;
+  std::span<const size_t> children(size_t i) const {
+    return {child_list.data() + child_begin[i], child_begin[i + 1] - child_begin[i]};
+  }
   std::vector<size_t> roots;             // indices of the root spans of `thread`, in start order
   std::vector<size_t> down_step;         // per span: its step going down (SIZE_MAX: not told)
   std::vector<size_t> up_step;           // per span: its step coming up
