@@ -83,7 +83,12 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
   const float line_h = ImGui::GetTextLineHeight();
   const float roof = std::max(kRoofPx, line_h * 1.6f);
   const float band_h = (avail.y - roof) / kBuildingFloors;
-  const float label_w = avail.x * kLabelWidth, shaft_w = avail.x * kShaftWidth;
+  // The label column fits the longest floor name in the current font.
+  float label_w = avail.x * kLabelWidth;
+  for (int f = 1; f <= kBuildingFloors; ++f) {
+    label_w = std::max(label_w, ImGui::CalcTextSize(floor_title(f)).x + ImGui::CalcTextSize("8  ").x + 28);
+  }
+  const float shaft_w = avail.x * kShaftWidth;
   const float x_shaft = o.x + label_w, x_text = x_shaft + shaft_w + 10, x_end = o.x + avail.x;
 
   // The roof: the line of Python being told, and its result once back up.

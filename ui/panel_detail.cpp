@@ -68,7 +68,9 @@ void draw_detail(App& app) {
                 duration_text(t.cold_inclusive_ns).c_str());
   }
   if (app.trace().span_cost_ns > 0) {
-    ImGui::TextDisabled("includes the tracer's own cost, about %.0f ns per span", app.trace().span_cost_ns);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("includes the tracer's own cost, about %.0f ns per span", app.trace().span_cost_ns);
+    ImGui::PopStyleColor();
   }
   if (!app.presenter && !sp.args.empty() &&
       ImGui::BeginTable("##args", 2, ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {

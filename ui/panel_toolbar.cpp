@@ -142,7 +142,10 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
     ImGui::SameLine();
     if (ImGui::Button("+")) app.play.faster();
     ImGui::SameLine();
-    if (ImGui::Button(app.play.pace == Pace::Teaching ? "teaching pace" : "real time x1e-6")) {
+    char pace[48];
+    std::snprintf(pace, sizeof pace, app.play.pace == Pace::Teaching ? "teaching pace" : "real time, 1 us = %.1f s",
+                  kRealTimeSecondsPerUs);
+    if (ImGui::Button(pace)) {
       app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
     }
     ImGui::SameLine();
@@ -154,15 +157,20 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
       app.timeline_follow = true;
     }
     ImGui::SameLine();
+    const float keys_w = ImGui::CalcTextSize("Keys").x + 2 * ImGui::GetStyle().FramePadding.x;
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    const float text_end = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - keys_w - 16;
+    ImGui::PushClipRect(at, ImVec2(text_end, at.y + ImGui::GetFrameHeight()), true);
     if (app.has_steps()) {
       const Step& st = s.steps[app.step()];
       const trace::Span& sp = app.trace().spans[st.span];
-      ImGui::Text("%zu / %zu  %s %s  (floor %d)", app.step() + 1, s.steps.size(), st.down ? "down into" : "up from",
-                  sp.name.c_str(), token_floor(s, app.step()));
+      ImGui::Text("%zu / %zu  floor %d, %s %s", app.step() + 1, s.steps.size(), token_floor(s, app.step()),
+                  st.down ? "down into" : "up from", sp.name.c_str());
     } else {
       ImGui::TextDisabled("no steps: the trace is empty");
     }
-    ImGui::SameLine(ImGui::GetWindowWidth() - 80);
+    ImGui::PopClipRect();
+    ImGui::SameLine(ImGui::GetWindowWidth() - keys_w - 10);
     if (ImGui::Button("Keys")) app.show_help = !app.show_help;
     file_popup(app, action);
   }

@@ -163,6 +163,12 @@ namespace {
 // Why a call never reaches floor `f`, in a sentence a learner can check.
 std::string skip_reason(const Story& s, int f) {
   const bool anywhere = s.floor_anywhere[f];  // does any call of the trace reach this floor?
+  const auto format = s.trace->metadata.find("source.format");
+  if (format != s.trace->metadata.end() && format->second == "kineto") {
+    return anywhere ? "PyTorch's profiler recorded nothing on this floor for this call"
+                    : "PyTorch's profiler records no event on this floor (it has no span for its binding, its "
+                      "key-set computation, or CPU allocations unless asked)";
+  }
   switch (f) {
     case 1: return "no Python code of descent ran for this call";
     case 2: return "the call never crossed into C++ (descent._C)";
@@ -174,9 +180,8 @@ std::string skip_reason(const Story& s, int f) {
     case 6: return "nothing was allocated: the call made no new memory";
     case 7:
     case 8:
-      return anywhere ? "this call ran on the CPU: its kernel ran at floor 5, nothing was queued or launched"
-                      : "CPU tensors stop at floor 5: the kernel runs synchronously on the calling thread, "
-                        "with no stream queue and no launch";
+      return anywhere ? "this call ran on the CPU: nothing was queued or launched"
+                      : "CPU tensors stop at floor 5: the kernel ran on the calling thread";
     default: return "not reached";
   }
 }

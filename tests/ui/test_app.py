@@ -306,3 +306,11 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
             app.wait(timeout=10)
         except subprocess.TimeoutExpired:
             app.kill()
+
+
+def test_repeat_shows_warm_medians(tmp_path):
+    """Note [Warm medians]: with --repeat 4 the floors show the median of the
+    three warm calls, the first (cold) call apart."""
+    state, _, _ = run_app(tmp_path, "--code", SAMPLE, "--repeat", "4", "--step", "3")
+    assert state["span"]["warm_samples"] == 3
+    assert state["trace_spans"] % 4 == 0
