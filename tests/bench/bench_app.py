@@ -1,0 +1,80 @@
+"""The app's speed under Xvfb with Mesa's software renderer (llvmpipe).
+
+    python3 tests/bench/bench_app.py --build build [--runs 3]
+
+Measures, each as the median over --runs separate processes:
+- the median frame while the token plays through a ~200-span trace, redrawing
+  only what changed (the default where the back buffer is kept) and redrawing
+  every frame whole, at 1600x1000;
+- how long after start the first frame of the sample call is on screen;
+- a 1,000,000-span trace (a DESCENT_TRACE-style loop, saved in descent's
+  format): how long until its first frame, and the median frame while the
+  timeline pans across it.
+Targets (issue 9): 8 ms a frame animating, 1 s to the first frame, 2 s to open
+the 1M-span trace, 16 ms a frame panning it.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+SIZE = "1600x1000"
+
+
+def app_run(build, *args):
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", os.path.join(build, "descent-app"), "--size", SIZE, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
+    m = re.search(r"first frame ([\d.]+) s after start\s+median ([\d.]+) ms\s+p90 ([\d.]+) ms", out)
+    if not m:
+        raise RuntimeError(f"no benchmark line in: {out!r}")
+    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+
+def save_trace(build, code, path):
+    subprocess.run([os.path.join(build, "descent"), "trace", code, "--save", path], check=True,
+                   stdout=subprocess.DEVNULL, env=dict(os.environ, DESCENT_TRACE_MAX_SPANS="4000000"))
+    spans = subprocess.run([sys.executable, "-c", f"import descent; print(len(descent._C._load_trace({path!r}).spans()))"],
+                           capture_output=True, text=True, check=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(build, "python"))).stdout.strip()
+    return int(spans)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default="build")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="descent-bench-app-")
+    small = os.path.join(tmp, "small.descent")
+    big = os.path.join(tmp, "big.descent")
+    n_small = save_trace(args.build, "x = descent.randn(32, 32)\nfor i in range(20): y = (x @ x).relu().sum()", small)
+    n_big = save_trace(args.build, "x = descent.ones(2, 2)\nfor i in range(111111): x + 1", big)
+    rows = []
+
+    def measure(label, target, pick, *app_args):
+        values = [pick(app_run(args.build, *app_args)) for _ in range(args.runs)]
+        rows.append((label, statistics.median(values), min(values), max(values), target))
+
+    measure(f"median frame, animating a {n_small}-span trace (redraw what changed)", "≤ 8 ms", lambda r: r[1],
+            "--trace", small, "--bench-frames", "300")
+    measure(f"median frame, animating a {n_small}-span trace (every frame whole)", "", lambda r: r[1],
+            "--trace", small, "--bench-frames", "300", "--redraw", "full")
+    measure("first frame of the sample call, after start (s)", "≤ 1 s", lambda r: r[0], "--bench-frames", "10")
+    measure(f"{n_big}-span trace: first frame after start (s)", "≤ 2 s", lambda r: r[0],
+            "--trace", big, "--bench-frames", "200", "--bench-pan")
+    measure(f"{n_big}-span trace: median frame panning the timeline", "≤ 16 ms", lambda r: r[1],
+            "--trace", big, "--bench-frames", "200", "--bench-pan")
+    measure(f"{n_big}-span trace: median frame panning, every frame whole", "", lambda r: r[1],
+            "--trace", big, "--bench-frames", "200", "--bench-pan", "--redraw", "full")
+    print(f"| what | median of {args.runs} runs | min | max | target |")
+    print("|---|---|---|---|---|")
+    for label, med, lo, hi, target in rows:
+        unit = "s" if "(s)" in label else "ms"
+        print(f"| {label.replace(' (s)', '')} | {med:.3g} {unit} | {lo:.3g} | {hi:.3g} | {target} |")
+
+
+if __name__ == "__main__":
+    main()
