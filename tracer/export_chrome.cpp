@@ -8,8 +8,13 @@
 // duration in microseconds, its floor and its source site ("src": "file:line")
 // among its args; "M" events name the process and the threads; a
 // flow becomes a pair of flow events ("s", "f") that Perfetto draws as an
-// arrow. from_chrome_json() (load_chrome.cpp) reads it all back. The
-// format is described in Google's "Trace Event Format" document.
+// arrow. Thread ids ("tid") are the Trace's thread numbers plus one: as in
+// the files of other tools, they start at 1 (some viewers treat tid 0 as
+// "no thread"). descent's own data (span_cost_ns, "tracer.clock", the other
+// metadata) goes in a top-level "otherData" object, where Kineto and
+// Perfetto keep a trace's extra data. from_chrome_json() (load_chrome.cpp)
+// reads it all back. The format is described in Google's "Trace Event
+// Format" document.
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
@@ -25,6 +30,9 @@ namespace descent::trace {
 namespace {
 
 constexpr int kPid = 1;  // one process: descent
+constexpr uint32_t kFirstTid = 1;  // "tid" of the Trace's thread 0
+
+std::string tid_of(uint32_t thread) { return std::to_string(uint64_t{thread} + kFirstTid); }
 
 // [SECTION] JSON writing helpers -----------------------------------------------
 
@@ -124,7 +132,7 @@ void append_span_event(std::string& out, const Span& s) {
   append_us(out, s.start_ns);
   out += ",\"dur\":";
   append_us(out, s.duration_ns());
-  out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(s.thread) + ",\"args\":{";
+  out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + tid_of(s.thread) + ",\"args\":{";
   bool has_floor_arg = false;
   bool has_src_arg = false;
   for (size_t k = 0; k < s.args.size(); ++k) {
@@ -149,10 +157,13 @@ void append_span_event(std::string& out, const Span& s) {
   out += "}}";
 }
 
-void append_name_event(std::string& out, const char* what, uint32_t tid, const std::string& name) {
+// A process name (thread: none) or a thread's name.
+void append_name_event(std::string& out, const char* what, const uint32_t* thread, const std::string& name) {
   out += "{\"name\":\"";
   out += what;
-  out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":";
+  out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid);
+  if (thread != nullptr) out += ",\"tid\":" + tid_of(*thread);
+  out += ",\"args\":{\"name\":";
   append_string(out, name);
   out += "}}";
 }
@@ -171,7 +182,7 @@ void append_flow_events(std::string& out, const Flow& f, uint64_t number, const 
     out += phase;
     out += "\",\"id\":" + std::to_string(number) + ",\"ts\":";
     append_us(out, s.start_ns);
-    out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + std::to_string(s.thread);
+    out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + tid_of(s.thread);
     if (phase[0] == 'f') out += ",\"bp\":\"e\"";
     out += ",\"args\":{\"span\":" + std::to_string(index) + "}}";
   };
@@ -185,14 +196,14 @@ void append_flow_events(std::string& out, const Flow& f, uint64_t number, const 
 
 std::string to_chrome_json(const Trace& t) {
   std::string out = "{\"traceEvents\":[\n";
-  append_name_event(out, "process_name", 0, "descent");
+  append_name_event(out, "process_name", nullptr, "descent");
   std::set<uint32_t> threads;
   for (const Span& s : t.spans) threads.insert(s.thread);
   for (uint32_t tid : threads) {
     // A "thread.N" metadata entry, when present, names thread N.
     const auto it = t.metadata.find("thread." + std::to_string(tid));
     out += ",\n";
-    append_name_event(out, "thread_name", tid, it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
+    append_name_event(out, "thread_name", &tid, it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
   }
   for (const Span& s : t.spans) {
     out += ",\n";
@@ -208,7 +219,7 @@ std::string to_chrome_json(const Trace& t) {
       append_flow_events(out, t.flows[k], k + 1, t.spans[from->second], from->second, t.spans[to->second], to->second);
     }
   }
-  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{";
+  out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
   out += "\"span_cost_ns\":";
   append_value(out, t.span_cost_ns);
   for (const auto& [key, value] : t.metadata) {

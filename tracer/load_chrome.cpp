@@ -252,8 +252,17 @@ class Loader {
       if (!events->is_array()) {
         err_.file(std::string("\"traceEvents\" is ") + json::type_name(events->type()) + ", expected an array of events");
       }
-      const Value* meta = root.find("metadata");
-      descent_ = meta && meta->is_object() && meta->find("span_cost_ns") != nullptr;
+      // descent's own export: its data in "otherData" (tids from 1), or, in
+      // files written before that, in "metadata" (tids from 0).
+      for (const char* key : {"otherData", "metadata"}) {
+        const Value* meta = root.find(key);
+        if (meta && meta->is_object() && meta->find("span_cost_ns") != nullptr) {
+          descent_ = true;
+          descent_data_ = meta;
+          first_tid_ = std::string_view(key) == "otherData" ? 1 : 0;
+          break;
+        }
+      }
     } else if (!root.is_array()) {
       err_.file(std::string("the top level is ") + json::type_name(root.type()) +
                 ": expected an object with \"traceEvents\" or an array of events");
@@ -360,10 +369,11 @@ class Loader {
     for (const bool device : {false, true}) {
       for (Row& r : rows_) {
         if (r.device != device) continue;
-        uint32_t tid = 0;
+        uint64_t tid = 0;
         const auto res = std::from_chars(r.tid.data(), r.tid.data() + r.tid.size(), tid);
-        const bool numeric = res.ec == std::errc() && res.ptr == r.tid.data() + r.tid.size();
-        r.thread = descent_ && numeric ? tid : next++;
+        const bool numeric = res.ec == std::errc() && res.ptr == r.tid.data() + r.tid.size() && tid >= first_tid_ &&
+                             tid - first_tid_ <= UINT32_MAX;
+        r.thread = descent_ && numeric ? static_cast<uint32_t>(tid - first_tid_) : next++;
       }
     }
   }
@@ -515,7 +525,7 @@ class Loader {
   void fill_metadata(Trace& t, const Value& root) {
     auto& m = t.metadata;
     if (descent_) {
-      const Value& meta = *root.find("metadata");
+      const Value& meta = *descent_data_;
       for (size_t k = 0; k < meta.size(); ++k) {
         const Value& v = meta.value(k);
         if (meta.key(k) != "span_cost_ns") {
@@ -580,6 +590,8 @@ class Loader {
   json::Document doc_;
   Errors err_;
   bool descent_ = false;                 // written by to_chrome_json()
+  const Value* descent_data_ = nullptr;  // its "otherData" (or, in older files, "metadata")
+  uint64_t first_tid_ = 0;               // the tid of its thread 0: 1, or 0 in older files
   std::vector<RawSpan> spans_;
   std::vector<Row> rows_;
   std::unordered_map<std::string, uint32_t> row_index_;  // "c" or "d", pid, '\x1f', tid -> rows_

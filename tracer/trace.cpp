@@ -3,12 +3,14 @@
 // [SECTION] Queries
 // [SECTION] Formatting helpers
 // [SECTION] Tree printer
+// [SECTION] Repeated runs
 // [SECTION] Structure check
 // [SECTION] Files
 #include "tracer/trace.h"
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -228,6 +230,195 @@ std::string format_tree(const Trace& t) {
   }
   const auto unreached = static_cast<size_t>(std::count(visited.begin(), visited.end(), false));
   if (unreached > 0) out += "(" + std::to_string(unreached) + " spans not reachable from a root: parent cycle)\n";
+  return out;
+}
+
+// [SECTION] Repeated runs ---------------------------------------------------------------
+
+namespace {
+
+// Children of every span by index, in start order; roots (no parent, or one
+// missing or itself) in `roots`, in start order.
+struct Tree {
+  std::vector<std::vector<size_t>> children;
+  std::vector<size_t> roots;
+};
+
+Tree tree_of(const Trace& t) {
+  Tree tree;
+  tree.children.resize(t.spans.size());
+  const SpanIndex index(t);
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    const Span& s = t.spans[i];
+    const size_t p = s.parent == 0 || s.parent == s.id ? SIZE_MAX : index.find(s.parent);
+    if (p == SIZE_MAX) tree.roots.push_back(i);
+    else tree.children[p].push_back(i);
+  }
+  sort_by_start(t, tree.roots);
+  for (auto& list : tree.children) sort_by_start(t, list);
+  return tree;
+}
+
+int64_t median(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : v[m - 1] + (v[m] - v[m - 1]) / 2;
+}
+
+// The roots of the code's thread (the thread of the earliest root), split
+// into `runs` runs; std::invalid_argument when they do not split evenly.
+std::vector<size_t> code_roots(const Trace& t, const Tree& tree, size_t runs) {
+  if (runs < 1) throw std::invalid_argument("warm medians: runs must be at least 1, got " + std::to_string(runs));
+  std::vector<size_t> roots;
+  if (!tree.roots.empty()) {
+    const uint32_t thread = t.spans[tree.roots.front()].thread;
+    for (size_t r : tree.roots) {
+      if (t.spans[r].thread == thread) roots.push_back(r);
+    }
+  }
+  if (roots.empty() || roots.size() % runs != 0) {
+    throw std::invalid_argument("warm medians: the code's thread has " + std::to_string(roots.size()) +
+                                " top-level spans, which do not split into " + std::to_string(runs) + " equal runs");
+  }
+  return roots;
+}
+
+// warm_medians on a tree already built; also returns the last run's spans
+// with their depths, depth-first (for the printer).
+std::vector<WarmTime> warm_medians_of(const Trace& t, const Tree& tree, size_t runs,
+                                      std::vector<std::pair<size_t, size_t>>* last_run) {
+  const std::vector<size_t> roots = code_roots(t, tree, runs);
+  const std::vector<int64_t> corrected = corrected_durations(t);
+  const size_t per_run = roots.size() / runs;
+  std::vector<WarmTime> out(t.spans.size());
+  // Depth-first over the last run, carrying each span's match in every run
+  // (SIZE_MAX: none). No recursion: a fuzzed trace may be very deep.
+  struct Item {
+    std::vector<size_t> match;  // match[r]: the span at the same place in run r
+    size_t depth;
+  };
+  std::vector<Item> stack;
+  for (size_t j = per_run; j-- > 0;) {
+    Item item{std::vector<size_t>(runs), 0};
+    for (size_t r = 0; r < runs; ++r) item.match[r] = roots[r * per_run + j];
+    stack.push_back(std::move(item));
+  }
+  while (!stack.empty()) {
+    Item item = std::move(stack.back());
+    stack.pop_back();
+    const size_t span = item.match[runs - 1];
+    if (last_run) last_run->push_back({span, item.depth});
+    WarmTime& w = out[span];
+    std::vector<int64_t> warm;
+    for (size_t r = 0; r < runs; ++r) {
+      const size_t m = item.match[r];
+      if (m == SIZE_MAX || t.spans[m].name != t.spans[span].name) {
+        item.match[r] = SIZE_MAX;  // a run that went another way: nothing below matches either
+        continue;
+      }
+      if (r == 0) w.cold_ns = corrected[m];
+      else warm.push_back(corrected[m]);
+    }
+    if (!warm.empty()) {
+      w.warm_ns = median(warm);
+      w.warm_samples = static_cast<int>(warm.size());
+    }
+    const std::vector<size_t>& kids = tree.children[span];
+    for (size_t p = kids.size(); p-- > 0;) {
+      Item child{std::vector<size_t>(runs, SIZE_MAX), item.depth + 1};
+      for (size_t r = 0; r < runs; ++r) {
+        const size_t m = item.match[r];
+        if (m != SIZE_MAX && p < tree.children[m].size()) child.match[r] = tree.children[m][p];
+      }
+      stack.push_back(std::move(child));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> corrected_durations(const Trace& t) {
+  const Tree tree = tree_of(t);
+  // Descendants counted bottom-up over a depth-first order of the forest.
+  std::vector<size_t> order;
+  order.reserve(t.spans.size());
+  std::vector<size_t> stack(tree.roots.rbegin(), tree.roots.rend());
+  std::vector<bool> seen(t.spans.size(), false);
+  while (!stack.empty()) {
+    const size_t i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    order.push_back(i);
+    for (size_t c : tree.children[i]) stack.push_back(c);
+  }
+  std::vector<uint64_t> descendants(t.spans.size(), 0);
+  std::vector<size_t> parent(t.spans.size(), SIZE_MAX);
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    for (size_t c : tree.children[i]) parent[c] = i;
+  }
+  for (size_t k = order.size(); k-- > 0;) {
+    const size_t i = order[k];
+    if (parent[i] != SIZE_MAX) descendants[parent[i]] += 1 + descendants[i];
+  }
+  std::vector<int64_t> out(t.spans.size());
+  const double cost = std::isfinite(t.span_cost_ns) && t.span_cost_ns > 0 ? t.span_cost_ns : 0.0;
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    const double measured = static_cast<double>(t.spans[i].duration_ns());
+    const double taken = cost * static_cast<double>(1 + descendants[i]);
+    out[i] = static_cast<int64_t>(std::llround(std::max(measured - taken, 0.0)));
+  }
+  return out;
+}
+
+std::vector<WarmTime> warm_medians(const Trace& t, size_t runs) {
+  return warm_medians_of(t, tree_of(t), runs, nullptr);
+}
+
+std::string format_tree_repeated(const Trace& t, size_t runs) {
+  const Tree tree = tree_of(t);
+  std::vector<std::pair<size_t, size_t>> last_run;  // (span, depth), depth-first
+  const std::vector<WarmTime> times = warm_medians_of(t, tree, runs, &last_run);
+  std::vector<std::string> lefts;
+  size_t column = 0;
+  for (const auto& [span, depth] : last_run) {
+    std::string indent = depth <= kMaxIndentDepth ? std::string(depth * kIndentPerDepth, ' ')
+                                                  : std::string(kMaxIndentDepth * kIndentPerDepth, ' ') + "(depth " +
+                                                        std::to_string(depth) + ") ";
+    lefts.push_back(indent + describe(t.spans[span]));
+    column = std::max(column, lefts.back().size());
+  }
+  column = std::min(column, kMaxDurationColumn);
+  const auto cell = [](int64_t ns) {
+    const std::string d = ns < 0 ? "-" : format_duration(ns);
+    return std::string(2 + (d.size() < kDurationWidth ? kDurationWidth - d.size() : 0), ' ') + d;
+  };
+  const auto pad = [&](const std::string& left) {
+    return left + std::string(left.size() < column ? column - left.size() : 0, ' ');
+  };
+  const auto title = [](const std::string& s) {
+    return std::string(2 + (s.size() < kDurationWidth ? kDurationWidth - s.size() : 0), ' ') + s;
+  };
+  std::string out = pad("the last of " + std::to_string(runs) + " runs") + title("warm") + title("cold") + "\n";
+  for (size_t k = 0; k < last_run.size(); ++k) {
+    const WarmTime& w = times[last_run[k].first];
+    out += pad(lefts[k]) + cell(w.warm_ns) + cell(w.cold_ns) + "\n";
+  }
+  // Spans of the last run's time on other threads: not in the tree.
+  if (!last_run.empty()) {
+    const std::vector<size_t> roots = code_roots(t, tree, runs);
+    const Span& first = t.spans[roots[roots.size() - roots.size() / runs]];
+    const Span& last = t.spans[roots.back()];
+    size_t others = 0;
+    for (const Span& s : t.spans) {
+      others += s.thread != first.thread && s.start_ns >= first.start_ns && s.start_ns <= last.end_ns;
+    }
+    if (others > 0) {
+      out += "(and " + std::to_string(others) + " spans on other threads during the last run, e.g. parallel_for's "
+             "chunks: not in this tree; the trace and its Chrome export have them)\n";
+    }
+  }
   return out;
 }
 

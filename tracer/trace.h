@@ -101,6 +101,49 @@ std::string format_duration(int64_t ns);
 //       [3 dispatch ] add  keyset=CPU kernel=CPU           0.4 us
 std::string format_tree(const Trace& t);
 
+// Note [Warm medians]
+// ~~~~~~~~~~~~~~~~~~~
+// The first call of a line is not what the line costs: it pays for cold
+// caches and branch predictors, first-touch page faults, sites and strings
+// registered on first use. `descent trace --repeat N` (tracing.run(code,
+// repeat=N)) runs the code N times in one recording, so the roots of the
+// code's thread (the one whose root starts first) are N runs of its
+// statements, in order. A span of the last run is matched in every earlier
+// run by its place: the same statement, the same path of child positions
+// from it, the same names along the path (a run that went another way has no
+// match there). Its warm time is the median over runs 2..N of the matching
+// spans; its cold time is run 1's. The app's building (ui/story.cpp) matches
+// spans the same way.
+//
+// Both have the tracer's own cost taken out, which a span pays for itself and
+// for every span recorded inside it on its thread: corrected = measured -
+// span_cost_ns * (1 + descendants), floored at 0. span_cost_ns is measured at
+// start() on a hot loop (Trace::span_cost_ns), so this is an estimate: for a
+// warm call it brings the traced time close to the untraced one
+// (tests/bench/bench.py measures how close).
+
+// Durations with the tracer's cost taken out, one per span of t.spans (Note [Warm medians]).
+std::vector<int64_t> corrected_durations(const Trace& t);
+
+// A span of the last run, timed over the runs (Note [Warm medians]).
+struct WarmTime {
+  int64_t warm_ns = -1;   // median of the corrected durations of the warm runs' matches; -1 when none matched
+  int64_t cold_ns = -1;   // the first run's match, corrected; -1 when it has none
+  int warm_samples = 0;   // warm runs that had a match
+};
+
+// One entry per span of t.spans; only spans of the last of `runs` runs on the
+// code's thread are filled (the others keep -1s). std::invalid_argument when
+// runs < 1 or that thread's roots do not split into `runs` equal runs (the
+// code raised part way through).
+std::vector<WarmTime> warm_medians(const Trace& t, size_t runs);
+
+// The last run's tree, as format_tree prints it, with two time columns: the
+// warm median and the cold first run, both corrected; then a line counting
+// the last run's spans on other threads (parallel_for's chunks), which the
+// tree does not show. Throws as warm_medians does.
+std::string format_tree_repeated(const Trace& t, size_t runs);
+
 // Checks the structure: ids unique, parents exist, children nested in time
 // inside their parent, end >= start. Returns "" when sound, else what is wrong.
 std::string check_structure(const Trace& t);

@@ -7,6 +7,7 @@
 // [SECTION] Interning and floor names
 // [SECTION] Source sites
 // [SECTION] Calibration
+// [SECTION] Flows
 // [SECTION] start and stop
 //
 // See Note [Tracer hot path] in tracer.h. Each thread appends to its own
@@ -39,6 +40,7 @@
 #include "tracer/trace.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <x86intrin.h>
 #endif
 
@@ -67,8 +69,20 @@ constexpr int kCostReps = 5;                                 // median of these
 constexpr uint32_t kSiteCacheEntries = 256;                  // per thread: 4 KiB (Note [Span source sites])
 
 // Bumped by start() and stop(). A buffer whose epoch differs holds an old
-// recording; its owner resets it before recording again.
+// recording; its owner resets it before recording again. Read with acquire
+// order where the reader then trusts what start() set up (the clock, the
+// flow list); bumped with sequentially consistent read-modify-writes.
 std::atomic<uint64_t> g_epoch{0};
+constexpr uint64_t kHandleEpochMask = 0x7fffffff;   // epoch bits a handle keeps (Note [Span handles])
+constexpr int kHandleEpochShift = 32;
+constexpr uint64_t kHandleIndexMask = 0xffffffff;
+
+// The handle bits naming recording `epoch`.
+constexpr SpanHandle handle_tag(uint64_t epoch) {
+  return static_cast<SpanHandle>((epoch & kHandleEpochMask) << kHandleEpochShift);
+}
+constexpr uint32_t handle_index(SpanHandle h) { return static_cast<uint32_t>(static_cast<uint64_t>(h) & kHandleIndexMask); }
+constexpr SpanHandle handle_tag_of(SpanHandle h) { return h & ~static_cast<SpanHandle>(kHandleIndexMask); }
 
 // [SECTION] Clock --------------------------------------------------------------
 
@@ -77,15 +91,50 @@ inline int64_t read_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+// Note [The tracer's clock] in tracer.h. Chosen once, by the first start();
+// until then (and where the counter is not invariant) ticks are steady_clock
+// ns. Relaxed: it changes only before the first recording starts.
+std::atomic<bool> g_tsc{false};
+constexpr const char* kTscClockName = "tsc (invariant)";
+constexpr const char* kSteadyClockName = "steady_clock";
+constexpr unsigned kCpuidPowerLeaf = 0x80000007;    // advanced power management
+constexpr unsigned kInvariantTscBit = 1u << 8;      // its EDX bit 8: the TSC is invariant
+
+inline bool ticks_are_ns() { return !g_tsc.load(std::memory_order_relaxed); }
+
+inline uint64_t read_ticks() {
 #if defined(__x86_64__)
-constexpr bool kTicksAreNs = false;
-constexpr const char* kTickClockName = "rdtsc";
-inline uint64_t read_ticks() { return __rdtsc(); }  // ~20 cycles, not serializing
-#else
-constexpr bool kTicksAreNs = true;
-constexpr const char* kTickClockName = "steady_clock";
-inline uint64_t read_ticks() { return static_cast<uint64_t>(read_ns()); }
+  if (g_tsc.load(std::memory_order_relaxed)) [[likely]] return __rdtsc();  // ~20 cycles, not serializing
 #endif
+  return static_cast<uint64_t>(read_ns());
+}
+
+// Whether the CPU promises an invariant TSC (false off x86-64, and when
+// DESCENT_TRACER_CLOCK=steady_clock asks for the fallback).
+bool invariant_tsc() {
+  const char* env = std::getenv("DESCENT_TRACER_CLOCK");
+  if (env != nullptr && std::string_view(env) == kSteadyClockName) return false;
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0x80000000, nullptr) < kCpuidPowerLeaf) return false;
+  if (!__get_cpuid(kCpuidPowerLeaf, &eax, &ebx, &ecx, &edx)) return false;
+  return (edx & kInvariantTscBit) != 0;
+#else
+  return false;
+#endif
+}
+
+// Picks the clock, once per process (caller holds control_mutex()).
+void choose_clock() {
+  static const bool tsc = [] {
+    const bool v = invariant_tsc();
+    if (!v) log::debug("tracer clock: steady_clock (no invariant TSC, or DESCENT_TRACER_CLOCK=steady_clock)");
+    return v;
+  }();
+  g_tsc.store(tsc, std::memory_order_relaxed);
+}
+
+const char* clock_name() { return ticks_are_ns() ? kSteadyClockName : kTscClockName; }
 
 // The two clocks read at (nearly) the same instant.
 struct ClockPair {
@@ -109,7 +158,7 @@ ClockPair read_pair() {
 }
 
 double ns_per_tick(const ClockPair& a, const ClockPair& b) {
-  if (kTicksAreNs || b.ticks <= a.ticks) return 1.0;
+  if (ticks_are_ns() || b.ticks <= a.ticks) return 1.0;
   return static_cast<double>(b.ns - a.ns) / static_cast<double>(b.ticks - a.ticks);
 }
 
@@ -118,6 +167,7 @@ double ns_per_tick(const ClockPair& a, const ClockPair& b) {
 struct ThreadBuffer {
   // Owner thread only (the hot path reads these; keep them together).
   uint64_t epoch = UINT64_MAX;   // recording the contents belong to
+  SpanHandle tag = kNoSpan;      // handle_tag(epoch): the high bits of this recording's handles
   SpanRecord* cur = nullptr;     // chunk being filled
   uint32_t used = 0;             // records used in `cur`
   uint32_t count = 0;            // records in the buffer = index of the next one
@@ -126,7 +176,7 @@ struct ThreadBuffer {
   ArgRecord* arg_cur = nullptr;  // argument chunk being filled
   uint32_t arg_used = kArgChunkRecords;  // arguments used in `arg_cur` (full: none yet)
   uint64_t arg_count = 0;        // arguments in the buffer (up to kMaxArgs per span: past 2^32)
-  std::vector<int32_t> open = std::vector<int32_t>(kInitialOpenDepth);  // open span indices, innermost last
+  std::vector<SpanHandle> open = std::vector<SpanHandle>(kInitialOpenDepth);  // open spans' handles, innermost last
   struct CachedSite {
     const char* file = nullptr;  // std::source_location's pointer: equal for one file in one object file
     uint32_t line = 0;
@@ -207,6 +257,7 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
     b->dropped = 0;
   }
   b->epoch = epoch;
+  b->tag = handle_tag(epoch);
   b->cur = b->chunks[0].get();
   b->used = b->count = b->depth = 0;
   b->arg_cur = nullptr;
@@ -265,7 +316,7 @@ ThreadBuffer* writable_buffer() {
     if (tl_exited) return nullptr;
     b = register_thread();
   }
-  const uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  const uint64_t epoch = g_epoch.load(std::memory_order_acquire);  // orders against start()/stop()
   if (b->epoch != epoch) reset_buffer(b, epoch);
   if (b->used == kChunkRecords && !next_chunk(b)) return nullptr;
   if (b->depth == b->open.size()) b->open.resize(b->open.size() * 2);
@@ -273,14 +324,14 @@ ThreadBuffer* writable_buffer() {
 }
 
 // Fills the next record (everything but the times) and returns its index.
-inline int32_t append_record(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
-  const auto index = static_cast<int32_t>(b->count);
+inline uint32_t append_record(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
+  const uint32_t index = b->count;
   SpanRecord& r = b->cur[b->used];
   // Warm the cache line of a record a little ahead (integer math: may lie past the chunk).
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(&r) + kPrefetchAheadBytes), 1);
   r.end_ticks = 0;
   r.name = name;
-  r.parent = b->depth > 0 ? b->open[b->depth - 1] : -1;
+  r.parent = b->depth > 0 ? static_cast<int32_t>(handle_index(b->open[b->depth - 1])) : -1;
   r.floor = floor;
   r.nargs = 0;
   r.site = site;
@@ -295,28 +346,30 @@ inline void store_end(SpanRecord& r, uint64_t ticks) {
   std::atomic_ref<uint64_t>(r.end_ticks).store(ticks, std::memory_order_relaxed);
 }
 
-void end_span_slow(ThreadBuffer* b, int32_t index, uint64_t ticks) {
-  if (b == nullptr || index < 0) return;
+void end_span_slow(ThreadBuffer* b, SpanHandle span, uint64_t ticks) {
+  if (b == nullptr || span < 0) return;
   for (uint32_t i = b->depth; i-- > 0;) {  // ended out of order: find it deeper
-    if (b->open[i] != index) continue;
+    if (b->open[i] != span) continue;
     std::copy(b->open.begin() + i + 1, b->open.begin() + b->depth, b->open.begin() + i);
     --b->depth;
-    store_end(record_at(b, static_cast<uint32_t>(index)), ticks);
+    store_end(record_at(b, handle_index(span)), ticks);
     return;
   }
-  // Not open: ended twice, or begun in a recording that has been reset.
+  // Not open: ended twice, or begun in another recording (Note [Span handles]).
 }
 
 // Appends one argument for a span of the calling thread; `set` fills the value.
 template <typename Set>
-void push_arg(int32_t index, const char* key, ArgKind kind, Set set) {
+void push_arg(SpanHandle span, const char* key, ArgKind kind, Set set) {
   ThreadBuffer* b = tl_buffer;
-  if (b == nullptr || index < 0 || static_cast<uint32_t>(index) >= b->count) return;
-  SpanRecord& r = record_at(b, static_cast<uint32_t>(index));
+  if (b == nullptr || span < 0 || handle_tag_of(span) != b->tag) return;  // another recording's span
+  const uint32_t index = handle_index(span);
+  if (index >= b->count) return;
+  SpanRecord& r = record_at(b, index);
   if (r.nargs >= kMaxArgs) return;  // extra args are dropped
   if (b->arg_used == kArgChunkRecords && !next_arg_chunk(b)) return;
   ArgRecord& a = b->arg_cur[b->arg_used++];
-  a.span = static_cast<uint32_t>(index);
+  a.span = index;
   a.kind = kind;
   a.key = key;
   set(a);
@@ -342,19 +395,19 @@ inline uint16_t site_of(ThreadBuffer* b, const std::source_location& where) {
 // The calling thread's buffer ready for one more span, or nullptr (dropped).
 inline ThreadBuffer* buffer_for_span() {
   ThreadBuffer* b = tl_buffer;
-  if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_relaxed) || b->used == kChunkRecords ||
+  if (b == nullptr || b->epoch != g_epoch.load(std::memory_order_acquire) || b->used == kChunkRecords ||
       b->depth == b->open.size()) [[unlikely]] {
     b = writable_buffer();
   }
   return b;
 }
 
-inline int32_t open_span(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
-  const int32_t index = append_record(b, floor, name, site);
-  b->open[b->depth++] = index;
+inline SpanHandle open_span(ThreadBuffer* b, Floor floor, const char* name, uint16_t site) {
+  const SpanHandle span = b->tag | append_record(b, floor, name, site);
+  b->open[b->depth++] = span;
   b->cur[b->used - 1].start_ticks = read_ticks();  // last, so bookkeeping stays outside the span
   publish(b);
-  return index;
+  return span;
 }
 
 }  // namespace
@@ -365,40 +418,41 @@ uint64_t now_ticks() { return read_ticks(); }
 int64_t now_ns() { return read_ns(); }
 
 // noinline: callers in other files pay a call, so calibration does too.
-[[gnu::noinline]] int32_t begin_span(Floor floor, const char* name, uint16_t site) {
-  if (!enabled()) return -1;
+[[gnu::noinline]] SpanHandle begin_span(Floor floor, const char* name, uint16_t site) {
+  if (!enabled()) return kNoSpan;
   ThreadBuffer* b = buffer_for_span();
-  return b == nullptr ? -1 : open_span(b, floor, name, site);
+  return b == nullptr ? kNoSpan : open_span(b, floor, name, site);
 }
 
-[[gnu::noinline]] int32_t begin_span_at(Floor floor, const char* name, std::source_location where) {
-  if (!enabled()) return -1;
+[[gnu::noinline]] SpanHandle begin_span_at(Floor floor, const char* name, std::source_location where) {
+  if (!enabled()) return kNoSpan;
   ThreadBuffer* b = buffer_for_span();
-  return b == nullptr ? -1 : open_span(b, floor, name, site_of(b, where));
+  return b == nullptr ? kNoSpan : open_span(b, floor, name, site_of(b, where));
 }
 
-[[gnu::noinline]] void end_span(int32_t index) {
+[[gnu::noinline]] void end_span(SpanHandle span) {
   const uint64_t ticks = read_ticks();  // first, for the same reason
   ThreadBuffer* b = tl_buffer;
-  if (b != nullptr && b->depth > 0 && b->open[b->depth - 1] == index) [[likely]] {
+  // The whole handle is compared: a span of an earlier recording never matches (Note [Span handles]).
+  if (b != nullptr && b->depth > 0 && b->open[b->depth - 1] == span) [[likely]] {
     --b->depth;
-    store_end(record_at(b, static_cast<uint32_t>(index)), ticks);
+    store_end(record_at(b, handle_index(span)), ticks);
     return;
   }
-  end_span_slow(b, index, ticks);
+  end_span_slow(b, span, ticks);
 }
 
-void add_arg(int32_t index, const char* key, int64_t v) {
-  push_arg(index, key, ArgKind::Int, [&](ArgRecord& a) { a.i = v; });
+void add_arg(SpanHandle span, const char* key, int64_t v) {
+  push_arg(span, key, ArgKind::Int, [&](ArgRecord& a) { a.i = v; });
 }
-void add_arg(int32_t index, const char* key, double v) {
-  push_arg(index, key, ArgKind::Double, [&](ArgRecord& a) { a.d = v; });
+void add_arg(SpanHandle span, const char* key, double v) {
+  push_arg(span, key, ArgKind::Double, [&](ArgRecord& a) { a.d = v; });
 }
-void add_arg(int32_t index, const char* key, bool v) {
-  push_arg(index, key, ArgKind::Bool, [&](ArgRecord& a) { a.b = v; });
+void add_arg(SpanHandle span, const char* key, bool v) {
+  push_arg(span, key, ArgKind::Bool, [&](ArgRecord& a) { a.b = v; });
 }
-void add_arg(int32_t index, const char* key, const char* s) {
-  push_arg(index, key, ArgKind::Str, [&](ArgRecord& a) { a.s = s; });
+void add_arg(SpanHandle span, const char* key, const char* s) {
+  push_arg(span, key, ArgKind::Str, [&](ArgRecord& a) { a.s = s; });
 }
 
 void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64_t end_ns, uint16_t site) {
@@ -533,8 +587,8 @@ double measure_span_cost() {
 
 // The tick -> ns ratio over a short sleep (refined at stop() over the whole recording).
 void calibrate_clock() {
-  g_base = kTicksAreNs ? ClockPair{} : read_pair();  // with ns ticks, the identity
-  if (!kTicksAreNs) std::this_thread::sleep_for(kClockCalibrationTime);
+  g_base = ticks_are_ns() ? ClockPair{} : read_pair();  // with ns ticks, the identity
+  if (!ticks_are_ns()) std::this_thread::sleep_for(kClockCalibrationTime);
   g_ns_per_tick = ns_per_tick(g_base, read_pair());
 }
 
@@ -658,16 +712,87 @@ uint32_t span_limit() {
 
 void set_span_limit(uint64_t spans) { g_span_limit.store(clamp_limit(spans), std::memory_order_relaxed); }
 
+// [SECTION] Flows ------------------------------------------------------------------
+
+namespace {
+
+// One add_flow() call, as recorded (Note [Flows between threads]).
+struct PendingFlow {
+  SpanRef from, to;
+  const char* name;
+};
+struct FlowList {
+  std::mutex mutex;
+  std::vector<PendingFlow> flows;  // this recording's and, until the next start(), older ones
+};
+FlowList& flow_list() {
+  static FlowList* f = new FlowList;  // never destroyed: threads may outlive statics
+  return *f;
+}
+
+void clear_flows() {
+  std::lock_guard lock(flow_list().mutex);
+  flow_list().flows.clear();
+}
+
+// Where one buffer's spans landed in a collected Trace: ids first .. first + count - 1.
+struct BufferIds {
+  const void* buffer;
+  uint64_t first;
+  uint64_t count;
+};
+
+// Appends to t.flows the flows of recording `epoch` whose two spans are both in t.
+void resolve_flows(Trace& t, const std::vector<BufferIds>& ids, uint64_t epoch) {
+  std::vector<PendingFlow> flows;
+  {
+    std::lock_guard lock(flow_list().mutex);
+    flows = flow_list().flows;
+  }
+  if (flows.empty()) return;
+  const SpanHandle tag = handle_tag(epoch);
+  const auto id_of = [&](const SpanRef& r) -> uint64_t {  // 0: not in this recording
+    if (handle_tag_of(r.span) != tag) return 0;
+    for (const BufferIds& b : ids) {
+      if (b.buffer == r.buffer) return handle_index(r.span) < b.count ? b.first + handle_index(r.span) : 0;
+    }
+    return 0;
+  };
+  const SpanIndex index(t);
+  for (const PendingFlow& f : flows) {
+    const uint64_t from = id_of(f.from), to = id_of(f.to);
+    if (from == 0 || to == 0 || index.find(from) == SIZE_MAX || index.find(to) == SIZE_MAX) continue;
+    t.flows.push_back({from, to, f.name ? f.name : ""});
+  }
+}
+
+}  // namespace
+
+SpanRef span_ref(SpanHandle span) { return span < 0 ? SpanRef{} : SpanRef{tl_buffer, span}; }
+
+void add_flow(const SpanRef& from, const SpanRef& to, const char* name) {
+  if (!enabled() || !from.valid() || !to.valid()) return;
+  const SpanHandle tag = handle_tag(g_epoch.load(std::memory_order_acquire));
+  if (handle_tag_of(from.span) != tag || handle_tag_of(to.span) != tag) return;  // another recording's span
+  std::lock_guard lock(flow_list().mutex);
+  try {
+    flow_list().flows.push_back({from, to, name});
+  } catch (const std::bad_alloc&) {  // a missing arrow, never a failed program
+  }
+}
+
 // [SECTION] start and stop ---------------------------------------------------------
 
 void start() {
   std::lock_guard lock(control_mutex());
   g_enabled.store(false);
+  choose_clock();
   drop_exited_buffers();
+  clear_flows();
   g_span_cost_ns.store(measure_span_cost());
   calibrate_clock();
   const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
-  log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", kTickClockName,
+  log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", clock_name(),
              " tick, at most ", limit, " spans per thread");
   g_epoch.fetch_add(1);  // every buffer is now stale: "cleared" before its next record
   g_enabled.store(true);
@@ -702,17 +827,21 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   uint32_t thread = 0;
   uint64_t dropped = 0;
   std::vector<SourceSite> sites = site_table_copy();  // refreshed when a span names a newer site
+  std::vector<BufferIds> ids;
   for (const auto& b : current_buffers()) {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
     dropped += b->dropped;
+    const uint64_t first = next_id;
     collect_buffer(*b, thread++, next_id, at.ticks, since_ns, sites, t);
+    ids.push_back({b.get(), first, next_id - first});
   }
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
   });
+  resolve_flows(t, ids, epoch);
   t.span_cost_ns = g_span_cost_ns.load();
-  t.metadata["tracer.clock"] = kTickClockName;
+  t.metadata["tracer.clock"] = clock_name();  // Note [The tracer's clock]
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
   dropped = dropped > dropped_before ? dropped - dropped_before : 0;
   if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
@@ -722,7 +851,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
 // The clocks now, with the tick ratio refined over the recording so far.
 ClockPair refine_clock() {
   const ClockPair now = read_pair();
-  if (!kTicksAreNs) g_ns_per_tick = ns_per_tick(g_base, now);  // longer baseline, better ratio
+  if (!ticks_are_ns()) g_ns_per_tick = ns_per_tick(g_base, now);  // longer baseline, better ratio
   return now;
 }
 

@@ -4,6 +4,7 @@
 // [SECTION] Arguments
 // [SECTION] The span record (hot path)
 // [SECTION] Source sites
+// [SECTION] Flows between threads
 // [SECTION] Recording: start, stop, scoped spans
 //
 // A span is: floor, name (a string literal or an interned string), start and
@@ -97,21 +98,47 @@ static_assert(sizeof(ArgRecord) == 24, "ArgRecord must stay small and fixed-size
 extern std::atomic<bool> g_enabled;
 inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-// Reads the clock the tracer uses (rdtsc on x86-64, steady_clock elsewhere).
+// Note [The tracer's clock]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Spans are timed with the time stamp counter (rdtsc, about 20 cycles, no
+// system call) only where the CPU says its counter is invariant: CPUID leaf
+// 0x80000007, EDX bit 8, which promises one constant rate on every core
+// whatever the power state, so ticks from two threads compare and convert to
+// ns with one ratio. Without that bit (older CPUs, some hypervisors hide it),
+// and on other architectures, the tracer reads std::chrono::steady_clock
+// instead (a vDSO call, about 20 ns). The choice is made once, at the first
+// start(), and named in every Trace's metadata as "tracer.clock" ("tsc
+// (invariant)" or "steady_clock"). DESCENT_TRACER_CLOCK=steady_clock forces
+// the fallback (the tests use it).
+
+// Reads the clock the tracer uses (Note [The tracer's clock]).
 uint64_t now_ticks();
 // Nanoseconds on the steady clock, for callers that need wall time.
 int64_t now_ns();
 
+// Note [Span handles]
+// ~~~~~~~~~~~~~~~~~~~
+// begin_span returns a handle: the record's index in its thread's buffer in
+// the low 32 bits, and the recording it belongs to (the low 31 bits of the
+// epoch that start() and stop() bump) above them; -1 when nothing was
+// recorded. A buffer is emptied lazily when its thread first records in a new
+// recording, and indices restart at 0, so an index alone could name a span of
+// the new recording: a span left open across stop() and start() would then
+// close (or add arguments to) whichever new span took its index. end_span and
+// add_arg compare the whole handle, so a stale one matches nothing.
+using SpanHandle = int64_t;
+constexpr SpanHandle kNoSpan = -1;
+
 // Low-level calls used by ScopedSpan; each acts on the calling thread's buffer.
-// begin returns the record's index, or -1 when tracing is off. begin_span_at
+// begin returns the span's handle, or kNoSpan when tracing is off. begin_span_at
 // finds the site of `where` itself (Note [Span source sites]).
-int32_t begin_span(Floor floor, const char* name, uint16_t site = 0);
-int32_t begin_span_at(Floor floor, const char* name, std::source_location where);
-void end_span(int32_t index);
-void add_arg(int32_t index, const char* key, int64_t v);
-void add_arg(int32_t index, const char* key, double v);
-void add_arg(int32_t index, const char* key, bool v);
-void add_arg(int32_t index, const char* key, const char* s);  // s literal or interned
+SpanHandle begin_span(Floor floor, const char* name, uint16_t site = 0);
+SpanHandle begin_span_at(Floor floor, const char* name, std::source_location where);
+void end_span(SpanHandle span);
+void add_arg(SpanHandle span, const char* key, int64_t v);
+void add_arg(SpanHandle span, const char* key, double v);
+void add_arg(SpanHandle span, const char* key, bool v);
+void add_arg(SpanHandle span, const char* key, const char* s);  // s literal or interned
 
 // Records a span that was measured elsewhere (e.g. a device's own clock, or a
 // Python frame timed by the profile hook), in nanoseconds on now_ns()'s clock,
@@ -160,6 +187,31 @@ uint16_t register_site(std::string_view file, uint32_t line, std::string_view fu
 SourceSite site_info(uint16_t index);
 // Sites registered so far (the largest index in use).
 uint32_t site_count();
+
+// [SECTION] Flows between threads -------------------------------------------
+
+// Note [Flows between threads]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A span on one thread can cause spans on another: parallel_for's chunks run
+// on the pool's workers (floors/kernels/parallel.cpp). A flow records that
+// arrow. SpanRef names a span from any thread (its thread's buffer and its
+// handle); add_flow appends {from, to} to one process-wide list under a lock,
+// which is fine for arrows that are rare beside spans (one per chunk of a
+// loop long enough to go parallel); the span hot path takes no lock. stop()
+// and snapshot() turn the refs into span ids (Trace::flows); a flow whose ends
+// are not both in the returned spans (another recording's, outside a
+// snapshot's window, dropped) is left out.
+struct SpanRef {
+  const void* buffer = nullptr;  // the thread's buffer (opaque)
+  SpanHandle span = kNoSpan;
+  bool valid() const { return buffer != nullptr && span >= 0; }
+};
+// The calling thread's span `span` (from begin_span or ScopedSpan::handle()),
+// usable on any thread; invalid for kNoSpan.
+SpanRef span_ref(SpanHandle span);
+// Records an arrow from `from` to `to`; nothing when either is invalid or
+// tracing is off. `name` is a literal or interned ("parallel_for").
+void add_flow(const SpanRef& from, const SpanRef& to, const char* name);
 
 // [SECTION] Recording: start, stop, scoped spans -----------------------------
 
@@ -212,21 +264,22 @@ void set_span_limit(uint64_t spans);  // clamped to [16384, 2^30]
 class ScopedSpan {
  public:
   ScopedSpan(Floor floor, const char* name, std::source_location where = std::source_location::current())
-      : index_(enabled() ? begin_span_at(floor, name, where) : -1) {}
+      : span_(enabled() ? begin_span_at(floor, name, where) : kNoSpan) {}
   ~ScopedSpan() {
-    if (index_ >= 0) end_span(index_);
+    if (span_ >= 0) end_span(span_);
   }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
 
-  bool active() const { return index_ >= 0; }
+  bool active() const { return span_ >= 0; }
+  SpanHandle handle() const { return span_; }
   template <typename T>
   void arg(const char* key, T v) {
-    if (index_ >= 0) add_arg(index_, key, v);
+    if (span_ >= 0) add_arg(span_, key, v);
   }
 
  private:
-  int32_t index_;
+  SpanHandle span_;  // Note [Span handles]
 };
 
 }  // namespace descent::trace

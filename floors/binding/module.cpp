@@ -79,6 +79,24 @@ struct GilRelease {
   }
 };
 
+// An in-place op (-> Tensor(a!)) returns the very Python object it wrote
+// into, as PyTorch's bindings do: x.add_(1) is x, and `x += 1` keeps x.
+PyObject* written_argument(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  size_t j = 0;
+  while (j < op.schema.args.size() && !op.schema.args[j].is_write) ++j;
+  PyObject* o = nullptr;
+  if (Py_ssize_t(j) < nargs) {
+    o = args[j];
+  } else {
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw && !o; ++k)
+      if (utf8_text(PyTuple_GET_ITEM(kwnames, k)) == op.schema.args[j].name) o = args[nargs + k];
+  }
+  DESCENT_CHECK(o != nullptr, Error, op.name, ": the written-to argument was not found");
+  Py_INCREF(o);
+  return o;
+}
+
 // The function behind _C.add, _C.max, ...: `self` is the overload group's index.
 PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const OverloadGroup& g = overload_groups()[PyLong_AsSize_t(self)];
@@ -92,6 +110,7 @@ PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     GilRelease release;
     call_boxed(op->id, stack);
   }
+  if (op->schema.returns[0].is_write) return written_argument(*op, args, PyVectorcall_NARGS(nargs), kwnames);
   return wrap_results(*op, stack);
   DESCENT_PY_CATCH(nullptr)
 }
@@ -317,17 +336,28 @@ PyObject* py_manual_seed(PyObject*, PyObject* arg) {
 }
 
 PyObject* py_ops(PyObject*, PyObject*) {
-  static const char* kKinds[] = {"factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy"};
+  static const char* kKinds[] = {"factory", "unary",  "binary", "comparison", "reduction",
+                                 "matmul",  "view",   "copy",   "inplace"};
+  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::InPlace) + 1);
   PyObject* list = PyList_New(0);
   for (const OpEntry& op : all_ops()) {
-    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
-                                op.schema.name.c_str(), "schema", op.schema.text.c_str(), "kind", kKinds[int(op.kind)],
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+                                op.python_name, "overload", op.schema.overload.c_str(), "profiler_name",
+                                op.profiler_name, "schema", op.schema.text.c_str(), "kind", kKinds[int(op.kind)],
                                 "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
                                 op.domain == Domain::Any ? "any" : "positive", "sample", op.sample);
     PyList_Append(list, d);
     Py_DECREF(d);
   }
   return list;
+}
+
+// `descent verify --op X`: X is an operator name ("aten::max.dim"), the same
+// without its namespace ("max.dim"), or a base name ("max": every overload).
+bool op_matches(const OpEntry& op, const char* want) {
+  const std::string w = want;
+  const std::string ns = op.schema.ns + "::";
+  return w == op.name || ns + w == op.name || w == op.python_name;
 }
 
 PyObject* py_verify(PyObject*, PyObject* args) {
@@ -339,7 +369,7 @@ PyObject* py_verify(PyObject*, PyObject* args) {
   {
     GilRelease release;
     for (const OpEntry& op : all_ops()) {
-      if (only && std::strcmp(only, op.name) != 0) continue;
+      if (only && !op_matches(op, only)) continue;
       for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed));
     }
   }

@@ -251,7 +251,30 @@ PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
   DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
 }
 
+// t._version and t._base: Note [Version counter and view base] (tensor.h).
+PyObject* get_version(PyObject* o, void*) {
+  DESCENT_PY_TRY return PyLong_FromUnsignedLong(unwrap(o).version()); DESCENT_PY_CATCH(nullptr)
+}
+// A new Python object over the base's TensorImpl each time (descent keeps no
+// Python object on a TensorImpl): `v._base is x` is False where torch says
+// True; `v._base._is_same(x)` says whether they are one tensor.
+PyObject* get_base(PyObject* o, void*) {
+  DESCENT_PY_TRY
+  const Tensor& t = unwrap(o);
+  if (!t.is_view()) Py_RETURN_NONE;
+  return wrap(Tensor(t.impl()->base));
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* m_is_same(PyObject* o, PyObject* other) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(is_tensor(other), TypeError, "_is_same(): expected a Tensor, not ", Py_TYPE(other)->tp_name);
+  return PyBool_FromLong(unwrap(o).is_same(unwrap(other)));
+  DESCENT_PY_CATCH(nullptr)
+}
+
 PyGetSetDef tensor_getset[] = {
+    {"_version", get_version, nullptr, "how many in-place writes its memory has had (shared with its views)", nullptr},
+    {"_base", get_base, nullptr, "the tensor a view looks into; None when it is not a view", nullptr},
     {"shape", get_shape, nullptr, "the sizes, as a tuple", nullptr},
     {"dtype", get_dtype, nullptr, "the element type", nullptr},
     {"device", get_device, nullptr, "where the elements live", nullptr},
@@ -268,6 +291,7 @@ PyMethodDef tensor_methods[] = {
     {"data_ptr", m_data_ptr, METH_NOARGS, "address of the first element"},
     {"item", m_item, METH_NOARGS, "the one element, as a Python number"},
     {"tolist", m_tolist, METH_NOARGS, "the elements as nested lists"},
+    {"_is_same", m_is_same, METH_O, "whether both are one tensor (one TensorImpl)"},
     {"requires_grad_", m_requires_grad_, METH_VARARGS, "sets requires_grad in place"},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -57,6 +57,74 @@ bool path_arg(const char* fn, PyObject* path, std::string& out) {
 }
 
 PyObject* t_format_tree(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::format_tree(T(o))); DESCENT_PY_CATCH(nullptr) }
+// format_tree_repeated(runs) and warm_medians(runs): Note [Warm medians] in tracer/trace.h.
+bool runs_arg(PyObject* arg, size_t& runs) {
+  const long long n = PyLong_AsLongLong(arg);
+  if (n == -1 && PyErr_Occurred()) return false;
+  if (n < 1) {
+    PyErr_Format(PyExc_ValueError, "runs must be at least 1, got %lld", n);
+    return false;
+  }
+  runs = static_cast<size_t>(n);
+  return true;
+}
+PyObject* t_format_tree_repeated(PyObject* o, PyObject* arg) {
+  size_t runs = 0;
+  if (!runs_arg(arg, runs)) return nullptr;
+  DESCENT_PY_TRY
+  try {
+    return py_text(trace::format_tree_repeated(T(o), runs));
+  } catch (const std::invalid_argument& e) {
+    return PyErr_Format(PyExc_ValueError, "%s", e.what());
+  }
+  DESCENT_PY_CATCH(nullptr)
+}
+// A list with one entry per span (as spans() orders them): None outside the
+// last run, else (warm_ns, cold_ns, warm_samples) with -1 for a missing time.
+PyObject* t_warm_medians(PyObject* o, PyObject* arg) {
+  size_t runs = 0;
+  if (!runs_arg(arg, runs)) return nullptr;
+  DESCENT_PY_TRY
+  std::vector<trace::WarmTime> times;
+  try {
+    times = trace::warm_medians(T(o), runs);
+  } catch (const std::invalid_argument& e) {
+    return PyErr_Format(PyExc_ValueError, "%s", e.what());
+  }
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(times.size()));
+  if (!list) return nullptr;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const trace::WarmTime& w = times[i];
+    PyObject* item = w.warm_ns < 0 && w.cold_ns < 0 ? Py_NewRef(Py_None)
+                                                    : Py_BuildValue("(LLi)", static_cast<long long>(w.warm_ns),
+                                                                    static_cast<long long>(w.cold_ns), w.warm_samples);
+    if (!item) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return list;
+  DESCENT_PY_CATCH(nullptr)
+}
+// The flows as a list of (from_id, to_id, name).
+PyObject* t_flows(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY
+  const std::vector<trace::Flow>& flows = T(o).flows;
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(flows.size()));
+  if (!list) return nullptr;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    PyObject* item = Py_BuildValue("(KKs)", static_cast<unsigned long long>(flows[i].from),
+                                   static_cast<unsigned long long>(flows[i].to), flows[i].name.c_str());
+    if (!item) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return list;
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o))); DESCENT_PY_CATCH(nullptr) }
 PyObject* t_check(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::check_structure(T(o))); DESCENT_PY_CATCH(nullptr) }
 PyObject* t_save(PyObject* o, PyObject* path) {
@@ -135,6 +203,11 @@ PyObject* t_set_metadata(PyObject* o, PyObject* args) {
 
 PyMethodDef trace_methods[] = {
     {"format_tree", t_format_tree, METH_NOARGS, "the spans as an indented tree with times and decisions"},
+    {"format_tree_repeated", t_format_tree_repeated, METH_O,
+     "format_tree_repeated(runs): the last run's tree with warm medians and the cold run, the tracer's cost taken out"},
+    {"warm_medians", t_warm_medians, METH_O,
+     "warm_medians(runs): per span, None or (warm_ns, cold_ns, warm_samples) for the last run's spans"},
+    {"flows", t_flows, METH_NOARGS, "the flows (arrows between spans) as (from_id, to_id, name)"},
     {"chrome_json", t_chrome_json, METH_NOARGS, "Chrome Trace Event JSON (opens in Perfetto)"},
     {"check", t_check, METH_NOARGS, "'' when spans nest properly, else what is wrong"},
     {"save", t_save, METH_O, "writes descent's own trace format (round-trips exactly)"},
@@ -186,12 +259,12 @@ PyObject* py_span_begin(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "is", &floor, &name)) return nullptr;
   if (floor < 1 || floor >= trace::kNumFloors) return PyErr_Format(PyExc_ValueError, "no floor %d", floor);
   if (!trace::enabled()) return PyLong_FromLong(-1);
-  return PyLong_FromLong(trace::begin_span(trace::Floor(floor), trace::intern(name)));
+  return PyLong_FromLongLong(trace::begin_span(trace::Floor(floor), trace::intern(name)));
 }
 PyObject* py_span_end(PyObject*, PyObject* arg) {
-  long i = PyLong_AsLong(arg);
+  const long long i = PyLong_AsLongLong(arg);
   if (i == -1 && PyErr_Occurred()) return nullptr;
-  if (i >= 0 && trace::enabled()) trace::end_span(int32_t(i));
+  if (i >= 0 && trace::enabled()) trace::end_span(trace::SpanHandle(i));
   Py_RETURN_NONE;
 }
 
@@ -199,7 +272,7 @@ PyObject* py_span_end(PyObject*, PyObject* arg) {
 
 std::string g_package_dir;  // functions in files under it are floor 1 ...
 std::string g_skip_file;    // ... except the tracing module's own
-thread_local std::vector<int32_t> t_open;  // span per Python frame (-1: not ours)
+thread_local std::vector<trace::SpanHandle> t_open;  // span per Python frame (-1: not ours)
 constexpr std::string_view kPackageSourceDir = "floors/python/descent/";  // where build/python/descent is copied from
 
 // A code object's span: its qualname (nullptr: not ours) and its source site.
@@ -220,7 +293,7 @@ uint16_t package_site(const char* file, PyCodeObject* code, const char* qualname
 int profile(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   if (what == PyTrace_CALL) {
     PyCodeObject* code = PyFrame_GetCode(frame);
-    int32_t idx = -1;
+    trace::SpanHandle idx = trace::kNoSpan;
     auto it = g_code_spans.find(code);
     if (it == g_code_spans.end()) {
       const char* file = PyUnicode_AsUTF8(code->co_filename);
@@ -244,7 +317,7 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject*) {
     t_open.push_back(idx);
   } else if (what == PyTrace_RETURN) {
     if (t_open.empty()) return 0;  // a frame entered before the hook was set
-    int32_t idx = t_open.back();
+    trace::SpanHandle idx = t_open.back();
     t_open.pop_back();
     if (idx >= 0 && trace::enabled()) trace::end_span(idx);
   }

@@ -19,6 +19,7 @@
 // copies only when the strides are not the contiguous ones.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -86,11 +87,22 @@ int wrap_dim(int64_t dim, int ndim, const char* op);
 
 // [SECTION] Storage ----------------------------------------------------------
 
+// Note [Version counter and view base]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every in-place op bumps a version counter, so that autograd can tell that a
+// tensor it saved for backward was written to afterwards (t._version in
+// Python). PyTorch keeps it in VariableVersion, one counter shared by a view
+// and its base; every view in descent is a TensorImpl over its base's
+// Storage, so the counter lives there and is shared the same way (x[0] = 1
+// bumps x._version and x[0]._version alike). A view op also records its base
+// (TensorImpl::base, t._base): the tensor that owns the memory, never a view
+// itself (a view of a view has the first one's base), null for non-views.
 struct StorageImpl : RefCounted {
   StorageImpl(alloc::DataPtr d, Device dev) : data(d), device(dev) {}
   ~StorageImpl() override { data.release(); }
   alloc::DataPtr data;
   Device device;
+  std::atomic<uint32_t> version{0};  // bumped by every in-place write (Note [Version counter and view base])
 };
 
 // [SECTION] TensorImpl -------------------------------------------------------
@@ -107,6 +119,7 @@ struct TensorImpl : RefCounted {
   Device device;
   bool requires_grad = false;
   bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
+  Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
   DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
 
   void refresh_keys();          // after device or requires_grad change
@@ -148,10 +161,18 @@ class Tensor {
   // A new view of the same storage with other sizes, strides and offset.
   Tensor as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const;
   std::string shape_str() const { return sizes().str(); }
+  // Note [Version counter and view base]
+  uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  bool is_view() const { return bool(impl_->base); }
 
  private:
   Ref<TensorImpl> impl_;
 };
+
+// Marks an in-place write to `t` (Note [Version counter and view base]).
+// Called by the in-place kernels for now; called by the ADInplaceOrView
+// kernel once it exists, as in PyTorch (torch::autograd::increment_version).
+inline void bump_version(const Tensor& t) { t.storage()->version.fetch_add(1, std::memory_order_relaxed); }
 
 // Allocates a contiguous tensor of `sizes` on `device` (through floor 6).
 // The elements are not initialised. Used by kernels and factories.

@@ -36,7 +36,9 @@ std::array<OpEntry, kNumOps>& table() {
       e.domain = row.domain;
       e.sample = row.sample;
       e.schema = parse_schema(row.schema);
-      e.name = trace::intern(e.schema.full_name());
+      e.name = trace::intern(e.schema.full_name());  // Note [Schema names and alias annotations]
+      e.profiler_name = trace::intern(e.schema.qualified_name());
+      e.python_name = trace::intern(e.schema.name);
       // Until floor 4 exists every op falls through Autograd; only factories
       // stop at BackendSelect (Note [Dispatch key priority]).
       e.fallthrough = DispatchKeySet(DispatchKey::Autograd);
@@ -118,10 +120,10 @@ namespace {
 
 void fill_defaults(const OpEntry& e, Stack& stack) {
   const auto& args = e.schema.args;
-  DESCENT_CHECK(stack.size() <= int(args.size()), TypeError, e.name, "() takes ", args.size(),
+  DESCENT_CHECK(stack.size() <= int(args.size()), TypeError, e.python_name, "() takes ", args.size(),
                 " arguments but ", stack.size(), " were given");
   for (int i = stack.size(); i < int(args.size()); ++i) {
-    DESCENT_CHECK(args[i].has_default, TypeError, e.name, "() missing required argument '", args[i].name, "' (pos ",
+    DESCENT_CHECK(args[i].has_default, TypeError, e.python_name, "() missing required argument '", args[i].name, "' (pos ",
                   i + 1, ")");
     stack.push(args[i].default_value);
   }
@@ -145,13 +147,13 @@ void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::Scoped
 
 void call_boxed(Op op, Stack& stack) {
   const OpEntry& e = op_entry(op);
-  trace::ScopedSpan span(trace::Floor::Dispatch, e.name);
+  trace::ScopedSpan span(trace::Floor::Dispatch, e.profiler_name);
   if (stack.size() != int(e.schema.args.size())) fill_defaults(e, stack);
   run_kernel(e, compute_key_set(e, stack), stack, span);
 }
 
 void redispatch_boxed(const OpEntry& e, DispatchKeySet keys, Stack& stack) {
-  trace::ScopedSpan span(trace::Floor::Dispatch, e.name);
+  trace::ScopedSpan span(trace::Floor::Dispatch, e.profiler_name);
   span.arg("redispatch", true);
   run_kernel(e, keys, stack, span);
 }

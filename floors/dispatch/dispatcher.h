@@ -29,7 +29,9 @@ using BoxedKernel = void (*)(const OpEntry& op, DispatchKeySet keys, Stack& stac
 
 struct OpEntry {
   Op id;
-  const char* name;           // "add", "max.dim": a literal, safe as a span name
+  const char* name;           // "aten::add.Tensor": the operator name, what errors quote (interned)
+  const char* profiler_name;  // "aten::add": the dispatch and kernel spans' name, as PyTorch's profiler shows it
+  const char* python_name;    // "add": the Python function, shared by overloads; kernels' error prefixes
   OpKind kind;
   Exactness exactness;
   Domain domain;
@@ -43,7 +45,7 @@ struct OpEntry {
 // with every floor's kernels registered.
 const OpEntry& op_entry(Op op);
 const std::array<OpEntry, kNumOps>& all_ops();
-// Finds an op by its full name ("max.dim"); nullptr when unknown.
+// Finds an op by its operator name ("aten::max.dim"); nullptr when unknown.
 const OpEntry* find_op(std::string_view full_name);
 
 // [SECTION] The thread's include and exclude sets ----------------------------

@@ -5,9 +5,14 @@
 // Note [One op table]
 // ~~~~~~~~~~~~~~~~~~~
 // Each row is: C++ id, schema, kind, exactness, domain, sample call.
-// - The schema is parsed once at start-up (schema.h). The binding parses
-//   Python arguments against it, the dispatcher fills in defaults from it,
-//   and an overload is a row whose name has a dot ("max.dim").
+// - The schema is PyTorch's, from native_functions.yaml, with the aten::
+//   namespace, the overload name and the alias annotations (Note [Schema
+//   names and alias annotations], schema.h), parsed once at start-up. The
+//   binding parses Python arguments against it, the dispatcher fills in
+//   defaults from it, and the rows sharing a base name ("aten::max",
+//   "aten::max.dim") are the overloads of one Python function (descent.max).
+//   Where descent's argument list is not aten's, the difference is on
+//   purpose and listed in Note [Where descent's schemas differ from aten's].
 // - The kind says how the tests and the verifier build inputs for the op.
 // - The exactness says what the verifier may claim when it runs the
 //   reference and the optimized kernel on the same inputs: Exact means
@@ -19,6 +24,27 @@
 //   one, [1, 2] an int list, and numbers, None, True/False and dtype names
 //   stand for themselves.
 // The static_assert below makes adding a row without counting it an error.
+//
+// Note [Where descent's schemas differ from aten's]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Names, overload names and alias annotations are aten's exactly; argument
+// lists differ only here, each for a reason:
+// - int[] and int stand for aten's SymInt[] and SymInt (view's size,
+//   slice's start/end/step, select's index, the factories' size): descent
+//   has no symbolic shapes, so a size is always a concrete int.
+// - The factories take no `layout` and no `pin_memory` (descent has one
+//   layout, strided, and no pinned host memory), and aten::empty.memory_format,
+//   aten::clone and aten::contiguous take no `memory_format` (every tensor
+//   descent allocates is row-major).
+// - aten::to is one row, to.dtype_layout, whose `dtype` and `device` may be
+//   given positionally: aten splits x.to(dtype) and x.to(device) into the
+//   to.dtype and to.device overloads; descent's Tensor.to reads both into this
+//   one. `non_blocking` and `memory_format` are left out (no streams yet).
+// - copy_'s `non_blocking` is accepted and ignored: every copy is a CPU copy.
+// - Binary ops have only their .Tensor overloads (no add.Scalar): the
+//   binding turns a Python number into a 0-d wrapped-number tensor, as
+//   PyTorch's Python binding does when it picks add.Tensor for x + 1.
+// - fill_ has only fill_.Scalar (no fill_.Tensor).
 #pragma once
 
 #include <cstdint>
@@ -34,107 +60,125 @@ enum class OpKind : uint8_t {
   Matmul,      // matrix product
   View,        // new sizes/strides over the same storage, no element copied
   Copy,        // copies elements (dtype conversion, contiguous)
+  InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
 };
 enum class Exactness : uint8_t { Exact, Reordered };
 // Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
 enum class Domain : uint8_t { Any, Positive };
 
-#define DESCENT_FORALL_OPS(_)                                                                                                        \
-  /* factories: the device argument picks the backend */                                                                             \
-  _(empty, "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                            \
-    Factory, Exact, Any, "[4, 6]")                                                                                                   \
-  _(zeros, "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                            \
-    Factory, Exact, Any, "[4, 6]")                                                                                                   \
-  _(ones, "ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                              \
-    Factory, Exact, Any, "[4, 6]")                                                                                                   \
-  _(full, "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                           \
-    Factory, Exact, Any, "[4, 6]; 2.5")                                                                                              \
-  _(arange, "arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    Factory, Exact, Any, "10")                                                                                                       \
-  _(arange_start, "arange.start(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
-    Factory, Exact, Any, "1; 7.5; 0.5")                                                                                              \
-  _(rand, "rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                              \
-    Factory, Exact, Any, "[4, 33]")                                                                                                  \
-  _(randn, "randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                            \
-    Factory, Exact, Any, "[4, 33]")                                                                                                  \
-  /* elementwise, two inputs: broadcast and promoted */                                                                              \
-  _(add, "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                              \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                        \
-  _(sub, "sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                              \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                        \
-  _(mul, "mul(Tensor self, Tensor other) -> Tensor",                                                                                 \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                        \
-  _(div, "div(Tensor self, Tensor other) -> Tensor",                                                                                 \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                        \
-  _(pow, "pow(Tensor self, Tensor exponent) -> Tensor",                                                                              \
-    Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                                   \
-  _(eq, "eq(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  _(lt, "lt(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  _(gt, "gt(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  _(ne, "ne(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  _(le, "le(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  _(ge, "ge(Tensor self, Tensor other) -> Tensor",                                                                                   \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                    \
-  /* elementwise, one input */                                                                                                       \
-  _(neg, "neg(Tensor self) -> Tensor",                                                                                               \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  _(abs, "abs(Tensor self) -> Tensor",                                                                                               \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  _(exp, "exp(Tensor self) -> Tensor",                                                                                               \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  _(log, "log(Tensor self) -> Tensor",                                                                                               \
-    Unary, Exact, Positive, "T[4, 33]")                                                                                              \
-  _(sqrt, "sqrt(Tensor self) -> Tensor",                                                                                             \
-    Unary, Exact, Positive, "T[4, 33]")                                                                                              \
-  _(relu, "relu(Tensor self) -> Tensor",                                                                                             \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  _(sigmoid, "sigmoid(Tensor self) -> Tensor",                                                                                       \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  _(tanh, "tanh(Tensor self) -> Tensor",                                                                                             \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                   \
-  /* reductions */                                                                                                                   \
-  _(sum, "sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",                                                          \
-    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                      \
-  _(mean, "mean(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor",                                                        \
-    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                      \
-  _(max, "max(Tensor self) -> Tensor",                                                                                               \
-    Reduction, Exact, Any, "T[4, 33]")                                                                                               \
-  _(max_dim, "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",                                 \
-    Reduction, Exact, Any, "T[4, 33]; 1")                                                                                            \
-  /* matrix product */                                                                                                               \
-  _(matmul, "matmul(Tensor self, Tensor other) -> Tensor",                                                                           \
-    Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                                      \
-  /* views: new sizes and strides over the same storage */                                                                           \
-  _(view, "view(Tensor self, int[] size) -> Tensor",                                                                                 \
-    View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                             \
-  _(reshape, "reshape(Tensor self, int[] shape) -> Tensor",                                                                          \
-    View, Exact, Any, "T[4, 6]^T; [-1]")                                                                                             \
-  _(transpose, "transpose(Tensor self, int dim0, int dim1) -> Tensor",                                                               \
-    View, Exact, Any, "T[4, 6]; 0; 1")                                                                                               \
-  _(permute, "permute(Tensor self, int[] dims) -> Tensor",                                                                           \
-    View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                       \
-  _(expand, "expand(Tensor self, int[] size) -> Tensor",                                                                             \
-    View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                                          \
-  _(slice, "slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",                                    \
-    View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                                         \
-  _(select, "select(Tensor self, int dim, int index) -> Tensor",                                                                     \
-    View, Exact, Any, "T[4, 6]; 0; 2")                                                                                               \
-  _(unsqueeze, "unsqueeze(Tensor self, int dim) -> Tensor",                                                                          \
-    View, Exact, Any, "T[4, 6]; 1")                                                                                                  \
-  /* copies */                                                                                                                       \
-  _(contiguous, "contiguous(Tensor self) -> Tensor",                                                                                 \
-    Copy, Exact, Any, "T[4, 6]^T")                                                                                                   \
-  _(clone, "clone(Tensor self) -> Tensor",                                                                                           \
-    Copy, Exact, Any, "T[4, 6]")                                                                                                     \
-  _(to, "to(Tensor self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor",                                   \
-    Copy, Exact, Any, "T[4, 6]; float64")                                                                                            \
-  _(copy_, "copy_(Tensor self, Tensor src) -> Tensor",                                                                               \
-    Copy, Exact, Any, "T[4, 6]; T[6, 1]^T")
+#define DESCENT_FORALL_OPS(_)                                                                                                          \
+  /* factories: the device argument picks the backend */                                                                               \
+  _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
+    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+  _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
+    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+  _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
+    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+  _(full, "aten::full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                       \
+    Factory, Exact, Any, "[4, 6]; 2.5")                                                                                                \
+  _(arange, "aten::arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                      \
+    Factory, Exact, Any, "10")                                                                                                         \
+  _(arange_start_step, "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
+    Factory, Exact, Any, "1; 7.5; 0.5")                                                                                                \
+  _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
+    Factory, Exact, Any, "[4, 33]")                                                                                                    \
+  _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
+    Factory, Exact, Any, "[4, 33]")                                                                                                    \
+  /* elementwise, two inputs: broadcast and promoted */                                                                                \
+  _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
+    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+  _(sub, "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
+    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+  _(mul, "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
+    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+  _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
+    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+  _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
+    Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                                     \
+  _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  _(gt, "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  _(ne, "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  _(le, "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  _(ge, "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
+    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+  /* elementwise, one input */                                                                                                         \
+  _(neg, "aten::neg(Tensor self) -> Tensor",                                                                                           \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  _(abs, "aten::abs(Tensor self) -> Tensor",                                                                                           \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  _(exp, "aten::exp(Tensor self) -> Tensor",                                                                                           \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  _(log, "aten::log(Tensor self) -> Tensor",                                                                                           \
+    Unary, Exact, Positive, "T[4, 33]")                                                                                                \
+  _(sqrt, "aten::sqrt(Tensor self) -> Tensor",                                                                                         \
+    Unary, Exact, Positive, "T[4, 33]")                                                                                                \
+  _(relu, "aten::relu(Tensor self) -> Tensor",                                                                                         \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor",                                                                                   \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  _(tanh, "aten::tanh(Tensor self) -> Tensor",                                                                                         \
+    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+  /* reductions */                                                                                                                     \
+  _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                                \
+    Reduction, Reordered, Any, "T[4, 33]")                                                                                             \
+  _(sum_dim, "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",               \
+    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                        \
+  _(mean, "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                              \
+    Reduction, Reordered, Any, "T[4, 33]")                                                                                             \
+  _(mean_dim, "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",                     \
+    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                        \
+  _(max, "aten::max(Tensor self) -> Tensor",                                                                                           \
+    Reduction, Exact, Any, "T[4, 33]")                                                                                                 \
+  _(max_dim, "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",                             \
+    Reduction, Exact, Any, "T[4, 33]; 1")                                                                                              \
+  /* matrix product */                                                                                                                 \
+  _(matmul, "aten::matmul(Tensor self, Tensor other) -> Tensor",                                                                       \
+    Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                                        \
+  /* views: new sizes and strides over the same storage; the result aliases self */                                                    \
+  _(view, "aten::view(Tensor(a) self, int[] size) -> Tensor(a)",                                                                       \
+    View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                               \
+  _(reshape, "aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)",                                                                \
+    View, Exact, Any, "T[4, 6]^T; [-1]")                                                                                               \
+  _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",                                                 \
+    View, Exact, Any, "T[4, 6]; 0; 1")                                                                                                 \
+  _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",                                                                 \
+    View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                         \
+  _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",                                           \
+    View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                                            \
+  _(slice, "aten::slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",                   \
+    View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                                           \
+  _(select, "aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",                                                       \
+    View, Exact, Any, "T[4, 6]; 0; 2")                                                                                                 \
+  _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",                                                                \
+    View, Exact, Any, "T[4, 6]; 1")                                                                                                    \
+  /* copies */                                                                                                                         \
+  _(contiguous, "aten::contiguous(Tensor(a) self) -> Tensor(a)",                                                                       \
+    Copy, Exact, Any, "T[4, 6]^T")                                                                                                     \
+  _(clone, "aten::clone(Tensor self) -> Tensor",                                                                                       \
+    Copy, Exact, Any, "T[4, 6]")                                                                                                       \
+  _(to, "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor(a)",            \
+    Copy, Exact, Any, "T[4, 6]; float64")                                                                                              \
+  /* in place: write into self (Note [In-place ops], register_cpu.cpp) */                                                              \
+  _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
+    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+  _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
+    InPlace, Exact, Any, "T[33, 4]^T; T[33]")                                                                                          \
+  _(mul_, "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
+    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+  _(div_, "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
+    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+  _(copy_, "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",                                          \
+    InPlace, Exact, Any, "T[4, 6]; T[6, 1]^T")                                                                                         \
+  _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",                                                          \
+    InPlace, Exact, Any, "T[4, 33]; 2.5")                                                                                              \
+  _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)",                                                                               \
+    InPlace, Exact, Any, "T[6, 4]^T")
 
 enum class Op : uint16_t {
 #define DESCENT_OP_ENUM(id, schema, kind, exact, domain, sample) id,
@@ -143,6 +187,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 44, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 52, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -1,4 +1,5 @@
-// The schema parser: "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)".
+// The schema parser: "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)".
+// See Note [Schema names and alias annotations] (schema.h).
 #include "floors/dispatch/schema.h"
 
 #include <cctype>
@@ -45,9 +46,51 @@ struct TypeName { std::string_view name; ArgType type; };
 constexpr TypeName kTypes[] = {
     // Longer names first where one is a prefix of another (ScalarType, Scalar).
     {"Tensor", ArgType::Tensor}, {"ScalarType", ArgType::ScalarType}, {"Scalar", ArgType::Scalar},
-    {"int[]", ArgType::IntList}, {"int", ArgType::Int},               {"bool", ArgType::Bool},
+    {"int[]", ArgType::IntList}, {"int", ArgType::Int},               {"bool", ArgType::Bool},  // int[1]: see read_type
     {"Device", ArgType::Device}, {"float", ArgType::Float},
 };
+
+// After "Tensor": an optional alias annotation "(a)", "(a!)" or "(a -> *)".
+void parse_alias(Cursor& c, std::string* alias, bool* is_write, std::string* after) {
+  if (c.pos >= c.text.size() || c.text[c.pos] != '(') return;  // no space allowed: "Tensor (" is not an alias
+  ++c.pos;
+  c.skip_space();
+  size_t start = c.pos;
+  while (c.pos < c.text.size() && std::isalpha((unsigned char)c.text[c.pos])) ++c.pos;
+  if (start == c.pos) c.fail("expected an alias set name (Tensor(a))");
+  *alias = std::string(c.text.substr(start, c.pos - start));
+  *is_write = c.eat("!");
+  if (c.eat("->")) {
+    c.skip_space();
+    if (!c.eat("*")) c.fail("expected '*' after '->' in an alias annotation");
+    *after = "*";
+  }
+  c.expect(")");
+}
+
+// A type name at the cursor; int[N] (a list of N ints, N a hint) is an int[].
+bool read_type(Cursor& c, ArgType* type) {
+  c.skip_space();
+  std::string_view rest = c.text.substr(c.pos);
+  if (rest.substr(0, 4) == "int[") {
+    size_t close = rest.find(']');
+    bool digits = close != std::string_view::npos;
+    for (size_t i = 4; digits && i < close; ++i) digits = std::isdigit((unsigned char)rest[i]);
+    if (digits) {
+      c.pos += close + 1;
+      *type = ArgType::IntList;
+      return true;
+    }
+  }
+  for (const TypeName& t : kTypes) {
+    if (rest.substr(0, t.name.size()) == t.name) {
+      *type = t.type;
+      c.pos += t.name.size();
+      return true;
+    }
+  }
+  return false;
+}
 
 IValue parse_default(Cursor& c, const SchemaArg& a) {
   std::string w = c.word();
@@ -75,6 +118,18 @@ std::string SchemaArg::type_str() const {
   return "?";
 }
 
+bool Schema::is_mutable() const {
+  for (const SchemaArg& a : args)
+    if (a.is_write) return true;
+  return false;
+}
+
+bool Schema::is_view() const {
+  for (const SchemaReturn& r : returns)
+    if (!r.alias.empty() && !r.is_write) return true;
+  return false;
+}
+
 int Schema::num_positional() const {
   int n = 0;
   for (const SchemaArg& a : args) n += a.kwarg_only ? 0 : 1;
@@ -86,6 +141,11 @@ Schema parse_schema(std::string_view text) {
   Schema s;
   s.text = std::string(text);
   std::string full = c.word();
+  if (c.text.substr(c.pos, 2) == "::") {  // "aten::add.Tensor"
+    s.ns = full;
+    c.pos += 2;
+    full = c.word();
+  }
   size_t dot = full.find('.');
   s.name = full.substr(0, dot);
   if (dot != std::string::npos) s.overload = full.substr(dot + 1);
@@ -98,17 +158,8 @@ Schema parse_schema(std::string_view text) {
       continue;
     }
     SchemaArg a;
-    c.skip_space();
-    bool found = false;
-    for (const TypeName& t : kTypes) {
-      if (c.text.substr(c.pos, t.name.size()) == t.name) {
-        a.type = t.type;
-        c.pos += t.name.size();
-        found = true;
-        break;
-      }
-    }
-    if (!found) c.fail("expected a type (Tensor, Scalar, int, int[], bool, float, ScalarType, Device)");
+    if (!read_type(c, &a.type)) c.fail("expected a type (Tensor, Scalar, int, int[], bool, float, ScalarType, Device)");
+    if (a.type == ArgType::Tensor) parse_alias(c, &a.alias, &a.is_write, &a.alias_after);
     a.optional = c.eat("?");
     a.name = c.word();
     a.kwarg_only = kwarg_only;
@@ -119,17 +170,22 @@ Schema parse_schema(std::string_view text) {
     s.args.push_back(std::move(a));
   }
   c.expect("->");
+  auto one_return = [&](bool in_tuple) {
+    SchemaReturn r;
+    c.expect("Tensor");
+    std::string after;
+    parse_alias(c, &r.alias, &r.is_write, &after);
+    c.skip_space();
+    bool named = in_tuple && c.pos < text.size() && text[c.pos] != ',' && text[c.pos] != ')';
+    if (named) r.name = c.word();
+    s.returns.push_back(std::move(r));
+  };
   if (c.eat("(")) {
-    do {
-      c.expect("Tensor");
-      c.skip_space();
-      bool named = c.pos < text.size() && text[c.pos] != ',' && text[c.pos] != ')';
-      s.returns.push_back(named ? c.word() : "");
-    } while (c.eat(","));
+    do one_return(true);
+    while (c.eat(","));
     c.expect(")");
   } else {
-    c.expect("Tensor");
-    s.returns.push_back("");
+    one_return(false);
   }
   c.skip_space();
   if (c.pos != text.size()) c.fail("unexpected text after the returns");

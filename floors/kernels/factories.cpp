@@ -81,13 +81,13 @@ Tensor make_output(trace::ScopedSpan& span, const DimVector& sizes, ScalarType d
 void fill(const OpEntry& op, const Tensor& out, Scalar v) {
   visit_dtype(out.dtype(), [&]<typename T>() {
     T* p = out.data<T>();
-    T x = v.to<T>(op.name, "fill_value");  // Note [Checked scalar conversion]
+    T x = v.to<T>(op.python_name, "fill_value");  // Note [Checked scalar conversion]
     for (int64_t i = 0; i < out.numel(); ++i) p[i] = x;
   });
 }
 
 void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   Scalar value = op.id == Op::ones ? Scalar(int64_t{1}) : Scalar(int64_t{0});
   ScalarType fallback = kDefaultFloat;
   if (op.id == Op::full) {  // full infers its dtype from the fill value, like PyTorch
@@ -110,8 +110,8 @@ uint64_t arange_length(int64_t start, int64_t end, int64_t step) {
 }
 
 void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
-  bool has_start = op.id == Op::arange_start;
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  bool has_start = op.id == Op::arange_start_step;
   Scalar start = has_start ? s[0].to_scalar() : Scalar(int64_t{0});
   Scalar end = s[has_start ? 1 : 0].to_scalar();
   Scalar step = has_start ? s[2].to_scalar() : Scalar(int64_t{1});
@@ -152,9 +152,9 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  trace::ScopedSpan span(trace::Floor::Kernels, op.name);
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   ScalarType dt = dtype_arg(s, kDefaultFloat);
-  DESCENT_CHECK(is_floating(dt), Error, op.name, "(): expected a floating point dtype, got ", dtype_name(dt));
+  DESCENT_CHECK(is_floating(dt), Error, op.python_name, "(): expected a floating point dtype, got ", dtype_name(dt));
   Tensor out = make_output(span, s[0].to_int_list(), dt);
   GeneratorState g = reserve_counters(uint64_t(out.numel()));
   visit_dtype(dt, [&]<typename T>() {
@@ -176,7 +176,7 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void register_factory_kernels(Registrar& r) {
   for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) r.kernel(op, DispatchKey::CPU, fill_kernel);
   r.kernel(Op::arange, DispatchKey::CPU, arange_kernel);
-  r.kernel(Op::arange_start, DispatchKey::CPU, arange_kernel);
+  r.kernel(Op::arange_start_step, DispatchKey::CPU, arange_kernel);
   r.kernel(Op::rand, DispatchKey::CPU, random_kernel);
   r.kernel(Op::randn, DispatchKey::CPU, random_kernel);
 }

@@ -65,6 +65,11 @@ inline int64_t strided_offset(int64_t linear, const DimVector& sizes, const DimV
 
 // The dtype of a binary op's result, Note [Type promotion] (promotion.cpp).
 ScalarType result_type(const Tensor& a, const Tensor& b);
+// PyTorch's word for a dtype in its error messages: "Float", "Double", "Long", "Bool".
+const char* type_word(ScalarType t);
+// PyTorch's canCast: whether a result of dtype `from` may be written into a
+// tensor of dtype `to` (not floating into integral or bool, not integral into bool).
+bool can_cast(ScalarType from, ScalarType to);
 // `t` converted to dtype (a dispatched `to` call; the same tensor when equal).
 Tensor cast(const Tensor& t, ScalarType dtype);
 
@@ -88,11 +93,13 @@ class Operand {
 // [SECTION] The loops --------------------------------------------------------------
 
 // Elementwise: every operand already has out's sizes (inputs may be strided
-// or broadcast views) and out's dtype.
+// or broadcast views) and out's dtype. `out` may be strided too, and may be
+// the first operand itself (in-place ops, Note [In-place ops] in register_cpu.cpp).
 void reference_unary(Op op, const Tensor& in, const Tensor& out);
 void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 void reference_compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
 void reference_copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
+void reference_fill(const Tensor& out, Scalar value);  // value into every element, through out's strides
 // Reductions: `keep` has in's rank with size 1 on reduced dims, and is the
 // (keepdim) output. `reduced[d]` says whether dim d is reduced.
 void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
@@ -105,6 +112,7 @@ void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 bool optimized_unary(Op op, const Tensor& in, const Tensor& out);
 bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 bool optimized_copy(const Tensor& src, const Tensor& dst);
+bool optimized_fill(const Tensor& out, Scalar value);
 bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
 bool optimized_max(const Tensor& in, const Tensor& keep, const bool* reduced);
 // Register tiles as wide as the CPU's vectors (Note [Register-blocked matmul]).

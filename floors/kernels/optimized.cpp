@@ -79,10 +79,14 @@ bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out
       const T* b_data = b.data<T>();
       T* out_data = out.data<T>();
       const T al = alpha.to<T>();
+      // No __restrict: an in-place op's output is its first operand (and may be
+      // its second, x += x). Each element is read before it is written at the
+      // same index, so the loop is correct; the compiler checks for overlap at
+      // run time and still vectorizes.
       parallel_for(0, out.numel(), elementwise_grain<decltype(f)>(), [=](int64_t lo, int64_t hi) {
-        const T* __restrict pa = a_data;
-        const T* __restrict pb = b_data;
-        T* __restrict py = out_data;
+        const T* pa = a_data;
+        const T* pb = b_data;
+        T* py = out_data;
         if (ca && cb) {
           for (int64_t i = lo; i < hi; ++i) py[i] = f(pa[i], pb[i], al);
         } else if (ca) {
@@ -120,6 +124,16 @@ bool optimized_copy(const Tensor& src, const Tensor& dst) {
         for (int64_t i = lo; i < hi; ++i) pd[i] = static_cast<D>(ps[i]);
       });
     });
+  });
+  return true;
+}
+
+bool optimized_fill(const Tensor& out, Scalar value) {
+  if (!out.is_contiguous()) return false;
+  visit_dtype(out.dtype(), [&]<typename T>() {
+    const T v = value.to<T>();
+    T* data = out.data<T>();
+    parallel_for(0, out.numel(), kCheapGrain, [=](int64_t lo, int64_t hi) { std::fill(data + lo, data + hi, v); });
   });
   return true;
 }

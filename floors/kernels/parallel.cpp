@@ -74,6 +74,7 @@ struct Job {
   int helpers = 0;                    // workers that took an invitation and are not done with it
   std::exception_ptr error;           // the first exception a chunk threw
   std::condition_variable finished;   // notified when `helpers` drops to 0
+  trace::SpanRef span;                // the caller's parallel_for span; invalid when not traced
 };
 
 class Pool {
@@ -94,7 +95,7 @@ class Pool {
       }
     }
     for (int64_t i = 0; i < invited; ++i) wake_.notify_one();
-    run_chunks(job);
+    run_chunks(job, false);
     std::unique_lock lock(mutex_);
     std::erase(invitations_, &job);  // withdraw the invitations nobody took: every chunk is claimed
     job.finished.wait(lock, [&] { return job.helpers == 0; });
@@ -102,12 +103,20 @@ class Pool {
   }
 
  private:
-  // Claims chunks until none is left; records the first exception.
-  void run_chunks(Job& job) {
+  // Claims chunks until none is left; records the first exception. Each
+  // chunk is a span of its thread; on a worker, a flow joins it to the
+  // caller's parallel_for span (Note [Flows between threads] in tracer.h).
+  void run_chunks(Job& job, bool worker) {
     const bool saved = t_in_parallel;
     t_in_parallel = true;
     for (int64_t c; (c = job.next.fetch_add(1, std::memory_order_relaxed)) < job.chunks;) {
       const int64_t lo = job.begin + c * job.chunk, hi = lo + std::min(job.chunk, job.end - lo);
+      trace::ScopedSpan span(trace::Floor::Kernels, "parallel_for chunk");
+      if (span.active()) {
+        span.arg("begin", lo);
+        span.arg("end", hi);
+        if (worker) trace::add_flow(job.span, trace::span_ref(span.handle()), "parallel_for");
+      }
       try {
         job.fn(lo, hi);
       } catch (...) {
@@ -132,7 +141,7 @@ class Pool {
       invitations_.pop_front();
       ++job->helpers;
       lock.unlock();
-      run_chunks(*job);
+      run_chunks(*job, true);
       lock.lock();
       if (--job->helpers == 0) job->finished.notify_one();
     }
@@ -204,6 +213,7 @@ void detail::parallel_for_pool(int64_t begin, int64_t end, int64_t grain, RangeF
   const int64_t chunk = (n + chunks - 1) / chunks;  // e.g. 10 in 4 chunks: 3, 3, 3, 1
   Job job(fn, begin, end, chunk, (n + chunk - 1) / chunk, threads);
   trace::ScopedSpan span(trace::Floor::Kernels, "parallel_for");
+  job.span = trace::span_ref(span.handle());  // before the workers are invited: they read it
   span.arg("threads", pool().run(job));
   if (job.error) std::rethrow_exception(job.error);
 }

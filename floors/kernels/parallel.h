@@ -28,7 +28,10 @@
 // compare and branch, before the pool is touched), and so does a loop opened
 // from inside a chunk: no nested parallelism. An exception thrown by a chunk
 // is carried back and rethrown on the caller (the first one wins) once every
-// chunk has finished.
+// chunk has finished. Traced, the loop is a "parallel_for" span and every
+// chunk a "parallel_for chunk" span (begin=, end=) of the thread that ran it;
+// a worker's chunk is joined to the loop by a flow, an arrow in Perfetto
+// (Note [Flows between threads] in tracer/tracer.h).
 #pragma once
 
 #include <cstdint>

@@ -42,6 +42,21 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
   return a.dtype();
 }
 
+const char* type_word(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::Int64: return "Long";
+    case ScalarType::Float32: return "Float";
+    case ScalarType::Float64: return "Double";
+  }
+  return "?";
+}
+
+bool can_cast(ScalarType from, ScalarType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  return to != ScalarType::Bool || from == ScalarType::Bool;
+}
+
 Tensor cast(const Tensor& t, ScalarType dtype) {
   if (t.dtype() == dtype) return t;
   return call(Op::to, t, dtype);

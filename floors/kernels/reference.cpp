@@ -63,6 +63,14 @@ void reference_copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
+void reference_fill(const Tensor& out, Scalar value) {
+  visit_dtype(out.dtype(), [&]<typename T>() {
+    const T v = value.to<T>();
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[strided_offset(i, out.sizes(), out.strides())] = v;
+  });
+}
+
 // [SECTION] Reductions ------------------------------------------------------------
 
 // The offset in `keep` of input element `linear`: its index with every reduced dim set to 0.

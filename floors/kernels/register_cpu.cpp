@@ -5,6 +5,7 @@
 // [SECTION] Reductions
 // [SECTION] Matrix product
 // [SECTION] Copies
+// [SECTION] In place: overlap, then writing into self
 // [SECTION] Registration
 //
 // Each kernel reads its arguments from the stack in schema order (the op
@@ -69,7 +70,7 @@ void begin(ScopedSpan& span, const Tensor& out) {
 bool float_only(Op op) { return op == Op::exp || op == Op::log || op == Op::sqrt || op == Op::sigmoid || op == Op::tanh; }
 
 void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   Tensor x = s[0].to_tensor();
   DESCENT_CHECK(!(op.id == Op::neg && x.dtype() == ScalarType::Bool), Error,
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
@@ -82,20 +83,20 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
-  check_same_device(op.name, a, b);
+  check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DESCENT_CHECK(!(op.id == Op::sub && ct == ScalarType::Bool), Error,
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                 "`logical_xor()` operator instead.");
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
-  DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.name,
+  DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
-  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.name, "alpha"); });  // Note [Checked scalar conversion]
-  DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ct, a.device());
   begin(span, out);
@@ -105,12 +106,12 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
-  check_same_device(op.name, a, b);
+  check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
-  DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.name);
+  DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ScalarType::Bool, a.device());
   begin(span, out);
@@ -150,30 +151,38 @@ Tensor finish_reduction(const Tensor& keep, const bool* reduced, bool keepdim) {
   return keep.as_strided(sizes, contiguous_strides(sizes), 0);
 }
 
+// aten::sum and aten::mean (every element; args self, dtype) and their
+// dim overloads sum.dim_IntList and mean.dim (self, dim, keepdim, dtype).
+// With a dtype the input is converted to it first, as PyTorch does.
 void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
-  const Tensor& x = s[0].to_tensor();
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
+  const bool mean = op.id == Op::mean || op.id == Op::mean_dim;
+  const IValue& dtype = s[by_dim ? 3 : 1];
+  Tensor x = s[0].to_tensor();
   bool reduced[kMaxDims];
-  reduced_mask(op.name, x, s[1], reduced);
+  reduced_mask(op.python_name, x, by_dim ? s[1] : IValue(), reduced);
+  DESCENT_CHECK(!mean || is_floating(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()), Error,
+                "mean(): could not infer output dtype. ", dtype.is_none() ? "Input" : "Optional",
+                " dtype must be either a floating point or complex dtype. Got: ",
+                type_word(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()));
+  if (!dtype.is_none()) x = cast(x, dtype.to_scalar_type());
   ScalarType dt = is_floating(x.dtype()) ? x.dtype() : ScalarType::Int64;
-  DESCENT_CHECK(op.id != Op::mean || is_floating(x.dtype()), Error,
-                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-                "Got: ", dtype_name(x.dtype()));
   Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
   begin(span, keep);
   run_variant(span, [&] { return optimized_sum(x, keep, reduced); }, [&] { reference_sum(x, keep, reduced); });
-  if (op.id == Op::mean) {
+  if (mean) {
     int64_t count = keep.numel() == 0 ? 0 : x.numel() / keep.numel();
     visit_dtype(dt, [&]<typename T>() {
       T* y = keep.data<T>();
       for (int64_t i = 0; i < keep.numel(); ++i) y[i] = count ? y[i] / T(count) : T(NAN);
     });
   }
-  s.set_result(finish_reduction(keep, reduced, s[2].to_bool()));
+  s.set_result(finish_reduction(keep, reduced, by_dim && s[2].to_bool()));
 }
 
 void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
   bool reduced[kMaxDims];
   if (op.id == Op::max) {
@@ -187,7 +196,7 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     s.set_result(finish_reduction(keep, reduced, false));
     return;
   }
-  int d = wrap_dim(s[1].to_int(), x.dim(), op.name);
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
   bool keepdim = s[2].to_bool();
   std::fill(reduced, reduced + kMaxDims, false);
   reduced[d] = x.dim() > 0;
@@ -216,10 +225,10 @@ Tensor as_batched(const Tensor& t, int64_t batch) {
 }
 
 void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
-  check_same_device(op.name, a, b);
+  check_same_device(op.python_name, a, b);
   DESCENT_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, "matmul(): both arguments to matmul need to be at least 1D, "
                 "but they are ", a.dim(), "D and ", b.dim(), "D");
   ScalarType ct = result_type(a, b);
@@ -235,7 +244,7 @@ void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DimVector ba, bb;
   for (int i = 0; i < na - 2; ++i) ba.push_back(a2.sizes()[i]);
   for (int i = 0; i < nb - 2; ++i) bb.push_back(b2.sizes()[i]);
-  DimVector batch = broadcast_shapes(ba, bb, op.name);
+  DimVector batch = broadcast_shapes(ba, bb, op.python_name);
   DimVector sa = batch, sb = batch, so = batch;
   sa.push_back(M), sa.push_back(K), sb.push_back(K), sb.push_back(N);
   int64_t B = numel_of(batch);
@@ -263,7 +272,7 @@ void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
 }
 
 void clone_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
   if (op.id == Op::contiguous && x.is_contiguous()) {
     span.arg("variant", "none (already contiguous)");
@@ -276,7 +285,7 @@ void clone_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 void to_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? x.dtype() : s[1].to_scalar_type();
   Device dev = s[2].is_none() ? x.device() : s[2].to_device();
@@ -293,41 +302,178 @@ void to_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
-// The element range [first, last] a tensor touches in its storage.
-std::pair<int64_t, int64_t> extent(const Tensor& t) {
-  int64_t lo = t.offset(), hi = t.offset();
-  for (int d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] == 0) return {0, -1};
-    (t.strides()[d] < 0 ? lo : hi) += (t.sizes()[d] - 1) * t.strides()[d];
+// [SECTION] In place ----------------------------------------------------------------
+
+// Note [In-place ops]
+// ~~~~~~~~~~~~~~~~~~~
+// add_, sub_, mul_, div_, copy_, fill_ and zero_ (Tensor(a!) self) write
+// their result into self's own memory, through self's strides, so every view
+// of that memory sees it, and return self. The loops are the out-of-place
+// ones with `out` = self: an element of self is read (as the first operand)
+// and written at the same position, so no temporary is needed. Before any
+// write, PyTorch's checks, in PyTorch's order (TensorIterator's build):
+//   1. memory overlap (ATen/MemoryOverlap.cpp): self may not have internal
+//      overlap (two elements at one address: an expanded tensor), and each
+//      input must be, relative to self, either
+//        full     the very same elements in the same layout (x += x): allowed,
+//                 each element is read before it is written;
+//        none     byte ranges that do not meet (or another storage): allowed;
+//        partial  ranges that meet otherwise (x[1:] += x[:-1]): refused, the
+//                 result would depend on the loop's order;
+//        too hard a layout with gaps or repeats (strided views), which
+//                 PyTorch does not analyse and lets through: so do we.
+//      fill_ and zero_ skip the check: writing one value is idempotent.
+//   2. the shape: self's shape must be the broadcast shape ("output with
+//      shape [2] doesn't match the broadcast shape [3, 2]");
+//   3. the dtype: the ops compute in the promoted dtype of self and other,
+//      which must be castable to self's (can_cast: "result type Float can't
+//      be cast to the desired output type Long").
+// When the promoted dtype is self's (nearly always) the loop writes into
+// self; when it is wider (a float32 self += a float64 tensor) the loop runs
+// in the wider dtype into a temporary that the copy loop casts into self, as
+// the loops compute in one dtype. Each op then calls bump_version(self)
+// (Note [Version counter and view base]).
+
+enum class InternalOverlap { No, Yes, TooHard };
+enum class OverlapStatus { Full, Partial, No, TooHard };
+
+// Whether the elements tile a block of memory exactly, in some order of dims
+// (PyTorch's is_non_overlapping_and_dense): sorted by stride, ignoring dims of
+// size 0 or 1, each stride is the product of the sizes below it.
+bool non_overlapping_and_dense(const Tensor& t) {
+  int n = t.dim();
+  if (n == 1) return t.sizes()[0] < 2 || t.strides()[0] == 1;
+  auto before = [&](int a, int b) {  // dims of size 0 and 1 go last, the others by stride
+    if (t.sizes()[a] < 2) return false;
+    if (t.sizes()[b] < 2) return true;
+    return t.strides()[a] < t.strides()[b];
+  };
+  int perm[kMaxDims];
+  for (int i = 0; i < n; ++i) {  // insertion sort: at most kMaxDims dims
+    int j = i;
+    for (; j > 0 && before(i, perm[j - 1]); --j) perm[j] = perm[j - 1];
+    perm[j] = i;
   }
-  return {lo, hi};
+  int64_t want = 1;
+  for (int i = 0; i < n; ++i) {
+    int64_t size = t.sizes()[perm[i]];
+    if (size < 2) return true;
+    if (t.strides()[perm[i]] != want) return false;
+    want *= size;
+  }
+  return true;
 }
 
-// Two views of one storage whose ranges meet, unless they are the very same view.
-bool partially_overlap(const Tensor& a, const Tensor& b) {
-  if (a.storage() != b.storage() || a.dtype() != b.dtype()) return a.storage() == b.storage();
-  if (a.offset() == b.offset() && a.sizes() == b.sizes() && a.strides() == b.strides()) return false;
-  auto [a0, a1] = extent(a);
-  auto [b0, b1] = extent(b);
-  return a0 <= b1 && b0 <= a1;
+InternalOverlap internal_overlap(const Tensor& t) {
+  if (non_overlapping_and_dense(t)) return InternalOverlap::No;
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return InternalOverlap::Yes;
+  return InternalOverlap::TooHard;
+}
+
+OverlapStatus overlap_status(const Tensor& a, const Tensor& b) {
+  if (a.is_same(b)) return OverlapStatus::Full;
+  if (a.numel() == 0 || b.numel() == 0) return OverlapStatus::No;
+  if (!non_overlapping_and_dense(a) || !non_overlapping_and_dense(b)) return OverlapStatus::TooHard;
+  if (a.storage() != b.storage()) return OverlapStatus::No;
+  const char* a0 = static_cast<const char*>(a.data_ptr());
+  const char* b0 = static_cast<const char*>(b.data_ptr());
+  const char* a1 = a0 + a.numel() * int64_t(element_size(a.dtype()));
+  const char* b1 = b0 + b.numel() * int64_t(element_size(b.dtype()));
+  if (a0 == b0 && a1 == b1) return a.strides() == b.strides() ? OverlapStatus::Full : OverlapStatus::Partial;
+  return a0 < b1 && b0 < a1 ? OverlapStatus::Partial : OverlapStatus::No;
+}
+
+void check_no_internal_overlap(const Tensor& self) {
+  DESCENT_CHECK(internal_overlap(self) != InternalOverlap::Yes, Error,
+                "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.");
+}
+
+void check_no_partial_overlap(const Tensor& self, const Tensor& input) {
+  DESCENT_CHECK(overlap_status(self, input) != OverlapStatus::Partial, Error,
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+                "memory location. Please clone() the tensor before performing the operation.");
+}
+
+// Step 2 of Note [In-place ops]: the inputs broadcast to self's shape, no larger.
+void check_output_shape(const char* op, const Tensor& self, const Tensor& other) {
+  DimVector shape = broadcast_shapes(self.sizes(), other.sizes(), op);
+  DESCENT_CHECK(shape == self.sizes(), Error, "output with shape ", self.shape_str(),
+                " doesn't match the broadcast shape ", shape.str());
+}
+
+Op functional_of(Op op) {
+  switch (op) {
+    case Op::add_: return Op::add;
+    case Op::sub_: return Op::sub;
+    case Op::mul_: return Op::mul;
+    case Op::div_: return Op::div;
+    default: throw Error("functional_of: not an in-place binary op");
+  }
+}
+
+// add_, sub_, mul_, div_: Note [In-place ops].
+void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const Tensor& other = s[1].to_tensor();
+  const Op f = functional_of(op.id);
+  check_same_device(op.python_name, self, other);
+  check_no_internal_overlap(self);
+  check_no_partial_overlap(self, other);
+  check_output_shape(op.python_name, self, other);
+  ScalarType ct = result_type(self, other);
+  DESCENT_CHECK(!(f == Op::sub && ct == ScalarType::Bool), Error,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead.");
+  if (f == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
+  DESCENT_CHECK(can_cast(ct, self.dtype()), Error, "result type ", type_word(ct),
+                " can't be cast to the desired output type ", type_word(self.dtype()));
+  Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
+  DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error,
+                "For integral input tensors, argument alpha must not be a floating point number.");
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes());
+  Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
+  begin(span, self);
+  run_variant(span, [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
+              [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
+  if (!out.is_same(self)) {
+    ScopedSpan cast_span(Floor::Kernels, "cast into self");
+    copy_into(cast_span, out, self);
+  }
+  bump_version(self);
+  s.set_result(Tensor(self));
 }
 
 void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  ScopedSpan span(Floor::Kernels, op.name);
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
   const Tensor& src = s[1].to_tensor();
-  check_same_device(op.name, self, src);
-  DimVector shape = broadcast_shapes(self.sizes(), src.sizes(), op.name);
-  DESCENT_CHECK(shape == self.sizes(), ValueError, "copy_(): the source of shape ", src.shape_str(),
-                " cannot be broadcast to the destination's shape ", self.shape_str());
-  for (int d = 0; d < self.dim(); ++d)
-    DESCENT_CHECK(self.strides()[d] != 0 || self.sizes()[d] <= 1, Error,
-                  "copy_(): unsupported operation: more than one element of the written-to tensor refers to a single "
-                  "memory location. Please clone() the tensor before performing the operation.");
-  DESCENT_CHECK(!partially_overlap(self, src), Error,
-                "copy_(): unsupported operation: some elements of the input tensor and the written-to tensor refer "
-                "to a single memory location. Please clone() the tensor before performing the operation.");
-  copy_into(span, expand_to(src, shape), self);
+  check_same_device(op.python_name, self, src);
+  check_no_internal_overlap(self);
+  check_no_partial_overlap(self, src);
+  check_output_shape(op.python_name, self, src);
+  if (overlap_status(self, src) == OverlapStatus::Full && self.dtype() == src.dtype()) {
+    span.arg("variant", "none (same memory)");  // PyTorch returns early too
+    last_variant() = "none";
+  } else {
+    copy_into(span, expand_to(src, self.sizes()), self);
+  }
+  bump_version(self);
+  s.set_result(Tensor(self));
+}
+
+// fill_ and zero_: one value into every element; no overlap check (Note [In-place ops]).
+void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  Scalar value = op.id == Op::zero_ ? Scalar(int64_t{0}) : s[1].to_scalar();
+  visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
+  begin(span, self);
+  run_variant(span, [&] { return optimized_fill(self, value); }, [&] { reference_fill(self, value); });
+  bump_version(self);
   s.set_result(Tensor(self));
 }
 
@@ -342,8 +488,10 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
     case OpKind::Binary: return binary_kernel;
     case OpKind::Comparison: return compare_kernel;
     case OpKind::Matmul: return matmul_kernel;
-    case OpKind::Reduction: return op == Op::sum || op == Op::mean ? sum_kernel : max_kernel;
-    case OpKind::Copy: return op == Op::to ? to_kernel : op == Op::copy_ ? copy__kernel : clone_kernel;
+    case OpKind::Reduction: return op == Op::max || op == Op::max_dim ? max_kernel : sum_kernel;
+    case OpKind::Copy: return op == Op::to ? to_kernel : clone_kernel;
+    case OpKind::InPlace: return op == Op::copy_ ? copy__kernel : op == Op::fill_ || op == Op::zero_ ? fill__kernel
+                                                                                                     : inplace_binary_kernel;
     case OpKind::View:
     case OpKind::Factory: break;  // views.cpp, factories.cpp
   }

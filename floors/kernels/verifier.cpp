@@ -127,17 +127,20 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed) {
   v.op = op.name;
   v.dtype = dtype;
   Stack args = sample_call(op, dtype, seed);
+  // An in-place op writes into its first argument: each variant gets its own
+  // copy of the sample (the same values, and the same strides as the sample's).
+  const bool in_place = op.kind == OpKind::InPlace;
   std::vector<Tensor> ref, opt;
   const char *ran_ref = "", *ran_opt = "";
   try {
-    ref = run_with(op, args, Variant::Reference, &ran_ref);
+    ref = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Reference, &ran_ref);
   } catch (const Error& e) {  // the op does not take this dtype (mean of int64, ...)
     v.claim = "unsupported";
     v.passed = true;
     v.detail = e.what();
     return v;
   }
-  opt = run_with(op, args, Variant::Optimized, &ran_opt);
+  opt = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Optimized, &ran_opt);
   v.variants = std::string(ran_ref) + " vs " + ran_opt;
   bool reordered = op.exactness == Exactness::Reordered && is_floating(ref[0].dtype());
   v.claim = std::string(ran_opt) != "optimized" ? "single kernel" : reordered ? "bound" : "bit-for-bit";
@@ -164,13 +167,15 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed) {
     }
     // Note [Summation bound]: per element, 2 (n - 1) eps sum|x| (over n for mean).
     const Tensor& x = args[0].to_tensor();
-    Tensor abs_sum = call(Op::sum, call(Op::abs, call(Op::to, x, ScalarType::Float64)), args[1], true);
+    const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
+    Tensor abs_sum = call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)), by_dim ? args[1] : IValue(),
+                          true);
     abs_sum = call(Op::contiguous, abs_sum);
     int64_t n = abs_sum.numel() ? x.numel() / abs_sum.numel() : 0;
     Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
     for (int64_t i = 0; i < a.numel(); ++i) {
       double bound = 2.0 * double(n > 0 ? n - 1 : 0) * eps_of(a.dtype()) * abs_sum.data<double>()[i];
-      if (op.id == Op::mean && n > 0) bound /= double(n);
+      if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) bound /= double(n);
       double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, bound);
@@ -194,7 +199,7 @@ std::string format_verdicts(const std::vector<Verdict>& vs) {
   std::string s;
   char line[256];
   for (const Verdict& v : vs) {
-    std::snprintf(line, sizeof line, "%-6s %-12s %-8s %-13s %-26s max|diff|=%-10.3g bound=%-10.3g %s\n",
+    std::snprintf(line, sizeof line, "%-6s %-24s %-8s %-13s %-26s max|diff|=%-10.3g bound=%-10.3g %s\n",
                   v.passed ? "ok" : "FAIL", v.op.c_str(), dtype_name(v.dtype), v.claim.c_str(), v.variants.c_str(),
                   v.max_abs_diff, v.bound, v.claim == "unsupported" ? "" : v.detail.c_str());
     s += line;

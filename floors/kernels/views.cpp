@@ -77,7 +77,10 @@ bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, cons
   return true;
 }
 
-void set_view(trace::ScopedSpan& span, Stack& s, Tensor v) {
+// The result of a view op: `v` records its base, x's base when x is itself a
+// view (Note [Version counter and view base]).
+void set_view(trace::ScopedSpan& span, Stack& s, const Tensor& x, Tensor v) {
+  v.impl()->base = x.is_view() ? x.impl()->base : x.ref();
   span.arg("variant", "view (no copy)");
   last_variant() = "view";
   s.set_result(std::move(v));
@@ -85,12 +88,12 @@ void set_view(trace::ScopedSpan& span, Stack& s, Tensor v) {
 
 #define DESCENT_VIEW_KERNEL(fn) void fn(const OpEntry& op, DispatchKeySet, Stack& s)
 #define DESCENT_VIEW_BEGIN                          \
-  trace::ScopedSpan span(trace::Floor::Kernels, op.name); \
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name); \
   const Tensor& x = s[0].to_tensor();
 
 DESCENT_VIEW_KERNEL(view_kernel) {
   DESCENT_VIEW_BEGIN
-  DimVector sizes = infer_size(op.name, s[1].to_int_list(), x.numel());
+  DimVector sizes = infer_size(op.python_name, s[1].to_int_list(), x.numel());
   DimVector strides;
   bool ok = view_strides(x.sizes(), x.strides(), sizes, &strides);
   if (op.id == Op::reshape && !ok) {  // reshape copies when it must
@@ -101,18 +104,18 @@ DESCENT_VIEW_KERNEL(view_kernel) {
   }
   DESCENT_CHECK(ok, Error, "view size is not compatible with input tensor's size and stride (at least one dimension "
                 "spans across two contiguous subspaces). Use .reshape(...) instead.");
-  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
 DESCENT_VIEW_KERNEL(transpose_kernel) {
   DESCENT_VIEW_BEGIN
   DimVector sizes = x.sizes(), strides = x.strides();
-  int a = wrap_dim(s[1].to_int(), x.dim(), op.name), b = wrap_dim(s[2].to_int(), x.dim(), op.name);
+  int a = wrap_dim(s[1].to_int(), x.dim(), op.python_name), b = wrap_dim(s[2].to_int(), x.dim(), op.python_name);
   if (x.dim() > 0) {  // a 0-d tensor accepts dims 0 and -1 and stays as it is
     std::swap(sizes[a], sizes[b]);
     std::swap(strides[a], strides[b]);
   }
-  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
 DESCENT_VIEW_KERNEL(permute_kernel) {
@@ -124,13 +127,13 @@ DESCENT_VIEW_KERNEL(permute_kernel) {
   DimVector sizes, strides;
   bool seen[kMaxDims] = {};
   for (int64_t d : dims) {
-    int w = wrap_dim(d, x.dim(), op.name);
+    int w = wrap_dim(d, x.dim(), op.python_name);
     DESCENT_CHECK(!seen[w], ValueError, "permute(): duplicate dims are not allowed (dims ", dims.str(), ")");
     seen[w] = true;
     sizes.push_back(x.sizes()[w]);
     strides.push_back(x.strides()[w]);
   }
-  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
 DESCENT_VIEW_KERNEL(expand_kernel) {
@@ -157,13 +160,13 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
                   req.str(), ".  Tensor sizes: ", x.shape_str());
     strides[i] = sizes[i] == have ? x.strides()[j] : 0;
   }
-  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
 DESCENT_VIEW_KERNEL(slice_kernel) {
   DESCENT_VIEW_BEGIN
   DESCENT_CHECK(x.dim() > 0, IndexError, "slice() cannot be applied to a 0-dim tensor.");
-  int d = wrap_dim(s[1].to_int(), x.dim(), op.name);
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
   int64_t n = x.sizes()[d], step = s[4].to_int();
   DESCENT_CHECK(step > 0, ValueError, "slice step must be positive (got ", step, ")");
   auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
@@ -180,26 +183,26 @@ DESCENT_VIEW_KERNEL(slice_kernel) {
   DESCENT_CHECK(!overflow || len <= 1, ValueError, "slice(): the stride ", x.strides()[d], " of dimension ", d,
                 " times the step ", step, " does not fit in an int64");
   if (!overflow) strides[d] = stride;
-  set_view(span, s, x.as_strided(sizes, strides, x.offset() + start * x.strides()[d]));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset() + start * x.strides()[d]));
 }
 
 DESCENT_VIEW_KERNEL(select_kernel) {
   DESCENT_VIEW_BEGIN
   DESCENT_CHECK(x.dim() > 0, IndexError, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
-  int d = wrap_dim(s[1].to_int(), x.dim(), op.name);
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
   int64_t n = x.sizes()[d], i = s[2].to_int();
   DESCENT_CHECK(i >= -n && i < n, IndexError, "index ", i, " is out of bounds for dimension ", d, " with size ", n);
   if (i < 0) i += n;
   DimVector sizes, strides;
   for (int k = 0; k < x.dim(); ++k)
     if (k != d) sizes.push_back(x.sizes()[k]), strides.push_back(x.strides()[k]);
-  set_view(span, s, x.as_strided(sizes, strides, x.offset() + i * x.strides()[d]));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset() + i * x.strides()[d]));
 }
 
 DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
   DESCENT_VIEW_BEGIN
-  int d = wrap_dim(s[1].to_int(), x.dim() + 1, op.name);
+  int d = wrap_dim(s[1].to_int(), x.dim() + 1, op.python_name);
   DimVector sizes, strides;
   for (int k = 0; k <= x.dim(); ++k) {
     if (k == d) {
@@ -208,7 +211,7 @@ DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
     }
     if (k < x.dim()) sizes.push_back(x.sizes()[k]), strides.push_back(x.strides()[k]);
   }
-  set_view(span, s, x.as_strided(sizes, strides, x.offset()));
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 Times, with tracing compiled in and switched off: a 1-element CPU add through
 the dispatcher from C++ (bench_descent) and from Python; a 512x512 float32
 matmul from Python, on all threads and on one; the tracer's cost per span, on
-and off. When PyTorch is importable, the same calls through PyTorch
+and off; a traced `x + y` timed as `descent trace --repeat` times it (the
+warm median with the tracer's cost taken out) beside the same statement
+untraced. When PyTorch is importable, the same calls through PyTorch
 (torch.add from Python; at::add from C++ with --torch-cpp, compiled here
 against the installed torch). Method: warm-up, then the median of 7
 repetitions (tests/bench/timing.h; per_call_ns below for Python). The C++
@@ -69,6 +71,26 @@ def python_side(lib, prefix):
     return {prefix + name: value for name, value in r.items()}
 
 
+def traced_add(descent, runs=2001):
+    """A 1-element `x + y` traced as `descent trace --repeat` runs it: the warm
+    median of the statement's span with the tracer's cost taken out (Note
+    [Warm medians] in tracer/trace.h), beside the same compiled statement run
+    untraced the same way (eval), so the two differ only by the tracing."""
+    from descent import tracing
+    env = {"descent": descent, "x": descent.randn(1), "y": descent.randn(1)}
+    result, error = tracing.run("x + y", env=env, echo=None, repeat=runs)
+    if error is not None:
+        raise error
+    statement = [w[0] for s, w in zip(result.spans(), result.warm_medians(runs))
+                 if w is not None and s["parent"] == 0 and s["name"] == "x + y"]
+    compiled = compile("x + y", "<bench>", "eval")
+    spans_per_run = len(result.spans()) / runs
+    return {"py_add_traced_corrected": statement[0],
+            "py_add_untraced_same": per_call_ns(lambda: eval(compiled, env)),
+            "py_add_traced_spans": spans_per_run,
+            "py_add_traced_span_cost": result.span_cost_ns}
+
+
 def median_of_runs(commands, runs):
     """Runs each command `runs` times, taking turns; the median of every number."""
     seen = {}
@@ -107,6 +129,7 @@ def main():
         programs.append([build_torch_cpp()])
     r, per_run = median_of_runs(programs, args.runs)
     r.update(python_side(descent, ""))
+    r.update(traced_add(descent))
     try:
         import torch
         r.update(python_side(torch, "torch_"))
@@ -147,6 +170,14 @@ def main():
         row(f"C++ add with tracing on ({r.get('spans_per_add', 0):.0f} spans recorded)", "cpp_add_1elem_traced", None, ""),
         row("what tracing adds to that add, per span", "tracing_cost_per_span_in_add", None, ""),
     ]
+    if "py_add_traced_corrected" in r:
+        within = r["py_add_traced_corrected"] / r["py_add_untraced_same"] - 1
+        lines.append(row(f"Python `x + y` traced, `--repeat`'s warm median with the tracer's cost taken out "
+                         f"({r['py_add_traced_spans']:.0f} spans at {r['py_add_traced_span_cost']:.1f} ns; "
+                         f"{within:+.0%} from untraced)", "py_add_traced_corrected", None,
+                         "within 25% of untraced"))
+        lines.append(row("the same `x + y` untraced (its compiled statement through eval, as the trace runs it)",
+                         "py_add_untraced_same", None, ""))
     if "tracy_method_per_span_wall" in r:
         n = r["tracy_method_threads"]
         lines.append(row(f"tracer span, Tracy's method: {n:.0f} threads of real work, wall-time difference "

@@ -38,8 +38,62 @@ TEST(Schema, ParsesArgumentsTypesAndDefaults) {
   EXPECT_EQ(s.args[2].default_value.to_int(), 1);
   EXPECT_EQ(s.num_positional(), 2);
   ASSERT_EQ(s.returns.size(), 1u);
-  EXPECT_EQ(s.returns[0], "");
+  EXPECT_EQ(s.returns[0].name, "");
   EXPECT_EQ(s.text, "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  EXPECT_EQ(s.ns, "");
+  EXPECT_FALSE(s.is_mutable());
+  EXPECT_FALSE(s.is_view());
+}
+
+// Note [Schema names and alias annotations]: namespace, overload, and the
+// three names an op goes by.
+TEST(Schema, ParsesNamespaceAndOverload) {
+  Schema s = parse_schema("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
+                          "ScalarType? dtype=None) -> Tensor");
+  EXPECT_EQ(s.ns, "aten");
+  EXPECT_EQ(s.name, "sum");
+  EXPECT_EQ(s.overload, "dim_IntList");
+  EXPECT_EQ(s.full_name(), "aten::sum.dim_IntList");
+  EXPECT_EQ(s.qualified_name(), "aten::sum");
+  ASSERT_EQ(s.args.size(), 4u);
+  EXPECT_EQ(s.args[1].type, ArgType::IntList) << "int[1] is an int list";
+  EXPECT_TRUE(s.args[1].optional);
+  EXPECT_FALSE(s.args[1].has_default);
+  EXPECT_EQ(s.args[1].type_str(), "int[]?");
+  Schema plain = parse_schema("aten::relu(Tensor self) -> Tensor");
+  EXPECT_EQ(plain.full_name(), "aten::relu");
+  EXPECT_EQ(plain.qualified_name(), "aten::relu");
+}
+
+TEST(Schema, ParsesAliasAnnotations) {
+  Schema v = parse_schema("aten::view(Tensor(a) self, int[] size) -> Tensor(a)");
+  EXPECT_EQ(v.args[0].alias, "a");
+  EXPECT_FALSE(v.args[0].is_write);
+  EXPECT_EQ(v.args[1].alias, "");
+  EXPECT_EQ(v.returns[0].alias, "a");
+  EXPECT_FALSE(v.returns[0].is_write);
+  EXPECT_TRUE(v.is_view());
+  EXPECT_FALSE(v.is_mutable());
+  Schema m = parse_schema("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)");
+  EXPECT_EQ(m.name, "add_");
+  EXPECT_EQ(m.overload, "Tensor");
+  EXPECT_EQ(m.args[0].alias, "a");
+  EXPECT_TRUE(m.args[0].is_write);
+  EXPECT_FALSE(m.args[1].is_write);
+  EXPECT_TRUE(m.returns[0].is_write);
+  EXPECT_TRUE(m.is_mutable());
+  EXPECT_FALSE(m.is_view());
+  Schema w = parse_schema("f(Tensor(a -> *) t, Tensor(b!)? out=None) -> (Tensor(b!) x, Tensor y)");
+  EXPECT_EQ(w.args[0].alias, "a");
+  EXPECT_EQ(w.args[0].alias_after, "*");
+  EXPECT_FALSE(w.args[0].is_write);
+  EXPECT_EQ(w.args[1].alias, "b");
+  EXPECT_TRUE(w.args[1].is_write && w.args[1].optional && w.args[1].has_default);
+  ASSERT_EQ(w.returns.size(), 2u);
+  EXPECT_EQ(w.returns[0].name, "x");
+  EXPECT_EQ(w.returns[0].alias, "b");
+  EXPECT_EQ(w.returns[1].name, "y");
+  EXPECT_EQ(w.returns[1].alias, "");
 }
 
 TEST(Schema, ParsesEveryTypeAndOptional) {
@@ -97,11 +151,11 @@ TEST(Schema, OverloadNamesAndNamedReturns) {
   EXPECT_EQ(s.overload, "dim");
   EXPECT_EQ(s.full_name(), "max.dim");
   ASSERT_EQ(s.returns.size(), 2u);
-  EXPECT_EQ(s.returns[0], "values");
-  EXPECT_EQ(s.returns[1], "indices");
+  EXPECT_EQ(s.returns[0].name, "values");
+  EXPECT_EQ(s.returns[1].name, "indices");
   Schema one = parse_schema("f(Tensor a) -> (Tensor out)");
   ASSERT_EQ(one.returns.size(), 1u);
-  EXPECT_EQ(one.returns[0], "out");
+  EXPECT_EQ(one.returns[0].name, "out");
   // Spaces are optional around punctuation.
   Schema tight = parse_schema("g(Tensor a,*,int b=2)->Tensor");
   ASSERT_EQ(tight.args.size(), 2u);
@@ -111,8 +165,8 @@ TEST(Schema, OverloadNamesAndNamedReturns) {
 TEST(Schema, UnnamedTupleReturns) {
   Schema s = parse_schema("f(Tensor a) -> (Tensor, Tensor)");
   ASSERT_EQ(s.returns.size(), 2u);
-  EXPECT_EQ(s.returns[0], "");
-  EXPECT_EQ(s.returns[1], "");
+  EXPECT_EQ(s.returns[0].name, "");
+  EXPECT_EQ(s.returns[1].name, "");
 }
 
 // [SECTION] Malformed schemas -----------------------------------------------------
@@ -145,6 +199,9 @@ TEST(Schema, MalformedSchemasNameTheColumn) {
   expect_bad("f Tensor a) -> Tensor", 2, "expected '('");
   expect_bad("f(Tensor a) -> (Tensor x", 24, "expected ')'");
   expect_bad("f(Tensor a Tensor b) -> Tensor", 11, "expected ','");
+  expect_bad("f(Tensor(!) a) -> Tensor", 9, "expected an alias set name");
+  expect_bad("f(Tensor(a -> b) x) -> Tensor", 14, "expected '*'");
+  expect_bad("f(Tensor(a x) -> Tensor", 11, "expected ')'");
 }
 
 // [SECTION] The op table ------------------------------------------------------------
@@ -160,15 +217,33 @@ TEST(OpTable, EveryOpHasAParsedSchemaWithItsName) {
     EXPECT_EQ(parse_schema(e.schema.text).full_name(), e.name) << "the stored text parses to the same name";
     EXPECT_TRUE(e.schema.text.rfind(std::string(e.name) + "(", 0) == 0) << e.schema.text;
     EXPECT_FALSE(e.schema.returns.empty()) << e.name;
+    EXPECT_EQ(e.schema.ns, "aten") << e.name;
+    EXPECT_EQ(std::string(e.profiler_name), e.schema.qualified_name());
+    EXPECT_EQ(std::string(e.python_name), e.schema.name);
+    // In-place rows write into self and return it; views return an alias of self.
+    EXPECT_EQ(e.kind == OpKind::InPlace, e.schema.is_mutable()) << e.name;
+    if (e.kind == OpKind::InPlace) {
+      EXPECT_TRUE(e.schema.args[0].is_write && e.schema.returns[0].is_write) << e.name;
+      EXPECT_EQ(e.schema.name.back(), '_') << e.name << ": PyTorch names in-place ops with a trailing _";
+    }
+    if (e.kind == OpKind::View) {
+      EXPECT_TRUE(e.schema.is_view()) << e.name;
+    }
     EXPECT_TRUE(names.insert(e.name).second) << "duplicate op name " << e.name;
     EXPECT_EQ(find_op(e.name), &e) << e.name;
     ASSERT_NE(e.sample, nullptr) << e.name;
   }
   EXPECT_EQ(names.size(), size_t(kNumOps));
   EXPECT_EQ(find_op("no_such_op"), nullptr);
-  EXPECT_EQ(find_op("max")->id, Op::max);
-  EXPECT_EQ(find_op("max.dim")->id, Op::max_dim);
-  EXPECT_EQ(find_op("arange.start")->id, Op::arange_start);
+  EXPECT_EQ(find_op("max"), nullptr) << "operator names carry their namespace";
+  EXPECT_EQ(find_op("aten::max")->id, Op::max);
+  EXPECT_EQ(find_op("aten::max.dim")->id, Op::max_dim);
+  EXPECT_EQ(find_op("aten::add.Tensor")->id, Op::add);
+  EXPECT_EQ(find_op("aten::add_.Tensor")->id, Op::add_);
+  EXPECT_EQ(find_op("aten::arange.start_step")->id, Op::arange_start_step);
+  EXPECT_STREQ(op_entry(Op::add).profiler_name, "aten::add");
+  EXPECT_STREQ(op_entry(Op::sum_dim).profiler_name, "aten::sum");
+  EXPECT_STREQ(op_entry(Op::max_dim).python_name, "max");
   EXPECT_EQ(op_entry(Op::max_dim).schema.returns.size(), 2u);
 }
 

@@ -105,19 +105,19 @@ TEST(Arange, ValuesAndDtypes) {
   Tensor f = call(Op::arange, 2.5);
   EXPECT_EQ(f.dtype(), ScalarType::Float32);
   EXPECT_EQ(values(f), (std::vector<double>{0, 1, 2}));
-  Tensor h = call(Op::arange_start, 1, 7.5, 0.5);
+  Tensor h = call(Op::arange_start_step, 1, 7.5, 0.5);
   EXPECT_EQ(h.dtype(), ScalarType::Float32);
   ASSERT_EQ(h.numel(), 13);
   for (int i = 0; i < 13; ++i) EXPECT_EQ(values(h)[size_t(i)], 1 + 0.5 * i);
-  EXPECT_EQ(values(call(Op::arange_start, 5, 0, -1)), (std::vector<double>{5, 4, 3, 2, 1}));
-  EXPECT_EQ(values(call(Op::arange_start, -3, 4, 3)), (std::vector<double>{-3, 0, 3}));
-  EXPECT_EQ(call(Op::arange_start, 2, 2).numel(), 0);
+  EXPECT_EQ(values(call(Op::arange_start_step, 5, 0, -1)), (std::vector<double>{5, 4, 3, 2, 1}));
+  EXPECT_EQ(values(call(Op::arange_start_step, -3, 4, 3)), (std::vector<double>{-3, 0, 3}));
+  EXPECT_EQ(call(Op::arange_start_step, 2, 2).numel(), 0);
   EXPECT_EQ(call(Op::arange, 0).numel(), 0);
   Tensor d = call(Op::arange, 4, ScalarType::Float64);
   EXPECT_EQ(d.dtype(), ScalarType::Float64);
   EXPECT_EQ(values(d), (std::vector<double>{0, 1, 2, 3}));
   // float64 arange computes start + i * step in double: no accumulated error.
-  Tensor fine = call(Op::arange_start, 0.0, 1.0, 0.1, ScalarType::Float64);
+  Tensor fine = call(Op::arange_start_step, 0.0, 1.0, 0.1, ScalarType::Float64);
   ASSERT_EQ(fine.numel(), 10);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(values(fine)[size_t(i)], 0.1 * i);
 }
@@ -138,29 +138,29 @@ TEST(Arange, IntegerBoundsAtTheEndsOfInt64AreCountedExactly) {
       {kMin, kMin + 1, kMax, {kMin}},
   };
   for (const Case& c : cases) {
-    Tensor t = call(Op::arange_start, c.start, c.end, c.step);
+    Tensor t = call(Op::arange_start_step, c.start, c.end, c.step);
     EXPECT_EQ(t.dtype(), ScalarType::Int64);
     ASSERT_EQ(t.numel(), int64_t(c.want.size())) << c.start << " " << c.end << " " << c.step;
     for (size_t i = 0; i < c.want.size(); ++i) EXPECT_EQ(t.data<int64_t>()[i], c.want[i]) << i;
-    EXPECT_EQ(call(Op::arange_start, c.start, c.end, c.step, ScalarType::Float64).numel(), int64_t(c.want.size()))
+    EXPECT_EQ(call(Op::arange_start_step, c.start, c.end, c.step, ScalarType::Float64).numel(), int64_t(c.want.size()))
         << "the length does not depend on the dtype";
   }
-  EXPECT_THROW(call(Op::arange_start, kMin, kMax, 1), ValueError) << "too many elements, counted without overflow";
-  expect_runtime_error([&] { call(Op::arange_start, 1e19, 2e19, 1e18, ScalarType::Int64); },
+  EXPECT_THROW(call(Op::arange_start_step, kMin, kMax, 1), ValueError) << "too many elements, counted without overflow";
+  expect_runtime_error([&] { call(Op::arange_start_step, 1e19, 2e19, 1e18, ScalarType::Int64); },
                        "arange(): start cannot be converted to type int64_t without overflow");
 }
 
 TEST(Arange, Errors) {
-  EXPECT_THROW(call(Op::arange_start, 0, 5, 0), ValueError) << "step 0";
-  EXPECT_THROW(call(Op::arange_start, 0.0, 1.0, 0.0), ValueError) << "step 0.0";
-  EXPECT_THROW(call(Op::arange_start, 0, 5, -1), ValueError) << "wrong sign";
-  EXPECT_THROW(call(Op::arange_start, 5, 0, 1), ValueError) << "wrong sign";
+  EXPECT_THROW(call(Op::arange_start_step, 0, 5, 0), ValueError) << "step 0";
+  EXPECT_THROW(call(Op::arange_start_step, 0.0, 1.0, 0.0), ValueError) << "step 0.0";
+  EXPECT_THROW(call(Op::arange_start_step, 0, 5, -1), ValueError) << "wrong sign";
+  EXPECT_THROW(call(Op::arange_start_step, 5, 0, 1), ValueError) << "wrong sign";
   EXPECT_THROW(call(Op::arange, -3), ValueError) << "end below the default start 0";
   EXPECT_THROW(call(Op::arange, INFINITY), ValueError);
   EXPECT_THROW(call(Op::arange, NAN), ValueError);
-  EXPECT_THROW(call(Op::arange_start, 0, 1e15, 1), ValueError) << "too many elements";
+  EXPECT_THROW(call(Op::arange_start_step, 0, 1e15, 1), ValueError) << "too many elements";
   try {
-    call(Op::arange_start, 0, 5, 0);
+    call(Op::arange_start_step, 0, 5, 0);
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("arange()"), std::string::npos) << e.what();
   }

@@ -89,9 +89,9 @@ void check_sum(Op op, const Tensor& x, const std::optional<DimVector>& dims, boo
   std::vector<double> got = values(out);
   for (size_t j = 0; j < got.size(); ++j) {
     double n = double(r.count[j]);
-    double want_v = op == Op::mean ? (n ? r.sum[j] / n : NAN) : r.sum[j];
+    double want_v = op == Op::mean_dim ? (n ? r.sum[j] / n : NAN) : r.sum[j];
     // Note [Summation bound], for one order: (n - 1) eps sum|x|, divided by n for mean; plus the final rounding.
-    double bound = (n > 1 ? n - 1 : 0) * eps_of(want) * r.abs_sum[j] / (op == Op::mean && n ? n : 1) +
+    double bound = (n > 1 ? n - 1 : 0) * eps_of(want) * r.abs_sum[j] / (op == Op::mean_dim && n ? n : 1) +
                    eps_of(want) * std::fabs(want_v);
     if (std::isnan(want_v)) {
       EXPECT_TRUE(std::isnan(got[j])) << j;
@@ -115,25 +115,25 @@ TEST(Sum, EveryDimChoiceMatchesReference) {
     for (const Tensor& x : {contiguous, permuted, sliced})
       for (const auto& dims : dim_choices)
         for (bool keepdim : {false, true}) {
-          check_sum(Op::sum, x, dims, keepdim);
-          if (is_floating(dt)) check_sum(Op::mean, x, dims, keepdim);
+          check_sum(Op::sum_dim, x, dims, keepdim);
+          if (is_floating(dt)) check_sum(Op::mean_dim, x, dims, keepdim);
         }
   }
 }
 
 TEST(Sum, ZeroSizeAndZeroDim) {
   Tensor empty = make({0, 3}, ScalarType::Float32, {});
-  for (Op op : {Op::sum, Op::mean}) {
+  for (Op op : {Op::sum_dim, Op::mean_dim}) {
     for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}},
                              std::optional<DimVector>{DimVector{1}}})
       for (bool keepdim : {false, true}) check_sum(op, empty, dims, keepdim);
   }
-  EXPECT_EQ(values(call(Op::sum, empty, DimVector{0})), (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(values(call(Op::sum_dim, empty, DimVector{0})), (std::vector<double>{0, 0, 0}));
   EXPECT_TRUE(std::isnan(values(call(Op::mean, empty))[0])) << "the mean of nothing is NaN";
   Tensor scalar = make({}, ScalarType::Float64, {2.5});
   for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}},
                            std::optional<DimVector>{DimVector{-1}}}) {
-    Tensor s = call(Op::sum, scalar, dims ? IValue(*dims) : IValue(), true);
+    Tensor s = call(Op::sum_dim, scalar, dims ? IValue(*dims) : IValue(), true);
     EXPECT_EQ(s.dim(), 0);
     EXPECT_EQ(values(s), (std::vector<double>{2.5}));
   }
@@ -142,13 +142,13 @@ TEST(Sum, ZeroSizeAndZeroDim) {
 TEST(Sum, BadDimsRaise) {
   Tensor x = make({2, 3}, ScalarType::Float32, std::vector<double>(6, 1));
   try {
-    call(Op::sum, x, DimVector{2});
+    call(Op::sum_dim, x, DimVector{2});
     ADD_FAILURE() << "no error";
   } catch (const IndexError& e) {
     EXPECT_NE(std::string(e.what()).find("sum()"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(call(Op::sum, x, DimVector{1, -1}), ValueError) << "a repeated dim";
-  EXPECT_THROW(call(Op::mean, make({2}, ScalarType::Int64, {1, 2})), Error) << "mean needs a float dtype";
+  EXPECT_THROW(call(Op::sum_dim, x, DimVector{1, -1}), ValueError) << "a repeated dim";
+  EXPECT_THROW(call(Op::mean_dim, make({2}, ScalarType::Int64, {1, 2})), Error) << "mean needs a float dtype";
 }
 
 TEST(Sum, Int64SumAndMatmulWrapAroundOnOverflow) {
@@ -177,7 +177,7 @@ TEST(SumVariants, AgreeWithinTheSummationBound) {
     }
     for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{1}},
                              std::optional<DimVector>{DimVector{0}}, std::optional<DimVector>{DimVector{-1, 0}}}) {
-      for (Op op : {Op::sum, Op::mean}) {
+      for (Op op : {Op::sum_dim, Op::mean_dim}) {
         SCOPED_TRACE(std::string(op_entry(op).name) + " " + dtype_name(dt) + " dims " + (dims ? dims->str() : "None"));
         IValue d = dims ? IValue(*dims) : IValue();
         Tensor ref, opt;
@@ -199,7 +199,7 @@ TEST(SumVariants, AgreeWithinTheSummationBound) {
         ASSERT_EQ(rv.size(), r.sum.size());
         for (size_t j = 0; j < rv.size(); ++j) {
           double n = double(r.count[j]);
-          double bound = 2 * (n - 1) * eps_of(dt) * r.abs_sum[j] / (op == Op::mean ? n : 1);
+          double bound = 2 * (n - 1) * eps_of(dt) * r.abs_sum[j] / (op == Op::mean_dim ? n : 1);
           EXPECT_LE(std::fabs(rv[j] - ov[j]), bound) << "element " << j;
         }
         check_sum(op, x, dims, false);  // the Auto result against the float64 reference too
@@ -213,17 +213,17 @@ TEST(SumVariants, AgreeWithinTheSummationBound) {
   for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{1}},
                            std::optional<DimVector>{DimVector{0}}}) {
     IValue d = dims ? IValue(*dims) : IValue();
-    Tensor opt = call(Op::sum, ints, d);
+    Tensor opt = call(Op::sum_dim, ints, d);
     VariantGuard g(Variant::Reference);
-    EXPECT_EQ(values(opt), values(call(Op::sum, ints, d))) << (dims ? dims->str() : "None");
-    check_sum(Op::sum, ints, dims, false);
+    EXPECT_EQ(values(opt), values(call(Op::sum_dim, ints, d))) << (dims ? dims->str() : "None");
+    check_sum(Op::sum_dim, ints, dims, false);
   }
   // A non-contiguous input has no fast path: both variants are the reference loop, bit for bit.
   Tensor t = transposed({40, 30}, ScalarType::Float32, rng);
-  Tensor a = call(Op::sum, t, DimVector{1});
+  Tensor a = call(Op::sum_dim, t, DimVector{1});
   EXPECT_STREQ(kernels::last_variant(), "reference");
   VariantGuard g(Variant::Reference);
-  EXPECT_EQ(values(a), values(call(Op::sum, t, DimVector{1})));
+  EXPECT_EQ(values(a), values(call(Op::sum_dim, t, DimVector{1})));
 }
 
 // [SECTION] max and max.dim ------------------------------------------------------------

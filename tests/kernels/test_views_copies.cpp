@@ -170,7 +170,7 @@ TEST(Copies, CopyIntoBroadcastsAndConverts) {
   Tensor base = call(Op::zeros, DimVector{3, 2});
   call(Op::copy_, call(Op::transpose, base, 0, 1), iota({2, 3}));
   EXPECT_EQ(values(base), (std::vector<double>{0, 3, 1, 4, 2, 5}));
-  EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({2, 3})), ValueError);
+  EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({2, 3})), Error) << "output with shape [3] doesn't match the broadcast shape [2, 3]";
   EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({4})), ValueError);
 }
 
@@ -203,7 +203,7 @@ TEST(OutputMemory, ComesFromTheCpuAllocator) {
   EXPECT_EQ(allocs_of([&] { return call(Op::add, a, row); }), 1) << "broadcasting does not copy";
   EXPECT_EQ(allocs_of([&] { return call(Op::add, i, a); }), 2) << "the int64 operand is cast first";
   EXPECT_EQ(allocs_of([&] { return call(Op::add, iota({0, 3}), iota({0, 3})); }), 0) << "zero bytes: nothing";
-  EXPECT_EQ(allocs_of([&] { return call(Op::sum, a, DimVector{1}); }), 1);
+  EXPECT_EQ(allocs_of([&] { return call(Op::sum_dim, a, DimVector{1}); }), 1);
   EXPECT_EQ(allocs_of([&] { return call(Op::transpose, a, 0, 1); }), 0) << "views allocate nothing";
   EXPECT_EQ(allocs_of([&] { return call(Op::reshape, a, DimVector{20}); }), 0);
   EXPECT_EQ(allocs_of([&] { return call(Op::reshape, call(Op::transpose, a, 0, 1), DimVector{20}); }), 1);

@@ -43,7 +43,18 @@ NP_DTYPE = {descent.bool: np.bool_, descent.int64: np.int64,
             descent.float32: np.float32, descent.float64: np.float64}
 LAYOUTS = ["contiguous", "offset", "transposed", "stepped", "expanded"]
 # (op name, dtype) pairs the runtime refuses with TypeError, as PyTorch does.
+def op_key(op):
+    """A short name for a row of descent._C._ops(): its Python name ("add" for
+    aten::add.Tensor) where no other row has that name, else the name and the
+    overload ("max.dim", "sum.dim_IntList"; "max" and "sum" for the rows without one)."""
+    same = [o for o in descent._C._ops() if o["python_name"] == op["python_name"]]
+    return op["python_name"] if len(same) == 1 or not op["overload"] else f"{op['python_name']}.{op['overload']}"
+
+
+OPS_BY_KEY = {op_key(op): op for op in descent._C._ops()}
 UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bool), ("mean", descent.int64),
+               ("mean.dim", descent.bool), ("mean.dim", descent.int64), ("sub_", descent.bool),
+               ("div_", descent.bool), ("div_", descent.int64),
                ("matmul", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
                ("randn", descent.bool), ("randn", descent.int64)}
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.

@@ -40,9 +40,9 @@ def test_wrong_type(x):
         descent.add(x, x, alpha="a")
     with raises(TypeError, "add()", "'other'", "list"):
         descent.add(x, [1, 2])
-    with raises(TypeError, "sum()", "'dim'"):
+    with raises(TypeError, "sum() received an invalid combination of arguments", "dim=str"):
         descent.sum(x, dim="a")
-    with raises(TypeError, "sum()", "'keepdim'", "bool"):
+    with raises(TypeError, "sum() received an invalid combination of arguments", "keepdim=int"):
         descent.sum(x, keepdim=1)
     with raises(TypeError, "transpose()", "'dim0'", "float"):
         descent.transpose(x, 0.5, 1)
@@ -143,9 +143,9 @@ def test_dtype_errors():
     """A dtype an op does not take is a RuntimeError, as in PyTorch (a TypeError
     is for an argument of the wrong Python type)."""
     i = descent.tensor([1, 2])
-    with raises(RuntimeError, "mean()", "int64"):
+    with raises(RuntimeError, "mean()", "Got: Long"):
         i.mean()
-    with raises(RuntimeError, "mean()", "bool"):
+    with raises(RuntimeError, "mean()", "Got: Bool"):
         descent.tensor([True]).mean()
     with raises(RuntimeError, "Negation", "bool"):
         -descent.tensor([True])
@@ -178,10 +178,10 @@ def test_bad_device_string(spec):
 @pytest.mark.parametrize("op", FACTORIES, ids=lambda op: op["name"])
 def test_device_floors_not_built(op, device):
     """Factories on the device floors (7-8, not built yet) raise, not crash."""
-    args = {"arange": (5,), "arange.start": (1, 5)}.get(op["name"], ([2, 3],))
-    if op["name"] == "full":
+    args = {"aten::arange": (5,), "aten::arange.start_step": (1, 5)}.get(op["name"], ([2, 3],))
+    if op["name"] == "aten::full":
         args = ([2], 1.0)
-    with raises(NotImplementedError, op["name"], "Sim" if device.startswith("sim") else "CUDA"):
+    with raises(NotImplementedError, f"'{op['name']}'", "Sim" if device.startswith("sim") else "CUDA"):
         getattr(descent, op["python_name"])(*args, device=device)
     with pytest.raises(NotImplementedError):
         getattr(descent, op["python_name"])(*args, device=descent.device(device))

@@ -4,9 +4,15 @@
   memory: x keeps its identity and every view of it sees the change;
 - the result may not need a larger shape (broadcast) than x's, nor a dtype x
   cannot hold (float into int64, int64 into bool): RuntimeError in PyTorch's words;
-- t[index] = value copies a number or a broadcastable tensor into the view
-  t[index], casting as copy_ does;
-- both show up in a trace as the op and a copy_.
+- t[index] = value fills the view t[index] with a number (aten::fill_) or
+  copies a broadcastable tensor into it (aten::copy_), casting;
+- each is one op of its own in a trace (aten::add_, aten::fill_, aten::copy_),
+  with no temporary result and no extra copy;
+- PyTorch's overlap errors: internal overlap (an expanded self), partial
+  overlap between self and an input; full overlap (x += x) and none are
+  allowed, and so are layouts too hard to analyse (strided views);
+- the version counter (t._version), bumped once per in-place op and shared
+  by a view and its base, and t._base.
 """
 import numpy as np
 import pytest
@@ -90,12 +96,140 @@ def test_setitem():
         t[0] = descent.ones(5)                    # does not broadcast to [4]
 
 
-def test_in_place_is_traced_as_the_op_and_a_copy():
+def test_in_place_is_traced_as_its_own_op():
     x = descent.ones(2)
     with descent.trace() as tr:
         x += 1
         x[0] = 3
-    names = [s["name"] for s in tr.result.spans()]
-    assert "Tensor.__iadd__" in names and "add" in names and names.count("copy_") >= 2
-    assert "Tensor.__setitem__" in names
-    assert x.tolist() == [3.0, 2.0]
+        x[1] = descent.tensor(5.0)
+    spans = tr.result.spans()
+    names = [s["name"] for s in spans]
+    assert "Tensor.__iadd__" in names and "aten::add_" in names and "aten::add" not in names
+    assert "aten::fill_" in names and "aten::copy_" in names and "Tensor.__setitem__" in names
+    iadd = [s for s in spans if s["name"] == "aten::add_" and s["floor"] == 5]
+    assert len(iadd) == 1
+    under = [s for s in spans if s["name"] == "cpu_alloc" and iadd[0]["start_ns"] <= s["start_ns"] <= iadd[0]["end_ns"]]
+    assert [s["args"]["bytes"] for s in under] == [4], "only the 1 converted to float32; no result, no temporary"
+    assert x.tolist() == [3.0, 5.0]
+
+
+def test_fill_and_zero():
+    x = descent.arange(6, dtype=F).reshape(2, 3)
+    assert x.fill_(2.5) is x and x.tolist() == [[2.5] * 3] * 2
+    assert x.T.zero_().tolist() == [[0.0] * 2] * 3 and x.tolist() == [[0.0] * 3] * 2
+    i = descent.zeros(3, dtype=I)
+    i.fill_(2.9)
+    assert i.tolist() == [2, 2, 2]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int64_t without overflow"):
+        i.fill_(1e30)
+    e = descent.zeros(1).expand(4)                # fill_ is idempotent: overlap allowed, as in PyTorch
+    e.fill_(7)
+    assert e.tolist() == [7.0] * 4
+
+
+def test_overlap_classes():
+    # internal overlap: an expanded self
+    e = descent.zeros(1).expand(3)
+    for write in (lambda: e.add_(1), lambda: e.mul_(2), lambda: e.copy_(descent.ones(3))):
+        with pytest.raises(RuntimeError, match="unsupported operation: more than one element of the written-to tensor "
+                           r"refers to a single memory location. Please clone\(\) the tensor before performing "
+                           "the operation."):
+            write()
+    # partial overlap: self and an input share some memory in another layout
+    x = descent.arange(6, dtype=F)
+    with pytest.raises(RuntimeError, match="unsupported operation: some elements of the input tensor and the "
+                       "written-to tensor refer to a single memory location."):
+        x[1:].add_(x[:-1])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        x[:3].copy_(x[2:5])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        x += x[0]                                 # a 0-d view of x's first element
+    m = descent.arange(4, dtype=F).reshape(2, 2)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        m.add_(m.T)                               # same bytes, other strides
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and x._version == 0, "refused writes change nothing"
+    # full overlap: the same elements in the same layout
+    x += x
+    assert x.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    x.copy_(x)
+    x[1:3].mul_(x[1:3])
+    assert x.tolist() == [0.0, 4.0, 16.0, 6.0, 8.0, 10.0]
+    # no overlap: disjoint ranges of one storage
+    x[:3].add_(x[3:])
+    assert x.tolist() == [6.0, 12.0, 26.0, 6.0, 8.0, 10.0]
+    # too hard to tell (strided views with gaps): allowed, as in PyTorch
+    y = descent.arange(8, dtype=F)
+    y[::2].add_(y[1::2])
+    assert y.tolist() == [1.0, 1.0, 5.0, 3.0, 9.0, 5.0, 13.0, 7.0]
+
+
+def test_writes_through_strided_views_in_both_variants():
+    for variant in ("reference", "optimized"):
+        descent.set_kernel_variant(variant)
+        try:
+            base = descent.zeros(4, 6)
+            v = base.T[1:5:2]                     # [2, 4], strides (1, 6)
+            v.add_(descent.arange(4, dtype=F))
+            v *= 2
+            v[0].fill_(-1)
+            want = np.zeros((4, 6), dtype=np.float32)
+            want.T[1:5:2] = 2 * np.arange(4, dtype=np.float32)
+            want.T[1] = -1
+            np.testing.assert_array_equal(np.asarray(base), want)
+        finally:
+            descent.set_kernel_variant("auto")
+
+
+def test_mixed_dtypes_compute_in_the_promoted_dtype():
+    f = descent.tensor([1.0, 2.0])
+    f += descent.tensor([0.5, 0.25], dtype=descent.float64)   # computed in float64, written as float32
+    assert f.dtype is F and f.tolist() == [1.5, 2.25]
+    i = descent.tensor([1, 2])
+    i += descent.tensor([True, False])
+    assert i.dtype is I and i.tolist() == [2, 2]
+    with pytest.raises(RuntimeError, match="result type Double can't be cast to the desired output type Long"):
+        i.add_(descent.tensor([1.0], dtype=descent.float64))
+    b = descent.tensor([True, False])
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
+        b -= b
+
+
+def test_version_counter():
+    x = descent.zeros(3, 2)
+    assert x._version == 0
+    x.add_(1)
+    assert x._version == 1
+    x += 1
+    x.mul_(2)
+    assert x._version == 3
+    v = x[1]
+    assert v._version == 3, "a view shares its base's counter"
+    x[0] = 1                                      # fill_ on the view x[0]
+    assert x._version == 4 and v._version == 4
+    v.copy_(descent.ones(2))
+    assert x._version == 5
+    x[:, 0] = descent.tensor([1.0, 2.0, 3.0])
+    x.zero_()
+    x.fill_(3)
+    assert x._version == 8 and v._version == 8
+    y = x + 1                                     # out-of-place: a new tensor, a new counter
+    assert y._version == 0 and x._version == 8
+    with pytest.raises(RuntimeError):
+        x += descent.ones(2, 3, 2)                # refused (a larger broadcast shape): no bump
+    assert x._version == 8
+    c = x.reshape(6)                              # a view (no copy): shared
+    c.add_(1)
+    assert x._version == 9
+
+
+def test_base():
+    x = descent.zeros(4, 6)
+    assert x._base is None
+    v = x[1:3]
+    assert v._base is not None and v._base._is_same(x)
+    assert v[0]._base._is_same(x), "a view of a view has the first one's base"
+    assert x.T._base._is_same(x) and x.view(24)._base._is_same(x) and x.unsqueeze(0)._base._is_same(x)
+    assert x[..., None].expand(4, 6, 2)._base._is_same(x)
+    assert (x + 1)._base is None and x.clone()._base is None and x.sum(0)._base is None
+    assert x.T.reshape(24)._base is None, "a reshape that copies is no view"
+    assert x.T.contiguous()._base is None

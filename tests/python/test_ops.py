@@ -1,6 +1,6 @@
 """Every op of the op table against a float64 numpy reference.
 
-NUMPY_REFERENCE maps each op's name ("add", "max.dim", ...) to a numpy
+NUMPY_REFERENCE maps each op's short name ("add", "max.dim", ...: conftest.op_key) to a numpy
 function of the same arguments; a test asserts that its keys are exactly the
 names of descent._C._ops(), so a new op without a reference fails here. Then:
 
@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, LAYOUTS, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
+from conftest import DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
 
-OPS = {op["name"]: op for op in descent._C._ops()}
+OPS = OPS_BY_KEY  # "add", "max.dim", ...: conftest.op_key
 B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
 ORDER = [B, I, F, D]
 CATEGORY = {B: 0, I: 1, F: 2, D: 2}
@@ -92,7 +92,7 @@ NUMPY_REFERENCE = {
     # factories (rand/randn/empty: only shape and dtype are compared here;
     # test_factories.py checks the random values statistically)
     "empty": _factory(0), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
-    "arange": _arange, "arange.start": _arange,
+    "arange": _arange, "arange.start_step": _arange,
     "rand": _factory(0.5), "randn": _factory(0.0),
     # elementwise
     "add": lambda a, b, alpha=1: a + alpha * b,
@@ -110,6 +110,8 @@ NUMPY_REFERENCE = {
     "sum": lambda x, dim=None, keepdim=False: np.sum(
         x, axis=_axes(x, dim), keepdims=keepdim, dtype=np.float64 if x.dtype.kind == "f" else np.int64),
     "mean": lambda x, dim=None, keepdim=False: np.mean(x.astype(np.float64), axis=_axes(x, dim), keepdims=keepdim),
+    "sum.dim_IntList": lambda x, dim, keepdim=False: NUMPY_REFERENCE["sum"](x, dim, keepdim),
+    "mean.dim": lambda x, dim, keepdim=False: NUMPY_REFERENCE["mean"](x, dim, keepdim),
     "max": np.max,
     "max.dim": _max_dim,
     "matmul": np.matmul,
@@ -126,7 +128,14 @@ NUMPY_REFERENCE = {
     "contiguous": np.ascontiguousarray,
     "clone": np.copy,
     "to": lambda x, dtype=None, device=None, copy=False: x.astype(np_dtype(dtype)) if dtype else x.copy(),
+    # in place: the result in self's dtype (test_inplace.py checks the writing itself)
     "copy_": lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
+    "add_": lambda a, b, alpha=1: (a + alpha * b).astype(a.dtype),
+    "sub_": lambda a, b, alpha=1: (a - alpha * b).astype(a.dtype),
+    "mul_": lambda a, b: (a * b).astype(a.dtype),
+    "div_": lambda a, b: np.true_divide(a, b).astype(a.dtype),
+    "fill_": lambda a, value: np.full_like(a, value),
+    "zero_": np.zeros_like,
 }
 
 FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh"}  # int64 and bool inputs give float32
@@ -162,9 +171,11 @@ def test_every_op_has_a_reference():
 
 def test_op_table_columns():
     for name, op in OPS.items():
-        assert op["kind"] in ("factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy")
+        assert op["kind"] in ("factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy",
+                              "inplace")
         assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
-        assert op["schema"].startswith(name + "("), op
+        assert op["schema"].startswith(op["name"] + "("), op
+        assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
         assert callable(getattr(descent, op["python_name"]))
         if op["kind"] == "factory":  # BackendSelect reads the last argument
             assert op["schema"].endswith("Device? device=None) -> Tensor"), op
@@ -321,9 +332,10 @@ def test_comparison_operators_return_tensors():
     with pytest.raises(ValueError, match=r"le\(\).*\[3\].*\[2\]"):
         descent.le(x, descent.ones(2))
     for name in ("ne", "le", "ge"):  # rows of the op table: `descent ops` lists them and the verifier runs them
-        assert OPS[name]["kind"] == "comparison" and OPS[name]["schema"] == f"{name}(Tensor self, Tensor other) -> Tensor"
+        assert OPS[name]["kind"] == "comparison"
+        assert OPS[name]["schema"] == f"aten::{name}.Tensor(Tensor self, Tensor other) -> Tensor"
         verdicts = descent.verify(name)
-        assert len(verdicts) == len(DTYPES) and all(v["op"] == name and v["passed"] for v in verdicts)
+        assert len(verdicts) == len(DTYPES) and all(v["op"] == f"aten::{name}.Tensor" and v["passed"] for v in verdicts)
 
 
 def test_numpy_operand_on_the_left():

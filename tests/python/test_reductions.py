@@ -150,7 +150,7 @@ def test_matmul_on_every_vector_unit_is_the_reference_bit_for_bit():
             with descent.trace(python_functions=False) as t:
                 got = np.asarray(a @ b)
             assert got.tobytes() == want.tobytes(), isa
-            assert any(s["args"].get("isa") == isa for s in t.result.spans() if s["name"] == "matmul"), isa
+            assert any(s["args"].get("isa") == isa for s in t.result.spans() if s["name"] == "aten::matmul"), isa
     finally:
         descent._C._set_matmul_isa(widest)
     with pytest.raises(ValueError, match="'avx9'.*choose one of 'sse2'|'avx9'.*choose one of 'generic'"):

@@ -72,11 +72,12 @@ def test_trace_context_manager():
     floors = {s["floor"] for s in spans}
     assert {1, 2, 3, 5, 6} <= floors
     names = {s["name"] for s in spans}
-    assert {"Tensor.__add__", "add", "matmul", "sum", "max", "cpu_alloc"} <= names
+    assert {"Tensor.__add__", "add", "matmul", "sum", "max", "cpu_alloc"} <= names  # floor 2: Python names
+    assert {"aten::add", "aten::matmul", "aten::sum", "aten::max"} <= names  # floors 3 and 5: the profiler's names
     kernels = [s for s in spans if s["floor"] == 5]
     assert all("variant" in s["args"] for s in kernels)
     assert all(isinstance(s["args"].get("bytes"), int) for s in spans if s["name"] == "cpu_alloc")
-    assert any(s["args"].get("overload") == "max.dim" for s in spans if s["floor"] == 2)
+    assert any(s["args"].get("overload") == "aten::max.dim" for s in spans if s["floor"] == 2)
     text = tr.format_tree()
     assert all(f in text for f in FLOORS) and "keyset=" in text and tr.span_cost_ns > 0
     assert "device" in tr.metadata
@@ -375,3 +376,137 @@ def test_descent_trace_env(tmp_path):
         assert any(e["ph"] == "X" for e in json.load(f)["traceEvents"])
     quiet = run_python("import descent; descent.ones(2) + 1", DESCENT_TRACE="0")
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+# --repeat, parallel_for's flows, the Chrome export's tids and otherData, the clock.
+
+def test_cli_trace_repeat_shows_warm_medians_without_the_tracers_cost(tmp_path):
+    saved = str(tmp_path / "r.trace")
+    r = run_cli("trace", "--repeat", "5", CODE, "--save", saved)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    header = [line for line in out.splitlines() if line.startswith("descent trace:")]
+    assert len(header) == 1 and "in 5 runs" in header[0]
+    m = re.search(r"times are warm medians of 4 runs with the tracer's cost taken out: ([0-9.]+) ns per span",
+                  header[0])
+    assert m and float(m.group(1)) > 0, header[0]
+    assert "clock: " in header[0]
+    assert out.count("tensor([[2., 2.],") == 1                          # only the last run's value is echoed
+    assert re.search(r"the last of 5 runs +warm +cold", out)
+    lines = tree_lines(out)
+    assert lines[0].startswith("[1 python   ] " + CODE)
+    assert sum(line.startswith("[1 python") for line in lines) == 1      # one run's tree, not five
+    times = r"(-|\d+(\.\d+)? [nmu]?s)"
+    assert all(re.search(rf"  {times} +{times}$", line) for line in lines), lines
+    # The numbers are the trace's own: warm medians of runs 2..5, corrected.
+    loaded = descent._C._load_trace(saved)
+    spans, warm = loaded.spans(), loaded.warm_medians(5)
+    roots = [s for s, w in zip(spans, warm) if w is not None and s["parent"] == 0]
+    assert len(roots) == 1 and roots[0]["name"] == CODE
+    assert sum(w is not None for w in warm) == len(lines)
+    assert all(w[2] == 4 for w in warm if w is not None)                 # every warm run matched
+    # Replaying the saved trace shows the same repeated tree.
+    replay = run_cli("replay", saved)
+    assert replay.returncode == 0 and tree_lines(replay.stdout) == lines
+    assert "in 5 runs" in replay.stdout
+    bad = run_cli("trace", "--repeat", "0", CODE)
+    assert bad.returncode == 2 and "--repeat" in bad.stderr
+
+
+def test_repeat_cut_short_by_an_exception_prints_the_plain_tree():
+    r = run_cli("trace", "--repeat", "3", "descent.ones(2) + 1\nraise ValueError('boom')")
+    assert r.returncode == 1 and "boom" in r.stderr
+    assert "tracer cost" in r.stdout and tree_lines(r.stdout)
+
+
+def test_corrected_warm_time_takes_the_tracer_cost_out():
+    result, error = descent.tracing.run("descent.ones(2) + 1", echo=None, repeat=3)
+    assert error is None
+    spans, warm = result.spans(), result.warm_medians(3)
+    cost = result.span_cost_ns
+    roots = [s for s in spans if s["parent"] == 0 and s["name"] == "descent.ones(2) + 1"]
+    assert len(roots) == 3
+    descendants = lambda root: sum(1 for s in spans if s["thread"] == root["thread"]  # noqa: E731
+                                   and root["start_ns"] <= s["start_ns"] and s["end_ns"] <= root["end_ns"]) - 1
+    corrected = [max(r["end_ns"] - r["start_ns"] - cost * (1 + descendants(r)), 0) for r in roots]
+    w = warm[spans.index(roots[-1])]
+    assert w[2] == 2
+    assert abs(w[0] - (corrected[1] + corrected[2]) / 2) <= 1       # the median of two: their mean, in ns
+    assert abs(w[1] - corrected[0]) <= 1
+    assert cost > 0
+    with pytest.raises(ValueError):
+        result.warm_medians(2)      # 3 runs of one statement do not split into 2
+
+
+def test_parallel_for_chunks_on_workers_are_joined_by_flows(tmp_path):
+    saved = descent.get_num_threads()
+    descent.set_num_threads(2)
+    try:
+        for _ in range(20):  # a worker slow to wake may leave every chunk to the caller: try again
+            with descent.trace() as t:
+                descent.ones(4096, 4096) + 1
+            if t.result.flows():
+                break
+    finally:
+        descent.set_num_threads(saved)
+    spans = {s["id"]: s for s in t.result.spans()}
+    flows = t.result.flows()
+    assert flows
+    loops = [s for s in spans.values() if s["name"] == "parallel_for"]
+    assert loops
+    for src, dst, name in flows:
+        assert name == "parallel_for"
+        assert spans[src]["name"] == "parallel_for"
+        assert spans[dst]["name"] == "parallel_for chunk"
+        assert spans[dst]["thread"] != spans[src]["thread"]
+        assert {"begin", "end"} <= set(spans[dst]["args"])
+    # The Chrome export draws each flow as an "s" and an "f" event on those threads.
+    doc = json.loads(t.result.chrome_json())
+    starts = [e for e in doc["traceEvents"] if e["ph"] == "s"]
+    finishes = [e for e in doc["traceEvents"] if e["ph"] == "f"]
+    assert len(starts) == len(finishes) == len(flows)
+    chrome = str(tmp_path / "p.json")
+    t.result.save_chrome(chrome)
+    assert len(descent._C._load_trace(chrome).flows()) == len(flows)
+
+
+def test_chrome_export_tids_start_at_one_and_extra_data_is_in_other_data():
+    with descent.trace() as t:
+        descent.ones(2, 2) + 1
+    doc = json.loads(t.result.chrome_json())
+    tids = {e["tid"] for e in doc["traceEvents"] if "tid" in e}
+    assert tids and min(tids) == 1
+    assert "metadata" not in doc
+    assert doc["otherData"]["span_cost_ns"] == pytest.approx(t.result.span_cost_ns)
+    assert doc["otherData"]["tracer.clock"] == t.result.metadata["tracer.clock"]
+
+
+def test_the_trace_names_its_clock():
+    with descent.trace() as t:
+        descent.ones(2)
+    assert t.result.metadata["tracer.clock"] in ("tsc (invariant)", "steady_clock")
+    r = run_python("import descent\nwith descent.trace() as t: descent.ones(2)\n"
+                   "print(t.result.metadata['tracer.clock'])", DESCENT_TRACER_CLOCK="steady_clock")
+    assert r.returncode == 0 and r.stdout.strip() == "steady_clock", r.stderr
+    r = run_cli("trace", "descent.ones(2)", DESCENT_TRACER_CLOCK="steady_clock")
+    assert r.returncode == 0 and "clock: steady_clock" in r.stdout
+
+
+def test_a_span_left_open_across_stop_and_start_cannot_close_a_new_one():
+    C = descent._C
+    assert not C._trace_enabled()
+    C._trace_start()
+    stale = C._span_begin(1, "old")
+    C._trace_stop()
+    C._trace_start()
+    fresh = C._span_begin(1, "new")
+    C._span_end(stale)                   # must not close "new"
+    with descent.trace():                # a block inside the running recording
+        descent.ones(2)
+    C._span_end(fresh)
+    result = C._trace_stop()
+    assert result.check() == ""
+    spans = result.spans()
+    new = [s for s in spans if s["name"] == "new"][0]
+    children = [s for s in spans if s["parent"] == new["id"]]
+    assert children and all(c["end_ns"] <= new["end_ns"] for c in children)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, UNSUPPORTED, cli, python_env, random_array, to_np
+from conftest import DTYPES, OPS_BY_KEY, UNSUPPORTED, cli, python_env, random_array, to_np
 
 OPS = {op["name"]: op for op in descent._C._ops()}
 SEEDS = [1, 2, 3]
@@ -76,7 +76,8 @@ def test_claims(verdicts, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sum_mean_float_claim_bound(verdicts, seed):
     for v in verdicts[seed]:
-        if v["op"] in ("sum", "mean") and v["dtype"] in ("float32", "float64"):
+        if v["op"] in ("aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim") \
+                and v["dtype"] in ("float32", "float64"):
             assert v["claim"] == "bound" and v["variants"] == "reference vs optimized", v
             assert v["passed"] and 0 <= v["max_abs_diff"] <= v["bound"] and v["bound"] > 0, v
 
@@ -84,13 +85,15 @@ def test_sum_mean_float_claim_bound(verdicts, seed):
 def test_optimized_loops_run(verdicts):
     """Every elementwise op and sum/mean/max/matmul has a float32 fast path that the sample reaches."""
     ran = {v["op"] for v in verdicts[1] if v["dtype"] == "float32" and v["variants"] == "reference vs optimized"}
-    wanted = {n for n, op in OPS.items() if op["kind"] in ("unary", "binary")} | {"sum", "mean", "max", "matmul"}
+    wanted = {n for n, op in OPS.items() if op["kind"] in ("unary", "binary")} | {
+        "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::max", "aten::matmul",
+        "aten::add_.Tensor", "aten::mul_.Tensor", "aten::div_.Tensor", "aten::fill_.Scalar"}
     assert wanted <= ran, wanted - ran
 
 
 def test_unsupported_matches_the_ops(verdicts):
     refused = {(v["op"], v["dtype"]) for v in verdicts[1] if v["claim"] == "unsupported"}
-    assert refused == {(n, repr(d).split(".")[1]) for n, d in UNSUPPORTED}
+    assert refused == {(OPS_BY_KEY[n]["name"], repr(d).split(".")[1]) for n, d in UNSUPPORTED}
 
 
 def test_verify_unknown_op_is_empty():

@@ -312,6 +312,30 @@ TEST(ChromeLoad, DescentExportRoundTrips) {
   EXPECT_EQ(back, t);
 }
 
+TEST(ChromeLoad, DescentExportNumbersThreadsFromOneAndKeepsItsDataInOtherData) {
+  const Trace t = sample_trace();
+  const std::string json = to_chrome_json(t);
+  EXPECT_EQ(count(json, "\"tid\":0"), 0u);  // thread 0 is tid 1, thread 2 is tid 3
+  EXPECT_GT(count(json, "\"tid\":1,"), 0u);
+  EXPECT_GT(count(json, "\"tid\":3,"), 0u);
+  EXPECT_EQ(count(json, "\"otherData\":{\"span_cost_ns\":21.75"), 1u);
+  EXPECT_EQ(count(json, "\"metadata\""), 0u);
+  EXPECT_EQ(from_chrome_json(json).spans.back().thread, 2u);
+}
+
+TEST(ChromeLoad, OlderDescentExportsWithMetadataAndTidsFromZeroStillLoad) {
+  const std::string json = R"({"traceEvents":[
+      {"name":"x","cat":"python","ph":"X","ts":1.000,"dur":2.000,"pid":1,"tid":0,"args":{"floor":1}},
+      {"name":"y","cat":"kernels","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":2,"args":{"floor":5}}],
+      "metadata":{"span_cost_ns":20.5,"device":"cpu"}})";
+  const Trace t = from_chrome_json(json);
+  ASSERT_EQ(t.spans.size(), 2u);
+  EXPECT_EQ(t.spans[0].thread, 0u);
+  EXPECT_EQ(t.spans[1].thread, 2u);
+  EXPECT_EQ(t.span_cost_ns, 20.5);
+  EXPECT_EQ(t.metadata.at("source.format"), "descent-chrome");
+}
+
 // [SECTION] Flows in descent's format -------------------------------------------------------
 
 TEST(TraceFlows, RoundTripInDescentFormat) {

@@ -164,10 +164,10 @@ TEST(Tracer, TracingOffRecordsNothing) {
 
 TEST(Tracer, SpansLeftOpenAtStopAreClosed) {
   start();
-  const int32_t outer = begin_span(Floor::Python, "left_open");
+  const SpanHandle outer = begin_span(Floor::Python, "left_open");
   ASSERT_GE(outer, 0);
   { DESCENT_SPAN(Kernels, "closed_child"); }
-  const int32_t inner = begin_span(Floor::Kernels, "open_child");
+  const SpanHandle inner = begin_span(Floor::Kernels, "open_child");
   const Trace t = stop();
   const int64_t after_stop = now_ns();
   ASSERT_EQ(t.spans.size(), 3u);
@@ -192,14 +192,14 @@ TEST(Tracer, SpansLeftOpenAtStopAreClosed) {
 TEST(Tracer, SnapshotHoldsTheSpansOfAWindowAndTheRecordingGoesOn) {
   EXPECT_THROW(snapshot(0), std::logic_error);  // no recording running
   start();
-  const int32_t outer = begin_span(Floor::Python, "outer");
+  const SpanHandle outer = begin_span(Floor::Python, "outer");
   { DESCENT_SPAN(Binding, "before"); }
   const int64_t since = now_ns();
   {
     DESCENT_SPAN(Binding, "inside");
     { DESCENT_SPAN(Dispatch, "inside_child"); }
   }
-  const int32_t open = begin_span(Floor::Kernels, "still_open");
+  const SpanHandle open = begin_span(Floor::Kernels, "still_open");
   const Trace window = snapshot(since);
   end_span(open);
   { DESCENT_SPAN(Binding, "after"); }

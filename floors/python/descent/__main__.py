@@ -1,6 +1,6 @@
 """The `descent` command.
 
-    descent trace "descent.ones(2, 2) + 1" [--chrome FILE] [--save FILE] [--reference]
+    descent trace "descent.ones(2, 2) + 1" [--repeat N] [--chrome FILE] [--save FILE] [--reference]
     descent replay FILE [--chrome FILE]
     descent verify [--op NAME] [--seed N]
     descent ops
@@ -28,10 +28,18 @@ def write(what, path, save):
         raise CommandError(f"cannot write the {what} to '{path}': {e}") from None
 
 
-def show(result, chrome):
-    """Prints the header and the tree; writes Chrome JSON when asked."""
-    print(tracing.header(result))
-    print(result.format_tree(), end="")
+def show(result, chrome, runs=1):
+    """Prints the header and the tree (with runs > 1, the last run's, timed by
+    the warm runs: Note [Warm medians] in tracer/trace.h); writes Chrome JSON
+    when asked."""
+    tree = None
+    if runs > 1:
+        try:
+            tree = result.format_tree_repeated(runs)
+        except ValueError:  # the roots do not split into runs (a file edited, or a run cut short)
+            runs = 1
+    print(tracing.header(result, runs))
+    print(tree if tree is not None else result.format_tree(), end="")
     if chrome:
         write("Chrome trace", chrome, result.save_chrome)
         print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
@@ -40,12 +48,15 @@ def show(result, chrome):
 def cmd_trace(args):
     if args.reference:
         descent.set_kernel_variant("reference")
+    if args.repeat < 1:
+        raise CommandError(f"--repeat must be at least 1, got {args.repeat}")
     try:
-        result, error = tracing.run(args.code)
+        result, error = tracing.run(args.code, repeat=args.repeat)
     except SyntaxError as e:
         print(f"descent trace: the code is not valid Python: {e}", file=sys.stderr)
         return 2
-    show(result, args.chrome)
+    # A run cut short by an exception leaves no whole last run to time: the plain tree then.
+    show(result, args.chrome, args.repeat if error is None else 1)
     if args.save:
         write("trace", args.save, result.save)
         print(f"wrote {args.save} (replay it with: descent replay {args.save})")
@@ -69,7 +80,8 @@ def cmd_replay(args):
         print(f"descent replay: {args.file}: the spans do not form a tree, so it is not shown:\n{problems}",
               end="", file=sys.stderr)
         return 2
-    show(result, args.chrome)
+    runs = result.metadata.get("trace.runs", "1")  # saved by `descent trace --repeat N --save`
+    show(result, args.chrome, int(runs) if runs.isdigit() and int(runs) > 0 else 1)
     return 0
 
 
@@ -127,6 +139,9 @@ def main(argv=None):
     t.add_argument("--chrome", metavar="FILE", help="also write Chrome Trace Event JSON (Perfetto)")
     t.add_argument("--save", metavar="FILE", help="also write descent's own trace file (replayable)")
     t.add_argument("--reference", action="store_true", help="run the reference kernels instead of the optimized")
+    t.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the code N times in one recording; show the last run timed by the warm median of "
+                        "runs 2..N, the tracer's cost taken out, beside the cold first run")
     t.set_defaults(fn=cmd_trace)
     r = sub.add_parser("replay", help="print a trace saved with --save")
     r.add_argument("file")

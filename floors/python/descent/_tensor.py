@@ -2,8 +2,9 @@
 
 Each operator and method here is one line that reaches descent._C, where the
 binding (floor 2) parses the arguments against the op's schema. Tracing shows
-these functions as floor-1 spans. The in-place forms are the exception: each
-is an op, then a copy_ into the tensor's memory.
+these functions as floor-1 spans. The in-place forms (x += y, x.add_(y),
+t[i] = v) are ops of their own too (aten::add_.Tensor, aten::copy_,
+aten::fill_.Scalar) whose kernels write into the tensor's memory.
 """
 from . import _C
 from ._formatting import tensor_repr
@@ -25,17 +26,6 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-
-_TYPE_NAMES = {_C.float32: "Float", _C.float64: "Double", _C.int64: "Long", _C.bool: "Bool"}  # PyTorch's words
-
-
-def _can_cast(src, dst):
-    """PyTorch's rule for writing a result of dtype src into a tensor of dtype
-    dst: not floating into integral or bool, not integral into bool."""
-    if src.is_floating_point and not dst.is_floating_point:
-        return False
-    return dst is not _C.bool or src is _C.bool
 
 
 class Tensor(_C.TensorBase):
@@ -104,40 +94,39 @@ class Tensor(_C.TensorBase):
         except TypeError: return NotImplemented
     __hash__ = object.__hash__
 
-    # In place, as in PyTorch: the result goes into this tensor's own memory,
-    # so every view of it sees the change (after x += 1, x[0:1] has changed
-    # too) and x.add_(1) is x. Here each is the out-of-place op followed by
-    # copy_ (the trace shows both), after PyTorch's two checks: the result may
-    # not need a larger shape than this tensor's, nor a dtype it cannot hold.
-    def _write_result(self, result):
-        if result.shape != self.shape:
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(result.shape)}")
-        if not _can_cast(result.dtype, self.dtype):
-            raise RuntimeError(f"result type {_TYPE_NAMES[result.dtype]} can't be cast to the desired output type "
-                               f"{_TYPE_NAMES[self.dtype]}")
-        _C.copy_(self, result)
-        return self
-    def _augmented(self, op, other):
-        try: result = op(self, other)
+    # In place, as in PyTorch: the op's kernel writes into this tensor's own
+    # memory, so every view of it sees the change (after x += 1, x[0:1] has
+    # changed too), x.add_(1) is x, and x._version goes up by one. The checks
+    # (overlap, shape, dtype) are the kernel's: Note [In-place ops].
+    def __iadd__(self, other):
+        try: return _C.add_(self, other)
         except TypeError: return NotImplemented
-        return self._write_result(result)
-    def __iadd__(self, other): return self._augmented(_C.add, other)
-    def __isub__(self, other): return self._augmented(_C.sub, other)
-    def __imul__(self, other): return self._augmented(_C.mul, other)
-    def __itruediv__(self, other): return self._augmented(_C.div, other)
-    def add_(self, other, *, alpha=1): return self._write_result(_C.add(self, other, alpha=alpha))
-    def sub_(self, other, *, alpha=1): return self._write_result(_C.sub(self, other, alpha=alpha))
-    def mul_(self, other): return self._write_result(_C.mul(self, other))
-    def div_(self, other): return self._write_result(_C.div(self, other))
+    def __isub__(self, other):
+        try: return _C.sub_(self, other)
+        except TypeError: return NotImplemented
+    def __imul__(self, other):
+        try: return _C.mul_(self, other)
+        except TypeError: return NotImplemented
+    def __itruediv__(self, other):
+        try: return _C.div_(self, other)
+        except TypeError: return NotImplemented
+    def add_(self, other, *, alpha=1): return _C.add_(self, other, alpha=alpha)
+    def sub_(self, other, *, alpha=1): return _C.sub_(self, other, alpha=alpha)
+    def mul_(self, other): return _C.mul_(self, other)
+    def div_(self, other): return _C.div_(self, other)
+    def fill_(self, value): return _C.fill_(self, value)
+    def zero_(self): return _C.zero_(self)
 
     def __setitem__(self, index, value):
-        """t[i] = v: v (a number or a tensor that broadcasts) is copied into the view t[i]."""
+        """t[i] = v, as torch's __setitem__: a tensor is copy_'d into the view t[i]
+        (broadcast and cast), a number fills it (fill_)."""
         view = self[index]
-        if not isinstance(value, (Tensor, int, float, bool)) and not hasattr(value, "__index__") \
-                and not hasattr(value, "__float__"):
+        if isinstance(value, Tensor):
+            _C.copy_(view, value)
+        elif isinstance(value, (int, float, bool)) or hasattr(value, "__index__") or hasattr(value, "__float__"):
+            _C.fill_(view, value)
+        else:
             raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
-        _C.copy_(view, value)
 
     # Methods with PyTorch's names.
     def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)

@@ -134,12 +134,23 @@ def run(code, env=None, echo=print, repeat=1):
     for value in values:
         if echo:
             echo(repr(value))
+    t.result.set_metadata("trace.runs", str(repeat))
     return t.result, error
 
 
-def header(tr):
-    text = (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
-            f"(included in the times below); device: {tr.metadata.get('device', 'cpu')}")
+def header(tr, runs=1):
+    """The line above a trace's tree. With runs > 1 the tree is
+    format_tree_repeated(runs)'s: warm medians with the tracer's cost taken
+    out (Note [Warm medians] in tracer/trace.h)."""
+    clock = tr.metadata.get("tracer.clock", "unknown")
+    device = tr.metadata.get("device", "cpu")
+    if runs > 1:
+        text = (f"descent trace: {len(tr.spans())} spans in {runs} runs; times are warm medians of {runs - 1} "
+                f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span (the first, cold run "
+                f"in the last column); clock: {clock}; device: {device}")
+    else:
+        text = (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
+                f"(included in the times below); clock: {clock}; device: {device}")
     dropped = tr.metadata.get("tracer.dropped_spans")
     if dropped:
         text += f"\nINCOMPLETE: {dropped} spans were dropped at the limit of DESCENT_TRACE_MAX_SPANS spans per thread"
