@@ -251,6 +251,8 @@ PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
   DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
 }
 
+PyObject* m_is_inference(PyObject* o, PyObject*) { return PyBool_FromLong(unwrap(o).impl()->inference); }
+
 // t._version and t._base: Note [Version counter and view base] (tensor.h).
 PyObject* get_version(PyObject* o, void*) {
   DESCENT_PY_TRY return PyLong_FromUnsignedLong(unwrap(o).version()); DESCENT_PY_CATCH(nullptr)
@@ -293,6 +295,7 @@ PyMethodDef tensor_methods[] = {
     {"tolist", m_tolist, METH_NOARGS, "the elements as nested lists"},
     {"_is_same", m_is_same, METH_O, "whether both are one tensor (one TensorImpl)"},
     {"requires_grad_", m_requires_grad_, METH_VARARGS, "sets requires_grad in place"},
+    {"is_inference", m_is_inference, METH_NOARGS, "whether it was made in inference mode (no autograd keys)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

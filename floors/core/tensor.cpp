@@ -1,6 +1,8 @@
 // Tensor, Storage and DimVector: shapes, strides, views and the first byte.
 #include "floors/core/tensor.h"
 
+#include "floors/core/grad_mode.h"
+
 #include <atomic>
 
 namespace descent {
@@ -59,16 +61,23 @@ int wrap_dim(int64_t dim, int ndim, const char* op) {
 
 TensorImpl::TensorImpl(Ref<StorageImpl> s, ScalarType t, const DimVector& sz, const DimVector& st, int64_t off)
     : storage(std::move(s)), sizes(sz), strides(st), offset(off), numel(numel_of(sz)), dtype(t),
-      device(storage->device) {
+      device(storage->device), inference(autograd_state().inference_mode) {
   refresh_keys();
 }
 
 // Note [Computing the key set] (see also dispatcher.cpp)
-// A tensor contributes its backend's key, and Autograd when it requires grad.
+// A tensor contributes the keys c10 gives it, whether or not it requires
+// grad: its backend's Dense, ADInplaceOrView, Autograd and Autocast keys
+// (tensor_keys, dispatch_key.h). A CPU tensor: CPU, ADInplaceOrView,
+// AutogradCPU, AutocastCPU.
 void TensorImpl::refresh_keys() {
-  static constexpr DispatchKey kBackend[] = {DispatchKey::CPU, DispatchKey::Sim, DispatchKey::CUDA};
-  keys = DispatchKeySet(kBackend[int(device.type)]);
-  if (requires_grad) keys = keys.add(DispatchKey::Autograd);
+  static constexpr BackendComponent kBackend[] = {BackendComponent::CPU, BackendComponent::Sim, BackendComponent::CUDA};
+  keys = tensor_keys(kBackend[int(device.type)], inference);
+}
+
+AutogradState& autograd_state() {
+  thread_local AutogradState state;
+  return state;
 }
 
 // [SECTION] Tensor -----------------------------------------------------------
@@ -77,7 +86,6 @@ void Tensor::set_requires_grad(bool r) {
   DESCENT_CHECK(!r || is_floating(dtype()), Error,
                 "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype()), ")");
   impl_->requires_grad = r;
-  impl_->refresh_keys();
 }
 
 bool Tensor::is_contiguous() const {

@@ -120,9 +120,10 @@ struct TensorImpl : RefCounted {
   bool requires_grad = false;
   bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
   Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
+  bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
   DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
 
-  void refresh_keys();          // after device or requires_grad change
+  void refresh_keys();          // after a device change
 };
 
 // [SECTION] Tensor -----------------------------------------------------------

@@ -5,6 +5,7 @@
 // `device` argument (cpu when absent), adds that backend's key and passes the
 // call down. See Note [Dispatch key priority].
 #include "floors/dispatch/dispatcher.h"
+#include "floors/dispatch/library.h"
 
 namespace descent {
 
@@ -28,10 +29,10 @@ void backend_select(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
 
 }  // namespace
 
-void register_backend_select_kernels(Registrar& r) {
+void register_backend_select_kernels(Library& m) {
   // Every factory's schema ends with `Device? device` (a dispatch test checks it).
 #define DESCENT_REGISTER_FACTORY(id, schema, kind, exact, domain, sample) \
-  if (OpKind::kind == OpKind::Factory) r.kernel(Op::id, DispatchKey::BackendSelect, backend_select);
+  if (OpKind::kind == OpKind::Factory) m.impl(Op::id, backend_select);
   DESCENT_FORALL_OPS(DESCENT_REGISTER_FACTORY)
 #undef DESCENT_REGISTER_FACTORY
 }

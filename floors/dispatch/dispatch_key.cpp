@@ -1,6 +1,7 @@
-// Names of dispatch keys and key sets.
+// Dispatch keys and key sets: names, the highest key, printing.
 #include <array>
 #include <atomic>
+#include <vector>
 
 #include "floors/dispatch/dispatch_key.h"
 #include "tracer/tracer.h"
@@ -8,38 +9,118 @@
 namespace descent {
 
 const char* dispatch_key_name(DispatchKey k) {
-  switch (k) {
-    case DispatchKey::Undefined: return "Undefined";
-    case DispatchKey::CPU: return "CPU";
-    case DispatchKey::Sim: return "Sim";
-    case DispatchKey::CUDA: return "CUDA";
-    case DispatchKey::BackendSelect: return "BackendSelect";
-    case DispatchKey::Autograd: return "Autograd";
-  }
-  return "?";
+  static constexpr const char* kNames[kNumDispatchKeys] = {
+      "Undefined",   "CPU",          "CUDA",        "Sim",         "BackendSelect",
+      "ADInplaceOrView", "AutogradCPU", "AutogradCUDA", "AutogradSim", "AutocastCPU",
+      "AutocastCUDA", "AutocastSim", "Autograd", "CompositeExplicitAutograd", "CompositeImplicitAutograd"};
+  const int i = int(k);
+  return i >= 0 && i < kNumDispatchKeys ? kNames[i] : "?";
 }
 
-std::string DispatchKeySet::str() const {
-  if (empty()) return "{}";
-  std::string s;
-  for (int k = kNumDispatchKeys - 1; k > 0; --k) {
-    if (!has(DispatchKey(k))) continue;
-    if (!s.empty()) s += '|';
-    s += dispatch_key_name(DispatchKey(k));
-  }
-  return s;
+Functionality functionality_of(DispatchKey k) {
+  const DispatchKeySet s(k);
+  return s.highest_functionality();
 }
+
+BackendComponent backend_of(DispatchKey k) {
+  if (!is_per_backend(functionality_of(k))) return BackendComponent::Invalid;
+  return DispatchKeySet(k).highest_backend();
+}
+
+DispatchKey per_backend_key(Functionality f, BackendComponent b) {
+  if (b == BackendComponent::Invalid) return DispatchKey::Undefined;
+  const int off = int(b) - 1;
+  if (f == Functionality::Dense) return DispatchKey(int(DispatchKey::CPU) + off);
+  if (f == Functionality::AutogradFunctionality) return DispatchKey(int(DispatchKey::AutogradCPU) + off);
+  return DispatchKey::Undefined;
+}
+
+DispatchKey DispatchKeySet::highest() const {
+  const Functionality f = highest_functionality();
+  if (f == Functionality::None) return DispatchKey::Undefined;
+  if (is_per_backend(f)) return per_backend_key(f, highest_backend());
+  // The functionality keys that are not per backend, in enum order.
+  switch (f) {
+    case Functionality::BackendSelect: return DispatchKey::BackendSelect;
+    case Functionality::ADInplaceOrView: return DispatchKey::ADInplaceOrView;
+    case Functionality::AutocastCPU: return DispatchKey::AutocastCPU;
+    case Functionality::AutocastCUDA: return DispatchKey::AutocastCUDA;
+    case Functionality::AutocastSim: return DispatchKey::AutocastSim;
+    default: return DispatchKey::Undefined;
+  }
+}
+
+namespace {
+
+// The runtime keys of a set, lowest priority first: functionality by
+// functionality, and within a per-backend one, backend by backend.
+std::vector<DispatchKey> runtime_keys(DispatchKeySet s) {
+  std::vector<DispatchKey> out;
+  for (int f = 1; f <= kNumFunctionalities; ++f) {
+    if (!s.has_functionality(Functionality(f))) continue;
+    if (!is_per_backend(Functionality(f))) {
+      out.push_back(DispatchKeySet::functionality(Functionality(f)).highest());
+      continue;
+    }
+    for (int b = 1; b <= kNumBackends; ++b) {
+      if ((s & DispatchKeySet::backend(BackendComponent(b))).empty()) continue;
+      out.push_back(per_backend_key(Functionality(f), BackendComponent(b)));
+    }
+  }
+  return out;
+}
+
+std::string joined(DispatchKeySet s, const char* sep) {
+  std::string out;
+  for (DispatchKey k : runtime_keys(s)) {
+    if (!out.empty()) out += sep;
+    out += dispatch_key_name(k);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DispatchKeySet::str() const { return joined(*this, ", "); }
 
 // One interned name per possible set, computed the first time it is asked for.
 const char* DispatchKeySet::name() const {
-  static std::array<std::atomic<const char*>, (1u << kNumDispatchKeys)> names{};
-  uint32_t b = bits_ & ((1u << kNumDispatchKeys) - 1);
+  constexpr int kBits = kNumBackends + kNumFunctionalities;
+  static std::array<std::atomic<const char*>, (size_t(1) << kBits)> names{};
+  const uint32_t b = repr_ & ((uint32_t(1) << kBits) - 1);
   const char* n = names[b].load(std::memory_order_acquire);
   if (!n) {
-    n = trace::intern(str());
+    n = trace::intern(empty() ? std::string("{}") : joined(*this, "|"));
     names[b].store(n, std::memory_order_release);
   }
   return n;
+}
+
+DispatchKeySet tensor_keys(BackendComponent b, bool inference) {
+  DispatchKeySet ks = DispatchKeySet(per_backend_key(Functionality::Dense, b));
+  if (!inference) {
+    ks = ks | DispatchKeySet(DispatchKey::ADInplaceOrView) |
+         DispatchKeySet(per_backend_key(Functionality::AutogradFunctionality, b));
+  }
+  switch (b) {
+    case BackendComponent::CPU: return ks.add(DispatchKey::AutocastCPU);
+    case BackendComponent::CUDA: return ks.add(DispatchKey::AutocastCUDA);
+    case BackendComponent::Sim: return ks.add(DispatchKey::AutocastSim);
+    default: return ks;
+  }
+}
+
+DispatchKeySet alias_runtime_keys(DispatchKey k) {
+  const DispatchKeySet all_backends = DispatchKeySet::backend(BackendComponent::CPU) |
+                                      DispatchKeySet::backend(BackendComponent::CUDA) |
+                                      DispatchKeySet::backend(BackendComponent::Sim);
+  const DispatchKeySet dense = DispatchKeySet::functionality(Functionality::Dense) | all_backends;
+  switch (k) {
+    case DispatchKey::Autograd: return kAutogradKeys;
+    case DispatchKey::CompositeExplicitAutograd: return dense;
+    case DispatchKey::CompositeImplicitAutograd: return dense | kAutogradKeys;
+    default: return DispatchKeySet(k);
+  }
 }
 
 }  // namespace descent

@@ -1,6 +1,9 @@
 // Floor 3, the dispatcher: the op table, key sets, fallthrough and redispatch.
 #include "floors/dispatch/dispatcher.h"
 
+#include <mutex>
+
+#include "floors/dispatch/library.h"
 #include "tracer/tracer.h"
 
 namespace descent {
@@ -25,6 +28,10 @@ constexpr OpRow kRows[] = {
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == kNumOps);
 
+// The table while it is being built, seen only by the thread building it
+// (its registrations); every other thread waits in table()'s static init.
+thread_local std::array<OpEntry, kNumOps>* g_table = nullptr;
+
 std::array<OpEntry, kNumOps>& table() {
   static std::array<OpEntry, kNumOps>* t = [] {
     auto* tab = new std::array<OpEntry, kNumOps>();
@@ -39,14 +46,20 @@ std::array<OpEntry, kNumOps>& table() {
       e.name = trace::intern(e.schema.full_name());  // Note [Schema names and alias annotations]
       e.profiler_name = trace::intern(e.schema.qualified_name());
       e.python_name = trace::intern(e.schema.name);
-      // Until floor 4 exists every op falls through Autograd; only factories
-      // stop at BackendSelect (Note [Dispatch key priority]).
-      e.fallthrough = DispatchKeySet(DispatchKey::Autograd);
-      if (row.kind != OpKind::Factory) e.fallthrough = e.fallthrough.add(DispatchKey::BackendSelect);
     }
-    Registrar r(*tab);
-    register_backend_select_kernels(r);
-    register_cpu_kernels(r);
+    // The floors register their kernels (Note [Registering kernels like
+    // TORCH_LIBRARY_IMPL]); every row's declared keys are then checked.
+    g_table = tab;
+    struct Done {
+      ~Done() { g_table = nullptr; }
+    } done;
+    {
+      register_fallbacks();
+      Library backend_select(Library::IMPL, "aten", DispatchKey::BackendSelect);
+      register_backend_select_kernels(backend_select);
+      Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
+      register_cpu_kernels(cpu);
+    }
     return tab;
   }();
   return *t;
@@ -63,19 +76,109 @@ const OpEntry* find_op(std::string_view full_name) {
   return nullptr;
 }
 
-void Registrar::fallthrough(Op op, DispatchKey key, bool on) {
-  OpEntry& e = table_[int(op)];
-  e.fallthrough = on ? e.fallthrough.add(key) : e.fallthrough.remove(key);
+namespace {
+
+// Calls fn(runtime key) for every runtime key an alias (or runtime) key stands for.
+template <typename Fn>
+void for_each_runtime_key(DispatchKey key, Fn fn) {
+  if (!is_alias(key)) {
+    DESCENT_CHECK(is_runtime(key), ValueError, "cannot register for the ", dispatch_key_name(key), " key");
+    fn(key);
+    return;
+  }
+  const DispatchKeySet keys = alias_runtime_keys(key);
+  for (int k = 1; k <= kNumRuntimeKeys; ++k) {
+    if (keys.has(DispatchKey(k))) fn(DispatchKey(k));
+  }
+}
+
+}  // namespace
+
+// The fallback of each runtime key: what an op with nothing of its own there gets.
+std::array<Kernel, kNumRuntimeKeys>& fallbacks() {
+  static std::array<Kernel, kNumRuntimeKeys> f{};
+  return f;
+}
+std::mutex& registration_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+void OpEntry::refresh() {
+  for (int slot = 0; slot < kNumRuntimeKeys; ++slot) {
+    const Kernel& fb = fallbacks()[slot];
+    // The op's own marks first, then its own kernel, then the key's fallback.
+    kernels[slot] = own_kernels[slot] ? own_kernels[slot] : fb.fn;
+    fallthrough[slot] = own_fallthrough[slot] != 0 ? own_fallthrough[slot] > 0 : !own_kernels[slot] && fb.fallthrough;
+  }
+  for (int b = 0; b <= kNumBackends; ++b) {
+    DispatchKeySet keep = DispatchKeySet::from_repr((1u << kNumBackends) - 1);  // every backend bit
+    for (int k = 1; k <= kNumRuntimeKeys; ++k) {
+      const DispatchKey key = DispatchKey(k);
+      const BackendComponent kb = backend_of(key);
+      if (kb != BackendComponent::Invalid && int(kb) != b) continue;  // another backend's slot
+      if (!fallthrough[runtime_slot(key)]) keep = keep | DispatchKeySet::functionality(functionality_of(key));
+    }
+    non_fallthrough[b] = keep;
+  }
+}
+
+// While the table is being built, its registrations see it through g_table.
+std::array<OpEntry, kNumOps>& ops_for_registration() { return g_table ? *g_table : table(); }
+OpEntry& mutable_op_entry(Op op) { return ops_for_registration()[int(op)]; }
+
+void register_op_kernel(OpEntry& e, DispatchKey key, Kernel k, const std::string& where) {
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  for_each_runtime_key(key, [&](DispatchKey rk) {
+    const int slot = runtime_slot(rk);
+    DESCENT_CHECK(k.fallthrough || !e.own_kernels[slot] || !k.fn, ValueError, where, ": '", e.name,
+                  "' already has a kernel for ", dispatch_key_name(rk));
+    e.own_kernels[slot] = k.fallthrough ? nullptr : k.fn;
+    e.own_fallthrough[slot] = k.fallthrough ? 1 : 0;
+  });
+  e.refresh();
+}
+
+void register_fallback(DispatchKey key, Kernel k, const std::string&) {
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  for_each_runtime_key(key, [&](DispatchKey rk) { fallbacks()[runtime_slot(rk)] = k; });
+  for (OpEntry& e : ops_for_registration()) e.refresh();
 }
 
 BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k) {
-  OpEntry& e = table()[int(op)];
-  BoxedKernel old = e.kernels[int(key)];
-  e.kernels[int(key)] = k;
+  DESCENT_CHECK(is_runtime(key), ValueError, "register_kernel: ", dispatch_key_name(key), " is not a runtime key");
+  OpEntry& e = table()[int(op)];  // built first: building it registers, under the same lock
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  BoxedKernel old = e.own_kernels[runtime_slot(key)];
+  e.own_kernels[runtime_slot(key)] = k;
+  e.refresh();
   return old;
 }
 
-void set_fallthrough(Op op, DispatchKey key, bool on) { Registrar(table()).fallthrough(op, key, on); }
+namespace {
+void mark_fallthrough(Op op, DispatchKey key, int8_t mark) {
+  OpEntry& e = table()[int(op)];  // built first: building it registers, under the same lock
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  for_each_runtime_key(key, [&](DispatchKey rk) { e.own_fallthrough[runtime_slot(rk)] = mark; });
+  e.refresh();
+}
+}  // namespace
+
+void set_fallthrough(Op op, DispatchKey key, bool on) { mark_fallthrough(op, key, on ? 1 : -1); }
+void clear_fallthrough(Op op, DispatchKey key) { mark_fallthrough(op, key, 0); }
+
+// Note [Dispatch key priority]: until floor 4 exists every op falls through
+// the Autograd and ADInplaceOrView keys (c10 registers the same fallthrough
+// fallback for ADInplaceOrView, and for the Autograd keys of ops that have no
+// derivative); the Autocast keys fall through (descent has no autocast);
+// BackendSelect falls through for every op but the factories, which register
+// their own kernel there.
+void register_fallbacks() {
+  for (DispatchKey k : {DispatchKey::Autograd, DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU,
+                        DispatchKey::AutocastCUDA, DispatchKey::AutocastSim, DispatchKey::BackendSelect}) {
+    Library(Library::IMPL, "_", k).fallback(Kernel::Fallthrough());  // c10: TORCH_LIBRARY_IMPL(_, key, m)
+  }
+}
 
 // [SECTION] The thread's include and exclude sets ----------------------------
 
@@ -87,30 +190,49 @@ DispatchKeySet apply_local_keys(DispatchKeySet keys) {
   const LocalKeys& local = local_keys();
   return (keys | local.included) - local.excluded;
 }
-ExcludeKeyGuard::ExcludeKeyGuard(DispatchKey k) : saved_(local_keys().excluded) {
-  local_keys().excluded = saved_.add(k);
+ExcludeKeyGuard::ExcludeKeyGuard(DispatchKeySet keys) : saved_(local_keys().excluded) {
+  local_keys().excluded = saved_ | keys;
 }
 ExcludeKeyGuard::~ExcludeKeyGuard() { local_keys().excluded = saved_; }
-IncludeKeyGuard::IncludeKeyGuard(DispatchKey k) : saved_(local_keys().included) {
-  local_keys().included = saved_.add(k);
+IncludeKeyGuard::IncludeKeyGuard(DispatchKeySet keys) : saved_(local_keys().included) {
+  local_keys().included = saved_ | keys;
 }
 IncludeKeyGuard::~IncludeKeyGuard() { local_keys().included = saved_; }
+
+void set_inference_mode(bool enabled) {
+  autograd_state() = AutogradState{!enabled, enabled};
+  LocalKeys& local = local_keys();
+  local.included = enabled ? local.included.remove(DispatchKey::ADInplaceOrView)
+                           : local.included.add(DispatchKey::ADInplaceOrView);
+  local.excluded = enabled ? local.excluded | kAutogradKeys : local.excluded - kAutogradKeys;
+}
+InferenceMode::InferenceMode(bool enabled) : saved_state_(autograd_state()), saved_keys_(local_keys()) {
+  set_inference_mode(enabled);
+}
+InferenceMode::~InferenceMode() {
+  autograd_state() = saved_state_;
+  local_keys() = saved_keys_;
+}
 
 // [SECTION] Calling an op -------------------------------------------------------
 
 // Note [Computing the key set]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A call's key set is computed fresh every time, from three sources:
-//   1. the union of the key sets of its tensor arguments (each tensor
-//      contributes its backend key, plus Autograd when it requires grad);
-//   2. BackendSelect, which every call carries (ops that are not factories
-//      fall through it), plus the keys this thread includes;
-//   3. minus the keys this thread excludes (NoGradGuard excludes Autograd).
-// The op's fallthrough keys are then removed and the highest key left picks
-// the kernel. A kernel passes the call down with redispatch_boxed(), giving
-// the set below its own key.
+// A call's key set is computed fresh every time, as c10 computes it:
+//   1. the union of the key sets of its tensor arguments (a CPU tensor
+//      contributes CPU, ADInplaceOrView, AutogradCPU and AutocastCPU, whether
+//      or not it requires grad: tensor.cpp);
+//   2. plus the keys this thread includes (BackendSelect and ADInplaceOrView
+//      by default, so a factory, with no tensor, still has a key to run);
+//   3. minus the keys this thread excludes (every Autocast key by default;
+//      the Autograd keys below autograd and in inference mode).
+// The op's fallthrough keys are then masked out (for the call's backend) and
+// the highest key left picks the kernel: for `x + 1` on CPU tensors,
+// CPU|BackendSelect|ADInplaceOrView|AutogradCPU falls through the last three
+// and runs CPU. A kernel passes the call down with redispatch_boxed(),
+// giving the set below its own key.
 DispatchKeySet compute_key_set(const OpEntry&, const Stack& stack) {
-  DispatchKeySet ks(DispatchKey::BackendSelect);
+  DispatchKeySet ks;
   for (int i = 0; i < stack.size(); ++i)
     if (stack[i].is_tensor()) ks = ks | stack[i].to_tensor().impl()->keys;
   return apply_local_keys(ks);
@@ -130,13 +252,14 @@ void fill_defaults(const OpEntry& e, Stack& stack) {
 }
 
 void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::ScopedSpan& span) {
-  DispatchKeySet live = ks - e.fallthrough;
-  DispatchKey key = live.highest();
-  BoxedKernel k = e.kernels[int(key)];
+  const DispatchKeySet live = ks & e.non_fallthrough[int(ks.highest_backend())];
+  const DispatchKey key = live.highest();
+  const BoxedKernel k = e.kernel(key);
   if (span.active()) {
     span.arg("keyset", ks.name());
     span.arg("kernel", dispatch_key_name(key));
-    if (!(ks & e.fallthrough).empty()) span.arg("fallthrough", (ks & e.fallthrough).name());
+    const DispatchKeySet skipped = ks - live;  // the fallthrough keys this call passed, backends kept for naming
+    if (skipped.highest_functionality() != Functionality::None) span.arg("fallthrough", skipped.name());
   }
   DESCENT_CHECK(k != nullptr, NotImplementedError, "Could not run '", e.name, "' with arguments from the '",
                 dispatch_key_name(key), "' backend: no kernel is registered for that key (key set ", ks.str(), ")");
@@ -145,8 +268,9 @@ void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::Scoped
 
 }  // namespace
 
-void call_boxed(Op op, Stack& stack) {
-  const OpEntry& e = op_entry(op);
+void call_boxed(Op op, Stack& stack) { call_boxed(op_entry(op), stack); }
+
+void call_boxed(const OpEntry& e, Stack& stack) {
   trace::ScopedSpan span(trace::Floor::Dispatch, e.profiler_name);
   if (stack.size() != int(e.schema.args.size())) fill_defaults(e, stack);
   run_kernel(e, compute_key_set(e, stack), stack, span);

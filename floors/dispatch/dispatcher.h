@@ -12,6 +12,7 @@
 #include <array>
 #include <type_traits>
 
+#include "floors/core/grad_mode.h"
 #include "floors/dispatch/dispatch_key.h"
 #include "floors/dispatch/ivalue.h"
 #include "floors/dispatch/ops.h"
@@ -37,8 +38,22 @@ struct OpEntry {
   Domain domain;
   const char* sample;         // a small valid call (Note [One op table])
   Schema schema;
-  std::array<BoxedKernel, kNumDispatchKeys> kernels{};  // nullptr: none registered
-  DispatchKeySet fallthrough;  // keys this op skips (see Note [Dispatch key priority])
+  // What a call uses, by runtime_slot(key): the op's own kernel at the key,
+  // else the op's own fallthrough mark, else the key's fallback (refresh()).
+  std::array<BoxedKernel, kNumRuntimeKeys> kernels{};  // nullptr: none
+  std::array<bool, kNumRuntimeKeys> fallthrough{};     // the call skips this key
+  // What was registered for this op itself, by runtime_slot(key).
+  std::array<BoxedKernel, kNumRuntimeKeys> own_kernels{};
+  std::array<int8_t, kNumRuntimeKeys> own_fallthrough{};  // 0: not marked, 1: a fallthrough, -1: marked not one
+  // Per backend (index: BackendComponent, 0 for a call with none): the keys
+  // that are not fallthroughs, with every backend bit set. A call's key set is
+  // masked with its backend's entry before the highest key is taken (c10's
+  // nonFallthroughKeysPerBackend_). Recomputed whenever `fallthrough` changes.
+  std::array<DispatchKeySet, kNumBackends + 1> non_fallthrough{};
+
+  bool is_fallthrough(DispatchKey k) const { return is_runtime(k) && fallthrough[runtime_slot(k)]; }
+  BoxedKernel kernel(DispatchKey k) const { return is_runtime(k) ? kernels[runtime_slot(k)] : nullptr; }
+  void refresh();  // recomputes kernels, fallthrough and non_fallthrough from the own_ and fallback tables
 };
 
 // Every op's entry, indexed by Op. Built on first use from DESCENT_FORALL_OPS,
@@ -50,30 +65,65 @@ const OpEntry* find_op(std::string_view full_name);
 
 // [SECTION] The thread's include and exclude sets ----------------------------
 
-// Keys added to, or removed from, every call this thread makes.
+// Keys added to, or removed from, every call this thread makes. A thread
+// starts as c10's does: BackendSelect and ADInplaceOrView included, every
+// Autocast key excluded.
 struct LocalKeys {
-  DispatchKeySet included;
-  DispatchKeySet excluded;
+  DispatchKeySet included = kDefaultIncluded;
+  DispatchKeySet excluded = kDefaultExcluded;
 };
 LocalKeys& local_keys();
 // `keys` with the thread's included keys added and its excluded ones removed.
 DispatchKeySet apply_local_keys(DispatchKeySet keys);
 
-// RAII: removes `k` from every call on this thread for the guard's lifetime.
+// RAII: removes `keys` from every call on this thread for the guard's
+// lifetime (c10's ExcludeDispatchKeyGuard).
 class ExcludeKeyGuard {
  public:
-  explicit ExcludeKeyGuard(DispatchKey k);
+  explicit ExcludeKeyGuard(DispatchKeySet keys);
+  explicit ExcludeKeyGuard(DispatchKey k) : ExcludeKeyGuard(DispatchKeySet(k)) {}
   ~ExcludeKeyGuard();
+  ExcludeKeyGuard(const ExcludeKeyGuard&) = delete;
+  ExcludeKeyGuard& operator=(const ExcludeKeyGuard&) = delete;
  private:
   DispatchKeySet saved_;
 };
-// RAII: adds `k` to every call on this thread for the guard's lifetime.
+// RAII: adds `keys` to every call on this thread for the guard's lifetime.
 class IncludeKeyGuard {
  public:
-  explicit IncludeKeyGuard(DispatchKey k);
+  explicit IncludeKeyGuard(DispatchKeySet keys);
+  explicit IncludeKeyGuard(DispatchKey k) : IncludeKeyGuard(DispatchKeySet(k)) {}
   ~IncludeKeyGuard();
+  IncludeKeyGuard(const IncludeKeyGuard&) = delete;
+  IncludeKeyGuard& operator=(const IncludeKeyGuard&) = delete;
  private:
   DispatchKeySet saved_;
+};
+// RAII: calls below autograd (c10's at::AutoDispatchBelowAutograd): every
+// Autograd key excluded. What an Autograd kernel uses to run the op beneath it.
+struct AutoDispatchBelowAutograd : ExcludeKeyGuard {
+  AutoDispatchBelowAutograd() : ExcludeKeyGuard(kAutogradKeys) {}
+};
+// RAII: below autograd and ADInplaceOrView (c10's AutoDispatchBelowADInplaceOrView).
+struct AutoDispatchBelowADInplaceOrView : ExcludeKeyGuard {
+  AutoDispatchBelowADInplaceOrView() : ExcludeKeyGuard(kAutogradKeysWithADInplaceOrView) {}
+};
+// RAII: inference mode (c10::InferenceMode), Note [Grad mode is a flag, not a
+// key]: grad mode off, inference mode on, every Autograd key excluded, and
+// ADInplaceOrView no longer included (a tensor made outside still carries it,
+// so its in-place ops are still counted); tensors made inside carry neither
+// key. InferenceMode(false) undoes it inside one.
+// What InferenceMode's constructor does, without the restoring.
+void set_inference_mode(bool enabled);
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true);
+  ~InferenceMode();
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+ private:
+  AutogradState saved_state_;
+  LocalKeys saved_keys_;
 };
 
 // [SECTION] Calling an op ------------------------------------------------------
@@ -85,6 +135,7 @@ DispatchKeySet compute_key_set(const OpEntry& op, const Stack& stack);
 // Fills in defaults for arguments missing at the end of the stack, computes
 // the key set and runs the highest-priority kernel. Results are left on the stack.
 void call_boxed(Op op, Stack& stack);
+void call_boxed(const OpEntry& op, Stack& stack);  // the same, for an operator defined beyond the table
 // Runs the highest-priority kernel of `keys` (after removing the op's
 // fallthrough keys). Kernels call this to pass a call down.
 void redispatch_boxed(const OpEntry& op, DispatchKeySet keys, Stack& stack);
@@ -110,26 +161,40 @@ Tensor call(Op op, Args&&... args) {
 
 // [SECTION] Registration ---------------------------------------------------------
 
-// Registers `k` as op's kernel for `key` (replacing any), or, with
-// k == nullptr, removes it. Returns the previous kernel. Not thread-safe with
-// concurrent calls: registration happens at start-up (and in tests).
+// For tests: registers `k` as op's own kernel for runtime key `key`
+// (replacing any), or, with k == nullptr, removes it. Returns the previous
+// one. Floors register through a Library (library.h).
 BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k);
-// Marks `key` as a fallthrough for `op` (the call skips it), or unmarks it.
+// For tests: marks `key` (a runtime key, or an alias for all its keys) as a
+// fallthrough for `op` (the call skips it), or as not one.
 void set_fallthrough(Op op, DispatchKey key, bool on);
+// For tests: removes set_fallthrough's mark: the op's kernel or the key's fallback decides again.
+void clear_fallthrough(Op op, DispatchKey key);
 
-// What the floors' registration functions write through while the table is
-// being built (before any call can see it).
-class Registrar {
- public:
-  explicit Registrar(std::array<OpEntry, kNumOps>& table) : table_(table) {}
-  void kernel(Op op, DispatchKey key, BoxedKernel k) { table_[int(op)].kernels[int(key)] = k; }
-  void fallthrough(Op op, DispatchKey key, bool on);
- private:
-  std::array<OpEntry, kNumOps>& table_;
+// What a Library (library.h) registers: a boxed kernel, or a fallthrough.
+struct Kernel {
+  BoxedKernel fn = nullptr;
+  bool fallthrough = false;
+  Kernel() = default;
+  Kernel(BoxedKernel f) : fn(f) {}  // NOLINT(google-explicit-constructor): m.impl(Op::neg, neg_kernel)
+  static Kernel Fallthrough() {
+    Kernel k(nullptr);
+    k.fallthrough = true;
+    return k;
+  }
 };
+// The registration primitives a Library calls, under one lock: an op's own
+// kernel at a key (an alias key: at each of its runtime keys), and a key's
+// fallback for every op. `where` names the registering library in errors.
+void register_op_kernel(OpEntry& op, DispatchKey key, Kernel k, const std::string& where);
+void register_fallback(DispatchKey key, Kernel k, const std::string& where);
+OpEntry& mutable_op_entry(Op op);
+std::array<OpEntry, kNumOps>& ops_for_registration();  // the table, also while it is being built
 
+class Library;  // library.h
 // Each floor's registration function, called once when the table is built.
-void register_backend_select_kernels(Registrar& r);  // dispatch/backend_select.cpp
-void register_cpu_kernels(Registrar& r);             // kernels/register_cpu.cpp
+void register_fallbacks();                           // dispatch/dispatcher.cpp: the keys every op skips
+void register_backend_select_kernels(Library& m);    // dispatch/backend_select.cpp
+void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
 
 }  // namespace descent

@@ -173,12 +173,12 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 }  // namespace
 
-void register_factory_kernels(Registrar& r) {
-  for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) r.kernel(op, DispatchKey::CPU, fill_kernel);
-  r.kernel(Op::arange, DispatchKey::CPU, arange_kernel);
-  r.kernel(Op::arange_start_step, DispatchKey::CPU, arange_kernel);
-  r.kernel(Op::rand, DispatchKey::CPU, random_kernel);
-  r.kernel(Op::randn, DispatchKey::CPU, random_kernel);
+void register_factory_kernels(Library& m) {
+  for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) m.impl(op, fill_kernel);
+  m.impl(Op::arange, arange_kernel);
+  m.impl(Op::arange_start_step, arange_kernel);
+  m.impl(Op::rand, random_kernel);
+  m.impl(Op::randn, random_kernel);
 }
 
 }  // namespace descent::kernels

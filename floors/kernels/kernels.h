@@ -17,6 +17,7 @@
 
 #include "floors/core/tensor.h"
 #include "floors/dispatch/dispatcher.h"
+#include "floors/dispatch/library.h"
 
 namespace descent::kernels {
 

@@ -30,8 +30,8 @@ const char*& last_variant() {
 }
 
 // Defined in views.cpp and factories.cpp.
-void register_view_kernels(Registrar& r);
-void register_factory_kernels(Registrar& r);
+void register_view_kernels(Library& m);
+void register_factory_kernels(Library& m);
 
 namespace {
 
@@ -502,13 +502,13 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
 
 namespace descent {
 
-void register_cpu_kernels(Registrar& r) {
+void register_cpu_kernels(Library& m) {
 #define DESCENT_REGISTER_CPU(id, schema, kind, exact, domain, sample)                 \
-  if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) r.kernel(Op::id, DispatchKey::CPU, k);
+  if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) m.impl(Op::id, k);
   DESCENT_FORALL_OPS(DESCENT_REGISTER_CPU)
 #undef DESCENT_REGISTER_CPU
-  kernels::register_view_kernels(r);
-  kernels::register_factory_kernels(r);
+  kernels::register_view_kernels(m);
+  kernels::register_factory_kernels(m);
 }
 
 }  // namespace descent

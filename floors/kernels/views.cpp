@@ -216,15 +216,15 @@ DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
 
 }  // namespace
 
-void register_view_kernels(Registrar& r) {
-  r.kernel(Op::view, DispatchKey::CPU, view_kernel);
-  r.kernel(Op::reshape, DispatchKey::CPU, view_kernel);
-  r.kernel(Op::transpose, DispatchKey::CPU, transpose_kernel);
-  r.kernel(Op::permute, DispatchKey::CPU, permute_kernel);
-  r.kernel(Op::expand, DispatchKey::CPU, expand_kernel);
-  r.kernel(Op::slice, DispatchKey::CPU, slice_kernel);
-  r.kernel(Op::select, DispatchKey::CPU, select_kernel);
-  r.kernel(Op::unsqueeze, DispatchKey::CPU, unsqueeze_kernel);
+void register_view_kernels(Library& m) {
+  m.impl(Op::view, view_kernel);
+  m.impl(Op::reshape, view_kernel);
+  m.impl(Op::transpose, transpose_kernel);
+  m.impl(Op::permute, permute_kernel);
+  m.impl(Op::expand, expand_kernel);
+  m.impl(Op::slice, slice_kernel);
+  m.impl(Op::select, select_kernel);
+  m.impl(Op::unsqueeze, unsqueeze_kernel);
 }
 
 }  // namespace descent::kernels

@@ -1,7 +1,8 @@
 // Tests for the dispatcher (floors/dispatch/{dispatch_key,dispatcher,
 // backend_select,ivalue}): key-set operations, the key set of a call, the
-// thread's include/exclude guards, fallthrough and redispatch through a test
-// kernel registered at Autograd, BackendSelect for factories, missing kernels,
+// thread's include/exclude guards, grad and inference mode, fallthrough and
+// redispatch through a test kernel registered at AutogradCPU, BackendSelect
+// for factories, missing kernels,
 // default filling and argument-count errors, and the boxed calling convention.
 //
 // Every test that registers a kernel or changes a fallthrough restores it
@@ -22,7 +23,7 @@
 namespace descent {
 namespace {
 
-// Registers `k` for (op, key) for the scope, then puts the old kernel back.
+// Registers `k` for (op, runtime key) for the scope, then puts the old kernel back.
 struct KernelOverride {
   KernelOverride(Op op, DispatchKey key, BoxedKernel k) : op(op), key(key), old(register_kernel(op, key, k)) {}
   ~KernelOverride() { register_kernel(op, key, old); }
@@ -30,15 +31,16 @@ struct KernelOverride {
   DispatchKey key;
   BoxedKernel old;
 };
-// Sets (op, key)'s fallthrough for the scope, then restores what it was.
+// Marks (op, key) as a fallthrough or not for the scope (an alias key: all
+// its runtime keys), then takes the mark away again.
 struct FallthroughOverride {
-  FallthroughOverride(Op op, DispatchKey key, bool on) : op(op), key(key), was(op_entry(op).fallthrough.has(key)) {
+  FallthroughOverride(Op op, DispatchKey key, bool on) : op(op), key(key) {
+    for (int8_t m : op_entry(op).own_fallthrough) EXPECT_EQ(m, 0) << "a mark left by another test";
     set_fallthrough(op, key, on);
   }
-  ~FallthroughOverride() { set_fallthrough(op, key, was); }
+  ~FallthroughOverride() { clear_fallthrough(op, key); }
   Op op;
   DispatchKey key;
-  bool was;
 };
 
 Tensor floats(std::initializer_list<float> v) {
@@ -50,33 +52,64 @@ Tensor floats(std::initializer_list<float> v) {
 
 // [SECTION] Key sets ----------------------------------------------------------------------
 
-TEST(DispatchKeySet, HighestBelowAddRemove) {
-  constexpr DispatchKeySet s = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::Autograd).add(DispatchKey::BackendSelect);
-  static_assert(s.highest() == DispatchKey::Autograd);
-  static_assert(s.below(DispatchKey::Autograd) == DispatchKeySet(DispatchKey::CPU).add(DispatchKey::BackendSelect));
-  static_assert(s.below(DispatchKey::BackendSelect) == DispatchKeySet(DispatchKey::CPU));
-  static_assert(s.below(DispatchKey::CPU).empty());
-  static_assert(s.remove(DispatchKey::Autograd).highest() == DispatchKey::BackendSelect);
-  static_assert(s.remove(DispatchKey::Sim) == s);  // removing an absent key changes nothing
-  static_assert(DispatchKeySet().highest() == DispatchKey::Undefined);
-  static_assert(DispatchKeySet(DispatchKey::Undefined).empty());
-  static_assert((s & DispatchKeySet(DispatchKey::CPU)) == DispatchKeySet(DispatchKey::CPU));
-  static_assert((s - s).empty());
-  static_assert(DispatchKeySet(DispatchKey::CUDA).bits() == 1u << 3);
-  EXPECT_TRUE(s.has(DispatchKey::CPU));
-  EXPECT_FALSE(s.has(DispatchKey::Sim));
+// Note [A key set is functionalities times backends]
+TEST(DispatchKeySet, PerBackendKeysAreAFunctionalityAndABackend) {
+  constexpr DispatchKeySet cpu(DispatchKey::CPU), autograd_cpu(DispatchKey::AutogradCPU);
+  static_assert(cpu.has_functionality(Functionality::Dense));
+  static_assert(cpu.highest_backend() == BackendComponent::CPU);
+  static_assert(autograd_cpu.has_functionality(Functionality::AutogradFunctionality));
+  static_assert(autograd_cpu.highest_backend() == BackendComponent::CPU);
+  static_assert((cpu | autograd_cpu).repr() == (DispatchKeySet::backend(BackendComponent::CPU) |
+                                                DispatchKeySet::functionality(Functionality::Dense) |
+                                                DispatchKeySet::functionality(Functionality::AutogradFunctionality))
+                                                   .repr());
+  // The representation's one loss: CPU with AutogradCUDA also "holds" CUDA and AutogradCPU.
+  constexpr DispatchKeySet mixed = cpu | DispatchKeySet(DispatchKey::AutogradCUDA);
+  static_assert(mixed.has(DispatchKey::CUDA) && mixed.has(DispatchKey::AutogradCPU));
+  EXPECT_EQ(functionality_of(DispatchKey::AutogradSim), Functionality::AutogradFunctionality);
+  EXPECT_EQ(backend_of(DispatchKey::AutogradSim), BackendComponent::Sim);
+  EXPECT_EQ(backend_of(DispatchKey::BackendSelect), BackendComponent::Invalid);
+  EXPECT_EQ(per_backend_key(Functionality::Dense, BackendComponent::CUDA), DispatchKey::CUDA);
+  EXPECT_EQ(per_backend_key(Functionality::AutogradFunctionality, BackendComponent::Sim), DispatchKey::AutogradSim);
 }
 
-TEST(DispatchKeySet, NamesListHighestFirst) {
-  DispatchKeySet s = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::Autograd);
-  EXPECT_EQ(s.str(), "Autograd|CPU");
-  EXPECT_EQ(s.add(DispatchKey::BackendSelect).str(), "Autograd|BackendSelect|CPU");
-  EXPECT_EQ(DispatchKeySet(DispatchKey::Sim).str(), "Sim");
-  EXPECT_EQ(DispatchKeySet().str(), "{}");
-  EXPECT_STREQ(s.name(), "Autograd|CPU");
+TEST(DispatchKeySet, HighestBelowAddRemove) {
+  const DispatchKeySet s = tensor_keys(BackendComponent::CPU, false).add(DispatchKey::BackendSelect);
+  EXPECT_EQ(s.highest(), DispatchKey::AutocastCPU);
+  EXPECT_EQ((s - kAutocastKeys).highest(), DispatchKey::AutogradCPU);
+  EXPECT_EQ(s.below(DispatchKey::AutogradCPU).str(), "CPU, BackendSelect, ADInplaceOrView");
+  EXPECT_EQ(s.below(DispatchKey::BackendSelect), DispatchKeySet(DispatchKey::CPU));
+  EXPECT_EQ(s.below(DispatchKey::CPU).highest(), DispatchKey::Undefined) << "only the backend bit is left";
+  // Removing keys keeps the backend: excluding every Autograd key leaves CPU.
+  EXPECT_EQ((s - kAutogradKeysWithADInplaceOrView - kAutocastKeys).str(), "CPU, BackendSelect");
+  EXPECT_EQ(s.remove(DispatchKey::AutogradCPU).has(DispatchKey::CPU), true);
+  EXPECT_FALSE(s.has(DispatchKey::Sim));
+  EXPECT_FALSE(s.has(DispatchKey::AutogradCUDA));
+  EXPECT_EQ(DispatchKeySet().highest(), DispatchKey::Undefined);
+  EXPECT_TRUE(DispatchKeySet(DispatchKey::Undefined).empty());
+  EXPECT_EQ(DispatchKeySet(DispatchKey::CUDA).highest(), DispatchKey::CUDA);
+  // Two backends: the highest backend bit wins (CUDA above CPU, as in c10).
+  EXPECT_EQ((DispatchKeySet(DispatchKey::CPU) | DispatchKeySet(DispatchKey::CUDA)).highest(), DispatchKey::CUDA);
+}
+
+TEST(DispatchKeySet, PrintedAsC10PrintsThem) {
+  // ../shared/fixtures/pytorch-h200/facts.json, dispatch_keys_of.
+  EXPECT_EQ(tensor_keys(BackendComponent::CPU, false).str(), "CPU, ADInplaceOrView, AutogradCPU, AutocastCPU");
+  EXPECT_EQ(tensor_keys(BackendComponent::CUDA, false).str(), "CUDA, ADInplaceOrView, AutogradCUDA, AutocastCUDA");
+  EXPECT_EQ(tensor_keys(BackendComponent::Sim, false).str(), "Sim, ADInplaceOrView, AutogradSim, AutocastSim");
+  EXPECT_EQ(tensor_keys(BackendComponent::CPU, true).str(), "CPU, AutocastCPU") << "an inference tensor";
+  EXPECT_EQ(kDefaultIncluded.str(), "BackendSelect, ADInplaceOrView");
+  EXPECT_EQ(DispatchKeySet().str(), "");
+  const DispatchKeySet s = DispatchKeySet(DispatchKey::CPU).add(DispatchKey::AutogradCPU);
+  EXPECT_STREQ(s.name(), "CPU|AutogradCPU");
   EXPECT_EQ(s.name(), s.name()) << "name() is interned: the same pointer each time";
-  const char* names[] = {"Undefined", "CPU", "Sim", "CUDA", "BackendSelect", "Autograd"};
+  EXPECT_STREQ(DispatchKeySet().name(), "{}");
+  const char* names[] = {"Undefined", "CPU", "CUDA", "Sim", "BackendSelect", "ADInplaceOrView", "AutogradCPU",
+                         "AutogradCUDA", "AutogradSim", "AutocastCPU", "AutocastCUDA", "AutocastSim", "Autograd",
+                         "CompositeExplicitAutograd", "CompositeImplicitAutograd"};
   for (int k = 0; k < kNumDispatchKeys; ++k) EXPECT_STREQ(dispatch_key_name(DispatchKey(k)), names[k]);
+  EXPECT_EQ(alias_runtime_keys(DispatchKey::Autograd).str(), "AutogradCPU, AutogradCUDA, AutogradSim");
+  EXPECT_EQ(alias_runtime_keys(DispatchKey::CompositeExplicitAutograd).str(), "CPU, CUDA, Sim");
 }
 
 // [SECTION] The key set of a call, and the thread's guards ----------------------------
@@ -87,60 +120,93 @@ DispatchKeySet keys_of_call(Op op, const Tensor& a) {
   return compute_key_set(op_entry(op), s);
 }
 
-TEST(KeySetOfCall, CpuTensorGivesBackendSelectAndCpu) {
+TEST(KeySetOfCall, EveryCpuTensorCarriesTheAutogradKeysWhetherOrNotItRequiresGrad) {
   Tensor x = floats({1, 2});
-  EXPECT_EQ(keys_of_call(Op::neg, x), DispatchKeySet(DispatchKey::BackendSelect).add(DispatchKey::CPU));
-  EXPECT_EQ(keys_of_call(Op::neg, x).str(), "BackendSelect|CPU");
+  EXPECT_EQ(x.impl()->keys.str(), "CPU, ADInplaceOrView, AutogradCPU, AutocastCPU");
+  // The tensor's keys, plus the thread's BackendSelect and ADInplaceOrView, minus its Autocast keys.
+  EXPECT_EQ(keys_of_call(Op::neg, x).str(), "CPU, BackendSelect, ADInplaceOrView, AutogradCPU");
   x.set_requires_grad(true);
-  DispatchKeySet ks = keys_of_call(Op::neg, x);
-  EXPECT_TRUE(ks.has(DispatchKey::Autograd));
-  EXPECT_EQ(ks.highest(), DispatchKey::Autograd);
-  EXPECT_EQ(ks.str(), "Autograd|BackendSelect|CPU");
-  // A factory call has no tensor: BackendSelect alone.
+  EXPECT_EQ(x.impl()->keys.str(), "CPU, ADInplaceOrView, AutogradCPU, AutocastCPU") << "requires_grad adds no key";
+  EXPECT_EQ(keys_of_call(Op::neg, x).highest(), DispatchKey::AutogradCPU);
+  // A factory call has no tensor: the thread's keys alone.
   Stack none;
   none.push(DimVector{2});
-  EXPECT_EQ(compute_key_set(op_entry(Op::zeros), none), DispatchKeySet(DispatchKey::BackendSelect));
-  // Several tensors: the union.
-  Stack two;
-  two.push(floats({1}));
-  two.push(x);
-  EXPECT_TRUE(compute_key_set(op_entry(Op::add), two).has(DispatchKey::Autograd));
+  EXPECT_EQ(compute_key_set(op_entry(Op::zeros), none).str(), "BackendSelect, ADInplaceOrView");
 }
 
-TEST(KeySetOfCall, GuardsChangeTheSetAndRestoreOnExit) {
+TEST(KeySetOfCall, NoGradIsAFlagAndChangesNoKey) {
   Tensor x = floats({1});
-  x.set_requires_grad(true);
   const DispatchKeySet plain = keys_of_call(Op::neg, x);
-  ASSERT_TRUE(local_keys().included.empty());
-  ASSERT_TRUE(local_keys().excluded.empty());
+  EXPECT_TRUE(grad_mode_enabled());
   {
-    ExcludeKeyGuard no_grad(DispatchKey::Autograd);
-    EXPECT_TRUE(local_keys().excluded.has(DispatchKey::Autograd));
-    EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::Autograd));
+    NoGradGuard no_grad;
+    EXPECT_FALSE(grad_mode_enabled());
+    EXPECT_EQ(keys_of_call(Op::neg, x), plain);
+    EXPECT_EQ(floats({2}).impl()->keys, x.impl()->keys);
+  }
+  EXPECT_TRUE(grad_mode_enabled());
+}
+
+TEST(KeySetOfCall, BelowAutogradAndInferenceModeExcludeKeys) {
+  Tensor x = floats({1});
+  {
+    AutoDispatchBelowAutograd below;
+    EXPECT_EQ(keys_of_call(Op::neg, x).str(), "CPU, BackendSelect, ADInplaceOrView");
     {
-      ExcludeKeyGuard again(DispatchKey::Autograd);  // nested: still excluded after the inner one ends
+      AutoDispatchBelowADInplaceOrView further;
+      EXPECT_EQ(keys_of_call(Op::neg, x).str(), "CPU, BackendSelect");
     }
-    EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::Autograd));
+  }
+  EXPECT_EQ(local_keys().included, kDefaultIncluded);
+  EXPECT_EQ(local_keys().excluded, kDefaultExcluded);
+  {
+    InferenceMode inference;
+    EXPECT_FALSE(grad_mode_enabled());
+    EXPECT_TRUE(autograd_state().inference_mode);
+    Tensor y = floats({1});
+    EXPECT_TRUE(y.impl()->inference);
+    EXPECT_EQ(y.impl()->keys.str(), "CPU, AutocastCPU");
+    EXPECT_EQ(keys_of_call(Op::neg, y).str(), "CPU, BackendSelect");
+    // A normal tensor still carries ADInplaceOrView, which is not excluded.
+    EXPECT_EQ(keys_of_call(Op::neg, x).str(), "CPU, BackendSelect, ADInplaceOrView");
     {
-      IncludeKeyGuard inc(DispatchKey::Autograd);  // exclusion wins over inclusion
-      EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::Autograd));
+      InferenceMode off(false);
+      EXPECT_TRUE(grad_mode_enabled());
+      EXPECT_EQ(keys_of_call(Op::neg, x).str(), "CPU, BackendSelect, ADInplaceOrView, AutogradCPU");
+    }
+  }
+  EXPECT_FALSE(autograd_state().inference_mode);
+  EXPECT_EQ(local_keys().included, kDefaultIncluded);
+  EXPECT_EQ(local_keys().excluded, kDefaultExcluded);
+}
+
+TEST(KeySetOfCall, GuardsNestRestoreAndArePerThread) {
+  Tensor x = floats({1});
+  const DispatchKeySet plain = keys_of_call(Op::neg, x);
+  {
+    ExcludeKeyGuard no_cpu_autograd(DispatchKey::AutogradCPU);
+    EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::AutogradCPU));
+    {
+      ExcludeKeyGuard again(DispatchKey::AutogradCPU);  // nested: still excluded after the inner one ends
+    }
+    EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::AutogradCPU));
+    {
+      IncludeKeyGuard inc(DispatchKey::AutogradCPU);  // exclusion wins over inclusion
+      EXPECT_FALSE(keys_of_call(Op::neg, x).has(DispatchKey::AutogradCPU));
     }
   }
   EXPECT_EQ(keys_of_call(Op::neg, x), plain);
-  EXPECT_TRUE(local_keys().excluded.empty());
-  Tensor y = floats({1});
   {
-    IncludeKeyGuard inc(DispatchKey::Autograd);
-    EXPECT_TRUE(keys_of_call(Op::neg, y).has(DispatchKey::Autograd));
-    // The guards are per thread.
+    IncludeKeyGuard inc(DispatchKey::AutocastCPU);
+    ExcludeKeyGuard exc(DispatchKeySet());  // nothing
+    EXPECT_EQ(local_keys().included.str(), "BackendSelect, ADInplaceOrView, AutocastCPU");
     std::thread other([&] {
-      EXPECT_TRUE(local_keys().included.empty());
-      EXPECT_FALSE(keys_of_call(Op::neg, y).has(DispatchKey::Autograd));
+      EXPECT_EQ(local_keys().included, kDefaultIncluded) << "the guards are per thread";
+      EXPECT_EQ(local_keys().excluded, kDefaultExcluded);
     });
     other.join();
   }
-  EXPECT_FALSE(keys_of_call(Op::neg, y).has(DispatchKey::Autograd));
-  EXPECT_TRUE(local_keys().included.empty());
+  EXPECT_EQ(local_keys().included, kDefaultIncluded);
 }
 
 // [SECTION] Fallthrough and redispatch ---------------------------------------------
@@ -153,7 +219,7 @@ DispatchKeySet g_cpu_keys;
 void autograd_neg(const OpEntry& op, DispatchKeySet keys, Stack& s) {
   ++g_autograd_runs;
   g_autograd_keys = keys;
-  redispatch_boxed(op, keys.below(DispatchKey::Autograd), s);
+  redispatch_boxed(op, keys.below(DispatchKey::AutogradCPU), s);
 }
 // Wraps the real CPU kernel of neg to record the key set it was given.
 BoxedKernel g_real_cpu_neg = nullptr;
@@ -179,7 +245,7 @@ class Fallthrough : public ::testing::Test {
     EXPECT_FALSE(y.is_same(x));
   }
   Tensor x;
-  KernelOverride autograd{Op::neg, DispatchKey::Autograd, autograd_neg};
+  KernelOverride autograd{Op::neg, DispatchKey::AutogradCPU, autograd_neg};
   KernelOverride cpu{Op::neg, DispatchKey::CPU, recording_cpu_neg};
 };
 
@@ -187,21 +253,21 @@ TEST_F(Fallthrough, KernelRunsWhenFallthroughIsOff) {
   FallthroughOverride off(Op::neg, DispatchKey::Autograd, false);
   expect_negated(call(Op::neg, x));
   EXPECT_EQ(g_autograd_runs, 1);
-  EXPECT_EQ(g_autograd_keys.str(), "Autograd|CPU") << "BackendSelect falls through for neg";
+  EXPECT_EQ(g_autograd_keys.str(), "CPU, AutogradCPU") << "BackendSelect and ADInplaceOrView fall through for neg";
   EXPECT_EQ(g_cpu_keys.str(), "CPU");
 }
 
 TEST_F(Fallthrough, KernelIsSkippedWhileFallthroughIsOn) {
-  ASSERT_TRUE(op_entry(Op::neg).fallthrough.has(DispatchKey::Autograd)) << "the default";
+  FallthroughOverride on(Op::neg, DispatchKey::Autograd, true);
   expect_negated(call(Op::neg, x));
   EXPECT_EQ(g_autograd_runs, 0);
   EXPECT_EQ(g_cpu_keys.str(), "CPU");
 }
 
-TEST_F(Fallthrough, ExcludeGuardSkipsTheKernel) {
+TEST_F(Fallthrough, BelowAutogradSkipsTheKernel) {
   FallthroughOverride off(Op::neg, DispatchKey::Autograd, false);
   {
-    ExcludeKeyGuard no_grad(DispatchKey::Autograd);
+    AutoDispatchBelowAutograd below;
     expect_negated(call(Op::neg, x));
     EXPECT_EQ(g_autograd_runs, 0);
   }
@@ -209,27 +275,40 @@ TEST_F(Fallthrough, ExcludeGuardSkipsTheKernel) {
   EXPECT_EQ(g_autograd_runs, 1) << "the guard's exclusion ends with its scope";
 }
 
-TEST_F(Fallthrough, IncludeGuardReachesTheKernelWithoutRequiresGrad) {
+TEST_F(Fallthrough, EveryTensorReachesTheAutogradKernelRequiresGradOrNot) {
   FallthroughOverride off(Op::neg, DispatchKey::Autograd, false);
   Tensor plain = floats({1.f, 2.f, 3.f});
-  call(Op::neg, plain);
-  EXPECT_EQ(g_autograd_runs, 0);
-  IncludeKeyGuard inc(DispatchKey::Autograd);
   Tensor y = call(Op::neg, plain);
-  EXPECT_EQ(g_autograd_runs, 1);
+  EXPECT_EQ(g_autograd_runs, 1) << "the kernel, not the key set, checks requires_grad";
   EXPECT_EQ(y.data<float>()[2], -3.f);
+  NoGradGuard no_grad;
+  call(Op::neg, plain);
+  EXPECT_EQ(g_autograd_runs, 2) << "no_grad is a flag the kernel reads: the call still reaches it";
+}
+
+TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndADInplaceOrView) {
+  for (const OpEntry& e : all_ops()) {
+    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim, DispatchKey::ADInplaceOrView,
+                          DispatchKey::AutocastCPU}) {
+      EXPECT_TRUE(e.is_fallthrough(k)) << e.name << " at " << dispatch_key_name(k);
+    }
+    EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;
+  }
 }
 
 TEST_F(Fallthrough, EverythingIsRestoredAfterwards) {
   {
     FallthroughOverride off(Op::neg, DispatchKey::Autograd, false);
-    KernelOverride inner(Op::neg, DispatchKey::Autograd, nullptr);
-    EXPECT_FALSE(op_entry(Op::neg).fallthrough.has(DispatchKey::Autograd));
+    KernelOverride inner(Op::neg, DispatchKey::AutogradCPU, nullptr);
+    EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCUDA));
   }
-  EXPECT_TRUE(op_entry(Op::neg).fallthrough.has(DispatchKey::Autograd));
-  EXPECT_EQ(op_entry(Op::neg).kernels[int(DispatchKey::Autograd)], autograd_neg);
-  // register_kernel returns the kernel it replaced.
+  // A kernel registered at a key beats the key's fallthrough fallback, as in c10.
+  EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCPU));
+  EXPECT_EQ(op_entry(Op::neg).kernel(DispatchKey::AutogradCPU), autograd_neg);
+  EXPECT_TRUE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCUDA)) << "the fallback, where neg has none";
+  // register_kernel returns the kernel it replaced, and refuses alias keys.
   EXPECT_EQ(register_kernel(Op::neg, DispatchKey::Sim, nullptr), nullptr);
+  EXPECT_THROW(register_kernel(Op::neg, DispatchKey::Autograd, nullptr), ValueError);
 }
 
 TEST(Redispatch, RunsTheHighestKeyOfTheGivenSet) {
@@ -250,7 +329,7 @@ void recording_cpu_zeros(const OpEntry& op, DispatchKeySet keys, Stack& s) {
 }
 
 TEST(BackendSelect, PicksCpuForNoneAndCpu) {
-  g_real_cpu_zeros = op_entry(Op::zeros).kernels[int(DispatchKey::CPU)];
+  g_real_cpu_zeros = op_entry(Op::zeros).kernel(DispatchKey::CPU);
   KernelOverride rec(Op::zeros, DispatchKey::CPU, recording_cpu_zeros);
   for (IValue dev : {IValue(), IValue(Device::parse("cpu")), IValue(Device{})}) {
     g_factory_keys = DispatchKeySet();
@@ -299,8 +378,8 @@ TEST(Dispatch, MissingKernelRaisesNotImplementedNamingOpAndKey) {
     }
   }
   EXPECT_EQ(call(Op::neg, x).data<float>()[0], -1.f) << "restored";
-  // Excluding the backend leaves no key at all: an error, not a crash.
-  ExcludeKeyGuard no_cpu(DispatchKey::CPU);
+  // Excluding the backend's functionality leaves no kernel: an error, not a crash.
+  ExcludeKeyGuard no_dense(DispatchKeySet::functionality(Functionality::Dense));
   EXPECT_THROW(call(Op::neg, x), NotImplementedError);
 }
 

@@ -270,12 +270,16 @@ TEST(OpTable, FactoriesEndWithDtypeAndDevice) {
 TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
   for (const OpEntry& e : all_ops()) {
     bool factory = e.kind == OpKind::Factory;
-    EXPECT_EQ(e.fallthrough.has(DispatchKey::BackendSelect), !factory) << e.name;
-    EXPECT_TRUE(e.fallthrough.has(DispatchKey::Autograd)) << e.name << ": every op falls through Autograd until floor 4";
-    EXPECT_EQ(e.kernels[int(DispatchKey::BackendSelect)] != nullptr, factory) << e.name;
-    EXPECT_NE(e.kernels[int(DispatchKey::CPU)], nullptr) << e.name << " has no CPU kernel";
-    EXPECT_EQ(e.kernels[int(DispatchKey::Sim)], nullptr) << e.name;
-    EXPECT_EQ(e.kernels[int(DispatchKey::CUDA)], nullptr) << e.name;
+    EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), !factory) << e.name;
+    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim,
+                          DispatchKey::ADInplaceOrView}) {
+      EXPECT_TRUE(e.is_fallthrough(k)) << e.name << ": every op falls through " << dispatch_key_name(k)
+                                       << " until floor 4";
+    }
+    EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, factory) << e.name;
+    EXPECT_NE(e.kernel(DispatchKey::CPU), nullptr) << e.name << " has no CPU kernel";
+    EXPECT_EQ(e.kernel(DispatchKey::Sim), nullptr) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::CUDA), nullptr) << e.name;
     if (!factory) {
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
       EXPECT_EQ(e.schema.args[0].type, ArgType::Tensor) << e.name;

@@ -26,7 +26,8 @@ _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
 __all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
-           "set_num_threads", "get_num_threads"]
+           "set_num_threads", "get_num_threads", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled"]
 for _op in _C._ops():
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
@@ -55,6 +56,9 @@ def set_kernel_variant(variant):
     _C._set_variant(variant)
 
 
+from .grad_mode import (  # noqa: E402
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
 from .tracing import trace  # noqa: E402
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):

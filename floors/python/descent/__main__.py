@@ -94,7 +94,7 @@ def cmd_verify(args):
     for v in verdicts:
         failed += not v["passed"]
         detail = "" if v["claim"] == "unsupported" else v["detail"]
-        print(f"{'ok' if v['passed'] else 'FAIL':5} {v['op']:13} {v['dtype']:8} {v['claim']:13} "
+        print(f"{'ok' if v['passed'] else 'FAIL':5} {v['op']:24} {v['dtype']:8} {v['claim']:13} "
               f"{v['variants']:26} max|diff|={v['max_abs_diff']:<9.3g} bound={v['bound']:<9.3g} {detail}")
     print(f"{len(verdicts) - failed} of {len(verdicts)} verdicts hold")
     return 1 if failed else 0

@@ -1,0 +1,90 @@
+// Registering kernels as PyTorch does. See Note [Registering kernels like
+// TORCH_LIBRARY_IMPL] (library.h).
+#include "floors/dispatch/library.h"
+
+#include <deque>
+#include <mutex>
+
+#include "tracer/tracer.h"
+
+namespace descent {
+
+namespace {
+
+// Operators defined by Library::def, beyond the table. A deque: entries
+// never move, so a pointer to one stays valid while more are defined.
+std::deque<OpEntry>& defined_ops() {
+  static std::deque<OpEntry> ops;
+  return ops;
+}
+std::mutex& defined_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+Library::Library(Kind kind, std::string ns, DispatchKey key, const char* file, int line)
+    : kind_(kind), ns_(std::move(ns)), key_(key), where_(*file ? std::string(file) + ":" + std::to_string(line) : "") {
+  if (where_.empty()) where_ = (kind == DEF ? "library " : "library impl ") + ns_ + "/" + dispatch_key_name(key);
+  DESCENT_CHECK(kind == DEF || key != DispatchKey::Undefined, ValueError, where_, ": an IMPL library needs a key");
+}
+
+const OpEntry* find_operator(std::string_view name) {
+  for (const OpEntry& e : ops_for_registration()) {
+    if (name == e.name || (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
+      return &e;
+  }
+  std::lock_guard<std::mutex> lock(defined_mutex());
+  for (const OpEntry& e : defined_ops()) {
+    if (name == e.name || (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
+      return &e;
+  }
+  return nullptr;
+}
+
+Library& Library::def(const std::string& schema) {
+  DESCENT_CHECK(kind_ == DEF, ValueError, where_, ": def() needs a DEF library");
+  Schema parsed = parse_schema(schema);
+  if (parsed.ns.empty()) parsed.ns = ns_;
+  DESCENT_CHECK(parsed.ns == ns_, ValueError, where_, ": cannot define '", parsed.full_name(), "' in namespace '", ns_,
+                "'");
+  DESCENT_CHECK(find_operator(parsed.full_name()) == nullptr, ValueError, where_, ": '", parsed.full_name(),
+                "' is already defined");
+  std::lock_guard<std::mutex> lock(defined_mutex());
+  OpEntry& e = defined_ops().emplace_back();
+  e.id = Op(kNumOps);  // not a row of the table
+  e.kind = OpKind::Unary;
+  e.exactness = Exactness::Exact;
+  e.domain = Domain::Any;
+  e.sample = "";
+  e.schema = std::move(parsed);
+  e.name = trace::intern(e.schema.full_name());
+  e.profiler_name = trace::intern(e.schema.qualified_name());
+  e.python_name = trace::intern(e.schema.name);
+  e.refresh();  // the fallbacks apply to it as to every op
+  return *this;
+}
+
+Library& Library::impl(const std::string& name, Kernel k) {
+  DESCENT_CHECK(kind_ == IMPL, ValueError, where_, ": impl() needs an IMPL library");
+  const OpEntry* e = find_operator(name.find("::") == std::string::npos ? ns_ + "::" + name : name);
+  DESCENT_CHECK(e != nullptr, ValueError, where_, ": no operator named '", name, "' to register a ",
+                dispatch_key_name(key_), " kernel for");
+  register_op_kernel(const_cast<OpEntry&>(*e), key_, k, where_);
+  return *this;
+}
+
+Library& Library::impl(Op op, Kernel k) {
+  DESCENT_CHECK(kind_ == IMPL, ValueError, where_, ": impl() needs an IMPL library");
+  register_op_kernel(mutable_op_entry(op), key_, k, where_);
+  return *this;
+}
+
+Library& Library::fallback(Kernel k) {
+  DESCENT_CHECK(kind_ == IMPL, ValueError, where_, ": fallback() needs an IMPL library");
+  register_fallback(key_, k, where_);
+  return *this;
+}
+
+}  // namespace descent

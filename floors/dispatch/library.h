@@ -1,0 +1,79 @@
+// Registering kernels as PyTorch does (torch/library.h): a library per
+// namespace and key, with impl() for one operator and fallback() for all.
+//
+// [SECTION] Library
+//
+// Note [Registering kernels like TORCH_LIBRARY_IMPL]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// In PyTorch, TORCH_LIBRARY(aten, m) { m.def("add.Tensor(...)"); } defines
+// operators, and TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("add.Tensor", k); }
+// gives them kernels, each from the file that owns the kernel, run when the
+// library loads. descent does the same with one difference: the op table
+// (ops.h) is the one source of truth for which operators exist and which
+// keys must have kernels, so the built-in operators are defined by their
+// rows, not by def() calls (def() defines operators beyond the table, such
+// as a test's or a lesson's). A library for a key gives:
+//   - impl(name, kernel): the kernel of one operator at the library's key
+//     (an alias key, Autograd or CompositeImplicitAutograd, registers it at
+//     every runtime key it stands for);
+//   - fallback(kernel): the kernel of every operator that has none of its
+//     own at that key, or Fallthrough: the key is skipped for them
+//     (ADInplaceOrView and Autograd until floor 4, the Autocast keys,
+//     BackendSelect for ops that are not factories).
+// Registration takes a lock and may run on any thread; a call reads the
+// kernel table without one, so registering while another thread calls the
+// same op is only safe for tests that wait. Once every floor has
+// registered, each row's declared keys are checked: a kernel the table
+// promises and nobody registered is an error at start-up, naming the
+// operator, never a surprise at its first call.
+#pragma once
+
+#include <string>
+
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent {
+
+// [SECTION] Library ----------------------------------------------------------
+
+class Library {
+ public:
+  enum Kind {
+    DEF,   // defines operators in a namespace (TORCH_LIBRARY)
+    IMPL,  // registers kernels for one key (TORCH_LIBRARY_IMPL); ns "_" for fallbacks only
+  };
+  Library(Kind kind, std::string ns, DispatchKey key = DispatchKey::Undefined, const char* file = "", int line = 0);
+
+  // Defines an operator beyond the op table from its schema
+  // ("ns::name.overload(...) -> ..."), in this library's namespace. Its
+  // kernels come from impl() like any other. TypeError/ValueError for a
+  // malformed schema, a wrong namespace or a name already defined.
+  Library& def(const std::string& schema);
+  // Registers `k` as the kernel of operator `name` ("add.Tensor" or
+  // "aten::add.Tensor") at this library's key. ValueError for an unknown
+  // operator, naming it, and for a second kernel at the same key.
+  Library& impl(const std::string& name, Kernel k);
+  Library& impl(Op op, Kernel k);  // the same for a row of the op table, by its id
+  // Registers `k` for every operator at this library's key, below their own kernels.
+  Library& fallback(Kernel k);
+
+  DispatchKey key() const { return key_; }
+  const std::string& ns() const { return ns_; }
+
+ private:
+  Kind kind_;
+  std::string ns_;
+  DispatchKey key_;
+  std::string where_;  // "file:line", for errors
+};
+
+// An operator by its name ("aten::add.Tensor", or without the namespace):
+// a row of the op table or one defined by Library::def; nullptr when unknown.
+const OpEntry* find_operator(std::string_view name);
+
+// Checks that every row of the op table has a kernel at each key it declares
+// (Note [Registering kernels like TORCH_LIBRARY_IMPL]); throws Error naming
+// the operator and the key otherwise. Run once the table is built.
+void check_declared_kernels();
+
+}  // namespace descent

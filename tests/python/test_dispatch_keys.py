@@ -1,0 +1,86 @@
+"""PyTorch's key model: the keys a tensor carries, the thread's include and
+exclude sets, grad mode as a flag and inference mode as excluded keys, each
+printed as torch prints them (../shared/fixtures/pytorch-h200/facts.json,
+copied here as literals)."""
+import descent
+from descent import _C
+
+CPU_KEYS = "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)"  # facts.json: dispatch_keys_of.cpu
+
+
+def test_every_cpu_tensor_carries_pytorchs_keys():
+    x = descent.ones(2, 3)
+    assert _C._dispatch_keys(x) == CPU_KEYS
+    assert _C._dispatch_keys(descent.arange(4)) == CPU_KEYS  # facts.json: cpu_int
+    x.requires_grad_()
+    assert _C._dispatch_keys(x) == CPU_KEYS  # facts.json: cpu_requires_grad
+    assert _C._dispatch_keys(x[0]) == CPU_KEYS  # a view too
+
+
+def test_the_threads_sets_start_as_c10s():
+    assert _C._dispatch_tls_local_include_set() == "DispatchKeySet(BackendSelect, ADInplaceOrView)"
+    assert _C._dispatch_tls_local_exclude_set() == "DispatchKeySet(AutocastCPU, AutocastCUDA, AutocastSim)"
+
+
+def test_no_grad_is_a_flag_and_changes_no_key():
+    x = descent.ones(2)
+    assert descent.is_grad_enabled()
+    with descent.no_grad():
+        assert not descent.is_grad_enabled()
+        assert _C._dispatch_keys(descent.ones(2)) == CPU_KEYS
+        assert _C._dispatch_tls_local_exclude_set() == "DispatchKeySet(AutocastCPU, AutocastCUDA, AutocastSim)"
+        with descent.enable_grad():
+            assert descent.is_grad_enabled()
+        assert not descent.is_grad_enabled()
+    assert descent.is_grad_enabled()
+    assert _C._dispatch_keys(x) == CPU_KEYS
+
+    @descent.no_grad()
+    def f():
+        return descent.is_grad_enabled()
+    assert f() is False and descent.is_grad_enabled()
+    with descent.set_grad_enabled(False):
+        assert not descent.is_grad_enabled()
+
+
+def test_inference_mode_excludes_the_autograd_keys():
+    x = descent.ones(2)
+    with descent.inference_mode():
+        assert descent.is_inference_mode_enabled() and not descent.is_grad_enabled()
+        y = descent.ones(2)
+        assert y.is_inference() and not x.is_inference()
+        assert _C._dispatch_keys(y) == "DispatchKeySet(CPU, AutocastCPU)"
+        assert _C._dispatch_tls_local_include_set() == "DispatchKeySet(BackendSelect)"
+        assert "AutogradCPU" in _C._dispatch_tls_local_exclude_set()
+        with descent.inference_mode(False):
+            assert descent.is_grad_enabled() and not descent.is_inference_mode_enabled()
+    assert not descent.is_inference_mode_enabled()
+    assert _C._dispatch_tls_local_include_set() == "DispatchKeySet(BackendSelect, ADInplaceOrView)"
+    try:
+        with descent.inference_mode():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert descent.is_grad_enabled() and not descent.is_inference_mode_enabled()  # restored by an exception too
+
+
+def test_the_trace_shows_autograd_and_adinplaceorview_falling_through():
+    x = descent.ones(2)
+    with descent.trace() as t:
+        x + x
+    dispatch = [s for s in t.result.spans() if s["floor_name"] == "dispatch"]
+    assert dispatch, t.result.format_tree()
+    first = dispatch[0]["args"]
+    assert first["keyset"] == "CPU|BackendSelect|ADInplaceOrView|AutogradCPU"
+    assert first["kernel"] == "CPU"
+    assert first["fallthrough"] == "BackendSelect|ADInplaceOrView|AutogradCPU"
+
+
+def test_bad_arguments():
+    import pytest
+    with pytest.raises(TypeError):
+        descent.set_grad_enabled(1)
+    with pytest.raises(TypeError):
+        descent.inference_mode("yes")
+    with pytest.raises(TypeError):
+        _C._dispatch_keys(3)
