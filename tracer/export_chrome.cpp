@@ -56,8 +56,10 @@ size_t utf8_length(const std::string& s, size_t i) {
   return (code < min_code || code > 0x10ffff || surrogate) ? 0 : len;
 }
 
+}  // namespace
+
 // A JSON string literal. Invalid UTF-8 bytes become U+FFFD so parsers accept it.
-void append_string(std::string& out, const std::string& s) {
+void append_json_string(std::string& out, const std::string& s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -92,6 +94,8 @@ void append_string(std::string& out, const std::string& s) {
   out += '"';
 }
 
+namespace {
+
 // Nanoseconds as microseconds with three decimals, exactly (integer arithmetic).
 void append_us(std::string& out, int64_t ns) {
   const bool negative = ns < 0;
@@ -117,7 +121,7 @@ void append_value(std::string& out, const ArgValue& v) {
   } else if (const auto* b = std::get_if<bool>(&v)) {
     out += *b ? "true" : "false";
   } else {
-    append_string(out, std::get<std::string>(v));
+    append_json_string(out, std::get<std::string>(v));
   }
 }
 
@@ -125,9 +129,9 @@ void append_value(std::string& out, const ArgValue& v) {
 
 void append_span_event(std::string& out, const Span& s) {
   out += "{\"name\":";
-  append_string(out, s.name);
+  append_json_string(out, s.name);
   out += ",\"cat\":";
-  append_string(out, floor_name(s.floor));
+  append_json_string(out, floor_name(s.floor));
   out += ",\"ph\":\"X\",\"ts\":";
   append_us(out, s.start_ns);
   out += ",\"dur\":";
@@ -137,7 +141,7 @@ void append_span_event(std::string& out, const Span& s) {
   bool has_src_arg = false;
   for (size_t k = 0; k < s.args.size(); ++k) {
     if (k > 0) out += ',';
-    append_string(out, s.args[k].key);
+    append_json_string(out, s.args[k].key);
     out += ':';
     append_value(out, s.args[k].value);
     has_floor_arg = has_floor_arg || s.args[k].key == "floor";
@@ -147,7 +151,7 @@ void append_span_event(std::string& out, const Span& s) {
   if (!s.file.empty() && !has_src_arg) {  // "floors/dispatch/dispatcher.cpp:148" (Note [Span source sites])
     if (any) out += ',';
     out += "\"src\":";
-    append_string(out, s.file + ":" + std::to_string(s.line));
+    append_json_string(out, s.file + ":" + std::to_string(s.line));
     any = true;
   }
   if (!has_floor_arg) {  // no duplicate keys; last, where from_chrome_json() looks for it
@@ -164,7 +168,7 @@ void append_name_event(std::string& out, const char* what, const uint32_t* threa
   out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid);
   if (thread != nullptr) out += ",\"tid\":" + tid_of(*thread);
   out += ",\"args\":{\"name\":";
-  append_string(out, name);
+  append_json_string(out, name);
   out += "}}";
 }
 
@@ -177,7 +181,7 @@ void append_flow_events(std::string& out, const Flow& f, uint64_t number, const 
                         const Span& to, size_t to_index) {
   const auto one = [&](const char* phase, const Span& s, size_t index) {
     out += ",\n{\"name\":";
-    append_string(out, f.name);
+    append_json_string(out, f.name);
     out += ",\"cat\":\"flow\",\"ph\":\"";
     out += phase;
     out += "\",\"id\":" + std::to_string(number) + ",\"ts\":";
@@ -225,9 +229,9 @@ std::string to_chrome_json(const Trace& t) {
   for (const auto& [key, value] : t.metadata) {
     if (key == "span_cost_ns") continue;  // no duplicate keys
     out += ',';
-    append_string(out, key);
+    append_json_string(out, key);
     out += ':';
-    append_string(out, value);
+    append_json_string(out, value);
   }
   out += "}}\n";
   return out;

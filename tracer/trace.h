@@ -160,6 +160,11 @@ struct TraceFormatError : std::runtime_error {
 // the file when it cannot be opened or written (both savers below use it).
 void write_text_file(const std::string& path, const std::string& text);
 
+// Appends `s` as a JSON string literal (quotes, escapes; bytes that are not
+// UTF-8 become U+FFFD, so any parser accepts it). The Chrome export and the
+// app's state dump both write strings with it.
+void append_json_string(std::string& out, const std::string& s);
+
 // Chrome Trace Event JSON (complete "X" events; loads in Perfetto).
 std::string to_chrome_json(const Trace& t);
 void save_chrome_json(const Trace& t, const std::string& path);
