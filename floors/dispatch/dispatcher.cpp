@@ -15,14 +15,15 @@ namespace {
 struct OpRow {
   Op id;
   const char* schema;
+  const char* dispatch;
   OpKind kind;
   Exactness exactness;
   Domain domain;
   const char* sample;
 };
 constexpr OpRow kRows[] = {
-#define DESCENT_OP_ROW(id, schema, kind, exact, domain, sample) \
-  {Op::id, schema, OpKind::kind, Exactness::exact, Domain::domain, sample},
+#define DESCENT_OP_ROW(id, schema, dispatch, kind, exact, domain, sample) \
+  {Op::id, schema, dispatch, OpKind::kind, Exactness::exact, Domain::domain, sample},
     DESCENT_FORALL_OPS(DESCENT_OP_ROW)
 #undef DESCENT_OP_ROW
 };
@@ -42,6 +43,7 @@ std::array<OpEntry, kNumOps>& table() {
       e.exactness = row.exactness;
       e.domain = row.domain;
       e.sample = row.sample;
+      e.dispatch = row.dispatch;
       e.schema = parse_schema(row.schema);
       e.name = trace::intern(e.schema.full_name());  // Note [Schema names and alias annotations]
       e.profiler_name = trace::intern(e.schema.qualified_name());
@@ -59,6 +61,9 @@ std::array<OpEntry, kNumOps>& table() {
       register_backend_select_kernels(backend_select);
       Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
       register_cpu_kernels(cpu);
+      Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
+      register_composite_kernels(composites);
+      check_declared_kernels();
     }
     return tab;
   }();

@@ -37,6 +37,7 @@ struct OpEntry {
   Exactness exactness;
   Domain domain;
   const char* sample;         // a small valid call (Note [One op table])
+  const char* dispatch;       // the keys declared to have kernels: "CPU", "CompositeImplicitAutograd" (Note [One op table])
   Schema schema;
   // What a call uses, by runtime_slot(key): the op's own kernel at the key,
   // else the op's own fallthrough mark, else the key's fallback (refresh()).
@@ -196,5 +197,6 @@ class Library;  // library.h
 void register_fallbacks();                           // dispatch/dispatcher.cpp: the keys every op skips
 void register_backend_select_kernels(Library& m);    // dispatch/backend_select.cpp
 void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
+void register_composite_kernels(Library& m);         // kernels/composites.cpp (CompositeImplicitAutograd)
 
 }  // namespace descent

@@ -58,6 +58,7 @@ Library& Library::def(const std::string& schema) {
   e.exactness = Exactness::Exact;
   e.domain = Domain::Any;
   e.sample = "";
+  e.dispatch = "";  // nothing declared: kernels come as they are registered
   e.schema = std::move(parsed);
   e.name = trace::intern(e.schema.full_name());
   e.profiler_name = trace::intern(e.schema.qualified_name());
@@ -85,6 +86,47 @@ Library& Library::fallback(Kernel k) {
   DESCENT_CHECK(kind_ == IMPL, ValueError, where_, ": fallback() needs an IMPL library");
   register_fallback(key_, k, where_);
   return *this;
+}
+
+std::vector<DispatchKey> declared_keys(std::string_view dispatch) {
+  std::vector<DispatchKey> keys;
+  size_t pos = 0;
+  while (pos < dispatch.size()) {
+    size_t comma = dispatch.find(',', pos);
+    std::string_view name = dispatch.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    bool found = false;
+    for (int k = 1; k <= kNumDispatchKeys && !found; ++k) {
+      if (name == dispatch_key_name(DispatchKey(k))) {
+        keys.push_back(DispatchKey(k));
+        found = true;
+      }
+    }
+    DESCENT_CHECK(found, ValueError, "dispatch: '", name, "' is not a dispatch key (in \"", dispatch, "\")");
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return keys;
+}
+
+void check_declared_kernels(const OpEntry& op, std::string_view dispatch) {
+  for (DispatchKey declared : declared_keys(dispatch)) {
+    // The runtime keys the declaration promises a kernel at: an alias's on the CPU backend.
+    DispatchKeySet runtime = is_alias(declared) ? alias_runtime_keys(declared) : DispatchKeySet(declared);
+    for (int k = 1; k <= kNumRuntimeKeys; ++k) {
+      const DispatchKey rk = DispatchKey(k);
+      if (!runtime.has(rk)) continue;
+      if (is_alias(declared) && backend_of(rk) != BackendComponent::CPU) continue;
+      DESCENT_CHECK(op.own_kernels[runtime_slot(rk)] != nullptr, Error, "'", op.name, "' declares a kernel for ",
+                    dispatch_key_name(declared), " (dispatch: \"", dispatch, "\") but none is registered at ",
+                    dispatch_key_name(rk));
+    }
+  }
+}
+
+void check_declared_kernels() {
+  for (const OpEntry& e : ops_for_registration()) check_declared_kernels(e, e.dispatch);
 }
 
 }  // namespace descent

@@ -29,6 +29,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "floors/dispatch/dispatcher.h"
 
@@ -71,9 +73,20 @@ class Library {
 // a row of the op table or one defined by Library::def; nullptr when unknown.
 const OpEntry* find_operator(std::string_view name);
 
-// Checks that every row of the op table has a kernel at each key it declares
-// (Note [Registering kernels like TORCH_LIBRARY_IMPL]); throws Error naming
-// the operator and the key otherwise. Run once the table is built.
+// The keys of a row's `dispatch` column (Note [One op table]), in order:
+// "BackendSelect, CPU" -> {BackendSelect, CPU}. ValueError for a name that
+// is not a key.
+std::vector<DispatchKey> declared_keys(std::string_view dispatch);
+// Checks one operator against a declaration: each declared key must hold one
+// of `op`'s own kernels (a fallback does not count). An alias key stands for
+// its runtime keys on the CPU backend (CompositeImplicitAutograd: CPU and
+// AutogradCPU), descent's only backend with kernels. Throws Error naming the
+// operator and the key that has none. Pure: tests call it on a copy of an
+// entry with a declaration of their own.
+void check_declared_kernels(const OpEntry& op, std::string_view dispatch);
+// Checks every row of the op table against its own declaration (Note
+// [Registering kernels like TORCH_LIBRARY_IMPL]). Run by the table's build,
+// once every floor has registered.
 void check_declared_kernels();
 
 }  // namespace descent

@@ -4,7 +4,7 @@
 //
 // Note [One op table]
 // ~~~~~~~~~~~~~~~~~~~
-// Each row is: C++ id, schema, kind, exactness, domain, sample call.
+// Each row is: C++ id, schema, dispatch, kind, exactness, domain, sample call.
 // - The schema is PyTorch's, from native_functions.yaml, with the aten::
 //   namespace, the overload name and the alias annotations (Note [Schema
 //   names and alias annotations], schema.h), parsed once at start-up. The
@@ -13,6 +13,20 @@
 //   "aten::max.dim") are the overloads of one Python function (descent.max).
 //   Where descent's argument list is not aten's, the difference is on
 //   purpose and listed in Note [Where descent's schemas differ from aten's].
+// - The dispatch is native_functions.yaml's `dispatch:`: the keys that have
+//   a kernel for the op, comma-separated ("CPU", "BackendSelect, CPU"). An
+//   ordinary op declares CPU (descent's only backend with kernels). A
+//   composite declares CompositeImplicitAutograd: its one kernel, in
+//   floors/kernels/composites.cpp, calls other ops and is the op's only
+//   kernel (Note [Composite ops decompose]). The factories declare
+//   BackendSelect explicitly beside CPU: backend_select.cpp registers that
+//   kernel for every Factory row, and the declaration makes the check below
+//   cover it. Once every floor has registered, check_declared_kernels()
+//   (library.h) requires a kernel at each declared key (an alias key
+//   expanded through alias_runtime_keys; for a composite only the CPU slot
+//   is checked, since descent has CPU kernels only), and throws naming the
+//   operator and the key: a declared kernel that is missing fails at
+//   start-up, never at the first call.
 // - The kind says how the tests and the verifier build inputs for the op.
 // - The exactness says what the verifier may claim when it runs the
 //   reference and the optimized kernel on the same inputs: Exact means
@@ -41,6 +55,15 @@
 //   to.dtype and to.device overloads; descent's Tensor.to reads both into this
 //   one. `non_blocking` and `memory_format` are left out (no streams yet).
 // - copy_'s `non_blocking` is accepted and ignored: every copy is a CPU copy.
+// - aten::_to_copy takes no `layout`, `pin_memory`, `non_blocking` or
+//   `memory_format` (as for the factories and to), and is declared CPU where
+//   aten declares it CompositeExplicitAutograd: its kernel copies on the CPU
+//   until the device floors bring a copy between devices; likewise
+//   aten::_unsafe_view (a view whose result records no view base: reshape's
+//   and matmul's results over a fresh copy) is declared CPU.
+// - mm, bmm, dot and mv promote mixed dtypes (int64 @ float32 is float32),
+//   as descent's matmul always has; aten's refuse them ("expected m1 and m2
+//   to have the same dtype").
 // - Binary ops have only their .Tensor overloads (no add.Scalar): the
 //   binding turns a Python number into a 0-d wrapped-number tensor, as
 //   PyTorch's Python binding does when it picks add.Tensor for x + 1.
@@ -69,124 +92,136 @@ enum class Domain : uint8_t { Any, Positive };
 #define DESCENT_FORALL_OPS(_)                                                                                                          \
   /* factories: the device argument picks the backend */                                                                               \
   _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
-    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
   _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
   _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    Factory, Exact, Any, "[4, 6]")                                                                                                     \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
   _(full, "aten::full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                       \
-    Factory, Exact, Any, "[4, 6]; 2.5")                                                                                                \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]; 2.5")                                                                          \
   _(arange, "aten::arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                      \
-    Factory, Exact, Any, "10")                                                                                                         \
+    "BackendSelect, CPU", Factory, Exact, Any, "10")                                                                                   \
   _(arange_start_step, "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
-    Factory, Exact, Any, "1; 7.5; 0.5")                                                                                                \
+    "BackendSelect, CPU", Factory, Exact, Any, "1; 7.5; 0.5")                                                                          \
   _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    Factory, Exact, Any, "[4, 33]")                                                                                                    \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 33]")                                                                              \
   _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    Factory, Exact, Any, "[4, 33]")                                                                                                    \
+    "BackendSelect, CPU", Factory, Exact, Any, "[4, 33]")                                                                              \
   /* elementwise, two inputs: broadcast and promoted */                                                                                \
   _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
   _(sub, "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
   _(mul, "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
   _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                          \
+    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
   _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
-    Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                                     \
+    "CPU", Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                              \
   _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   _(gt, "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   _(ne, "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   _(le, "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   _(ge, "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                      \
+    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
   /* elementwise, one input */                                                                                                         \
   _(neg, "aten::neg(Tensor self) -> Tensor",                                                                                           \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   _(abs, "aten::abs(Tensor self) -> Tensor",                                                                                           \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   _(exp, "aten::exp(Tensor self) -> Tensor",                                                                                           \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   _(log, "aten::log(Tensor self) -> Tensor",                                                                                           \
-    Unary, Exact, Positive, "T[4, 33]")                                                                                                \
+    "CPU", Unary, Exact, Positive, "T[4, 33]")                                                                                         \
   _(sqrt, "aten::sqrt(Tensor self) -> Tensor",                                                                                         \
-    Unary, Exact, Positive, "T[4, 33]")                                                                                                \
+    "CPU", Unary, Exact, Positive, "T[4, 33]")                                                                                         \
   _(relu, "aten::relu(Tensor self) -> Tensor",                                                                                         \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor",                                                                                   \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   _(tanh, "aten::tanh(Tensor self) -> Tensor",                                                                                         \
-    Unary, Exact, Any, "T[4, 33]")                                                                                                     \
+    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
   /* reductions */                                                                                                                     \
   _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                                \
-    Reduction, Reordered, Any, "T[4, 33]")                                                                                             \
+    "CPU", Reduction, Reordered, Any, "T[4, 33]")                                                                                      \
   _(sum_dim, "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",               \
-    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                        \
+    "CPU", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                 \
   _(mean, "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                              \
-    Reduction, Reordered, Any, "T[4, 33]")                                                                                             \
+    "CPU", Reduction, Reordered, Any, "T[4, 33]")                                                                                      \
   _(mean_dim, "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",                     \
-    Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                        \
+    "CPU", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                 \
   _(max, "aten::max(Tensor self) -> Tensor",                                                                                           \
-    Reduction, Exact, Any, "T[4, 33]")                                                                                                 \
+    "CPU", Reduction, Exact, Any, "T[4, 33]")                                                                                          \
   _(max_dim, "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",                             \
-    Reduction, Exact, Any, "T[4, 33]; 1")                                                                                              \
+    "CPU", Reduction, Exact, Any, "T[4, 33]; 1")                                                                                       \
   /* matrix product */                                                                                                                 \
   _(matmul, "aten::matmul(Tensor self, Tensor other) -> Tensor",                                                                       \
-    Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                                        \
+    "CompositeImplicitAutograd", Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                           \
+  _(mm, "aten::mm(Tensor self, Tensor mat2) -> Tensor",                                                                                \
+    "CPU", Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                                 \
+  _(bmm, "aten::bmm(Tensor self, Tensor mat2) -> Tensor",                                                                              \
+    "CPU", Matmul, Exact, Any, "T[3, 17, 23]; T[3, 23, 19]")                                                                           \
+  _(dot, "aten::dot(Tensor self, Tensor tensor) -> Tensor",                                                                            \
+    "CPU", Matmul, Exact, Any, "T[33]; T[33]")                                                                                         \
+  _(mv, "aten::mv(Tensor self, Tensor vec) -> Tensor",                                                                                 \
+    "CPU", Matmul, Exact, Any, "T[17, 23]; T[23]")                                                                                     \
   /* views: new sizes and strides over the same storage; the result aliases self */                                                    \
   _(view, "aten::view(Tensor(a) self, int[] size) -> Tensor(a)",                                                                       \
-    View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                               \
+    "CPU", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                        \
+  _(_unsafe_view, "aten::_unsafe_view(Tensor self, int[] size) -> Tensor",                                                             \
+    "CPU", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                        \
   _(reshape, "aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)",                                                                \
-    View, Exact, Any, "T[4, 6]^T; [-1]")                                                                                               \
+    "CompositeImplicitAutograd", View, Exact, Any, "T[4, 6]^T; [-1]")                                                                  \
   _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",                                                 \
-    View, Exact, Any, "T[4, 6]; 0; 1")                                                                                                 \
+    "CPU", View, Exact, Any, "T[4, 6]; 0; 1")                                                                                          \
   _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",                                                                 \
-    View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                         \
+    "CPU", View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                  \
   _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",                                           \
-    View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                                            \
+    "CPU", View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                                     \
   _(slice, "aten::slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",                   \
-    View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                                           \
+    "CPU", View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                                    \
   _(select, "aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",                                                       \
-    View, Exact, Any, "T[4, 6]; 0; 2")                                                                                                 \
+    "CPU", View, Exact, Any, "T[4, 6]; 0; 2")                                                                                          \
   _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",                                                                \
-    View, Exact, Any, "T[4, 6]; 1")                                                                                                    \
+    "CPU", View, Exact, Any, "T[4, 6]; 1")                                                                                             \
   /* copies */                                                                                                                         \
   _(contiguous, "aten::contiguous(Tensor(a) self) -> Tensor(a)",                                                                       \
-    Copy, Exact, Any, "T[4, 6]^T")                                                                                                     \
+    "CompositeImplicitAutograd", Copy, Exact, Any, "T[4, 6]^T")                                                                        \
   _(clone, "aten::clone(Tensor self) -> Tensor",                                                                                       \
-    Copy, Exact, Any, "T[4, 6]")                                                                                                       \
+    "CPU", Copy, Exact, Any, "T[4, 6]")                                                                                                \
   _(to, "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor(a)",            \
-    Copy, Exact, Any, "T[4, 6]; float64")                                                                                              \
+    "CompositeImplicitAutograd", Copy, Exact, Any, "T[4, 6]; float64")                                                                 \
+  _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
+    "CPU", Copy, Exact, Any, "T[6, 4]^T")                                                                                              \
   /* in place: write into self (Note [In-place ops], register_cpu.cpp) */                                                              \
   _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
   _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    InPlace, Exact, Any, "T[33, 4]^T; T[33]")                                                                                          \
+    "CPU", InPlace, Exact, Any, "T[33, 4]^T; T[33]")                                                                                   \
   _(mul_, "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
   _(div_, "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                         \
+    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
   _(copy_, "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",                                          \
-    InPlace, Exact, Any, "T[4, 6]; T[6, 1]^T")                                                                                         \
+    "CPU", InPlace, Exact, Any, "T[4, 6]; T[6, 1]^T")                                                                                  \
   _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",                                                          \
-    InPlace, Exact, Any, "T[4, 33]; 2.5")                                                                                              \
+    "CPU", InPlace, Exact, Any, "T[4, 33]; 2.5")                                                                                       \
   _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)",                                                                               \
-    InPlace, Exact, Any, "T[6, 4]^T")
+    "CPU", InPlace, Exact, Any, "T[6, 4]^T")
 
 enum class Op : uint16_t {
-#define DESCENT_OP_ENUM(id, schema, kind, exact, domain, sample) id,
+#define DESCENT_OP_ENUM(id, schema, dispatch, kind, exact, domain, sample) id,
   DESCENT_FORALL_OPS(DESCENT_OP_ENUM)
 #undef DESCENT_OP_ENUM
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 52, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 58, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

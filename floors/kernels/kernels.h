@@ -48,6 +48,12 @@ inline bool want_optimized() { return requested_variant() != Variant::Reference;
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op);
 // A view of `t` with `sizes` (broadcasting): stride 0 where t has size 1 or no dim.
 Tensor expand_to(const Tensor& t, const DimVector& sizes);
+// The sizes `req` with one -1 inferred from numel; ValueError naming `op` on a
+// bad shape (views.cpp; view and the reshape composite share it).
+DimVector infer_size(const char* op, const DimVector& req, int64_t numel);
+// Strides that let `sizes` view memory laid out as (old_sizes, old_strides),
+// or false when none do (PyTorch's computeStride; views.cpp).
+bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, const DimVector& sizes, DimVector* out);
 
 // Offset in elements of the element with row-major position `linear` in
 // `sizes`, read through `strides`. The heart of every reference loop: it says

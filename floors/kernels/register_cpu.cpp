@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
 #include "tracer/tracer.h"
 
@@ -82,17 +83,14 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
-void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
-  const Tensor& a = s[0].to_tensor();
-  const Tensor& b = s[1].to_tensor();
   check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DESCENT_CHECK(!(op.id == Op::sub && ct == ScalarType::Bool), Error,
                 "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                 "`logical_xor()` operator instead.");
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
-  Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
@@ -102,7 +100,27 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, out);
   run_variant(span, [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
               [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
+  return out;
+}
+
+// The boxed kernel of add, sub, mul, div and pow: arguments from the stack.
+void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  const Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
+  Tensor out = binary_op(op, s[0].to_tensor(), s[1].to_tensor(), alpha);
   s.set_result(std::move(out));
+}
+
+// The same kernels unboxed (Note [Boxed and unboxed calls], unboxed.h), in
+// the schemas' signatures: add.Tensor and sub.Tensor take alpha, mul and div do not.
+using BinaryAlphaSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
+using BinarySig = Tensor(const Tensor&, const Tensor&);
+template <Op kOp>
+Tensor typed_binary_alpha(DispatchKeySet, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return binary_op(op_entry(kOp), a, b, alpha);
+}
+template <Op kOp>
+Tensor typed_binary(DispatchKeySet, const Tensor& a, const Tensor& b) {
+  return binary_op(op_entry(kOp), a, b, Scalar(int64_t{1}));
 }
 
 void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
@@ -215,41 +233,76 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // [SECTION] Matrix product -------------------------------------------------------
 
-// A view of the last two dims of `t` (already expanded to batch + [R, C]) as [B, R, C].
-Tensor as_batched(const Tensor& t, int64_t batch) {
-  int n = t.dim();
-  if (n == 2) return t.as_strided({1, t.sizes()[0], t.sizes()[1]}, {0, t.strides()[0], t.strides()[1]}, t.offset());
-  Tensor c = t.is_contiguous() ? t : call(Op::contiguous, t);
-  return c.as_strided({batch, t.sizes()[n - 2], t.sizes()[n - 1]},
-                      {t.sizes()[n - 2] * t.sizes()[n - 1], t.sizes()[n - 1], 1}, c.offset());
-}
-
-void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+// aten::mm, bmm, dot and mv: PyTorch's checks and messages for each, then
+// one batched product out[B, M, N] = A[B, M, K] x Bm[B, K, N] over views of
+// the operands (no copy), by the register tiles when they apply (Note
+// [Register-blocked matmul]) or the reference loop. aten::matmul is a
+// composite of these four (composites.cpp, Note [Composite ops decompose]).
+// Mixed dtypes are promoted (Note [Where descent's schemas differ from aten's]).
+void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
   check_same_device(op.python_name, a, b);
-  DESCENT_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, "matmul(): both arguments to matmul need to be at least 1D, "
-                "but they are ", a.dim(), "D and ", b.dim(), "D");
-  ScalarType ct = result_type(a, b);
-  DESCENT_CHECK(ct != ScalarType::Bool, Error, "matmul(): not implemented for 'bool' tensors");
-  // 1-D operands become a row (self) or a column (other), removed again at the end.
-  Tensor a2 = cast(a, ct), b2 = cast(b, ct);
-  if (a.dim() == 1) a2 = a2.as_strided({1, a.sizes()[0]}, {0, a2.strides()[0]}, a2.offset());
-  if (b.dim() == 1) b2 = b2.as_strided({b.sizes()[0], 1}, {b2.strides()[0], 0}, b2.offset());
-  int na = a2.dim(), nb = b2.dim();
-  const int64_t M = a2.sizes()[na - 2], K = a2.sizes()[na - 1], N = b2.sizes()[nb - 1];
-  DESCENT_CHECK(K == b2.sizes()[nb - 2], ValueError, "matmul(): mat1 and mat2 shapes cannot be multiplied (", M, "x", K,
-                " and ", b2.sizes()[nb - 2], "x", N, ")");
-  DimVector ba, bb;
-  for (int i = 0; i < na - 2; ++i) ba.push_back(a2.sizes()[i]);
-  for (int i = 0; i < nb - 2; ++i) bb.push_back(b2.sizes()[i]);
-  DimVector batch = broadcast_shapes(ba, bb, op.python_name);
-  DimVector sa = batch, sb = batch, so = batch;
-  sa.push_back(M), sa.push_back(K), sb.push_back(K), sb.push_back(N);
-  int64_t B = numel_of(batch);
-  Tensor A = as_batched(expand_to(a2, sa), B), Bm = as_batched(expand_to(b2, sb), B);
-  Tensor out = empty_tensor({B, M, N}, ct, a.device());
+  switch (op.id) {
+    case Op::mm:
+      DESCENT_CHECK(a.dim() == 2, Error, "self must be a matrix");
+      DESCENT_CHECK(b.dim() == 2, Error, "mat2 must be a matrix");
+      DESCENT_CHECK(a.sizes()[1] == b.sizes()[0], Error, "mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
+                    "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
+      break;
+    case Op::bmm:
+      DESCENT_CHECK(a.dim() == 3, Error, "batch1 must be a 3D tensor");
+      DESCENT_CHECK(b.dim() == 3, Error, "batch2 must be a 3D tensor");
+      DESCENT_CHECK(a.sizes()[0] == b.sizes()[0], Error, "batch1 and batch2 must have same number of batches, got ",
+                    a.sizes()[0], " and ", b.sizes()[0]);
+      DESCENT_CHECK(a.sizes()[2] == b.sizes()[1], Error, "Expected size for first two dimensions of batch2 tensor to be: [",
+                    a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+      break;
+    case Op::dot:
+      DESCENT_CHECK(a.dim() == 1 && b.dim() == 1, Error, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
+                    "D tensors");
+      DESCENT_CHECK(a.numel() == b.numel(), Error, "inconsistent tensor size, expected tensor [", a.numel(),
+                    "] and src [", b.numel(), "] to have the same number of elements, but got ", a.numel(), " and ",
+                    b.numel(), " elements respectively");
+      break;
+    case Op::mv:
+      DESCENT_CHECK(a.dim() == 2 && b.dim() == 1, Error, "vector + matrix @ vector expected, got 1, ", a.dim(), ", ",
+                    b.dim());
+      DESCENT_CHECK(a.sizes()[1] == b.sizes()[0], Error, "size mismatch, got input (", a.sizes()[0], "), mat (",
+                    a.sizes()[0], "x", a.sizes()[1], "), vec (", b.sizes()[0], ")");
+      break;
+    default: throw Error(str("product_kernel: ", op.name, " is not a matrix product"));
+  }
+  const ScalarType ct = result_type(a, b);
+  DESCENT_CHECK(ct != ScalarType::Bool, Error, "\"", op.python_name, "\" not implemented for 'Bool'");
+  const Tensor a2 = cast(a, ct), b2 = cast(b, ct);
+  // Both operands as [B, M, K] and [B, K, N] views; an added dim has size 1
+  // (its stride, 0, is never stepped).
+  Tensor A, Bm;
+  DimVector result;  // the op's own result shape: [] for dot
+  const DimVector &sa = a2.strides(), &sb = b2.strides();
+  switch (op.id) {
+    case Op::mm:
+      A = a2.as_strided({1, a2.sizes()[0], a2.sizes()[1]}, {0, sa[0], sa[1]}, a2.offset());
+      Bm = b2.as_strided({1, b2.sizes()[0], b2.sizes()[1]}, {0, sb[0], sb[1]}, b2.offset());
+      result = {a2.sizes()[0], b2.sizes()[1]};
+      break;
+    case Op::bmm:
+      A = a2, Bm = b2;
+      result = {a2.sizes()[0], a2.sizes()[1], b2.sizes()[2]};
+      break;
+    case Op::dot:
+      A = a2.as_strided({1, 1, a2.sizes()[0]}, {0, 0, sa[0]}, a2.offset());
+      Bm = b2.as_strided({1, b2.sizes()[0], 1}, {0, sb[0], 0}, b2.offset());
+      break;
+    default:  // mv
+      A = a2.as_strided({1, a2.sizes()[0], a2.sizes()[1]}, {0, sa[0], sa[1]}, a2.offset());
+      Bm = b2.as_strided({1, b2.sizes()[0], 1}, {0, sb[0], 0}, b2.offset());
+      result = {a2.sizes()[0]};
+      break;
+  }
+  Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, a.device());
   begin(span, out);
   run_variant(span,
               [&] {
@@ -259,9 +312,7 @@ void matmul_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
               },
               [&] { reference_matmul(A, Bm, out); });
   if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
-  if (a.dim() > 1) so.push_back(M);
-  if (b.dim() > 1) so.push_back(N);
-  s.set_result(out.as_strided(so, contiguous_strides(so), 0));
+  s.set_result(out.as_strided(result, contiguous_strides(result), 0));
 }
 
 // [SECTION] Copies --------------------------------------------------------------------
@@ -271,32 +322,24 @@ void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
   run_variant(span, [&] { return optimized_copy(src, dst); }, [&] { reference_copy(src, dst); });
 }
 
+// aten::clone: a row-major copy. (contiguous is a composite that calls it, composites.cpp.)
 void clone_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
-  if (op.id == Op::contiguous && x.is_contiguous()) {
-    span.arg("variant", "none (already contiguous)");
-    last_variant() = "none";
-    return;  // the result is the argument itself, already on the stack
-  }
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   copy_into(span, x, out);
   s.set_result(std::move(out));
 }
 
-void to_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+// aten::_to_copy (self, *, dtype, device): always a new tensor. aten::to is a
+// composite that returns self when nothing changes and calls this otherwise.
+void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? x.dtype() : s[1].to_scalar_type();
   Device dev = s[2].is_none() ? x.device() : s[2].to_device();
   DESCENT_CHECK(dev == x.device(), NotImplementedError, "to(): copying between devices (", x.device().str(), " -> ",
                 dev.str(), ") arrives with the device floors");
-  if (dt == x.dtype() && !s[3].to_bool()) {
-    span.arg("variant", "none (same dtype)");
-    last_variant() = "none";
-    s.set_result(Tensor(x));
-    return;
-  }
   Tensor out = empty_tensor(x.sizes(), dt, dev);
   copy_into(span, x, out);
   s.set_result(std::move(out));
@@ -481,15 +524,16 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // [SECTION] Registration -----------------------------------------------------------
 
-// The CPU kernel of each row of the op table, chosen by the row's kind.
+// The CPU kernel of each row of the op table that declares CPU (Note [One
+// op table]), chosen by the row's kind.
 BoxedKernel cpu_kernel(Op op, OpKind kind) {
   switch (kind) {
     case OpKind::Unary: return unary_kernel;
     case OpKind::Binary: return binary_kernel;
     case OpKind::Comparison: return compare_kernel;
-    case OpKind::Matmul: return matmul_kernel;
+    case OpKind::Matmul: return product_kernel;
     case OpKind::Reduction: return op == Op::max || op == Op::max_dim ? max_kernel : sum_kernel;
-    case OpKind::Copy: return op == Op::to ? to_kernel : clone_kernel;
+    case OpKind::Copy: return op == Op::_to_copy ? to_copy_kernel : clone_kernel;
     case OpKind::InPlace: return op == Op::copy_ ? copy__kernel : op == Op::fill_ || op == Op::zero_ ? fill__kernel
                                                                                                      : inplace_binary_kernel;
     case OpKind::View:
@@ -498,13 +542,33 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
   return nullptr;
 }
 
+// The kernel to register: both conventions where the op has a typed form.
+Kernel with_typed(Op op, BoxedKernel k) {
+  switch (op) {
+    case Op::add: return Kernel::both(k, &typed_binary_alpha<Op::add>, signature_id<BinaryAlphaSig>());
+    case Op::sub: return Kernel::both(k, &typed_binary_alpha<Op::sub>, signature_id<BinaryAlphaSig>());
+    case Op::mul: return Kernel::both(k, &typed_binary<Op::mul>, signature_id<BinarySig>());
+    case Op::div: return Kernel::both(k, &typed_binary<Op::div>, signature_id<BinarySig>());
+    default: return Kernel(k);
+  }
+}
+
 }  // namespace descent::kernels
 
 namespace descent {
 
+namespace {
+bool declares_cpu(const char* dispatch) {
+  for (DispatchKey k : declared_keys(dispatch))
+    if (k == DispatchKey::CPU) return true;
+  return false;
+}
+}  // namespace
+
 void register_cpu_kernels(Library& m) {
-#define DESCENT_REGISTER_CPU(id, schema, kind, exact, domain, sample)                 \
-  if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) m.impl(Op::id, k);
+#define DESCENT_REGISTER_CPU(id, schema, dispatch, kind, exact, domain, sample) \
+  if (declares_cpu(dispatch))                                                   \
+    if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) m.impl(Op::id, kernels::with_typed(Op::id, k));
   DESCENT_FORALL_OPS(DESCENT_REGISTER_CPU)
 #undef DESCENT_REGISTER_CPU
   kernels::register_view_kernels(m);

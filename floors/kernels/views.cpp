@@ -1,16 +1,15 @@
 // View kernels: new sizes, strides and offset over the same storage.
 //
 // None of these copies an element or asks floor 6 for memory; see
-// Note [Views and strides] (floors/core/tensor.h). reshape is the exception
-// that proves the rule: it copies only when no view can express the shape.
+// Note [Views and strides] (floors/core/tensor.h). reshape, which copies
+// when no view can express the shape, is a composite of view and clone
+// (composites.cpp, Note [Composite ops decompose]).
 #include <algorithm>
 
 #include "floors/kernels/kernels.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
-
-namespace {
 
 // The sizes `req` with one -1 inferred from numel; raises on a bad shape.
 DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
@@ -77,6 +76,8 @@ bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, cons
   return true;
 }
 
+namespace {
+
 // The result of a view op: `v` records its base, x's base when x is itself a
 // view (Note [Version counter and view base]).
 void set_view(trace::ScopedSpan& span, Stack& s, const Tensor& x, Tensor v) {
@@ -96,14 +97,16 @@ DESCENT_VIEW_KERNEL(view_kernel) {
   DimVector sizes = infer_size(op.python_name, s[1].to_int_list(), x.numel());
   DimVector strides;
   bool ok = view_strides(x.sizes(), x.strides(), sizes, &strides);
-  if (op.id == Op::reshape && !ok) {  // reshape copies when it must
-    span.arg("variant", "copy (not viewable)");
-    Tensor c = call(Op::contiguous, x);
-    s.set_result(c.as_strided(sizes, contiguous_strides(sizes), c.offset()));
-    return;
-  }
   DESCENT_CHECK(ok, Error, "view size is not compatible with input tensor's size and stride (at least one dimension "
                 "spans across two contiguous subspaces). Use .reshape(...) instead.");
+  if (op.id == Op::_unsafe_view) {
+    // aten::_unsafe_view: the same view, but not recorded as one (no base):
+    // for a result over a copy no one else holds (reshape's clone, mm's output).
+    span.arg("variant", "view (no copy, no base)");
+    last_variant() = "view";
+    s.set_result(x.as_strided(sizes, strides, x.offset()));
+    return;
+  }
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
@@ -218,7 +221,7 @@ DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
 
 void register_view_kernels(Library& m) {
   m.impl(Op::view, view_kernel);
-  m.impl(Op::reshape, view_kernel);
+  m.impl(Op::_unsafe_view, view_kernel);
   m.impl(Op::transpose, transpose_kernel);
   m.impl(Op::permute, permute_kernel);
   m.impl(Op::expand, expand_kernel);

@@ -288,8 +288,12 @@ TEST_F(Fallthrough, EveryTensorReachesTheAutogradKernelRequiresGradOrNot) {
 
 TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndADInplaceOrView) {
   for (const OpEntry& e : all_ops()) {
-    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim, DispatchKey::ADInplaceOrView,
-                          DispatchKey::AutocastCPU}) {
+    // A CompositeImplicitAutograd op has its kernel at the Autograd keys (Note [Composite ops decompose]).
+    const bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
+    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim}) {
+      EXPECT_EQ(e.is_fallthrough(k), !composite) << e.name << " at " << dispatch_key_name(k);
+    }
+    for (DispatchKey k : {DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU}) {
       EXPECT_TRUE(e.is_fallthrough(k)) << e.name << " at " << dispatch_key_name(k);
     }
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;

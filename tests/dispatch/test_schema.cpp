@@ -226,8 +226,8 @@ TEST(OpTable, EveryOpHasAParsedSchemaWithItsName) {
       EXPECT_TRUE(e.schema.args[0].is_write && e.schema.returns[0].is_write) << e.name;
       EXPECT_EQ(e.schema.name.back(), '_') << e.name << ": PyTorch names in-place ops with a trailing _";
     }
-    if (e.kind == OpKind::View) {
-      EXPECT_TRUE(e.schema.is_view()) << e.name;
+    if (e.kind == OpKind::View) {  // but _unsafe_view, a view aten's schema does not declare as one
+      EXPECT_EQ(e.schema.is_view(), e.id != Op::_unsafe_view) << e.name;
     }
     EXPECT_TRUE(names.insert(e.name).second) << "duplicate op name " << e.name;
     EXPECT_EQ(find_op(e.name), &e) << e.name;
@@ -270,16 +270,19 @@ TEST(OpTable, FactoriesEndWithDtypeAndDevice) {
 TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
   for (const OpEntry& e : all_ops()) {
     bool factory = e.kind == OpKind::Factory;
+    // A composite's one kernel sits at every Dense and Autograd key (Note [Composite ops decompose]).
+    bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), !factory) << e.name;
-    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim,
-                          DispatchKey::ADInplaceOrView}) {
-      EXPECT_TRUE(e.is_fallthrough(k)) << e.name << ": every op falls through " << dispatch_key_name(k)
-                                       << " until floor 4";
+    for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim}) {
+      EXPECT_EQ(e.is_fallthrough(k), !composite) << e.name << ": every op but the composites falls through "
+                                                 << dispatch_key_name(k) << " until floor 4";
+      if (composite) EXPECT_EQ(e.kernel(k), e.kernel(DispatchKey::CPU)) << e.name;
     }
+    EXPECT_TRUE(e.is_fallthrough(DispatchKey::ADInplaceOrView)) << e.name;
     EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, factory) << e.name;
     EXPECT_NE(e.kernel(DispatchKey::CPU), nullptr) << e.name << " has no CPU kernel";
-    EXPECT_EQ(e.kernel(DispatchKey::Sim), nullptr) << e.name;
-    EXPECT_EQ(e.kernel(DispatchKey::CUDA), nullptr) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::Sim) != nullptr, composite) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite) << e.name;
     if (!factory) {
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
       EXPECT_EQ(e.schema.args[0].type, ArgType::Tensor) << e.name;

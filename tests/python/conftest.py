@@ -55,7 +55,8 @@ OPS_BY_KEY = {op_key(op): op for op in descent._C._ops()}
 UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bool), ("mean", descent.int64),
                ("mean.dim", descent.bool), ("mean.dim", descent.int64), ("sub_", descent.bool),
                ("div_", descent.bool), ("div_", descent.int64),
-               ("matmul", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
+               ("matmul", descent.bool), ("mm", descent.bool), ("bmm", descent.bool), ("dot", descent.bool),
+               ("mv", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
                ("randn", descent.bool), ("randn", descent.int64)}
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.
 SHAPES = [(), (1,), (0,), (5,), (2, 3), (0, 3), (3, 0), (1, 4), (3, 1, 4), (2, 3, 4), (2, 1, 3, 2)]

@@ -112,7 +112,7 @@ def test_shape_errors(x):
         x + descent.ones(2, 2)
     with raises(ValueError, "eq()", "[2, 3]", "[3, 1, 4]"):
         descent.eq(x, descent.ones(3, 1, 4))
-    with raises(ValueError, "matmul()", "2x3 and 2x3"):
+    with raises(RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"):  # matmul calls mm
         descent.matmul(x, x)
     with raises(ValueError, "copy_()"):
         x.copy_(descent.ones(3, 3))
@@ -151,7 +151,7 @@ def test_dtype_errors():
         -descent.tensor([True])
     with raises(RuntimeError, "Subtraction", "bool"):
         descent.tensor([True]) - descent.tensor([False])
-    with raises(RuntimeError, "matmul()", "bool"):
+    with raises(RuntimeError, "\"dot\" not implemented for 'Bool'"):  # 1-D @ 1-D is dot
         descent.ones(2, dtype=descent.bool) @ descent.ones(2, dtype=descent.bool)
     with raises(RuntimeError, "rand()", "floating"):
         descent.rand(2, dtype=descent.int64)

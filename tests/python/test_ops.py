@@ -114,9 +114,10 @@ NUMPY_REFERENCE = {
     "mean.dim": lambda x, dim, keepdim=False: NUMPY_REFERENCE["mean"](x, dim, keepdim),
     "max": np.max,
     "max.dim": _max_dim,
-    "matmul": np.matmul,
+    "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul, "dot": np.dot, "mv": np.matmul,
     # views
     "view": lambda x, size: x.reshape(size),
+    "_unsafe_view": lambda x, size: x.reshape(size),
     "reshape": lambda x, shape: x.reshape(shape),
     "transpose": lambda x, d0, d1: np.swapaxes(x, d0, d1) if x.ndim else x,
     "permute": lambda x, dims: np.transpose(x, dims),
@@ -128,6 +129,7 @@ NUMPY_REFERENCE = {
     "contiguous": np.ascontiguousarray,
     "clone": np.copy,
     "to": lambda x, dtype=None, device=None, copy=False: x.astype(np_dtype(dtype)) if dtype else x.copy(),
+    "_to_copy": lambda x, dtype=None, device=None: x.astype(np_dtype(dtype)) if dtype else x.copy(),
     # in place: the result in self's dtype (test_inplace.py checks the writing itself)
     "copy_": lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
     "add_": lambda a, b, alpha=1: (a + alpha * b).astype(a.dtype),

@@ -63,6 +63,7 @@ VIEW_CASES = [
     ("view-zero-size", (0, 3), lambda t: t.view(3, 0), lambda a: a.reshape(3, 0)),
     ("view-of-stepped", (4, 6), lambda t: t[:, ::2].view(2, 2, 3), lambda a: a[:, ::2].reshape(2, 2, 3)),
     ("view-of-transposed", (6, 4), lambda t: t.T.view(4, 3, 2), lambda a: a.T.reshape(4, 3, 2)),
+    ("_unsafe_view", (4, 6), lambda t: descent._unsafe_view(t, [6, 4]), lambda a: a.reshape(6, 4)),
     ("reshape-viewable", (2, 3, 4), lambda t: t.reshape(6, -1), lambda a: a.reshape(6, -1)),
     ("reshape-of-stepped", (4, 6), lambda t: t[1:3].reshape(12), lambda a: a[1:3].reshape(12)),
     ("transpose", (2, 3, 4), lambda t: t.transpose(0, 2), lambda a: a.swapaxes(0, 2)),

@@ -1,0 +1,169 @@
+// Composite kernels: ops that decompose into other ops, each called through
+// the dispatcher, so the trace shows the decomposition.
+//
+// [SECTION] matmul
+// [SECTION] Copies: contiguous and to
+// [SECTION] reshape
+// [SECTION] Registration
+//
+// Note [Composite ops decompose]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// native_functions.yaml gives an op one of three kinds of kernel:
+//   - backend kernels (dispatch: CPU, CUDA, ...), which do the work;
+//   - CompositeExplicitAutograd: one kernel for every backend, made of other
+//     ops, registered at every backend's Dense key but NOT at the Autograd
+//     keys, so the op needs a derivative of its own (a backward formula in
+//     derivatives.yaml): autograd records one node for the whole op;
+//   - CompositeImplicitAutograd (the default when an op has no dispatch
+//     entry): a decomposition registered at the Dense keys AND the Autograd
+//     keys. The call runs it at AutogradCPU, above autograd, so every op it
+//     calls goes through autograd itself: the op needs no derivative, its
+//     gradient comes from its parts.
+// matmul, contiguous, to and reshape are CompositeImplicitAutograd in
+// PyTorch and here. That is why `x @ w` on 2-D tensors has grad_fn
+// MmBackward0, not a MatmulBackward (PyTorch's own facts,
+// shared/fixtures/pytorch-h200/facts.json: "x@w": "MmBackward0(...)"),
+// x.reshape(12) of a contiguous x is ViewBackward0, and x.contiguous() of a
+// contiguous x has no grad_fn at all (it returns x). The trace shows the
+// same: the aten::matmul dispatch span (kernel AutogradCPU, the composite's
+// slot, as in c10's dispatch table) holds an aten::mm dispatch span, which
+// runs mm's CPU kernel. A composite opens no kernel span of its own: it runs
+// no loop, only calls.
+//
+// The decompositions are PyTorch's (at::native::matmul, contiguous, to,
+// reshape), with these simplifications:
+//   - matmul's 1-D @ 2-D removes the unsqueezed dim with _unsafe_view, where
+//     PyTorch calls squeeze_(0) on mm's output: descent has no squeeze, and
+//     either way the result is no view;
+//   - matmul folds a >= 3-D self @ a 1-D or 2-D other into one mv or mm, as
+//     PyTorch does; every other batched case expands, reshapes to 3-D and
+//     calls bmm (PyTorch also folds 1-D/2-D @ >= 3-D by transposing, when
+//     gradients allow; descent does not);
+//   - reshape's copy, matmul's fold and its batched case end, as PyTorch's,
+//     with _unsafe_view: a view of a fresh copy (the clone, mm's or bmm's
+//     output) that records no view base, so the result is no view
+//     (x.T.reshape(24)._base is None, as in torch).
+#include "floors/kernels/kernels.h"
+
+namespace descent::kernels {
+
+namespace {
+
+// A composite that returns its argument unchanged (as PyTorch's, the very
+// same tensor); no loop ran, which the verifier reads in last_variant().
+void returns_self(Stack& s) {
+  last_variant() = "none";
+  s.set_result(Tensor(s[0].to_tensor()));
+}
+
+// Runs the view op that shapes a composite's result without changing
+// last_variant(): the composite reports the loop it ran (mm's, clone's),
+// as the one kernel it replaces did, not the view after it.
+template <typename F>
+Tensor shaping(F&& view) {
+  const char* ran = last_variant();
+  Tensor t = view();
+  last_variant() = ran;
+  return t;
+}
+
+// [SECTION] matmul ----------------------------------------------------------------
+
+// at::native::matmul: by the operands' dims, dot, mv, mm, or bmm over the
+// broadcast batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int da = a.dim(), db = b.dim();
+  DESCENT_CHECK(da >= 1 && db >= 1, Error, "both arguments to matmul need to be at least 1D, but they are ", da,
+                "D and ", db, "D");
+  if (da == 1 && db == 1) return call(Op::dot, a, b);
+  if (da == 2 && db == 1) return call(Op::mv, a, b);
+  if (da == 1 && db == 2) {
+    Tensor row = call(Op::mm, call(Op::unsqueeze, a, 0), b);
+    return shaping([&] { return call(Op::_unsafe_view, row, DimVector{b.sizes()[1]}); });
+  }
+  if (da == 2 && db == 2) return call(Op::mm, a, b);
+  if (da >= 3 && db <= 2) {
+    // Fold self's batch dims into its rows: [..., M, K] as [(... M), K], one mv or mm.
+    DimVector out_shape;
+    for (int d = 0; d < da - 1; ++d) out_shape.push_back(a.sizes()[d]);
+    Tensor folded = call(Op::reshape, a, DimVector{numel_of(out_shape), a.sizes()[da - 1]});
+    if (db == 2) out_shape.push_back(b.sizes()[1]);
+    Tensor out = call(db == 2 ? Op::mm : Op::mv, folded, b);
+    return shaping([&] { return call(Op::_unsafe_view, out, out_shape); });
+  }
+  // Batched: broadcast the batch dims, expand both to them, reshape to 3-D, bmm.
+  const int64_t n = da > 1 ? a.sizes()[da - 2] : 1, k1 = a.sizes()[da - 1];
+  const int64_t k2 = db > 1 ? b.sizes()[db - 2] : b.sizes()[0], p = db > 1 ? b.sizes()[db - 1] : 1;
+  DimVector batch_a, batch_b;
+  for (int d = 0; d < da - 2; ++d) batch_a.push_back(a.sizes()[d]);
+  for (int d = 0; d < db - 2; ++d) batch_b.push_back(b.sizes()[d]);
+  const DimVector batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  const int64_t batches = numel_of(batch);
+  DimVector size_a = batch, size_b = batch, out_shape = batch;
+  size_a.push_back(n), size_a.push_back(k1);
+  size_b.push_back(k2), size_b.push_back(p);
+  if (da > 1) out_shape.push_back(n);
+  if (db > 1) out_shape.push_back(p);
+  Tensor a3 = call(Op::reshape, call(Op::expand, a, size_a), DimVector{batches, n, k1});
+  Tensor b3 = call(Op::reshape, call(Op::expand, b, size_b), DimVector{batches, k2, p});
+  Tensor out = call(Op::bmm, a3, b3);
+  return shaping([&] { return call(Op::_unsafe_view, out, out_shape); });
+}
+
+void matmul_composite(const OpEntry&, DispatchKeySet, Stack& s) {
+  s.set_result(matmul(s[0].to_tensor(), s[1].to_tensor()));
+}
+
+// [SECTION] Copies: contiguous and to -----------------------------------------------
+
+// at::native::contiguous: self when already contiguous, else a clone.
+void contiguous_composite(const OpEntry&, DispatchKeySet, Stack& s) {
+  const Tensor& x = s[0].to_tensor();
+  if (x.is_contiguous()) return returns_self(s);
+  s.set_result(call(Op::clone, x));
+}
+
+// at::native::to (to_impl): self when neither dtype nor device changes and
+// copy is False, else _to_copy.
+void to_composite(const OpEntry&, DispatchKeySet, Stack& s) {
+  const Tensor& x = s[0].to_tensor();
+  const bool same_dtype = s[1].is_none() || s[1].to_scalar_type() == x.dtype();
+  const bool same_device = s[2].is_none() || s[2].to_device() == x.device();
+  if (same_dtype && same_device && !s[3].to_bool()) return returns_self(s);
+  s.set_result(call(Op::_to_copy, x, s[1], s[2]));
+}
+
+// [SECTION] reshape -----------------------------------------------------------------
+
+// at::native::reshape: a view when strides can express the shape (PyTorch's
+// computeStride, view_strides here), else _unsafe_view of a contiguous clone.
+void reshape_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
+  const Tensor& x = s[0].to_tensor();
+  const DimVector sizes = infer_size(op.python_name, s[1].to_int_list(), x.numel());
+  DimVector strides;
+  if (view_strides(x.sizes(), x.strides(), sizes, &strides)) {
+    s.set_result(call(Op::view, x, sizes));
+    return;
+  }
+  Tensor copy = call(Op::clone, x);
+  s.set_result(shaping([&] { return call(Op::_unsafe_view, copy, sizes); }));
+}
+
+}  // namespace
+
+}  // namespace descent::kernels
+
+namespace descent {
+
+// [SECTION] Registration -------------------------------------------------------------
+
+// `m` is the CompositeImplicitAutograd library (dispatcher.cpp's table()):
+// each kernel lands at every Dense and Autograd key (alias_runtime_keys).
+void register_composite_kernels(Library& m) {
+  m.impl(Op::matmul, kernels::matmul_composite);
+  m.impl(Op::contiguous, kernels::contiguous_composite);
+  m.impl(Op::to, kernels::to_composite);
+  m.impl(Op::reshape, kernels::reshape_composite);
+}
+
+}  // namespace descent
