@@ -115,6 +115,9 @@ void OpEntry::refresh() {
     // The op's own marks first, then its own kernel, then the key's fallback.
     kernels[slot] = own_kernels[slot] ? own_kernels[slot] : fb.fn;
     fallthrough[slot] = own_fallthrough[slot] != 0 ? own_fallthrough[slot] > 0 : !own_kernels[slot] && fb.fallthrough;
+    const bool own_runs = own_kernels[slot] && !fallthrough[slot];
+    unboxed[slot] = own_runs ? own_unboxed[slot] : nullptr;
+    unboxed_signature[slot] = own_runs ? own_unboxed_signature[slot] : nullptr;
   }
   for (int b = 0; b <= kNumBackends; ++b) {
     DispatchKeySet keep = DispatchKeySet::from_repr((1u << kNumBackends) - 1);  // every backend bit
@@ -140,6 +143,8 @@ void register_op_kernel(OpEntry& e, DispatchKey key, Kernel k, const std::string
                   "' already has a kernel for ", dispatch_key_name(rk));
     e.own_kernels[slot] = k.fallthrough ? nullptr : k.fn;
     e.own_fallthrough[slot] = k.fallthrough ? 1 : 0;
+    e.own_unboxed[slot] = k.fallthrough ? nullptr : k.unboxed;
+    e.own_unboxed_signature[slot] = k.fallthrough ? nullptr : k.signature;
   });
   e.refresh();
 }
@@ -156,6 +161,7 @@ BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   BoxedKernel old = e.own_kernels[runtime_slot(key)];
   e.own_kernels[runtime_slot(key)] = k;
+  e.own_unboxed[runtime_slot(key)] = nullptr;  // a test's boxed kernel replaces both conventions
   e.refresh();
   return old;
 }
@@ -259,19 +265,24 @@ void fill_defaults(const OpEntry& e, Stack& stack) {
 void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::ScopedSpan& span) {
   const DispatchKeySet live = ks & e.non_fallthrough[int(ks.highest_backend())];
   const DispatchKey key = live.highest();
-  const BoxedKernel k = e.kernel(key);
   if (span.active()) {
     span.arg("keyset", ks.name());
     span.arg("kernel", dispatch_key_name(key));
     const DispatchKeySet skipped = ks - live;  // the fallthrough keys this call passed, backends kept for naming
     if (skipped.highest_functionality() != Functionality::None) span.arg("fallthrough", skipped.name());
   }
-  DESCENT_CHECK(k != nullptr, NotImplementedError, "Could not run '", e.name, "' with arguments from the '",
-                dispatch_key_name(key), "' backend: no kernel is registered for that key (key set ", ks.str(), ")");
-  k(e, live, stack);
+  run_boxed_kernel(e, ks, live, key, stack);
 }
 
 }  // namespace
+
+void run_boxed_kernel(const OpEntry& e, DispatchKeySet ks, DispatchKeySet live, DispatchKey key, Stack& stack) {
+  const BoxedKernel k = e.kernel(key);
+  DESCENT_CHECK(k != nullptr, NotImplementedError, "Could not run '", e.name, "' with arguments from the '",
+                dispatch_key_name(key), "' backend: no kernel is registered for that key (key set ", ks.str(), ")");
+  if (stack.size() != int(e.schema.args.size())) fill_defaults(e, stack);
+  k(e, live, stack);
+}
 
 void call_boxed(Op op, Stack& stack) { call_boxed(op_entry(op), stack); }
 

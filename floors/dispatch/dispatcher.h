@@ -46,6 +46,12 @@ struct OpEntry {
   // What was registered for this op itself, by runtime_slot(key).
   std::array<BoxedKernel, kNumRuntimeKeys> own_kernels{};
   std::array<int8_t, kNumRuntimeKeys> own_fallthrough{};  // 0: not marked, 1: a fallthrough, -1: marked not one
+  // The unboxed (typed) form of the op's own kernel, where it has one, and
+  // the id of its C++ signature (Note [Boxed and unboxed calls], unboxed.h).
+  std::array<void*, kNumRuntimeKeys> own_unboxed{};
+  std::array<const void*, kNumRuntimeKeys> own_unboxed_signature{};
+  std::array<void*, kNumRuntimeKeys> unboxed{};  // what a typed call uses: own_unboxed where the own kernel runs
+  std::array<const void*, kNumRuntimeKeys> unboxed_signature{};
   // Per backend (index: BackendComponent, 0 for a call with none): the keys
   // that are not fallthroughs, with every backend bit set. A call's key set is
   // masked with its backend's entry before the highest key is taken (c10's
@@ -137,6 +143,10 @@ DispatchKeySet compute_key_set(const OpEntry& op, const Stack& stack);
 // the key set and runs the highest-priority kernel. Results are left on the stack.
 void call_boxed(Op op, Stack& stack);
 void call_boxed(const OpEntry& op, Stack& stack);  // the same, for an operator defined beyond the table
+// Runs the boxed kernel of `key` on the stack (defaults filled first),
+// raising NotImplementedError when there is none: what call_boxed and the
+// typed call's boxing fall back to. `ks` is the call's key set, for the message.
+void run_boxed_kernel(const OpEntry& e, DispatchKeySet ks, DispatchKeySet live, DispatchKey key, Stack& stack);
 // Runs the highest-priority kernel of `keys` (after removing the op's
 // fallthrough keys). Kernels call this to pass a call down.
 void redispatch_boxed(const OpEntry& op, DispatchKeySet keys, Stack& stack);
@@ -176,11 +186,22 @@ void clear_fallthrough(Op op, DispatchKey key);
 struct Kernel {
   BoxedKernel fn = nullptr;
   bool fallthrough = false;
+  void* unboxed = nullptr;            // the same kernel, typed (optional)
+  const void* signature = nullptr;    // signature_id of `unboxed` (unboxed.h)
   Kernel() = default;
   Kernel(BoxedKernel f) : fn(f) {}  // NOLINT(google-explicit-constructor): m.impl(Op::neg, neg_kernel)
   static Kernel Fallthrough() {
     Kernel k(nullptr);
     k.fallthrough = true;
+    return k;
+  }
+  // A kernel in both conventions: `boxed` for boxed calls and fallbacks,
+  // `typed` for typed calls of exactly its signature (unboxed.h).
+  template <typename R, typename... A>
+  static Kernel both(BoxedKernel boxed, R (*typed)(DispatchKeySet, A...), const void* signature) {
+    Kernel k(boxed);
+    k.unboxed = reinterpret_cast<void*>(typed);
+    k.signature = signature;
     return k;
   }
 };

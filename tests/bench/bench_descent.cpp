@@ -2,6 +2,7 @@
 // path of a 1-element add, an empty factory, and the tracer's own cost per
 // span, on and off. Driven by bench.py, which sets them beside PyTorch's.
 #include "floors/dispatch/dispatcher.h"
+#include "floors/dispatch/unboxed.h"
 #include "tests/bench/timing.h"
 #include "tracer/trace.h"
 
@@ -66,7 +67,11 @@ int main() {
   Tensor b = call(Op::randn, DimVector{1});
   const long n = 200000;
 
+  // The boxed call (a Stack of IValues) and the typed one (Note [Boxed and unboxed calls]).
   bench::report("cpp_add_1elem", bench::median_ns_per_call([&] { Tensor c = call(Op::add, a, b); }, n));
+  const TypedOp<Tensor(const Tensor&, const Tensor&, const Scalar&)> add(Op::add);
+  const Scalar one(int64_t{1});
+  bench::report("cpp_add_1elem_typed", bench::median_ns_per_call([&] { Tensor c = add.call(a, b, one); }, n));
   bench::report("cpp_empty_0", bench::median_ns_per_call([&] { Tensor c = call(Op::empty, DimVector{0}); }, n));
   bench::report("span_off", bench::median_ns_per_call([] { DESCENT_SPAN(Kernels, "bench"); }, 10 * n));
 

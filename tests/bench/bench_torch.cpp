@@ -1,7 +1,10 @@
-// PyTorch's twin of bench_descent.cpp: at::add on 1-element CPU tensors and
-// at::empty({0}), timed the same way. Built by bench.py against the torch
-// installation it finds (the H200 host has one).
+// libtorch's side of the C++ benchmark (tests/bench/bench.py runs both):
+// at::add of two 1-element CPU tensors as it is, and under c10::InferenceMode
+// (the fair pair for a call that does no autograd work: the Autograd and
+// ADInplaceOrView keys are excluded, as descent's calls skip them by
+// fallthrough), and at::empty({0}).
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include "tests/bench/timing.h"
 
@@ -10,6 +13,11 @@ int main() {
   at::Tensor b = at::randn({1});
   const long n = 200000;
   bench::report("torch_cpp_add_1elem", bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
+  {
+    c10::InferenceMode guard;
+    bench::report("torch_cpp_add_1elem_inference",
+                  bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
+  }
   bench::report("torch_cpp_empty_0", bench::median_ns_per_call([&] { at::Tensor c = at::empty({0}); }, n));
   return 0;
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Prints the dispatch keys PyTorch and descent give the same tensors, side by
+side, and exits 1 where they differ (run on the H200 host, where torch is
+installed: PYTHONPATH=build/python python3 tools/compare-keys.py)."""
+import sys
+
+import descent
+import torch
+
+
+def cases(lib, keys):
+    """(name, printed key set) for the same situations in torch and descent."""
+    out = [("cpu tensor", keys(lib.ones(2))),
+           ("int tensor", keys(lib.arange(4)))]
+    t = lib.ones(2)
+    t.requires_grad_()
+    out.append(("requires_grad", keys(t)))
+    out.append(("a view", keys(lib.ones(2, 3)[0])))
+    with lib.no_grad():
+        out.append(("made under no_grad", keys(lib.ones(2))))
+    with lib.inference_mode():
+        out.append(("made in inference mode", keys(lib.ones(2))))
+        out.append(("tls include, inference mode", str(lib._C._dispatch_tls_local_include_set())))
+    out.append(("tls include", str(lib._C._dispatch_tls_local_include_set())))
+    return out
+
+
+def main():
+    ours = cases(descent, descent._C._dispatch_keys)
+    theirs = cases(torch, lambda t: str(torch._C._dispatch_keys(t)))
+    bad = 0
+    for (name, d), (_, t) in zip(ours, theirs):
+        same = d == t
+        bad += not same
+        print(f"{'ok  ' if same else 'DIFF'} {name:28} descent: {d}\n{'':33} torch:   {t}")
+    excluded_torch = str(torch._C._dispatch_tls_local_exclude_set())
+    print(f"info tls exclude (torch lists every backend's Autocast key; descent has CPU, CUDA, Sim):\n"
+          f"{'':33} descent: {descent._C._dispatch_tls_local_exclude_set()}\n{'':33} torch:   {excluded_torch}")
+    print(f"{len(ours) - bad} of {len(ours)} key sets agree")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
