@@ -171,8 +171,8 @@ class Tensor {
 };
 
 // Marks an in-place write to `t` (Note [Version counter and view base]).
-// Called by the in-place kernels for now; called by the ADInplaceOrView
-// kernel once it exists, as in PyTorch (torch::autograd::increment_version).
+// Called by the ADInplaceOrView kernel of every in-place op, as PyTorch's
+// torch::autograd::increment_version is (Note [ADInplaceOrView]).
 inline void bump_version(const Tensor& t) { t.storage()->version.fetch_add(1, std::memory_order_relaxed); }
 
 // Allocates a contiguous tensor of `sizes` on `device` (through floor 6).

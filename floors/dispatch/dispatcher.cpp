@@ -59,6 +59,8 @@ std::array<OpEntry, kNumOps>& table() {
       register_fallbacks();
       Library backend_select(Library::IMPL, "aten", DispatchKey::BackendSelect);
       register_backend_select_kernels(backend_select);
+      Library inplace_or_view(Library::IMPL, "aten", DispatchKey::ADInplaceOrView);
+      register_inplace_or_view_kernels(inplace_or_view);
       Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
       register_cpu_kernels(cpu);
       Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
@@ -179,9 +181,10 @@ void set_fallthrough(Op op, DispatchKey key, bool on) { mark_fallthrough(op, key
 void clear_fallthrough(Op op, DispatchKey key) { mark_fallthrough(op, key, 0); }
 
 // Note [Dispatch key priority]: until floor 4 exists every op falls through
-// the Autograd and ADInplaceOrView keys (c10 registers the same fallthrough
+// the Autograd keys, and every op but the in-place and view ops falls through
+// ADInplaceOrView (Note [ADInplaceOrView]); c10 registers the same fallthrough
 // fallback for ADInplaceOrView, and for the Autograd keys of ops that have no
-// derivative); the Autocast keys fall through (descent has no autocast);
+// derivative. The Autocast keys fall through (descent has no autocast);
 // BackendSelect falls through for every op but the factories, which register
 // their own kernel there.
 void register_fallbacks() {

@@ -374,8 +374,8 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // When the promoted dtype is self's (nearly always) the loop writes into
 // self; when it is wider (a float32 self += a float64 tensor) the loop runs
 // in the wider dtype into a temporary that the copy loop casts into self, as
-// the loops compute in one dtype. Each op then calls bump_version(self)
-// (Note [Version counter and view base]).
+// the loops compute in one dtype. The ADInplaceOrView kernel above them then
+// bumps self's version (Note [ADInplaceOrView], dispatch/inplace_or_view.cpp).
 
 enum class InternalOverlap { No, Yes, TooHard };
 enum class OverlapStatus { Full, Partial, No, TooHard };
@@ -486,7 +486,6 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     ScopedSpan cast_span(Floor::Kernels, "cast into self");
     copy_into(cast_span, out, self);
   }
-  bump_version(self);
   s.set_result(Tensor(self));
 }
 
@@ -504,7 +503,6 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   } else {
     copy_into(span, expand_to(src, self.sizes()), self);
   }
-  bump_version(self);
   s.set_result(Tensor(self));
 }
 
@@ -516,7 +514,6 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
   begin(span, self);
   run_variant(span, [&] { return optimized_fill(self, value); }, [&] { reference_fill(self, value); });
-  bump_version(self);
   s.set_result(Tensor(self));
 }
 

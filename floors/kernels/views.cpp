@@ -78,10 +78,9 @@ bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, cons
 
 namespace {
 
-// The result of a view op: `v` records its base, x's base when x is itself a
-// view (Note [Version counter and view base]).
-void set_view(trace::ScopedSpan& span, Stack& s, const Tensor& x, Tensor v) {
-  v.impl()->base = x.is_view() ? x.impl()->base : x.ref();
+// The result of a view op. Its base is recorded by the ADInplaceOrView
+// kernel above this one (Note [ADInplaceOrView], dispatch/inplace_or_view.cpp).
+void set_view(trace::ScopedSpan& span, Stack& s, const Tensor&, Tensor v) {
   span.arg("variant", "view (no copy)");
   last_variant() = "view";
   s.set_result(std::move(v));

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "floors/dispatch/dispatcher.h"
+#include "tracer/trace.h"
 
 namespace descent {
 namespace {
@@ -286,18 +287,55 @@ TEST_F(Fallthrough, EveryTensorReachesTheAutogradKernelRequiresGradOrNot) {
   EXPECT_EQ(g_autograd_runs, 2) << "no_grad is a flag the kernel reads: the call still reaches it";
 }
 
-TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndADInplaceOrView) {
+TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndOnlyBookkeepingOpsStopAtADInplaceOrView) {
+  int inplace = 0, views = 0;
   for (const OpEntry& e : all_ops()) {
     // A CompositeImplicitAutograd op has its kernel at the Autograd keys (Note [Composite ops decompose]).
     const bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim}) {
       EXPECT_EQ(e.is_fallthrough(k), !composite) << e.name << " at " << dispatch_key_name(k);
     }
-    for (DispatchKey k : {DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU}) {
-      EXPECT_TRUE(e.is_fallthrough(k)) << e.name << " at " << dispatch_key_name(k);
-    }
+    EXPECT_TRUE(e.is_fallthrough(DispatchKey::AutocastCPU)) << e.name;
+    // Note [ADInplaceOrView]: ops that write in place or make views run its kernel.
+    const bool mutable_op = !composite && e.schema.is_mutable(), view_op = !composite && e.schema.is_view();
+    inplace += mutable_op;
+    views += view_op;
+    EXPECT_EQ(e.is_fallthrough(DispatchKey::ADInplaceOrView), !(mutable_op || view_op)) << e.name;
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;
   }
+  EXPECT_EQ(inplace, 7) << "add_, sub_, mul_, div_, copy_, fill_, zero_";
+  EXPECT_EQ(views, 7) << "view, transpose, permute, expand, slice, select, unsqueeze";
+}
+
+// Note [ADInplaceOrView]: the key's kernels bump the version of a tensor
+// written in place and record a view's base; below the key, neither happens.
+TEST(ADInplaceOrView, BumpsVersionsAndRecordsBases) {
+  Tensor x = floats({1, 2, 3});
+  const uint32_t v0 = x.version();
+  call(Op::add_, x, floats({1, 1, 1}));
+  EXPECT_EQ(x.version(), v0 + 1);
+  Tensor row = call(Op::select, x, 0, 1);
+  EXPECT_TRUE(row.is_view());
+  EXPECT_EQ(row.impl()->base.get(), x.impl());
+  Tensor again = call(Op::unsqueeze, row, 0);
+  EXPECT_EQ(again.impl()->base.get(), x.impl()) << "a view of a view has the root as its base";
+  call(Op::fill_, row, 5);
+  EXPECT_EQ(x.version(), v0 + 2) << "a view shares its base's counter";
+  {
+    AutoDispatchBelowADInplaceOrView below;
+    call(Op::add_, x, floats({1, 1, 1}));
+    EXPECT_EQ(x.version(), v0 + 2) << "below the key nothing is counted";
+    EXPECT_FALSE(call(Op::select, x, 0, 0).is_view());
+  }
+  trace::start();
+  call(Op::mul_, x, floats({2, 2, 2}));
+  const trace::Trace t = trace::stop();
+  std::vector<std::string> kernels;  // of the dispatch spans, outermost first
+  for (const trace::Span& sp : t.spans) {
+    const trace::ArgValue* k = sp.floor == trace::Floor::Dispatch ? sp.find_arg("kernel") : nullptr;
+    if (k) kernels.push_back(std::get<std::string>(*k));
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"ADInplaceOrView", "CPU"}));
 }
 
 TEST_F(Fallthrough, EverythingIsRestoredAfterwards) {
