@@ -340,13 +340,19 @@ PyObject* py_ops(PyObject*, PyObject*) {
                                  "matmul",  "view",   "copy",   "inplace"};
   static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::InPlace) + 1);
   PyObject* list = PyList_New(0);
+  if (!list) return nullptr;
   for (const OpEntry& op : all_ops()) {
-    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
                                 op.python_name, "overload", op.schema.overload.c_str(), "profiler_name",
-                                op.profiler_name, "schema", op.schema.text.c_str(), "kind", kKinds[int(op.kind)],
-                                "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
+                                op.profiler_name, "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind",
+                                kKinds[int(op.kind)], "exactness",
+                                op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
                                 op.domain == Domain::Any ? "any" : "positive", "sample", op.sample);
-    PyList_Append(list, d);
+    if (!d || PyList_Append(list, d) < 0) {
+      Py_XDECREF(d);
+      Py_DECREF(list);
+      return nullptr;
+    }
     Py_DECREF(d);
   }
   return list;

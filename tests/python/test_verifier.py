@@ -111,6 +111,14 @@ def test_cli_verify_and_ops():
     r = subprocess.run([cli(), "ops"], capture_output=True, text=True, timeout=120, env=python_env())
     assert r.returncode == 0 and len(r.stdout.splitlines()) == len(OPS)
     assert all(op["schema"] in r.stdout for op in OPS.values())
+    # Each row says which keys have kernels, as native_functions.yaml's dispatch: does.
+    assert {op["dispatch"] for op in OPS.values()} == {"CPU", "BackendSelect, CPU", "CompositeImplicitAutograd"}
+    assert all(op["dispatch"] in line for op, line in zip(descent._C._ops(), r.stdout.splitlines()))
+    # `descent ops | head -1`: a reader that leaves early is not an error (no traceback, status 0).
+    p = subprocess.Popen([cli(), "ops"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=python_env(), bufsize=0)
+    p.stdout.close()  # before it has started: its first write finds no reader
+    assert p.wait(timeout=120) == 0
+    assert p.stderr.read() == b""
 
 
 # [SECTION] Kernel variants -----------------------------------------------------------------

@@ -102,7 +102,7 @@ def cmd_verify(args):
 
 def cmd_ops(args):
     for op in _C._ops():
-        print(f"{op['kind']:10} {op['exactness']:9} {op['schema']}")
+        print(f"{op['kind']:10} {op['exactness']:9} {op['dispatch']:25} {op['schema']}")
     return 0
 
 
@@ -168,4 +168,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `descent ops | head`: the reader has gone, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        sys.exit(0)
