@@ -4,12 +4,11 @@
 // [SECTION] Clock
 // [SECTION] Thread buffers
 // [SECTION] Hot path: begin, end, args
-// [SECTION] Interning and floor names
-// [SECTION] Source sites
 // [SECTION] Calibration
 // [SECTION] Flows
 // [SECTION] start and stop
 //
+// Interning, floor names and the table of source sites are in sites.cpp.
 // See Note [Tracer hot path] in tracer.h. Each thread appends to its own
 // buffer without locks. start() and stop() never touch another thread's
 // private state: a buffer is reset lazily by its owner, the first time it
@@ -467,93 +466,6 @@ void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64
   publish(b);
 }
 
-// [SECTION] Interning and floor names ------------------------------------------
-
-namespace {
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-struct InternTable {
-  std::mutex mutex;
-  std::unordered_set<std::string, StringHash, std::equal_to<>> strings;  // nodes never move
-};
-}  // namespace
-
-const char* intern(std::string_view s) {
-  static InternTable* table = new InternTable;  // never destroyed: pointers live forever
-  std::lock_guard lock(table->mutex);
-  auto it = table->strings.find(s);
-  if (it == table->strings.end()) it = table->strings.emplace(s).first;
-  return it->c_str();
-}
-
-const char* floor_name(Floor f) {
-  static constexpr std::array<const char*, kNumFloors> kNames = {
-      "none", "python", "binding", "dispatch", "autograd", "kernels", "allocator", "streams", "launch", "device"};
-  const auto i = static_cast<size_t>(f);
-  return i < kNames.size() ? kNames[i] : "unknown";
-}
-
-// [SECTION] Source sites ---------------------------------------------------------
-
-namespace {
-
-// Append-only: sites[i - 1] is site i. Never destroyed (threads may outlive statics).
-struct SiteTable {
-  std::mutex mutex;
-  std::vector<SourceSite> sites;
-  std::unordered_map<std::string, uint16_t> index;  // "file\nline\nfunction" -> site
-};
-SiteTable& site_table() {
-  static SiteTable* t = new SiteTable;
-  return *t;
-}
-
-// `file` relative to the repository root when it still names it (code built
-// without -fmacro-prefix-map, e.g. by nvcc).
-std::string_view relative_to_source_dir(std::string_view file) {
-#ifdef DESCENT_SOURCE_DIR
-  constexpr std::string_view kSourceDir = DESCENT_SOURCE_DIR "/";
-  if (file.starts_with(kSourceDir)) file.remove_prefix(kSourceDir.size());
-#endif
-  return file;
-}
-
-std::vector<SourceSite> site_table_copy() {
-  std::lock_guard lock(site_table().mutex);
-  return site_table().sites;
-}
-
-}  // namespace
-
-uint16_t register_site(std::string_view file, uint32_t line, std::string_view function) {
-  file = relative_to_source_dir(file);
-  std::string key;
-  key.reserve(file.size() + function.size() + 12);
-  key.append(file).append("\n").append(std::to_string(line)).append("\n").append(function);
-  SiteTable& t = site_table();
-  std::lock_guard lock(t.mutex);
-  if (const auto it = t.index.find(key); it != t.index.end()) return it->second;
-  if (t.sites.size() >= kMaxSites) return 0;
-  t.sites.push_back({intern(file), line, intern(function)});
-  const auto site = static_cast<uint16_t>(t.sites.size());
-  t.index.emplace(std::move(key), site);
-  return site;
-}
-
-SourceSite site_info(uint16_t index) {
-  SiteTable& t = site_table();
-  std::lock_guard lock(t.mutex);
-  return index > 0 && index <= t.sites.size() ? t.sites[index - 1] : SourceSite{};
-}
-
-uint32_t site_count() {
-  SiteTable& t = site_table();
-  std::lock_guard lock(t.mutex);
-  return static_cast<uint32_t>(t.sites.size());
-}
-
 // [SECTION] Calibration ---------------------------------------------------------
 
 namespace {
@@ -635,7 +547,7 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
     s.floor = r.floor;
     s.name = r.name ? r.name : "";
     s.thread = thread;
-    if (r.site > sites.size()) sites = site_table_copy();  // registered since the copy was made
+    if (r.site > sites.size()) sites = sites_registered();  // registered since the copy was made
     if (r.site > 0 && r.site <= sites.size()) {  // Note [Span source sites]
       s.file = sites[r.site - 1].file;
       s.line = sites[r.site - 1].line;
@@ -826,7 +738,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   uint64_t next_id = 1;
   uint32_t thread = 0;
   uint64_t dropped = 0;
-  std::vector<SourceSite> sites = site_table_copy();  // refreshed when a span names a newer site
+  std::vector<SourceSite> sites = sites_registered();  // refreshed when a span names a newer site
   std::vector<BufferIds> ids;
   for (const auto& b : current_buffers()) {
     std::lock_guard buf_lock(b->mutex);

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <source_location>
 #include <string_view>
+#include <vector>
 
 namespace descent::trace {
 
@@ -187,6 +188,8 @@ uint16_t register_site(std::string_view file, uint32_t line, std::string_view fu
 SourceSite site_info(uint16_t index);
 // Sites registered so far (the largest index in use).
 uint32_t site_count();
+// Every registered site, site i at index i - 1 (what stop() reads to name spans' files).
+std::vector<SourceSite> sites_registered();
 
 // [SECTION] Flows between threads -------------------------------------------
 

@@ -71,6 +71,9 @@ void file_popup(App& app, FileAction& action) {
 
 void handle_keys(App& app) {
   const ImGuiIO& io = ImGui::GetIO();
+  // Escape leaves the console, even while a focus request for it is pending
+  // (after a statement runs, the prompt asks for the keyboard back).
+  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) app.focus_console = false;
   if (io.WantTextInput || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
   const Story& s = app.story;
   const size_t before = app.step();

@@ -13,7 +13,6 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <cxxabi.h>
 
 #include <string>
 #include <vector>
@@ -85,20 +84,25 @@ std::string utf8_text(PyObject* s);
 
 // Sets the Python exception matching the C++ one currently being handled.
 void set_python_error();
+// True while this thread takes the GIL back after a kernel (GilRelease): the
+// only moment CPython may end it with pthread_exit's forced unwind.
+extern thread_local bool t_taking_gil;
 extern PyObject* g_oom_error;  // descent.OutOfMemoryError, a RuntimeError
 
 }  // namespace descent::binding
 
 // Wraps the body of a C function: C++ exceptions become Python exceptions.
-// abi::__forced_unwind is not an error but a thread being ended by
-// pthread_exit (CPython ends daemon threads that way at exit): it must go on.
+// One thing unwinding through it is not an error: a daemon thread ended by
+// pthread_exit, which CPython calls when such a thread takes the GIL back
+// while the interpreter exits (GilRelease, module.cpp). That forced unwind
+// must go on. It is told apart by where it starts (t_taking_gil), not by
+// `catch (abi::__forced_unwind&)`: that binds a reference to an object the
+// runtime does not have, which UBSan rightly calls a null reference.
 #define DESCENT_PY_TRY try {
-#define DESCENT_PY_CATCH(ret)                 \
-  }                                           \
-  catch (abi::__forced_unwind&) {             \
-    throw;                                    \
-  }                                           \
-  catch (...) {                               \
-    ::descent::binding::set_python_error();   \
-    return ret;                               \
+#define DESCENT_PY_CATCH(ret)                              \
+  }                                                        \
+  catch (...) {                                            \
+    if (::descent::binding::t_taking_gil) throw;           \
+    ::descent::binding::set_python_error();                \
+    return ret;                                            \
   }

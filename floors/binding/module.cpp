@@ -25,6 +25,7 @@
 namespace descent::binding {
 
 PyObject* g_oom_error = nullptr;
+thread_local bool t_taking_gil = false;
 
 // [SECTION] Errors -------------------------------------------------------------
 
@@ -68,7 +69,9 @@ struct GilRelease {
   ~GilRelease() noexcept(false) {
     if (interpreter_exiting())
       for (;;) pause();
+    t_taking_gil = true;  // the interpreter may start exiting now: PyEval_RestoreThread then never returns
     PyEval_RestoreThread(state);
+    t_taking_gil = false;
   }
   static bool interpreter_exiting() {
 #if PY_VERSION_HEX >= 0x030D0000

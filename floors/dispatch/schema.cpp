@@ -63,7 +63,7 @@ void parse_alias(Cursor& c, std::string* alias, bool* is_write, std::string* aft
   if (c.eat("->")) {
     c.skip_space();
     if (!c.eat("*")) c.fail("expected '*' after '->' in an alias annotation");
-    *after = "*";
+    after->assign(1, '*');  // not = "*": GCC 12 warns wrongly about that (-Wrestrict, PR 105329)
   }
   c.expect(")");
 }

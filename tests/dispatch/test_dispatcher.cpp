@@ -199,7 +199,7 @@ TEST(KeySetOfCall, GuardsNestRestoreAndArePerThread) {
   EXPECT_EQ(keys_of_call(Op::neg, x), plain);
   {
     IncludeKeyGuard inc(DispatchKey::AutocastCPU);
-    ExcludeKeyGuard exc(DispatchKeySet());  // nothing
+    ExcludeKeyGuard exc{DispatchKeySet()};  // excludes nothing
     EXPECT_EQ(local_keys().included.str(), "BackendSelect, ADInplaceOrView, AutocastCPU");
     std::thread other([&] {
       EXPECT_EQ(local_keys().included, kDefaultIncluded) << "the guards are per thread";
