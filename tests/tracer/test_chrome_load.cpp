@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tracer/json.h"
+#include "tests/tracer/trace_test_util.h"
 #include "tracer/trace.h"
 
 namespace descent::trace {
@@ -46,12 +47,7 @@ std::string error_of(F&& f) {
   return "";
 }
 
-const Span* find_span(const Trace& t, const std::string& name) {
-  for (const Span& s : t.spans) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+using test_util::find;
 
 const Span* by_id(const Trace& t, uint64_t id) {
   for (const Span& s : t.spans) {
@@ -183,10 +179,10 @@ TEST(ChromeLoad, KinetoCudaFilePlacesEventsOnFloors) {
   // The overhead event and the two instants are not loaded.
   EXPECT_EQ(t.metadata.at("chrome.skipped_events"), "3");
 
-  const Span* add = find_span(t, "aten::add");
-  const Span* ones = find_span(t, "aten::ones");
-  const Span* empty = find_span(t, "aten::empty");
-  const Span* fill = find_span(t, "aten::fill_");
+  const Span* add = find(t, "aten::add");
+  const Span* ones = find(t, "aten::ones");
+  const Span* empty = find(t, "aten::empty");
+  const Span* fill = find(t, "aten::fill_");
   ASSERT_TRUE(add && ones && empty && fill);
   EXPECT_EQ(add->floor, Floor::Dispatch);
   EXPECT_EQ(add->parent, 0u);
@@ -248,9 +244,9 @@ TEST(ChromeLoad, KinetoCpuFile) {
   const Trace t = from_chrome_json(read_file(path), path);
   EXPECT_EQ(check_structure(t), "");
   EXPECT_TRUE(t.flows.empty());
-  const Span* add = find_span(t, "aten::add");
-  const Span* to = find_span(t, "aten::to");
-  const Span* copy = find_span(t, "aten::copy_");
+  const Span* add = find(t, "aten::add");
+  const Span* to = find(t, "aten::to");
+  const Span* copy = find(t, "aten::copy_");
   ASSERT_TRUE(add && to && copy);
   EXPECT_EQ(add->floor, Floor::Dispatch);
   EXPECT_EQ(to->floor, Floor::Kernels);
@@ -259,7 +255,7 @@ TEST(ChromeLoad, KinetoCpuFile) {
   EXPECT_EQ(by_id(t, copy->parent)->name, "aten::_to_copy");
   for (const Span& s : t.spans) EXPECT_NE(s.floor, Floor::Device);
   // The profiler's own "Trace" span is on a row of its own, on the Python floor.
-  const Span* window = find_span(t, "PyTorch Profiler (0)");
+  const Span* window = find(t, "PyTorch Profiler (0)");
   ASSERT_TRUE(window);
   EXPECT_EQ(window->floor, Floor::Python);
   EXPECT_NE(window->thread, add->thread);
@@ -267,19 +263,7 @@ TEST(ChromeLoad, KinetoCpuFile) {
 
 // [SECTION] descent's own Chrome export: round trip -----------------------------------------
 
-Span make_span(uint64_t id, uint64_t parent, Floor floor, const char* name, int64_t start, int64_t end,
-               uint32_t thread, std::vector<SpanArg> args) {
-  Span s;
-  s.id = id;
-  s.parent = parent;
-  s.floor = floor;
-  s.name = name;
-  s.start_ns = start;
-  s.end_ns = end;
-  s.thread = thread;
-  s.args = std::move(args);
-  return s;
-}
+using test_util::make_span;
 
 // Ids in (thread, start, longer first) order, as the loader numbers them.
 Trace sample_trace() {
@@ -427,8 +411,8 @@ TEST(ChromeLoad, OverlappingEventsStillFormATree) {
       {"ph":"X","name":"d","ts":9,"dur":0,"pid":1,"tid":1}])",
                                    "t");
   EXPECT_EQ(check_structure(t), "");
-  EXPECT_EQ(find_span(t, "b")->parent, 0u);
-  EXPECT_EQ(find_span(t, "c")->parent, find_span(t, "b")->id);
+  EXPECT_EQ(find(t, "b")->parent, 0u);
+  EXPECT_EQ(find(t, "c")->parent, find(t, "b")->id);
   EXPECT_EQ(t.metadata.at("chrome.overlapping_spans"), "1");
 }
 

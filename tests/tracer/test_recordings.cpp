@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "floors/kernels/parallel.h"
+#include "tests/tracer/trace_test_util.h"
 #include "tracer/trace.h"
 #include "tracer/tracer.h"
 
@@ -25,23 +26,11 @@ namespace {
 
 // [SECTION] Helpers -------------------------------------------------------------
 
-const Span* find(const Trace& t, const std::string& name) {
-  for (const Span& s : t.spans) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+using test_util::find;
 
+// A floor-1 span (the repeated statements below are lines of Python).
 Span make_span(uint64_t id, uint64_t parent, const char* name, int64_t start, int64_t end, uint32_t thread = 0) {
-  Span s;
-  s.id = id;
-  s.parent = parent;
-  s.floor = Floor::Python;
-  s.name = name;
-  s.start_ns = start;
-  s.end_ns = end;
-  s.thread = thread;
-  return s;
+  return test_util::make_span(id, parent, Floor::Python, name, start, end, thread);
 }
 
 // [SECTION] Span handles across recordings ------------------------------------------

@@ -18,6 +18,7 @@
 
 #include "floors/dispatch/dispatcher.h"
 #include "tracer/sources.h"
+#include "tests/tracer/trace_test_util.h"
 #include "tracer/trace.h"
 #include "tracer/tracer.h"
 
@@ -26,12 +27,7 @@ namespace {
 
 // [SECTION] Helpers -------------------------------------------------------------
 
-const Span* find(const Trace& t, const std::string& name) {
-  for (const Span& s : t.spans) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+using test_util::find;
 
 // Line `line` (1-based) of `text`, without its '\n'; "" past the end.
 std::string_view line_of(std::string_view text, uint32_t line) {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/tracer/trace_test_util.h"
 #include "tracer/trace.h"
 #include "tracer/tracer.h"
 
@@ -22,12 +23,7 @@ namespace {
 
 // [SECTION] Helpers -------------------------------------------------------------
 
-const Span* find(const Trace& t, const std::string& name) {
-  for (const Span& s : t.spans) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+using test_util::find;
 
 void nest(int depth) {
   if (depth == 0) return;

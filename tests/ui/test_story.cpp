@@ -2,6 +2,7 @@
 // step, warm medians, and playback.
 #include <gtest/gtest.h>
 
+#include "tests/tracer/trace_test_util.h"
 #include "ui/playback.h"
 #include "ui/story.h"
 
@@ -10,18 +11,7 @@ namespace {
 
 using trace::Floor;
 
-trace::Span span(uint64_t id, uint64_t parent, Floor f, const char* name, int64_t start, int64_t end,
-                 uint32_t thread = 0) {
-  trace::Span s;
-  s.id = id;
-  s.parent = parent;
-  s.floor = f;
-  s.name = name;
-  s.start_ns = start;
-  s.end_ns = end;
-  s.thread = thread;
-  return s;
-}
+using trace::test_util::make_span;
 
 // `x + 1` as descent traces it, twice (a cold call, then a warm one), and a
 // worker thread's span that is not part of the story.
@@ -30,13 +20,13 @@ trace::Trace two_calls() {
   for (int call = 0; call < 2; ++call) {
     const uint64_t b = 10 * call;
     const int64_t at = 10000 * call, slow = call == 0 ? 3 : 1;  // the first call is slower
-    t.spans.push_back(span(b + 1, 0, Floor::Python, "x + 1", at, at + 1000 * slow));
-    t.spans.push_back(span(b + 2, b + 1, Floor::Binding, "add", at + 100, at + 900 * slow));
-    t.spans.push_back(span(b + 3, b + 2, Floor::Dispatch, "add", at + 200, at + 800 * slow));
-    t.spans.push_back(span(b + 4, b + 3, Floor::Kernels, "add", at + 300, at + 700 * slow));
-    t.spans.push_back(span(b + 5, b + 4, Floor::Allocator, "cpu_alloc", at + 400, at + 500));
+    t.spans.push_back(make_span(b + 1, 0, Floor::Python, "x + 1", at, at + 1000 * slow));
+    t.spans.push_back(make_span(b + 2, b + 1, Floor::Binding, "add", at + 100, at + 900 * slow));
+    t.spans.push_back(make_span(b + 3, b + 2, Floor::Dispatch, "add", at + 200, at + 800 * slow));
+    t.spans.push_back(make_span(b + 4, b + 3, Floor::Kernels, "add", at + 300, at + 700 * slow));
+    t.spans.push_back(make_span(b + 5, b + 4, Floor::Allocator, "cpu_alloc", at + 400, at + 500));
   }
-  t.spans.push_back(span(100, 0, Floor::Kernels, "worker", 350, 450, 1));
+  t.spans.push_back(make_span(100, 0, Floor::Kernels, "worker", 350, 450, 1));
   return t;
 }
 
@@ -94,7 +84,7 @@ TEST(Story, DeepNestingDoesNotRecurse) {
   trace::Trace t;
   const int depth = 200000;
   for (int i = 0; i < depth; ++i) {
-    t.spans.push_back(span(i + 1, i, Floor::Kernels, "k", i, 2 * depth - i));
+    t.spans.push_back(make_span(i + 1, i, Floor::Kernels, "k", i, 2 * depth - i));
   }
   const Story s = build_story(t);
   EXPECT_EQ(s.steps.size(), 2u * depth);
