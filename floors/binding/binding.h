@@ -82,6 +82,23 @@ std::string utf8_text(PyObject* s);
 
 // [SECTION] Errors -----------------------------------------------------------------
 
+// A new list of n items, item(i) giving each as a new reference, or nullptr
+// with a Python error set (then the list is dropped and nullptr returned).
+template <typename Item>
+PyObject* py_list(size_t n, Item item) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(n));
+  if (!list) return nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* x = item(i);
+    if (!x) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), x);
+  }
+  return list;
+}
+
 // Sets the Python exception matching the C++ one currently being handled.
 void set_python_error();
 // True while this thread takes the GIL back after a kernel (GilRelease): the

@@ -487,10 +487,7 @@ PyObject* py_set_inference_mode(PyObject*, PyObject* v) {
 PyObject* py_matmul_isas(PyObject*, PyObject*) {
   DESCENT_PY_TRY
   const std::vector<std::string> names = kernels::matmul_isas();
-  PyObject* list = PyList_New(Py_ssize_t(names.size()));
-  if (list == nullptr) return nullptr;
-  for (size_t i = 0; i < names.size(); ++i) PyList_SET_ITEM(list, Py_ssize_t(i), PyUnicode_FromString(names[i].c_str()));
-  return list;
+  return py_list(names.size(), [&](size_t i) { return PyUnicode_FromString(names[i].c_str()); });
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_matmul_isa(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::matmul_isa()); }

@@ -91,38 +91,22 @@ PyObject* t_warm_medians(PyObject* o, PyObject* arg) {
   } catch (const std::invalid_argument& e) {
     return PyErr_Format(PyExc_ValueError, "%s", e.what());
   }
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(times.size()));
-  if (!list) return nullptr;
-  for (size_t i = 0; i < times.size(); ++i) {
+  return py_list(times.size(), [&](size_t i) {
     const trace::WarmTime& w = times[i];
-    PyObject* item = w.warm_ns < 0 && w.cold_ns < 0 ? Py_NewRef(Py_None)
-                                                    : Py_BuildValue("(LLi)", static_cast<long long>(w.warm_ns),
-                                                                    static_cast<long long>(w.cold_ns), w.warm_samples);
-    if (!item) {
-      Py_DECREF(list);
-      return nullptr;
-    }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
-  }
-  return list;
+    return w.warm_ns < 0 && w.cold_ns < 0 ? Py_NewRef(Py_None)
+                                          : Py_BuildValue("(LLi)", static_cast<long long>(w.warm_ns),
+                                                          static_cast<long long>(w.cold_ns), w.warm_samples);
+  });
   DESCENT_PY_CATCH(nullptr)
 }
 // The flows as a list of (from_id, to_id, name).
 PyObject* t_flows(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
   const std::vector<trace::Flow>& flows = T(o).flows;
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(flows.size()));
-  if (!list) return nullptr;
-  for (size_t i = 0; i < flows.size(); ++i) {
-    PyObject* item = Py_BuildValue("(KKs)", static_cast<unsigned long long>(flows[i].from),
-                                   static_cast<unsigned long long>(flows[i].to), flows[i].name.c_str());
-    if (!item) {
-      Py_DECREF(list);
-      return nullptr;
-    }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
-  }
-  return list;
+  return py_list(flows.size(), [&](size_t i) {
+    return Py_BuildValue("(KKs)", static_cast<unsigned long long>(flows[i].from),
+                         static_cast<unsigned long long>(flows[i].to), flows[i].name.c_str());
+  });
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o))); DESCENT_PY_CATCH(nullptr) }
