@@ -94,19 +94,8 @@ void append_json_string(std::string& out, const std::string& s) {
   out += '"';
 }
 
-namespace {
-
-// Nanoseconds as microseconds with three decimals, exactly (integer arithmetic).
-void append_us(std::string& out, int64_t ns) {
-  const bool negative = ns < 0;
-  const uint64_t mag = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, negative ? "-" : "", mag / 1000, mag % 1000);
-  out += buf;
-}
-
 // JSON has no NaN or infinity: those are written as strings.
-void append_value(std::string& out, const ArgValue& v) {
+void append_json_value(std::string& out, const ArgValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) {
     out += std::to_string(*i);
   } else if (const auto* d = std::get_if<double>(&v)) {
@@ -124,6 +113,18 @@ void append_value(std::string& out, const ArgValue& v) {
     append_json_string(out, std::get<std::string>(v));
   }
 }
+
+namespace {
+
+// Nanoseconds as microseconds with three decimals, exactly (integer arithmetic).
+void append_us(std::string& out, int64_t ns) {
+  const bool negative = ns < 0;
+  const uint64_t mag = negative ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, negative ? "-" : "", mag / 1000, mag % 1000);
+  out += buf;
+}
+
 
 // [SECTION] Events -------------------------------------------------------------
 
@@ -143,7 +144,7 @@ void append_span_event(std::string& out, const Span& s) {
     if (k > 0) out += ',';
     append_json_string(out, s.args[k].key);
     out += ':';
-    append_value(out, s.args[k].value);
+    append_json_value(out, s.args[k].value);
     has_floor_arg = has_floor_arg || s.args[k].key == "floor";
     has_src_arg = has_src_arg || s.args[k].key == "src";
   }
@@ -225,7 +226,7 @@ std::string to_chrome_json(const Trace& t) {
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
   out += "\"span_cost_ns\":";
-  append_value(out, t.span_cost_ns);
+  append_json_value(out, t.span_cost_ns);
   for (const auto& [key, value] : t.metadata) {
     if (key == "span_cost_ns") continue;  // no duplicate keys
     out += ',';

@@ -112,8 +112,8 @@ std::string format_tree(const Trace& t);
 // run by its place: the same statement, the same path of child positions
 // from it, the same names along the path (a run that went another way has no
 // match there). Its warm time is the median over runs 2..N of the matching
-// spans; its cold time is run 1's. The app's building (ui/story.cpp) matches
-// spans the same way.
+// spans; its cold time is run 1's. The app's building (ui/story.h,
+// timing_of) matches spans the same way, over calls grouped by line.
 //
 // Both have the tracer's own cost taken out, which a span pays for itself and
 // for every span recorded inside it on its thread: corrected = measured -
@@ -164,6 +164,9 @@ void write_text_file(const std::string& path, const std::string& text);
 // UTF-8 become U+FFFD, so any parser accepts it). The Chrome export and the
 // app's state dump both write strings with it.
 void append_json_string(std::string& out, const std::string& s);
+// Appends an argument's value as JSON: a number written to read back exactly,
+// true/false, a string; nan and inf, which JSON has no numbers for, as strings.
+void append_json_value(std::string& out, const ArgValue& v);
 
 // Chrome Trace Event JSON (complete "X" events; loads in Perfetto).
 std::string to_chrome_json(const Trace& t);

@@ -75,11 +75,9 @@ std::string quoted(const std::string& s) {
 }
 
 std::string arg_json(const trace::ArgValue& v) {
-  if (std::holds_alternative<std::string>(v)) return quoted(std::get<std::string>(v));
-  if (const auto* d = std::get_if<double>(&v)) {
-    if (*d != *d || *d - *d != 0) return quoted(arg_text(v));  // nan, inf: not JSON numbers
-  }
-  return arg_text(v);
+  std::string out;
+  trace::append_json_value(out, v);
+  return out;
 }
 
 const char* state_name(FloorState s) {
@@ -150,6 +148,7 @@ std::string state_json(const App& app) {
   o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
   o += "  \"banner\": " + quoted(app.banner) + ",\n";
   o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";
+  o += "  \"console_has_keys\": " + std::string(app.console_has_keys ? "true" : "false") + ",\n";
   o += "  \"console_last\": " + quoted(app.console.empty() ? std::string() : app.console.back().text) + "\n";
   return o + "}\n";
 }

@@ -100,16 +100,15 @@ size_t root_of_span(const Story& s, size_t i);
 
 // [SECTION] Warm repeats --------------------------------------------------------
 
-// Note [Warm medians]
-// ~~~~~~~~~~~~~~~~~~~
-// The first call of a line pays for cold caches, first-touch page faults and
-// lazy initialisation; teaching its time as "the cost of an op" misleads.
-// When the story holds the same line several times (`descent app --repeat N`,
-// or a loop), each span of a call is matched to the span at the same place
-// (the same path of child positions and names) in the other calls of that
-// line, and the building shows the median over the warm ones (all but the
-// first), beside the cold first time. At most kMaxWarmSamples calls are read
-// per span, so a loop of a million calls stays cheap to draw.
+// Warm medians, as Note [Warm medians] (tracer/trace.h) has them for
+// `descent trace --repeat`: a span is matched by its place (the same path of
+// child positions and names) in the other calls of the same line, and the
+// building shows the median over the warm ones (all but the first) beside the
+// cold first time. Two differences: calls are grouped by their line's text,
+// not by a known run count, so a loaded trace or a loop gets medians too; and
+// the times are as measured, the tracer's cost included (the detail panel
+// says how much). At most kMaxWarmSamples calls are read per span, so a loop
+// of a million calls stays cheap to draw.
 constexpr size_t kMaxWarmSamples = 100;
 struct Timing {
   int64_t inclusive_ns = 0;
