@@ -89,7 +89,9 @@ struct App {
   std::vector<std::string> history;
   int history_pos = -1;
   std::string input;
-  bool focus_console = false;
+  bool focus_console = false;   // give the prompt the keyboard (repeated until it has it)
+  int leave_console_frames = 0; // after Escape: frames in which the prompt is made to let go
+  bool console_has_keys = false; // whether the prompt had the keyboard in the last frame
   bool console_scroll = false;  // scroll to the newest line on the next frame
 
   // Timeline view: the visible window on the trace's clock, in ns.

@@ -311,7 +311,8 @@ int run(int argc, char** argv) {
   Clock::time_point last = Clock::now();
   int exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
-    if (headless || o.bench_frames || app.play.playing || app.focus_console || !g_key_queue.empty()) {
+    if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
+        !g_key_queue.empty()) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing

@@ -3,6 +3,7 @@
 // are shown here, and the app carries on.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h>  // ClearActiveID: Escape's letting go, which 1.86 has no public call for
 #include <imgui_stdlib.h>  // after imgui.h, which it needs
 
 #include "ui/app.h"
@@ -89,6 +90,11 @@ void draw_console(App& app, ImVec2 pos, ImVec2 size) {
   } else if (app.focus_console && ImGui::IsItemActive()) {
     app.focus_console = false;
   }
+  if (app.leave_console_frames > 0) {  // Escape was pressed: see handle_keys
+    if (ImGui::IsItemActive()) ImGui::ClearActiveID();
+    --app.leave_console_frames;
+  }
+  app.console_has_keys = ImGui::IsItemActive();
   ImGui::End();
 }
 

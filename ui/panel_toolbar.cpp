@@ -30,6 +30,7 @@ constexpr const char* kKeyHelp =
     "F1 / H        this help";
 
 bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key, true); }
+constexpr int kLeaveConsoleFrames = 3;  // long enough for a focus request ImGui still holds
 
 enum class FileAction { None, Open, Compare, Save, SaveChrome };
 
@@ -72,9 +73,17 @@ void file_popup(App& app, FileAction& action) {
 void handle_keys(App& app) {
   const ImGuiIO& io = ImGui::GetIO();
   // Escape leaves the console, even while a focus request for it is pending
-  // (after a statement runs, the prompt asks for the keyboard back).
-  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) app.focus_console = false;
-  if (io.WantTextInput || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
+  // (after a statement runs, the prompt asks for the keyboard back, and ImGui
+  // acts on such a request a frame late): for a few frames the prompt is
+  // made to let go whenever it has the keyboard (panel_console.cpp).
+  if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
+    app.focus_console = false;
+    app.leave_console_frames = kLeaveConsoleFrames;
+  }
+  // io.WantTextInput alone lags a frame behind a text field letting go (it
+  // is computed from the frame before): an item must also be active now.
+  const bool typing = io.WantTextInput && ImGui::IsAnyItemActive();
+  if (typing || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
   const Story& s = app.story;
   const size_t before = app.step();
   if (pressed(GLFW_KEY_DOWN) || pressed(GLFW_KEY_J)) app.play.step_down(s);
@@ -90,7 +99,10 @@ void handle_keys(App& app) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
-  if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) app.focus_console = true;
+  if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) {
+    app.focus_console = true;
+    app.leave_console_frames = 0;
+  }
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
   const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare};
   for (int k = 0; k < 3; ++k) {

@@ -283,18 +283,18 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
         assert s["token_floor"] == token_floor(steps[2], by_id)
         # A statement that raises, typed into the console: shown, and the app goes on.
         xdotool(xserver, "key", "F2")
-        time.sleep(0.2)
+        wait_state(state_path, lambda s: s["console_has_keys"])
         xdotool(xserver, "type", "--delay", "30", "1/0")
         xdotool(xserver, "key", "Return")
         s = wait_state(state_path, lambda s: "ZeroDivisionError" in s["console_last"])
         xdotool(xserver, "key", "Escape")
-        time.sleep(0.2)
+        s = wait_state(state_path, lambda s: not s["console_has_keys"])
         before = s["step"]
         xdotool(xserver, "key", "Down")
         wait_state(state_path, lambda s: s["step"] == before + 1)
         # A good statement becomes the call on screen.
         xdotool(xserver, "key", "F2")
-        time.sleep(0.2)
+        wait_state(state_path, lambda s: s["console_has_keys"])
         xdotool(xserver, "type", "--delay", "30", "descent.zeros(3).sum()")
         xdotool(xserver, "key", "Return")
         s = wait_state(state_path, lambda s: s["source"] == "descent.zeros(3).sum()")
