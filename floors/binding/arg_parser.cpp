@@ -157,7 +157,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         return true;
       }
       if (PyUnicode_Check(o)) {
-        out = IValue(Device::parse(utf8_text(o)));  // raises ValueError naming the string
+        out = IValue(Device::parse(utf8_text(o)));  // raises RuntimeError naming the string
         return true;
       }
       break;

@@ -49,24 +49,32 @@ std::string Device::str() const {
   return std::string(device_type_name(type)) + ":" + std::to_string(index);
 }
 
+// As c10::Device's constructor: a type name, then optionally ':' and an index
+// written without a sign or leading zeros; every error is a RuntimeError. The
+// digits are checked before they are added up, so a long run of them
+// ("cuda:9999999999") is an error instead of an int overflow.
 Device Device::parse(std::string_view s) {
+  DESCENT_CHECK(!s.empty(), Error, "Device string must not be empty");
   std::string_view kind = s.substr(0, s.find(':'));
   Device d;
   if (kind == "cpu") d.type = DeviceType::CPU;
   else if (kind == "sim") d.type = DeviceType::Sim;
   else if (kind == "cuda") d.type = DeviceType::CUDA;
-  else throw ValueError(descent::str("Expected one of cpu, sim, cuda device type at start of device string: ", s));
+  else throw Error(descent::str("Expected one of cpu, sim, cuda device type at start of device string: ", s));
   if (kind.size() < s.size()) {
     std::string_view num = s.substr(kind.size() + 1);
-    int idx = 0;
-    bool ok = !num.empty() && num.size() < 4;
+    bool digits = !num.empty() && (num[0] != '0' || num.size() == 1);
+    for (char c : num) digits = digits && c >= '0' && c <= '9';
+    DESCENT_CHECK(digits, Error, "Invalid device string: '", s, "'");
+    int64_t idx = 0;
     for (char c : num) {
-      ok = ok && c >= '0' && c <= '9';
       idx = idx * 10 + (c - '0');
+      DESCENT_CHECK(idx <= kMaxDeviceIndex, Error, "Could not parse device index '", num, "' in device string '", s,
+                    "': a device index is at most ", kMaxDeviceIndex);
     }
-    DESCENT_CHECK(ok, ValueError, "Invalid device string: '", s, "' (the index after ':' must be a small non-negative integer)");
-    DESCENT_CHECK(d.type != DeviceType::CPU || idx == 0, ValueError, "Invalid device string: '", s, "' (the CPU has only index 0)");
-    d.index = idx;
+    DESCENT_CHECK(d.type != DeviceType::CPU || idx == 0, Error, "Invalid device string: '", s,
+                  "' (the CPU has only index 0)");
+    d.index = int(idx);
   }
   return d;
 }

@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 
 #include "floors/core/device.h"
 #include "floors/core/dtype.h"
@@ -113,18 +114,24 @@ TEST(Device, ParsesTheDocumentedForms) {
   EXPECT_STREQ(device_type_name(DeviceType::CUDA), "cuda");
 }
 
-TEST(Device, BadStringsRaiseValueErrorNamingTheString) {
+TEST(Device, BadStringsRaiseRuntimeErrorNamingTheString) {
+  // As torch.device: every bad string is a RuntimeError (descent's Error, not
+  // one of its subclasses); an index past 127 (c10's int8 DeviceIndex) and
+  // digit runs that do not fit any integer too, without overflowing the parser.
   for (const char* bad : {"", "gpu", "CPU", "cuda0", "cpu:1", "sim:", "cuda:-1", "cuda:x", "cuda:1:2", "sim:1234",
-                          ":0", " cpu", "cuda: 1"}) {
+                          ":0", " cpu", "cuda: 1", "cuda:01", "cuda:128", "cuda:9999999999", "sim:4294967296",
+                          "sim:18446744073709551617", "cuda:99999999999999999999999999999999999999"}) {
     try {
       Device::parse(bad);
       ADD_FAILURE() << "no error for '" << bad << "'";
-    } catch (const ValueError& e) {
+    } catch (const Error& e) {
+      EXPECT_EQ(typeid(e), typeid(Error)) << bad << ": " << e.what();
       if (*bad) {
         EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
       }
     }
   }
+  EXPECT_EQ(Device::parse("cuda:127").index, 127);
 }
 
 // [SECTION] Scalars ---------------------------------------------------------------------
