@@ -188,6 +188,7 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
   Py_ssize_t used = nargs;
   if (nargs > npos && npos > 0 && sargs[npos - 1].type == ArgType::IntList && is_int_like(args[npos - 1])) {
     gathered = PyTuple_New(nargs - npos + 1);
+    if (!gathered) throw std::bad_alloc();  // MemoryError is set; DESCENT_PY_CATCH keeps it
     for (Py_ssize_t k = npos - 1; k < nargs; ++k) {
       Py_INCREF(args[k]);
       PyTuple_SET_ITEM(gathered, k - npos + 1, args[k]);

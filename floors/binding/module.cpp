@@ -133,6 +133,7 @@ bool add_op_functions(PyObject* m) {
     d.ml_flags = METH_FASTCALL | METH_KEYWORDS;
     d.ml_doc = groups[i].overloads[0]->schema.text.c_str();
     PyObject* index = PyLong_FromSize_t(i);
+    if (!index) return false;
     PyObject* fn = PyCFunction_NewEx(&d, index, nullptr);
     Py_DECREF(index);
     if (!fn || PyModule_AddObject(m, d.ml_name, fn) < 0) return false;
@@ -382,16 +383,13 @@ PyObject* py_verify(PyObject*, PyObject* args) {
       for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed));
     }
   }
-  PyObject* list = PyList_New(0);
-  for (const auto& v : vs) {
-    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
-                                "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
-                                v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound,
-                                "detail", v.detail.c_str());
-    PyList_Append(list, d);
-    Py_DECREF(d);
-  }
-  return list;
+  return py_list(vs.size(), [&](size_t i) {
+    const kernels::Verdict& v = vs[i];
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
+                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
+                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
+                         v.detail.c_str());
+  });
   DESCENT_PY_CATCH(nullptr)
 }
 

@@ -6,6 +6,7 @@
 // [SECTION] The buffer protocol (numpy interop)
 // [SECTION] Building a tensor from Python data
 #include <cstring>
+#include <memory>
 
 #include "floors/binding/binding.h"
 
@@ -173,7 +174,15 @@ PyObject* tensor_new(PyTypeObject* type, PyObject*, PyObject*) {
 
 PyObject* sizes_tuple(const DimVector& v) {
   PyObject* t = PyTuple_New(v.size());
-  for (int i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(v[i]));
+  if (!t) return nullptr;
+  for (int i = 0; i < v.size(); ++i) {
+    PyObject* x = PyLong_FromLongLong(v[i]);
+    if (!x) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, x);
+  }
   return t;
 }
 
@@ -224,9 +233,12 @@ PyObject* m_item(PyObject* o, PyObject*) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// Every CPython allocation is checked: zeros(2**40, 0).tolist() asks for a
+// list of 2**40 empty lists, and PyList_New's MemoryError comes back as one.
 PyObject* tolist_rec(const Tensor& t, int d, int64_t off) {
   if (d == t.dim()) return element_to_py(t, off);
   PyObject* l = PyList_New(t.sizes()[d]);
+  if (!l) return nullptr;
   for (int64_t i = 0; i < t.sizes()[d]; ++i) {
     PyObject* e = tolist_rec(t, d + 1, off + i * t.strides()[d]);
     if (!e) {
@@ -338,16 +350,29 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
     PyErr_SetString(PyExc_BufferError, "descent tensors are laid out in C order, not Fortran order");
     return -1;
   }
-  auto* sh = new BufferShape;
-  size_t es = element_size(t.dtype());
+  // Byte strides and length, overflow-checked: a zero-size tensor may have
+  // sizes and strides near 2**62 (zeros(0, 2**62)), an expanded one more
+  // elements than bytes an address can count (zeros(1).expand(2**61)). A
+  // stride that does not fit is 0 when there are no elements (nothing is
+  // read through it); anything else that does not fit is an error.
+  const int64_t es = int64_t(element_size(t.dtype()));
+  Py_ssize_t len = 0;
+  DESCENT_CHECK(!__builtin_mul_overflow(t.numel(), es, &len), Error, "can't export a ", dtype_name(t.dtype()),
+                " tensor of shape ", t.shape_str(), " as a buffer: its ", t.numel(),
+                " elements are more bytes than a Py_ssize_t can count");
+  auto sh = std::make_unique<BufferShape>();
   for (int d = 0; d < t.dim(); ++d) {
     sh->shape[d] = t.sizes()[d];
-    sh->strides[d] = Py_ssize_t(t.strides()[d] * int64_t(es));
+    const bool overflow = __builtin_mul_overflow(t.strides()[d], es, &sh->strides[d]);
+    if (overflow && t.numel() == 0) sh->strides[d] = 0;
+    DESCENT_CHECK(!overflow || t.numel() == 0, Error, "can't export a ", dtype_name(t.dtype()), " tensor of shape ",
+                  t.shape_str(), " and strides ", t.strides().str(), " as a buffer: stride ", t.strides()[d],
+                  " of dim ", d, " is more bytes than a Py_ssize_t can count");
   }
   view->buf = t.data_ptr();
   view->obj = o;
   Py_INCREF(o);
-  view->len = Py_ssize_t(t.numel() * int64_t(es));
+  view->len = len;
   view->readonly = 0;
   view->itemsize = Py_ssize_t(es);
   view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(t.dtype())) : nullptr;
@@ -357,7 +382,7 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   view->shape = (flags & PyBUF_ND) == PyBUF_ND ? sh->shape : nullptr;
   view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? sh->strides : nullptr;
   view->suboffsets = nullptr;
-  view->internal = sh;
+  view->internal = sh.release();
   return 0;
   DESCENT_PY_CATCH(-1)
 }

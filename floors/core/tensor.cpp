@@ -89,11 +89,14 @@ void Tensor::set_requires_grad(bool r) {
 }
 
 bool Tensor::is_contiguous() const {
+  // A tensor with no elements is contiguous, as in c10; returning first also
+  // keeps the product below from overflowing on sizes like (0, 2**40, 2**40).
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (int i = dim() - 1; i >= 0; --i) {
     int64_t sz = impl_->sizes[i];
     if (sz == 1) continue;
-    if (impl_->strides[i] != expected) return numel() == 0;
+    if (impl_->strides[i] != expected) return false;
     expected *= sz;
   }
   return true;
