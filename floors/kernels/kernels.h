@@ -2,6 +2,7 @@
 //
 // [SECTION] Variants: reference or optimized
 // [SECTION] Shapes: broadcasting and strided offsets
+// [SECTION] Cascade summation
 // [SECTION] Type promotion
 // [SECTION] The loops (reference.cpp, optimized.cpp)
 //
@@ -67,6 +68,23 @@ inline int64_t strided_offset(int64_t linear, const DimVector& sizes, const DimV
   }
   return off;
 }
+
+// [SECTION] Cascade summation ----------------------------------------------------
+
+// Note [Cascade summation] (reference.cpp) in numbers, shared by both sums and
+// the verifier's bound (Note [Summation bound], verifier.cpp).
+constexpr int64_t kSumBlock = 4;   // elements a block (a lane's block, optimized) adds in order
+constexpr int64_t kSumLanes = 16;  // running totals side by side in the optimized sum (a power of two)
+// Where the cascade over elements [lo, hi) of a sum splits, in units of
+// `block` elements from lo: half the blocks (rounded down) on the left.
+inline int64_t cascade_mid(int64_t lo, int64_t hi, int64_t block) {
+  const int64_t blocks = (hi - lo + block - 1) / block;
+  return lo + blocks / 2 * block;
+}
+// The most rounded additions any one of n elements goes through in either
+// sum: n - 1, or kSumBlock - 1 in its block, plus ceil(log2(ceil(n /
+// kSumBlock))) above it, plus log2(kSumLanes) joining the optimized lanes.
+int64_t cascade_depth(int64_t n);
 
 // [SECTION] Type promotion ------------------------------------------------------
 

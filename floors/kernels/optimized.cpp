@@ -3,18 +3,24 @@
 // Each returns false, having done nothing, when its preconditions fail; the
 // caller then runs the reference loop. Elementwise loops use the same element
 // functions as the reference (elementwise.h), so they agree bit for bit; sums
-// over a contiguous run use eight running totals (Note [Summation bound] in
-// verifier.cpp says how far that may move the result). This file is compiled
+// are cascades of kSumLanes running totals (Note [Cascade summation] in
+// reference.cpp; Note [Summation bound] in verifier.cpp says how far that may
+// move the result from the reference's order). This file is compiled
 // with -ffp-contract=off, as reference.cpp, so no multiply-add is fused in
 // one variant and not the other.
 //
 // Elementwise loops split their work across threads with parallel_for (Note
 // [Intra-op parallelism], parallel.h) by contiguous runs of elements, so every
-// element is computed as on one thread. Reductions stay on one thread. The
-// matrix product has a file of its own, optimized_matmul.cpp.
+// element is computed as on one thread. Sums split by rows, by columns, or
+// one long row at a fixed level of its cascade, so a sum too is what one
+// thread computes, bit for bit. The matrix product has a file of its own,
+// optimized_matmul.cpp.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
@@ -160,30 +166,185 @@ int reduction_layout(const Tensor& in, const bool* reduced, int64_t* outer, int6
   return 0;
 }
 
+// Whether `t` covers one block of memory without gaps or overlaps, in some
+// order of its dims (a transposed or permuted contiguous tensor): then a sum
+// of all its elements is a sum over that block. Strides are never negative.
+bool dense(const Tensor& t) {
+  int order[kMaxDims], m = 0;  // the dims of size > 1, by increasing stride (an insertion sort)
+  for (int d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 1) continue;
+    int i = m++;
+    for (; i > 0 && t.strides()[order[i - 1]] > t.strides()[d]; --i) order[i] = order[i - 1];
+    order[i] = d;
+  }
+  int64_t expected = 1;
+  for (int i = 0; i < m; ++i) {
+    if (t.strides()[order[i]] != expected) return false;
+    expected *= t.sizes()[order[i]];  // at most numel: no overflow
+  }
+  return true;
+}
+
+// [SECTION] Cascade sums: Note [Cascade summation] (reference.cpp) ------------------
+
+// kSumLanes running totals, lane l adding the elements l, l + kSumLanes, ...
+template <typename T>
+struct Lanes {
+  T v[kSumLanes];
+};
+constexpr int64_t kSumSuper = kSumLanes * kSumBlock;  // elements of one block of every lane
+
+// The lanes of x[0, n), n <= kSumSuper: each lane adds its (at most kSumBlock) elements in order.
+template <typename T>
+Lanes<T> lanes_block(const T* __restrict x, int64_t n) {
+  Lanes<T> acc = {};
+  if (n == kSumSuper) {  // the common case, with a fixed trip count the compiler unrolls and vectorizes
+    for (int64_t i = 0; i < kSumBlock; ++i)
+      for (int64_t l = 0; l < kSumLanes; ++l) acc.v[l] = plus(acc.v[l], x[i * kSumLanes + l]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc.v[i % kSumLanes] = plus(acc.v[i % kSumLanes], x[i]);
+  }
+  return acc;
+}
+template <typename T>
+Lanes<T> lanes_plus(Lanes<T> a, const Lanes<T>& b) {
+  for (int64_t l = 0; l < kSumLanes; ++l) a.v[l] = plus(a.v[l], b.v[l]);
+  return a;
+}
+
+// The lanes of 2**k whole blocks of kSumSuper: the balanced tree lanes_tree
+// makes of them, added as a binary counter adds (merge the last two totals
+// while they cover the same count of blocks), without a call per node.
+template <typename T>
+Lanes<T> lanes_pow2(const T* x, int64_t blocks) {
+  Lanes<T> stack[64];
+  int top = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    Lanes<T> a = lanes_block(x + b * kSumSuper, kSumSuper);
+    for (int64_t done = b + 1; done % 2 == 0; done /= 2) a = lanes_plus(stack[--top], a);
+    stack[top++] = a;
+  }
+  return stack[0];
+}
+
+// The lanes of x[lo, hi): a cascade over blocks of kSumSuper elements.
+template <typename T>
+Lanes<T> lanes_tree(const T* x, int64_t lo, int64_t hi) {
+  if (hi - lo <= kSumSuper) return lanes_block(x + lo, hi - lo);
+  const int64_t blocks = (hi - lo) / kSumSuper;
+  if ((hi - lo) % kSumSuper == 0 && (blocks & (blocks - 1)) == 0) return lanes_pow2(x + lo, blocks);
+  const int64_t mid = cascade_mid(lo, hi, kSumSuper);
+  return lanes_plus(lanes_tree(x, lo, mid), lanes_tree(x, mid, hi));
+}
+
+// The same tree, its top `levels` levels cut off: the subtrees below are the
+// parallel work. visit(lo, hi) is called on each in order, then join() walks
+// the top back, so the sum is the serial one bit for bit, on any number of threads.
+template <typename T>
+void cut_tree(int64_t lo, int64_t hi, int levels, std::vector<std::pair<int64_t, int64_t>>& leaves) {
+  if (levels == 0 || hi - lo <= kSumSuper) {
+    leaves.emplace_back(lo, hi);
+    return;
+  }
+  const int64_t mid = cascade_mid(lo, hi, kSumSuper);
+  cut_tree<T>(lo, mid, levels - 1, leaves);
+  cut_tree<T>(mid, hi, levels - 1, leaves);
+}
+template <typename T>
+Lanes<T> join_tree(int64_t lo, int64_t hi, int levels, const std::vector<Lanes<T>>& sums, size_t& next) {
+  if (levels == 0 || hi - lo <= kSumSuper) return sums[next++];
+  const int64_t mid = cascade_mid(lo, hi, kSumSuper);
+  Lanes<T> a = join_tree<T>(lo, mid, levels - 1, sums, next);
+  return lanes_plus(a, join_tree<T>(mid, hi, levels - 1, sums, next));
+}
+
+// Reductions are cut into pieces of at least this many elements: a sum is
+// one cheap add per element, like a copy.
+constexpr int64_t kSumGrain = kCheapGrain;
+
+// The sum of the contiguous run x[0, n): the lanes' cascades, then the lanes
+// joined in pairs. A long run is cut at a level of the tree into subtrees of
+// at least kSumGrain elements, which threads add at once.
+template <typename T>
+T cascade_row(const T* x, int64_t n) {
+  Lanes<T> lanes;
+  if (n < 2 * kSumGrain || get_num_threads() == 1 || in_parallel_region()) {
+    lanes = lanes_tree(x, 0, n);
+  } else {
+    int levels = 0;
+    while ((n >> (levels + 1)) >= kSumGrain && levels < 16) ++levels;
+    std::vector<std::pair<int64_t, int64_t>> leaves;
+    cut_tree<T>(0, n, levels, leaves);
+    std::vector<Lanes<T>> sums(leaves.size());
+    parallel_for(0, int64_t(leaves.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sums[size_t(i)] = lanes_tree(x, leaves[size_t(i)].first, leaves[size_t(i)].second);
+    });
+    size_t next = 0;
+    lanes = join_tree<T>(0, n, levels, sums, next);
+  }
+  for (int64_t width = kSumLanes / 2; width >= 1; width /= 2)
+    for (int64_t l = 0; l < width; ++l) lanes.v[l] = plus(lanes.v[l], lanes.v[l + width]);
+  return lanes.v[0];
+}
+
+// Rows [r0, r1) of x (rows of `stride` elements; columns [0, m) of each)
+// added into y[0, m): blocks of kSumBlock rows in order, then the blocks'
+// totals in pairs, exactly the reference's order for each column. `scratch`
+// holds one partial row per level of the tree.
+template <typename T>
+void cascade_rows(const T* x, int64_t stride, int64_t m, int64_t r0, int64_t r1, T* __restrict y, T* scratch) {
+  if (r1 - r0 <= kSumBlock) {
+    for (int64_t j = 0; j < m; ++j) y[j] = T(0);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* __restrict row = x + r * stride;
+      for (int64_t j = 0; j < m; ++j) y[j] = plus(y[j], row[j]);
+    }
+    return;
+  }
+  const int64_t mid = cascade_mid(r0, r1, kSumBlock);
+  cascade_rows(x, stride, m, r0, mid, y, scratch);
+  cascade_rows(x, stride, m, mid, r1, scratch, scratch + m);
+  for (int64_t j = 0; j < m; ++j) y[j] = plus(y[j], scratch[j]);
+}
+
 }  // namespace
 
+// Three layouts are fast, each a cascade (Note [Cascade summation]): every
+// element of a dense input (one block of memory, in any dim order: x.T.sum());
+// each of `outer` contiguous rows (the reduced dims are a suffix); and
+// `outer` rows added into one (the reduced dims are a prefix). Threads split
+// the rows, or one long row at a level of its tree, or the columns: every
+// output is computed as on one thread.
 bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
+  if (in.dtype() != keep.dtype()) return false;
+  if (in.numel() == 0) {  // nothing to add, however large the empty dims: the output's zeros
+    std::memset(keep.data_ptr(), 0, size_t(keep.numel()) * element_size(keep.dtype()));
+    return true;
+  }
   int64_t outer = 0, inner = 0;
   int layout = reduction_layout(in, reduced, &outer, &inner);
-  if (layout == 0 || in.dtype() != keep.dtype()) return false;
+  if (layout == 0 && keep.numel() == 1 && dense(in)) layout = 1, outer = 1, inner = in.numel();
+  if (layout == 0) return false;
   visit_dtype(in.dtype(), [&]<typename T>() {
-    const T* __restrict x = in.data<T>();
-    T* __restrict y = keep.data<T>();
-    if (layout == 1) {  // each output sums one contiguous run, eight totals at a time
-      for (int64_t r = 0; r < outer; ++r) {
-        const T* row = x + r * inner;
-        T acc[8] = {};
-        int64_t i = 0;
-        for (; i + 8 <= inner; i += 8)
-          for (int l = 0; l < 8; ++l) acc[l] = plus(acc[l], row[i + l]);
-        T total = plus(plus(plus(acc[0], acc[1]), plus(acc[2], acc[3])), plus(plus(acc[4], acc[5]), plus(acc[6], acc[7])));
-        for (; i < inner; ++i) total = plus(total, row[i]);
-        y[r] = total;
+    const T* x = in.data<T>();
+    T* y = keep.data<T>();
+    if (layout == 1) {  // each output sums one contiguous run
+      if (inner >= 2 * kSumGrain) {
+        for (int64_t r = 0; r < outer; ++r) y[r] = cascade_row(x + r * inner, inner);
+      } else {
+        parallel_for(0, outer, std::max<int64_t>(1, kSumGrain / inner), [=](int64_t lo, int64_t hi) {
+          for (int64_t r = lo; r < hi; ++r) y[r] = cascade_row(x + r * inner, inner);
+        });
       }
-    } else {  // rows added in order into a vector of totals: the reference's order
-      for (int64_t j = 0; j < inner; ++j) y[j] = T(0);
-      for (int64_t r = 0; r < outer; ++r)
-        for (int64_t j = 0; j < inner; ++j) y[j] = plus(y[j], x[r * inner + j]);
+    } else {  // rows added into a row of totals, 2048 columns (8 KiB of float32) at a time
+      constexpr int64_t kColumns = 2048;
+      int depth = 1;  // one partial row per level: a child has at most half its parent's blocks, rounded up
+      for (int64_t blocks = (outer + kSumBlock - 1) / kSumBlock; blocks > 1; blocks = (blocks + 1) / 2) ++depth;
+      parallel_for(0, inner, std::max<int64_t>(kColumns, kSumGrain / outer), [=](int64_t lo, int64_t hi) {
+        std::unique_ptr<T[]> scratch(new T[size_t(depth * kColumns)]);
+        for (int64_t j = lo; j < hi; j += kColumns)
+          cascade_rows(x + j, inner, std::min(kColumns, hi - j), 0, outer, y + j, scratch.get());
+      });
     }
   });
   return true;

@@ -257,6 +257,7 @@ void set_matmul_isa(std::string_view name) {
 // The B * M output rows (all batches in one range) are what threads share.
 bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!a.is_contiguous() || !b.is_contiguous() || !out.is_contiguous()) return false;
+  if (out.numel() == 0) return true;  // no loop over the rows of an empty product
   const Isa isa = current_isa();
   const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
   const int64_t row_work = std::max<int64_t>(1, (K + 1) * N);  // multiply-adds and zeroing per output row

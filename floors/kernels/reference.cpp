@@ -2,6 +2,8 @@
 // read. Every element is found by strided_offset() (kernels.h), which is
 // Note [Views and strides] in code. Slow on purpose: the verifier holds the
 // optimized loops to these.
+#include <algorithm>
+
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
 
@@ -73,6 +75,88 @@ void reference_fill(const Tensor& out, Scalar value) {
 
 // [SECTION] Reductions ------------------------------------------------------------
 
+// Note [Cascade summation]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Plain summation keeps one running total and adds the elements to it in
+// order. Every addition rounds the total to the dtype, and the total grows,
+// so the k-th element is added to a number k times its size: each rounding
+// can lose up to half a unit in the last place of that large total. In
+// float32, which has 24 bits, adding 0.1 ten million times drifts to 0.10108
+// for the mean, and adding 1.0 to a total of 2**24 changes nothing at all
+// (ones(3, 2**23).T.sum() stopped at 16777216). Higham's bound for an order
+// in which an element goes through d rounded additions is d * u * sum|x_i|
+// (u the unit roundoff, 2**-24 for float32), and in plain order d = n - 1.
+//
+// Cascade (pairwise) summation adds the same numbers in a tree: blocks of
+// kSumBlock elements are added in order, then the block totals in pairs, the
+// pair totals in pairs, and so on (cascade_mid says where each range splits).
+// Each element now goes through at most kSumBlock - 1 additions inside its
+// block and ceil(log2(n / kSumBlock)) above it: 3 + 22 for ten million
+// elements instead of 9999999, and in practice the error stops growing with
+// n. The blocks are short because what a block gets wrong, every level above
+// repeats: 32 copies of 0.1f added in order are 2.6e-7 too small, and so
+// would be the mean of ten million (0.09999997); in blocks of 4 it is 0.1.
+// PyTorch's CPU sum cascades too, for float and double (cascade_sum in
+// aten/src/ATen/native/cpu/SumKernel.cpp, with a few levels of running
+// totals instead of a recursion), still accumulating float32 in float32. The
+// cost is small: the same additions in another order, and a call per tree node.
+//
+// This loop sums each output's elements in the order of their indices,
+// through the tree above. The optimized sum (optimized.cpp) keeps kSumLanes
+// running totals side by side so that vector instructions add them, each
+// lane a cascade of its own, and joins the lanes in pairs at the end; where
+// the reduced elements are whole rows, it adds the rows exactly as here. The
+// two orders differ, so the verifier compares them within the bound of both
+// (cascade_depth, Note [Summation bound] in verifier.cpp). Integer sums are
+// exact (wrapping) in any order.
+
+namespace {
+
+// The sum of elements [lo, hi) of one output, get(k) reading the k-th.
+template <typename T, typename Get>
+T cascade_sum(int64_t lo, int64_t hi, const Get& get) {
+  if (hi - lo <= kSumBlock) {
+    T total = T(0);
+    for (int64_t k = lo; k < hi; ++k) total = plus(total, get(k));
+    return total;
+  }
+  const int64_t mid = cascade_mid(lo, hi, kSumBlock);
+  return plus(cascade_sum<T>(lo, mid, get), cascade_sum<T>(mid, hi, get));
+}
+
+}  // namespace
+
+int64_t cascade_depth(int64_t n) {
+  if (n <= 1) return 0;
+  int64_t levels = 0;
+  for (int64_t blocks = (n + kSumBlock - 1) / kSumBlock; (int64_t(1) << levels) < blocks;) ++levels;
+  int64_t lane_levels = 0;
+  while ((int64_t(1) << lane_levels) < kSumLanes) ++lane_levels;
+  return std::min(n - 1, kSumBlock - 1 + levels + lane_levels);
+}
+
+// Each output element sums its elements in index order (the reduced dims
+// read row-major) through the cascade of Note [Cascade summation]. An input
+// with no elements does no work beyond writing the zeros of the output.
+void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
+  DimVector kept_sizes, kept_strides, red_sizes, red_strides;  // in's dims, split
+  for (int d = 0; d < in.dim(); ++d) {
+    (reduced[d] ? red_sizes : kept_sizes).push_back(in.sizes()[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(in.strides()[d]);
+  }
+  const int64_t n = in.numel() == 0 ? 0 : numel_of(red_sizes);  // elements per output
+  visit_dtype(keep.dtype(), [&]<typename T>() {
+    T* y = keep.data<T>();  // contiguous: output j is y[j]
+    visit_dtype(in.dtype(), [&]<typename S>() {
+      const S* x = in.data<S>();
+      for (int64_t j = 0; j < keep.numel(); ++j) {
+        const S* row = x + strided_offset(j, kept_sizes, kept_strides);
+        y[j] = cascade_sum<T>(0, n, [&](int64_t k) { return T(row[strided_offset(k, red_sizes, red_strides)]); });
+      }
+    });
+  });
+}
+
 // The offset in `keep` of input element `linear`: its index with every reduced dim set to 0.
 static int64_t keep_offset(int64_t linear, const Tensor& in, const Tensor& keep, const bool* reduced) {
   int64_t off = 0;
@@ -82,21 +166,6 @@ static int64_t keep_offset(int64_t linear, const Tensor& in, const Tensor& keep,
     if (!reduced[d]) off += i * keep.strides()[d];
   }
   return off;
-}
-
-// Sums in input order (row-major), one running total per output element.
-void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
-  visit_dtype(keep.dtype(), [&]<typename T>() {
-    T* y = keep.data<T>();
-    for (int64_t j = 0; j < keep.numel(); ++j) y[strided_offset(j, keep.sizes(), keep.strides())] = T(0);
-    visit_dtype(in.dtype(), [&]<typename S>() {
-      const S* x = in.data<S>();
-      for (int64_t i = 0; i < in.numel(); ++i) {
-        T& total = y[keep_offset(i, in, keep, reduced)];
-        total = plus(total, T(x[strided_offset(i, in.sizes(), in.strides())]));
-      }
-    });
-  });
 }
 
 // The first maximum wins; a NaN is the maximum of anything (PyTorch propagates NaN).
@@ -132,6 +201,7 @@ void reference_max(const Tensor& in, const Tensor& keep, const Tensor* indices, 
 
 // out[b, i, j] = sum over k of a[b, i, k] * b[b, k, j], k ascending.
 void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (out.numel() == 0) return;  // no loop over the rows of an empty product (zeros(2**40, 0) @ zeros(0, 0))
   const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
   const DimVector &sa = a.strides(), &sb = b.strides(), &so = out.strides();
   visit_dtype(out.dtype(), [&]<typename T>() {
