@@ -225,7 +225,13 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     t.data<bool>()[pos] = truth != 0;
   } else {
     const double d = as_double(o);  // 10**400: Python's OverflowError
-    visit_dtype(t.dtype(), [&]<typename T>() { t.data<T>()[pos] = T(d); });
+    // A float into an int64 tensor is checked as torch.tensor checks it
+    // (1e300, nan and inf raise; Note [Checked scalar conversion]); into a
+    // float32 one it is rounded, 1e300 to inf, as torch.tensor does.
+    visit_dtype(t.dtype(), [&]<typename T>() {
+      if constexpr (std::is_integral_v<T>) t.data<T>()[pos] = Scalar(d).to<T>("tensor", "value");
+      else t.data<T>()[pos] = T(d);
+    });
   }
 }
 

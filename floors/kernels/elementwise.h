@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "floors/core/error.h"
@@ -22,6 +23,21 @@ inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uin
 // (elementwise, sums, matrix products) choose between the two.
 template <class T> T plus(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b); }
 template <class T> T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_mul(a, b); else return T(a * b); }
+
+// An element converted to D the way a tensor cast converts it (to(), copy_,
+// type promotion): unchecked, as PyTorch's casts are (only Scalars are
+// checked, Note [Checked scalar conversion]), but never undefined behaviour.
+// A float outside int64's range, NaN included, becomes INT64_MIN: what x86's
+// cvttsd2si gives, and so what PyTorch gives on x86 (a C++ cast of such a
+// value is undefined, and may give anything once the compiler knows it).
+template <class D, class S>
+D cast_element(S x) {
+  if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
+    return x >= S(-0x1p63) && x < S(0x1p63) ? int64_t(x) : INT64_MIN;
+  } else {
+    return static_cast<D>(x);
+  }
+}
 
 // [SECTION] Unary ---------------------------------------------------------------
 

@@ -127,7 +127,7 @@ bool optimized_copy(const Tensor& src, const Tensor& dst) {
       parallel_for(0, dst.numel(), kCheapGrain, [=](int64_t lo, int64_t hi) {
         const S* __restrict ps = src_data;
         D* __restrict pd = dst_data;
-        for (int64_t i = lo; i < hi; ++i) pd[i] = static_cast<D>(ps[i]);
+        for (int64_t i = lo; i < hi; ++i) pd[i] = cast_element<D>(ps[i]);
       });
     });
   });

@@ -60,7 +60,7 @@ void reference_copy(const Tensor& src, const Tensor& dst) {
       D* pd = dst.data<D>();
       for (int64_t i = 0; i < dst.numel(); ++i)
         pd[strided_offset(i, dst.sizes(), dst.strides())] =
-            static_cast<D>(ps[strided_offset(i, src.sizes(), src.strides())]);
+            cast_element<D>(ps[strided_offset(i, src.sizes(), src.strides())]);
     });
   });
 }
