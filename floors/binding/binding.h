@@ -48,6 +48,8 @@ bool init_tensor_type(PyObject* module);
 bool init_value_types(PyObject* module);   // dtype, device, return types
 bool init_trace_type(PyObject* module);
 // The trace::Trace inside a descent._C.Trace object (borrowed: valid while `o`
+// The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
+bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
 // lives), or nullptr when `o` is not one. For the app, which embeds Python and
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);

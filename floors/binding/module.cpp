@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "floors/binding/binding.h"
+#include "floors/autograd/node.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/random.h"
@@ -101,19 +102,70 @@ PyObject* written_argument(const OpEntry& op, PyObject* const* args, Py_ssize_t 
 }
 
 // The function behind _C.add, _C.max, ...: `self` is the overload group's index.
+// A factory's `requires_grad=` keyword, which is not in aten's schema: as in
+// PyTorch's generated binding, the binding takes it off the call and sets it
+// on the result. Returns -1 with a Python error set when it is not a bool.
+int take_requires_grad(PyObject* const* args, Py_ssize_t nargs, PyObject*& kwnames, PyObject** rest) {
+  int requires_grad = 0;
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  PyObject* kept = PyTuple_New(nkw - 1);
+  if (!kept) return -1;
+  Py_ssize_t j = 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    if (utf8_text(name) == "requires_grad") {
+      PyObject* v = args[nargs + k];
+      if (!PyBool_Check(v)) {
+        Py_DECREF(kept);
+        PyErr_Format(PyExc_TypeError, "argument 'requires_grad' must be bool, not %s", Py_TYPE(v)->tp_name);
+        return -1;
+      }
+      requires_grad = v == Py_True;
+      continue;
+    }
+    Py_INCREF(name);
+    PyTuple_SET_ITEM(kept, j, name);
+    rest[j++] = args[nargs + k];
+  }
+  kwnames = kept;
+  return requires_grad;
+}
+
+bool has_keyword(PyObject* kwnames, const char* name) {
+  for (Py_ssize_t k = 0; kwnames && k < PyTuple_GET_SIZE(kwnames); ++k)
+    if (utf8_text(PyTuple_GET_ITEM(kwnames, k)) == name) return true;
+  return false;
+}
+
 PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const OverloadGroup& g = overload_groups()[PyLong_AsSize_t(self)];
   DESCENT_PY_TRY
   trace::ScopedSpan span(trace::Floor::Binding, g.overloads[0]->schema.name.c_str());
   Stack stack;
+  nargs = PyVectorcall_NARGS(nargs);
+  int requires_grad = 0;
+  PyObject* call_args[kMaxStack * 2];
+  struct Drop { PyObject* o = nullptr; ~Drop() { Py_XDECREF(o); } } own_kwnames;
+  if (g.overloads[0]->kind == OpKind::Factory && has_keyword(kwnames, "requires_grad")) {
+    if (nargs + PyTuple_GET_SIZE(kwnames) > Py_ssize_t(std::size(call_args))) {
+      PyErr_Format(PyExc_TypeError, "%s() got too many arguments", g.name.c_str());
+      return nullptr;
+    }
+    std::copy(args, args + nargs, call_args);
+    requires_grad = take_requires_grad(args, nargs, kwnames, call_args + nargs);
+    if (requires_grad < 0) return nullptr;
+    own_kwnames.o = kwnames;
+    args = call_args;
+  }
   const OpEntry* op = nullptr;
-  if (!parse_args(g, args, PyVectorcall_NARGS(nargs), kwnames, stack, &op)) return nullptr;
+  if (!parse_args(g, args, nargs, kwnames, stack, &op)) return nullptr;
   if (span.active()) span.arg("overload", op->name);
   {
     GilRelease release;
     call_boxed(op->id, stack);
   }
-  if (op->schema.returns[0].is_write) return written_argument(*op, args, PyVectorcall_NARGS(nargs), kwnames);
+  if (op->schema.returns[0].is_write) return written_argument(*op, args, nargs, kwnames);
+  if (requires_grad) autograd::set_requires_grad(stack[0].to_tensor(), true);
   return wrap_results(*op, stack);
   DESCENT_PY_CATCH(nullptr)
 }
@@ -549,7 +601,7 @@ PyMODINIT_FUNC PyInit__C() {
                                           PyExc_RuntimeError, nullptr);
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !init_value_types(m) ||
-      !init_tensor_type(m) || !init_trace_type(m)) {
+      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_trace_type(m)) {
     Py_DECREF(m);
     return nullptr;
   }

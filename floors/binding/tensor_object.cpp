@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
 
 namespace descent::binding {
@@ -203,7 +204,7 @@ int set_requires_grad(PyObject* o, PyObject* v, void*) {
     PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
     return -1;
   }
-  DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(v == Py_True); return 0; DESCENT_PY_CATCH(-1)
+  DESCENT_PY_TRY autograd::set_requires_grad(unwrap(o), v == Py_True); return 0; DESCENT_PY_CATCH(-1)
 }
 
 PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
@@ -260,7 +261,13 @@ PyObject* m_tolist(PyObject* o, PyObject*) {
 PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
   int r = 1;
   if (!PyArg_ParseTuple(args, "|p:requires_grad_", &r)) return nullptr;
-  DESCENT_PY_TRY Tensor(unwrap(o)).set_requires_grad(r); Py_INCREF(o); return o; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY
+  const Tensor& t = unwrap(o);
+  // A non-leaf requires grad already: requires_grad_() is a no-op there, and only turning it off is refused.
+  if (!(r && !autograd::is_leaf(t))) autograd::set_requires_grad(t, r);
+  Py_INCREF(o);
+  return o;
+  DESCENT_PY_CATCH(nullptr)
 }
 
 PyObject* m_is_inference(PyObject* o, PyObject*) { return PyBool_FromLong(unwrap(o).impl()->inference); }

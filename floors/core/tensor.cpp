@@ -107,6 +107,17 @@ Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int6
   return Tensor(std::move(impl));
 }
 
+Tensor scalar_tensor(const Scalar& s, bool wrapped) {
+  Tensor r = empty_tensor({}, s.type(), Device{});
+  switch (s.type()) {
+    case ScalarType::Bool: *r.data<bool>() = s.to_bool(); break;
+    case ScalarType::Int64: *r.data<int64_t>() = s.to_int(); break;
+    default: *r.data<double>() = s.to_double(); break;
+  }
+  r.impl()->wrapped_number = wrapped;
+  return r;
+}
+
 alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
   DESCENT_CHECK(device.type == DeviceType::CPU, NotImplementedError, "no allocator for device ", device.str(),
                 " in this build: the device floors (6-8 for ", device_type_name(device.type), ") come later");

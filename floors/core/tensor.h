@@ -30,6 +30,7 @@
 #include "floors/core/dtype.h"
 #include "floors/core/error.h"
 #include "floors/core/ref.h"
+#include "floors/core/scalar.h"
 #include "floors/dispatch/dispatch_key.h"
 
 namespace descent {
@@ -52,7 +53,7 @@ class DimVector {
   const int64_t* begin() const { return v_; }
   const int64_t* end() const { return v_ + n_; }
   int64_t* data() { return v_; }
-  // push_back and resize raise ValueError past kMaxDims. These three sit on
+  // push_back and resize raise RuntimeError past kMaxDims. These three sit on
   // every call's path, so they are inline.
   void push_back(int64_t x) {
     if (n_ >= kMaxDims) too_many_dims(n_ + 1);
@@ -80,7 +81,7 @@ class DimVector {
   int n_ = 0;
 };
 
-int64_t numel_of(const DimVector& sizes);  // product; 1 for an empty list; ValueError past int64
+int64_t numel_of(const DimVector& sizes);  // product; 1 for an empty list; RuntimeError past int64
 DimVector contiguous_strides(const DimVector& sizes);
 // Wraps a possibly negative dim into [0, ndim); raises IndexError naming `op`.
 int wrap_dim(int64_t dim, int ndim, const char* op);
@@ -107,6 +108,12 @@ struct StorageImpl : RefCounted {
 
 // [SECTION] TensorImpl -------------------------------------------------------
 
+// What the autograd floor keeps on a tensor (grad, grad_fn, hooks):
+// floors/autograd/variable.h derives from this. Core only holds it, as
+// c10::TensorImpl holds an AutogradMetaInterface, so that core does not
+// depend on the floor above it. Null until autograd has something to keep.
+struct AutogradMetaInterface : RefCounted {};
+
 struct TensorImpl : RefCounted {
   TensorImpl(Ref<StorageImpl> s, ScalarType t, const DimVector& sz, const DimVector& st, int64_t off);
 
@@ -117,7 +124,10 @@ struct TensorImpl : RefCounted {
   int64_t numel = 0;
   ScalarType dtype;
   Device device;
+  // True for a leaf that requires grad and for every result autograd
+  // recorded (it has a grad_fn): what an Autograd kernel reads first.
   bool requires_grad = false;
+  Ref<AutogradMetaInterface> autograd;  // grad, grad_fn, hooks (floors/autograd/variable.h); null: none yet
   bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
   Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
   bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
@@ -178,6 +188,10 @@ inline void bump_version(const Tensor& t) { t.storage()->version.fetch_add(1, st
 // Allocates a contiguous tensor of `sizes` on `device` (through floor 6).
 // The elements are not initialised. Used by kernels and factories.
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device);
+
+// A 0-d tensor holding `s` in its own dtype (float64, int64 or bool); a
+// wrapped number (Note [Type promotion]) unless `wrapped` is false.
+Tensor scalar_tensor(const Scalar& s, bool wrapped = true);
 
 // Memory for `device`: the CPU allocator for cpu, the device's caching
 // allocator otherwise. Raises NotImplementedError for a device this build lacks.

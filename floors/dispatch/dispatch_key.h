@@ -54,7 +54,8 @@ constexpr int kNumBackends = 3;
 //   Autograd key, whether or not it requires grad (c10's "Dream: skip
 //   VariableType kernel when requires_grad=false" is still a dream): the
 //   kernel checks grad mode and requires_grad itself, and every op pays for
-//   that check. Until floor 4 exists, every op falls through it.
+//   that check (Note [What an Autograd kernel does], floors/autograd/).
+//   Ops with no derivative (factories, comparisons) fall through it.
 // - AutocastCPU, AutocastCUDA, AutocastSim: mixed precision. Every tensor
 //   carries its backend's, and the thread excludes them all by default, so
 //   they act only inside an autocast region (which descent does not have).

@@ -59,6 +59,8 @@ std::array<OpEntry, kNumOps>& table() {
       register_fallbacks();
       Library backend_select(Library::IMPL, "aten", DispatchKey::BackendSelect);
       register_backend_select_kernels(backend_select);
+      Library autograd(Library::IMPL, "aten", DispatchKey::Autograd);
+      register_autograd_kernels(autograd);
       Library inplace_or_view(Library::IMPL, "aten", DispatchKey::ADInplaceOrView);
       register_inplace_or_view_kernels(inplace_or_view);
       Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
@@ -180,11 +182,12 @@ void mark_fallthrough(Op op, DispatchKey key, int8_t mark) {
 void set_fallthrough(Op op, DispatchKey key, bool on) { mark_fallthrough(op, key, on ? 1 : -1); }
 void clear_fallthrough(Op op, DispatchKey key) { mark_fallthrough(op, key, 0); }
 
-// Note [Dispatch key priority]: until floor 4 exists every op falls through
-// the Autograd keys, and every op but the in-place and view ops falls through
-// ADInplaceOrView (Note [ADInplaceOrView]); c10 registers the same fallthrough
-// fallback for ADInplaceOrView, and for the Autograd keys of ops that have no
-// derivative. The Autocast keys fall through (descent has no autocast);
+// Note [Dispatch key priority]: the Autograd keys fall through for the ops
+// that have no Autograd kernel of their own (the factories, the comparisons:
+// Note [One derivative per op], floors/autograd/derivatives.cpp), and every
+// op but the in-place and view ops falls through ADInplaceOrView (Note
+// [ADInplaceOrView]); c10 registers the same fallthrough fallback for
+// ADInplaceOrView, and for the Autograd keys of ops with no derivative. The Autocast keys fall through (descent has no autocast);
 // BackendSelect falls through for every op but the factories, which register
 // their own kernel there.
 void register_fallbacks() {

@@ -217,6 +217,7 @@ class Library;  // library.h
 // Each floor's registration function, called once when the table is built.
 void register_fallbacks();                           // dispatch/dispatcher.cpp: the keys every op skips
 void register_backend_select_kernels(Library& m);    // dispatch/backend_select.cpp
+void register_autograd_kernels(Library& m);          // autograd/variable_type.cpp (Autograd)
 void register_inplace_or_view_kernels(Library& m);   // dispatch/inplace_or_view.cpp
 void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
 void register_composite_kernels(Library& m);         // kernels/composites.cpp (CompositeImplicitAutograd)

@@ -66,7 +66,10 @@
 //   to have the same dtype").
 // - Binary ops have only their .Tensor overloads (no add.Scalar): the
 //   binding turns a Python number into a 0-d wrapped-number tensor, as
-//   PyTorch's Python binding does when it picks add.Tensor for x + 1.
+//   PyTorch's Python binding does when it picks add.Tensor for x + 1. pow
+//   is the exception, as in PyTorch: x ** 2 is aten::pow.Tensor_Scalar (its
+//   row comes first, so the binding tries it first), whose gradient
+//   (PowBackward0) has one edge, where pow.Tensor_Tensor's (PowBackward1) has two.
 // - fill_ has only fill_.Scalar (no fill_.Tensor).
 #pragma once
 
@@ -116,6 +119,8 @@ enum class Domain : uint8_t { Any, Positive };
     "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
   _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
     "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
+  _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",                                                   \
+    "CPU", Binary, Exact, Positive, "T[4, 33]; 2.5")                                                                                   \
   _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
     "CPU", Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                              \
   _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
@@ -180,6 +185,8 @@ enum class Domain : uint8_t { Any, Positive };
     "CompositeImplicitAutograd", View, Exact, Any, "T[4, 6]^T; [-1]")                                                                  \
   _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",                                                 \
     "CPU", View, Exact, Any, "T[4, 6]; 0; 1")                                                                                          \
+  _(t, "aten::t(Tensor(a) self) -> Tensor(a)",                                                                                        \
+    "CPU", View, Exact, Any, "T[4, 6]")                                                                                                \
   _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",                                                                 \
     "CPU", View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                  \
   _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",                                           \
@@ -222,6 +229,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 58, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 60, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

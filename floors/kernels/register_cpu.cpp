@@ -103,7 +103,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   return out;
 }
 
-// The boxed kernel of add, sub, mul, div and pow: arguments from the stack.
+// The boxed kernel of add, sub, mul, div and pow (both overloads): arguments from the stack.
 void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   Tensor out = binary_op(op, s[0].to_tensor(), s[1].to_tensor(), alpha);
@@ -130,6 +130,11 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
+  if (op.id == Op::pow_scalar) {  // x ** 2: the exponent as a 0-d wrapped number, then pow's loop
+    Tensor out = binary_op(op_entry(Op::pow), s[0].to_tensor(), scalar_tensor(s[1].to_scalar()), Scalar(int64_t{1}));
+    s.set_result(std::move(out));
+    return;
+  }
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ScalarType::Bool, a.device());
   begin(span, out);

@@ -120,6 +120,18 @@ DESCENT_VIEW_KERNEL(transpose_kernel) {
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
+// aten::t: transpose(0, 1) for a matrix; a vector or a 0-d tensor is its own transpose.
+DESCENT_VIEW_KERNEL(t_kernel) {
+  DESCENT_VIEW_BEGIN
+  DESCENT_CHECK(x.dim() <= 2, Error, "t() expects a tensor with <= 2 dimensions, but self is ", x.dim(), "D");
+  DimVector sizes = x.sizes(), strides = x.strides();
+  if (x.dim() == 2) {
+    std::swap(sizes[0], sizes[1]);
+    std::swap(strides[0], strides[1]);
+  }
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
+}
+
 DESCENT_VIEW_KERNEL(permute_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& dims = s[1].to_int_list();
@@ -222,6 +234,7 @@ void register_view_kernels(Library& m) {
   m.impl(Op::view, view_kernel);
   m.impl(Op::_unsafe_view, view_kernel);
   m.impl(Op::transpose, transpose_kernel);
+  m.impl(Op::t, t_kernel);
   m.impl(Op::permute, permute_kernel);
   m.impl(Op::expand, expand_kernel);
   m.impl(Op::slice, slice_kernel);

@@ -287,13 +287,15 @@ TEST_F(Fallthrough, EveryTensorReachesTheAutogradKernelRequiresGradOrNot) {
   EXPECT_EQ(g_autograd_runs, 2) << "no_grad is a flag the kernel reads: the call still reaches it";
 }
 
-TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndOnlyBookkeepingOpsStopAtADInplaceOrView) {
+TEST(DefaultFallthrough, OnlyOpsWithoutADerivativeFallThroughAutogradAndOnlyBookkeepingOpsStopAtADInplaceOrView) {
   int inplace = 0, views = 0;
   for (const OpEntry& e : all_ops()) {
-    // A CompositeImplicitAutograd op has its kernel at the Autograd keys (Note [Composite ops decompose]).
+    // A CompositeImplicitAutograd op has its kernel at the Autograd keys (Note [Composite ops decompose]);
+    // every other op has an Autograd kernel but the factories and comparisons (Note [One derivative per op]).
     const bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
+    const bool no_derivative = e.kind == OpKind::Factory || e.kind == OpKind::Comparison;
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim}) {
-      EXPECT_EQ(e.is_fallthrough(k), !composite) << e.name << " at " << dispatch_key_name(k);
+      EXPECT_EQ(e.is_fallthrough(k), no_derivative) << e.name << " at " << dispatch_key_name(k);
     }
     EXPECT_TRUE(e.is_fallthrough(DispatchKey::AutocastCPU)) << e.name;
     // Note [ADInplaceOrView]: ops that write in place or make views run its kernel.
@@ -304,7 +306,7 @@ TEST(DefaultFallthrough, EveryOpFallsThroughAutogradAndOnlyBookkeepingOpsStopAtA
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;
   }
   EXPECT_EQ(inplace, 7) << "add_, sub_, mul_, div_, copy_, fill_, zero_";
-  EXPECT_EQ(views, 7) << "view, transpose, permute, expand, slice, select, unsqueeze";
+  EXPECT_EQ(views, 8) << "view, transpose, t, permute, expand, slice, select, unsqueeze";
 }
 
 // Note [ADInplaceOrView]: the key's kernels bump the version of a tensor
@@ -335,7 +337,7 @@ TEST(ADInplaceOrView, BumpsVersionsAndRecordsBases) {
     const trace::ArgValue* k = sp.floor == trace::Floor::Dispatch ? sp.find_arg("kernel") : nullptr;
     if (k) kernels.push_back(std::get<std::string>(*k));
   }
-  EXPECT_EQ(kernels, (std::vector<std::string>{"ADInplaceOrView", "CPU"}));
+  EXPECT_EQ(kernels, (std::vector<std::string>{"AutogradCPU", "ADInplaceOrView", "CPU"}));
 }
 
 TEST_F(Fallthrough, EverythingIsRestoredAfterwards) {
@@ -347,7 +349,8 @@ TEST_F(Fallthrough, EverythingIsRestoredAfterwards) {
   // A kernel registered at a key beats the key's fallthrough fallback, as in c10.
   EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCPU));
   EXPECT_EQ(op_entry(Op::neg).kernel(DispatchKey::AutogradCPU), autograd_neg);
-  EXPECT_TRUE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCUDA)) << "the fallback, where neg has none";
+  EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCUDA)) << "neg's own autograd kernel is there";
+  EXPECT_TRUE(op_entry(Op::eq).is_fallthrough(DispatchKey::AutogradCUDA)) << "the fallback, where eq (no derivative) has none";
   // register_kernel returns the kernel it replaced, and refuses alias keys.
   EXPECT_EQ(register_kernel(Op::neg, DispatchKey::Sim, nullptr), nullptr);
   EXPECT_THROW(register_kernel(Op::neg, DispatchKey::Autograd, nullptr), ValueError);

@@ -108,10 +108,12 @@ TEST(Composites, MatmulDecomposesAsAtNativeMatmul) {
     EXPECT_EQ(calls.children("aten::matmul"), c.calls);
     EXPECT_FALSE(out.is_view()) << "matmul's result is a fresh tensor, not a view";
   }
-  // The composite runs at AutogradCPU, its slot above autograd; mm runs its CPU kernel.
+  // The composite runs at AutogradCPU, its slot above autograd; mm, an op
+  // with a derivative, runs its own Autograd kernel, which redispatches to CPU.
   Calls calls = traced([&] { call(Op::matmul, iota({3, 7}), iota({7, 4})); });
   EXPECT_EQ(calls.arg("aten::matmul", "kernel"), "AutogradCPU");
-  EXPECT_EQ(calls.arg("aten::mm", "kernel"), "CPU");
+  EXPECT_EQ(calls.arg("aten::mm", "kernel"), "AutogradCPU");
+  EXPECT_EQ(calls.children("aten::mm"), Names{"aten::mm"}) << "the redispatch below autograd";
   // An expanded operand is not viewable as 3-D: reshape copies it.
   calls = traced([&] { call(Op::matmul, iota({2, 1, 3, 4}), iota({5, 4, 2})); });
   EXPECT_EQ(calls.children("aten::reshape"), (Names{"aten::clone", "aten::_unsafe_view"}));

@@ -64,16 +64,19 @@ def test_inference_mode_excludes_the_autograd_keys():
     assert descent.is_grad_enabled() and not descent.is_inference_mode_enabled()  # restored by an exception too
 
 
-def test_the_trace_shows_autograd_and_adinplaceorview_falling_through():
+def test_the_trace_shows_the_autograd_check_and_adinplaceorview_falling_through():
     x = descent.ones(2)
     with descent.trace() as t:
         x + x
     dispatch = [s for s in t.result.spans() if s["floor_name"] == "dispatch"]
-    assert dispatch, t.result.format_tree()
-    first = dispatch[0]["args"]
+    assert len(dispatch) == 2, t.result.format_tree()
+    first, below = dispatch[0]["args"], dispatch[1]["args"]
     assert first["keyset"] == "CPU|BackendSelect|ADInplaceOrView|AutogradCPU"
-    assert first["kernel"] == "CPU"
-    assert first["fallthrough"] == "BackendSelect|ADInplaceOrView|AutogradCPU"
+    assert first["kernel"] == "AutogradCPU"               # every op with a derivative pays this check
+    assert first["fallthrough"] == "BackendSelect|ADInplaceOrView"
+    check = next(s for s in t.result.spans() if s["floor_name"] == "autograd")
+    assert check["args"]["graph"] == "none: no input requires grad"
+    assert below["redispatch"] and below["kernel"] == "CPU"
 
 
 def test_bad_arguments():

@@ -70,6 +70,8 @@ VIEW_CASES = [
     ("transpose-neg", (2, 3, 4), lambda t: descent.transpose(t, -1, -2), lambda a: a.swapaxes(-1, -2)),
     ("transpose-0d", (), lambda t: t.transpose(0, -1), lambda a: a),
     ("T", (3, 4), lambda t: t.T, lambda a: a.T),
+    ("t", (3, 4), lambda t: t.t(), lambda a: a.T),
+    ("t-1d", (5,), lambda t: descent.t(t), lambda a: a),
     ("permute", (2, 3, 4), lambda t: t.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
     ("permute-neg", (2, 3, 4), lambda t: descent.permute(t, [-1, 0, 1]), lambda a: a.transpose(2, 0, 1)),
     ("permute-of-stepped", (4, 6), lambda t: t[::2, 1::3].permute(1, 0), lambda a: a[::2, 1::3].T),

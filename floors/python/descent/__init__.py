@@ -33,11 +33,14 @@ for _op in _C._ops():
     __all__.append(_op["python_name"])
 
 
-def tensor(data, dtype=None):
+def tensor(data, dtype=None, requires_grad=False):
     """A new CPU tensor holding a copy of `data` (a number, nested lists, a
     numpy array or a tensor). The dtype is inferred as PyTorch does: bools ->
     bool, ints -> int64, any float -> float32."""
-    return _C._tensor(data, dtype)
+    t = _C._tensor(data, dtype)
+    if requires_grad:
+        t.requires_grad_()
+    return t
 
 
 def from_numpy(array):
@@ -60,6 +63,7 @@ from .grad_mode import (  # noqa: E402
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )
 from .tracing import trace  # noqa: E402
+from . import autograd  # noqa: E402,F401
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):
     from . import tracing as _tracing

@@ -133,6 +133,26 @@ class Tensor(_C.TensorBase):
     def sub(self, other, *, alpha=1): return _C.sub(self, other, alpha=alpha)
     def mul(self, other): return _C.mul(self, other)
     def div(self, other): return _C.div(self, other)
+    # Autograd, as torch/_tensor.py has it in Python: the engine and the
+    # graph are C++ (floor 4); grad, grad_fn, is_leaf, retain_grad and detach
+    # are attributes of the C base class.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Computes the gradient of this tensor with respect to the graph's leaves, into their .grad."""
+        from . import autograd
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """hook(grad) -> Tensor or None, called when this tensor's gradient is computed."""
+        from . import autograd
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return autograd.RemovableHandle(self, self._register_hook(hook))
+
+    @property
+    def data(self):
+        """The same memory outside the graph (a detached alias), as torch's .data."""
+        return self.detach()
+
     def pow(self, exponent): return _C.pow(self, exponent)
     def eq(self, other): return _C.eq(self, other)
     def ne(self, other): return _C.ne(self, other)
@@ -149,8 +169,11 @@ class Tensor(_C.TensorBase):
     def relu(self): return _C.relu(self)
     def sigmoid(self): return _C.sigmoid(self)
     def tanh(self): return _C.tanh(self)
-    def sum(self, dim=None, keepdim=False): return _C.sum(self, dim, keepdim)
-    def mean(self, dim=None, keepdim=False): return _C.mean(self, dim, keepdim)
+    # x.sum() is aten::sum (SumBackward0), x.sum(0) aten::sum.dim_IntList (SumBackward1), as in PyTorch.
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return _C.sum(self, dtype=dtype) if dim is None and not keepdim else _C.sum(self, dim, keepdim, dtype=dtype)
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return _C.mean(self, dtype=dtype) if dim is None and not keepdim else _C.mean(self, dim, keepdim, dtype=dtype)
     def max(self, *args, **kwargs): return _C.max(self, *args, **kwargs)
     def view(self, *shape): return _C.view(self, *shape)
     def reshape(self, *shape): return _C.reshape(self, *shape)
@@ -160,6 +183,7 @@ class Tensor(_C.TensorBase):
     def unsqueeze(self, dim): return _C.unsqueeze(self, dim)
     def contiguous(self): return _C.contiguous(self)
     def clone(self): return _C.clone(self)
+    def t(self): return _C.t(self)
     def copy_(self, src): return _C.copy_(self, src)
     def to(self, dtype=None, device=None, copy=False):
         if isinstance(dtype, (str, _C.device)):  # x.to("cpu")
@@ -248,7 +272,8 @@ class Tensor(_C.TensorBase):
             elif isinstance(i, slice):
                 if i.step is not None and i.step <= 0:
                     raise ValueError("step must be greater than zero")
-                out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
+                if not (i.start in (None, 0) and i.stop is None and i.step in (None, 1)):  # `:` is no slice, as in PyTorch
+                    out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
                 d += 1
                 src += 1
             elif hasattr(i, "__index__") and not _is_bool(i):  # ints, numpy ints, int tensors
@@ -268,6 +293,8 @@ class Tensor(_C.TensorBase):
         """f"{t:.2f}": a 0-d tensor formats as its number; others accept only "" (str(t)), as in PyTorch."""
         if self.dim() == 0:
             return self.item().__format__(format_spec)
+        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
+            out = _C.slice(self, 0, None, None, 1)
         return object.__format__(self, format_spec)
 
     # copy.copy, copy.deepcopy and pickle give a new tensor with its own

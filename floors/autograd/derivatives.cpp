@@ -1,0 +1,360 @@
+// Floor 4: the derivative formulas, one per differentiable op of the table.
+//
+// [SECTION] Helpers the formulas share
+// [SECTION] The formulas
+// [SECTION] The table
+// [SECTION] The node that runs a formula
+//
+// Note [One derivative per op]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch keeps its derivatives in derivatives.yaml, beside
+// native_functions.yaml: for each op, the node's name and one expression per
+// differentiable input. descent keeps them here, beside the op table
+// (floors/dispatch/ops.h), in the table's order, as C++ functions: each reads
+// the incoming gradient `g` and what the node saved, and sets the gradient
+// of each tensor input that needs one. Every formula is written with ops of
+// the table, called through the dispatcher, so during backward the trace
+// shows a node's kernels beneath it, and with create_graph=True the formulas
+// are themselves recorded: second derivatives come for free wherever a
+// formula only calls differentiable ops.
+// Three kinds of op have no row, and the registration check
+// (variable_type.cpp) insists on exactly these:
+//   - factories and comparisons, whose results never require grad (their
+//     Autograd keys fall through, as c10 registers them);
+//   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to), whose
+//     gradient comes from the ops they decompose into (Note [Composite ops
+//     decompose]).
+// A gradient leaves a formula in the shape of the op's result broadcast as
+// the op broadcast it: the engine sums it down to the input's own shape and
+// casts it to the input's dtype (Note [Validating a node's outputs],
+// engine.cpp), as PyTorch's validate_outputs does, so the binary formulas
+// read like the maths (d(a*b)/da = g*b).
+#include "floors/autograd/derivatives.h"
+
+#include <algorithm>
+
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent::autograd {
+
+// [SECTION] Helpers the formulas share ------------------------------------------------
+
+bool expandable_to(const DimVector& sizes, const DimVector& to) {
+  if (sizes.size() > to.size()) return false;
+  for (int i = 1; i <= sizes.size(); ++i) {
+    const int64_t s = sizes[sizes.size() - i], t = to[to.size() - i];
+    if (s != t && s != 1) return false;
+  }
+  return true;
+}
+
+Tensor sum_to(const Tensor& grad, const DimVector& sizes) {
+  if (grad.sizes() == sizes) return grad;
+  const int lead = grad.dim() - sizes.size();
+  DimVector dims;
+  for (int d = 0; d < grad.dim(); ++d)
+    if (d < lead || (sizes[d - lead] == 1 && grad.sizes()[d] != 1)) dims.push_back(d);
+  Tensor r = dims.empty() ? grad : call(Op::sum_dim, grad, dims, true);
+  return r.sizes() == sizes ? r : call(Op::view, r, sizes);
+}
+
+struct BackwardContext {
+  FormulaNode& n;
+  Tensor g;          // the gradient of the op's (first) result
+  Tensor out[2];     // what the formula sets: the gradient of each tensor input
+
+  bool needs(int k) const { return n.next_edges[k].valid(); }
+  Tensor self() const { return n.self.unpack(&n); }
+  Tensor other() const { return n.other.unpack(&n); }
+  Tensor result() const { return n.result.unpack(&n); }
+  Tensor result1() const { return n.result1.unpack(&n); }
+  const IValue& arg(int i) const { return n.args[i]; }
+  const DimVector& sizes(int k) const { return n.tensor_inputs[k].sizes; }
+  ScalarType dtype(int k) const { return n.tensor_inputs[k].dtype; }
+};
+
+namespace {
+
+Tensor number(double v) { return scalar_tensor(Scalar(v)); }  // a wrapped number: keeps the tensor's dtype
+Tensor mul(const Tensor& a, const Tensor& b) { return call(Op::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return call(Op::div, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return call(Op::sub, a, b); }
+Tensor neg(const Tensor& a) { return call(Op::neg, a); }
+Tensor as_dtype(const Tensor& a, ScalarType t) { return call(Op::_to_copy, a, t, IValue()); }
+Tensor zeros(const DimVector& sizes, ScalarType t) { return call(Op::zeros, sizes, t, IValue()); }
+Tensor expand(const Tensor& g, const DimVector& sizes) { return call(Op::expand, g, sizes); }
+
+// The dims a reduction reduced, wrapped and sorted (all of them for None or []).
+DimVector reduced_dims(const IValue& dims, int ndim) {
+  DimVector out;
+  if (dims.is_none() || dims.to_int_list().empty()) {
+    for (int d = 0; d < ndim; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims.to_int_list()) out.push_back(ndim == 0 ? 0 : wrap_dim(d, ndim, "sum"));
+  std::sort(out.data(), out.data() + out.size());
+  return out;
+}
+
+// g of a reduction over `dims` back to the input's shape (sum's backward).
+Tensor unreduce(const Tensor& g, const DimVector& dims, bool keepdim, const DimVector& sizes) {
+  Tensor r = g;
+  if (!keepdim && sizes.size() > 0)
+    for (int64_t d : dims) r = call(Op::unsqueeze, r, d);
+  return expand(r, sizes);
+}
+
+int64_t count_of(const DimVector& dims, const DimVector& sizes) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= sizes.size() ? sizes[int(d)] : 1;
+  return n;
+}
+
+// [SECTION] The formulas ---------------------------------------------------------------
+
+void add_backward(BackwardContext& c) {
+  const Scalar alpha = c.arg(2).to_scalar();
+  c.out[0] = c.g;
+  if (c.needs(1)) c.out[1] = alpha.to_double() == 1 ? c.g : mul(c.g, scalar_tensor(alpha));
+}
+void sub_backward(BackwardContext& c) {
+  const Scalar alpha = c.arg(2).to_scalar();
+  c.out[0] = c.g;
+  if (c.needs(1)) c.out[1] = alpha.to_double() == 1 ? neg(c.g) : mul(c.g, number(-alpha.to_double()));
+}
+void mul_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = mul(c.g, c.other());
+  if (c.needs(1)) c.out[1] = mul(c.g, c.self());
+}
+void div_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = div(c.g, c.other());
+  if (c.needs(1)) {
+    const Tensor o = c.other();
+    c.out[1] = neg(div(mul(c.g, c.self()), mul(o, o)));
+  }
+}
+// d(x^e)/dx = e * x^(e-1); zero for e == 0 (PyTorch's pow_backward).
+void pow_scalar_backward(BackwardContext& c) {
+  const Scalar e = c.arg(1).to_scalar();
+  if (e.to_double() == 0) {
+    c.out[0] = zeros(c.sizes(0), c.dtype(0));
+    return;
+  }
+  const Scalar e1 = e.is_floating() ? Scalar(e.to_double() - 1) : Scalar(e.to_int() - 1);
+  c.out[0] = mul(c.g, mul(call(Op::pow_scalar, c.self(), e1), scalar_tensor(e)));
+}
+// x^y: d/dx = y * x^(y-1), d/dy = x^y * log(x). PyTorch masks the points where
+// these are 0 * inf (y == 0; x == 0 with y >= 0) to 0 with at::where; descent
+// has no where op yet, so there they come out NaN (Note [One derivative per op]).
+void pow_backward(BackwardContext& c) {
+  if (c.needs(0)) {
+    const Tensor y = c.other();
+    c.out[0] = mul(c.g, mul(y, call(Op::pow, c.self(), sub(y, number(1)))));
+  }
+  if (c.needs(1)) c.out[1] = mul(c.g, mul(c.result(), call(Op::log, c.self())));
+}
+void neg_backward(BackwardContext& c) { c.out[0] = neg(c.g); }
+void abs_backward(BackwardContext& c) {  // g * sgn(x), sgn(0) = 0
+  const Tensor x = c.self();
+  const Tensor zero = number(0);
+  const Tensor sgn = sub(as_dtype(call(Op::gt, x, zero), x.dtype()), as_dtype(call(Op::lt, x, zero), x.dtype()));
+  c.out[0] = mul(c.g, sgn);
+}
+void exp_backward(BackwardContext& c) { c.out[0] = mul(c.g, c.result()); }
+void log_backward(BackwardContext& c) { c.out[0] = div(c.g, c.self()); }
+void sqrt_backward(BackwardContext& c) { c.out[0] = div(c.g, mul(c.result(), number(2))); }
+void relu_backward(BackwardContext& c) {  // threshold_backward: the gradient where the result is positive
+  c.out[0] = mul(c.g, call(Op::gt, c.result(), number(0)));
+}
+void sigmoid_backward(BackwardContext& c) {
+  const Tensor y = c.result();
+  c.out[0] = mul(c.g, mul(y, sub(number(1), y)));
+}
+void tanh_backward(BackwardContext& c) {
+  const Tensor y = c.result();
+  c.out[0] = mul(c.g, sub(number(1), mul(y, y)));
+}
+void sum_backward(BackwardContext& c) { c.out[0] = expand(c.g, c.sizes(0)); }
+void sum_dim_backward(BackwardContext& c) {
+  const DimVector dims = reduced_dims(c.arg(1), c.sizes(0).size());
+  c.out[0] = unreduce(c.g, dims, c.arg(2).to_bool(), c.sizes(0));
+}
+void mean_backward(BackwardContext& c) {
+  c.out[0] = div(expand(c.g, c.sizes(0)), number(double(numel_of(c.sizes(0)))));
+}
+void mean_dim_backward(BackwardContext& c) {
+  const DimVector dims = reduced_dims(c.arg(1), c.sizes(0).size());
+  c.out[0] = div(unreduce(c.g, dims, c.arg(2).to_bool(), c.sizes(0)), number(double(count_of(dims, c.sizes(0)))));
+}
+// max() of all elements: the gradient shared evenly among the elements that
+// equal the maximum (PyTorch's evenly_distribute_backward).
+void max_backward(BackwardContext& c) {
+  const Tensor x = c.self();
+  const Tensor mask = as_dtype(call(Op::eq, x, c.result()), x.dtype());
+  c.out[0] = mul(mask, div(c.g, call(Op::sum, mask, IValue())));
+}
+// max(dim): the gradient goes to the element each index names (PyTorch
+// scatters it; descent compares the indices with a range along dim).
+void max_dim_backward(BackwardContext& c) {
+  const DimVector& sizes = c.sizes(0);
+  const bool keepdim = c.arg(2).to_bool();
+  Tensor g = c.g, idx = c.result1();
+  if (sizes.size() == 0) {
+    c.out[0] = g;
+    return;
+  }
+  const int d = wrap_dim(c.arg(1).to_int(), sizes.size(), "max");
+  if (!keepdim) {
+    g = call(Op::unsqueeze, g, int64_t{d});
+    idx = call(Op::unsqueeze, idx, int64_t{d});
+  }
+  DimVector line(std::vector<int64_t>(size_t(sizes.size()), 1));
+  line[d] = sizes[d];
+  const Tensor range = call(Op::view, call(Op::arange, Scalar(sizes[d]), IValue(), IValue()), line);
+  c.out[0] = mul(g, call(Op::eq, range, idx));
+}
+void mm_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = call(Op::mm, c.g, call(Op::t, c.other()));
+  if (c.needs(1)) c.out[1] = call(Op::mm, call(Op::t, c.self()), c.g);
+}
+void bmm_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = call(Op::bmm, c.g, call(Op::transpose, c.other(), 1, 2));
+  if (c.needs(1)) c.out[1] = call(Op::bmm, call(Op::transpose, c.self(), 1, 2), c.g);
+}
+void dot_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = mul(c.g, c.other());
+  if (c.needs(1)) c.out[1] = mul(c.g, c.self());
+}
+void mv_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = mul(call(Op::unsqueeze, c.g, 1), call(Op::unsqueeze, c.other(), 0));
+  if (c.needs(1)) c.out[1] = call(Op::mv, call(Op::t, c.self()), c.g);
+}
+void view_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
+void transpose_backward(BackwardContext& c) { c.out[0] = call(Op::transpose, c.g, c.arg(1).to_int(), c.arg(2).to_int()); }
+void t_backward(BackwardContext& c) { c.out[0] = call(Op::t, c.g); }
+void permute_backward(BackwardContext& c) {
+  const DimVector& dims = c.arg(1).to_int_list();
+  DimVector inverse(std::vector<int64_t>(size_t(dims.size()), 0));
+  for (int i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], dims.size(), "permute")] = i;
+  c.out[0] = call(Op::permute, c.g, inverse);
+}
+void expand_backward(BackwardContext& c) { c.out[0] = sum_to(c.g, c.sizes(0)); }
+// slice and select: zeros of the input's shape, the gradient written into
+// the part the view saw (PyTorch's slice_backward and select_backward).
+void slice_backward(BackwardContext& c) {
+  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  call(Op::copy_, call(Op::slice, z, c.arg(1), c.arg(2), c.arg(3), c.arg(4)), c.g, false);
+  c.out[0] = z;
+}
+void select_backward(BackwardContext& c) {
+  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  call(Op::copy_, call(Op::select, z, c.arg(1), c.arg(2)), c.g, false);
+  c.out[0] = z;
+}
+void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
+void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
+void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
+  if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0));
+  if (c.needs(1)) c.out[1] = c.g;
+}
+void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dtype(0)); }  // fill_, zero_
+
+}  // namespace
+
+// [SECTION] The table ------------------------------------------------------------------
+
+namespace {
+constexpr uint8_t kNone = 0;
+constexpr Derivative kDerivatives[] = {
+    // op               node                      input 0's grad reads, input 1's   formula
+    {Op::add, "AddBackward0", {kNone, kNone}, add_backward, true},
+    {Op::sub, "SubBackward0", {kNone, kNone}, sub_backward, true},
+    {Op::mul, "MulBackward0", {kOther, kSelf}, mul_backward, true},
+    {Op::div, "DivBackward0", {kOther, kSelf | kOther}, div_backward, true},
+    {Op::pow_scalar, "PowBackward0", {kSelf, kNone}, pow_scalar_backward, true},
+    {Op::pow, "PowBackward1", {kSelf | kOther, kSelf | kResult}, pow_backward, true},
+    {Op::neg, "NegBackward0", {kNone, kNone}, neg_backward, true},
+    {Op::abs, "AbsBackward0", {kSelf, kNone}, abs_backward, true},
+    {Op::exp, "ExpBackward0", {kResult, kNone}, exp_backward, true},
+    {Op::log, "LogBackward0", {kSelf, kNone}, log_backward, true},
+    {Op::sqrt, "SqrtBackward0", {kResult, kNone}, sqrt_backward, true},
+    {Op::relu, "ReluBackward0", {kResult, kNone}, relu_backward, true},
+    {Op::sigmoid, "SigmoidBackward0", {kResult, kNone}, sigmoid_backward, true},
+    {Op::tanh, "TanhBackward0", {kResult, kNone}, tanh_backward, true},
+    {Op::sum, "SumBackward0", {kNone, kNone}, sum_backward, true},
+    {Op::sum_dim, "SumBackward1", {kNone, kNone}, sum_dim_backward, true},
+    {Op::mean, "MeanBackward0", {kNone, kNone}, mean_backward, true},
+    {Op::mean_dim, "MeanBackward1", {kNone, kNone}, mean_dim_backward, true},
+    {Op::max, "MaxBackward1", {kSelf | kResult, kNone}, max_backward, true},
+    {Op::max_dim, "MaxBackward0", {kResult1, kNone}, max_dim_backward, true},
+    {Op::mm, "MmBackward0", {kOther, kSelf}, mm_backward, true},
+    {Op::bmm, "BmmBackward0", {kOther, kSelf}, bmm_backward, true},
+    {Op::dot, "DotBackward0", {kOther, kSelf}, dot_backward, true},
+    {Op::mv, "MvBackward0", {kOther, kSelf}, mv_backward, true},
+    {Op::view, "ViewBackward0", {kNone, kNone}, view_backward, true},
+    {Op::_unsafe_view, "UnsafeViewBackward0", {kNone, kNone}, view_backward, true},
+    {Op::transpose, "TransposeBackward0", {kNone, kNone}, transpose_backward, true},
+    {Op::t, "TBackward0", {kNone, kNone}, t_backward, true},
+    {Op::permute, "PermuteBackward0", {kNone, kNone}, permute_backward, true},
+    {Op::expand, "ExpandBackward0", {kNone, kNone}, expand_backward, true},
+    {Op::slice, "SliceBackward0", {kNone, kNone}, slice_backward, false},
+    {Op::select, "SelectBackward0", {kNone, kNone}, select_backward, false},
+    {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward, true},
+    {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward, true},
+    {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward, true},
+    // In place: the same nodes as the out-of-place ops (PyTorch names them
+    // alike); kSelf is a copy of self taken before the op wrote into it.
+    {Op::add_, "AddBackward0", {kNone, kNone}, add_backward, true},
+    {Op::sub_, "SubBackward0", {kNone, kNone}, sub_backward, true},
+    {Op::mul_, "MulBackward0", {kOther, kSelf}, mul_backward, true},
+    {Op::div_, "DivBackward0", {kOther, kSelf | kOther}, div_backward, true},
+    {Op::copy_, "CopyBackwards", {kNone, kNone}, copy_backward, true},
+    {Op::fill_, "FillBackward0", {kNone, kNone}, overwrite_backward, true},
+    {Op::zero_, "ZeroBackward0", {kNone, kNone}, overwrite_backward, true},
+};
+}  // namespace
+
+const Derivative* derivative_of(Op op) {
+  static const auto by_op = [] {
+    std::array<const Derivative*, kNumOps> t{};
+    for (const Derivative& d : kDerivatives) t[int(d.op)] = &d;
+    return t;
+  }();
+  return by_op[int(op)];
+}
+
+// [SECTION] The node that runs a formula ---------------------------------------------
+
+FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), derivative(d), op(e) {}
+
+TensorList FormulaNode::apply(TensorList&& grads) {
+  DESCENT_CHECK(derivative.twice_differentiable || !grad_mode_enabled(), NotImplementedError,
+                "descent cannot differentiate ", name,
+                " a second time (create_graph=True): its formula writes into a tensor in place");
+  BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), {}};
+  if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype);  // no gradient reached this result
+  derivative.formula(c);
+  TensorList out(next_edges.size());
+  for (size_t k = 0; k < out.size(); ++k)
+    if (next_edges[k].valid()) out[k] = std::move(c.out[k]);
+  return out;
+}
+
+void FormulaNode::release_saved_variables() {
+  for (SavedVariable* v : {&self, &other, &result, &result1})
+    if (v->defined()) v->reset();
+}
+
+std::string FormulaNode::saved_names() const {
+  std::string s;
+  auto add = [&](const SavedVariable& v, const char* n) {
+    if (v.defined()) s += (s.empty() ? "" : ", ") + std::string(n);
+  };
+  add(self, "self");
+  add(other, "other");
+  add(result, "result");
+  add(result1, "indices");
+  return s;
+}
+
+}  // namespace descent::autograd

@@ -1,0 +1,253 @@
+// Floor 4: the backward engine.
+//
+// [SECTION] Validating a node's outputs
+// [SECTION] Running the graph
+// [SECTION] backward and grad
+//
+// Note [How backward walks the graph]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// loss.backward() starts at a root node (GraphRoot) whose output is the
+// gradient of the loss (ones for a one-element loss) and whose edge is the
+// loss's grad_fn. The engine works as PyTorch's does, on one thread:
+//   1. It walks the graph once from the root and counts, for every node,
+//      how many edges point at it: the gradients it must wait for.
+//   2. It keeps an input buffer per node: each gradient arriving at one of
+//      the node's inputs is added there (a tensor used twice, as in x * x,
+//      gets two gradients that are summed before its node runs).
+//   3. A node whose count reaches zero is ready; of the ready nodes it runs
+//      the most recently created first (PyTorch's ready queue orders by
+//      sequence number; AccumulateGrad's is the largest, so .grad is
+//      written as soon as a leaf's gradient is complete).
+//   4. Running a node: the tensor hooks of its results, retain_grad, its
+//      pre-hooks, then apply() (the formula, with its kernels traced beneath
+//      the node's span), its post-hooks, and, without retain_graph, it frees
+//      its saved tensors; a second backward through it then fails with
+//      PyTorch's message. Each output is checked and shaped to the input it
+//      flows to (Note [Validating a node's outputs]) and added to the next
+//      node's buffer.
+// Grad mode during backward is create_graph: off by default, so the
+// formulas record nothing; on, so that the gradients themselves have a graph.
+// autograd.grad() runs the same walk, but only the nodes on a path to the
+// requested inputs, and takes the gradients where they arrive at those
+// inputs' edges instead of running their AccumulateGrad.
+#include "floors/autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "floors/autograd/derivatives.h"
+#include "floors/dispatch/dispatcher.h"
+#include "tracer/tracer.h"
+
+namespace descent::autograd {
+
+namespace {
+
+// [SECTION] Validating a node's outputs ---------------------------------------------------
+
+// Note [Validating a node's outputs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A gradient must have the shape and dtype of the tensor it is the gradient
+// of: the next node's recorded input (GradMeta). A formula may hand back the
+// gradient of a broadcast input in the broadcast shape ((3, 4) for a bias of
+// (4,)); it is summed down here, over the dimensions broadcasting added or
+// stretched (sum_to). One that cannot be summed down is the formula's bug, and
+// raises PyTorch's message. A gradient of another dtype (an int64 input's,
+// a _to_copy's) is cast to the input's. PyTorch's validate_outputs does the same.
+Tensor validate(const Node& fn, size_t i, Tensor g, const Edge& e) {
+  const GradMeta& m = e.fn->inputs[e.input_nr];
+  if (!(g.sizes() == m.sizes)) {
+    DESCENT_CHECK(expandable_to(m.sizes, g.sizes()), Error, "Function ", fn.name, " returned an invalid gradient at index ",
+                  i, " - got ", g.sizes().str(), " but expected shape compatible with ", m.sizes.str());
+    g = sum_to(g, m.sizes);
+  }
+  if (g.dtype() != m.dtype) g = call(Op::_to_copy, g, m.dtype, IValue());
+  return g;
+}
+
+// [SECTION] Running the graph ----------------------------------------------------------
+
+struct GraphRoot final : Node {
+  GraphRoot(TensorList g, std::vector<Edge> edges) : Node("GraphRoot"), grads(std::move(g)) { next_edges = std::move(edges); }
+  TensorList apply(TensorList&&) override { return grads; }
+  TensorList grads;
+};
+
+struct Capture {
+  Node* fn;
+  uint32_t input_nr;
+};
+
+struct GraphTask {
+  BackwardOptions opts;
+  bool accumulate = true;             // backward(): run AccumulateGrad; grad(): capture instead
+  std::vector<Capture> captures;      // grad(): where each input's gradient arrives
+  TensorList captured;
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_map<Node*, TensorList> buffers;
+  std::unordered_set<Node*> needed;   // grad(): the nodes on a path to a capture
+};
+
+void count_dependencies(Node* root, GraphTask& task) {
+  std::vector<Node*> stack{root};
+  std::unordered_set<Node*> seen{root};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.valid()) continue;
+      ++task.dependencies[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+}
+
+// A node must run for grad() when one of its edges leads to a capture or to a node that must run.
+bool mark_needed(Node* n, GraphTask& task, std::unordered_map<Node*, bool>& memo) {
+  if (auto it = memo.find(n); it != memo.end()) return it->second;
+  memo[n] = false;
+  bool need = false;
+  for (const Edge& e : n->next_edges) {
+    if (!e.valid()) continue;
+    bool capture = false;
+    for (const Capture& c : task.captures) capture |= c.fn == e.fn.get();
+    if (mark_needed(e.fn.get(), task, memo) || capture) need = true;
+  }
+  memo[n] = need;
+  if (need) task.needed.insert(n);
+  return need;
+}
+
+void retain(TensorImpl* impl, const Tensor& g) {
+  auto* m = static_cast<AutogradMeta*>(impl->autograd.get());
+  if (!m || !g.defined()) return;
+  m->grad = m->grad.defined() ? call(Op::add, m->grad, g) : call(Op::clone, g);
+}
+
+TensorList run_node(Node& n, TensorList&& in, GraphTask& task) {
+  const char* span_name = trace::enabled() ? trace::intern(str("autograd::engine::evaluate_function: ", n.name)) : "";
+  trace::ScopedSpan span(trace::Floor::Autograd, span_name);
+  if (span.active()) {
+    span.arg("node", n.name);
+    const std::string saved = n.saved_names();
+    if (!saved.empty()) span.arg("saved", trace::intern(saved));
+  }
+  for (auto& [nr, impl] : n.retained) retain(impl, in[size_t(nr)]);
+  for (auto& [id, hook] : n.pre_hooks) {
+    (void)id;
+    hook(in);
+  }
+  TensorList copy_of_in;
+  if (!n.post_hooks.empty()) copy_of_in = in;
+  TensorList out = n.apply(std::move(in));
+  if (!task.opts.retain_graph) n.release_saved_variables();
+  for (auto& [id, hook] : n.post_hooks) {
+    (void)id;
+    hook(out, copy_of_in);
+  }
+  return out;
+}
+
+void execute(const Ref<Node>& root, GraphTask& task) {
+  count_dependencies(root.get(), task);
+  if (!task.accumulate) {
+    std::unordered_map<Node*, bool> memo;
+    mark_needed(root.get(), task, memo);
+  }
+  using Ready = std::pair<uint64_t, Node*>;
+  std::priority_queue<Ready> ready;  // the largest sequence number first
+  ready.push({root->sequence_nr, root.get()});
+  while (!ready.empty()) {
+    Node* n = ready.top().second;
+    ready.pop();
+    TensorList in;
+    if (auto it = task.buffers.find(n); it != task.buffers.end()) {
+      in = std::move(it->second);
+      task.buffers.erase(it);
+    }
+    in.resize(n->inputs.size());
+    for (auto& h : n->tensor_pre_hooks)  // register_hook on this node's results
+      if (Tensor r = h.fn(in[size_t(h.output_nr)]); r.defined()) in[size_t(h.output_nr)] = std::move(r);
+    for (size_t c = 0; c < task.captures.size(); ++c)
+      if (task.captures[c].fn == n) task.captured[c] = in[task.captures[c].input_nr];
+    const bool run = task.accumulate ? true : task.needed.count(n) > 0;
+    if (!run) continue;
+    TensorList out = run_node(*n, std::move(in), task);
+    DESCENT_CHECK(out.size() == n->next_edges.size() || n->next_edges.empty(), Error, "Function ", n->name,
+                  " returned an incorrect number of gradients (expected ", n->next_edges.size(), ", got ", out.size(), ")");
+    for (size_t i = 0; i < n->next_edges.size(); ++i) {
+      const Edge& e = n->next_edges[i];
+      if (!e.valid()) continue;
+      Node* next = e.fn.get();
+      if (out[i].defined()) {
+        Tensor g = validate(*n, i, std::move(out[i]), e);
+        TensorList& buf = task.buffers[next];
+        buf.resize(std::max(buf.size(), next->inputs.size()));
+        Tensor& slot = buf[e.input_nr];
+        slot = slot.defined() ? call(Op::add, slot, g) : std::move(g);
+      }
+      if (--task.dependencies[next] == 0) ready.push({next->sequence_nr, next});
+    }
+  }
+}
+
+// [SECTION] backward and grad ------------------------------------------------------------
+
+Ref<Node> make_root(const TensorList& roots, const TensorList& grads) {
+  DESCENT_CHECK(grads.size() == roots.size(), Error, "grad can be implicitly created only for scalar outputs: got ",
+                grads.size(), " gradients for ", roots.size(), " tensors");
+  TensorList g(roots.size());
+  std::vector<Edge> edges;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    DESCENT_CHECK(r.requires_grad(), Error, "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    if (!grads[i].defined()) {
+      DESCENT_CHECK(r.numel() == 1, Error, "grad can be implicitly created only for scalar outputs");
+      g[i] = call(Op::ones, r.sizes(), r.dtype(), IValue());
+    } else {
+      DESCENT_CHECK(grads[i].sizes() == r.sizes(), Error, "Mismatch in shape: grad_output[", i,
+                    "] has a shape of descent.Size(", grads[i].sizes().str(), ") and output[", i,
+                    "] has a shape of descent.Size(", r.sizes().str(), ").");
+      g[i] = grads[i];
+    }
+    edges.push_back(gradient_edge(r));
+  }
+  return Ref<Node>(new GraphRoot(std::move(g), std::move(edges)));
+}
+
+}  // namespace
+
+void backward(const TensorList& roots, const TensorList& grads, const BackwardOptions& opts) {
+  DESCENT_SPAN(Autograd, "autograd::engine::execute");
+  AutoGradMode mode(opts.create_graph);
+  const Ref<Node> root = make_root(roots, grads);
+  GraphTask task;
+  task.opts = opts;
+  execute(root, task);
+}
+
+TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs, const BackwardOptions& opts) {
+  DESCENT_SPAN(Autograd, "autograd::engine::execute");
+  AutoGradMode mode(opts.create_graph);
+  const Ref<Node> root = make_root(roots, grads);
+  GraphTask task;
+  task.opts = opts;
+  task.accumulate = false;
+  std::vector<Ref<Node>> keep;  // a leaf's AccumulateGrad made here lives until the walk ends
+  for (const Tensor& t : inputs) {
+    DESCENT_CHECK(t.requires_grad(), Error, "One of the differentiated Tensors does not require grad");
+    Edge e = gradient_edge(t);
+    task.captures.push_back({e.fn.get(), e.input_nr});
+    keep.push_back(e.fn);
+  }
+  task.captured.resize(inputs.size());
+  execute(root, task);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    DESCENT_CHECK(task.captured[i].defined() || opts.allow_unused, Error,
+                  "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "
+                  "if this is the desired behavior.");
+  return std::move(task.captured);
+}
+
+}  // namespace descent::autograd

@@ -1,0 +1,228 @@
+// Floor 4: nodes, saved variables, a tensor's autograd state, AccumulateGrad.
+#include "floors/autograd/node.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+
+#include "floors/dispatch/dispatcher.h"
+
+namespace descent::autograd {
+
+// [SECTION] Edges and nodes ----------------------------------------------------------
+
+namespace {
+// PyTorch numbers nodes per thread; backward runs the highest ready number
+// first, so within one thread's forward the graph is walked in reverse.
+uint64_t next_sequence_nr() {
+  thread_local uint64_t n = 0;
+  return n++;
+}
+}  // namespace
+
+Node::Node(const char* n) : name(n), sequence_nr(next_sequence_nr()) {}
+Node::~Node() = default;
+
+int next_hook_id() {
+  static std::atomic<int> id{0};
+  return ++id;
+}
+
+bool Node::remove_hook(int id) {
+  auto gone = [&](auto& v, auto key) {
+    auto it = std::remove_if(v.begin(), v.end(), [&](const auto& h) { return key(h) == id; });
+    bool found = it != v.end();
+    v.erase(it, v.end());
+    return found;
+  };
+  return gone(tensor_pre_hooks, [](const TensorHook& h) { return h.id; }) ||
+         gone(pre_hooks, [](const auto& h) { return h.first; }) || gone(post_hooks, [](const auto& h) { return h.first; });
+}
+
+// [SECTION] Saved variables ----------------------------------------------------------
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) : saved_(true), is_output_(is_output) {
+  if (!t.defined()) return;
+  version_ = t.version();
+  if (AutogradMeta* m = meta(t)) {
+    output_nr_ = m->output_nr;
+    if (m->grad_fn) producer_ = m->grad_fn->name;
+  }
+  data_ = is_output ? detach(t) : t;
+}
+
+void SavedVariable::reset() {
+  data_ = Tensor();
+  freed_ = true;
+}
+
+Tensor SavedVariable::unpack(Node* owner) const {
+  if (!saved_) return Tensor();
+  DESCENT_CHECK(!freed_, Error,
+                "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+                "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward.");
+  if (!data_.defined()) return Tensor();
+  const uint32_t now = data_.version();
+  // Note [Version counter and view base] (tensor.h): the counter is shared
+  // with every view, so a write through any of them is caught here.
+  DESCENT_CHECK(now == version_, Error,
+                "one of the variables needed for gradient computation has been modified by an inplace operation: [",
+                type_and_shape(data_), "]",
+                producer_ ? str(", which is output ", output_nr_, " of ", producer_, ",") : std::string(),
+                " is at version ", now, "; expected version ", version_,
+                " instead. Hint: trace the code (descent trace) to find the in-place op that bumped it: its "
+                "ADInplaceOrView kernel is the one that counts.");
+  if (!is_output_ || !owner || !grad_mode_enabled()) return data_;
+  // create_graph: the result is given its grad_fn back, so that a formula
+  // reading it is differentiated through this node (ExpBackward0's result).
+  Tensor t = detach(data_);
+  AutogradMeta& m = ensure_meta(t);
+  m.grad_fn = Ref<Node>(owner);
+  m.output_nr = output_nr_;
+  t.impl()->requires_grad = true;
+  return t;
+}
+
+// [SECTION] A tensor's autograd state ------------------------------------------------
+
+AutogradMeta::~AutogradMeta() {
+  if (retains_grad && grad_fn) {
+    auto& r = grad_fn->retained;
+    r.erase(std::remove_if(r.begin(), r.end(), [&](const auto& e) { return e.second == owner; }), r.end());
+  }
+}
+
+AutogradMeta* meta(const Tensor& t) { return static_cast<AutogradMeta*>(t.impl()->autograd.get()); }
+
+AutogradMeta& ensure_meta(const Tensor& t) {
+  if (!t.impl()->autograd) {
+    auto m = Ref<AutogradMeta>::make();
+    m->owner = t.impl();
+    t.impl()->autograd = Ref<AutogradMetaInterface>(m.get());
+  }
+  return *meta(t);
+}
+
+const Ref<Node>& grad_fn(const Tensor& t) {
+  static const Ref<Node> none;
+  const AutogradMeta* m = meta(t);
+  return m ? m->grad_fn : none;
+}
+
+Ref<Node> grad_accumulator(const Tensor& leaf) {
+  AutogradMeta& m = ensure_meta(leaf);
+  if (m.grad_accumulator) return Ref<Node>(m.grad_accumulator);
+  auto* acc = new AccumulateGrad(leaf.ref());
+  m.grad_accumulator = acc;
+  return Ref<Node>(acc);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (const AutogradMeta* m = meta(t); m && m->grad_fn) return Edge{m->grad_fn, m->output_nr};
+  if (t.requires_grad()) return Edge{grad_accumulator(t), 0};
+  return Edge{};
+}
+
+void set_history(const Tensor& t, const Ref<Node>& fn, uint32_t output_nr) {
+  AutogradMeta& m = ensure_meta(t);
+  m.grad_fn = fn;
+  m.output_nr = output_nr;
+  t.impl()->requires_grad = true;
+  if (fn->inputs.size() <= output_nr) fn->inputs.resize(output_nr + 1);
+  fn->inputs[output_nr] = GradMeta{t.sizes(), t.dtype(), t.device()};
+}
+
+void set_requires_grad(const Tensor& t, bool r) {
+  DESCENT_CHECK(is_leaf(t), Error, "you can only change requires_grad flags of leaf variables.",
+                r ? "" : " If you want to use a computed variable in a subgraph that doesn't require differentiation "
+                         "use var_no_grad = var.detach().");
+  Tensor(t).set_requires_grad(r);
+}
+
+Tensor detach(const Tensor& t) {
+  return Tensor(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
+}
+
+void retain_grad(const Tensor& t) {
+  DESCENT_CHECK(t.requires_grad(), Error, "can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf(t)) return;  // a leaf keeps its gradient anyway
+  AutogradMeta& m = ensure_meta(t);
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  m.grad_fn->retained.emplace_back(int(m.output_nr), t.impl());
+}
+
+int register_hook(const Tensor& t, GradHook fn) {
+  DESCENT_CHECK(t.requires_grad(), Error, "cannot register a hook on a tensor that doesn't require gradient");
+  const int id = next_hook_id();
+  AutogradMeta& m = ensure_meta(t);
+  if (m.grad_fn) m.grad_fn->tensor_pre_hooks.push_back({id, int(m.output_nr), std::move(fn)});
+  else m.hooks.emplace_back(id, std::move(fn));
+  return id;
+}
+
+void remove_tensor_hook(const Tensor& t, int id) {
+  AutogradMeta* m = meta(t);
+  if (!m) return;
+  if (m->grad_fn) m->grad_fn->remove_hook(id);
+  auto& h = m->hooks;
+  h.erase(std::remove_if(h.begin(), h.end(), [&](const auto& e) { return e.first == id; }), h.end());
+}
+
+std::string type_and_shape(const Tensor& t) {
+  const char* type = "Float";
+  switch (t.dtype()) {
+    case ScalarType::Float32: type = "Float"; break;
+    case ScalarType::Float64: type = "Double"; break;
+    case ScalarType::Int64: type = "Long"; break;
+    case ScalarType::Bool: type = "Bool"; break;
+  }
+  return str("descent.", type, "Tensor ", t.shape_str());
+}
+
+// [SECTION] AccumulateGrad -----------------------------------------------------------
+
+AccumulateGrad::AccumulateGrad(Ref<TensorImpl> leaf) : Node("AccumulateGrad"), variable(std::move(leaf)) {
+  sequence_nr = std::numeric_limits<uint64_t>::max();  // as in PyTorch: runs as soon as it is ready
+  inputs.push_back(GradMeta{variable->sizes, variable->dtype, variable->device});
+}
+
+AccumulateGrad::~AccumulateGrad() {
+  if (auto* m = static_cast<AutogradMeta*>(variable->autograd.get()); m && m->grad_accumulator == this)
+    m->grad_accumulator = nullptr;
+}
+
+namespace {
+// A gradient no one else holds, laid out as a fresh tensor, can become .grad
+// itself; anything else (a view of another gradient, an expanded one, one a
+// hook kept) is copied first, as PyTorch's AccumulateGrad does.
+bool can_steal(const Tensor& g) {
+  return g.impl()->use_count() == 1 && g.storage()->use_count() == 1 && !g.is_view() && g.is_contiguous() &&
+         g.offset() == 0 && !g.impl()->autograd;
+}
+}  // namespace
+
+TensorList AccumulateGrad::apply(TensorList&& grads) {
+  Tensor leaf(variable);
+  AutogradMeta& m = ensure_meta(leaf);
+  Tensor g = std::move(grads[0]);
+  for (auto& [id, hook] : m.hooks) {  // the leaf's register_hook hooks see the gradient first
+    (void)id;
+    if (Tensor r = hook(g); r.defined()) g = std::move(r);
+  }
+  if (!g.defined()) return {};
+  if (!m.grad.defined()) {
+    // Under create_graph the new .grad keeps its graph (a clone is recorded);
+    // otherwise it is detached, and taken over when no one else holds it.
+    m.grad = !grad_mode_enabled() && can_steal(g) ? std::move(g) : call(Op::clone, g);
+  } else if (!grad_mode_enabled()) {
+    call(Op::add_, m.grad, g);  // in place: .grad keeps its identity across backwards
+  } else {
+    m.grad = call(Op::add, m.grad, g);
+  }
+  return {};
+}
+
+}  // namespace descent::autograd

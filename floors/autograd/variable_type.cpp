@@ -1,0 +1,199 @@
+// Floor 4: the Autograd kernels (PyTorch's generated VariableType), one for
+// every op with a derivative, registered at the Autograd alias key.
+//
+// [SECTION] The check every op pays
+// [SECTION] Recording a node
+// [SECTION] The typed form
+// [SECTION] Registration
+//
+// Note [What an Autograd kernel does]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every tensor carries its backend's Autograd key, so every call of a
+// differentiable op comes here first (Note [Computing the key set]). The
+// kernel asks two questions: is grad mode on, and does any tensor input
+// require grad? When not, it redispatches below autograd at once: the trace
+// shows a floor-4 span with graph=none and the reason, the price every op
+// pays for autograd even when nothing is recorded. Otherwise it records:
+//   1. for an in-place op, refuses what PyTorch refuses (a leaf that
+//      requires grad, a view of one);
+//   2. makes the node (FormulaNode, named as PyTorch names it), with one
+//      edge per tensor input: the input's grad_fn, its AccumulateGrad, or
+//      None (Note [The graph autograd records]);
+//   3. saves the inputs the formula reads (Note [One derivative per op]);
+//   4. runs the op below autograd (c10's AutoDispatchBelowADInplaceOrView:
+//      the ops the kernels call inside record nothing), with the key set
+//      below its own key, so ADInplaceOrView still runs for in-place and
+//      view ops;
+//   5. makes the result the node's output 0 (set_history), which is how the
+//      result comes to require grad; an in-place op moves self's history
+//      onto the new node (its old grad_fn is now the node's edge);
+//   6. saves the result if the formula reads it.
+#include "floors/autograd/derivatives.h"
+#include "floors/dispatch/library.h"
+#include "floors/dispatch/unboxed.h"
+#include "tracer/tracer.h"
+
+namespace descent::autograd {
+
+namespace {
+
+// [SECTION] The check every op pays ------------------------------------------------------
+
+// What the call runs next: everything below the Autograd keys (c10's after_autograd_keyset).
+DispatchKeySet below_autograd(DispatchKeySet ks) { return ks.below(DispatchKey::AutogradCPU); }
+
+const char* no_graph_reason() { return grad_mode_enabled() ? "none: no input requires grad" : "none: grad mode is off"; }
+
+void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span);
+
+void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
+  bool any = false;
+  for (int i = 0; i < s.size(); ++i)
+    if (s[i].is_tensor()) any |= s[i].to_tensor().requires_grad();
+  if (!any || !grad_mode_enabled()) {
+    span.arg("graph", no_graph_reason());
+    AutoDispatchBelowADInplaceOrView guard;
+    redispatch_boxed(op, below_autograd(ks), s);
+    return;
+  }
+  record(op, ks, s, span);
+}
+
+// [SECTION] Recording a node -----------------------------------------------------------
+
+void check_inplace(const OpEntry& op, const Tensor& self) {
+  if (self.is_view()) {
+    const Tensor base(self.impl()->base);
+    DESCENT_CHECK(!(is_leaf(base) && base.requires_grad()), Error,
+                  "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    // Note [In-place on a view]: PyTorch rebases the base's history through
+    // a CopySlices node, so that the base's gradient sees the write. descent
+    // does not record that yet, and refuses rather than give a wrong gradient.
+    throw NotImplementedError(str(op.python_name, "_(): descent does not yet record an in-place op on a view when ",
+                                  "autograd is involved (PyTorch records CopySlices on the view's base); write into ",
+                                  "the whole tensor, or clone() the view first"));
+  }
+  DESCENT_CHECK(!(is_leaf(self) && self.requires_grad()), Error,
+                "a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+std::string edge_names(const Node& n) {
+  std::string s;
+  for (const Edge& e : n.next_edges) s += (s.empty() ? "" : ", ") + std::string(e.valid() ? e.fn->name : "None");
+  return s;
+}
+
+void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span) {
+  const Derivative* d = derivative_of(op.id);
+  const bool inplace = op.schema.is_mutable();
+  if (inplace) check_inplace(op, s[0].to_tensor());
+  auto* fn = new FormulaNode(*d, op);
+  const Ref<Node> node(fn);
+  // The edges, the inputs' shapes, and the arguments the formula reads.
+  Tensor inputs[2];
+  for (int i = 0; i < s.size(); ++i) {
+    if (!s[i].is_tensor()) {
+      fn->args.push(s[i]);
+      continue;
+    }
+    DESCENT_CHECK(fn->num_tensor_inputs < 2, Error, op.name, ": autograd supports ops of at most two tensor inputs");
+    const Tensor& t = s[i].to_tensor();
+    const int k = fn->num_tensor_inputs++;
+    inputs[k] = t;
+    fn->tensor_inputs[k] = GradMeta{t.sizes(), t.dtype(), t.device()};
+    fn->next_edges.push_back(gradient_edge(t));
+    fn->args.push(IValue());
+  }
+  uint8_t saves = 0;
+  for (int k = 0; k < fn->num_tensor_inputs; ++k)
+    if (fn->next_edges[k].valid()) saves |= d->saves_for[k];
+  if (saves & kSelf) fn->self = SavedVariable(inplace ? call(Op::clone, inputs[0]) : inputs[0], false);
+  if (saves & kOther) fn->other = SavedVariable(inputs[1], false);
+  {
+    AutoDispatchBelowADInplaceOrView guard;
+    redispatch_boxed(op, below_autograd(ks), s);
+  }
+  const Tensor& out = s[0].to_tensor();
+  set_history(out, node, 0);  // in place: `out` is self, whose history moves onto this node
+  if (saves & kResult) fn->result = SavedVariable(out, true);
+  if (saves & kResult1) fn->result1 = SavedVariable(s[1].to_tensor(), false);
+  if (span.active()) {
+    span.arg("graph", "recorded");
+    span.arg("node", fn->name);
+    span.arg("edges", trace::intern(edge_names(*fn)));
+    const std::string saved = fn->saved_names();
+    span.arg("saved", trace::intern(saved.empty() ? "nothing" : saved));
+  }
+}
+
+// [SECTION] The typed form ---------------------------------------------------------------
+
+inline bool requires_grad_of(const Tensor& t) { return t.requires_grad(); }
+template <typename T>
+bool requires_grad_of(const T&) {
+  return false;
+}
+
+// The same kernel for a typed call (Note [Boxed and unboxed calls]): the
+// check and the redispatch stay unboxed; recording boxes the arguments.
+template <Op kOp, typename Sig>
+struct TypedAutograd;
+template <Op kOp, typename... A>
+struct TypedAutograd<kOp, Tensor(A...)> {
+  static Tensor call(DispatchKeySet ks, A... args) {
+    if (!(requires_grad_of(args) || ...) || !grad_mode_enabled()) {
+      trace::ScopedSpan span(trace::Floor::Autograd, op_entry(kOp).profiler_name);
+      span.arg("graph", no_graph_reason());
+      AutoDispatchBelowADInplaceOrView guard;
+      static const TypedOp<Tensor(A...)> below(kOp);
+      return below.redispatch(below_autograd(ks), args...);
+    }
+    Stack s;
+    (s.push(argument(args)), ...);
+    autograd_kernel(op_entry(kOp), ks, s);
+    return std::move(s[0].owned_tensor());
+  }
+};
+using BinaryAlphaSig = Tensor(const Tensor&, const Tensor&, const Scalar&);
+using BinarySig = Tensor(const Tensor&, const Tensor&);
+
+Kernel autograd_kernel_for(Op op) {
+  switch (op) {
+    case Op::add: return Kernel::both(autograd_kernel, &TypedAutograd<Op::add, BinaryAlphaSig>::call, signature_id<BinaryAlphaSig>());
+    case Op::sub: return Kernel::both(autograd_kernel, &TypedAutograd<Op::sub, BinaryAlphaSig>::call, signature_id<BinaryAlphaSig>());
+    case Op::mul: return Kernel::both(autograd_kernel, &TypedAutograd<Op::mul, BinarySig>::call, signature_id<BinarySig>());
+    case Op::div: return Kernel::both(autograd_kernel, &TypedAutograd<Op::div, BinarySig>::call, signature_id<BinarySig>());
+    default: return Kernel(autograd_kernel);
+  }
+}
+
+bool is_composite(const OpEntry& e) { return std::string_view(e.dispatch).find("Composite") != std::string_view::npos; }
+
+}  // namespace
+
+}  // namespace descent::autograd
+
+namespace descent {
+
+// [SECTION] Registration -------------------------------------------------------------------
+
+// Every op of the table gets an Autograd kernel if it has a derivative, and
+// the check below makes "has a derivative" match Note [One derivative per
+// op]: a factory, a comparison or a composite has none; every other op has
+// one. An op added to the table without its formula fails here, at start-up.
+void register_autograd_kernels(Library& m) {
+  for (const OpEntry& e : ops_for_registration()) {
+    const bool exempt = e.kind == OpKind::Factory || e.kind == OpKind::Comparison || autograd::is_composite(e);
+    const autograd::Derivative* d = autograd::derivative_of(e.id);
+    DESCENT_CHECK(exempt || d != nullptr, Error, "autograd: '", e.name,
+                  "' has no derivative formula (floors/autograd/derivatives.cpp); add one, as derivatives.yaml has one "
+                  "for every differentiable op");
+    DESCENT_CHECK(!exempt || d == nullptr, Error, "autograd: '", e.name, "' is a ",
+                  autograd::is_composite(e) ? "composite" : "factory or comparison",
+                  " and must not have a derivative formula (Note [One derivative per op])");
+    if (d) m.impl(e.id, autograd::autograd_kernel_for(e.id));
+  }
+}
+
+}  // namespace descent
