@@ -16,8 +16,32 @@
 // position and the type found (one overload), or lists the signatures (several).
 // An int too large for int64 is no mismatch but a RuntimeError at once, as in
 // PyTorch. (A TypeError is what makes Tensor's operators answer NotImplemented.)
+//
+// Note [What an argument accepts]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// As PyTorch's FunctionParameter::check:
+//   - Tensor: a tensor. A Python number only in the elementwise ops (binary,
+//     comparison, in place), the ones PyTorch's should_allow_numbers_as_tensors
+//     names; so ones(2) @ 2 is a TypeError, as in PyTorch. In those same ops a
+//     numpy array is read as tensor() reads it, so an array on either side of
+//     an operator gives a Tensor (numpy defers to Tensor's reflected operator:
+//     __array_priority__, _tensor.py).
+//   - Scalar and float: a number, or a 0-d tensor that does not require grad
+//     (full((2,), tensor(3.)), alpha=tensor(2)), read by its dtype. A tensor
+//     goes to a Scalar only when no overload takes it as a Tensor: the
+//     overloads are tried once with Scalars refusing tensors, then once more
+//     (PyTorch sorts its Tensor overloads first), so x ** tensor(-1) is
+//     pow.Tensor_Tensor, as in PyTorch, though pow.Tensor_Scalar's row comes first.
+//   - int: an int or a numpy int, or a 0-d integer tensor; a tensor of any
+//     other shape or dtype is a mismatch ("must be int, not Tensor").
+//   - int[]: ints, or anything with __index__ (a one-element int tensor).
+// An object whose __index__ or __float__ raises is a mismatch too, and its
+// exception is kept: the TypeError that names the argument has it as its
+// __cause__. KeyboardInterrupt, SystemExit and MemoryError are not mismatches:
+// they propagate as raised.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "floors/binding/binding.h"
 
@@ -36,10 +60,45 @@ bool is_float_like(PyObject* o) {
 
 enum class IntResult { Ok, NotInt, Overflow };
 
-IntResult to_int(PyObject* o, int64_t* out) {
+// The exception raised by an argument's __index__ or __float__, kept while the
+// overloads are tried; the final TypeError gets it as __cause__ (Note [What an
+// argument accepts]).
+struct Cause {
+  PyObject* exc = nullptr;
+  ~Cause() { Py_XDECREF(exc); }
+  // Takes the Python error now set. One that is no mismatch (not an
+  // Exception, or a MemoryError) stays set and unwinds the call.
+  void take() {
+    if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError))
+      throw Error("a Python error is set");  // set_python_error keeps Python's own
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb && value) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    if (exc) Py_XDECREF(value);  // the first one is kept
+    else exc = value;
+  }
+  // Makes the kept exception the __cause__ of the Python error now set.
+  void attach() {
+    if (!exc) return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value) {
+      PyException_SetCause(value, exc);  // steals exc
+      exc = nullptr;
+    }
+    PyErr_Restore(type, value, tb);
+  }
+};
+
+IntResult to_int(PyObject* o, int64_t* out, Cause* cause = nullptr) {
   PyObject* index = PyLong_Check(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);  // numpy ints too
   if (!index) {
-    PyErr_Clear();
+    if (cause) cause->take();
+    else PyErr_Clear();
     return IntResult::NotInt;
   }
   long long v = PyLong_AsLongLong(index);
@@ -67,15 +126,51 @@ IntResult to_int(PyObject* o, int64_t* out) {
                   ": Overflow when unpacking long (it does not fit in int64)"));
 }
 
+// A 0-d tensor that may stand for a number (Note [What an argument accepts]).
+bool is_number_tensor(PyObject* o) {
+  if (!is_tensor(o)) return false;
+  const Tensor& t = unwrap(o);
+  return t.dim() == 0 && !t.requires_grad() && t.device().type == DeviceType::CPU;
+}
+
+// The element of a 0-d CPU tensor as the Scalar of its dtype.
+Scalar tensor_scalar(const Tensor& t) {
+  Scalar v;
+  visit_dtype(t.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) v = Scalar(*t.data<bool>());
+    else if constexpr (std::is_integral_v<T>) v = Scalar(int64_t(*t.data<T>()));
+    else v = Scalar(double(*t.data<T>()));
+  });
+  return v;
+}
+
+// A numpy array (or another object that exports __array_interface__ and a buffer).
+bool is_array(PyObject* o) {
+  return !is_tensor(o) && PyObject_CheckBuffer(o) && PyObject_HasAttrString(o, "__array_interface__");
+}
+
+// float(o) into *d, or false with the exception kept in `cause`. Python's own
+// int and float raise as they are (2**2000: OverflowError).
+bool float_arg(PyObject* o, double* d, Cause& cause) {
+  *d = PyFloat_AsDouble(o);
+  if (!(*d == -1.0 && PyErr_Occurred())) return true;
+  if (PyLong_CheckExact(o) || PyFloat_CheckExact(o)) throw Error("a Python error is set");
+  cause.take();
+  return false;
+}
+
 // Converts one object to the argument's type, or explains why not in `err`.
-bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string& err) {
+// `numbers` says whether a Tensor argument takes numbers and arrays here.
+bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor_scalars, Cause& cause, IValue& out,
+             std::string& err) {
   if (o == Py_None && a.optional) {
     out = IValue();
     return true;
   }
   int64_t i = 0;
+  double d = 0;
   auto int_arg = [&](PyObject* x) {  // x into i: false when it is no int, throw_overflow past int64
-    IntResult r = to_int(x, &i);
+    IntResult r = to_int(x, &i, PyLong_CheckExact(x) ? nullptr : &cause);
     if (r == IntResult::Overflow) throw_overflow(a, pos, x);
     return r == IntResult::Ok;
   };
@@ -85,34 +180,55 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
         out = IValue::borrow(unwrap(o));  // the caller holds `o` for the call
         return true;
       }
-      if (pos > 0 && is_python_scalar(o)) {
-        if (is_int_like(o) && to_int(o, &i) == IntResult::Overflow) throw_overflow(a, pos, o);
+      if (numbers && pos > 0 && is_python_scalar(o)) {
+        if (is_int_like(o) && int_arg(o) == false) break;
         out = scalar_to_tensor(o);
+        return true;
+      }
+      if (numbers && pos > 0 && is_array(o)) {
+        out = IValue(tensor_from_data(o, std::nullopt));
         return true;
       }
       break;
     case ArgType::Scalar:
+      if (tensor_scalars && is_number_tensor(o)) {
+        out = IValue(tensor_scalar(unwrap(o)));
+        return true;
+      }
+      if (is_tensor(o)) break;
       if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
       if (is_int_like(o)) {
-        if (!int_arg(o)) return false;
+        if (!int_arg(o)) break;
         out = IValue(i);
         return true;
       }
       if (is_float_like(o)) {
-        out = IValue(as_double(o));
+        if (!float_arg(o, &d, cause)) break;
+        out = IValue(d);
         return true;
       }
       break;
     case ArgType::Int:
+      if (is_tensor(o)) {  // a 0-d integer tensor only, as PyTorch's int64 check
+        if (!is_number_tensor(o) || unwrap(o).dtype() != ScalarType::Int64) break;
+        out = IValue(*unwrap(o).data<int64_t>());
+        return true;
+      }
       if (is_int_like(o)) {
-        if (!int_arg(o)) return false;
+        if (!int_arg(o)) break;
         out = IValue(i);
         return true;
       }
       break;
     case ArgType::Float:
+      if (tensor_scalars && is_number_tensor(o)) {
+        out = IValue(tensor_scalar(unwrap(o)).to_double());
+        return true;
+      }
+      if (is_tensor(o)) break;
       if (is_float_like(o) || is_int_like(o)) {
-        out = IValue(as_double(o));
+        if (!float_arg(o, &d, cause)) break;
+        out = IValue(d);
         return true;
       }
       break;
@@ -120,8 +236,8 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, IValue& out, std::string&
       if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
       break;
     case ArgType::IntList: {
-      if (is_int_like(o)) {
-        if (!int_arg(o)) return false;
+      if (is_int_like(o) && !is_tensor(o)) {
+        if (!int_arg(o)) break;
         out = IValue(DimVector{i});
         return true;
       }
@@ -180,7 +296,9 @@ std::string signature(const OpEntry& op) {
 
 // Tries one overload; on failure `err` says why.
 bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
-                  std::string& err) {
+                  bool tensor_scalars, Cause& cause, std::string& err) {
+  // PyTorch's should_allow_numbers_as_tensors: the elementwise ops.
+  const bool numbers = op.kind == OpKind::Binary || op.kind == OpKind::Comparison || op.kind == OpKind::InPlace;
   const auto& sargs = op.schema.args;
   const int npos = op.schema.num_positional();
   PyObject* slots[kMaxStack] = {};
@@ -228,7 +346,7 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
       continue;
     }
     IValue v;
-    if (!convert(sargs[j], slots[j], int(j), v, err)) {
+    if (!convert(sargs[j], slots[j], int(j), numbers, tensor_scalars, cause, v, err)) {
       err = str(op.schema.name, "(): ", err);
       return false;
     }
@@ -255,18 +373,23 @@ const std::vector<OverloadGroup>& overload_groups() {
 bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
                 const OpEntry** chosen) {
   std::string first_err;
-  for (const OpEntry* op : g.overloads) {
-    std::string err;
-    stack.clear();
-    if (try_overload(*op, args, nargs, kwnames, stack, err)) {
-      *chosen = op;
-      return true;
+  Cause cause;
+  for (bool tensor_scalars : {false, true}) {  // Note [What an argument accepts]
+    first_err.clear();
+    for (const OpEntry* op : g.overloads) {
+      std::string err;
+      stack.clear();
+      if (try_overload(*op, args, nargs, kwnames, stack, tensor_scalars, cause, err)) {
+        *chosen = op;
+        return true;
+      }
+      if (first_err.empty()) first_err = err;
     }
-    if (first_err.empty()) first_err = err;
   }
   stack.clear();
   if (g.overloads.size() == 1) {
     PyErr_SetString(PyExc_TypeError, first_err.c_str());
+    cause.attach();
     return false;
   }
   std::string got = "(";
@@ -278,6 +401,7 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
   std::string msg = g.name + "() received an invalid combination of arguments - got " + got + "), but expected one of:";
   for (const OpEntry* op : g.overloads) msg += "\n * " + signature(*op);
   PyErr_SetString(PyExc_TypeError, msg.c_str());
+  cause.attach();
   return false;
 }
 

@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,9 @@ PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tu
 bool init_tensor_type(PyObject* module);
 bool init_value_types(PyObject* module);   // dtype, device, return types
 bool init_trace_type(PyObject* module);
-// The trace::Trace inside a descent._C.Trace object (borrowed: valid while `o`
 // The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
 bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
+// The trace::Trace inside a descent._C.Trace object (borrowed: valid while `o`
 // lives), or nullptr when `o` is not one. For the app, which embeds Python and
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);
@@ -70,6 +71,10 @@ const std::vector<OverloadGroup>& overload_groups();
 bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
                 const OpEntry** chosen);
 
+// A new CPU tensor from Python data, as descent.tensor(data, dtype) makes it:
+// a tensor, an array (Note [numpy arrays descent reads], module.cpp), a number
+// or nested sequences.
+Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want);
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
 bool is_python_scalar(PyObject* o);

@@ -8,6 +8,7 @@
 // [SECTION] Everything else
 // [SECTION] Module init
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -15,8 +16,8 @@
 
 #include <unistd.h>
 
-#include "floors/binding/binding.h"
 #include "floors/autograd/node.h"
+#include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/random.h"
@@ -101,7 +102,6 @@ PyObject* written_argument(const OpEntry& op, PyObject* const* args, Py_ssize_t 
   return o;
 }
 
-// The function behind _C.add, _C.max, ...: `self` is the overload group's index.
 // A factory's `requires_grad=` keyword, which is not in aten's schema: as in
 // PyTorch's generated binding, the binding takes it off the call and sets it
 // on the result. Returns -1 with a Python error set when it is not a bool.
@@ -137,11 +137,11 @@ bool has_keyword(PyObject* kwnames, const char* name) {
   return false;
 }
 
+// The function behind _C.add, _C.max, ...: `self` is the overload group's index.
 PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const OverloadGroup& g = overload_groups()[PyLong_AsSize_t(self)];
   DESCENT_PY_TRY
   trace::ScopedSpan span(trace::Floor::Binding, g.overloads[0]->schema.name.c_str());
-  Stack stack;
   nargs = PyVectorcall_NARGS(nargs);
   int requires_grad = 0;
   PyObject* call_args[kMaxStack * 2];
@@ -157,6 +157,7 @@ PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
     own_kwnames.o = kwnames;
     args = call_args;
   }
+  Stack stack;
   const OpEntry* op = nullptr;
   if (!parse_args(g, args, nargs, kwnames, stack, &op)) return nullptr;
   if (span.active()) span.arg("overload", op->name);
@@ -267,7 +268,7 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     if (i == -1 && PyErr_Occurred()) {
       if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw ValueError("tensor(): could not read an int");
       PyErr_Clear();
-      throw ValueError(str("tensor(): Overflow when unpacking long long: element ", pos,
+      throw Error(str("tensor(): Overflow when unpacking long long: element ", pos,
                            " is an int that does not fit in int64"));
     }
     t.data<int64_t>()[pos] = i;
@@ -306,6 +307,143 @@ void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
   ++pos;
 }
 
+// Note [numpy arrays descent reads]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// tensor(array) reads an array of every integer and float dtype numpy has,
+// as PyTorch does, into the nearest dtype descent has: bool, int64, float32
+// and float64 as they are; int8, int16, int32, uint8, uint16, uint32 and
+// uint64 as int64 (exactly: a uint64 past 2**63 - 1 is an error naming it);
+// float16 as float32 (exactly). PyTorch keeps int32 as int32 and so on; descent
+// has no such dtypes, so the values are kept and the width is not. Any other
+// dtype (complex, object, datetime, strings) is a TypeError naming it, with
+// PyTorch's words ("can't convert np.ndarray of type numpy.complex64"); an
+// array in the other byte order is a ValueError, as in PyTorch.
+
+// IEEE half precision to float, exactly (every half is a float).
+float half_to_float(uint16_t h) {
+  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float v;
+  if (exponent == 0) v = std::ldexp(float(mantissa), -24);  // zero and subnormals
+  else if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  else v = std::ldexp(float(mantissa | 0x400), exponent - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// "numpy.complex64": the array's dtype as PyTorch names it, or the buffer's format.
+std::string array_type_name(PyObject* data, const std::string& fmt) {
+  std::string name = "a buffer of format '" + fmt + "'";
+  if (PyObject* dt = PyObject_GetAttrString(data, "dtype")) {
+    if (PyObject* type = PyObject_GetAttrString(dt, "type")) {
+      if (PyType_Check(type)) name = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+      Py_DECREF(type);
+    }
+    Py_DECREF(dt);
+  }
+  PyErr_Clear();
+  return name;
+}
+
+[[noreturn]] void refuse_array(PyObject* data, const std::string& fmt) {
+  throw TypeError(str("can't convert np.ndarray of type ", array_type_name(data, fmt),
+                      ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint64, "
+                      "uint32, uint16, uint8, and bool."));
+}
+
+// The elements of a buffer of C type Src into `out` (row-major), converted to
+// Dst, through the buffer's byte strides.
+template <typename Src, typename Dst, typename Convert>
+void read_buffer(const Py_buffer& v, const Tensor& out, Convert convert) {
+  DimVector sizes, strides;
+  for (int d = 0; d < v.ndim; ++d) sizes.push_back(v.shape[d]), strides.push_back(v.strides[d]);
+  Dst* p = out.data<Dst>();
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    Src x;
+    std::memcpy(&x, static_cast<const char*>(v.buf) + kernels::strided_offset(k, sizes, strides), sizeof x);
+    p[k] = convert(x, k);
+  }
+}
+
+Tensor tensor_from_buffer(PyObject* data) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(data, &view, PyBUF_RECORDS_RO) < 0) {
+    // numpy exports no buffer for datetime and other dtypes: name the dtype.
+    if (!PyObject_HasAttrString(data, "dtype")) throw Error("a Python error is set");
+    PyErr_Clear();
+    refuse_array(data, "?");
+  }
+  struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
+  std::string fmt = view.format ? view.format : "B";
+  if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
+    throw ValueError("given numpy array has byte order different from the native byte order. Conversion between "
+                     "byte orders is currently not supported.");
+  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
+  const char code = fmt.size() == 1 ? fmt[0] : '\0';
+  const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
+  ScalarType dt;
+  if (code == '?') dt = ScalarType::Bool;
+  else if (code == 'f' || code == 'e') dt = ScalarType::Float32;
+  else if (code == 'd') dt = ScalarType::Float64;
+  else if (is_signed || is_unsigned) dt = ScalarType::Int64;
+  else refuse_array(data, fmt);
+  DimVector sizes, strides;
+  for (int d = 0; d < view.ndim; ++d) {
+    sizes.push_back(view.shape[d]);
+    DESCENT_CHECK(view.strides[d] % view.itemsize == 0, ValueError, "tensor(): buffer strides are not multiples of the item size");
+    strides.push_back(view.strides[d] / view.itemsize);
+  }
+  Tensor out = empty_tensor(sizes, dt, Device{});
+  if (out.numel() == 0) return out;
+  const bool native = code == '?' || code == 'f' || code == 'd' || ((is_signed) && view.itemsize == 8);
+  if (native) {
+    // View the foreign memory as a tensor with its strides, then copy through the kernels.
+    auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
+    Tensor foreign(Ref<TensorImpl>::make(storage, dt, sizes, strides, 0));
+    call(Op::copy_, out, foreign);
+    return out;
+  }
+  auto same = [](auto x, int64_t) { return int64_t(x); };
+  if (code == 'e') {
+    read_buffer<uint16_t, float>(view, out, [](uint16_t h, int64_t) { return half_to_float(h); });
+  } else if (is_signed) {
+    if (view.itemsize == 1) read_buffer<int8_t, int64_t>(view, out, same);
+    else if (view.itemsize == 2) read_buffer<int16_t, int64_t>(view, out, same);
+    else read_buffer<int32_t, int64_t>(view, out, same);
+  } else if (view.itemsize == 1) {
+    read_buffer<uint8_t, int64_t>(view, out, same);
+  } else if (view.itemsize == 2) {
+    read_buffer<uint16_t, int64_t>(view, out, same);
+  } else if (view.itemsize == 4) {
+    read_buffer<uint32_t, int64_t>(view, out, same);
+  } else {
+    read_buffer<uint64_t, int64_t>(view, out, [](uint64_t x, int64_t k) {
+      DESCENT_CHECK(x <= uint64_t(INT64_MAX), Error, "tensor(): element ", k, " of the uint64 array, ", x,
+                    ", does not fit in int64, descent's integer dtype");
+      return int64_t(x);
+    });
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want) {
+  if (is_tensor(data)) return call(Op::to, unwrap(data), want ? IValue(*want) : IValue(), IValue(), true);
+  if (PyObject_CheckBuffer(data) && !PyBytes_Check(data)) {
+    Tensor out = tensor_from_buffer(data);
+    return want ? call(Op::to, out, *want) : out;
+  }
+  DimVector shape;
+  ScalarType dt = kDefaultFloat;
+  bool any = false;
+  infer(data, 0, shape, dt, any);
+  Tensor out = empty_tensor(shape, want.value_or(dt), Device{});
+  int64_t pos = 0;
+  if (out.numel() > 0) fill(data, out, 0, pos);
+  return out;
+}
+
+namespace {
+
 // _C._tensor(data, dtype): a new CPU tensor from a number, nested sequences,
 // a descent tensor or any object with the buffer protocol (numpy arrays).
 PyObject* py_tensor(PyObject*, PyObject* args) {
@@ -320,41 +458,7 @@ PyObject* py_tensor(PyObject*, PyObject* args) {
                   Py_TYPE(dtype_obj)->tp_name);
     want = *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(dtype_obj) + sizeof(PyObject));
   }
-  if (is_tensor(data)) return wrap(call(Op::to, unwrap(data), want ? IValue(*want) : IValue(), IValue(), true));
-  if (PyObject_CheckBuffer(data) && !PyBytes_Check(data)) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_RECORDS_RO) < 0) return nullptr;
-    struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
-    std::string fmt = view.format ? view.format : "B";
-    if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
-    ScalarType src;
-    if (fmt == "?") src = ScalarType::Bool;
-    else if (fmt == "f") src = ScalarType::Float32;
-    else if (fmt == "d") src = ScalarType::Float64;
-    else if (fmt == "q" || fmt == "l") src = ScalarType::Int64;
-    else throw TypeError(str("tensor(): can't convert a buffer of format '", fmt,
-                             "'; supported: bool, int64, float32, float64"));
-    DimVector sizes, strides;
-    for (int d = 0; d < view.ndim; ++d) {
-      sizes.push_back(view.shape[d]);
-      DESCENT_CHECK(view.strides[d] % view.itemsize == 0, ValueError, "tensor(): buffer strides are not multiples of the item size");
-      strides.push_back(view.strides[d] / view.itemsize);
-    }
-    Tensor out = empty_tensor(sizes, src, Device{});
-    // View the foreign memory as a tensor with its strides, then copy through the kernels.
-    auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
-    Tensor foreign(Ref<TensorImpl>::make(storage, src, sizes, strides, 0));
-    call(Op::copy_, out, foreign);
-    return wrap(want ? call(Op::to, out, *want) : out);
-  }
-  DimVector shape;
-  ScalarType dt = kDefaultFloat;
-  bool any = false;
-  infer(data, 0, shape, dt, any);
-  Tensor out = empty_tensor(shape, want.value_or(dt), Device{});
-  int64_t pos = 0;
-  if (out.numel() > 0) fill(data, out, 0, pos);
-  return wrap(out);
+  return wrap(tensor_from_data(data, want));
   DESCENT_PY_CATCH(nullptr)
 }
 
@@ -441,6 +545,7 @@ PyObject* py_verify(PyObject*, PyObject* args) {
       for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed));
     }
   }
+  DESCENT_CHECK(!only || !vs.empty(), Error, "verify(): no op named '", only, "' (see: descent ops)");
   return py_list(vs.size(), [&](size_t i) {
     const kernels::Verdict& v = vs[i];
     return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),

@@ -227,7 +227,7 @@ PyObject* element_to_py(const Tensor& t, int64_t off) {
 PyObject* m_item(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
   Tensor t = unwrap(o);
-  DESCENT_CHECK(t.numel() == 1, ValueError, "a Tensor with ", t.numel(),
+  DESCENT_CHECK(t.numel() == 1, Error, "a Tensor with ", t.numel(),
                 " elements cannot be converted to Scalar");
   DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "item() of a ", t.device().str(), " tensor");
   return element_to_py(t, 0);

@@ -16,7 +16,7 @@ DimVector::DimVector(const std::vector<int64_t>& v) {
   for (int64_t x : v) push_back(x);
 }
 void DimVector::too_many_dims(int n) {
-  throw ValueError(descent::str("descent supports at most ", kMaxDims, " dimensions, got ", n));
+  throw Error(descent::str("descent supports at most ", kMaxDims, " dimensions, got ", n));
 }
 std::string DimVector::str() const {
   std::string s = "[";
@@ -33,7 +33,7 @@ int64_t numel_of(const DimVector& sizes) {
   }
   // A wrapped product could pass a size check by accident (2**62 + 1 rows of
   // 4 "are" 4 elements), so it is an error here, where every view is made.
-  DESCENT_CHECK(!overflow, ValueError, "the shape ", sizes.str(), " has more elements than an int64 can count");
+  DESCENT_CHECK(!overflow, Error, "the shape ", sizes.str(), " has more elements than an int64 can count");
   return n;
 }
 
@@ -125,12 +125,17 @@ alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
 }
 
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
-  int64_t n = 1;
+  // Every size is checked before any is multiplied, and a 0 anywhere makes
+  // the tensor empty, so zeros(2**49, 0) is as good as zeros(0, 2**49).
+  bool empty = false;
   for (int64_t s : sizes) {
-    DESCENT_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ", sizes.str());
-    DESCENT_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= (int64_t(1) << 48), ValueError,
-                  "Trying to create a tensor of ", sizes.str(), " ", dtype_name(dtype), ": too many elements");
+    DESCENT_CHECK(s >= 0, Error, "Trying to create tensor with negative dimension ", s, ": ", sizes.str());
+    empty |= s == 0;
   }
+  int64_t n = empty ? 0 : 1;
+  for (int64_t s : sizes)
+    DESCENT_CHECK(empty || (!__builtin_mul_overflow(n, s, &n) && n <= (int64_t(1) << 48)), Error,
+                  "Trying to create a tensor of ", sizes.str(), " ", dtype_name(dtype), ": too many elements");
   auto storage = Ref<StorageImpl>::make(allocate_bytes(size_t(n) * element_size(dtype), device), device);
   return Tensor(Ref<TensorImpl>::make(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
 }

@@ -43,6 +43,19 @@
 //     with _unsafe_view: a view of a fresh copy (the clone, mm's or bmm's
 //     output) that records no view base, so the result is no view
 //     (x.T.reshape(24)._base is None, as in torch).
+//
+// Note [matmul names the shapes it was given]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A message different from PyTorch's on purpose. When one operand is 1-D and
+// the other is not, PyTorch's matmul reports the mismatch from inside the op
+// it decomposed into, in shapes the user never wrote: ones(3) @ ones(4, 5)
+// says "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x5)" (mm after
+// an unsqueeze), ones(2, 3, 4) @ ones(3) says "size mismatch, got input (6),
+// mat (6x4), vec (3)" (mv after the fold). descent checks the contracted
+// sizes first and names the operands as given: "matmul(): shapes [3] and
+// [4, 5] cannot be multiplied (3 != 4)". The class is PyTorch's,
+// RuntimeError. 1-D @ 1-D (dot's message names both lengths) and the 2-D
+// and batched cases (mm's and bmm's name the matrices) keep PyTorch's text.
 #include "floors/kernels/kernels.h"
 
 namespace descent::kernels {
@@ -75,6 +88,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int da = a.dim(), db = b.dim();
   DESCENT_CHECK(da >= 1 && db >= 1, Error, "both arguments to matmul need to be at least 1D, but they are ", da,
                 "D and ", db, "D");
+  if (da + db > 2 && (da == 1 || db == 1)) {  // Note [matmul names the shapes it was given]
+    const int64_t k1 = a.sizes()[da - 1], k2 = db == 1 ? b.sizes()[0] : b.sizes()[db - 2];
+    DESCENT_CHECK(k1 == k2, Error, "matmul(): shapes ", a.shape_str(), " and ", b.shape_str(),
+                  " cannot be multiplied (", k1, " != ", k2, ")");
+  }
   if (da == 1 && db == 1) return call(Op::dot, a, b);
   if (da == 2 && db == 1) return call(Op::mv, a, b);
   if (da == 1 && db == 2) {

@@ -89,8 +89,8 @@ struct PowF {
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
       return a || !b;
-    } else {  // integer power by squaring
-      DESCENT_CHECK(b >= 0, ValueError, "pow(): Integers to negative integer powers are not allowed.");
+    } else {  // integer power by squaring; a negative exponent as PyTorch's powi
+      if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
       T r = 1;
       for (T base = a, e = b; e > 0; e >>= 1, base = wrap_mul(base, base))
         if (e & 1) r = wrap_mul(r, base);

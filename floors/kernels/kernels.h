@@ -45,11 +45,11 @@ inline bool want_optimized() { return requested_variant() != Variant::Reference;
 // [SECTION] Shapes --------------------------------------------------------------
 
 // The broadcast of two shapes, PyTorch's rule: align from the right; sizes
-// must be equal or one of them 1. Raises ValueError naming `op`.
+// must be equal or one of them 1. Raises RuntimeError naming `op`.
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op);
 // A view of `t` with `sizes` (broadcasting): stride 0 where t has size 1 or no dim.
 Tensor expand_to(const Tensor& t, const DimVector& sizes);
-// The sizes `req` with one -1 inferred from numel; ValueError naming `op` on a
+// The sizes `req` with one -1 inferred from numel; RuntimeError naming `op` on a
 // bad shape (views.cpp; view and the reshape composite share it).
 DimVector infer_size(const char* op, const DimVector& req, int64_t numel);
 // Strides that let `sizes` view memory laid out as (old_sizes, old_strides),

@@ -76,6 +76,9 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(op.id == Op::neg && x.dtype() == ScalarType::Bool), Error,
                 "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
                 "use the `~` or `logical_not()` operator instead.");
+  DESCENT_CHECK(!(op.id == Op::relu && x.dtype() == ScalarType::Bool), Error, "Boolean inputs not supported for relu");
+  DESCENT_CHECK(!(op.id == Op::abs && x.dtype() == ScalarType::Bool), NotImplementedError,
+                "\"abs_cpu\" not implemented for 'Bool'");
   if (float_only(op.id) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   begin(span, out);
@@ -83,13 +86,35 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// PyTorch's sub_check: a bool operand on either side, a Python bool too.
+void check_sub(const Tensor& a, const Tensor& b) {
+  const bool ba = a.dtype() == ScalarType::Bool, bb = b.dtype() == ScalarType::Bool;
+  DESCENT_CHECK(!(ba && bb), Error,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead.");
+  DESCENT_CHECK(!(ba || bb), Error,
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+                "mask, use the `~` or `logical_not()` operator instead.");
+}
+
+// PyTorch's pow checks. A Python number as the exponent (pow.Tensor_Scalar,
+// here a wrapped number) may not be a negative int when the base is integral;
+// a tensor of them may (pow.Tensor_Tensor): PowF gives PyTorch's powi
+// results, 0 for |base| > 1 (elementwise.h). Two bool tensors have no pow.
+void check_pow(const Tensor& a, const Tensor& b, ScalarType ct) {
+  const bool int_base = a.dtype() == ScalarType::Int64 || a.dtype() == ScalarType::Bool;
+  DESCENT_CHECK(!(b.impl()->wrapped_number && int_base && b.dtype() == ScalarType::Int64 && *b.data<int64_t>() < 0),
+                Error, "Integers to negative integer powers are not allowed.");
+  DESCENT_CHECK(!(ct == ScalarType::Bool && !a.impl()->wrapped_number && !b.impl()->wrapped_number),
+                NotImplementedError, "\"pow\" not implemented for 'Bool'");
+}
+
 Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
-  DESCENT_CHECK(!(op.id == Op::sub && ct == ScalarType::Bool), Error,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                "`logical_xor()` operator instead.");
+  if (op.id == Op::sub) check_sub(a, b);
+  if (op.id == Op::pow) check_pow(a, b, ct);
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
@@ -105,6 +130,11 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
 
 // The boxed kernel of add, sub, mul, div and pow (both overloads): arguments from the stack.
 void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  if (op.id == Op::pow_scalar) {  // x ** 2: the exponent as a 0-d wrapped number, then pow's loop
+    Tensor out = binary_op(op_entry(Op::pow), s[0].to_tensor(), scalar_tensor(s[1].to_scalar()), Scalar(int64_t{1}));
+    s.set_result(std::move(out));
+    return;
+  }
   const Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   Tensor out = binary_op(op, s[0].to_tensor(), s[1].to_tensor(), alpha);
   s.set_result(std::move(out));
@@ -130,11 +160,6 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   check_same_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  if (op.id == Op::pow_scalar) {  // x ** 2: the exponent as a 0-d wrapped number, then pow's loop
-    Tensor out = binary_op(op_entry(Op::pow), s[0].to_tensor(), scalar_tensor(s[1].to_scalar()), Scalar(int64_t{1}));
-    s.set_result(std::move(out));
-    return;
-  }
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ScalarType::Bool, a.device());
   begin(span, out);
@@ -153,7 +178,7 @@ void reduced_mask(const char* op, const Tensor& x, const IValue& dims, bool* red
   for (int64_t d : dims.to_int_list()) {
     int w = wrap_dim(d, x.dim(), op);
     if (x.dim() == 0) continue;
-    DESCENT_CHECK(!reduced[w], ValueError, op, "(): dim ", w, " appears multiple times in the list of dims");
+    DESCENT_CHECK(!reduced[w], Error, op, "(): dim ", w, " appears multiple times in the list of dims");
     reduced[w] = true;
   }
 }
@@ -209,7 +234,7 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& x = s[0].to_tensor();
   bool reduced[kMaxDims];
   if (op.id == Op::max) {
-    DESCENT_CHECK(x.numel() > 0, ValueError, "max(): Expected reduction dim to be specified for input.numel() == 0. "
+    DESCENT_CHECK(x.numel() > 0, Error, "max(): Expected reduction dim to be specified for input.numel() == 0. "
                   "Specify the reduction dim with the 'dim' argument.");
     std::fill(reduced, reduced + kMaxDims, true);
     Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
@@ -238,12 +263,31 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // [SECTION] Matrix product -------------------------------------------------------
 
+// A dtype as c10's TypeMeta prints it (GCC's name of the C++ type), which is
+// how aten::mm names the dtypes it refuses: "long int != float".
+const char* type_meta_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Int64: return "long int";
+    case ScalarType::Float32: return "float";
+    case ScalarType::Float64: return "double";
+  }
+  return "?";
+}
+
+// bmm and mv have no dtype check of their own in PyTorch: their CPU kernels
+// read the second operand as the first's type, and that read refuses it.
+void check_read_as(const Tensor& a, const Tensor& b) {
+  DESCENT_CHECK(a.dtype() == b.dtype(), Error, "expected scalar type ", type_word(a.dtype()), " but found ",
+                type_word(b.dtype()));
+}
+
 // aten::mm, bmm, dot and mv: PyTorch's checks and messages for each, then
 // one batched product out[B, M, N] = A[B, M, K] x Bm[B, K, N] over views of
 // the operands (no copy), by the register tiles when they apply (Note
 // [Register-blocked matmul]) or the reference loop. aten::matmul is a
 // composite of these four (composites.cpp, Note [Composite ops decompose]).
-// Mixed dtypes are promoted (Note [Where descent's schemas differ from aten's]).
+// Two dtypes are refused, as PyTorch refuses them: a product does not promote.
 void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
@@ -255,6 +299,8 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
       DESCENT_CHECK(b.dim() == 2, Error, "mat2 must be a matrix");
       DESCENT_CHECK(a.sizes()[1] == b.sizes()[0], Error, "mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
                     "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
+      DESCENT_CHECK(a.dtype() == b.dtype(), Error, "expected m1 and m2 to have the same dtype, but got: ",
+                    type_meta_name(a.dtype()), " != ", type_meta_name(b.dtype()));
       break;
     case Op::bmm:
       DESCENT_CHECK(a.dim() == 3, Error, "batch1 must be a 3D tensor");
@@ -263,10 +309,13 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                     a.sizes()[0], " and ", b.sizes()[0]);
       DESCENT_CHECK(a.sizes()[2] == b.sizes()[1], Error, "Expected size for first two dimensions of batch2 tensor to be: [",
                     a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+      check_read_as(a, b);
       break;
     case Op::dot:
       DESCENT_CHECK(a.dim() == 1 && b.dim() == 1, Error, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
                     "D tensors");
+      DESCENT_CHECK(a.dtype() == b.dtype(), Error, "dot : expected both vectors to have same dtype, but found ",
+                    type_word(a.dtype()), " and ", type_word(b.dtype()));
       DESCENT_CHECK(a.numel() == b.numel(), Error, "inconsistent tensor size, expected tensor [", a.numel(),
                     "] and src [", b.numel(), "] to have the same number of elements, but got ", a.numel(), " and ",
                     b.numel(), " elements respectively");
@@ -276,6 +325,7 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                     b.dim());
       DESCENT_CHECK(a.sizes()[1] == b.sizes()[0], Error, "size mismatch, got input (", a.sizes()[0], "), mat (",
                     a.sizes()[0], "x", a.sizes()[1], "), vec (", b.sizes()[0], ")");
+      check_read_as(a, b);
       break;
     default: throw Error(str("product_kernel: ", op.name, " is not a matrix product"));
   }
@@ -472,9 +522,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   check_no_partial_overlap(self, other);
   check_output_shape(op.python_name, self, other);
   ScalarType ct = result_type(self, other);
-  DESCENT_CHECK(!(f == Op::sub && ct == ScalarType::Bool), Error,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                "`logical_xor()` operator instead.");
+  if (f == Op::sub) check_sub(self, other);
   if (f == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   DESCENT_CHECK(can_cast(ct, self.dtype()), Error, "result type ", type_word(ct),
                 " can't be cast to the desired output type ", type_word(self.dtype()));
@@ -499,15 +547,21 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& self = s[0].to_tensor();
   const Tensor& src = s[1].to_tensor();
   check_same_device(op.python_name, self, src);
+  // PyTorch's copy_ returns at once, before any overlap check, when src is
+  // self or views the very same elements in the same layout and dtype
+  // (copy_impl's is_same_data): an expanded x.copy_(x) is no error.
+  const bool same_data = self.storage() == src.storage() && self.offset() == src.offset() &&
+                         self.sizes() == src.sizes() && self.strides() == src.strides() && self.dtype() == src.dtype();
+  if (same_data) {
+    span.arg("variant", "none (same memory)");
+    last_variant() = "none";
+    s.set_result(Tensor(self));
+    return;
+  }
   check_no_internal_overlap(self);
   check_no_partial_overlap(self, src);
   check_output_shape(op.python_name, self, src);
-  if (overlap_status(self, src) == OverlapStatus::Full && self.dtype() == src.dtype()) {
-    span.arg("variant", "none (same memory)");  // PyTorch returns early too
-    last_variant() = "none";
-  } else {
-    copy_into(span, expand_to(src, self.sizes()), self);
-  }
+  copy_into(span, expand_to(src, self.sizes()), self);
   s.set_result(Tensor(self));
 }
 

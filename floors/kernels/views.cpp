@@ -19,24 +19,24 @@ DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
   bool overflow = false, has_zero = false;
   for (int i = 0; i < req.size(); ++i) {
     if (req[i] == -1) {
-      DESCENT_CHECK(infer < 0, ValueError, op, "(): only one dimension can be inferred");
+      DESCENT_CHECK(infer < 0, Error, op, "(): only one dimension can be inferred");
       infer = i;
     } else {
-      DESCENT_CHECK(req[i] >= 0, ValueError, op, "(): invalid shape dimension ", req[i]);
+      DESCENT_CHECK(req[i] >= 0, Error, op, "(): invalid shape dimension ", req[i]);
       has_zero |= req[i] == 0;
       overflow |= __builtin_mul_overflow(known, req[i], &known);
     }
   }
   if (has_zero) known = 0;  // a zero makes the product 0 whatever came before it
   // Sizes whose product an int64 cannot hold cannot hold `numel` elements either.
-  DESCENT_CHECK(has_zero || !overflow, ValueError, op, "(): shape '", req.str(), "' is invalid for input of size ",
+  DESCENT_CHECK(has_zero || !overflow, Error, op, "(): shape '", req.str(), "' is invalid for input of size ",
                 numel);
   if (infer >= 0) {
-    DESCENT_CHECK(known != 0 && numel % known == 0, ValueError, op, "(): shape '", req.str(),
+    DESCENT_CHECK(known != 0 && numel % known == 0, Error, op, "(): shape '", req.str(),
                   "' is invalid for input of size ", numel);
     out[infer] = numel / known;
   }
-  DESCENT_CHECK(numel_of(out) == numel, ValueError, op, "(): shape '", req.str(), "' is invalid for input of size ",
+  DESCENT_CHECK(numel_of(out) == numel, Error, op, "(): shape '", req.str(), "' is invalid for input of size ",
                 numel);
   return out;
 }
@@ -135,14 +135,14 @@ DESCENT_VIEW_KERNEL(t_kernel) {
 DESCENT_VIEW_KERNEL(permute_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& dims = s[1].to_int_list();
-  DESCENT_CHECK(dims.size() == x.dim(), ValueError, "permute(): the number of dimensions in the tensor input "
+  DESCENT_CHECK(dims.size() == x.dim(), Error, "permute(): the number of dimensions in the tensor input "
                 "does not match the length of the desired ordering of dimensions i.e. input.dim() = ", x.dim(),
                 " is not equal to len(dims) = ", dims.size());
   DimVector sizes, strides;
   bool seen[kMaxDims] = {};
   for (int64_t d : dims) {
     int w = wrap_dim(d, x.dim(), op.python_name);
-    DESCENT_CHECK(!seen[w], ValueError, "permute(): duplicate dims are not allowed (dims ", dims.str(), ")");
+    DESCENT_CHECK(!seen[w], Error, "permute(): duplicate dims are not allowed (dims ", dims.str(), ")");
     seen[w] = true;
     sizes.push_back(x.sizes()[w]);
     strides.push_back(x.strides()[w]);
@@ -153,7 +153,7 @@ DESCENT_VIEW_KERNEL(permute_kernel) {
 DESCENT_VIEW_KERNEL(expand_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& req = s[1].to_int_list();
-  DESCENT_CHECK(req.size() >= x.dim(), ValueError, "expand(): the number of sizes provided (", req.size(),
+  DESCENT_CHECK(req.size() >= x.dim(), Error, "expand(): the number of sizes provided (", req.size(),
                 ") must be greater or equal to the number of dimensions in the tensor (", x.dim(), ")");
   DimVector sizes = req, strides;
   strides.resize(req.size());
@@ -161,15 +161,15 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
   for (int i = 0; i < req.size(); ++i) {
     int j = i - shift;
     if (j < 0) {
-      DESCENT_CHECK(req[i] >= 0, ValueError, "expand(): -1 is not allowed in a leading, non-existing dimension ", i);
+      DESCENT_CHECK(req[i] >= 0, Error, "expand(): -1 is not allowed in a leading, non-existing dimension ", i);
       strides[i] = 0;
       continue;
     }
     int64_t have = x.sizes()[j];
     if (req[i] == -1) sizes[i] = have;
-    DESCENT_CHECK(sizes[i] >= 0, ValueError, "expand(): invalid size ", req[i], " at dimension ", i,
+    DESCENT_CHECK(sizes[i] >= 0, Error, "expand(): invalid size ", req[i], " at dimension ", i,
                   " (sizes must be non-negative, or -1 to keep the existing size)");
-    DESCENT_CHECK(sizes[i] == have || have == 1, ValueError, "expand(): The expanded size of the tensor (", sizes[i],
+    DESCENT_CHECK(sizes[i] == have || have == 1, Error, "expand(): The expanded size of the tensor (", sizes[i],
                   ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
                   req.str(), ".  Tensor sizes: ", x.shape_str());
     strides[i] = sizes[i] == have ? x.strides()[j] : 0;
@@ -182,7 +182,7 @@ DESCENT_VIEW_KERNEL(slice_kernel) {
   DESCENT_CHECK(x.dim() > 0, IndexError, "slice() cannot be applied to a 0-dim tensor.");
   int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
   int64_t n = x.sizes()[d], step = s[4].to_int();
-  DESCENT_CHECK(step > 0, ValueError, "slice step must be positive (got ", step, ")");
+  DESCENT_CHECK(step > 0, Error, "slice step must be positive (got ", step, ")");
   auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
   int64_t start = s[2].is_none() ? 0 : clamp(s[2].to_int());
   int64_t end = s[3].is_none() ? n : clamp(s[3].to_int());
@@ -194,7 +194,7 @@ DESCENT_VIEW_KERNEL(slice_kernel) {
   // steps, so when that product overflows it keeps its old stride instead.
   int64_t stride;
   bool overflow = __builtin_mul_overflow(x.strides()[d], step, &stride);
-  DESCENT_CHECK(!overflow || len <= 1, ValueError, "slice(): the stride ", x.strides()[d], " of dimension ", d,
+  DESCENT_CHECK(!overflow || len <= 1, Error, "slice(): the stride ", x.strides()[d], " of dimension ", d,
                 " times the step ", step, " does not fit in an int64");
   if (!overflow) strides[d] = stride;
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset() + start * x.strides()[d]));

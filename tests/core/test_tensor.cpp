@@ -48,13 +48,13 @@ TEST(DimVector, HoldsEightDimsAndRejectsTheNinth) {
   DimVector v;
   for (int i = 0; i < kMaxDims; ++i) v.push_back(i);
   EXPECT_EQ(v.size(), 8);
-  EXPECT_THROW(v.push_back(8), ValueError);
+  EXPECT_THROW(v.push_back(8), Error);
   EXPECT_EQ(v.size(), 8) << "a failed push_back must not change the vector";
-  EXPECT_THROW((DimVector{1, 2, 3, 4, 5, 6, 7, 8, 9}), ValueError);
-  EXPECT_THROW(DimVector(std::vector<int64_t>(9, 1)), ValueError);
+  EXPECT_THROW((DimVector{1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
+  EXPECT_THROW(DimVector(std::vector<int64_t>(9, 1)), Error);
   try {
     v.push_back(1);
-  } catch (const ValueError& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("8"), std::string::npos) << e.what();
   }
 }
@@ -67,8 +67,8 @@ TEST(DimVector, ResizeFillsAndChecksBounds) {
   EXPECT_EQ(v, (DimVector{7}));
   v.resize(0);
   EXPECT_TRUE(v.empty());
-  EXPECT_THROW(v.resize(9), ValueError);
-  EXPECT_THROW(v.resize(-1), ValueError);
+  EXPECT_THROW(v.resize(9), Error);
+  EXPECT_THROW(v.resize(-1), Error);
   v.resize(8);
   EXPECT_EQ(v.size(), 8);
 }
@@ -197,13 +197,13 @@ TEST(EmptyTensor, RejectsNegativeSizes) {
   try {
     empty_tensor({2, -1}, ScalarType::Float32, Device{});
     ADD_FAILURE() << "no error";
-  } catch (const ValueError& e) {
+  } catch (const Error& e) {
     std::string m = e.what();
     EXPECT_NE(m.find("negative dimension -1"), std::string::npos) << m;
     EXPECT_NE(m.find("[2, -1]"), std::string::npos) << m;
   }
-  EXPECT_THROW(empty_tensor({-3}, ScalarType::Int64, Device{}), ValueError);
-  EXPECT_THROW(empty_tensor({0, -1}, ScalarType::Int64, Device{}), ValueError);
+  EXPECT_THROW(empty_tensor({-3}, ScalarType::Int64, Device{}), Error);
+  EXPECT_THROW(empty_tensor({0, -1}, ScalarType::Int64, Device{}), Error);
 }
 
 TEST(EmptyTensor, RejectsTooManyElements) {
@@ -211,12 +211,12 @@ TEST(EmptyTensor, RejectsTooManyElements) {
   try {
     empty_tensor({big, big}, ScalarType::Float32, Device{});  // 2^60 elements
     ADD_FAILURE() << "no error";
-  } catch (const ValueError& e) {
+  } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("too many elements"), std::string::npos) << e.what();
   }
   // Overflowing int64 is caught too, not wrapped around.
-  EXPECT_THROW(empty_tensor({big, big, big}, ScalarType::Bool, Device{}), ValueError);
-  EXPECT_THROW(empty_tensor({int64_t(1) << 62, 4}, ScalarType::Bool, Device{}), ValueError);
+  EXPECT_THROW(empty_tensor({big, big, big}, ScalarType::Bool, Device{}), Error);
+  EXPECT_THROW(empty_tensor({int64_t(1) << 62, 4}, ScalarType::Bool, Device{}), Error);
 }
 
 TEST(EmptyTensor, OtherDevicesHaveNoAllocatorYet) {

@@ -148,7 +148,20 @@ TEST(Composites, ProductErrorsArePyTorchs) {
   EXPECT_EQ(message([&] { call(Op::matmul, iota({3}), iota({4})); }),
             "inconsistent tensor size, expected tensor [3] and src [4] to have the same number of elements, but got "
             "3 and 4 elements respectively");
-  EXPECT_EQ(message([&] { call(Op::matmul, m23, iota({4})); }), "size mismatch, got input (2), mat (2x3), vec (4)");
+  EXPECT_EQ(message([&] { call(Op::mv, m23, iota({4})); }), "size mismatch, got input (2), mat (2x3), vec (4)");
+  // Note [matmul names the shapes it was given]: one 1-D operand, the shapes as given.
+  EXPECT_EQ(message([&] { call(Op::matmul, m23, iota({4})); }), "matmul(): shapes [2, 3] and [4] cannot be multiplied (3 != 4)");
+  EXPECT_EQ(message([&] { call(Op::matmul, iota({4}), iota({2, 3, 5})); }),
+            "matmul(): shapes [4] and [2, 3, 5] cannot be multiplied (4 != 3)");
+  // Two dtypes are refused, in each product's words.
+  Tensor i23 = make({2, 3}, ScalarType::Int64, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(message([&] { call(Op::matmul, i23, iota({3, 2})); }),
+            "expected m1 and m2 to have the same dtype, but got: long int != float");
+  EXPECT_EQ(message([&] { call(Op::dot, iota({2}), make({2}, ScalarType::Float64, {1, 2})); }),
+            "dot : expected both vectors to have same dtype, but found Float and Double");
+  EXPECT_EQ(message([&] { call(Op::mv, i23, iota({3})); }), "expected scalar type Long but found Float");
+  EXPECT_EQ(message([&] { call(Op::bmm, iota({1, 2, 3}), make({1, 3, 1}, ScalarType::Float64, {1, 2, 3})); }),
+            "expected scalar type Float but found Double");
   EXPECT_EQ(message([&] { call(Op::bmm, iota({2, 2, 3}), iota({3, 3, 2})); }),
             "batch1 and batch2 must have same number of batches, got 2 and 3");
   EXPECT_EQ(message([&] { call(Op::matmul, iota({2, 2, 3}), iota({2, 2, 3})); }),

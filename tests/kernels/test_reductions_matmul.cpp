@@ -147,7 +147,7 @@ TEST(Sum, BadDimsRaise) {
   } catch (const IndexError& e) {
     EXPECT_NE(std::string(e.what()).find("sum()"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(call(Op::sum_dim, x, DimVector{1, -1}), ValueError) << "a repeated dim";
+  EXPECT_THROW(call(Op::sum_dim, x, DimVector{1, -1}), Error) << "a repeated dim";
   EXPECT_THROW(call(Op::mean_dim, make({2}, ScalarType::Int64, {1, 2})), Error) << "mean needs a float dtype";
 }
 
@@ -251,7 +251,7 @@ TEST(Max, NaNPropagatesInBothVariants) {
   EXPECT_EQ(values(call(Op::max, make({3}, ScalarType::Int64, {-5, -2, -9})))[0], -2);
   EXPECT_EQ(values(call(Op::max, make({3}, ScalarType::Bool, {0, 1, 0})))[0], 1);
   EXPECT_EQ(values(call(Op::max, make({}, ScalarType::Float32, {4})))[0], 4);
-  EXPECT_THROW(call(Op::max, make({0, 3}, ScalarType::Float32, {})), ValueError);
+  EXPECT_THROW(call(Op::max, make({0, 3}, ScalarType::Float32, {})), Error);
 }
 
 // Runs max.dim and returns (values, indices).

@@ -2,7 +2,7 @@
 
 For wrong argument types, counts and keywords (Note [Parsing arguments]) the
 exception type is checked and the message must name the op and the argument.
-Then the errors of wrong shapes (ValueError), out-of-range dims and indices
+Then the errors of wrong shapes (RuntimeError), out-of-range dims and indices
 (IndexError), unsupported dtypes (TypeError), non-viewable views
 (RuntimeError), bad device strings (RuntimeError), tensors on the device floors
 that do not exist yet (NotImplementedError), more than 8 dims and negative
@@ -108,15 +108,15 @@ def test_tensor_class_is_not_constructible():
 # [SECTION] Shapes, dims, dtypes ---------------------------------------------------------
 
 def test_shape_errors(x):
-    with raises(ValueError, "add()", "size of tensor a (3)", "tensor b (2)"):
+    with raises(RuntimeError, "add()", "size of tensor a (3)", "tensor b (2)"):
         x + descent.ones(2, 2)
-    with raises(ValueError, "eq()", "[2, 3]", "[3, 1, 4]"):
+    with raises(RuntimeError, "eq()", "[2, 3]", "[3, 1, 4]"):
         descent.eq(x, descent.ones(3, 1, 4))
     with raises(RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"):  # matmul calls mm
         descent.matmul(x, x)
-    with raises(ValueError, "copy_()"):
+    with raises(RuntimeError, "copy_()"):
         x.copy_(descent.ones(3, 3))
-    with raises(ValueError, "view()", "invalid for input of size 6"):
+    with raises(RuntimeError, "view()", "invalid for input of size 6"):
         x.view(4, 2)
 
 
@@ -135,7 +135,7 @@ def test_index_errors(x):
         x[0, 0, 0]
     with raises(IndexError, "0-dim"):
         descent.slice(descent.tensor(1.0), 0)
-    with raises(ValueError, "sum()", "multiple times"):
+    with raises(RuntimeError, "sum()", "multiple times"):
         x.sum([0, 0])
 
 
@@ -205,21 +205,21 @@ def test_more_than_8_dims(x):
                  lambda: x.reshape(*[1] * 8, 6), lambda: x.expand(*[1] * 7, 2, 3),
                  lambda: descent.ones([1] * 8).unsqueeze(0), lambda: descent.tensor(np.zeros([1] * 9)),
                  lambda: descent.tensor([[[[[[[[[1]]]]]]]]]), lambda: descent.ones([1] * 8)[None]]:
-        with raises((TypeError, ValueError), "8 dimensions"):
+        with raises((TypeError, ValueError, RuntimeError), "8 dimensions"):
             call()
 
 
 @pytest.mark.parametrize("name", SIZED_FACTORIES)
 def test_negative_size(name):
     args = ([2, -3], 1.0) if name == "full" else ([2, -3],)
-    with raises(ValueError, "negative dimension", "-3"):
+    with raises(RuntimeError, "negative dimension", "-3"):
         getattr(descent, name)(*args)
 
 
 def test_other_bad_sizes(x):
-    with raises(ValueError, "view()", "-5"):
+    with raises(RuntimeError, "view()", "-5"):
         descent.arange(5).view(-5)
-    with raises(ValueError, "too many elements"):
+    with raises(RuntimeError, "too many elements"):
         descent.ones(2 ** 40, 2 ** 40)
     with raises(RuntimeError, "Overflow when unpacking long"):
         descent.ones(2 ** 70)

@@ -119,11 +119,11 @@ def test_arange_float_bounds_into_int64():
 
 
 def test_arange_errors():
-    with pytest.raises(ValueError, match="step"):
+    with pytest.raises(RuntimeError, match="step"):
         descent.arange(0, 5, 0)
-    with pytest.raises(ValueError, match="bound"):
+    with pytest.raises(RuntimeError, match="bound"):
         descent.arange(-3)
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError):
         descent.arange(0, float("inf"))
 
 
@@ -189,7 +189,7 @@ def test_tensor_explicit_dtype():
 @pytest.mark.parametrize("data,error", [
     ([[1, 2], [3]], ValueError), ([[1, 2], 3], ValueError), ([[1], 2], ValueError), ([[], [1]], ValueError),
     ("abc", TypeError), ([1, "a"], TypeError), ([1, None], TypeError), (None, TypeError), ({1: 2}, TypeError),
-    (np.zeros(3, dtype=np.int32), TypeError), ([[[[[[[[[1]]]]]]]]], ValueError),
+    (np.zeros(3, dtype=np.complex64), TypeError), ([[[[[[[[[1]]]]]]]]], ValueError),
 ])
 def test_tensor_bad_data(data, error):
     with pytest.raises(error):
@@ -212,7 +212,7 @@ def test_tensor_big_int_in_float_list():
 
 def test_tensor_int_past_int64():
     for data, dtype in [([2 ** 70], None), ([1, -2 ** 63 - 1], None), ([1.5, 2 ** 70], I)]:
-        with pytest.raises(ValueError, match="Overflow when unpacking long long: element [01] .*int64"):
+        with pytest.raises(RuntimeError, match="Overflow when unpacking long long: element [01] .*int64"):
             descent.tensor(data, dtype=dtype)
     with pytest.raises(OverflowError):                                      # past even a double
         descent.tensor([10 ** 400, 0.5])
@@ -271,7 +271,7 @@ def test_item_tolist_len_iter():
     assert descent.tensor(2.5).tolist() == 2.5 and descent.zeros(0, 2).tolist() == []
     assert float(descent.tensor(2.5)) == 2.5 and int(descent.tensor(3)) == 3 and bool(descent.tensor([1]))
     assert [1, 2, 3][descent.tensor(1)] == 2                            # __index__
-    with pytest.raises(ValueError, match="2 elements"):
+    with pytest.raises(RuntimeError, match="2 elements"):
         descent.ones(2).item()
     with pytest.raises(TypeError, match="0-d"):
         len(descent.tensor(1.0))

@@ -96,8 +96,9 @@ def test_unsupported_matches_the_ops(verdicts):
     assert refused == {(OPS_BY_KEY[n]["name"], repr(d).split(".")[1]) for n, d in UNSUPPORTED}
 
 
-def test_verify_unknown_op_is_empty():
-    assert descent.verify("no_such_op") == []
+def test_verify_unknown_op_names_it():
+    with pytest.raises(RuntimeError, match="verify\\(\\): no op named 'no_such_op'"):
+        descent.verify("no_such_op")
 
 
 def test_cli_verify_and_ops():

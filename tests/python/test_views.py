@@ -215,11 +215,11 @@ def test_reshape_to_more_elements_than_int64_counts():
     x = descent.arange(4.)
     for shape in [(2 ** 62 + 1, 4), (2 ** 62 + 1, -1), (-1, 2 ** 62 + 1, 4), (2 ** 32, 2 ** 32, 2), (2 ** 62, 2 ** 62)]:
         for fn in (x.reshape, x.view):
-            with pytest.raises(ValueError, match=r"(reshape|view)\(\): shape '\[.*\]' is invalid for input of size 4"):
+            with pytest.raises(RuntimeError, match=r"(reshape|view)\(\): shape '\[.*\]' is invalid for input of size 4"):
                 fn(*shape)
     e = descent.zeros(0)
     assert e.reshape(2 ** 62 + 1, 0).shape == (2 ** 62 + 1, 0)  # a zero makes it empty, whatever the rest
-    with pytest.raises(ValueError, match="invalid for input of size 0"):
+    with pytest.raises(RuntimeError, match="invalid for input of size 0"):
         e.reshape(2 ** 62 + 1, 4, 0, -1)
 
 
@@ -291,7 +291,7 @@ def test_copy_(dtype, rng):
     dst.copy_(descent.tensor(src).T)                                  # non-contiguous source
     expected[1:, ::2] = src.T
     np.testing.assert_array_equal(to_np(base), expected)
-    with pytest.raises(ValueError, match="copy_"):
+    with pytest.raises(RuntimeError, match="copy_"):
         dst.copy_(descent.zeros(3, 4, dtype=dtype))
     with pytest.raises(RuntimeError, match=r"output with shape \[3, 3\] doesn't match the broadcast shape \[2, 3, 3\]"):
         dst.copy_(descent.zeros(2, 3, 3, dtype=dtype))                # src may not have more dims
@@ -327,17 +327,17 @@ def test_view_errors():
     x = descent.zeros(2, 3)
     with pytest.raises(RuntimeError, match="reshape"):
         x.T.view(6)
-    with pytest.raises(ValueError, match="invalid for input of size 6"):
+    with pytest.raises(RuntimeError, match="invalid for input of size 6"):
         x.view(4, -1)
-    with pytest.raises(ValueError, match="only one dimension"):
+    with pytest.raises(RuntimeError, match="only one dimension"):
         x.view(-1, -1)
-    with pytest.raises(ValueError, match="permute"):
+    with pytest.raises(RuntimeError, match="permute"):
         x.permute(0, 0)
-    with pytest.raises(ValueError, match="permute"):
+    with pytest.raises(RuntimeError, match="permute"):
         x.permute(0)
-    with pytest.raises(ValueError, match="expand"):
+    with pytest.raises(RuntimeError, match="expand"):
         x.expand(4, 3)
-    with pytest.raises(ValueError, match="expand"):
+    with pytest.raises(RuntimeError, match="expand"):
         x.expand(3)
     with pytest.raises(IndexError, match="out of range"):
         x.transpose(0, 2)
@@ -345,12 +345,12 @@ def test_view_errors():
         x.unsqueeze(3)
     with pytest.raises(IndexError, match="out of bounds"):
         descent.select(x, 1, 3)
-    with pytest.raises(ValueError, match="step"):
+    with pytest.raises(RuntimeError, match="step"):
         descent.slice(x, 0, None, None, 0)
 
 
 def test_expand_negative_size_raises():
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError):
         descent.ones(1).expand(-2)
 
 

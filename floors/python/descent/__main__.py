@@ -86,9 +86,10 @@ def cmd_replay(args):
 
 
 def cmd_verify(args):
-    verdicts = descent.verify(args.op, args.seed)
-    if args.op is not None and not verdicts:
-        print(f"descent verify: no op named '{args.op}' (see: descent ops)", file=sys.stderr)
+    try:
+        verdicts = descent.verify(args.op, args.seed)
+    except RuntimeError as e:  # verify(): no op named 'X' (see: descent ops)
+        print(f"descent {e}", file=sys.stderr)
         return 2
     failed = 0
     for v in verdicts:

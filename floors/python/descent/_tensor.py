@@ -49,7 +49,7 @@ class Tensor(_C.TensorBase):
         try: return _C.sub(self, other)
         except TypeError: return NotImplemented
     def __rsub__(self, other):
-        try: return _C.sub(_C._scalar_tensor(other), self)
+        try: return _C.sub(_reflected(other), self)
         except TypeError: return NotImplemented
     def __mul__(self, other):
         try: return _C.mul(self, other)
@@ -61,17 +61,22 @@ class Tensor(_C.TensorBase):
         try: return _C.div(self, other)
         except TypeError: return NotImplemented
     def __rtruediv__(self, other):
-        try: return _C.div(_C._scalar_tensor(other), self)
+        try: return _C.div(_reflected(other), self)
         except TypeError: return NotImplemented
     def __pow__(self, other):
         try: return _C.pow(self, other)
         except TypeError: return NotImplemented
     def __rpow__(self, other):
-        try: return _C.pow(_C._scalar_tensor(other), self)
+        try: return _C.pow(_reflected(other), self)
         except TypeError: return NotImplemented
+    # matmul takes no numbers (ones(2) @ 2 is a TypeError, as in PyTorch); a
+    # numpy array on either side is read as tensor() reads it.
     def __matmul__(self, other):
-        try: return _C.matmul(self, other)
+        try: return _C.matmul(self, _C._tensor(other, None) if _is_array(other) else other)
         except TypeError: return NotImplemented
+    def __rmatmul__(self, other):
+        if not _is_array(other): return NotImplemented
+        return _C.matmul(_C._tensor(other, None), self)
     def __neg__(self): return _C.neg(self)
     def __abs__(self): return _C.abs(self)
     def __eq__(self, other):
@@ -128,11 +133,6 @@ class Tensor(_C.TensorBase):
         else:
             raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
 
-    # Methods with PyTorch's names.
-    def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)
-    def sub(self, other, *, alpha=1): return _C.sub(self, other, alpha=alpha)
-    def mul(self, other): return _C.mul(self, other)
-    def div(self, other): return _C.div(self, other)
     # Autograd, as torch/_tensor.py has it in Python: the engine and the
     # graph are C++ (floor 4); grad, grad_fn, is_leaf, retain_grad and detach
     # are attributes of the C base class.
@@ -153,6 +153,11 @@ class Tensor(_C.TensorBase):
         """The same memory outside the graph (a detached alias), as torch's .data."""
         return self.detach()
 
+    # Methods with PyTorch's names.
+    def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)
+    def sub(self, other, *, alpha=1): return _C.sub(self, other, alpha=alpha)
+    def mul(self, other): return _C.mul(self, other)
+    def div(self, other): return _C.div(self, other)
     def pow(self, exponent): return _C.pow(self, exponent)
     def eq(self, other): return _C.eq(self, other)
     def ne(self, other): return _C.ne(self, other)
@@ -178,12 +183,12 @@ class Tensor(_C.TensorBase):
     def view(self, *shape): return _C.view(self, *shape)
     def reshape(self, *shape): return _C.reshape(self, *shape)
     def transpose(self, dim0, dim1): return _C.transpose(self, dim0, dim1)
+    def t(self): return _C.t(self)
     def permute(self, *dims): return _C.permute(self, *dims)
     def expand(self, *sizes): return _C.expand(self, *sizes)
     def unsqueeze(self, dim): return _C.unsqueeze(self, dim)
     def contiguous(self): return _C.contiguous(self)
     def clone(self): return _C.clone(self)
-    def t(self): return _C.t(self)
     def copy_(self, src): return _C.copy_(self, src)
     def to(self, dtype=None, device=None, copy=False):
         if isinstance(dtype, (str, _C.device)):  # x.to("cpu")
@@ -230,6 +235,10 @@ class Tensor(_C.TensorBase):
         import numpy
         a = numpy.asarray(memoryview(self))
         return a if dtype is None else a.astype(dtype)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What a numpy function of a tensor gives back (numpy.sin(t)): a tensor, as torch.Tensor's does."""
+        return _C._tensor(array, None)
 
     def __len__(self):
         if self.dim() == 0:
@@ -284,6 +293,8 @@ class Tensor(_C.TensorBase):
                 src += 1
             else:
                 raise TypeError(f"descent supports indexing with ints, slices, None and ...; got {type(i).__name__}")
+        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
+            out = _C.slice(self, 0, None, None, 1)
         return out
 
     def __repr__(self):
@@ -293,8 +304,6 @@ class Tensor(_C.TensorBase):
         """f"{t:.2f}": a 0-d tensor formats as its number; others accept only "" (str(t)), as in PyTorch."""
         if self.dim() == 0:
             return self.item().__format__(format_spec)
-        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
-            out = _C.slice(self, 0, None, None, 1)
         return object.__format__(self, format_spec)
 
     # copy.copy, copy.deepcopy and pickle give a new tensor with its own
@@ -305,6 +314,17 @@ class Tensor(_C.TensorBase):
     def __reduce__(self):
         flat = self.reshape(-1).tolist() if self.numel() else []
         return _rebuild_tensor, (flat, tuple(self.shape), str(self.dtype).rpartition(".")[2])
+
+
+def _is_array(x):
+    """A numpy array (not a tensor): what numpy's __array_interface__ marks."""
+    return not isinstance(x, Tensor) and hasattr(type(x), "__array_interface__")
+
+
+def _reflected(other):
+    """The left operand of a reflected operator (2 - t, array - t) as a tensor:
+    a number becomes a 0-d wrapped number, an array a tensor as tensor() reads it."""
+    return _C._tensor(other, None) if _is_array(other) else _C._scalar_tensor(other)
 
 
 def _is_bool(i):
