@@ -328,10 +328,13 @@ const Derivative* derivative_of(Op op) {
 FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), derivative(d), op(e) {}
 
 TensorList FormulaNode::apply(TensorList&& grads) {
-  DESCENT_CHECK(derivative.twice_differentiable || !grad_mode_enabled(), NotImplementedError,
-                "descent cannot differentiate ", name,
-                " a second time (create_graph=True): its formula writes into a tensor in place");
   BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), {}};
+  // Under create_graph, a gradient that itself requires grad would have to
+  // be recorded through the formula's in-place write (CopySlices in PyTorch).
+  DESCENT_CHECK(derivative.twice_differentiable || !grad_mode_enabled() || !c.g.defined() || !c.g.requires_grad(),
+                NotImplementedError, "descent cannot differentiate ", name,
+                " a second time (create_graph=True with a gradient that requires grad): its formula writes into a "
+                "tensor in place, which descent does not record yet (Note [In-place on a view])");
   if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype);  // no gradient reached this result
   derivative.formula(c);
   TensorList out(next_edges.size());

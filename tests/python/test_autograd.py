@@ -1,0 +1,518 @@
+"""Floor 4, autograd: the graph PyTorch records, the gradients it computes, and its errors.
+
+- grad_fn chains of every expression PyTorch printed on the H200 host
+  (shared/fixtures/pytorch-h200/facts.json), node names and next_functions;
+- gradcheck (float64, central differences) for every differentiable op of the
+  table, with broadcasting, non-contiguous views and 0-d tensors, and
+  gradgradcheck where the formulas are themselves differentiable;
+- the engine: accumulation, retain_graph, create_graph, autograd.grad, hooks,
+  retain_grad, and PyTorch's errors (freed graph, version counter, non-scalar
+  output, in place on a leaf);
+- grad mode: no_grad, enable_grad, set_grad_enabled, inference_mode;
+- the trace: node creation and each node's execution on floor 4;
+- a two-layer MLP trained with plain SGD, and (where torch is installed) its
+  gradients beside PyTorch's.
+"""
+import json
+import math
+import os
+
+import pytest
+
+import descent
+from conftest import OPS_BY_KEY
+from descent.autograd import GradcheckError, grad, gradcheck, gradgradcheck
+
+D = descent.float64
+FACTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "pytorch-h200", "facts.json")
+
+
+def rand(*shape, positive=False, seed=None):
+    if seed is not None:
+        descent.manual_seed(seed)
+    t = descent.rand(list(shape), dtype=D) + 0.5 if positive else descent.randn(list(shape), dtype=D)
+    return t.requires_grad_()
+
+
+def chain(t):
+    """'MulBackward0(AccumulateGrad, None)': a grad_fn and its next_functions, as facts.json writes them."""
+    def rec(node):
+        if node is None:
+            return "None"
+        kids = [rec(fn) for fn, _ in node.next_functions]
+        return node.name() + (f"({', '.join(kids)})" if kids else "")
+    return None if t.grad_fn is None else rec(t.grad_fn)
+
+
+# [SECTION] The graph PyTorch records -------------------------------------------------------
+
+# What PyTorch 2.11 printed on the H200 host for each expression (x: 3x4, w: 4x2, b: 2, all
+# requiring grad; y: 3x2 not): shared/fixtures/pytorch-h200/facts.json, copied here so that the
+# test runs where the shared folder is not; test_the_copy_is_facts_json checks the copy.
+TORCH_GRAD_FN = {
+    'x+1': 'AddBackward0(AccumulateGrad, None)',
+    'x*x': 'MulBackward0(AccumulateGrad, AccumulateGrad)',
+    '(x*x).sum()': 'SumBackward0(MulBackward0(AccumulateGrad, AccumulateGrad))',
+    'x.sum(0)': 'SumBackward1(AccumulateGrad)',
+    'x.mean()': 'MeanBackward0(AccumulateGrad)',
+    'x@w': 'MmBackward0(AccumulateGrad, AccumulateGrad)',
+    'x@w+b': 'AddBackward0(MmBackward0(AccumulateGrad, AccumulateGrad), AccumulateGrad)',
+    '(x@w+b).relu()': 'ReluBackward0(AddBackward0(MmBackward0(AccumulateGrad, AccumulateGrad), AccumulateGrad))',
+    'x.exp()': 'ExpBackward0(AccumulateGrad)',
+    'x.tanh()': 'TanhBackward0(AccumulateGrad)',
+    'x.sigmoid()': 'SigmoidBackward0(AccumulateGrad)',
+    'x/2': 'DivBackward0(AccumulateGrad, None)',
+    'x-w.T.sum(0)': 'SubBackward0(AccumulateGrad, SumBackward1(PermuteBackward0(AccumulateGrad)))',
+    'x.pow(2)': 'PowBackward0(AccumulateGrad)',
+    'x**3': 'PowBackward0(AccumulateGrad)',
+    '-x': 'NegBackward0(AccumulateGrad)',
+    'x.t()': 'TBackward0(AccumulateGrad)',
+    'x.transpose(0,1)': 'TransposeBackward0(AccumulateGrad)',
+    'x.reshape(12)': 'ViewBackward0(AccumulateGrad)',
+    'x.view(12)': 'ViewBackward0(AccumulateGrad)',
+    'x[1]': 'SelectBackward0(AccumulateGrad)',
+    'x[:, ::2]': 'SliceBackward0(AccumulateGrad)',
+    'x.max()': 'MaxBackward1(AccumulateGrad)',
+    'x.max(1).values': 'MaxBackward0(AccumulateGrad)',
+    'x.log()': 'LogBackward0(AccumulateGrad)',
+    'x.sqrt()': 'SqrtBackward0(AccumulateGrad)',
+    'x.abs()': 'AbsBackward0(AccumulateGrad)',
+    'x.expand(2,3,4)': 'ExpandBackward0(AccumulateGrad)',
+    'x.unsqueeze(0)': 'UnsqueezeBackward0(AccumulateGrad)',
+    'x.permute(1,0)': 'PermuteBackward0(AccumulateGrad)',
+    'x.contiguous()': None,
+    'x.clone()': 'CloneBackward0(AccumulateGrad)',
+    'x.to(float64)': 'ToCopyBackward0(AccumulateGrad)',
+    'mse': 'MeanBackward0(PowBackward0(SubBackward0(AddBackward0(MmBackward0(AccumulateGrad, AccumulateGrad), AccumulateGrad), None)))',
+}
+
+
+def test_the_copy_is_facts_json():
+    if not os.path.exists(FACTS):
+        pytest.skip("shared/fixtures/pytorch-h200/facts.json is not beside this checkout")
+    with open(FACTS) as f:
+        assert json.load(f)["grad_fn_of (x: 3x4, w: 4x2, b: 2, all requires_grad)"] == TORCH_GRAD_FN
+
+
+EXPRESSIONS = {
+    "x+1": lambda x, w, b, y: x + 1, "x*x": lambda x, w, b, y: x * x,
+    "(x*x).sum()": lambda x, w, b, y: (x * x).sum(), "x.sum(0)": lambda x, w, b, y: x.sum(0),
+    "x.mean()": lambda x, w, b, y: x.mean(), "x@w": lambda x, w, b, y: x @ w,
+    "x@w+b": lambda x, w, b, y: x @ w + b, "(x@w+b).relu()": lambda x, w, b, y: (x @ w + b).relu(),
+    "x.exp()": lambda x, w, b, y: x.exp(), "x.tanh()": lambda x, w, b, y: x.tanh(),
+    "x.sigmoid()": lambda x, w, b, y: x.sigmoid(), "x/2": lambda x, w, b, y: x / 2,
+    "x-w.T.sum(0)": lambda x, w, b, y: x - w.T.sum(0), "x.pow(2)": lambda x, w, b, y: x.pow(2),
+    "x**3": lambda x, w, b, y: x ** 3, "-x": lambda x, w, b, y: -x, "x.t()": lambda x, w, b, y: x.t(),
+    "x.transpose(0,1)": lambda x, w, b, y: x.transpose(0, 1), "x.reshape(12)": lambda x, w, b, y: x.reshape(12),
+    "x.view(12)": lambda x, w, b, y: x.view(12), "x[1]": lambda x, w, b, y: x[1],
+    "x[:, ::2]": lambda x, w, b, y: x[:, ::2], "x.max()": lambda x, w, b, y: x.max(),
+    "x.max(1).values": lambda x, w, b, y: x.max(1).values, "x.log()": lambda x, w, b, y: x.log(),
+    "x.sqrt()": lambda x, w, b, y: x.sqrt(), "x.abs()": lambda x, w, b, y: x.abs(),
+    "x.expand(2,3,4)": lambda x, w, b, y: x.expand(2, 3, 4), "x.unsqueeze(0)": lambda x, w, b, y: x.unsqueeze(0),
+    "x.permute(1,0)": lambda x, w, b, y: x.permute(1, 0), "x.contiguous()": lambda x, w, b, y: x.contiguous(),
+    "x.clone()": lambda x, w, b, y: x.clone(), "x.to(float64)": lambda x, w, b, y: x.to(descent.float64),
+    "mse": lambda x, w, b, y: ((x @ w + b) - y).pow(2).mean(),
+}
+
+
+def test_every_grad_fn_chain_is_pytorchs():
+    facts = TORCH_GRAD_FN
+    assert set(facts) == set(EXPRESSIONS)
+    x, w, b = (descent.randn(s, requires_grad=True) for s in ([3, 4], [4, 2], [2]))
+    y = descent.randn(3, 2)
+    got = {k: chain(f(x, w, b, y)) for k, f in EXPRESSIONS.items()}
+    assert got == facts
+
+
+def test_a_leaf_has_an_accumulate_grad_whose_variable_is_the_leaf():
+    x = descent.randn(3, requires_grad=True)
+    y = x * x
+    (acc, nr), (acc2, _) = y.grad_fn.next_functions
+    assert acc == acc2 and nr == 0, "one AccumulateGrad per leaf, shared by both edges"
+    assert acc.variable._is_same(x)
+    assert repr(y.grad_fn).startswith("<MulBackward0 object at 0x")
+    assert x.is_leaf and not y.is_leaf and y.requires_grad and x.grad_fn is None
+
+
+def test_requires_grad_follows_the_inputs_through_every_kind_of_op():
+    x = descent.randn(2, 3, requires_grad=True)
+    c = descent.randn(2, 3)
+    assert not (c + c).requires_grad
+    assert (x + c).requires_grad and (c * x).requires_grad
+    assert not (x > 0).requires_grad and (x > 0).grad_fn is None      # comparisons are not differentiable
+    values, indices = x.max(1)
+    assert values.requires_grad and not indices.requires_grad
+    assert not descent.zeros(2).requires_grad
+    assert descent.zeros(2, requires_grad=True).requires_grad
+    assert descent.tensor([1.0, 2.0], requires_grad=True).is_leaf
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        descent.zeros(2, dtype=descent.int64, requires_grad=True)
+    with pytest.raises(TypeError, match="requires_grad"):
+        descent.ones(2, requires_grad="yes")
+
+
+# [SECTION] gradcheck for every differentiable op -------------------------------------------
+
+# One case per op key of the table (conftest.op_key); each is a function and
+# its float64 inputs, chosen to cover broadcasting, non-contiguous views and
+# 0-d tensors between them.
+CASES = {
+    "add": (lambda a, b: descent.add(a, b, alpha=3), lambda: (rand(3, 4), rand(4))),
+    "sub": (lambda a, b: descent.sub(a, b, alpha=2), lambda: (rand(2, 3), rand(2, 1))),
+    "mul": (lambda a, b: a.T * b, lambda: (rand(4, 3), rand(3, 4))),
+    "div": (lambda a, b: a / b, lambda: (rand(3, 4), rand(positive=True))),
+    "pow.Tensor_Scalar": (lambda a: a ** 2.5, lambda: (rand(3, 4, positive=True),)),
+    "pow.Tensor_Tensor": (lambda a, b: a ** b, lambda: (rand(3, 4, positive=True), rand(4))),
+    "neg": (lambda a: -a, lambda: (rand(5),)),
+    "abs": (lambda a: a.abs(), lambda: (rand(2, 5),)),
+    "exp": (lambda a: a.exp(), lambda: (rand(3, 2),)),
+    "log": (lambda a: a.log(), lambda: (rand(3, 2, positive=True),)),
+    "sqrt": (lambda a: a.sqrt(), lambda: (rand(3, 2, positive=True),)),
+    "relu": (lambda a: a.relu(), lambda: (rand(3, 5),)),
+    "sigmoid": (lambda a: a.sigmoid(), lambda: (rand(3, 5),)),
+    "tanh": (lambda a: a.tanh(), lambda: (rand(3, 5),)),
+    "sum": (lambda a: a.sum(), lambda: (rand(3, 5),)),
+    "sum.dim_IntList": (lambda a: a.sum([0, 2], keepdim=True) + a.sum(-1).sum(), lambda: (rand(3, 2, 5),)),
+    "mean": (lambda a: a.mean(), lambda: (rand(3, 5),)),
+    "mean.dim": (lambda a: a.mean(0), lambda: (rand(3, 5),)),
+    "max": (lambda a: a.max(), lambda: (rand(3, 5),)),
+    "max.dim": (lambda a: a.max(1).values + a.max(0, keepdim=True).values.sum(), lambda: (rand(3, 5),)),
+    "matmul": (lambda a, b: a @ b, lambda: (rand(2, 3, 4), rand(4, 2))),
+    "mm": (lambda a, b: descent.mm(a, b), lambda: (rand(3, 4), rand(2, 4).T)),
+    "bmm": (lambda a, b: descent.bmm(a, b), lambda: (rand(2, 3, 4), rand(2, 4, 2))),
+    "dot": (lambda a, b: descent.dot(a, b), lambda: (rand(4), rand(4))),
+    "mv": (lambda a, b: descent.mv(a, b), lambda: (rand(3, 4), rand(4))),
+    "view": (lambda a: a.view(6, 2), lambda: (rand(3, 4),)),
+    "_unsafe_view": (lambda a: descent._unsafe_view(a * 1, [12]), lambda: (rand(3, 4),)),
+    "reshape": (lambda a: a.T.reshape(12), lambda: (rand(3, 4),)),
+    "transpose": (lambda a: a.transpose(0, 2), lambda: (rand(2, 3, 4),)),
+    "t": (lambda a: a.t(), lambda: (rand(3, 4),)),
+    "permute": (lambda a: a.permute(2, 0, 1), lambda: (rand(2, 3, 4),)),
+    "expand": (lambda a: a.expand(2, 3, 4), lambda: (rand(3, 1),)),
+    "slice": (lambda a: a[:, 1:5:2], lambda: (rand(3, 6),)),
+    "select": (lambda a: a[1], lambda: (rand(3, 6),)),
+    "unsqueeze": (lambda a: a.unsqueeze(1), lambda: (rand(3, 6),)),
+    "contiguous": (lambda a: a.T.contiguous(), lambda: (rand(3, 6),)),
+    "clone": (lambda a: a.clone(), lambda: (rand(3, 6),)),
+    "to": (lambda a: a.to(descent.float64), lambda: (rand(3, 2),)),
+    "_to_copy": (lambda a: descent._to_copy(a, dtype=descent.float64), lambda: (rand(3, 2),)),
+    "add_": (lambda a, b: (a * 1).add_(b, alpha=2), lambda: (rand(3, 2), rand(2))),
+    "sub_": (lambda a, b: (a * 1).sub_(b), lambda: (rand(3, 2), rand())),
+    "mul_": (lambda a, b: (a * 1).mul_(b), lambda: (rand(3), rand(3))),
+    "div_": (lambda a, b: (a * 1).div_(b), lambda: (rand(3), rand(3, positive=True))),
+    "copy_": (lambda a, b: (a * 1).copy_(b), lambda: (rand(3, 2), rand(2))),
+    "fill_": (lambda a: (a * 2).fill_(1.5) * a, lambda: (rand(3),)),
+    "zero_": (lambda a: (a * 2).zero_() + a, lambda: (rand(3),)),
+}
+DIFFERENTIABLE = sorted(k for k, op in OPS_BY_KEY.items() if op["kind"] not in ("factory", "comparison"))
+
+
+def test_every_differentiable_op_has_a_gradcheck_case():
+    assert sorted(CASES) == DIFFERENTIABLE
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_gradcheck(name):
+    f, inputs = CASES[name]
+    descent.manual_seed(hash(name) % 1000)
+    assert gradcheck(f, inputs())
+
+
+# Ops whose formulas call only differentiable ops: their second derivatives too.
+TWICE = [n for n in DIFFERENTIABLE if n not in ("slice", "select", "copy_", "fill_", "zero_", "pow.Tensor_Tensor")]
+
+
+@pytest.mark.parametrize("name", TWICE)
+def test_gradgradcheck(name):
+    f, inputs = CASES[name]
+    descent.manual_seed(hash(name) % 1000)
+    assert gradgradcheck(f, inputs())
+
+
+def test_gradcheck_catches_a_wrong_formula():
+    x = rand(3)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradcheck(lambda a: a.detach() * a, (x,))      # d(c*a)/da = c, but c = a here
+    assert gradcheck(lambda a: a.detach() * a, (x,), raise_exception=False) is False
+
+
+def test_second_derivative_of_a_cube():
+    x = descent.tensor([2.0, -1.0], dtype=D, requires_grad=True)
+    (g,) = grad((x ** 3).sum(), x, create_graph=True)
+    assert g.tolist() == [12.0, 3.0] and g.requires_grad
+    (gg,) = grad(g.sum(), x)
+    assert gg.tolist() == [12.0, -6.0]
+
+
+def test_double_backward_through_slice_is_refused_clearly():
+    x = rand(4)
+    (g,) = grad(x[1:3].sum(), x, create_graph=True)
+    assert g.tolist() == [0.0, 1.0, 1.0, 0.0]
+    y = rand(4)
+    with pytest.raises(NotImplementedError, match="SliceBackward0 a second time"):
+        grad((y[1:3] * y[1:3]).sum(), y, create_graph=True)
+
+
+# [SECTION] The engine ---------------------------------------------------------------------
+
+def test_gradients_accumulate_over_two_backwards_with_retain_graph():
+    x = descent.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (x * x).sum()
+    loss.backward(retain_graph=True)
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    grad_object = x.grad
+    loss.backward()
+    assert x.grad.tolist() == [4.0, 8.0, 12.0]
+    assert x.grad._is_same(grad_object), "accumulated in place: .grad keeps its identity"
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        loss.backward()
+
+
+def test_a_graph_without_saved_tensors_can_be_walked_twice():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x + 1).sum()
+    loss.backward()
+    loss.backward()                                        # as in PyTorch: nothing was saved, nothing freed
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_a_tensor_used_twice_gets_the_sum_of_its_gradients():
+    x = descent.tensor([3.0], requires_grad=True)
+    y = x * 2
+    (y * y + y).sum().backward()                           # d/dx (4x^2 + 2x) = 8x + 2
+    assert x.grad.tolist() == [26.0]
+
+
+def test_broadcast_gradients_are_summed_to_the_input_shape():
+    w = descent.ones(3, 4, requires_grad=True)
+    b = descent.ones(4, requires_grad=True)
+    s = descent.tensor(2.0, requires_grad=True)
+    ((w + b) * s).sum().backward()
+    assert w.grad.shape == (3, 4) and b.grad.tolist() == [6.0] * 4 and s.grad.item() == 24.0
+
+
+def test_backward_errors_are_pytorchs():
+    x = descent.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"):
+        descent.ones(2).sum().backward()
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of"):
+        (x * 2).backward(descent.ones(2))
+    (x * 2).backward(descent.ones(3))
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require grad"):
+        grad((x * 2).sum(), descent.ones(3))
+    z = descent.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        grad((x * 2).sum(), z)
+    assert grad((x * 2).sum(), [x, z], allow_unused=True)[1] is None
+
+
+def test_grad_returns_gradients_and_leaves_dot_grad_alone():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    gx, gh = grad((h * h).sum(), [x, h])
+    assert gx.tolist() == [18.0, 36.0] and gh.tolist() == [6.0, 12.0]
+    assert x.grad is None
+
+
+def test_modifying_a_saved_tensor_in_place_is_caught_by_the_version_counter():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    z = y * 1                                              # y is saved by ExpBackward0 (its result)
+    assert y._version == 0
+    y.add_(1)                                              # allowed: y is not a leaf
+    assert y._version == 1 and y.grad_fn.name() == "AddBackward0"
+    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been modified "
+                                           r"by an inplace operation: \[descent.FloatTensor \[2\]\], which is output 0 "
+                                           r"of ExpBackward0, is at version 1; expected version 0 instead"):
+        z.sum().backward()
+
+
+def test_in_place_on_a_leaf_that_requires_grad_is_refused():
+    x = descent.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        x.add_(1)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being used in an in-place"):
+        x[0:2].mul_(2)
+    with descent.no_grad():
+        x.add_(1)                                          # what an optimizer step does
+    assert x.tolist() == [2.0, 2.0, 2.0] and x.is_leaf
+
+
+def test_in_place_on_a_non_leaf_moves_its_history():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.mul_(y.detach() + 1)                                  # y = 2x * (2x + 1), the second factor a constant
+    assert chain(y) == "MulBackward0(MulBackward0(AccumulateGrad, None), None)"
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 10.0]
+
+
+def test_requires_grad_can_change_only_on_a_leaf():
+    x = descent.ones(2, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+        y.requires_grad = False
+    assert y.requires_grad_() is y                          # already true: no-op
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf and d.data_ptr() == y.data_ptr()
+
+
+# [SECTION] Hooks and retain_grad ------------------------------------------------------------
+
+def test_tensor_hooks_see_and_replace_gradients():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    seen = []
+    h = y.register_hook(lambda g: seen.append(g.tolist()))
+    x.register_hook(lambda g: g * 10)
+    (y * y).sum().backward()
+    assert seen == [[6.0, 12.0]]
+    assert x.grad.tolist() == [180.0, 360.0]
+    h.remove()
+    x.grad = None
+    (x * 1).sum().backward()
+    assert seen == [[6.0, 12.0]] and x.grad.tolist() == [10.0, 10.0]
+
+
+def test_a_hook_that_raises_stops_backward_with_its_exception():
+    x = descent.ones(2, requires_grad=True)
+
+    def bad(g):
+        raise KeyError("from the hook")
+    (x * 1).register_hook(bad)
+    y = x * 2
+    y.register_hook(bad)
+    with pytest.raises(KeyError, match="from the hook"):
+        y.sum().backward()
+    z = x * 2
+    z.register_hook(lambda g: "not a tensor")
+    with pytest.raises(TypeError, match="must return None or a Tensor"):
+        z.sum().backward()
+
+
+def test_node_hooks_and_retain_grad():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.retain_grad()
+    calls = []
+    y.grad_fn.register_hook(lambda gi, go: calls.append(("post", [g.tolist() for g in gi], go[0].tolist())))
+    y.grad_fn.register_prehook(lambda go: calls.append(("pre", go[0].tolist())))
+    y.sum().backward()
+    assert calls == [("pre", [1.0, 1.0]), ("post", [[1.0, 2.0], [1.0, 2.0]], [1.0, 1.0])]  # g*other, g*self
+    assert y.retains_grad and y.grad.tolist() == [1.0, 1.0]
+    assert x.grad.tolist() == [2.0, 4.0]
+
+
+# [SECTION] Grad mode ---------------------------------------------------------------------------
+
+def test_no_grad_enable_grad_set_grad_enabled_and_inference_mode():
+    x = descent.ones(2, requires_grad=True)
+    with descent.no_grad():
+        assert not (x * 2).requires_grad
+        with descent.enable_grad():
+            assert (x * 2).requires_grad
+    with descent.set_grad_enabled(False):
+        assert (x * 2).grad_fn is None
+
+    @descent.no_grad()
+    def f(t):
+        return t * 2
+    assert not f(x).requires_grad
+    with descent.inference_mode():
+        y = x * 2
+    assert not y.requires_grad and y.is_inference()
+    assert (x * 2).requires_grad
+
+
+# [SECTION] The trace ---------------------------------------------------------------------------
+
+def test_the_trace_shows_the_graph_recorded_and_walked_on_floor_4():
+    x = descent.ones(2, requires_grad=True)
+    with descent.trace() as t:
+        loss = (x * x).sum()
+        loss.backward()
+    spans = t.result.spans()
+    floor4 = [s for s in spans if s["floor_name"] == "autograd"]
+    recorded = {s["args"]["node"]: s["args"] for s in floor4 if s["args"].get("graph") == "recorded"}
+    assert recorded["MulBackward0"]["edges"] == "AccumulateGrad, AccumulateGrad"
+    assert recorded["MulBackward0"]["saved"] == "self, other"
+    assert recorded["SumBackward0"]["edges"] == "MulBackward0"
+    walked = [s["name"] for s in floor4 if s["name"].startswith("autograd::engine::evaluate_function")]
+    assert walked == ["autograd::engine::evaluate_function: GraphRoot",
+                      "autograd::engine::evaluate_function: SumBackward0",
+                      "autograd::engine::evaluate_function: MulBackward0",
+                      "autograd::engine::evaluate_function: AccumulateGrad"]
+    by_id = {s["id"]: s for s in spans}
+    mul_node = next(s for s in floor4 if s["name"].endswith("MulBackward0"))
+    beneath = [s["name"] for s in spans if s["parent"] == mul_node["id"] and s["floor_name"] == "dispatch"]
+    assert beneath == ["aten::mul", "aten::mul"], "the formula's kernels run beneath its node"
+    assert by_id[mul_node["parent"]]["name"] == "autograd::engine::execute"
+
+
+def test_an_op_with_nothing_to_record_says_so():
+    x = descent.ones(2)
+    with descent.trace() as t:
+        x * x
+        with descent.no_grad():
+            descent.ones(2, requires_grad=True) * 2
+    reasons = [s["args"]["graph"] for s in t.result.spans() if s["floor_name"] == "autograd"]
+    assert reasons == ["none: no input requires grad", "none: grad mode is off"]
+
+
+# [SECTION] Training ----------------------------------------------------------------------------
+
+def _dataset(n=64, seed=3):
+    """y = sin(2 x0) + x1^2 / 2, 64 points of [-1, 1]^2."""
+    descent.manual_seed(seed)
+    x = descent.rand([n, 2]) * 2 - 1
+    cols = x.tolist()
+    target = descent.tensor([[math.sin(2 * a) + b * b / 2] for a, b in cols])
+    return x, target
+
+
+def _mlp(seed=5, hidden=16):
+    descent.manual_seed(seed)
+    w1 = (descent.randn(2, hidden) * 0.5).requires_grad_()
+    b1 = descent.zeros(hidden, requires_grad=True)
+    w2 = (descent.randn(hidden, 1) * 0.5).requires_grad_()
+    b2 = descent.zeros(1, requires_grad=True)
+    return [w1, b1, w2, b2]
+
+
+def _loss(params, x, y):
+    w1, b1, w2, b2 = params
+    return (((x @ w1 + b1).relu() @ w2 + b2) - y).pow(2).mean()
+
+
+def test_a_two_layer_mlp_learns_with_plain_sgd():
+    x, y = _dataset()
+    params = _mlp()
+    first = _loss(params, x, y).item()
+    for _ in range(200):
+        loss = _loss(params, x, y)
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with descent.no_grad():
+            for p in params:
+                p -= 0.1 * p.grad
+    last = _loss(params, x, y).item()
+    assert last < 0.05 and last < first / 5, (first, last)
+
+
+def test_the_mlps_gradients_equal_pytorchs():
+    torch = pytest.importorskip("torch")
+    x, y = _dataset()
+    params = _mlp()
+    _loss(params, x, y).backward()
+    tp = [torch.tensor(p.tolist(), requires_grad=True) for p in params]
+    tx, ty = torch.tensor(x.tolist()), torch.tensor(y.tolist())
+    w1, b1, w2, b2 = tp
+    (((tx @ w1 + b1).relu() @ w2 + b2) - ty).pow(2).mean().backward()
+    for p, t in zip(params, tp):
+        mine, theirs = p.grad.reshape(-1).tolist(), t.grad.reshape(-1).tolist()
+        for a, b in zip(mine, theirs):
+            assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (a, b)
