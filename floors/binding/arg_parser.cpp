@@ -196,7 +196,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor
         return true;
       }
       if (is_tensor(o)) break;
-      if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
+      if (is_bool_like(o)) { out = IValue(PyObject_IsTrue(o) == 1); return true; }
       if (is_int_like(o)) {
         if (!int_arg(o)) break;
         out = IValue(i);
@@ -236,7 +236,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor
       if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
       break;
     case ArgType::IntList: {
-      if (is_int_like(o) && !is_tensor(o)) {
+      if (is_int_like(o)) {
         if (!int_arg(o)) break;
         out = IValue(DimVector{i});
         return true;
@@ -405,7 +405,16 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
   return false;
 }
 
-bool is_int_like(PyObject* o) { return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))); }
+// True and numpy's bool (numpy.bool_, numpy.bool in numpy 2), which PyTorch reads as a bool too.
+bool is_bool_like(PyObject* o) {
+  if (PyBool_Check(o)) return true;
+  const char* name = Py_TYPE(o)->tp_name;
+  return std::strcmp(name, "numpy.bool_") == 0 || std::strcmp(name, "numpy.bool") == 0;
+}
+
+bool is_int_like(PyObject* o) {
+  return !is_bool_like(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o)));
+}
 
 // Python's numbers and numpy's scalars (np.int64(2), np.float32(2)), as
 // PyTorch takes them; not arrays or tensors, which are sequences.
@@ -435,9 +444,9 @@ std::string utf8_text(PyObject* s) {
 }
 
 Tensor scalar_to_tensor(PyObject* o) {
-  ScalarType t = PyBool_Check(o) ? ScalarType::Bool : is_int_like(o) ? ScalarType::Int64 : ScalarType::Float64;
+  ScalarType t = is_bool_like(o) ? ScalarType::Bool : is_int_like(o) ? ScalarType::Int64 : ScalarType::Float64;
   Tensor r = empty_tensor({}, t, Device{});
-  if (t == ScalarType::Bool) *r.data<bool>() = o == Py_True;
+  if (t == ScalarType::Bool) *r.data<bool>() = PyObject_IsTrue(o) == 1;
   else if (t == ScalarType::Int64) {
     int64_t v = 0;
     DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, Error, "Overflow when unpacking long: ",

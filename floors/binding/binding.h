@@ -80,6 +80,7 @@ Tensor scalar_to_tensor(PyObject* o);
 bool is_python_scalar(PyObject* o);
 // An int, or anything with __index__ (numpy's ints, a one-element int tensor); not a bool.
 bool is_int_like(PyObject* o);
+bool is_bool_like(PyObject* o);  // True, False and numpy's bools
 // float(o) for a number (numpy's too); when Python refuses (2**2000), throws
 // with Python's own error left set, which DESCENT_PY_CATCH passes on.
 double as_double(PyObject* o);

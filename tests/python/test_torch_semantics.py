@@ -100,6 +100,8 @@ def test_zero_dim_tensors_stand_for_numbers():
     assert descent.sub(x, x, alpha=descent.tensor(3)).tolist() == [-2.0, -4.0]
     assert x.fill_(descent.tensor(7, dtype=D)).tolist() == [7.0, 7.0]
     assert descent.ones(2, 3).transpose(descent.tensor(0), 1).shape == (3, 2)
+    assert descent.ones(2, 3).sum(descent.tensor(1)).tolist() == [3.0, 3.0]           # an int[1] takes one too
+    assert descent.full((2,), np.True_).dtype is B and descent.full((2,), np.int32(2)).dtype is I
     assert descent.arange(descent.tensor(3)).tolist() == [0, 1, 2]
     for bad in [descent.tensor([0]), descent.tensor(0.0), descent.tensor(True)]:   # not 0-d, or not integral
         with raises(TypeError, "transpose(): argument 'dim0' (position 2) must be int, not Tensor"):
@@ -283,6 +285,8 @@ def test_numpy_operands_on_either_side_give_a_tensor():
     s = descent.tensor([1.0, 2.0])
     s += np.array([1.0, 1.0])
     assert s.tolist() == [2.0, 3.0]
+    s[0:1] = np.array([7.0])
+    assert s.tolist() == [7.0, 3.0]
 
 
 @pytest.mark.parametrize("np_dtype,dtype", [

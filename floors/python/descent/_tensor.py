@@ -128,6 +128,8 @@ class Tensor(_C.TensorBase):
         view = self[index]
         if isinstance(value, Tensor):
             _C.copy_(view, value)
+        elif _is_array(value):  # a numpy array, read as tensor() reads it
+            _C.copy_(view, _C._tensor(value, None))
         elif isinstance(value, (int, float, bool)) or hasattr(value, "__index__") or hasattr(value, "__float__"):
             _C.fill_(view, value)
         else:
