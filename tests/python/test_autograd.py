@@ -516,3 +516,37 @@ def test_the_mlps_gradients_equal_pytorchs():
         mine, theirs = p.grad.reshape(-1).tolist(), t.grad.reshape(-1).tolist()
         for a, b in zip(mine, theirs):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (a, b)
+
+
+# [SECTION] The reference-language pair -------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [1, 7, 12])
+def test_the_linear_relu_mse_pair_agrees(seed):
+    from descent.pairs import verify_pairs
+    verdicts = verify_pairs(seed)
+    assert [v["check"] for v in verdicts] == ["loss", "d loss / d x", "d loss / d w", "d loss / d b",
+                                              "gradcheck (autograd)", "gradcheck (by hand)"]
+    assert all(v["passed"] for v in verdicts), verdicts
+
+
+def test_the_pair_check_fails_for_a_wrong_hand_written_backward(monkeypatch):
+    from descent import pairs
+    real = pairs.mlp_by_hand
+
+    def wrong(x, w, b, y):
+        loss, grads = real(x, w, b, y)
+        grads["b"] = grads["b"] * 1.01                     # a backward that is almost right
+        return loss, grads
+    monkeypatch.setattr(pairs, "mlp_by_hand", wrong)
+    failed = [v["check"] for v in pairs.verify_pairs() if not v["passed"]]
+    assert failed == ["d loss / d b", "gradcheck (by hand)"]
+
+
+def test_descent_verify_autograd_runs_the_pairs():
+    import subprocess
+    import sys
+    cli = os.environ.get("DESCENT_CLI")
+    cmd = [cli] if cli else [sys.executable, "-m", "descent"]
+    r = subprocess.run(cmd + ["verify", "--autograd"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("6 of 6 verdicts hold")

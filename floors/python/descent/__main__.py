@@ -2,7 +2,7 @@
 
     descent trace "descent.ones(2, 2) + 1" [--repeat N] [--chrome FILE] [--save FILE] [--reference]
     descent replay FILE [--chrome FILE]
-    descent verify [--op NAME] [--seed N]
+    descent verify [--op NAME] [--seed N] [--autograd]
     descent ops
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
 """
@@ -86,6 +86,14 @@ def cmd_replay(args):
 
 
 def cmd_verify(args):
+    if args.autograd:  # the reference-language pairs (descent/pairs.py)
+        from descent.pairs import verify_pairs
+        verdicts = verify_pairs(args.seed)
+        for v in verdicts:
+            print(f"{'ok' if v['passed'] else 'FAIL':5} {v['pair']:16} {v['check']:22} {v['detail']}")
+        failed = sum(not v["passed"] for v in verdicts)
+        print(f"{len(verdicts) - failed} of {len(verdicts)} verdicts hold")
+        return 1 if failed else 0
     try:
         verdicts = descent.verify(args.op, args.seed)
     except RuntimeError as e:  # verify(): no op named 'X' (see: descent ops)
@@ -151,6 +159,8 @@ def main(argv=None):
     v = sub.add_parser("verify", help="check optimized kernels against the reference ones")
     v.add_argument("--op", help="only this op (e.g. sum, max.dim)")
     v.add_argument("--seed", type=int, default=1)
+    v.add_argument("--autograd", action="store_true",
+                   help="check the reference-language pairs instead: autograd against a hand-written backward")
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
