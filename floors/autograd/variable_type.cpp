@@ -90,6 +90,7 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
   if (inplace) check_inplace(op, s[0].to_tensor());
   auto* fn = new FormulaNode(*d, op);
   const Ref<Node> node(fn);
+  fn->next_edges.reserve(2);
   // The edges, the inputs' shapes, and the arguments the formula reads.
   Tensor inputs[2];
   for (int i = 0; i < s.size(); ++i) {

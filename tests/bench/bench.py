@@ -54,7 +54,12 @@ def python_side(lib, prefix):
     a, b = lib.randn(1), lib.randn(1)
     ma, mb = lib.randn(512, 512), lib.randn(512, 512)
     threads = lib.get_num_threads()
+    x16 = lib.randn(16, requires_grad=True)
+
+    def forward_backward():  # (x*x).sum() and its backward, over 16 elements
+        (x16 * x16).sum().backward()
     r = {"py_add_1elem": per_call_ns(lambda: lib.add(a, b)),
+         "py_fwd_bwd_16": per_call_ns(forward_backward, n=20000),
          "py_add_operator_1elem": per_call_ns(lambda: a + b),
          "py_dim": per_call_ns(lambda: a.dim()),
          "matmul_threads": threads,
@@ -157,9 +162,13 @@ def main():
             "≤ 0.3 µs"),
         row("C++ add, typed call, beside at::add under c10::InferenceMode", "cpp_add_1elem_typed",
             "torch_cpp_add_1elem_inference", ""),
+        row("C++ add, typed call, one input requiring grad (AddBackward0 recorded)", "cpp_add_1elem_grad",
+            "torch_cpp_add_1elem_grad", "≤ 0.6 µs"),
         row("C++ empty({0})", "cpp_empty_0", "torch_cpp_empty_0", ""),
         row("Python `descent.add(a, b)` / `torch.add(a, b)`, 1 element", "py_add_1elem", "torch_py_add_1elem", "≤ 1.0 µs"),
         row("Python `a + b`, 1 element", "py_add_operator_1elem", "torch_py_add_operator_1elem", ""),
+        row("Python `(x*x).sum().backward()`, 16 elements (forward and backward)", "py_fwd_bwd_16",
+            "torch_py_fwd_bwd_16", "≤ 15 µs"),
         row("Python `x.dim()` (smallest crossing into C++)", "py_dim", "torch_py_dim", ""),
         row(f"Python `matmul`, 512x512 float32, all threads (descent {r['matmul_threads']}, "
             f"PyTorch {r.get('torch_matmul_threads', '-')})", "py_matmul_512", "torch_py_matmul_512", ""),

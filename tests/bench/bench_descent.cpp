@@ -1,6 +1,7 @@
 // descent's per-call costs in C++, with tracing compiled in: the dispatcher
 // path of a 1-element add, an empty factory, and the tracer's own cost per
 // span, on and off. Driven by bench.py, which sets them beside PyTorch's.
+#include "floors/autograd/node.h"
 #include "floors/dispatch/dispatcher.h"
 #include "floors/dispatch/unboxed.h"
 #include "tests/bench/timing.h"
@@ -72,6 +73,10 @@ int main() {
   const TypedOp<Tensor(const Tensor&, const Tensor&, const Scalar&)> add(Op::add);
   const Scalar one(int64_t{1});
   bench::report("cpp_add_1elem_typed", bench::median_ns_per_call([&] { Tensor c = add.call(a, b, one); }, n));
+  // With one input requiring grad, the Autograd kernel records an AddBackward0 (floor 4).
+  Tensor w = call(Op::randn, DimVector{1});
+  autograd::set_requires_grad(w, true);
+  bench::report("cpp_add_1elem_grad", bench::median_ns_per_call([&] { Tensor c = add.call(w, b, one); }, n));
   bench::report("cpp_empty_0", bench::median_ns_per_call([&] { Tensor c = call(Op::empty, DimVector{0}); }, n));
   bench::report("span_off", bench::median_ns_per_call([] { DESCENT_SPAN(Kernels, "bench"); }, 10 * n));
 

@@ -2,7 +2,7 @@
 // at::add of two 1-element CPU tensors as it is, and under c10::InferenceMode
 // (the fair pair for a call that does no autograd work: the Autograd and
 // ADInplaceOrView keys are excluded, as descent's calls skip them by
-// fallthrough), and at::empty({0}).
+// fallthrough), with one input requiring grad (a node recorded), and at::empty({0}).
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -18,6 +18,8 @@ int main() {
     bench::report("torch_cpp_add_1elem_inference",
                   bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
   }
+  at::Tensor w = at::randn({1}).requires_grad_();
+  bench::report("torch_cpp_add_1elem_grad", bench::median_ns_per_call([&] { at::Tensor c = at::add(w, b); }, n));
   bench::report("torch_cpp_empty_0", bench::median_ns_per_call([&] { at::Tensor c = at::empty({0}); }, n));
   return 0;
 }
