@@ -318,7 +318,7 @@ void cascade_rows(const T* x, int64_t stride, int64_t m, int64_t r0, int64_t r1,
 bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
   if (in.dtype() != keep.dtype()) return false;
   if (in.numel() == 0) {  // nothing to add, however large the empty dims: the output's zeros
-    std::memset(keep.data_ptr(), 0, size_t(keep.numel()) * element_size(keep.dtype()));
+    if (keep.numel() > 0) std::memset(keep.data_ptr(), 0, size_t(keep.numel()) * element_size(keep.dtype()));
     return true;
   }
   int64_t outer = 0, inner = 0;
