@@ -66,7 +66,7 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 4;  // per span; more are ignored
+constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 7: node, edges, saved, ...)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {

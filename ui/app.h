@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tracer/trace.h"
+#include "ui/graph.h"
 #include "ui/playback.h"
 #include "ui/story.h"
 #include "ui/timeline_index.h"
@@ -44,7 +45,7 @@ struct Options {
   bool redraw_full = false;    // --redraw full: draw every frame whole (Note [Redrawing only what changed])
   int frames = 3;              // --frames N: frames drawn before a screenshot
   bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
-  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare)
+  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph)
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -74,7 +75,7 @@ struct ConsoleLine {
   std::string text;
 };
 
-enum class RightTab { Detail, Memory, Compare };
+enum class RightTab { Detail, Memory, Compare, Graph };
 
 struct App {
   Options options;
@@ -103,6 +104,11 @@ struct App {
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
   bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
   size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
+
+  // Graph panel: the autograd graph of `loaded.trace` (panel_graph.cpp builds it)
+  AutogradGraph graph;
+  std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
+  std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
 
   bool presenter = false;
   bool show_help = false;
@@ -150,6 +156,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: t
 void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
 void draw_memory(App& app);                             // panel_memory.cpp: the allocators
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
+void draw_graph(App& app);                              // panel_graph.cpp: the autograd graph, recorded then walked
 void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
 void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
 void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action

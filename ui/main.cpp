@@ -132,6 +132,7 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
       tab("Detail", RightTab::Detail, draw_detail);
       tab("Memory", RightTab::Memory, draw_memory);
       tab("Compare with PyTorch", RightTab::Compare, draw_compare);
+      tab("Autograd graph", RightTab::Graph, draw_graph);
       app.tab_request = false;
       ImGui::EndTabBar();
     }
@@ -227,6 +228,7 @@ int run(int argc, char** argv) {
   app.presenter = o.presenter;
   if (o.panel == "memory") app.right_tab = RightTab::Memory;
   if (o.panel == "compare") app.right_tab = RightTab::Compare;
+  if (o.panel == "graph") app.right_tab = RightTab::Graph;
   app.tab_request = true;
 
   // A trace file is read on a second thread while the window and Python start.

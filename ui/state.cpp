@@ -145,6 +145,13 @@ std::string state_json(const App& app) {
   for (size_t k = 0; k < app.panels_drawn.size(); ++k) o += (k ? ", " : "") + quoted(app.panels_drawn[k]);
   o += "],\n";
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
+  o += "  \"graph\": [";  // the graph panel's nodes at this step, when it was drawn
+  for (size_t k = 0; k < app.graph.nodes.size() && k < app.graph_states.size(); ++k) {
+    const GraphNode& n = app.graph.nodes[k];
+    o += std::string(k ? ", " : "") + "{\"id\": " + std::to_string(n.id) + ", \"name\": " + quoted(n.name) +
+         ", \"state\": " + quoted(app.graph_states[k]) + ", \"layer\": " + std::to_string(n.layer) + "}";
+  }
+  o += "],\n";
   o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
   o += "  \"banner\": " + quoted(app.banner) + ",\n";
   o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";

@@ -174,8 +174,8 @@ std::string skip_reason(const Story& s, int f) {
     case 2: return "the call never crossed into C++ (descent._C)";
     case 3: return "no op was dispatched";
     case 4:
-      return anywhere ? "no tensor of this call requires grad, so autograd records nothing"
-                      : "autograd is not built yet: every op falls through its Autograd key at floor 3";
+      return anywhere ? "this call's ops have no derivative (a factory, a comparison): their Autograd key falls through"
+                      : "no op with a derivative ran: factories and comparisons fall through their Autograd key";
     case 5: return "no kernel ran";
     case 6: return "nothing was allocated: the call made no new memory";
     case 7:

@@ -130,6 +130,7 @@ TensorList run_node(Node& n, TensorList&& in, GraphTask& task) {
   trace::ScopedSpan span(trace::Floor::Autograd, span_name);
   if (span.active()) {
     span.arg("node", n.name);
+    span.arg("node_id", int64_t(n.id));
     const std::string saved = n.saved_names();
     if (!saved.empty()) span.arg("saved", trace::intern(saved));
   }

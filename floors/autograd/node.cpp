@@ -20,7 +20,10 @@ uint64_t next_sequence_nr() {
 }
 }  // namespace
 
-Node::Node(const char* n) : name(n), sequence_nr(next_sequence_nr()) {}
+Node::Node(const char* n) : name(n), sequence_nr(next_sequence_nr()) {
+  static std::atomic<uint64_t> ids{0};
+  id = ++ids;
+}
 Node::~Node() = default;
 
 int next_hook_id() {

@@ -64,6 +64,7 @@ struct Node : RefCounted {
 
   const char* name;      // "AddBackward0"; literal or interned
   uint64_t sequence_nr;  // creation order: of two ready nodes the engine runs the later first
+  uint64_t id;           // unique in the process: how the trace names this node (node_id, edge_ids)
   std::vector<Edge> next_edges;   // one per tensor input of the forward op
   std::vector<GradMeta> inputs;   // one per forward output: the gradients this node takes
 

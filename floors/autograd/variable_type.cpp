@@ -84,6 +84,7 @@ std::string edge_names(const Node& n) {
   return s;
 }
 
+
 void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span) {
   const Derivative* d = derivative_of(op.id);
   const bool inplace = op.schema.is_mutable();
@@ -122,7 +123,13 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
   if (span.active()) {
     span.arg("graph", "recorded");
     span.arg("node", fn->name);
+    span.arg("node_id", int64_t(fn->id));
     span.arg("edges", trace::intern(edge_names(*fn)));
+    // The ids of the nodes the edges lead to (-1 for None), so that a reader
+    // of the trace (the app's graph panel) can draw the graph.
+    static constexpr const char* kEdgeKeys[] = {"edge0_id", "edge1_id"};
+    for (size_t k = 0; k < fn->next_edges.size() && k < 2; ++k)
+      span.arg(kEdgeKeys[k], fn->next_edges[k].valid() ? int64_t(fn->next_edges[k].fn->id) : int64_t{-1});
     const std::string saved = fn->saved_names();
     span.arg("saved", trace::intern(saved.empty() ? "nothing" : saved));
   }

@@ -327,6 +327,8 @@ PyObject* py_run_backward(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "OOppOp:_run_backward", &tensors, &grads, &retain, &create, &inputs, &allow_unused))
     return nullptr;
   DESCENT_PY_TRY
+  // The crossing into C++ of loss.backward() (torch: Variable._execution_engine.run_backward).
+  trace::ScopedSpan span(trace::Floor::Binding, "_run_backward");
   autograd::TensorList roots, root_grads, in;
   if (!tensor_list(tensors, roots, false, "backward(): tensors") ||
       !tensor_list(grads, root_grads, true, "backward(): grad_tensors"))

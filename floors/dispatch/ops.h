@@ -61,9 +61,6 @@
 //   until the device floors bring a copy between devices; likewise
 //   aten::_unsafe_view (a view whose result records no view base: reshape's
 //   and matmul's results over a fresh copy) is declared CPU.
-// - mm, bmm, dot and mv promote mixed dtypes (int64 @ float32 is float32),
-//   as descent's matmul always has; aten's refuse them ("expected m1 and m2
-//   to have the same dtype").
 // - Binary ops have only their .Tensor overloads (no add.Scalar): the
 //   binding turns a Python number into a 0-d wrapped-number tensor, as
 //   PyTorch's Python binding does when it picks add.Tensor for x + 1. pow

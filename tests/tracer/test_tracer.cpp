@@ -92,6 +92,8 @@ TEST(Tracer, ArgsRoundTripAndExtraArgsAreIgnored) {
     s.arg("scale", 2.5);
     s.arg("contiguous", true);
     s.arg("device", intern(std::string("cpu:") + "0"));
+    static const char* kFill[] = {"f4", "f5", "f6", "f7", "f8", "f9"};
+    for (int k = 4; k < kMaxArgs; ++k) s.arg(kFill[k - 4], int64_t{k});
     s.arg("dropped", int64_t{7});  // beyond kMaxArgs
   }
   const Trace t = stop();

@@ -154,6 +154,36 @@ def test_compare_view_puts_pytorch_beside_descent(tmp_path):
     assert "compare" in state["panels"]
 
 
+BACKWARD = "x = descent.ones(2, 2, requires_grad=True)\nw = descent.ones(2, 2, requires_grad=True)\n" \
+           "loss = ((x @ w).relu() * x).sum()\nloss.backward()"
+
+
+def test_the_graph_panel_records_then_walks_the_graph(tmp_path):
+    """Note [The graph in the trace]: the nodes appear as the forward records
+    them and turn done, one by one, as backward runs them."""
+    state, _, _ = run_app(tmp_path, "--code", BACKWARD, "--panel", "graph", "--step", "0", name="start")
+    steps = state["steps"]
+    assert "graph" in state["panels"]
+    assert [n["name"] for n in state["graph"]] == ["MmBackward0", "AccumulateGrad", "AccumulateGrad",
+                                                    "ReluBackward0", "MulBackward0", "SumBackward0"]
+    assert {n["state"] for n in state["graph"]} == {"ahead"}
+    seen = []
+    for step in [*range(0, steps, max(1, steps // 24)), steps - 1]:
+        st, _, _ = run_app(tmp_path, "--code", BACKWARD, "--panel", "graph", "--step", str(step), name=f"s{step}")
+        seen.append(tuple(n["state"] for n in st["graph"]))
+    recorded = [sum(s != "ahead" for s in row) for row in seen]
+    done = [sum(s == "done" for s in row) for row in seen]
+    assert recorded == sorted(recorded) and recorded[-1] == 6, recorded  # recorded one by one, never unrecorded
+    assert done == sorted(done) and done[-1] == 6 and done[len(done) // 3] == 0, done  # backward runs later
+    assert any("running" in row for row in seen)
+    assert [n["layer"] for n in state["graph"]] == [3, 4, 4, 2, 1, 0]
+
+
+def test_the_graph_panel_without_a_graph_says_how_to_get_one(tmp_path):
+    state, _, _ = run_app(tmp_path, "--code", "y = descent.ones(2) + 1", "--panel", "graph")
+    assert "graph" in state["panels"] and state["graph"] == []
+
+
 @pytest.mark.parametrize("presenter", [[], ["--presenter"]])
 def test_redrawing_only_what_changed_gives_the_same_pixels(tmp_path, saved_trace, presenter):
     """Note [Redrawing only what changed]: 150 frames of playback drawn by
