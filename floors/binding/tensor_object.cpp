@@ -6,6 +6,8 @@
 // [SECTION] The buffer protocol (numpy interop)
 // [SECTION] Building a tensor from Python data
 #include <cstring>
+
+#include <unistd.h>
 #include <memory>
 
 #include "floors/autograd/node.h"
@@ -236,6 +238,22 @@ PyObject* m_item(PyObject* o, PyObject*) {
 
 // Every CPython allocation is checked: zeros(2**40, 0).tolist() asks for a
 // list of 2**40 empty lists, and PyList_New's MemoryError comes back as one.
+// Where the kernel overcommits memory (vm.overcommit_memory=1, as on the H200
+// host), that first 8 TiB list is granted untouched and the 2**40 lists put
+// in it are what runs the machine out: so the objects tolist() would make are
+// counted first, and more than the machine's memory could hold is a
+// MemoryError before any is made.
+bool tolist_fits(const Tensor& t) {
+  static const double kMemory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  constexpr double kBytesPerObject = 32;  // a list slot and the smallest object: an underestimate
+  double objects = 0, level = 1;
+  for (int d = 0; d < t.dim() && level > 0; ++d) {
+    level *= double(t.sizes()[d]);
+    objects += level;
+  }
+  return objects * kBytesPerObject <= kMemory;
+}
+
 PyObject* tolist_rec(const Tensor& t, int d, int64_t off) {
   if (d == t.dim()) return element_to_py(t, off);
   PyObject* l = PyList_New(t.sizes()[d]);
@@ -254,6 +272,11 @@ PyObject* m_tolist(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
   Tensor t = unwrap(o);
   DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "tolist() of a ", t.device().str(), " tensor");
+  if (!tolist_fits(t)) {
+    PyErr_Format(PyExc_MemoryError, "tolist(): a tensor of shape %s would make more Python objects than this "
+                 "machine's memory holds", t.shape_str().c_str());
+    return nullptr;
+  }
   return tolist_rec(t, 0, 0);
   DESCENT_PY_CATCH(nullptr)
 }
