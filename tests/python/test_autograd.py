@@ -134,6 +134,14 @@ def test_a_leaf_has_an_accumulate_grad_whose_variable_is_the_leaf():
     assert x.is_leaf and not y.is_leaf and y.requires_grad and x.grad_fn is None
 
 
+def test_a_result_prints_its_grad_fn_as_torch_does():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    assert repr(x) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(x * 2) == "tensor([2., 4.], grad_fn=<MulBackward0>)"
+    assert repr((x * 2).sum()) == "tensor(6., grad_fn=<SumBackward0>)"
+    assert repr((x * 2).detach()) == "tensor([2., 4.])"
+
+
 def test_requires_grad_follows_the_inputs_through_every_kind_of_op():
     x = descent.randn(2, 3, requires_grad=True)
     c = descent.randn(2, 3)

@@ -152,6 +152,9 @@ def tensor_repr(t):
         body = _block(values, t.dim(), fmt, len(PREFIX))
         if t.dtype not in (_C.float32, _C.int64, _C.bool):
             suffixes.append(f"dtype={t.dtype!r}")
-    if t.requires_grad:
+    # As torch prints them: a result autograd recorded names its node, a leaf says it requires grad.
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(PREFIX + body, suffixes)
