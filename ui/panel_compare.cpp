@@ -66,13 +66,18 @@ void draw_compare(App& app) {
     cached_left = app.loaded.trace.get();
     cached_right = app.compare.get();
   }
+  // The other side is PyTorch's profile, or another descent trace (the
+  // by-hand half of a reference pair beside its autograd half, descent/pairs.py).
+  const auto format = app.compare->metadata.find("source.format");
+  const bool pytorch = format != app.compare->metadata.end() && format->second == "kineto";
+  const char* other = pytorch ? "PyTorch" : "other trace";
   ImGui::TextWrapped("descent: %s", app.loaded.label.c_str());
-  ImGui::TextWrapped("PyTorch: %s (%zu events, %zu flows)", app.compare_label.c_str(), app.compare->spans.size(),
+  ImGui::TextWrapped("%s: %s (%zu events, %zu flows)", other, app.compare_label.c_str(), app.compare->spans.size(),
                      app.compare->flows.size());
   if (!ImGui::BeginTable("##compare", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
   ImGui::TableSetupColumn("floor", ImGuiTableColumnFlags_WidthFixed, 120);
   ImGui::TableSetupColumn("descent");
-  ImGui::TableSetupColumn("PyTorch");
+  ImGui::TableSetupColumn(other);
   ImGui::TableHeadersRow();
   for (int f = 1; f <= 9; ++f) {
     ImGui::TableNextRow();
@@ -86,9 +91,16 @@ void draw_compare(App& app) {
     cell(right[f]);
   }
   ImGui::EndTable();
-  ImGui::TextWrapped(
-      "PyTorch's profiler records aten ops, CUDA runtime calls and GPU kernels; it has no span for its binding, "
-      "its dispatcher's key-set computation or its allocator on the CPU, so those floors are empty on its side.");
+  if (pytorch) {
+    ImGui::TextWrapped(
+        "PyTorch's profiler records aten ops, CUDA runtime calls and GPU kernels; it has no span for its binding, "
+        "its dispatcher's key-set computation or its allocator on the CPU, so those floors are empty on its side.");
+  } else {
+    ImGui::TextWrapped(
+        "Two descent traces floor against floor: a program differentiated by autograd beside the same program "
+        "with its backward written by hand (descent verify --autograd checks they agree) spends floor 4 on "
+        "one side only.");
+  }
 }
 
 }  // namespace descent::ui

@@ -179,6 +179,17 @@ def test_the_graph_panel_records_then_walks_the_graph(tmp_path):
     assert [n["layer"] for n in state["graph"]] == [3, 4, 4, 2, 1, 0]
 
 
+def test_the_reference_pair_side_by_side(tmp_path):
+    """descent/pairs.py: the hand-written backward's trace beside autograd's, in the compare view."""
+    hand = tmp_path / "hand.dtrace"
+    r = subprocess.run([CLI, "trace", "--save", str(hand), "from descent.pairs import *; mlp_by_hand(*mlp_inputs())"],
+                       capture_output=True, text=True, timeout=120, env=child_env())
+    assert r.returncode == 0, r.stderr
+    state, _, _ = run_app(tmp_path, "--code", "from descent.pairs import *; mlp_autograd(*mlp_inputs())",
+                          "--compare", str(hand), "--panel", "compare")
+    assert state["compare"] == str(hand) and state["banner"] == "" and "compare" in state["panels"]
+
+
 def test_the_graph_panel_without_a_graph_says_how_to_get_one(tmp_path):
     state, _, _ = run_app(tmp_path, "--code", "y = descent.ones(2) + 1", "--panel", "graph")
     assert "graph" in state["panels"] and state["graph"] == []

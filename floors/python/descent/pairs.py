@@ -10,9 +10,11 @@ same inputs and checks:
   3. gradcheck holds for both: autograd's gradient and the hand-written one
      each against central finite differences, in float64.
 
-Trace each (descent trace -c "from descent.pairs import *; mlp_autograd(*mlp_inputs())")
-and the two traces can be put side by side in the app: floor 4's nodes on one
-side, the hand-written ops on the other.
+The two can be put side by side in the app, floor against floor (floor 4
+busy on the autograd side only):
+
+    descent trace --save hand.dtrace "from descent.pairs import *; mlp_by_hand(*mlp_inputs())"
+    descent app --code "from descent.pairs import *; mlp_autograd(*mlp_inputs())" --compare hand.dtrace
 
 Note [The pair's bound]
 ~~~~~~~~~~~~~~~~~~~~~~~
