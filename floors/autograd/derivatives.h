@@ -28,7 +28,6 @@ struct Derivative {
   const char* node;       // PyTorch's node name: "AddBackward0"
   uint8_t saves_for[2];   // Saves bits, for the gradient of tensor input 0 and of input 1
   Formula formula;
-  bool twice_differentiable;  // false: its formula writes in place (slice, select): no graph through it
 };
 
 // The formula of `op`, or nullptr for an op without one (a factory, a

@@ -15,7 +15,8 @@
 // shows a floor-4 span with graph=none and the reason, the price every op
 // pays for autograd even when nothing is recorded. Otherwise it records:
 //   1. for an in-place op, refuses what PyTorch refuses (a leaf that
-//      requires grad, a view of one);
+//      requires grad, a view of one); a write through any other view is
+//      recorded on the view's base (Note [In-place on a view]);
 //   2. makes the node (FormulaNode, named as PyTorch names it), with one
 //      edge per tensor input: the input's grad_fn, its AccumulateGrad, or
 //      None (Note [The graph autograd records]);
@@ -28,6 +29,7 @@
 //      result comes to require grad; an in-place op moves self's history
 //      onto the new node (its old grad_fn is now the node's edge);
 //   6. saves the result if the formula reads it.
+#include "floors/autograd/copy_slices.h"
 #include "floors/autograd/derivatives.h"
 #include "floors/dispatch/library.h"
 #include "floors/dispatch/unboxed.h"
@@ -62,20 +64,18 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
 
 // [SECTION] Recording a node -----------------------------------------------------------
 
-void check_inplace(const OpEntry& op, const Tensor& self) {
+// Refuses what PyTorch refuses; returns whether the write goes through a
+// view, and so must be recorded on the view's base (Note [In-place on a view]).
+bool check_inplace(const Tensor& self) {
   if (self.is_view()) {
     const Tensor base(self.impl()->base);
     DESCENT_CHECK(!(is_leaf(base) && base.requires_grad()), Error,
                   "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-    // Note [In-place on a view]: PyTorch rebases the base's history through
-    // a CopySlices node, so that the base's gradient sees the write. descent
-    // does not record that yet, and refuses rather than give a wrong gradient.
-    throw NotImplementedError(str(op.python_name, "_(): descent does not yet record an in-place op on a view when ",
-                                  "autograd is involved (PyTorch records CopySlices on the view's base); write into ",
-                                  "the whole tensor, or clone() the view first"));
+    return true;
   }
   DESCENT_CHECK(!(is_leaf(self) && self.requires_grad()), Error,
                 "a leaf Variable that requires grad is being used in an in-place operation.");
+  return false;
 }
 
 std::string edge_names(const Node& n) {
@@ -88,7 +88,13 @@ std::string edge_names(const Node& n) {
 void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span) {
   const Derivative* d = derivative_of(op.id);
   const bool inplace = op.schema.is_mutable();
-  if (inplace) check_inplace(op, s[0].to_tensor());
+  const bool through_view = inplace && check_inplace(s[0].to_tensor());
+  Tensor base;
+  Edge base_edge;
+  if (through_view) {  // the base's history before the write (Note [In-place on a view])
+    base = Tensor(s[0].to_tensor().impl()->base);
+    base_edge = gradient_edge(base);
+  }
   auto* fn = new FormulaNode(*d, op);
   const Ref<Node> node(fn);
   fn->next_edges.reserve(2);
@@ -117,7 +123,12 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
     redispatch_boxed(op, below_autograd(ks), s);
   }
   const Tensor& out = s[0].to_tensor();
-  set_history(out, node, 0);  // in place: `out` is self, whose history moves onto this node
+  if (through_view) {
+    fn->inputs = {GradMeta{out.sizes(), out.dtype(), out.device()}};
+    rebase_history_through_view(out, base, base_edge, node);
+  } else {
+    set_history(out, node, 0);  // in place: `out` is self, whose history moves onto this node
+  }
   if (saves & kResult) fn->result = SavedVariable(out, true);
   if (saves & kResult1) fn->result1 = SavedVariable(s[1].to_tensor(), false);
   if (span.active()) {

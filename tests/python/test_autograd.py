@@ -227,7 +227,7 @@ def test_gradcheck(name):
 
 
 # Ops whose formulas call only differentiable ops: their second derivatives too.
-TWICE = [n for n in DIFFERENTIABLE if n not in ("slice", "select", "copy_", "fill_", "zero_", "pow.Tensor_Tensor")]
+TWICE = [n for n in DIFFERENTIABLE if n not in ("copy_", "fill_", "zero_", "pow.Tensor_Tensor")]
 
 
 @pytest.mark.parametrize("name", TWICE)
@@ -252,13 +252,42 @@ def test_second_derivative_of_a_cube():
     assert gg.tolist() == [12.0, -6.0]
 
 
-def test_double_backward_through_slice_is_refused_clearly():
+def test_double_backward_through_slice_and_select():
     x = rand(4)
     (g,) = grad(x[1:3].sum(), x, create_graph=True)
     assert g.tolist() == [0.0, 1.0, 1.0, 0.0]
-    y = rand(4)
-    with pytest.raises(NotImplementedError, match="SliceBackward0 a second time"):
-        grad((y[1:3] * y[1:3]).sum(), y, create_graph=True)
+    y = descent.tensor([1.0, 2.0, 3.0, 4.0], dtype=D, requires_grad=True)
+    (g,) = grad((y[1:3] * y[1:3] * y[1:3]).sum(), y, create_graph=True)   # 3 y^2 on the slice
+    assert g.tolist() == [0.0, 12.0, 27.0, 0.0]
+    (gg,) = grad(g.sum(), y)                                               # 6 y on the slice
+    assert gg.tolist() == [0.0, 12.0, 18.0, 0.0]
+
+
+# [SECTION] In place through a view (Note [In-place on a view]) -----------------------------
+
+def test_writing_into_a_view_records_copy_slices_on_the_base():
+    x = descent.randn(3, 4, dtype=D, requires_grad=True)
+    y = descent.randn(4, dtype=D, requires_grad=True)
+    buf = x.clone()
+    buf[1] = y * 2
+    assert chain(buf) == "CopySlices(CloneBackward0(AccumulateGrad), MulBackward0(AccumulateGrad, None))"
+    (buf * buf).sum().backward()
+    g = 2 * buf.detach()
+    assert x.grad[1].tolist() == [0.0] * 4 and x.grad[0].tolist() == g[0].tolist()  # row 1 no longer comes from x
+    assert y.grad.tolist() == (g[1] * 2).tolist()
+
+
+def test_an_in_place_op_through_a_view_is_differentiated_at_the_view():
+    def f(x, y):
+        buf = x * 1
+        buf[:, 1:3].mul_(y[:2])
+        view = buf[0]
+        return (buf.sum() + (view * view).sum())
+    assert gradcheck(f, (rand(3, 4), rand(4)))
+    z = descent.zeros(3, dtype=D)
+    w = rand(3)
+    z[0] = w[0]                                            # a leaf that does not require grad, written through a view
+    assert z.grad_fn.name() == "CopySlices" and z.requires_grad
 
 
 # [SECTION] The engine ---------------------------------------------------------------------

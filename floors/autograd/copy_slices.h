@@ -1,0 +1,39 @@
+// Floor 4: an in-place op on a view, recorded on the view's base
+// (PyTorch's CopySlices). See Note [In-place on a view] in copy_slices.cpp.
+#pragma once
+
+#include "floors/autograd/node.h"
+
+namespace descent::autograd {
+
+// Where a view lies in its base: sizes, strides and offset in elements.
+struct ViewGeometry {
+  DimVector sizes, strides;
+  int64_t offset = 0;
+};
+
+// The base's new grad_fn after an in-place op `fn` wrote through a view.
+struct CopySlices final : Node {
+  CopySlices(const GradMeta& base, ViewGeometry view, Ref<Node> fn);
+  TensorList apply(TensorList&& grads) override;
+  void release_saved_variables() override { fn->release_saved_variables(); }
+  std::string saved_names() const override { return fn->saved_names(); }
+  ViewGeometry view;
+  Ref<Node> fn;  // the in-place op's own node (MulBackward0, CopyBackwards, ...)
+};
+
+// The view's new grad_fn: its gradient placed into zeros of the base's shape.
+struct AsStridedBackward final : Node {
+  AsStridedBackward(const GradMeta& base, ViewGeometry view);
+  TensorList apply(TensorList&& grads) override;
+  GradMeta base;
+  ViewGeometry view;
+};
+
+// Records `fn` (already run, its edges set) as a write through `view` into
+// its base: the base's history moves onto a CopySlices, the view's onto an
+// AsStridedBackward of it. Raises when the base's layout is not the plain
+// one the gradient is laid out in.
+void rebase_history_through_view(const Tensor& view, const Tensor& base, const Edge& base_edge, const Ref<Node>& fn);
+
+}  // namespace descent::autograd
