@@ -130,6 +130,11 @@ Edge gradient_edge(const Tensor& t) {
 
 void set_history(const Tensor& t, const Ref<Node>& fn, uint32_t output_nr) {
   AutogradMeta& m = ensure_meta(t);
+  if (m.retains_grad && m.grad_fn && m.grad_fn != fn) {  // an in-place op moved its history: retain_grad moves too
+    auto& r = m.grad_fn->retained;
+    r.erase(std::remove_if(r.begin(), r.end(), [&](const auto& e) { return e.second == t.impl(); }), r.end());
+    fn->retained.emplace_back(int(output_nr), t.impl());
+  }
   m.grad_fn = fn;
   m.output_nr = output_nr;
   t.impl()->requires_grad = true;

@@ -443,6 +443,18 @@ def test_node_hooks_and_retain_grad():
     assert x.grad.tolist() == [2.0, 4.0]
 
 
+def test_retain_grad_follows_an_in_place_op():
+    x = descent.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)                                             # y's history moves onto a new MulBackward0
+    (y * y).sum().backward()
+    assert y.grad.tolist() == [12.0, 24.0]                # the gradient of y after the write
+    del y                                                 # the node it was retained on outlives it
+    import gc
+    gc.collect()
+
+
 # [SECTION] Grad mode ---------------------------------------------------------------------------
 
 def test_no_grad_enable_grad_set_grad_enabled_and_inference_mode():
