@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "floors/autograd/derivatives.h"
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
@@ -508,12 +509,16 @@ PyObject* py_ops(PyObject*, PyObject*) {
   PyObject* list = PyList_New(0);
   if (!list) return nullptr;
   for (const OpEntry& op : all_ops()) {
-    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+    // The node autograd records for it (Note [One derivative per op]); a composite's come from its parts.
+    const autograd::Derivative* der = autograd::derivative_of(op.id);
+    const char* node = der ? der->node : std::string_view(op.dispatch).find("Composite") == 0 ? "(its parts')" : "";
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
                                 op.python_name, "overload", op.schema.overload.c_str(), "profiler_name",
                                 op.profiler_name, "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind",
                                 kKinds[int(op.kind)], "exactness",
                                 op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
-                                op.domain == Domain::Any ? "any" : "positive", "sample", op.sample);
+                                op.domain == Domain::Any ? "any" : "positive", "sample", op.sample, "derivative",
+                                node);
     if (!d || PyList_Append(list, d) < 0) {
       Py_XDECREF(d);
       Py_DECREF(list);

@@ -115,6 +115,10 @@ def test_cli_verify_and_ops():
     # Each row says which keys have kernels, as native_functions.yaml's dispatch: does.
     assert {op["dispatch"] for op in OPS.values()} == {"CPU", "BackendSelect, CPU", "CompositeImplicitAutograd"}
     assert all(op["dispatch"] in line for op, line in zip(descent._C._ops(), r.stdout.splitlines()))
+    # ... and which node autograd records for it (Note [One derivative per op]).
+    lines = dict(zip((op["name"] for op in descent._C._ops()), r.stdout.splitlines()))
+    assert "MmBackward0" in lines["aten::mm"] and "(its parts')" in lines["aten::matmul"]
+    assert " - " in lines["aten::eq.Tensor"]
     # `descent ops | head -1`: a reader that leaves early is not an error (no traceback, status 0).
     p = subprocess.Popen([cli(), "ops"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=python_env(), bufsize=0)
     p.stdout.close()  # before it has started: its first write finds no reader

@@ -111,7 +111,7 @@ def cmd_verify(args):
 
 def cmd_ops(args):
     for op in _C._ops():
-        print(f"{op['kind']:10} {op['exactness']:9} {op['dispatch']:25} {op['schema']}")
+        print(f"{op['kind']:10} {op['exactness']:9} {op['dispatch']:25} {op['derivative'] or '-':19} {op['schema']}")
     return 0
 
 
