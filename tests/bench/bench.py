@@ -61,6 +61,7 @@ def python_side(lib, prefix):
     r = {"py_add_1elem": per_call_ns(lambda: lib.add(a, b)),
          "py_fwd_bwd_16": per_call_ns(forward_backward, n=20000),
          "py_add_operator_1elem": per_call_ns(lambda: a + b),
+         "py_add_method_1elem": per_call_ns(lambda: a.add(b)),
          "py_dim": per_call_ns(lambda: a.dim()),
          "matmul_threads": threads,
          "py_matmul_512": per_call_ns(lambda: lib.matmul(ma, mb), n=5)}
@@ -167,6 +168,7 @@ def main():
         row("C++ empty({0})", "cpp_empty_0", "torch_cpp_empty_0", ""),
         row("Python `descent.add(a, b)` / `torch.add(a, b)`, 1 element", "py_add_1elem", "torch_py_add_1elem", "≤ 1.0 µs"),
         row("Python `a + b`, 1 element", "py_add_operator_1elem", "torch_py_add_operator_1elem", ""),
+        row("Python `a.add(b)`, 1 element", "py_add_method_1elem", "torch_py_add_method_1elem", ""),
         row("Python `(x*x).sum().backward()`, 16 elements (forward and backward)", "py_fwd_bwd_16",
             "torch_py_fwd_bwd_16", "≤ 15 µs"),
         row("Python `x.dim()` (smallest crossing into C++)", "py_dim", "torch_py_dim", ""),
