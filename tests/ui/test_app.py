@@ -183,7 +183,7 @@ def test_the_reference_pair_side_by_side(tmp_path):
     """descent/pairs.py: the hand-written backward's trace beside autograd's, in the compare view."""
     hand = tmp_path / "hand.dtrace"
     r = subprocess.run([CLI, "trace", "--save", str(hand), "from descent.pairs import *; mlp_by_hand(*mlp_inputs())"],
-                       capture_output=True, text=True, timeout=120, env=child_env())
+                       capture_output=True, text=True, timeout=120)  # the Python command: the suite's environment
     assert r.returncode == 0, r.stderr
     state, _, _ = run_app(tmp_path, "--code", "from descent.pairs import *; mlp_autograd(*mlp_inputs())",
                           "--compare", str(hand), "--panel", "compare")
