@@ -251,6 +251,23 @@ void select_backward(BackwardContext& c) {
   call(Op::copy_, call(Op::select, z, c.arg(1), c.arg(2)), c.g, false);
   c.out[0] = z;
 }
+// index: each gradient element goes back to where it was read from, added
+// where a position was read twice (PyTorch's index_backward).
+void index_backward(BackwardContext& c) {
+  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  call(Op::index_put_, z, c.arg(1), c.g, true);
+  c.out[0] = z;
+}
+// index_put_: self's gradient is g with the positions written zeroed (g
+// itself when they were added to); values' is g at those positions, which
+// the engine sums down to values' shape where values were broadcast.
+void index_put_backward(BackwardContext& c) {
+  if (c.needs(0)) {
+    const bool accumulate = c.arg(3).to_bool();
+    c.out[0] = accumulate ? c.g : call(Op::index_put_, call(Op::clone, c.g), c.arg(1), zeros({}, c.g.dtype()), false);
+  }
+  if (c.needs(1)) c.out[1] = call(Op::index, c.g, c.arg(1));
+}
 void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
 void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
 void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
@@ -302,6 +319,8 @@ constexpr Derivative kDerivatives[] = {
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
     {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward},
+    {Op::index, "IndexBackward0", {kNone, kNone}, index_backward},
+    {Op::index_put_, "IndexPutBackward0", {kNone, kNone}, index_put_backward},
     // In place: the same nodes as the out-of-place ops (PyTorch names them
     // alike); kSelf is a copy of self taken before the op wrote into it.
     {Op::add_, "AddBackward0", {kNone, kNone}, add_backward},

@@ -14,6 +14,9 @@
 //      becomes a 0-d "wrapped number" tensor (Note [Type promotion]).
 // When no overload accepts the call, the TypeError names the argument, its
 // position and the type found (one overload), or lists the signatures (several).
+// A method (x.add("a"), Note [Tensor methods from the op table]) is parsed with
+// self as its first argument, and its messages leave self out, as PyTorch's
+// method form does: "add(): argument 'other' (position 1) must be Tensor".
 // An int too large for int64 is no mismatch but a RuntimeError at once, as in
 // PyTorch. (A TypeError is what makes Tensor's operators answer NotImplemented.)
 //
@@ -35,6 +38,7 @@
 //   - int: an int or a numpy int, or a 0-d integer tensor; a tensor of any
 //     other shape or dtype is a mismatch ("must be int, not Tensor").
 //   - int[]: ints, or anything with __index__ (a one-element int tensor).
+//   - Tensor?[]: a tuple or list of tensors and Nones (index's indices).
 // An object whose __index__ or __float__ raises is a mismatch too, and its
 // exception is kept: the TypeError that names the argument has it as its
 // __cause__. KeyboardInterrupt, SystemExit and MemoryError are not mismatches:
@@ -114,7 +118,7 @@ IntResult to_int(PyObject* o, int64_t* out, Cause* cause = nullptr) {
 // An int of the right type that does not fit int64 is not a mismatch that
 // another overload could take: as in PyTorch, it is a RuntimeError at once.
 // "argument 'index' (position 2) is 9223372036854775808: Overflow when unpacking long"
-[[noreturn]] void throw_overflow(const SchemaArg& a, int pos, PyObject* o) {
+[[noreturn]] void throw_overflow(const SchemaArg& a, int shown, PyObject* o) {
   std::string text = "an int";
   if (PyObject* r = PyObject_Repr(o)) {
     if (const char* u = PyUnicode_AsUTF8(r)) text = u;
@@ -122,7 +126,7 @@ IntResult to_int(PyObject* o, int64_t* out, Cause* cause = nullptr) {
   }
   PyErr_Clear();
   if (text.size() > 40) text = text.substr(0, 37) + "...";
-  throw Error(str("argument '", a.name, "' (position ", pos + 1, ") is ", text,
+  throw Error(str("argument '", a.name, "' (position ", shown, ") is ", text,
                   ": Overflow when unpacking long (it does not fit in int64)"));
 }
 
@@ -161,8 +165,9 @@ bool float_arg(PyObject* o, double* d, Cause& cause) {
 
 // Converts one object to the argument's type, or explains why not in `err`.
 // `numbers` says whether a Tensor argument takes numbers and arrays here.
-bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor_scalars, Cause& cause, IValue& out,
-             std::string& err) {
+// `shift` is 1 for a method: its messages count positions without self.
+bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, bool tensor_scalars, Cause& cause,
+             IValue& out, std::string& err) {
   if (o == Py_None && a.optional) {
     out = IValue();
     return true;
@@ -171,7 +176,7 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor
   double d = 0;
   auto int_arg = [&](PyObject* x) {  // x into i: false when it is no int, throw_overflow past int64
     IntResult r = to_int(x, &i, PyLong_CheckExact(x) ? nullptr : &cause);
-    if (r == IntResult::Overflow) throw_overflow(a, pos, x);
+    if (r == IntResult::Overflow) throw_overflow(a, pos + 1 - shift, x);
     return r == IntResult::Ok;
   };
   switch (a.type) {
@@ -261,6 +266,26 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor
       out = IValue(v);
       return true;
     }
+    case ArgType::TensorList: {  // Tensor?[]: a tuple or list of tensors and Nones
+      if (!PyTuple_Check(o) && !PyList_Check(o)) break;
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+      if (n > kMaxDims) {
+        err = str("argument '", a.name, "' has ", n, " elements; descent indexes at most ", kMaxDims, " dimensions");
+        return false;
+      }
+      OptionalTensorList list;
+      for (Py_ssize_t k = 0; k < n; ++k) {
+        PyObject* item = PySequence_Fast_GET_ITEM(o, k);
+        if (item != Py_None && !is_tensor(item)) {
+          err = str("argument '", a.name, "' must be tuple of Tensors, but found element of type ", type_name(item),
+                    " at pos ", k);
+          return false;
+        }
+        list.push_back(item == Py_None ? Tensor() : unwrap(item));
+      }
+      out = IValue(list);
+      return true;
+    }
     case ArgType::ScalarType:
       if (Py_TYPE(o) == &g_dtype_type) {
         out = IValue(*reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(o) + sizeof(PyObject)));
@@ -278,25 +303,27 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, bool numbers, bool tensor
       }
       break;
   }
-  err = str("argument '", a.name, "' (position ", pos + 1, ") must be ", a.type_str(), ", not ", type_name(o));
+  err = str("argument '", a.name, "' (position ", pos + 1 - shift, ") must be ", a.type_str(), ", not ", type_name(o));
   return false;
 }
 
-std::string signature(const OpEntry& op) {
+// "(Tensor self, Tensor other, *, Scalar alpha=...)"; a method's leaves out self (shift 1), as PyTorch's does.
+std::string signature(const OpEntry& op, int shift) {
   std::string s = "(";
+  const char* sep = "";
   bool star = false;
-  for (size_t k = 0; k < op.schema.args.size(); ++k) {
+  for (size_t k = shift; k < op.schema.args.size(); ++k, sep = ", ") {
     const SchemaArg& a = op.schema.args[k];
-    if (a.kwarg_only && !star) s += k ? ", *" : "*", star = true;
-    s += (k ? ", " : "") + a.type_str() + " " + a.name;
+    if (a.kwarg_only && !star) s += sep + std::string("*"), sep = ", ", star = true;
+    s += sep + a.type_str() + " " + a.name;
     if (a.has_default) s += "=...";
   }
   return s + ")";
 }
 
 // Tries one overload; on failure `err` says why.
-bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
-                  bool tensor_scalars, Cause& cause, std::string& err) {
+bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, int shift,
+                  Stack& stack, bool tensor_scalars, Cause& cause, std::string& err) {
   // PyTorch's should_allow_numbers_as_tensors: the elementwise ops.
   const bool numbers = op.kind == OpKind::Binary || op.kind == OpKind::Comparison || op.kind == OpKind::InPlace;
   const auto& sargs = op.schema.args;
@@ -315,8 +342,8 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
   }
   struct Release { PyObject* o; ~Release() { Py_XDECREF(o); } } release{gathered};
   if (used > npos) {
-    err = str(op.schema.name, "() takes ", npos, " positional argument", npos == 1 ? "" : "s", " but ", nargs,
-              " were given");
+    err = str(op.schema.name, "() takes ", npos - shift, " positional argument", npos - shift == 1 ? "" : "s", " but ",
+              nargs - shift, " were given");
     return false;
   }
   for (Py_ssize_t k = 0; k < used; ++k) slots[k] = args[k];
@@ -339,14 +366,14 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
   for (size_t j = 0; j < sargs.size(); ++j) {
     if (!slots[j]) {
       if (!sargs[j].has_default) {
-        err = str(op.schema.name, "() missing required argument '", sargs[j].name, "' (pos ", j + 1, ")");
+        err = str(op.schema.name, "() missing required argument '", sargs[j].name, "' (pos ", j + 1 - shift, ")");
         return false;
       }
       stack.push(sargs[j].default_value);
       continue;
     }
     IValue v;
-    if (!convert(sargs[j], slots[j], int(j), numbers, tensor_scalars, cause, v, err)) {
+    if (!convert(sargs[j], slots[j], int(j), shift, numbers, tensor_scalars, cause, v, err)) {
       err = str(op.schema.name, "(): ", err);
       return false;
     }
@@ -371,7 +398,8 @@ const std::vector<OverloadGroup>& overload_groups() {
 }
 
 bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
-                const OpEntry** chosen) {
+                const OpEntry** chosen, bool method) {
+  const int shift = method ? 1 : 0;  // a method's messages count positions without self
   std::string first_err;
   Cause cause;
   for (bool tensor_scalars : {false, true}) {  // Note [What an argument accepts]
@@ -379,7 +407,7 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
     for (const OpEntry* op : g.overloads) {
       std::string err;
       stack.clear();
-      if (try_overload(*op, args, nargs, kwnames, stack, tensor_scalars, cause, err)) {
+      if (try_overload(*op, args, nargs, kwnames, shift, stack, tensor_scalars, cause, err)) {
         *chosen = op;
         return true;
       }
@@ -393,13 +421,13 @@ bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs,
     return false;
   }
   std::string got = "(";
-  for (Py_ssize_t k = 0; k < nargs; ++k) got += std::string(k ? ", " : "") + type_name(args[k]);
+  for (Py_ssize_t k = shift; k < nargs; ++k) got += std::string(k > shift ? ", " : "") + type_name(args[k]);
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; ++k)
-    got += std::string(nargs + k ? ", " : "") + utf8_text(PyTuple_GET_ITEM(kwnames, k)) + "=" +
+    got += std::string(nargs + k > shift ? ", " : "") + utf8_text(PyTuple_GET_ITEM(kwnames, k)) + "=" +
            type_name(args[nargs + k]);
   std::string msg = g.name + "() received an invalid combination of arguments - got " + got + "), but expected one of:";
-  for (const OpEntry* op : g.overloads) msg += "\n * " + signature(*op);
+  for (const OpEntry* op : g.overloads) msg += "\n * " + signature(*op, shift);
   PyErr_SetString(PyExc_TypeError, msg.c_str());
   cause.attach();
   return false;

@@ -46,6 +46,10 @@ PyObject* wrap(Tensor t);              // a new descent.Tensor (new reference)
 PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tuple for several
 
 bool init_tensor_type(PyObject* module);
+// Tensor's methods and operators, generated from the op table
+// (tensor_methods.cpp): `methods` with one method per op taking `Tensor self`
+// added, the number slots and the comparison. Before PyType_Ready.
+bool init_tensor_methods(PyTypeObject* type, PyMethodDef* methods);
 bool init_value_types(PyObject* module);   // dtype, device, return types
 bool init_trace_type(PyObject* module);
 // The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
@@ -68,8 +72,15 @@ const std::vector<OverloadGroup>& overload_groups();
 // Parses (args, kwargs) against the group's overloads. On success fills
 // `stack`, sets *chosen and returns true; otherwise sets a Python TypeError
 // (or ValueError) that names the argument and what was wrong, and returns false.
+// `method`: args[0] is the self of a method call, which messages leave out.
 bool parse_args(const OverloadGroup& g, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, Stack& stack,
-                const OpEntry** chosen);
+                const OpEntry** chosen, bool method = false);
+// Runs a parsed call (floor 3 on, the GIL released) and returns its result:
+// for an in-place op the very object written into (x.add_(1) is x), else the
+// results wrapped; a factory's result first gets requires_grad when asked.
+// `args` are the ones parse_args read.
+PyObject* call_parsed(const OpEntry& op, Stack& stack, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                      bool requires_grad = false);
 
 // A new CPU tensor from Python data, as descent.tensor(data, dtype) makes it:
 // a tensor, an array (Note [numpy arrays descent reads], module.cpp), a number

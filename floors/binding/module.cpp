@@ -162,15 +162,24 @@ PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, P
   const OpEntry* op = nullptr;
   if (!parse_args(g, args, nargs, kwnames, stack, &op)) return nullptr;
   if (span.active()) span.arg("overload", op->name);
-  {
-    GilRelease release;
-    call_boxed(op->id, stack);
-  }
-  if (op->schema.returns[0].is_write) return written_argument(*op, args, nargs, kwnames);
-  if (requires_grad) autograd::set_requires_grad(stack[0].to_tensor(), true);
-  return wrap_results(*op, stack);
+  return call_parsed(*op, stack, args, nargs, kwnames, requires_grad);
   DESCENT_PY_CATCH(nullptr)
 }
+
+}  // namespace
+
+PyObject* call_parsed(const OpEntry& op, Stack& stack, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                      bool requires_grad) {
+  {
+    GilRelease release;
+    call_boxed(op.id, stack);
+  }
+  if (op.schema.returns[0].is_write) return written_argument(op, args, nargs, kwnames);
+  if (requires_grad) autograd::set_requires_grad(stack[0].to_tensor(), true);
+  return wrap_results(op, stack);
+}
+
+namespace {
 
 std::vector<PyMethodDef>& op_defs() {
   static std::vector<PyMethodDef> defs;

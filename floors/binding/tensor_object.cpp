@@ -430,9 +430,9 @@ bool init_tensor_type(PyObject* m) {
   type.tp_new = tensor_new;
   type.tp_dealloc = tensor_dealloc;
   type.tp_getset = tensor_getset;
-  type.tp_methods = tensor_methods;
   type.tp_as_buffer = &tensor_buffer;
-  if (PyType_Ready(&type) < 0) return false;
+  // tp_methods: these and one per op of the table; the operators (tensor_methods.cpp).
+  if (!init_tensor_methods(&type, tensor_methods) || PyType_Ready(&type) < 0) return false;
   g_tensor_base = &type;
   Py_INCREF(&type);
   return PyModule_AddObject(m, "TensorBase", reinterpret_cast<PyObject*>(&type)) == 0;

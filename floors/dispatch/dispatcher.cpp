@@ -236,9 +236,9 @@ InferenceMode::~InferenceMode() {
 // Note [Computing the key set]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A call's key set is computed fresh every time, as c10 computes it:
-//   1. the union of the key sets of its tensor arguments (a CPU tensor
-//      contributes CPU, ADInplaceOrView, AutogradCPU and AutocastCPU, whether
-//      or not it requires grad: tensor.cpp);
+//   1. the union of the key sets of its tensor arguments, those in a
+//      Tensor?[] list too (a CPU tensor contributes CPU, ADInplaceOrView,
+//      AutogradCPU and AutocastCPU, whether or not it requires grad: tensor.cpp);
 //   2. plus the keys this thread includes (BackendSelect and ADInplaceOrView
 //      by default, so a factory, with no tensor, still has a key to run);
 //   3. minus the keys this thread excludes (every Autocast key by default;
@@ -250,8 +250,12 @@ InferenceMode::~InferenceMode() {
 // giving the set below its own key.
 DispatchKeySet compute_key_set(const OpEntry&, const Stack& stack) {
   DispatchKeySet ks;
-  for (int i = 0; i < stack.size(); ++i)
+  for (int i = 0; i < stack.size(); ++i) {
     if (stack[i].is_tensor()) ks = ks | stack[i].to_tensor().impl()->keys;
+    if (stack[i].is_tensor_list())  // aten::index's indices count too, as in c10's multi_dispatch_key_set
+      for (const Tensor& t : stack[i].to_tensor_list())
+        if (t.defined()) ks = ks | t.impl()->keys;
+  }
   return apply_local_keys(ks);
 }
 

@@ -14,6 +14,7 @@ void IValue::copy_from(const IValue& o) {
   switch (tag_) {
     case Tag::Tensor: new (&u_.t) Tensor(o.to_tensor()); break;  // a copy owns (Note [Borrowed arguments])
     case Tag::IntList: new (&u_.l) DimVector(o.u_.l); break;
+    case Tag::TensorList: new (&u_.tl) OptionalTensorList(o.u_.tl); break;
     case Tag::Double: u_.d = o.u_.d; break;
     case Tag::Int: u_.i = o.u_.i; break;
     case Tag::Bool: u_.b = o.u_.b; break;
@@ -33,6 +34,7 @@ const char* IValue::tag_name() const {
     case Tag::IntList: return "int[]";
     case Tag::ScalarType: return "dtype";
     case Tag::Device: return "Device";
+    case Tag::TensorList: return "Tensor?[]";
   }
   return "?";
 }
@@ -82,6 +84,16 @@ ScalarType IValue::to_scalar_type() const {
 Device IValue::to_device() const {
   DESCENT_EXPECT_TAG(tag_ == Tag::Device, "Device");
   return u_.dev;
+}
+
+const OptionalTensorList& IValue::to_tensor_list() const {
+  DESCENT_EXPECT_TAG(tag_ == Tag::TensorList, "Tensor?[]");
+  return u_.tl;
+}
+
+void OptionalTensorList::push_back(Tensor t) {
+  DESCENT_CHECK(n_ < kMaxDims, IndexError, "too many indices: descent indexes at most ", kMaxDims, " dimensions");
+  v_[n_++] = std::move(t);
 }
 
 void Stack::too_many_values() { throw Error(str("a call may have at most ", kMaxStack, " arguments")); }

@@ -15,6 +15,22 @@
 
 namespace descent {
 
+// A Tensor?[] argument (aten::index's and index_put_'s indices): up to
+// kMaxDims tensors, each of which may be None (an undefined Tensor here), in
+// a fixed array as DimVector holds its ints, so an IValue needs no heap.
+class OptionalTensorList {
+ public:
+  int size() const { return n_; }
+  const Tensor& operator[](int i) const { return v_[i]; }
+  const Tensor* begin() const { return v_; }
+  const Tensor* end() const { return v_ + n_; }
+  void push_back(Tensor t);  // None as Tensor(); raises IndexError past kMaxDims
+
+ private:
+  Tensor v_[kMaxDims];
+  int n_ = 0;
+};
+
 // Note [Borrowed arguments]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
 // Pushing a Tensor on a stack would copy its Ref, and a Ref copy is an
@@ -27,7 +43,7 @@ namespace descent {
 // owned copy, so a borrowed value can never leave the call or be moved from.
 class IValue {
  public:
-  enum class Tag : uint8_t { None, Tensor, Double, Int, Bool, IntList, ScalarType, Device };
+  enum class Tag : uint8_t { None, Tensor, Double, Int, Bool, IntList, ScalarType, Device, TensorList };
 
   IValue() : tag_(Tag::None) {}
   IValue(Tensor t) : tag_(Tag::Tensor) { new (&u_.t) Tensor(std::move(t)); }
@@ -39,6 +55,7 @@ class IValue {
   IValue(const DimVector& l) : tag_(Tag::IntList) { new (&u_.l) DimVector(l); }
   IValue(ScalarType st) : tag_(Tag::ScalarType) { u_.st = st; }
   IValue(Device dev) : tag_(Tag::Device) { u_.dev = dev; }
+  IValue(const OptionalTensorList& l) : tag_(Tag::TensorList) { new (&u_.tl) OptionalTensorList(l); }
   // Note [Borrowed arguments]: `t` must outlive every use of this IValue.
   static IValue borrow(const Tensor& t) {
     IValue v;
@@ -62,6 +79,7 @@ class IValue {
   Tag tag() const { return tag_; }
   bool is_none() const { return tag_ == Tag::None; }
   bool is_tensor() const { return tag_ == Tag::Tensor; }
+  bool is_tensor_list() const { return tag_ == Tag::TensorList; }
   bool is_borrowed() const { return borrowed_; }
   bool is_scalar() const { return tag_ == Tag::Double || tag_ == Tag::Int || tag_ == Tag::Bool; }
 
@@ -77,11 +95,13 @@ class IValue {
   const DimVector& to_int_list() const;
   ScalarType to_scalar_type() const;
   Device to_device() const;
+  const OptionalTensorList& to_tensor_list() const;
   const char* tag_name() const;  // "Tensor", "int", ...
 
  private:
   void destroy() {
     if (tag_ == Tag::Tensor && !borrowed_) u_.t.~Tensor();
+    if (tag_ == Tag::TensorList) u_.tl.~OptionalTensorList();
     tag_ = Tag::None;
     borrowed_ = false;
   }
@@ -112,6 +132,7 @@ class IValue {
     DimVector l;
     ScalarType st;
     Device dev;
+    OptionalTensorList tl;
   } u_;
 };
 

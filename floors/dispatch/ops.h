@@ -35,8 +35,9 @@
 // - The sample call is a small valid call, read by the verifier and the
 //   tests: arguments separated by ';', where T[4, 6] is a random tensor of
 //   the dtype under test, T[6, 4]^T the transposed (non-contiguous) view of
-//   one, [1, 2] an int list, and numbers, None, True/False and dtype names
-//   stand for themselves.
+//   one, [1, 2] an int list, (None, I[2, -1]) a Tensor?[] whose I[...] is
+//   an int64 tensor of those values, and numbers, None, True/False and dtype
+//   names stand for themselves.
 // The static_assert below makes adding a row without counting it an error.
 //
 // Note [Where descent's schemas differ from aten's]
@@ -82,7 +83,7 @@ enum class OpKind : uint8_t {
   Reduction,   // over some or all dimensions
   Matmul,      // matrix product
   View,        // new sizes/strides over the same storage, no element copied
-  Copy,        // copies elements (dtype conversion, contiguous)
+  Copy,        // copies elements (dtype conversion, contiguous, the elements indices pick)
   InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
 };
 enum class Exactness : uint8_t { Exact, Reordered };
@@ -203,6 +204,11 @@ enum class Domain : uint8_t { Any, Positive };
     "CompositeImplicitAutograd", Copy, Exact, Any, "T[4, 6]; float64")                                                                 \
   _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
     "CPU", Copy, Exact, Any, "T[6, 4]^T")                                                                                              \
+  /* indexing: the elements that index tensors pick, read or written (Note [Advanced indexing], indexing.cpp) */                        \
+  _(index, "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",                                                             \
+    "CPU", Copy, Exact, Any, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                                        \
+  _(index_put_, "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",            \
+    "CPU", InPlace, Exact, Any, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                                                      \
   /* in place: write into self (Note [In-place ops], register_cpu.cpp) */                                                              \
   _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
     "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
@@ -226,6 +232,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 60, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 62, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

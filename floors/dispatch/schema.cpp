@@ -44,7 +44,8 @@ struct Cursor {
 
 struct TypeName { std::string_view name; ArgType type; };
 constexpr TypeName kTypes[] = {
-    // Longer names first where one is a prefix of another (ScalarType, Scalar).
+    // Longer names first where one is a prefix of another (Tensor?[], Tensor; ScalarType, Scalar).
+    {"Tensor?[]", ArgType::TensorList},
     {"Tensor", ArgType::Tensor}, {"ScalarType", ArgType::ScalarType}, {"Scalar", ArgType::Scalar},
     {"int[]", ArgType::IntList}, {"int", ArgType::Int},               {"bool", ArgType::Bool},  // int[1]: see read_type
     {"Device", ArgType::Device}, {"float", ArgType::Float},
@@ -158,7 +159,8 @@ Schema parse_schema(std::string_view text) {
       continue;
     }
     SchemaArg a;
-    if (!read_type(c, &a.type)) c.fail("expected a type (Tensor, Scalar, int, int[], bool, float, ScalarType, Device)");
+    if (!read_type(c, &a.type))
+      c.fail("expected a type (Tensor, Tensor?[], Scalar, int, int[], bool, float, ScalarType, Device)");
     if (a.type == ArgType::Tensor) parse_alias(c, &a.alias, &a.is_write, &a.alias_after);
     a.optional = c.eat("?");
     a.name = c.word();

@@ -28,7 +28,8 @@ namespace descent {
 // The parser records the set ("a"), whether it is written ("!"), and the set
 // after "->" ("*"); the kernels do not read them, the binding and autograd may.
 
-enum class ArgType : uint8_t { Tensor, Scalar, Int, Bool, IntList, ScalarType, Device, Float };
+// TensorList is aten's Tensor?[]: a list of tensors, each of which may be None (aten::index's indices).
+enum class ArgType : uint8_t { Tensor, Scalar, Int, Bool, IntList, ScalarType, Device, Float, TensorList };
 
 struct SchemaArg {
   std::string name;

@@ -10,7 +10,8 @@
 //
 // Each kernel reads its arguments from the stack in schema order (the op
 // table in floors/dispatch/ops.h), opens a floor-5 span, and leaves its
-// result on the stack. Views and factories live in views.cpp and factories.cpp.
+// result on the stack. Views, factories and indexing live in views.cpp,
+// factories.cpp and indexing.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -30,9 +31,11 @@ const char*& last_variant() {
   return v;
 }
 
-// Defined in views.cpp and factories.cpp.
+// Defined in views.cpp, factories.cpp and indexing.cpp.
 void register_view_kernels(Library& m);
 void register_factory_kernels(Library& m);
+void index_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
+void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
 
 namespace {
 
@@ -589,9 +592,15 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
     case OpKind::Comparison: return compare_kernel;
     case OpKind::Matmul: return product_kernel;
     case OpKind::Reduction: return op == Op::max || op == Op::max_dim ? max_kernel : sum_kernel;
-    case OpKind::Copy: return op == Op::_to_copy ? to_copy_kernel : clone_kernel;
-    case OpKind::InPlace: return op == Op::copy_ ? copy__kernel : op == Op::fill_ || op == Op::zero_ ? fill__kernel
-                                                                                                     : inplace_binary_kernel;
+    case OpKind::Copy: return op == Op::_to_copy ? to_copy_kernel : op == Op::index ? index_kernel : clone_kernel;
+    case OpKind::InPlace:
+      switch (op) {
+        case Op::copy_: return copy__kernel;
+        case Op::fill_:
+        case Op::zero_: return fill__kernel;
+        case Op::index_put_: return index_put_kernel;
+        default: return inplace_binary_kernel;
+      }
     case OpKind::View:
     case OpKind::Factory: break;  // views.cpp, factories.cpp
   }

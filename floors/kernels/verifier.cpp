@@ -63,6 +63,27 @@ DimVector parse_ints(const std::string& list) {  // "[4, 6]"
   return v;
 }
 
+// "(None, I[5, -1])": a Tensor?[] of None and int64 tensors holding the values written.
+OptionalTensorList parse_index_list(const std::string& text) {
+  OptionalTensorList list;
+  for (size_t pos = 1; pos < text.size();) {
+    const size_t none = text.find("None", pos), ints = text.find("I[", pos);
+    if (none == std::string::npos && ints == std::string::npos) break;
+    if (none < ints) {
+      list.push_back(Tensor());
+      pos = none + 4;
+      continue;
+    }
+    const size_t close = text.find(']', ints);
+    const DimVector v = parse_ints(text.substr(ints + 1, close - ints));
+    Tensor t = empty_tensor({v.size()}, ScalarType::Int64, Device{});
+    for (int i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+    list.push_back(t);
+    pos = close + 1;
+  }
+  return list;
+}
+
 }  // namespace
 
 Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
@@ -82,6 +103,8 @@ Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
       s.push(t);
     } else if (arg.rfind("[", 0) == 0) {
       s.push(parse_ints(arg));
+    } else if (arg.rfind("(", 0) == 0) {
+      s.push(parse_index_list(arg));
     } else if (arg == "None") {
       s.push(IValue());
     } else if (arg == "True" || arg == "False") {

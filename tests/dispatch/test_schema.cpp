@@ -114,6 +114,24 @@ TEST(Schema, ParsesEveryTypeAndOptional) {
   EXPECT_EQ(s.num_positional(), 12);
 }
 
+// aten::index's Tensor?[]: a list of optional tensors, one IValue holding them.
+TEST(Schema, ParsesATensorList) {
+  Schema s = parse_schema("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor");
+  ASSERT_EQ(s.args.size(), 2u);
+  EXPECT_EQ(s.args[1].type, ArgType::TensorList);
+  EXPECT_EQ(s.args[1].type_str(), "Tensor?[]");
+  EXPECT_FALSE(s.args[1].optional);
+  OptionalTensorList l;
+  l.push_back(Tensor());
+  l.push_back(scalar_tensor(Scalar(int64_t{2})));
+  IValue v(l), copy = v;
+  ASSERT_TRUE(copy.is_tensor_list());
+  EXPECT_EQ(copy.to_tensor_list().size(), 2);
+  EXPECT_FALSE(copy.to_tensor_list()[0].defined());
+  EXPECT_TRUE(copy.to_tensor_list()[1].is_same(v.to_tensor_list()[1]));
+  EXPECT_STREQ(copy.tag_name(), "Tensor?[]");
+}
+
 TEST(Schema, ParsesDefaultValuesOfEachKind) {
   Schema s = parse_schema(
       "f(Tensor x, int? a=None, bool b=False, bool c=True, int d=-3, float e=0.5, float g=1e-3, int h=0) -> Tensor");

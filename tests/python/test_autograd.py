@@ -211,6 +211,10 @@ CASES = {
     "copy_": (lambda a, b: (a * 1).copy_(b), lambda: (rand(3, 2), rand(2))),
     "fill_": (lambda a: (a * 2).fill_(1.5) * a, lambda: (rand(3),)),
     "zero_": (lambda a: (a * 2).zero_() + a, lambda: (rand(3),)),
+    "index": (lambda a: a[[2, 0, 2]] + a[:, descent.tensor([True, False, True, True])].sum(), lambda: (rand(3, 4),)),
+    "index_put_": (lambda a, v: descent.index_put_(a * 1, [descent.tensor([0, 2])], v)
+                   + descent.index_put_(a * 1, [None, descent.tensor([3, 1, 3])], v[:3], True),
+                   lambda: (rand(3, 4), rand(4))),
 }
 DIFFERENTIABLE = sorted(k for k, op in OPS_BY_KEY.items() if op["kind"] not in ("factory", "comparison"))
 

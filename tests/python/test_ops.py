@@ -19,6 +19,7 @@ test_views.py, factories and tensor() in test_factories.py.
 import itertools
 import math
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -83,6 +84,20 @@ def _slice(x, dim=0, start=None, end=None, step=1):
     return x[(slice(None),) * (dim % x.ndim) + (slice(start, end, step),)]
 
 
+def _numpy_index(indices):
+    """aten::index's Tensor?[] as a numpy index: None takes its dim whole."""
+    return tuple(slice(None) if i is None else i for i in indices)
+
+
+def _index_put_(x, indices, values, accumulate=False):
+    out = x.copy()
+    if accumulate:
+        np.add.at(out, _numpy_index(indices), values)
+    else:
+        out[_numpy_index(indices)] = values
+    return out
+
+
 def _expand(x, size):
     size = [x.shape[i - len(size) + x.ndim] if s == -1 else s for i, s in enumerate(size)]
     return np.broadcast_to(x, size)
@@ -130,6 +145,9 @@ NUMPY_REFERENCE = {
     # copies
     "contiguous": np.ascontiguousarray,
     "clone": np.copy,
+    # indexing (test_indexing.py checks __getitem__ and __setitem__ over them)
+    "index": lambda x, indices: x[_numpy_index(indices)],
+    "index_put_": _index_put_,
     "to": lambda x, dtype=None, device=None, copy=False: x.astype(np_dtype(dtype)) if dtype else x.copy(),
     "_to_copy": lambda x, dtype=None, device=None: x.astype(np_dtype(dtype)) if dtype else x.copy(),
     # in place: the result in self's dtype (test_inplace.py checks the writing itself)
@@ -200,6 +218,10 @@ def parse_sample(sample, dtype, domain, rng):
         elif text.startswith("["):
             v = [int(s) for s in text[1:-1].split(",")]
             args.append(v), np_args.append(v)
+        elif text.startswith("("):  # (None, I[5, -1]): a Tensor?[] of None and int64 tensors of those values
+            items = re.findall(r"None|I\[[^\]]*\]", text)
+            v = [None if i == "None" else np.array([int(s) for s in i[2:-1].split(",")]) for i in items]
+            args.append([None if a is None else descent.tensor(a) for a in v]), np_args.append(v)
         elif text in ("float32", "float64", "int64", "bool"):
             args.append(getattr(descent, text)), np_args.append(getattr(descent, text))
         else:

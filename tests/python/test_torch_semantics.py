@@ -104,8 +104,10 @@ def test_zero_dim_tensors_stand_for_numbers():
     assert descent.full((2,), np.True_).dtype is B and descent.full((2,), np.int32(2)).dtype is I
     assert descent.arange(descent.tensor(3)).tolist() == [0, 1, 2]
     for bad in [descent.tensor([0]), descent.tensor(0.0), descent.tensor(True)]:   # not 0-d, or not integral
+        with raises(TypeError, "transpose(): argument 'dim0' (position 1) must be int, not Tensor"):
+            descent.ones(2, 3).transpose(bad, 1)      # a method counts positions without self, as PyTorch's
         with raises(TypeError, "transpose(): argument 'dim0' (position 2) must be int, not Tensor"):
-            descent.ones(2, 3).transpose(bad, 1)
+            descent.transpose(descent.ones(2, 3), bad, 1)
     with raises(TypeError, "full(): argument 'fill_value' (position 2) must be Scalar, not Tensor"):
         descent.full((2,), descent.ones(2))                      # not 0-d
     with raises(TypeError, "full(): argument 'fill_value' (position 2) must be Scalar, not Tensor"):
@@ -130,11 +132,12 @@ class IndexInterrupts:
 def test_an_argument_whose_index_or_float_raises():
     """The TypeError names the argument (never an empty message) and keeps the user's exception as its cause."""
     x = descent.ones(2, 3)
-    cases = [(lambda: x.transpose(IndexRaises(), 1), "transpose(): argument 'dim0' (position 2) must be int, not IndexRaises", ValueError),
+    cases = [(lambda: x.transpose(IndexRaises(), 1), "transpose(): argument 'dim0' (position 1) must be int, not IndexRaises", ValueError),
              (lambda: descent.ones(IndexRaises()), "ones(): argument 'size' (position 1) must be int[], not IndexRaises", ValueError),
              (lambda: descent.zeros((2, IndexRaises())), "zeros(): argument 'size' must be tuple of ints, but found element of type IndexRaises at pos 1", ValueError),
              (lambda: descent.full((2,), FloatRaises()), "full(): argument 'fill_value' (position 2) must be Scalar, not FloatRaises", ArithmeticError),
-             (lambda: x.add(x, alpha=FloatRaises()), "add(): argument 'alpha' (position 3) must be Scalar, not FloatRaises", ArithmeticError),
+             (lambda: x.add(x, alpha=FloatRaises()), "add(): argument 'alpha' (position 2) must be Scalar, not FloatRaises", ArithmeticError),
+             (lambda: descent.add(x, x, alpha=FloatRaises()), "add(): argument 'alpha' (position 3) must be Scalar, not FloatRaises", ArithmeticError),
              (lambda: x.sum(IndexRaises()), "sum() received an invalid combination of arguments", ValueError)]
     for call, words, cause in cases:
         with raises(TypeError, words) as e:

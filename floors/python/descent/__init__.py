@@ -4,11 +4,12 @@ Floor 1 is this package. What you type here has PyTorch's names:
 
     import descent
     x = descent.ones(2, 2)
-    y = x + 1            # Tensor.__add__ (floor 1) -> descent._C.add (floor 2) -> ...
+    y = x + 1            # Tensor.__add__, a C slot of descent._C.TensorBase (floor 2) -> ...
 
 Every op is a function of descent._C generated from the op table
-(floors/dispatch/ops.h); this package adds the Tensor class, tensor(), the
-printing, and the tracing commands.
+(floors/dispatch/ops.h), and each op taking a tensor first is a method and
+operator of Tensor's C base class too; this package adds the rest of the
+Tensor class, tensor(), the printing, and the tracing commands.
 """
 import os as _os
 

@@ -1,10 +1,13 @@
 """descent.Tensor: the Python face of a tensor (floor 1).
 
-Each operator and method here is one line that reaches descent._C, where the
-binding (floor 2) parses the arguments against the op's schema. Tracing shows
-these functions as floor-1 spans. The in-place forms (x += y, x.add_(y),
-t[i] = v) are ops of their own too (aten::add_.Tensor, aten::copy_,
-aten::fill_.Scalar) whose kernels write into the tensor's memory.
+As torch.Tensor, the class adds to its C base class, descent._C.TensorBase,
+only what torch/_tensor.py adds in Python: printing, len() and iteration,
+numpy interop, shape and stride helpers, indexing, backward and hooks,
+pickling and copying. Its methods and operators that are ops (x.add(y),
+x + 1, x.sum(0), x.view(2, 3), x += 1, x == y) are C functions of the base
+class, generated from the op table (Note [Tensor methods from the op table],
+floors/binding/tensor_methods.cpp): `x + 1` crosses into C++ at once, on
+floor 2, as in PyTorch.
 """
 from . import _C
 from ._formatting import tensor_repr
@@ -34,106 +37,33 @@ class Tensor(_C.TensorBase):
     # instead of turning the tensor into an array, it calls our reflected operator.
     __array_priority__ = 1000
 
-    # Operators, as in PyTorch: an operand of a type the op does not take
-    # (None, a string, ...) makes the operator return NotImplemented, so Python
-    # answers as for any two unrelated types: `t == None` is False and `t + None`
-    # raises "unsupported operand type(s) for +: 'Tensor' and 'NoneType'".
-    # A Python number on either side becomes a 0-d "wrapped number".
-    def __add__(self, other):
-        try: return _C.add(self, other)
-        except TypeError: return NotImplemented
-    def __radd__(self, other):
-        try: return _C.add(self, other)
-        except TypeError: return NotImplemented
-    def __sub__(self, other):
-        try: return _C.sub(self, other)
-        except TypeError: return NotImplemented
-    def __rsub__(self, other):
-        try: return _C.sub(_reflected(other), self)
-        except TypeError: return NotImplemented
-    def __mul__(self, other):
-        try: return _C.mul(self, other)
-        except TypeError: return NotImplemented
-    def __rmul__(self, other):
-        try: return _C.mul(self, other)
-        except TypeError: return NotImplemented
-    def __truediv__(self, other):
-        try: return _C.div(self, other)
-        except TypeError: return NotImplemented
-    def __rtruediv__(self, other):
-        try: return _C.div(_reflected(other), self)
-        except TypeError: return NotImplemented
-    def __pow__(self, other):
-        try: return _C.pow(self, other)
-        except TypeError: return NotImplemented
-    def __rpow__(self, other):
-        try: return _C.pow(_reflected(other), self)
-        except TypeError: return NotImplemented
-    # matmul takes no numbers (ones(2) @ 2 is a TypeError, as in PyTorch); a
-    # numpy array on either side is read as tensor() reads it.
-    def __matmul__(self, other):
-        try: return _C.matmul(self, _C._tensor(other, None) if _is_array(other) else other)
-        except TypeError: return NotImplemented
-    def __rmatmul__(self, other):
-        if not _is_array(other): return NotImplemented
-        return _C.matmul(_C._tensor(other, None), self)
-    def __neg__(self): return _C.neg(self)
-    def __abs__(self): return _C.abs(self)
-    def __eq__(self, other):
-        try: return _C.eq(self, other)
-        except TypeError: return NotImplemented
-    def __ne__(self, other):
-        try: return _C.ne(self, other)
-        except TypeError: return NotImplemented
-    def __lt__(self, other):
-        try: return _C.lt(self, other)
-        except TypeError: return NotImplemented
-    def __le__(self, other):
-        try: return _C.le(self, other)
-        except TypeError: return NotImplemented
-    def __gt__(self, other):
-        try: return _C.gt(self, other)
-        except TypeError: return NotImplemented
-    def __ge__(self, other):
-        try: return _C.ge(self, other)
-        except TypeError: return NotImplemented
-    __hash__ = object.__hash__
-
-    # In place, as in PyTorch: the op's kernel writes into this tensor's own
-    # memory, so every view of it sees the change (after x += 1, x[0:1] has
-    # changed too), x.add_(1) is x, and x._version goes up by one. The checks
-    # (overlap, shape, dtype) are the kernel's: Note [In-place ops].
-    def __iadd__(self, other):
-        try: return _C.add_(self, other)
-        except TypeError: return NotImplemented
-    def __isub__(self, other):
-        try: return _C.sub_(self, other)
-        except TypeError: return NotImplemented
-    def __imul__(self, other):
-        try: return _C.mul_(self, other)
-        except TypeError: return NotImplemented
-    def __itruediv__(self, other):
-        try: return _C.div_(self, other)
-        except TypeError: return NotImplemented
-    def add_(self, other, *, alpha=1): return _C.add_(self, other, alpha=alpha)
-    def sub_(self, other, *, alpha=1): return _C.sub_(self, other, alpha=alpha)
-    def mul_(self, other): return _C.mul_(self, other)
-    def div_(self, other): return _C.div_(self, other)
-    def fill_(self, value): return _C.fill_(self, value)
-    def zero_(self): return _C.zero_(self)
-
     def __setitem__(self, index, value):
-        """t[i] = v, as torch's __setitem__: a tensor is copy_'d into the view t[i]
-        (broadcast and cast), a number fills it (fill_)."""
-        view = self[index]
-        if isinstance(value, Tensor):
-            _C.copy_(view, value)
-        elif _is_array(value):  # a numpy array, read as tensor() reads it
-            _C.copy_(view, _C._tensor(value, None))
-        elif isinstance(value, (int, float, bool)) or hasattr(value, "__index__") or hasattr(value, "__float__"):
-            _C.fill_(view, value)
+        """t[i] = v, as torch's __setitem__: the ints, slices, None and ... of i pick a
+        view of t, into which a tensor is copy_'d (broadcast and cast) and a number is
+        filled (fill_); integer and bool tensors or lists in i make it one
+        aten::index_put_ instead (Note [Advanced indexing], floors/kernels/indexing.cpp).
+        Either way the value's leading 1-dims are dropped first, as PyTorch drops
+        them (t[0] = ones(1, 3) into a (2, 3) tensor)."""
+        view, indices = self._apply_basic_indices(index)
+        if _is_array(value):  # a numpy array, read as tensor() reads it
+            value = _C._tensor(value, None)
+        if not isinstance(value, Tensor):
+            if not (isinstance(value, (int, float, bool)) or hasattr(value, "__index__")
+                    or hasattr(value, "__float__")):
+                raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
+            if not indices:
+                _C.fill_(view, value)
+                return
+            value = _C.full((), value, dtype=self.dtype)
+        shape = list(value.shape)
+        while shape and shape[0] == 1:
+            shape.pop(0)
+        if len(shape) < value.dim():
+            value = _C.view(value, shape)
+        if indices:
+            _C.index_put_(view, indices, value)
         else:
-            raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
+            _C.copy_(view, value)
 
     # Autograd, as torch/_tensor.py has it in Python: the engine and the
     # graph are C++ (floor 4); grad, grad_fn, is_leaf, retain_grad and detach
@@ -155,47 +85,7 @@ class Tensor(_C.TensorBase):
         """The same memory outside the graph (a detached alias), as torch's .data."""
         return self.detach()
 
-    # Methods with PyTorch's names.
-    def add(self, other, *, alpha=1): return _C.add(self, other, alpha=alpha)
-    def sub(self, other, *, alpha=1): return _C.sub(self, other, alpha=alpha)
-    def mul(self, other): return _C.mul(self, other)
-    def div(self, other): return _C.div(self, other)
-    def pow(self, exponent): return _C.pow(self, exponent)
-    def eq(self, other): return _C.eq(self, other)
-    def ne(self, other): return _C.ne(self, other)
-    def lt(self, other): return _C.lt(self, other)
-    def le(self, other): return _C.le(self, other)
-    def gt(self, other): return _C.gt(self, other)
-    def ge(self, other): return _C.ge(self, other)
-    def matmul(self, other): return _C.matmul(self, other)
-    def neg(self): return _C.neg(self)
-    def abs(self): return _C.abs(self)
-    def exp(self): return _C.exp(self)
-    def log(self): return _C.log(self)
-    def sqrt(self): return _C.sqrt(self)
-    def relu(self): return _C.relu(self)
-    def sigmoid(self): return _C.sigmoid(self)
-    def tanh(self): return _C.tanh(self)
-    # x.sum() is aten::sum (SumBackward0), x.sum(0) aten::sum.dim_IntList (SumBackward1), as in PyTorch.
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return _C.sum(self, dtype=dtype) if dim is None and not keepdim else _C.sum(self, dim, keepdim, dtype=dtype)
-    def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return _C.mean(self, dtype=dtype) if dim is None and not keepdim else _C.mean(self, dim, keepdim, dtype=dtype)
-    def max(self, *args, **kwargs): return _C.max(self, *args, **kwargs)
-    def view(self, *shape): return _C.view(self, *shape)
-    def reshape(self, *shape): return _C.reshape(self, *shape)
-    def transpose(self, dim0, dim1): return _C.transpose(self, dim0, dim1)
-    def t(self): return _C.t(self)
-    def permute(self, *dims): return _C.permute(self, *dims)
-    def expand(self, *sizes): return _C.expand(self, *sizes)
-    def unsqueeze(self, dim): return _C.unsqueeze(self, dim)
-    def contiguous(self): return _C.contiguous(self)
-    def clone(self): return _C.clone(self)
-    def copy_(self, src): return _C.copy_(self, src)
-    def to(self, dtype=None, device=None, copy=False):
-        if isinstance(dtype, (str, _C.device)):  # x.to("cpu")
-            dtype, device = None, dtype
-        return _C.to(self, dtype, device, copy)
+    # Conversions, kept in Python as descent has always had them (torch's are C methods).
     def float(self): return _C.to(self, _C.float32)
     def double(self): return _C.to(self, _C.float64)
     def long(self): return _C.to(self, _C.int64)
@@ -264,22 +154,56 @@ class Tensor(_C.TensorBase):
         return self.item()
 
     def __getitem__(self, index):
-        """Indexing with ints, slices (with steps), None and ...: every step is a view."""
+        """Indexing as torch's: ints, slices (with steps), None and ... give a view;
+        integer and bool tensors, lists of them and True/False are advanced indices,
+        applied after the views by one aten::index call, which copies (Note
+        [Advanced indexing], floors/kernels/indexing.cpp)."""
+        out, indices = self._apply_basic_indices(index)
+        if indices:
+            return _C.index(out, indices)
+        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
+            out = _C.slice(self, 0, None, None, 1)
+        return out
+
+    def _apply_basic_indices(self, index):
+        """(view, indices), as PyTorch's applySlicing: the ints, slices, None and ...
+        of `index` applied as views, left to right, and the advanced indices left for
+        one aten::index or index_put_ call: a list with one entry per dim of the view
+        from the first, None where a dim is taken whole (empty when there are none)."""
         if not isinstance(index, tuple):
-            index = (index,)
+            index = tuple(index) if _sequence_is_tuple(index) else (index,)
+        index = tuple(_index_tensor(i) if _is_index_list(i) else i for i in index)
         if sum(i is Ellipsis for i in index) > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
-        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        used = sum(i.dim() if isinstance(i, Tensor) and i.dtype is _C.bool else
+                   0 if i is None or i is Ellipsis or _is_bool(i) else 1 for i in index)
         if used > self.dim():
             raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
         out, d, src = self, 0, 0  # d: the dim of `out` reached; src: the dim of self it came from
+        indices, covered = [], 0  # covered: the dims of `out` that `indices` reaches (a mask covers its dims)
+
+        def advanced(t):  # t indexes the dims of `out` from d on
+            nonlocal d, covered
+            indices.extend([None] * (d - covered))
+            indices.append(t)
+            k = t.dim() if t.dtype is _C.bool else 1
+            d = covered = d + k
+
         for i in index:
+            if isinstance(i, Tensor) and i.dim() == 0 and i.dtype in (_C.int64, _C.bool):
+                i = i.item()  # a 0-d integer tensor is an int, a 0-d bool tensor a bool, as in PyTorch
             if i is Ellipsis:
                 d += self.dim() - used
                 src += self.dim() - used
             elif i is None:
                 out = _C.unsqueeze(out, d)
                 d += 1
+            elif _is_bool(i):  # a new dim of size 1, taken (True) or not (False)
+                out = _C.unsqueeze(out, d)
+                advanced(_C.zeros(1 if i else 0, dtype=_C.int64))
+            elif isinstance(i, Tensor):
+                src += i.dim() if i.dtype is _C.bool else 1
+                advanced(i)
             elif isinstance(i, slice):
                 if i.step is not None and i.step <= 0:
                     raise ValueError("step must be greater than zero")
@@ -287,17 +211,16 @@ class Tensor(_C.TensorBase):
                     out = _C.slice(out, d, i.start, i.stop, 1 if i.step is None else i.step)
                 d += 1
                 src += 1
-            elif hasattr(i, "__index__") and not _is_bool(i):  # ints, numpy ints, int tensors
+            elif hasattr(i, "__index__"):  # ints, numpy ints
                 k, n = i.__index__(), out.shape[d]
                 if not -n <= k < n:  # named by the dim of self, not of the partly indexed view
                     raise IndexError(f"index {k} is out of bounds for dimension {src} with size {n}")
                 out = _C.select(out, d, k)
                 src += 1
             else:
-                raise TypeError(f"descent supports indexing with ints, slices, None and ...; got {type(i).__name__}")
-        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
-            out = _C.slice(self, 0, None, None, 1)
-        return out
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                                 "are valid indices (got " + type(i).__name__ + ")")
+        return out, indices
 
     def __repr__(self):
         return tensor_repr(self)
@@ -323,10 +246,26 @@ def _is_array(x):
     return not isinstance(x, Tensor) and hasattr(type(x), "__array_interface__")
 
 
-def _reflected(other):
-    """The left operand of a reflected operator (2 - t, array - t) as a tensor:
-    a number becomes a 0-d wrapped number, an array a tensor as tensor() reads it."""
-    return _C._tensor(other, None) if _is_array(other) else _C._scalar_tensor(other)
+def _sequence_is_tuple(index):
+    """Whether a list index is a tuple of indices (x[[0, slice(None)]]) or one
+    index (x[[0, 1]]): numpy's old rule, which PyTorch's treatSequenceAsTuple keeps."""
+    if isinstance(index, Tensor) or _is_array(index) or not isinstance(index, (list, range)):
+        return False
+    if len(index) >= 32:
+        return False
+    return any(isinstance(i, (Tensor, list, tuple, slice)) or _is_array(i) or i is None or i is Ellipsis for i in index)
+
+
+def _is_index_list(i):
+    return isinstance(i, (list, tuple, range)) or _is_array(i)
+
+
+def _index_tensor(i):
+    """A list or numpy array used as an index, as a tensor: bool when all its
+    elements are bools, else int64 (floats truncated), as PyTorch's
+    indexing_tensor_from_data makes it."""
+    t = _C._tensor(i, None) if _is_array(i) else _C._tensor(list(i), None)
+    return t if t.dtype in (_C.bool, _C.int64) else _C.to(t, _C.int64)
 
 
 def _is_bool(i):

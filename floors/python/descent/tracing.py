@@ -6,7 +6,9 @@
 
 `run(code)` is what `descent trace "<code>"` does: each statement of the code
 becomes a floor-1 span named by its source text, and the descent package's
-own Python functions (Tensor.__add__, ...) become floor-1 spans inside it.
+own Python functions (Tensor.__getitem__, Tensor.backward, ...) become floor-1
+spans inside it. Tensor's operators and op methods are C (x + 1 is a floor-2
+span at once, as in PyTorch).
 """
 import ast
 import atexit
