@@ -38,6 +38,10 @@
 //   one, [1, 2] an int list, (None, I[2, -1]) a Tensor?[] whose I[...] is
 //   an int64 tensor of those values, and numbers, None, True/False and dtype
 //   names stand for themselves.
+// - Beside the table, as derivatives.yaml is beside native_functions.yaml,
+//   floors/autograd/derivatives.cpp gives each differentiable row its
+//   backward formula and PyTorch's node name (Note [One derivative per op]);
+//   a row added without one fails the start-up check there.
 // The static_assert below makes adding a row without counting it an error.
 //
 // Note [Where descent's schemas differ from aten's]
