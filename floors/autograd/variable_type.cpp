@@ -84,7 +84,6 @@ std::string edge_names(const Node& n) {
   return s;
 }
 
-
 void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span) {
   const Derivative* d = derivative_of(op.id);
   const bool inplace = op.schema.is_mutable();
@@ -93,6 +92,9 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
   Edge base_edge;
   if (through_view) {  // the base's history before the write (Note [In-place on a view])
     base = Tensor(s[0].to_tensor().impl()->base);
+    DESCENT_CHECK(base.is_contiguous() && base.offset() == 0, NotImplementedError, op.python_name,
+                  "(): an in-place op through a view of a tensor that is not laid out from its memory's start "
+                  "(Note [In-place on a view])");  // refused before anything is written
     base_edge = gradient_edge(base);
   }
   auto* fn = new FormulaNode(*d, op);
