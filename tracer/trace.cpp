@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -364,9 +365,18 @@ std::vector<int64_t> corrected_durations(const Trace& t) {
   }
   std::vector<int64_t> out(t.spans.size());
   const double cost = std::isfinite(t.span_cost_ns) && t.span_cost_ns > 0 ? t.span_cost_ns : 0.0;
+  // A statement run by the Python package pays more than a C++ span: the
+  // calls that open and close its span from Python, and the profile hook's
+  // events for the statement's own frame (measured by descent.tracing).
+  double statement = 0;
+  if (auto it = t.metadata.find("tracer.statement_cost_ns"); it != t.metadata.end()) {
+    statement = std::strtod(it->second.c_str(), nullptr);
+    if (!std::isfinite(statement) || statement < 0) statement = 0;
+  }
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const double measured = static_cast<double>(t.spans[i].duration_ns());
-    const double taken = cost * static_cast<double>(1 + descendants[i]);
+    double taken = cost * static_cast<double>(1 + descendants[i]);
+    if (parent[i] == SIZE_MAX && t.spans[i].floor == Floor::Python) taken += statement;
     out[i] = static_cast<int64_t>(std::llround(std::max(measured - taken, 0.0)));
   }
   return out;

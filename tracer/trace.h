@@ -120,7 +120,12 @@ std::string format_tree(const Trace& t);
 // span_cost_ns * (1 + descendants), floored at 0. span_cost_ns is measured at
 // start() on a hot loop (Trace::span_cost_ns), so this is an estimate: for a
 // warm call it brings the traced time close to the untraced one
-// (tests/bench/bench.py measures how close).
+// (tests/bench/bench.py measures how close). A statement's span (a floor-1
+// root, opened from Python by descent.tracing.run) also has the metadata
+// "tracer.statement_cost_ns" taken out when the trace has it: what the
+// Python side of tracing a statement costs beyond a C++ span (its span's
+// calls from Python, the profile hook's events for the statement's frame),
+// which run(..., repeat=N) measures on a no-op statement before recording.
 
 // Durations with the tracer's cost taken out, one per span of t.spans (Note [Warm medians]).
 std::vector<int64_t> corrected_durations(const Trace& t);

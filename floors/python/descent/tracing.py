@@ -114,6 +114,7 @@ def run(code, env=None, echo=print, repeat=1):
             statements.append((text, False, compile(ast.Module([stmt], []), "<descent trace>", "exec")))
     error = None
     values = []
+    statement_cost = _statement_cost_ns(env) if repeat > 1 else None
     with trace() as t:
         for _ in range(repeat):
             values.clear()
@@ -137,7 +138,36 @@ def run(code, env=None, echo=print, repeat=1):
         if echo:
             echo(repr(value))
     t.result.set_metadata("trace.runs", str(repeat))
+    if statement_cost is not None:
+        t.result.set_metadata("tracer.statement_cost_ns", f"{statement_cost:.1f}")
     return t.result, error
+
+
+def _statement_cost_ns(env, samples=301):
+    """What tracing one statement costs on the Python side beyond a C++ span
+    (Note [Warm medians], tracer/trace.h): a no-op statement run the way run()
+    runs each statement, in a recording of its own, against the same
+    statement untraced. The median of each, so a stray slow run counts once."""
+    import statistics
+    import time
+    noop = compile("None", "<descent trace>", "eval")
+    untraced = []
+    for _ in range(7):
+        start = time.perf_counter_ns()
+        for _ in range(samples):
+            eval(noop, env)
+        untraced.append((time.perf_counter_ns() - start) / samples)
+    with trace() as cal:
+        for _ in range(samples):
+            index = _C._span_begin(PYTHON_FLOOR, "statement calibration")
+            try:
+                eval(noop, env)
+            finally:
+                _C._span_end(index)
+    spans = [s["end_ns"] - s["start_ns"] for s in cal.result.spans() if s["name"] == "statement calibration"]
+    if not spans:
+        return 0.0
+    return max(0.0, statistics.median(spans[1:] or spans) - cal.result.span_cost_ns - statistics.median(untraced))
 
 
 def header(tr, runs=1):
@@ -147,9 +177,11 @@ def header(tr, runs=1):
     clock = tr.metadata.get("tracer.clock", "unknown")
     device = tr.metadata.get("device", "cpu")
     if runs > 1:
+        statement = tr.metadata.get("tracer.statement_cost_ns")
+        extra = f" and {statement} ns more per statement" if statement else ""
         text = (f"descent trace: {len(tr.spans())} spans in {runs} runs; times are warm medians of {runs - 1} "
-                f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span (the first, cold run "
-                f"in the last column); clock: {clock}; device: {device}")
+                f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span{extra} (the first, cold "
+                f"run in the last column); clock: {clock}; device: {device}")
     else:
         text = (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
                 f"(included in the times below); clock: {clock}; device: {device}")
