@@ -355,27 +355,34 @@ std::vector<int64_t> corrected_durations(const Trace& t) {
     for (size_t c : tree.children[i]) stack.push_back(c);
   }
   std::vector<uint64_t> descendants(t.spans.size(), 0);
+  std::vector<uint64_t> args(t.spans.size(), 0);  // arguments recorded by the span and its descendants
+  for (size_t i = 0; i < t.spans.size(); ++i) args[i] = t.spans[i].args.size();
   std::vector<size_t> parent(t.spans.size(), SIZE_MAX);
   for (size_t i = 0; i < t.spans.size(); ++i) {
     for (size_t c : tree.children[i]) parent[c] = i;
   }
   for (size_t k = order.size(); k-- > 0;) {
     const size_t i = order[k];
-    if (parent[i] != SIZE_MAX) descendants[parent[i]] += 1 + descendants[i];
+    if (parent[i] != SIZE_MAX) {
+      descendants[parent[i]] += 1 + descendants[i];
+      args[parent[i]] += args[i];
+    }
   }
   std::vector<int64_t> out(t.spans.size());
   const double cost = std::isfinite(t.span_cost_ns) && t.span_cost_ns > 0 ? t.span_cost_ns : 0.0;
   // A statement run by the Python package pays more than a C++ span: the
   // calls that open and close its span from Python, and the profile hook's
   // events for the statement's own frame (measured by descent.tracing).
-  double statement = 0;
-  if (auto it = t.metadata.find("tracer.statement_cost_ns"); it != t.metadata.end()) {
-    statement = std::strtod(it->second.c_str(), nullptr);
-    if (!std::isfinite(statement) || statement < 0) statement = 0;
-  }
+  const auto cost_in_metadata = [&](const char* key) {
+    const auto it = t.metadata.find(key);
+    const double v = it == t.metadata.end() ? 0.0 : std::strtod(it->second.c_str(), nullptr);
+    return std::isfinite(v) && v > 0 ? v : 0.0;
+  };
+  const double statement = cost_in_metadata("tracer.statement_cost_ns");
+  const double per_arg = cost_in_metadata("tracer.arg_cost_ns");  // each argument a span records
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const double measured = static_cast<double>(t.spans[i].duration_ns());
-    double taken = cost * static_cast<double>(1 + descendants[i]);
+    double taken = cost * static_cast<double>(1 + descendants[i]) + per_arg * static_cast<double>(args[i]);
     if (parent[i] == SIZE_MAX && t.spans[i].floor == Floor::Python) taken += statement;
     out[i] = static_cast<int64_t>(std::llround(std::max(measured - taken, 0.0)));
   }

@@ -117,7 +117,9 @@ std::string format_tree(const Trace& t);
 //
 // Both have the tracer's own cost taken out, which a span pays for itself and
 // for every span recorded inside it on its thread: corrected = measured -
-// span_cost_ns * (1 + descendants), floored at 0. span_cost_ns is measured at
+// span_cost_ns * (1 + descendants) - arg_cost * (arguments they recorded),
+// floored at 0 (the metadata "tracer.arg_cost_ns", measured beside
+// span_cost_ns at start()). span_cost_ns is measured at
 // start() on a hot loop (Trace::span_cost_ns), so this is an estimate: for a
 // warm call it brings the traced time close to the untraced one
 // (tests/bench/bench.py measures how close). A statement's span (a floor-1

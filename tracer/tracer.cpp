@@ -474,10 +474,13 @@ namespace {
 ClockPair g_base;             // clocks at start()
 double g_ns_per_tick = 1.0;
 std::atomic<double> g_span_cost_ns{0.0};
+std::atomic<double> g_arg_cost_ns{0.0};
 
 // Times begin/end pairs through the public path (flag, TLS, call) into a
 // scratch buffer swapped in for the calling thread. Median of a few reps.
-double measure_span_cost() {
+// With `args` > 0, each span also records that many arguments (half ints,
+// half strings, as the floors' spans mostly do).
+double measure_span_cost(int args = 0) {
   ThreadBuffer scratch;
   ThreadBuffer* saved = tl_buffer;
   tl_buffer = &scratch;
@@ -488,6 +491,10 @@ double measure_span_cost() {
     const int64_t t0 = read_ns();
     for (int i = 0; i < kCostPairsPerRep; ++i) {
       ScopedSpan span(Floor::None, "descent.tracer.calibrate");
+      for (int a = 0; a < args; ++a) {
+        if (a % 2) span.arg("calibrate", "value");
+        else span.arg("calibrate", int64_t{a});
+      }
     }
     cost = static_cast<double>(read_ns() - t0) / kCostPairsPerRep;
   }
@@ -495,6 +502,11 @@ double measure_span_cost() {
   tl_buffer = saved;
   std::sort(per_pair_ns.begin(), per_pair_ns.end());
   return per_pair_ns[kCostReps / 2];
+}
+// What one argument adds to a span (Note [Warm medians] takes it out too).
+double measure_arg_cost() {
+  constexpr int kArgs = 4;
+  return std::max(0.0, (measure_span_cost(kArgs) - measure_span_cost()) / kArgs);
 }
 
 // The tick -> ns ratio over a short sleep (refined at stop() over the whole recording).
@@ -702,6 +714,7 @@ void start() {
   drop_exited_buffers();
   clear_flows();
   g_span_cost_ns.store(measure_span_cost());
+  g_arg_cost_ns.store(measure_arg_cost());
   calibrate_clock();
   const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
   log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", clock_name(),
@@ -755,6 +768,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   t.span_cost_ns = g_span_cost_ns.load();
   t.metadata["tracer.clock"] = clock_name();  // Note [The tracer's clock]
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
+  t.metadata["tracer.arg_cost_ns"] = std::to_string(g_arg_cost_ns.load());  // Note [Warm medians]
   dropped = dropped > dropped_before ? dropped - dropped_before : 0;
   if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
   return t;

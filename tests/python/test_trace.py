@@ -395,8 +395,8 @@ def test_cli_trace_repeat_shows_warm_medians_without_the_tracers_cost(tmp_path):
     out = r.stdout
     header = [line for line in out.splitlines() if line.startswith("descent trace:")]
     assert len(header) == 1 and "in 5 runs" in header[0]
-    m = re.search(r"times are warm medians of 4 runs with the tracer's cost taken out: ([0-9.]+) ns per span "
-                  r"and ([0-9.]+) ns more per statement", header[0])
+    m = re.search(r"times are warm medians of 4 runs with the tracer's cost taken out: ([0-9.]+) ns per span, "
+                  r"([0-9.]+) ns per argument and ([0-9.]+) ns more per statement", header[0])
     assert m and float(m.group(1)) > 0, header[0]
     assert "clock: " in header[0]
     assert out.count("tensor([[2., 2.],") == 1                          # only the last run's value is echoed
@@ -437,9 +437,12 @@ def test_corrected_warm_time_takes_the_tracer_cost_out():
     assert statement >= 0
     roots = [s for s in spans if s["parent"] == 0 and s["name"] == "descent.ones(2) + 1"]
     assert len(roots) == 3
-    descendants = lambda root: sum(1 for s in spans if s["thread"] == root["thread"]  # noqa: E731
-                                   and root["start_ns"] <= s["start_ns"] and s["end_ns"] <= root["end_ns"]) - 1
-    corrected = [max(r["end_ns"] - r["start_ns"] - cost * (1 + descendants(r)) - statement, 0) for r in roots]
+    per_arg = float(result.metadata["tracer.arg_cost_ns"])  # and each argument a span records
+    assert per_arg >= 0
+    inside = lambda root: [s for s in spans if s["thread"] == root["thread"]  # noqa: E731
+                           and root["start_ns"] <= s["start_ns"] and s["end_ns"] <= root["end_ns"]]
+    corrected = [max(r["end_ns"] - r["start_ns"] - cost * len(inside(r))
+                     - per_arg * sum(len(s["args"]) for s in inside(r)) - statement, 0) for r in roots]
     w = warm[spans.index(roots[-1])]
     assert w[2] == 2
     assert abs(w[0] - (corrected[1] + corrected[2]) / 2) <= 1       # the median of two: their mean, in ns

@@ -177,8 +177,10 @@ def header(tr, runs=1):
     clock = tr.metadata.get("tracer.clock", "unknown")
     device = tr.metadata.get("device", "cpu")
     if runs > 1:
+        per_arg = tr.metadata.get("tracer.arg_cost_ns")
         statement = tr.metadata.get("tracer.statement_cost_ns")
-        extra = f" and {statement} ns more per statement" if statement else ""
+        extra = (f", {float(per_arg):.1f} ns per argument" if per_arg else "") + \
+                (f" and {statement} ns more per statement" if statement else "")
         text = (f"descent trace: {len(tr.spans())} spans in {runs} runs; times are warm medians of {runs - 1} "
                 f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span{extra} (the first, cold "
                 f"run in the last column); clock: {clock}; device: {device}")
