@@ -39,15 +39,6 @@ namespace descent::autograd {
 
 // [SECTION] Helpers the formulas share ------------------------------------------------
 
-bool expandable_to(const DimVector& sizes, const DimVector& to) {
-  if (sizes.size() > to.size()) return false;
-  for (int i = 1; i <= sizes.size(); ++i) {
-    const int64_t s = sizes[sizes.size() - i], t = to[to.size() - i];
-    if (s != t && s != 1) return false;
-  }
-  return true;
-}
-
 Tensor sum_to(const Tensor& grad, const DimVector& sizes) {
   if (grad.sizes() == sizes) return grad;
   const int lead = grad.dim() - sizes.size();

@@ -52,7 +52,5 @@ struct FormulaNode final : Node {
 // Sums `grad` down to `sizes` over the dimensions broadcasting added or
 // stretched (at::sum_to): how a gradient returns to a broadcast input.
 Tensor sum_to(const Tensor& grad, const DimVector& sizes);
-// Whether `sizes` broadcasts to `to` (PyTorch's is_expandable_to).
-bool expandable_to(const DimVector& sizes, const DimVector& to);
 
 }  // namespace descent::autograd

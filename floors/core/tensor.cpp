@@ -50,6 +50,15 @@ DimVector contiguous_strides(const DimVector& sizes) {
   return st;
 }
 
+bool expandable_to(const DimVector& sizes, const DimVector& to) {
+  if (sizes.size() > to.size()) return false;
+  for (int i = 1; i <= sizes.size(); ++i) {
+    const int64_t a = sizes[sizes.size() - i], b = to[to.size() - i];
+    if (a != b && a != 1) return false;
+  }
+  return true;
+}
+
 int wrap_dim(int64_t dim, int ndim, const char* op) {
   int64_t n = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts dim 0 and -1, like PyTorch
   DESCENT_CHECK(dim >= -n && dim < n, IndexError, op, "(): Dimension out of range (expected to be in range of [", -n,

@@ -170,15 +170,6 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
   return p;
 }
 
-// Whether `sizes` broadcasts to `to` (ATen's is_expandable_to).
-bool expandable(const DimVector& sizes, const DimVector& to) {
-  if (sizes.size() > to.size()) return false;
-  for (int i = 1; i <= sizes.size(); ++i) {
-    const int64_t a = sizes[sizes.size() - i], b = to[to.size() - i];
-    if (a != b && a != 1) return false;
-  }
-  return true;
-}
 
 // The offset in self (in elements, from self's first) of result element `linear`.
 int64_t self_offset(const IndexPlan& p, const Tensor& self, int64_t linear) {
@@ -237,7 +228,7 @@ void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor values = s[2].to_tensor();
   const bool accumulate = s[3].to_bool();
   const IndexPlan p = plan_index(op.python_name, self, indices);
-  DESCENT_CHECK(expandable(values.sizes(), p.shape), Error, "shape mismatch: value tensor of shape ",
+  DESCENT_CHECK(expandable_to(values.sizes(), p.shape), Error, "shape mismatch: value tensor of shape ",
                 values.sizes().str(), " cannot be broadcast to indexing result of shape ", p.shape.str());
   int masks = 0, others = 0;
   for (const Tensor& t : indices) (t.defined() && t.dtype() == ScalarType::Bool ? masks : others) += t.defined();
