@@ -10,7 +10,12 @@
 // flow becomes a pair of flow events ("s", "f") that Perfetto draws as an
 // arrow. Thread ids ("tid") are the Trace's thread numbers plus one: as in
 // the files of other tools, they start at 1 (some viewers treat tid 0 as
-// "no thread"). descent's own data (span_cost_ns, "tracer.clock", the other
+// "no thread"). Device rows (Note [Device spans] in tracer.h: the threads
+// the metadata "thread.N.device" names a device for) go in a process of
+// their own per device, named after it ("cuda:0"), and their spans take
+// Kineto's categories ("kernel", "gpu_memcpy", "gpu_memset") instead of the
+// floor's name, with the launch's arrow as Kineto draws it (flow events of
+// category "ac2g"), so the file reads like PyTorch's profiler's. descent's own data (span_cost_ns, "tracer.clock", the other
 // metadata) goes in a top-level "otherData" object, where Kineto and
 // Perfetto keep a trace's extra data. from_chrome_json() (load_chrome.cpp)
 // reads it all back. The format is described in Google's "Trace Event
@@ -19,9 +24,12 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "tracer/trace.h"
 
@@ -29,10 +37,54 @@ namespace descent::trace {
 
 namespace {
 
-constexpr int kPid = 1;  // one process: descent
+constexpr int kPid = 1;  // the host process: descent
+constexpr int kFirstDevicePid = 100;  // the first device's process; the others follow in name order
 constexpr uint32_t kFirstTid = 1;  // "tid" of the Trace's thread 0
 
 std::string tid_of(uint32_t thread) { return std::to_string(uint64_t{thread} + kFirstTid); }
+
+// The process of each row: kPid, or its device's (Note [Device spans]).
+class Processes {
+ public:
+  explicit Processes(const Trace& t) {
+    std::map<std::string, int> pid_of_device;
+    for (const auto& [key, value] : t.metadata) {
+      if (key.starts_with("thread.") && key.ends_with(".device")) pid_of_device.emplace(value, 0);
+    }
+    int next = kFirstDevicePid;
+    for (auto& [device, pid] : pid_of_device) {
+      pid = next++;
+      devices_.push_back({pid, device});
+    }
+    for (const auto& [key, value] : t.metadata) {
+      if (!key.starts_with("thread.") || !key.ends_with(".device")) continue;
+      uint32_t thread = 0;
+      const char* first = key.data() + 7;
+      const char* last = key.data() + key.size() - 7;
+      const auto r = std::from_chars(first, last, thread);
+      if (r.ec == std::errc() && r.ptr == last) pid_.emplace(thread, pid_of_device.at(value));
+    }
+  }
+  int of(uint32_t thread) const {
+    const auto it = pid_.find(thread);
+    return it == pid_.end() ? kPid : it->second;
+  }
+  const std::vector<std::pair<int, std::string>>& devices() const { return devices_; }
+
+ private:
+  std::unordered_map<uint32_t, int> pid_;
+  std::vector<std::pair<int, std::string>> devices_;  // (pid, "cuda:0")
+};
+
+// A span's "cat": its floor's name, or for device work Kineto's category.
+const char* category_of(const Span& s) {
+  if (s.floor != Floor::Device) return floor_name(s.floor);
+  const ArgValue* work = s.find_arg("work");
+  const std::string* w = work ? std::get_if<std::string>(work) : nullptr;
+  if (w != nullptr && *w == "memcpy") return "gpu_memcpy";
+  if (w != nullptr && *w == "memset") return "gpu_memset";
+  return "kernel";
+}
 
 // [SECTION] JSON writing helpers -----------------------------------------------
 
@@ -128,16 +180,16 @@ void append_us(std::string& out, int64_t ns) {
 
 // [SECTION] Events -------------------------------------------------------------
 
-void append_span_event(std::string& out, const Span& s) {
+void append_span_event(std::string& out, const Span& s, int pid) {
   out += "{\"name\":";
   append_json_string(out, s.name);
   out += ",\"cat\":";
-  append_json_string(out, floor_name(s.floor));
+  append_json_string(out, category_of(s));
   out += ",\"ph\":\"X\",\"ts\":";
   append_us(out, s.start_ns);
   out += ",\"dur\":";
   append_us(out, s.duration_ns());
-  out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + tid_of(s.thread) + ",\"args\":{";
+  out += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + tid_of(s.thread) + ",\"args\":{";
   bool has_floor_arg = false;
   bool has_src_arg = false;
   for (size_t k = 0; k < s.args.size(); ++k) {
@@ -163,10 +215,10 @@ void append_span_event(std::string& out, const Span& s) {
 }
 
 // A process name (thread: none) or a thread's name.
-void append_name_event(std::string& out, const char* what, const uint32_t* thread, const std::string& name) {
+void append_name_event(std::string& out, const char* what, int pid, const uint32_t* thread, const std::string& name) {
   out += "{\"name\":\"";
   out += what;
-  out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(kPid);
+  out += "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid);
   if (thread != nullptr) out += ",\"tid\":" + tid_of(*thread);
   out += ",\"args\":{\"name\":";
   append_json_string(out, name);
@@ -178,16 +230,17 @@ void append_name_event(std::string& out, const char* what, const uint32_t* threa
 // reaches. args.span is the position of the bound X event among the file's X
 // events, so that from_chrome_json() binds to exactly that span even when a
 // child starts at the same time; other readers bind by time.
+// A launch's arrow to its device work ("ac2g") has Kineto's category too.
 void append_flow_events(std::string& out, const Flow& f, uint64_t number, const Span& from, size_t from_index,
-                        const Span& to, size_t to_index) {
+                        const Span& to, size_t to_index, const Processes& processes) {
   const auto one = [&](const char* phase, const Span& s, size_t index) {
     out += ",\n{\"name\":";
     append_json_string(out, f.name);
-    out += ",\"cat\":\"flow\",\"ph\":\"";
+    out += f.name == "ac2g" ? ",\"cat\":\"ac2g\",\"ph\":\"" : ",\"cat\":\"flow\",\"ph\":\"";
     out += phase;
     out += "\",\"id\":" + std::to_string(number) + ",\"ts\":";
     append_us(out, s.start_ns);
-    out += ",\"pid\":" + std::to_string(kPid) + ",\"tid\":" + tid_of(s.thread);
+    out += ",\"pid\":" + std::to_string(processes.of(s.thread)) + ",\"tid\":" + tid_of(s.thread);
     if (phase[0] == 'f') out += ",\"bp\":\"e\"";
     out += ",\"args\":{\"span\":" + std::to_string(index) + "}}";
   };
@@ -201,18 +254,24 @@ void append_flow_events(std::string& out, const Flow& f, uint64_t number, const 
 
 std::string to_chrome_json(const Trace& t) {
   std::string out = "{\"traceEvents\":[\n";
-  append_name_event(out, "process_name", nullptr, "descent");
+  const Processes processes(t);
+  append_name_event(out, "process_name", kPid, nullptr, "descent");
+  for (const auto& [pid, device] : processes.devices()) {
+    out += ",\n";
+    append_name_event(out, "process_name", pid, nullptr, device);
+  }
   std::set<uint32_t> threads;
   for (const Span& s : t.spans) threads.insert(s.thread);
   for (uint32_t tid : threads) {
     // A "thread.N" metadata entry, when present, names thread N.
     const auto it = t.metadata.find("thread." + std::to_string(tid));
     out += ",\n";
-    append_name_event(out, "thread_name", &tid, it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
+    append_name_event(out, "thread_name", processes.of(tid), &tid,
+                      it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
   }
   for (const Span& s : t.spans) {
     out += ",\n";
-    append_span_event(out, s);
+    append_span_event(out, s, processes.of(s.thread));
   }
   if (!t.flows.empty()) {
     std::unordered_map<uint64_t, size_t> index_of;  // span id -> position
@@ -221,7 +280,8 @@ std::string to_chrome_json(const Trace& t) {
       const auto from = index_of.find(t.flows[k].from);
       const auto to = index_of.find(t.flows[k].to);
       if (from == index_of.end() || to == index_of.end()) continue;  // a flow to nowhere draws nothing
-      append_flow_events(out, t.flows[k], k + 1, t.spans[from->second], from->second, t.spans[to->second], to->second);
+      append_flow_events(out, t.flows[k], k + 1, t.spans[from->second], from->second, t.spans[to->second], to->second,
+                         processes);
     }
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";

@@ -32,7 +32,8 @@
 //       not read (instants "i", counters "C", async "b"/"e", "B"/"E" pairs);
 //   any other category                          -> Python (1), so nothing a
 //       tool recorded as a complete event is lost.
-// Files written by to_chrome_json() name the floor in "cat" and are read back
+// Files written by to_chrome_json() name the floor in "cat" (device work:
+// Kineto's categories above, on rows the metadata names) and are read back
 // as they were. Chrome events have no parent field: parents are rebuilt per
 // row from time containment (Note [Parents from time containment]).
 //
@@ -434,7 +435,10 @@ class Loader {
     s.name = name ? std::string(name->as_string()) : std::string();
     const Value* cat = e.find("cat");
     const std::string_view category = cat && cat->is_string() ? cat->as_string() : std::string_view();
-    s.floor = descent_ ? floor_from_name(category) : kineto_floor(category, s.name, inside_aten);
+    // descent's export names device work by Kineto's categories (export_chrome.cpp), the rest by floor.
+    s.floor = !descent_ ? kineto_floor(category, s.name, inside_aten)
+              : is_device_category(category) ? Floor::Device
+                                             : floor_from_name(category);
     const Value* args = e.find("args");
     if (args == nullptr || !args->is_object()) return;
     s.args.reserve(args->size());

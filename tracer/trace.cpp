@@ -156,6 +156,21 @@ std::string describe(const Span& s) {
   return line;
 }
 
+// `-> device: add_kernel  cuda:0 stream 7, 12.3 us after the launch began`:
+// a device span under its launch, timed from the launch's start.
+std::string describe_device_work(const Trace& t, const Span& d, const Span& launch) {
+  std::string line = "-> device: " + printable(d.name);
+  const auto row = t.metadata.find("thread." + std::to_string(d.thread));
+  if (row != t.metadata.end()) line += "  " + printable(row->second) + ",";
+  int64_t after = 0;
+  const bool overflow = __builtin_sub_overflow(d.start_ns, launch.start_ns, &after);
+  if (!overflow && after != INT64_MIN) {
+    line += after >= 0 ? " " + format_duration(after) + " after the launch began"
+                       : " " + format_duration(-after) + " before the launch began (clocks disagree)";
+  }
+  return line;
+}
+
 }  // namespace
 
 // [SECTION] Tree printer ------------------------------------------------------------
@@ -186,13 +201,33 @@ std::string format_tree(const Trace& t) {
   };
   std::vector<Line> lines;
   std::vector<bool> visited(n, false);
+  // Note [Device spans] in tracer.h: which clock device times are on, then
+  // each device span again under the launch its "ac2g" flow leaves.
+  for (const auto& [key, label] : {std::pair{"device.clock", "device clock: "}, std::pair{"device.timing", "device timing: "}}) {
+    const auto it = t.metadata.find(key);
+    if (it != t.metadata.end()) lines.push_back({label + printable(it->second), 0, true});
+  }
+  std::unordered_map<uint64_t, std::vector<size_t>> device_work;  // launch span id -> device spans
+  for (const Flow& f : t.flows) {
+    const auto to = by_id.find(f.to);
+    if (f.name == "ac2g" && to != by_id.end() && t.spans[to->second].floor == Floor::Device) {
+      device_work[f.from].push_back(to->second);
+    }
+  }
+  for (auto& [id, list] : device_work) sort_by_start(t, list);
+  const auto row_name = [&](uint32_t thread) {
+    const std::string key = "thread." + std::to_string(thread);
+    const auto it = t.metadata.find(key);
+    const bool device = t.metadata.count(key + ".device") > 0;
+    return "thread " + std::to_string(thread) + (device && it != t.metadata.end() ? " (" + it->second + ")" : "");
+  };
   const bool many_threads =
       std::any_of(t.spans.begin(), t.spans.end(), [&](const Span& s) { return s.thread != t.spans[0].thread; });
   int64_t current_thread = -1;
   for (size_t root : roots) {
     if (many_threads && t.spans[root].thread != current_thread) {
       current_thread = t.spans[root].thread;
-      lines.push_back({"thread " + std::to_string(current_thread), 0, true});
+      lines.push_back({row_name(t.spans[root].thread), 0, true});
     }
     std::vector<std::pair<size_t, size_t>> stack = {{root, 0}};  // (span index, depth)
     while (!stack.empty()) {
@@ -208,6 +243,11 @@ std::string format_tree(const Trace& t) {
                                : std::string(kMaxIndentDepth * kIndentPerDepth, ' ') + "(depth " +
                                      std::to_string(depth) + ") ";
       lines.push_back({indent + describe(s), s.duration_ns(), false});
+      if (const auto work = device_work.find(s.id); work != device_work.end()) {
+        for (size_t d : work->second) {
+          lines.push_back({indent + "  " + describe_device_work(t, t.spans[d], s), t.spans[d].duration_ns(), false});
+        }
+      }
       const auto it = children.find(s.id);
       if (it == children.end()) continue;
       for (auto c = it->second.rbegin(); c != it->second.rend(); ++c) stack.push_back({*c, depth + 1});

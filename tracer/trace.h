@@ -99,6 +99,13 @@ std::string format_duration(int64_t ns);
 //   [1 python   ] descent.ones(2, 2) + 1                  12.3 us
 //     [2 binding  ] add                                    1.1 us
 //       [3 dispatch ] add  keyset=CPU kernel=CPU           0.4 us
+// A trace with device spans (Note [Device spans] in tracer.h) opens with the
+// clock their times came from ("device clock: cuda:0: CUPTI, converted to
+// host"), shows each one again under the launch its "ac2g" flow leaves,
+// timed from the launch's start, with its own duration:
+//       [8 launch   ] cudaLaunchKernel  kernel=add correlation=7   4.1 us
+//         -> device: add  cuda:0 stream 7, 12.3 us after the launch began   1.2 us
+// and names the device rows in their headers ("thread 2 (cuda:0 stream 7)").
 std::string format_tree(const Trace& t);
 
 // Note [Warm medians]

@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "floors/core/log.h"
+#include "tracer/cupti.h"
+#include "tracer/device_spans.h"
 #include "tracer/trace.h"
 
 #if defined(__x86_64__)
@@ -717,6 +719,8 @@ void start() {
   g_arg_cost_ns.store(measure_arg_cost());
   calibrate_clock();
   const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
+  detail::clear_device_spans(read_ns());  // Note [Device spans]
+  cupti::detail::on_start();
   log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", clock_name(),
              " tick, at most ", limit, " spans per thread");
   g_epoch.fetch_add(1);  // every buffer is now stale: "cleared" before its next record
@@ -761,10 +765,13 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
     collect_buffer(*b, thread++, next_id, at.ticks, since_ns, sites, t);
     ids.push_back({b.get(), first, next_id - first});
   }
+  detail::collect_device_spans(t, thread, next_id, since_ns);  // rows after the CPU threads
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
   });
   resolve_flows(t, ids, epoch);
+  detail::join_device_flows(t);
+  if (std::string note = cupti::detail::timing_note(); !note.empty()) t.metadata["device.timing"] = std::move(note);
   t.span_cost_ns = g_span_cost_ns.load();
   t.metadata["tracer.clock"] = clock_name();  // Note [The tracer's clock]
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
@@ -785,8 +792,11 @@ ClockPair refine_clock() {
 
 Trace stop(int64_t since_ns, uint64_t dropped_before) {
   std::lock_guard lock(control_mutex());
+  if (enabled()) cupti::detail::on_collect(/*final=*/true);  // while record_device_span still records
   g_enabled.store(false);
   Trace t = collect(refine_clock(), since_ns, dropped_before);
+  cupti::detail::on_stop();
+  detail::clear_device_spans(INT64_MAX);  // none until the next start()
   g_epoch.fetch_add(1);  // a second stop() returns an empty trace
   if (t.metadata.contains("tracer.dropped_spans")) {
     log::warn("the trace is missing ", t.metadata["tracer.dropped_spans"], " spans: a thread reached the limit of ",
@@ -798,6 +808,7 @@ Trace stop(int64_t since_ns, uint64_t dropped_before) {
 Trace snapshot(int64_t since_ns, uint64_t dropped_before) {
   std::lock_guard lock(control_mutex());
   if (!enabled()) throw std::logic_error("descent tracer: snapshot() needs a running recording");
+  cupti::detail::on_collect(/*final=*/false);
   return collect(refine_clock(), since_ns, dropped_before);
 }
 

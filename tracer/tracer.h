@@ -5,6 +5,7 @@
 // [SECTION] The span record (hot path)
 // [SECTION] Source sites
 // [SECTION] Flows between threads
+// [SECTION] Device spans: the device's own clock
 // [SECTION] Recording: start, stop, scoped spans
 //
 // A span is: floor, name (a string literal or an interned string), start and
@@ -215,6 +216,68 @@ SpanRef span_ref(SpanHandle span);
 // Records an arrow from `from` to `to`; nothing when either is invalid or
 // tracing is off. `name` is a literal or interned ("parallel_for").
 void add_flow(const SpanRef& from, const SpanRef& to, const char* name);
+
+// [SECTION] Device spans: the device's own clock -----------------------------
+
+// Note [Device spans]
+// ~~~~~~~~~~~~~~~~~~~
+// A kernel on a device runs when its stream reaches it, not when the host
+// launched it (Note [Streams and the two clocks] in floors/streams/streams.h),
+// so its span is measured by whoever watches the device, on another thread:
+// the simulated device's stream worker (floors/streams, floors/launch) reads
+// now_ns() around the work; on CUDA, CUPTI's activity records are converted
+// from CUPTI's clock to now_ns()'s (tracer/cupti.cpp). Either calls
+// record_device_span, from any thread. It takes a lock and copies its two
+// strings: there is one such span per kernel or copy, not per function call.
+//
+// stop() and snapshot() give each (device, stream) a row of its own, numbered
+// after the CPU threads in the order (device, stream), named in the metadata
+// ("thread.5" = "cuda:0 stream 7", "thread.5.device" = "cuda:0"), and put
+// the spans there as roots on Floor::Device, with the arguments device,
+// stream, correlation, then grid, block, shared_bytes (kernels) or bytes
+// (copies and memsets). The launch that caused the work is the span of the
+// same recording, on any CPU thread and floor, whose int argument
+// "correlation" equals the device span's correlation (the floor-8 launch
+// span; next_correlation() hands out the ids): a flow named "ac2g" (Kineto's
+// name: async CPU to GPU) goes from it to the device span. A device span
+// whose launch is outside the returned spans (another window, not traced)
+// gets no flow. The metadata "device.clock" names where the device times
+// came from ("sim:0: simulated device worker (host clock)"), one entry per
+// device; "device.timing" says whether CUPTI collected (tracer/cupti.h).
+// Names follow Kineto's, so the Chrome export reads like PyTorch's: a kernel
+// by its (demangled) name, a copy "Memcpy HtoD (Pageable -> Device)", a
+// memset "Memset (Device)".
+enum class DeviceWork : uint8_t {
+  Kernel = 0,  // Chrome category "kernel"
+  Memcpy = 1,  // "gpu_memcpy"; name it "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)", ...
+  Memset = 2,  // "gpu_memset"; "Memset (Device)"
+};
+
+struct DeviceSpan {
+  std::string_view name;             // kernel name or "Memcpy ..."; copied
+  std::string_view device;           // "cuda:0", "sim:0"; copied
+  int64_t stream = 0;                // the stream's id on that device (0: the default stream)
+  int64_t start_ns = 0;              // on now_ns()'s clock
+  int64_t end_ns = 0;                // >= start_ns (an earlier end is taken as start_ns)
+  uint64_t correlation = 0;          // the launch span's "correlation" (next_correlation()); 0: no launch
+  DeviceWork work = DeviceWork::Kernel;
+  uint32_t grid[3] = {0, 0, 0};      // kernels: blocks in x, y, z; all 0 when not known
+  uint32_t block[3] = {0, 0, 0};     // kernels: threads per block in x, y, z
+  int64_t shared_bytes = -1;         // kernels: shared memory per block; -1 when not known
+  int64_t bytes = -1;                // copies and memsets: bytes moved or set; -1 when not known
+  const char* clock = "";            // literal: where the times came from ("simulated device worker (host clock)")
+};
+
+// A fresh correlation id (> 0, unique in the process) for one launch: the
+// launch span records it as the int argument "correlation", the device span
+// of its work carries it (DeviceSpan::correlation).
+uint64_t next_correlation();
+// Puts a span measured on a device into the running recording (Note [Device
+// spans]); nothing when tracing is off. Thread-safe; takes a lock.
+void record_device_span(const DeviceSpan& s);
+// Past this many device spans in one recording, more are counted in the
+// metadata "tracer.dropped_device_spans" and not kept.
+constexpr uint32_t kMaxDeviceSpans = 1u << 20;  // about 150 MiB of pending spans
 
 // [SECTION] Recording: start, stop, scoped spans -----------------------------
 
