@@ -165,21 +165,19 @@ void collect_device_spans(Trace& t, uint32_t first_thread, uint64_t& next_id, in
 void join_device_flows(Trace& t) {
   // The launch of each correlation id: a CPU span with that int argument; of
   // several (a floor-7 copy span around a floor-8 one), the deepest floor.
+  // Most recordings have no device work: they pay one compare per span.
+  if (std::none_of(t.spans.begin(), t.spans.end(), [](const Span& s) { return s.floor == Floor::Device; })) return;
   std::unordered_map<int64_t, size_t> launch;
-  bool any_device = false;
   for (size_t k = 0; k < t.spans.size(); ++k) {
     const Span& s = t.spans[k];
-    if (s.floor == Floor::Device) {
-      any_device = true;
-      continue;
-    }
+    if (s.floor == Floor::Device) continue;
     const ArgValue* c = s.find_arg("correlation");
     const int64_t* id = c ? std::get_if<int64_t>(c) : nullptr;
     if (id == nullptr || *id == 0) continue;
     const auto [it, added] = launch.emplace(*id, k);
     if (!added && t.spans[it->second].floor < s.floor) it->second = k;
   }
-  if (!any_device || launch.empty()) return;
+  if (launch.empty()) return;
   for (const Span& s : t.spans) {
     if (s.floor != Floor::Device) continue;
     const ArgValue* c = s.find_arg("correlation");

@@ -79,10 +79,12 @@ class Processes {
 // A span's "cat": its floor's name, or for device work Kineto's category.
 const char* category_of(const Span& s) {
   if (s.floor != Floor::Device) return floor_name(s.floor);
-  const ArgValue* work = s.find_arg("work");
+  const ArgValue* work = s.find_arg("work");  // Note [Device spans]
   const std::string* w = work ? std::get_if<std::string>(work) : nullptr;
-  if (w != nullptr && *w == "memcpy") return "gpu_memcpy";
-  if (w != nullptr && *w == "memset") return "gpu_memset";
+  if (w != nullptr) return *w == "memcpy" ? "gpu_memcpy" : *w == "memset" ? "gpu_memset" : "kernel";
+  // A span loaded from Kineto's file has no "work": its name says, as Kineto names copies.
+  if (s.name.starts_with("Memcpy ")) return "gpu_memcpy";
+  if (s.name.starts_with("Memset ")) return "gpu_memset";
   return "kernel";
 }
 
