@@ -2,63 +2,88 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Asking a device for memory (cudaMalloc) is slow and synchronizes the device,
 // so the caching allocator asks for big segments, cuts them into blocks, and
-// keeps freed blocks for the next request instead of giving them back. After
-// PyTorch's CUDA caching allocator, in our own words:
+// keeps freed blocks for the next request instead of giving them back. This is
+// PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp), its
+// decisions and its names, in our own words:
 //
 //  1. Rounding. Every request is rounded up to a multiple of kMinBlockSize
-//     (512 B): 1 -> 512, 512 -> 512, 513 -> 1024.
+//     (512 B): 1 -> 512, 512 -> 512, 513 -> 1024 (round_size).
 //  2. Pools. Rounded sizes <= kSmallSize (1 MiB) use the small pool, larger
 //     ones the large pool. A segment and all its blocks belong to one pool and
 //     one stream.
-//  3. Segments. When no cached block fits, one segment comes from the backend:
-//     kSmallBuffer (2 MiB) for the small pool; kLargeBuffer (20 MiB) for large
-//     requests under kMinLargeAlloc (10 MiB); otherwise the request rounded up
-//     to a multiple of kRoundLarge (2 MiB).
-//  4. Best fit. A request takes the smallest free block of the same pool and
-//     the same stream that is large enough. Free blocks sit in an ordered set
-//     keyed by (stream, size, address), so the search is one lower_bound.
-//  5. Splitting. The block is split and its remainder kept free when the
-//     remainder is >= kMinBlockSize (small pool) or > kSmallSize (large pool);
-//     otherwise the whole block is handed out, spare bytes included.
-//  6. Links. The blocks of a segment form a doubly linked list (prev/next) in
+//  3. Segments. When no cached block fits, one segment comes from the backend
+//     (get_allocation_size): kSmallBuffer (2 MiB) for the small pool;
+//     kLargeBuffer (20 MiB) for large requests under kMinLargeAlloc (10 MiB);
+//     otherwise the request rounded up to a multiple of kRoundLarge (2 MiB).
+//  4. Best fit (get_free_block). A request takes the smallest free block of
+//     its pool and its stream that is large enough. Free blocks sit in an
+//     ordered set keyed by (stream, size, address): the search is one lower_bound.
+//  5. Oversize (max_split_size, default unlimited). A request below
+//     max_split_size never takes a block of max_split_size or more; a request
+//     of max_split_size or more takes a cached block only if it wastes less
+//     than kLargeBuffer (20 MiB) of it. Stats oversize_allocations/_segments.
+//  6. Splitting (should_split). The block is split and its remainder kept
+//     free when the remainder is >= kMinBlockSize (small pool), or when the
+//     request is below max_split_size and the remainder is > kSmallSize (large
+//     pool); otherwise the whole block is handed out, spare bytes included.
+//  7. Links. The blocks of a segment form a doubly linked list (prev/next) in
 //     address order that covers the segment exactly.
-//  7. Coalescing. A freed block merges with a free previous and a free next
-//     neighbour, so no two neighbours are ever both free (stats: num_merges).
-//  8. Streams. Free lists are per stream: a freed block returns to its own
-//     stream's list and is never handed to another stream.
-//  9. empty_cache() returns every segment whose single block is wholly free to
-//     the backend; segments with a live block stay.
-// 10. Out of memory. When raw_malloc returns nullptr, the cached segments are
-//     released as by empty_cache() and raw_malloc is retried once
-//     (num_free_retries). If that fails too, OutOfMemoryError says what was
-//     asked, what is allocated and what is reserved (num_ooms).
+//  8. Coalescing (free_block). A freed block merges with a free previous and
+//     a free next neighbour, so no two neighbours are ever both free.
+//  9. Streams. Free lists are per stream: a block returns to its own stream's
+//     list and is never handed to another stream. A block also used on other
+//     streams (record_stream) is freed only when they have passed the free:
+//     Note [Deferred frees].
+// 10. Out of memory, in this order (malloc): the free pool; a new segment
+//     (alloc_block); release cached oversize blocks of this stream
+//     (release_available_cached_blocks, only when max_split_size is set) and
+//     try again; wait for every pending free (synchronize_and_free_events),
+//     release every cached unsplit segment (release_cached_blocks) and try a
+//     last time (num_alloc_retries); then raise OutOfMemoryError with
+//     PyTorch's message (num_ooms). Note: a cached block freed by the wait is
+//     not searched again; it is released like the others.
+// 11. Statistics (memory_stats): PyTorch's families, each split into all /
+//     small_pool / large_pool and current / peak / allocated / freed.
+//     allocation and allocated_bytes drop when a free is *requested*; active,
+//     active_bytes and requested_bytes when it *completes*; inactive_split
+//     counts free blocks of split segments, which empty_cache cannot release.
 //
 // Choices where PyTorch's design does not carry over, or the API is silent:
-//  - allocate(0) gives an empty DataPtr (ptr nullptr, no deleter); not counted.
-//  - allocated_bytes counts block sizes (rounded, unsplit spare included), not
-//    the bytes asked; a block's asked size is in the snapshot.
+//  - allocate(0) gives an empty DataPtr (ptr nullptr, no deleter); not counted
+//    (as PyTorch, which never calls malloc for 0 bytes).
 //  - Requests above kMaxRequest raise OutOfMemoryError without asking the
 //    backend (the rounding arithmetic would overflow).
+//  - release_available_cached_blocks releases only whole (unsplit) segments;
+//    PyTorch assumes an oversize free block is always one.
+//  - synchronize_and_free_events waits with one synchronize_device() instead
+//    of one cudaEventSynchronize per event: the same wait, one backend call.
 //  - A deleter called with a pointer this allocator did not hand out cannot
 //    throw (deleters run in destructors) and must not abort a teaching app: it
 //    is ignored and counted, and check_invariants() then throws, so tests see it.
-//  - The destructor returns every segment, live blocks included: an allocator
-//    must outlive the DataPtrs it handed out (device allocators live as long as
-//    the process).
+//  - The destructor returns every segment, live blocks included, and releases
+//    pending events without waiting: an allocator must outlive the DataPtrs it
+//    handed out (device allocators live as long as the process).
 //
 // [SECTION] Blocks, segments and free lists
+// [SECTION] Statistics and history
 // [SECTION] Allocation
-// [SECTION] Free and coalescing
-// [SECTION] Cache release, snapshot and checks
+// [SECTION] Out of memory
+// [SECTION] Free, deferred frees and coalescing
+// [SECTION] Cache release
+// [SECTION] Settings, snapshot and checks
 // [SECTION] HostArenaBackend
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "floors/allocator/allocator.h"
 #include "floors/core/log.h"
@@ -70,16 +95,22 @@ namespace {
 // [SECTION] Blocks, segments and free lists ------------------------------------
 
 constexpr size_t kMaxRequest = SIZE_MAX / 4;  // bytes; larger requests are refused outright
+constexpr size_t kMiB = 1 << 20;              // bytes
 
 struct Block {
   uintptr_t addr = 0;
   size_t size = 0;        // bytes, a multiple of kMinBlockSize
-  size_t requested = 0;   // bytes asked by the owner; 0 while free
-  StreamId stream = 0;
+  size_t requested = 0;   // bytes asked by the owner; kept until the free completes, then 0
+  StreamId stream = 0;    // the stream it was allocated on
   bool small = false;     // pool
   bool allocated = false;
+  int event_count = 0;    // events still to pass before the free completes (Note [Deferred frees])
+  std::vector<StreamId> stream_uses;  // other streams it was used on (record_stream)
   Block* prev = nullptr;  // neighbours in the same segment, address order
   Block* next = nullptr;
+
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+  bool pending() const { return !allocated && event_count > 0; }
 };
 
 // Order of a free list: by stream, then size, then address. The best fit for
@@ -100,50 +131,163 @@ struct Segment {
 
 size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
-size_t segment_size_for(size_t rounded, bool small) {
-  if (small) return kSmallBuffer;
+size_t round_size(size_t n) { return n < kMinBlockSize ? kMinBlockSize : round_up(n, kMinBlockSize); }
+
+size_t get_allocation_size(size_t rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return kLargeBuffer;
   return round_up(rounded, kRoundLarge);
 }
 
-bool should_split(const Block& b, size_t rounded) {
-  size_t remainder = b.size - rounded;
-  return b.small ? remainder >= kMinBlockSize : remainder > kSmallSize;
+// "cuda:1" -> 1; 0 when the name has no index.
+int device_index(const char* name) {
+  const char* colon = std::strchr(name, ':');
+  return colon == nullptr ? 0 : std::atoi(colon + 1);
 }
 
-void raise_peak(int64_t& peak, int64_t now) {
-  if (now > peak) peak = now;
+// [SECTION] Statistics and history ----------------------------------------------
+
+void increase(Stat& s, int64_t n) {
+  s.current += n;
+  s.peak = std::max(s.peak, s.current);
+  s.allocated += n;
+}
+void decrease(Stat& s, int64_t n) {
+  s.current -= n;
+  s.freed += n;
+}
+// A pool's statistic and the aggregate ("all") move together.
+void increase(StatArray& a, bool small, size_t n) {
+  increase(a[kAggregateStat], static_cast<int64_t>(n));
+  increase(a[small ? kSmallPoolStat : kLargePoolStat], static_cast<int64_t>(n));
+}
+void decrease(StatArray& a, bool small, size_t n) {
+  decrease(a[kAggregateStat], static_cast<int64_t>(n));
+  decrease(a[small ? kSmallPoolStat : kLargePoolStat], static_cast<int64_t>(n));
+}
+
+// DESCENT_ALLOC_CONF, e.g. "max_split_size_mb:256": the max_split_size it
+// sets, in bytes (kNoMaxSplitSize when unset).
+size_t max_split_size_from_env() {
+  const char* conf = std::getenv("DESCENT_ALLOC_CONF");
+  if (conf == nullptr || *conf == '\0') return kNoMaxSplitSize;
+  const std::string s = conf;
+  const std::string key = "max_split_size_mb:";
+  auto bad = [&s](const std::string& why) {
+    return std::invalid_argument("DESCENT_ALLOC_CONF=\"" + s + "\": " + why +
+                                 " (descent understands only \"max_split_size_mb:N\", N > 20)");
+  };
+  if (s.rfind(key, 0) != 0) throw bad("unrecognized setting");
+  const std::string digits = s.substr(key.size());
+  if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw bad("N must be a whole number of MiB");
+  const size_t mb = std::stoull(digits);
+  if (mb * kMiB <= kLargeBuffer) throw bad("max_split_size_mb too small, must be > 20");
+  return mb * kMiB;
 }
 
 }  // namespace
 
+std::string format_size(uint64_t n) {
+  char buf[48];
+  const double v = static_cast<double>(n);
+  if (n <= 1024) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
+  else if (n <= 1048576) std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
+  else if (n <= 1073741824ULL) std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+  return buf;
+}
+
+const char* action_name(TraceEntry::Action a) {
+  switch (a) {
+    case TraceEntry::Action::Alloc: return "alloc";
+    case TraceEntry::Action::FreeRequested: return "free_requested";
+    case TraceEntry::Action::FreeCompleted: return "free_completed";
+    case TraceEntry::Action::SegmentAlloc: return "segment_alloc";
+    case TraceEntry::Action::SegmentFree: return "segment_free";
+    case TraceEntry::Action::Oom: return "oom";
+  }
+  return "?";
+}
+
 // Everything behind the one mutex. Methods named *_locked expect it held.
 struct CachingAllocator::Impl {
-  explicit Impl(RawBackend& b) : backend(b) {}
+  explicit Impl(RawBackend& b) : backend(b), device(device_index(b.name())) {}
 
   RawBackend& backend;
+  const int device;
   mutable std::mutex mu;
   FreeList small_free, large_free;
   std::map<uintptr_t, Segment> segments;        // by address
   std::unordered_map<void*, Block*> live;       // allocated blocks by pointer
-  CachingStats stats;
+  // Pending frees: per stream, the events recorded there in order, each with
+  // the block that waits for it (PyTorch's cuda_events).
+  std::map<StreamId, std::deque<std::pair<void*, Block*>>> events;
+  size_t max_split_size = kNoMaxSplitSize;      // bytes
+  DeviceStats stats;
+  int64_t num_cache_hits = 0, num_cache_misses = 0, num_splits = 0, num_merges = 0, num_free_retries = 0;
   AllocDecision last;
   int64_t num_unknown_frees = 0;                // see the choices in the Note
+  // The history: a ring of at most history_max entries, history_next the oldest once full.
+  bool history_on = false;
+  size_t history_max = kDefaultHistoryEntries;
+  size_t history_next = 0;
+  std::vector<TraceEntry> history;
 
   FreeList& free_list(bool small) { return small ? small_free : large_free; }
   const FreeList& free_list(bool small) const { return small ? small_free : large_free; }
 
-  Block* find_best_fit_locked(size_t rounded, bool small, StreamId stream);
-  Block* new_segment_locked(size_t requested, size_t rounded, bool small, StreamId stream);
-  void* raw_malloc_locked(size_t nbytes);
-  size_t release_cached_locked();
-  [[noreturn]] void throw_oom_locked(size_t nbytes, const std::string& why);
+  void record_trace_locked(TraceEntry::Action action, uintptr_t addr, size_t size, StreamId stream);
+  Block* get_free_block_locked(size_t rounded, bool small, StreamId stream);
+  Block* alloc_block_locked(size_t alloc_size, bool small, StreamId stream, bool is_retry);
+  void alloc_found_block_locked(Block* b, size_t requested, size_t rounded, AllocDecision& d);
+  [[noreturn]] void throw_oom_locked(size_t nbytes, size_t rounded, size_t alloc_size, StreamId stream);
   void free_locked(void* ptr);
+  void insert_events_locked(Block* b);
+  void process_events_locked();
+  void synchronize_and_free_events_locked();
+  void free_block_locked(Block* b);
+  void release_block_locked(Block* b);
+  bool release_available_cached_blocks_locked(size_t rounded, bool small, StreamId stream);
+  size_t release_cached_blocks_locked();
+  CachingStats summary_locked() const;
 };
+
+void CachingAllocator::Impl::record_trace_locked(TraceEntry::Action action, uintptr_t addr, size_t size,
+                                                 StreamId stream) {
+  if (!history_on) return;
+  TraceEntry e{action, addr, size, stream, trace::now_ns()};
+  if (history.size() < history_max) {
+    history.push_back(e);
+  } else {
+    history[history_next] = e;
+    history_next = (history_next + 1) % history_max;
+  }
+}
+
+CachingStats CachingAllocator::Impl::summary_locked() const {
+  CachingStats s;
+  s.allocated_bytes = stats.allocated_bytes[kAggregateStat].current;
+  s.reserved_bytes = stats.reserved_bytes[kAggregateStat].current;
+  s.peak_allocated_bytes = stats.allocated_bytes[kAggregateStat].peak;
+  s.peak_reserved_bytes = stats.reserved_bytes[kAggregateStat].peak;
+  s.num_allocs = stats.allocation[kAggregateStat].allocated;
+  s.num_cache_hits = num_cache_hits;
+  s.num_cache_misses = num_cache_misses;
+  s.num_splits = num_splits;
+  s.num_merges = num_merges;
+  s.num_raw_mallocs = stats.num_device_alloc;
+  s.num_raw_frees = stats.num_device_free;
+  s.num_ooms = stats.num_ooms;
+  s.num_free_retries = num_free_retries;
+  return s;
+}
 
 // [SECTION] Allocation ---------------------------------------------------------
 
-Block* CachingAllocator::Impl::find_best_fit_locked(size_t rounded, bool small, StreamId stream) {
+// The best fit of (stream, pool) under the oversize rules (Note rules 4-5),
+// taken off its free list; nullptr when none.
+Block* CachingAllocator::Impl::get_free_block_locked(size_t rounded, bool small, StreamId stream) {
   FreeList& list = free_list(small);
   Block key;
   key.stream = stream;
@@ -151,59 +295,93 @@ Block* CachingAllocator::Impl::find_best_fit_locked(size_t rounded, bool small, 
   auto it = list.lower_bound(&key);
   if (it == list.end() || (*it)->stream != stream) return nullptr;  // none of this stream is large enough
   Block* b = *it;
+  if (rounded < max_split_size && b->size >= max_split_size) return nullptr;  // no oversize block for a small request
+  if (rounded >= max_split_size && b->size >= rounded + kLargeBuffer) return nullptr;  // too much of it wasted
   list.erase(it);
   return b;
 }
 
-void* CachingAllocator::Impl::raw_malloc_locked(size_t nbytes) {
-  trace::ScopedSpan span(trace::Floor::Allocator, "raw_malloc");
-  span.arg("bytes", static_cast<int64_t>(nbytes));
-  return backend.raw_malloc(nbytes);
-}
-
-// Asks the backend for a segment holding `rounded` bytes, retrying once after
-// releasing the cache (`requested` is for the error message). Returns the
-// segment's single, free block.
-Block* CachingAllocator::Impl::new_segment_locked(size_t requested, size_t rounded, bool small,
-                                                  StreamId stream) {
-  size_t seg_bytes = segment_size_for(rounded, small);
-  void* ptr = raw_malloc_locked(seg_bytes);
-  if (ptr == nullptr) {
-    const size_t released = release_cached_locked();
-    stats.num_free_retries++;
-    log::info("caching allocator: the backend refused a ", human_bytes(seg_bytes), " segment; released ", released,
-              " cached segments and retried");
-    ptr = raw_malloc_locked(seg_bytes);
+// A new segment of alloc_size bytes from the backend, as one free block not
+// on any list; nullptr when the backend refuses.
+Block* CachingAllocator::Impl::alloc_block_locked(size_t alloc_size, bool small, StreamId stream, bool is_retry) {
+  if (is_retry) stats.num_alloc_retries++;
+  void* ptr = nullptr;
+  {
+    trace::ScopedSpan span(trace::Floor::Allocator, "raw_malloc");
+    span.arg("bytes", static_cast<int64_t>(alloc_size));
+    ptr = backend.raw_malloc(alloc_size);
   }
-  if (ptr == nullptr)
-    throw_oom_locked(requested, "the backend refused a " + human_bytes(seg_bytes) +
-                                  " segment even after the cache was released");
-
-  Block* b = new Block;
+  if (ptr == nullptr) return nullptr;
+  auto* b = new Block;
   b->addr = reinterpret_cast<uintptr_t>(ptr);
-  b->size = seg_bytes;
+  b->size = alloc_size;
   b->stream = stream;
   b->small = small;
-  segments[b->addr] = Segment{seg_bytes, small, stream, b};
-  stats.num_raw_mallocs++;
-  stats.reserved_bytes += static_cast<int64_t>(seg_bytes);
-  raise_peak(stats.peak_reserved_bytes, stats.reserved_bytes);
+  segments[b->addr] = Segment{alloc_size, small, stream, b};
+  increase(stats.segment, small, 1);
+  increase(stats.reserved_bytes, small, alloc_size);
+  if (alloc_size >= max_split_size) increase(stats.oversize_segments, 1);
+  stats.num_device_alloc++;
+  record_trace_locked(TraceEntry::Action::SegmentAlloc, b->addr, alloc_size, stream);
   return b;
 }
 
-void CachingAllocator::Impl::throw_oom_locked(size_t nbytes, const std::string& why) {
-  stats.num_ooms++;
-  auto allocated = static_cast<size_t>(stats.allocated_bytes);
-  auto reserved = static_cast<size_t>(stats.reserved_bytes);
-  throw OutOfMemoryError("descent: out of memory on " + std::string(backend.name()) + ": tried to allocate " +
-                         human_bytes(nbytes) + " (" + std::to_string(nbytes) + " bytes); " +
-                         human_bytes(allocated) + " allocated, " + human_bytes(reserved) +
-                         " reserved by descent's caching allocator; " + why);
+// Hands out `b` (found or new, off every list), split first when rule 6 says
+// so; the statistics move as PyTorch's alloc_found_block moves them.
+void CachingAllocator::Impl::alloc_found_block_locked(Block* b, size_t requested, size_t rounded, AllocDecision& d) {
+  const bool already_split = b->is_split();
+  const size_t remaining = b->size - rounded;
+  d.split = b->small ? remaining >= kMinBlockSize : rounded < max_split_size && remaining > kSmallSize;
+  if (d.split) {
+    auto* rest = new Block;
+    rest->addr = b->addr + rounded;
+    rest->size = remaining;
+    rest->stream = b->stream;
+    rest->small = b->small;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next != nullptr) b->next->prev = rest;
+    b->next = rest;
+    b->size = rounded;
+    free_list(rest->small).insert(rest);
+    num_splits++;
+    if (already_split) {
+      decrease(stats.inactive_split_bytes, b->small, rounded);  // an inactive split block shrank
+    } else {
+      increase(stats.inactive_split_bytes, b->small, remaining);  // a whole segment became split
+      increase(stats.inactive_split, b->small, 1);
+    }
+  } else if (already_split) {
+    decrease(stats.inactive_split_bytes, b->small, b->size);  // an inactive split block became active
+    decrease(stats.inactive_split, b->small, 1);
+  }
+  b->allocated = true;
+  b->requested = requested;
+  live[reinterpret_cast<void*>(b->addr)] = b;
+  increase(stats.allocation, b->small, 1);
+  increase(stats.allocated_bytes, b->small, b->size);
+  increase(stats.active, b->small, 1);
+  increase(stats.active_bytes, b->small, b->size);
+  increase(stats.requested_bytes, b->small, requested);
+  if (b->size >= max_split_size) increase(stats.oversize_allocations, 1);
+  record_trace_locked(TraceEntry::Action::Alloc, b->addr, requested, b->stream);
+  d.block_size = b->size;
 }
 
-CachingAllocator::CachingAllocator(RawBackend& backend) : backend_(backend), impl_(new Impl(backend)) {}
+CachingAllocator::CachingAllocator(RawBackend& backend) : backend_(backend), impl_(new Impl(backend)) {
+  try {
+    impl_->max_split_size = max_split_size_from_env();
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+  impl_->stats.max_split_size = static_cast<int64_t>(impl_->max_split_size);
+}
 
 CachingAllocator::~CachingAllocator() {
+  for (auto& [stream, queue] : impl_->events)
+    for (auto& [event, block] : queue)
+      if (event != nullptr) backend_.release_event(event);
   for (auto& [addr, seg] : impl_->segments) {
     for (Block* b = seg.head; b != nullptr;) {
       Block* next = b->next;
@@ -223,48 +401,43 @@ DataPtr CachingAllocator::allocate(size_t nbytes, StreamId stream) {
     m.last = AllocDecision{};
     return DataPtr{};
   }
-  if (nbytes > kMaxRequest) m.throw_oom_locked(nbytes, "no backend can hold that much");
+  m.process_events_locked();  // frees whose events have passed return to the pool first
+  if (nbytes > kMaxRequest) m.throw_oom_locked(nbytes, nbytes, nbytes, stream);
 
   AllocDecision d;
   d.requested = nbytes;
-  d.rounded = round_up(nbytes, kMinBlockSize);
+  d.rounded = round_size(nbytes);
   d.small_pool = d.rounded <= kSmallSize;
   span.arg("bytes", static_cast<int64_t>(d.rounded));
   span.arg("pool", d.small_pool ? "small" : "large");
+  span.arg("stream", stream);
 
-  Block* b = m.find_best_fit_locked(d.rounded, d.small_pool, stream);
+  // Note [Caching allocator policy], rule 10, step by step.
+  Block* b = m.get_free_block_locked(d.rounded, d.small_pool, stream);
   d.cache_hit = b != nullptr;
-  if (b == nullptr) b = m.new_segment_locked(nbytes, d.rounded, d.small_pool, stream);
-
-  if (should_split(*b, d.rounded)) {
-    Block* rest = new Block;
-    rest->addr = b->addr + d.rounded;
-    rest->size = b->size - d.rounded;
-    rest->stream = stream;
-    rest->small = b->small;
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next != nullptr) b->next->prev = rest;
-    b->next = rest;
-    b->size = d.rounded;
-    m.free_list(rest->small).insert(rest);
-    m.stats.num_splits++;
-    d.split = true;
+  if (b == nullptr) {
+    const size_t alloc_size = get_allocation_size(d.rounded);
+    b = m.alloc_block_locked(alloc_size, d.small_pool, stream, false);
+    if (b == nullptr && m.release_available_cached_blocks_locked(d.rounded, d.small_pool, stream)) {
+      m.num_free_retries++;
+      b = m.alloc_block_locked(alloc_size, d.small_pool, stream, false);
+    }
+    if (b == nullptr) {
+      const size_t released = m.release_cached_blocks_locked();
+      m.num_free_retries++;
+      log::info("caching allocator: ", m.backend.name(), " refused a ", format_size(alloc_size),
+                " segment; released ", released, " cached segments and retried");
+      b = m.alloc_block_locked(alloc_size, d.small_pool, stream, true);
+    }
+    if (b == nullptr) m.throw_oom_locked(nbytes, d.rounded, alloc_size, stream);
   }
-  b->allocated = true;
-  b->requested = nbytes;
-  d.block_size = b->size;
-  void* ptr = reinterpret_cast<void*>(b->addr);
-  m.live[ptr] = b;
-
-  m.stats.num_allocs++;
-  (d.cache_hit ? m.stats.num_cache_hits : m.stats.num_cache_misses)++;
-  m.stats.allocated_bytes += static_cast<int64_t>(b->size);
-  raise_peak(m.stats.peak_allocated_bytes, m.stats.allocated_bytes);
+  (d.cache_hit ? m.num_cache_hits : m.num_cache_misses)++;
+  m.alloc_found_block_locked(b, nbytes, d.rounded, d);
   m.last = d;
   span.arg("hit", d.cache_hit);
   span.arg("block", static_cast<int64_t>(d.block_size));
-  return DataPtr{ptr, nbytes, &CachingAllocator::free_block, this};
+  span.arg("split", d.split);
+  return DataPtr{reinterpret_cast<void*>(b->addr), nbytes, &CachingAllocator::free_block, this};
 }
 
 AllocDecision CachingAllocator::last_decision() const {
@@ -272,7 +445,49 @@ AllocDecision CachingAllocator::last_decision() const {
   return impl_->last;
 }
 
-// [SECTION] Free and coalescing -------------------------------------------------
+// [SECTION] Out of memory ---------------------------------------------------------
+
+// PyTorch's message, with descent in PyTorch's place and the backend's kind in
+// CUDA's ("sim out of memory." for sim:0). "Tried to allocate" names the
+// segment that was refused (alloc_size), as PyTorch does.
+void CachingAllocator::Impl::throw_oom_locked(size_t nbytes, size_t rounded, size_t alloc_size, StreamId stream) {
+  (void)nbytes;
+  stats.num_ooms++;
+  const size_t total = backend.total_memory(), free = backend.free_memory();
+  record_trace_locked(TraceEntry::Action::Oom, free, rounded, stream);
+  const std::string name = backend.name();
+  const std::string kind = name.substr(0, name.find(':'));
+  const bool cuda = kind == "cuda";
+  const auto allocated = static_cast<size_t>(stats.allocated_bytes[kAggregateStat].current);
+  const auto reserved = static_cast<size_t>(stats.reserved_bytes[kAggregateStat].current);
+  std::string msg = (cuda ? std::string("CUDA") : kind) + " out of memory. Tried to allocate " +
+                    format_size(alloc_size) + ". ";
+  if (total > 0)
+    msg += (cuda ? "GPU " + std::to_string(device) : name) + " has a total capacity of " + format_size(total) +
+           " of which " + format_size(free) + " is free. ";
+  msg += "Of the allocated memory " + format_size(allocated) + " is allocated by descent, and " +
+         format_size(reserved - allocated) +
+         " is reserved by descent but unallocated. If reserved but unallocated memory is large try setting "
+         "DESCENT_ALLOC_CONF=max_split_size_mb:N to avoid fragmentation. See Note [Caching allocator policy] "
+         "in floors/allocator/caching_allocator.cpp.";
+  throw OutOfMemoryError(msg);
+}
+
+// [SECTION] Free, deferred frees and coalescing -----------------------------------
+
+// Note [Deferred frees]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A block belongs to the stream it was allocated on; work on that stream runs
+// in order, so a block freed there can be handed to the next request of that
+// stream at once: the request's work queues behind the old. A block read or
+// written on *another* stream (record_stream) is different: when its tensor
+// dies on the host, kernels queued on that stream may still use it. So free
+// does not return it to the pool. It records an event on each stream the
+// block was used on (insert_events), the block waits "active_pending_free",
+// and allocate() first looks at the oldest event of each stream
+// (process_events): when every event of a block has passed, the free
+// completes (free_block) and the block is reusable. When memory runs out,
+// synchronize_and_free_events waits for the device and completes them all.
 
 void CachingAllocator::free_block(void* ctx, void* ptr, size_t /*nbytes*/) {
   if (ptr == nullptr) return;
@@ -291,52 +506,197 @@ void CachingAllocator::Impl::free_locked(void* ptr) {
   live.erase(it);
   trace::ScopedSpan span(trace::Floor::Allocator, "caching_free");
   span.arg("block", static_cast<int64_t>(b->size));
-  stats.allocated_bytes -= static_cast<int64_t>(b->size);
+  span.arg("stream", b->stream);
+  span.arg("waits_on", static_cast<int64_t>(b->stream_uses.size()));
   b->allocated = false;
-  b->requested = 0;
+  decrease(stats.allocation, b->small, 1);
+  decrease(stats.allocated_bytes, b->small, b->size);
+  record_trace_locked(TraceEntry::Action::FreeRequested, b->addr, b->requested, b->stream);
+  if (b->size >= max_split_size) decrease(stats.oversize_allocations, 1);
+  if (!b->stream_uses.empty()) {
+    insert_events_locked(b);
+  } else {
+    free_block_locked(b);
+  }
+}
 
-  FreeList& list = free_list(b->small);
+void CachingAllocator::Impl::insert_events_locked(Block* b) {
+  for (StreamId s : b->stream_uses) {
+    void* event = backend.record_event(s);
+    b->event_count++;
+    events[s].emplace_back(event, b);
+  }
+  b->stream_uses.clear();
+}
+
+void CachingAllocator::Impl::process_events_locked() {
+  if (events.empty()) return;
+  trace::ScopedSpan span(trace::Floor::Allocator, "process_events");
+  int64_t completed = 0;
+  for (auto it = events.begin(); it != events.end();) {
+    auto& queue = it->second;
+    while (!queue.empty()) {
+      auto [event, b] = queue.front();
+      if (event != nullptr && !backend.event_done(event)) break;  // later events of this stream wait too
+      if (event != nullptr) backend.release_event(event);
+      queue.pop_front();
+      if (--b->event_count == 0) {
+        free_block_locked(b);
+        completed++;
+      }
+    }
+    it = queue.empty() ? events.erase(it) : std::next(it);
+  }
+  span.arg("completed", completed);
+}
+
+void CachingAllocator::Impl::synchronize_and_free_events_locked() {
+  stats.num_sync_all_streams++;
+  if (events.empty()) return;
+  {
+    trace::ScopedSpan span(trace::Floor::Allocator, "synchronize_device");
+    backend.synchronize_device();
+  }
+  for (auto& [stream, queue] : events)
+    for (auto& [event, b] : queue) {
+      if (event != nullptr) backend.release_event(event);
+      if (--b->event_count == 0) free_block_locked(b);
+    }
+  events.clear();
+}
+
+// The free completes: the block merges with free neighbours and joins its
+// pool (Note rule 8); inactive_split moves by the net change, as in PyTorch.
+void CachingAllocator::Impl::free_block_locked(Block* b) {
+  record_trace_locked(TraceEntry::Action::FreeCompleted, b->addr, b->requested, b->stream);
+  const size_t original_size = b->size, requested_size = b->requested;
+  const bool small = b->small;
+  b->requested = 0;
+  FreeList& list = free_list(small);
+  auto mergeable = [](const Block* n) { return n != nullptr && !n->allocated && n->event_count == 0; };
+  int64_t net_blocks = 0, net_bytes = 0;
   // Merge into a free previous neighbour: the lower block survives, so a
   // segment's head block is never deleted.
-  if (b->prev != nullptr && !b->prev->allocated) {
+  if (mergeable(b->prev)) {
     Block* p = b->prev;
     list.erase(p);  // its size (part of the key) is about to change
+    net_blocks--;
+    net_bytes -= static_cast<int64_t>(p->size);
     p->size += b->size;
     p->next = b->next;
     if (b->next != nullptr) b->next->prev = p;
     delete b;
     b = p;
-    stats.num_merges++;
+    num_merges++;
   }
-  if (b->next != nullptr && !b->next->allocated) {
+  if (mergeable(b->next)) {
     Block* n = b->next;
     list.erase(n);
+    net_blocks--;
+    net_bytes -= static_cast<int64_t>(n->size);
     b->size += n->size;
     b->next = n->next;
     if (n->next != nullptr) n->next->prev = b;
     delete n;
-    stats.num_merges++;
+    num_merges++;
   }
   list.insert(b);
+  if (b->is_split()) {
+    net_blocks++;
+    net_bytes += static_cast<int64_t>(b->size);
+  }
+  if (net_blocks > 0) increase(stats.inactive_split, small, static_cast<size_t>(net_blocks));
+  if (net_blocks < 0) decrease(stats.inactive_split, small, static_cast<size_t>(-net_blocks));
+  if (net_bytes > 0) increase(stats.inactive_split_bytes, small, static_cast<size_t>(net_bytes));
+  if (net_bytes < 0) decrease(stats.inactive_split_bytes, small, static_cast<size_t>(-net_bytes));
+  decrease(stats.active, small, 1);
+  decrease(stats.active_bytes, small, original_size);
+  decrease(stats.requested_bytes, small, requested_size);
 }
 
-// [SECTION] Cache release, snapshot and checks -----------------------------------
+void CachingAllocator::record_stream(const DataPtr& p, StreamId stream) {
+  if (p.ptr == nullptr || p.deleter != &CachingAllocator::free_block || p.ctx != this) return;  // not ours
+  record_stream(p.ptr, stream);
+}
 
-// Returns every wholly free segment to the backend; returns how many.
-size_t CachingAllocator::Impl::release_cached_locked() {
+void CachingAllocator::record_stream(void* ptr, StreamId stream) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->live.find(ptr);
+  if (it == impl_->live.end()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%p", ptr);
+    throw std::invalid_argument(std::string("record_stream: ") + buf + " is not a live block of " +
+                                impl_->backend.name() + "'s caching allocator");
+  }
+  Block* b = it->second;
+  if (stream == b->stream) return;  // uses on the allocation stream need no event
+  if (std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
+    trace::ScopedSpan span(trace::Floor::Allocator, "record_stream");
+    span.arg("stream", stream);
+    b->stream_uses.push_back(stream);
+  }
+}
+
+// [SECTION] Cache release ------------------------------------------------------------
+
+// Returns a whole free segment to the backend.
+void CachingAllocator::Impl::release_block_locked(Block* b) {
+  const size_t size = b->size;
+  const bool small = b->small;
+  stats.num_device_free++;
+  record_trace_locked(TraceEntry::Action::SegmentFree, b->addr, size, b->stream);
+  free_list(small).erase(b);
+  segments.erase(b->addr);
+  {
+    trace::ScopedSpan span(trace::Floor::Allocator, "raw_free");
+    span.arg("bytes", static_cast<int64_t>(size));
+    backend.raw_free(reinterpret_cast<void*>(b->addr), size);
+  }
+  decrease(stats.segment, small, 1);
+  decrease(stats.reserved_bytes, small, size);
+  if (size >= max_split_size) decrease(stats.oversize_segments, 1);
+  delete b;
+}
+
+// Only when max_split_size is set: the smallest cached oversize segment of
+// this stream and pool that covers the request, or else as many of the
+// largest as cover max(request, max_split_size). True when enough was released.
+bool CachingAllocator::Impl::release_available_cached_blocks_locked(size_t rounded, bool small, StreamId stream) {
+  if (max_split_size == kNoMaxSplitSize) return false;
+  FreeList& list = free_list(small);
+  Block key;
+  key.stream = stream;
+  key.size = std::max(rounded, max_split_size);
+  auto it = list.lower_bound(&key);
+  if (it != list.end() && (*it)->stream == stream && !(*it)->is_split()) {
+    release_block_locked(*it);
+    return true;
+  }
+  // No single block is large enough: free oversize blocks, largest first
+  // (even when they are not enough, as PyTorch does).
+  std::vector<Block*> victims;
+  size_t released = 0;
+  while (released < key.size && it != list.begin()) {
+    --it;
+    Block* b = *it;
+    if (b->stream != stream || b->size < max_split_size) break;
+    if (b->is_split()) continue;  // see the choices in the Note
+    victims.push_back(b);
+    released += b->size;
+  }
+  for (Block* b : victims) release_block_locked(b);
+  return released >= key.size;
+}
+
+// Waits for pending frees, then returns every cached whole segment; returns how many.
+size_t CachingAllocator::Impl::release_cached_blocks_locked() {
+  synchronize_and_free_events_locked();
   size_t released = 0;
   for (auto it = segments.begin(); it != segments.end();) {
     Block* head = it->second.head;
-    if (head->allocated || head->next != nullptr) {
-      ++it;
-      continue;
-    }
-    free_list(head->small).erase(head);
-    backend.raw_free(reinterpret_cast<void*>(it->first), it->second.size);
-    stats.reserved_bytes -= static_cast<int64_t>(it->second.size);
-    stats.num_raw_frees++;
-    delete head;
-    it = segments.erase(it);
+    ++it;  // release_block_locked erases the segment
+    if (head->allocated || head->event_count > 0 || head->next != nullptr) continue;
+    release_block_locked(head);
     released++;
   }
   return released;
@@ -345,30 +705,142 @@ size_t CachingAllocator::Impl::release_cached_locked() {
 void CachingAllocator::empty_cache() {
   trace::ScopedSpan span(trace::Floor::Allocator, "empty_cache");
   std::lock_guard<std::mutex> lock(impl_->mu);
-  span.arg("segments", static_cast<int64_t>(impl_->release_cached_locked()));
+  span.arg("segments", static_cast<int64_t>(impl_->release_cached_blocks_locked()));
 }
 
+// [SECTION] Settings, snapshot and checks ---------------------------------------------
+
 CachingStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->summary_locked();
+}
+
+DeviceStats CachingAllocator::device_stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->stats;
 }
 
+MemoryStats CachingAllocator::memory_stats() const {
+  const DeviceStats s = device_stats();
+  MemoryStats out;
+  auto add_stat = [&out](const std::string& prefix, const Stat& st) {
+    out.emplace_back(prefix + ".allocated", st.allocated);
+    out.emplace_back(prefix + ".current", st.current);
+    out.emplace_back(prefix + ".freed", st.freed);
+    out.emplace_back(prefix + ".peak", st.peak);
+  };
+  auto add_array = [&add_stat](const std::string& name, const StatArray& a) {
+    add_stat(name + ".all", a[kAggregateStat]);
+    add_stat(name + ".large_pool", a[kLargePoolStat]);
+    add_stat(name + ".small_pool", a[kSmallPoolStat]);
+  };
+  add_array("active", s.active);
+  add_array("active_bytes", s.active_bytes);
+  add_array("allocated_bytes", s.allocated_bytes);
+  add_array("allocation", s.allocation);
+  add_array("inactive_split", s.inactive_split);
+  add_array("inactive_split_bytes", s.inactive_split_bytes);
+  out.emplace_back("max_split_size", s.max_split_size);
+  out.emplace_back("num_alloc_retries", s.num_alloc_retries);
+  out.emplace_back("num_device_alloc", s.num_device_alloc);
+  out.emplace_back("num_device_free", s.num_device_free);
+  out.emplace_back("num_ooms", s.num_ooms);
+  out.emplace_back("num_sync_all_streams", s.num_sync_all_streams);
+  add_stat("oversize_allocations", s.oversize_allocations);
+  add_stat("oversize_segments", s.oversize_segments);
+  add_array("requested_bytes", s.requested_bytes);
+  add_array("reserved_bytes", s.reserved_bytes);
+  add_array("segment", s.segment);
+  std::sort(out.begin(), out.end());  // PyTorch's order; the lines above are already in it
+  return out;
+}
+
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->stats.peak_allocated_bytes = impl_->stats.allocated_bytes;
-  impl_->stats.peak_reserved_bytes = impl_->stats.reserved_bytes;
+  DeviceStats& s = impl_->stats;
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+    for (Stat& st : *a) st.peak = st.current;
+  s.oversize_allocations.peak = s.oversize_allocations.current;
+  s.oversize_segments.peak = s.oversize_segments.current;
+}
+
+void CachingAllocator::reset_accumulated() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  DeviceStats& s = impl_->stats;
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+    for (Stat& st : *a) st.allocated = st.freed = 0;
+  for (Stat* st : {&s.oversize_allocations, &s.oversize_segments}) st->allocated = st->freed = 0;
+  s.num_alloc_retries = s.num_ooms = s.num_sync_all_streams = s.num_device_alloc = s.num_device_free = 0;
+}
+
+void CachingAllocator::set_max_split_size(size_t bytes) {
+  if (bytes <= kLargeBuffer)
+    throw std::invalid_argument("set_max_split_size: " + format_size(bytes) + " is too small, must be more than " +
+                                format_size(kLargeBuffer));
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->segments.empty())
+    throw std::logic_error(std::string("set_max_split_size: ") + impl_->backend.name() +
+                           "'s caching allocator still holds " + std::to_string(impl_->segments.size()) +
+                           " segment(s); free every tensor and call empty_cache() first");
+  impl_->max_split_size = bytes;
+  impl_->stats.max_split_size = static_cast<int64_t>(bytes);
+}
+
+size_t CachingAllocator::max_split_size() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->max_split_size;
+}
+
+void CachingAllocator::record_memory_history(bool enabled, size_t max_entries) {
+  if (enabled && max_entries == 0) throw std::invalid_argument("record_memory_history: max_entries must be > 0");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& m = *impl_;
+  std::vector<TraceEntry> kept;
+  if (enabled && m.history_on) {  // keep the newest entries that fit
+    for (size_t i = 0; i < m.history.size(); ++i) kept.push_back(m.history[(m.history_next + i) % m.history.size()]);
+    if (kept.size() > max_entries) kept.erase(kept.begin(), kept.end() - static_cast<ptrdiff_t>(max_entries));
+  }
+  m.history = std::move(kept);
+  m.history_next = 0;
+  m.history_on = enabled;
+  m.history_max = enabled ? max_entries : kDefaultHistoryEntries;
+}
+
+std::vector<TraceEntry> CachingAllocator::memory_history() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const Impl& m = *impl_;
+  std::vector<TraceEntry> out;
+  out.reserve(m.history.size());
+  for (size_t i = 0; i < m.history.size(); ++i) out.push_back(m.history[(m.history_next + i) % m.history.size()]);
+  return out;
 }
 
 Snapshot CachingAllocator::snapshot() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   Snapshot snap;
+  snap.device_traces = memory_history();
+  std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [addr, seg] : impl_->segments) {
-    SegmentInfo info{addr, seg.size, seg.small, seg.stream, {}};
-    for (const Block* b = seg.head; b != nullptr; b = b->next)
-      info.blocks.push_back(BlockInfo{b->addr - addr, b->size, b->requested, b->allocated});
+    SegmentInfo info;
+    info.device = impl_->device;
+    info.address = addr;
+    info.total_size = seg.size;
+    info.stream = seg.stream;
+    info.segment_type = seg.small ? "small" : "large";
+    for (const Block* b = seg.head; b != nullptr; b = b->next) {
+      const bool active = b->allocated || b->pending();
+      info.blocks.push_back(BlockInfo{b->addr, b->size, b->requested,
+                                      b->allocated ? "active_allocated" : active ? "active_pending_free" : "inactive"});
+      if (b->allocated) info.allocated_size += b->size;
+      if (active) {
+        info.active_size += b->size;
+        info.requested_size += b->requested;
+      }
+    }
     snap.segments.push_back(std::move(info));
   }
-  snap.stats = impl_->stats;
+  snap.stats = impl_->summary_locked();
   return snap;
 }
 
@@ -379,36 +851,78 @@ void CachingAllocator::check_invariants() const {
   if (m.num_unknown_frees > 0)
     fail(std::to_string(m.num_unknown_frees) + " free(s) of pointers this allocator did not hand out");
 
-  int64_t reserved = 0, allocated = 0;
-  size_t num_free = 0, num_live = 0;
+  // What the blocks say, per pool (0 small, 1 large), to compare with the statistics.
+  struct Sums {
+    int64_t segments = 0, reserved = 0, allocs = 0, allocated = 0, active = 0, active_bytes = 0, requested = 0,
+            inactive_split = 0, inactive_split_bytes = 0;
+  } sums[2];
+  size_t num_free = 0, num_live = 0, num_waits = 0;
   for (const auto& [addr, seg] : m.segments) {
-    reserved += static_cast<int64_t>(seg.size);
+    Sums& s = sums[seg.small ? 0 : 1];
+    s.segments++;
+    s.reserved += static_cast<int64_t>(seg.size);
     uintptr_t expect = addr;
     const Block* prev = nullptr;
     for (const Block* b = seg.head; b != nullptr; prev = b, b = b->next) {
       std::string where = "block at offset " + std::to_string(b->addr - addr);
+      const auto size = static_cast<int64_t>(b->size);
       if (b->addr != expect || b->prev != prev) fail(where + " does not follow its neighbour");
       if (b->size == 0 || b->size % kMinBlockSize != 0) fail(where + " has a bad size");
       if (b->small != seg.small || b->stream != seg.stream) fail(where + " disagrees with its segment");
+      const bool listed = m.free_list(b->small).count(const_cast<Block*>(b)) > 0;
+      if (b->allocated || b->pending()) {
+        if (listed) fail(where + " is active but on a free list");
+        s.active++;
+        s.active_bytes += size;
+        s.requested += static_cast<int64_t>(b->requested);
+      }
       if (b->allocated) {
         auto it = m.live.find(reinterpret_cast<void*>(b->addr));
         if (it == m.live.end() || it->second != b) fail(where + " is allocated but not in the live map");
-        allocated += static_cast<int64_t>(b->size);
+        if (b->event_count != 0) fail(where + " is allocated but waits for events");
+        s.allocs++;
+        s.allocated += size;
         num_live++;
+      } else if (b->pending()) {
+        if (!b->stream_uses.empty()) fail(where + " waits for events but still lists stream uses");
+        num_waits += static_cast<size_t>(b->event_count);
       } else {
-        if (prev != nullptr && !prev->allocated) fail(where + " is free next to a free block");
-        auto it = m.free_list(b->small).find(const_cast<Block*>(b));
-        if (it == m.free_list(b->small).end() || *it != b) fail(where + " is free but not listed");
+        if (prev != nullptr && !prev->allocated && !prev->pending()) fail(where + " is free next to a free block");
+        if (!listed) fail(where + " is free but not listed");
+        if (!b->stream_uses.empty()) fail(where + " is free but lists stream uses");
+        if (b->is_split()) {
+          s.inactive_split++;
+          s.inactive_split_bytes += size;
+        }
         num_free++;
       }
       expect = b->addr + b->size;
     }
     if (expect != addr + seg.size) fail("blocks do not cover their segment exactly");
   }
+  size_t num_events = 0;
+  for (const auto& [stream, queue] : m.events) num_events += queue.size();
+  if (num_events != num_waits) fail("pending events and blocks waiting for them disagree");
   if (num_live != m.live.size()) fail("live map and blocks disagree");
   if (num_free != m.small_free.size() + m.large_free.size()) fail("free lists and blocks disagree");
-  if (allocated != m.stats.allocated_bytes) fail("allocated_bytes does not match the blocks");
-  if (reserved != m.stats.reserved_bytes) fail("reserved_bytes does not match the segments");
+
+  const DeviceStats& st = m.stats;
+  auto expect_stat = [&](const char* name, const StatArray& a, int64_t Sums::*field) {
+    const int64_t small = sums[0].*field, large = sums[1].*field;
+    if (a[kSmallPoolStat].current != small || a[kLargePoolStat].current != large ||
+        a[kAggregateStat].current != small + large)
+      fail(std::string(name) + ".current does not match the blocks (" + std::to_string(a[kAggregateStat].current) +
+           " vs " + std::to_string(small + large) + ")");
+  };
+  expect_stat("segment", st.segment, &Sums::segments);
+  expect_stat("reserved_bytes", st.reserved_bytes, &Sums::reserved);
+  expect_stat("allocation", st.allocation, &Sums::allocs);
+  expect_stat("allocated_bytes", st.allocated_bytes, &Sums::allocated);
+  expect_stat("active", st.active, &Sums::active);
+  expect_stat("active_bytes", st.active_bytes, &Sums::active_bytes);
+  expect_stat("requested_bytes", st.requested_bytes, &Sums::requested);
+  expect_stat("inactive_split", st.inactive_split, &Sums::inactive_split);
+  expect_stat("inactive_split_bytes", st.inactive_split_bytes, &Sums::inactive_split_bytes);
 }
 
 // [SECTION] HostArenaBackend -----------------------------------------------------

@@ -39,7 +39,8 @@ std::string layout(const SegmentInfo& seg) {
   std::string out;
   for (const BlockInfo& b : seg.blocks) {
     if (!out.empty()) out += " | ";
-    out += std::to_string(b.size) + (b.allocated ? " used(" + std::to_string(b.requested) + ")" : " free");
+    out += std::to_string(b.size) +
+           (b.state == "active_allocated" ? " used(" + std::to_string(b.requested_size) + ")" : " free");
   }
   return out;
 }
@@ -74,7 +75,8 @@ TEST_F(CachingTest, OneMiBIsSmallAndOneMoreByteIsLarge) {
   EXPECT_EQ(alloc.last_decision().rounded, kSmallSize + 512);
   Snapshot snap = alloc.snapshot();
   ASSERT_EQ(snap.segments.size(), 2u);
-  for (const SegmentInfo& seg : snap.segments) EXPECT_EQ(seg.size, seg.small_pool ? kSmallBuffer : kLargeBuffer);
+  for (const SegmentInfo& seg : snap.segments)
+    EXPECT_EQ(seg.total_size, seg.segment_type == "small" ? kSmallBuffer : kLargeBuffer);
   l.release();                              // the large segment is now wholly free
   DataPtr s2 = alloc.allocate(kSmallSize);  // the small segment's other half
   EXPECT_TRUE(alloc.last_decision().cache_hit);
@@ -94,8 +96,11 @@ TEST_F(CachingTest, FirstSmallAllocCreatesOneSegmentAndSplits) {
   ASSERT_EQ(snap.segments.size(), 1u);
   const SegmentInfo& seg = snap.segments[0];
   EXPECT_EQ(seg.address, addr(p));
-  EXPECT_EQ(seg.size, kSmallBuffer);
-  EXPECT_TRUE(seg.small_pool);
+  EXPECT_EQ(seg.total_size, kSmallBuffer);
+  EXPECT_EQ(seg.segment_type, "small");
+  EXPECT_EQ(seg.allocated_size, 512u);
+  EXPECT_EQ(seg.active_size, 512u);
+  EXPECT_EQ(seg.requested_size, 100u);
   EXPECT_EQ(layout(seg), "512 used(100) | " + std::to_string(kSmallBuffer - 512) + " free");
   const CachingStats& s = snap.stats;
   EXPECT_EQ(s.num_allocs, 1);
@@ -144,7 +149,7 @@ TEST(CachingAllocatorSegments, LargeSegmentsAre20MiBOrRoundedTo2MiB) {
     EXPECT_EQ(d.split, c.split) << c.n;
     Snapshot snap = alloc.snapshot();
     ASSERT_EQ(snap.segments.size(), 1u);
-    EXPECT_EQ(snap.segments[0].size, c.segment) << c.n;
+    EXPECT_EQ(snap.segments[0].total_size, c.segment) << c.n;
     EXPECT_EQ(snap.stats.allocated_bytes, i64(c.block)) << c.n;
     p.release();
   }
@@ -294,8 +299,10 @@ TEST(CachingAllocatorOom, ImpossibleRequestRaisesWithAskedAllocatedReserved) {
     FAIL() << "expected OutOfMemoryError";
   } catch (const OutOfMemoryError& e) {
     std::string msg = e.what();
-    for (const char* part : {"sim:0", "18.00 MiB", "18874368 bytes", "3.00 MiB allocated", "20.00 MiB reserved"})
-      EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in: " << msg;
+    EXPECT_EQ(msg.substr(0, msg.find(" If reserved")),
+              "sim out of memory. Tried to allocate 18.00 MiB. sim:0 has a total capacity of 24.00 MiB of which "
+              "4.00 MiB is free. Of the allocated memory 3.00 MiB is allocated by descent, and 17.00 MiB is "
+              "reserved by descent but unallocated.");
   }
   CachingStats s = alloc.stats();
   EXPECT_EQ(s.num_ooms, 1);
@@ -429,18 +436,18 @@ void expect_consistent(const CachingAllocator& alloc, const std::vector<LiveBloc
   uintptr_t prev_end = 0;
   for (const SegmentInfo& seg : snap.segments) {
     ASSERT_GE(seg.address, prev_end) << "segments out of address order or overlapping";
-    prev_end = seg.address + seg.size;
+    prev_end = seg.address + seg.total_size;
     size_t offset = 0;
     for (const BlockInfo& b : seg.blocks) {
-      ASSERT_EQ(b.offset, offset) << "blocks do not tile the segment";
+      ASSERT_EQ(b.address, seg.address + offset) << "blocks do not tile the segment";
       offset += b.size;
-      if (!b.allocated) continue;
+      if (b.state != "active_allocated") continue;
       allocated += i64(b.size);
-      requested += b.requested;
+      requested += b.requested_size;
       num_allocated++;
     }
-    ASSERT_EQ(offset, seg.size);
-    reserved += i64(seg.size);
+    ASSERT_EQ(offset, seg.total_size);
+    reserved += i64(seg.total_size);
   }
   EXPECT_EQ(allocated, snap.stats.allocated_bytes);
   EXPECT_EQ(reserved, snap.stats.reserved_bytes);
