@@ -320,8 +320,10 @@ void emit(State& s, bool final) {
       else waiting.push_back(std::move(r));
       continue;
     }
-    auto ext = s.external.find(r.correlation);
-    if (ext == s.external.end() && r.runtime_correlation != 0) ext = s.external.find(r.runtime_correlation);
+    // The EXTERNAL_CORRELATION records name runtime calls (the API kind
+    // enabled): a copy's runtime id first, when CUPTI gives it apart.
+    auto ext = r.runtime_correlation != 0 ? s.external.find(r.runtime_correlation) : s.external.end();
+    if (ext == s.external.end()) ext = s.external.find(r.correlation);
     if (ext == s.external.end() && !final) {  // its EXTERNAL_CORRELATION may be in a later buffer
       waiting.push_back(std::move(r));
       continue;
