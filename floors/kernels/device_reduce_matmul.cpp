@@ -1,0 +1,306 @@
+// Floor 5 on a device: the host side of the reductions, the matrix product
+// and advanced indexing on sim:0 and cuda:N, and the simulated device's
+// blocks.
+//
+// [SECTION] Plans from tensors
+// [SECTION] The simulated device's blocks
+// [SECTION] Sums and max
+// [SECTION] Matrix product
+// [SECTION] Gather and scatter
+//
+// The boxed kernels (register_cpu.cpp, indexing.cpp) check, promote and
+// allocate as they do for the CPU, then call these loops for a device
+// tensor. Each builds a plan (device_reduce.h), then launches on the
+// device's current stream: on sim:0 through launch_sim, whose body runs the
+// algorithms of device_reduce.h once per block, the block's threads one
+// after the other on the stream's worker; on cuda:N through the kernels of
+// cuda_reduce_matmul.cu. Nothing here waits for the device.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/kernels.h"
+#include "floors/launch/launch.h"
+
+namespace descent::kernels::device {
+
+static_assert(kDevMaxDims == kMaxDims, "a device plan holds up to kMaxDims sizes inline");
+
+namespace {
+
+// [SECTION] Plans from tensors ----------------------------------------------------------------
+
+Strided strided_of(const DimVector& sizes, const DimVector& strides) {
+  Strided s;
+  s.dims = sizes.size();
+  for (int d = 0; d < s.dims; ++d) s.sizes[d] = sizes[d], s.strides[d] = strides[d];
+  return s;
+}
+
+// Whether `t` covers one block of memory without gaps, in some order of its
+// dims (x.T): a sum of all of it is then a sum over that block.
+bool dense(const Tensor& t) {
+  int order[kMaxDims], m = 0;
+  for (int d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 1) continue;
+    int i = m++;
+    for (; i > 0 && t.strides()[order[i - 1]] > t.strides()[d]; --i) order[i] = order[i - 1];
+    order[i] = d;
+  }
+  int64_t expected = 1;
+  for (int i = 0; i < m; ++i) {
+    if (t.strides()[order[i]] != expected) return false;
+    expected *= t.sizes()[order[i]];
+  }
+  return true;
+}
+
+// The reduction of `in` into `keep` (in's rank, size 1 on the reduced dims):
+// result j's elements start at out.offset(j) (the kept dims, row-major,
+// which is keep's contiguous order) and step through red. When they are one
+// run of memory, loads take 16 bytes if every run starts aligned.
+// `any_order`: the elements may be visited in memory order (a sum of all).
+ReducePlan plan_reduction(const Tensor& in, const Tensor& keep, const bool* reduced, bool any_order) {
+  DimVector kept_sizes, kept_strides, red_sizes, red_strides;
+  for (int d = 0; d < in.dim(); ++d) {
+    if (in.sizes()[d] == 1 && in.numel() > 0) continue;  // a dim of size 1 moves nothing
+    (reduced[d] ? red_sizes : kept_sizes).push_back(in.sizes()[d]);
+    (reduced[d] ? red_strides : kept_strides).push_back(in.strides()[d]);
+  }
+  const int64_t n = in.numel() == 0 ? 0 : numel_of(red_sizes);
+  ReducePlan p = reduce_shape(keep.numel(), n);
+  p.out = strided_of(kept_sizes, kept_strides);
+  p.red = strided_of(red_sizes, red_strides);
+  int64_t step = 1;
+  p.run = true;
+  for (int d = red_sizes.size() - 1; d >= 0; --d) {
+    p.run &= red_strides[d] == step;
+    step *= red_sizes[d];
+  }
+  if (!p.run && any_order && keep.numel() == 1 && dense(in)) {
+    p.run = true;  // x.T.sum(): the block of memory in its own order
+    p.out = Strided{};
+  }
+  if (p.run) {
+    const int es = int(element_size(in.dtype()));
+    const int vec = std::min(4, 16 / es);
+    bool aligned = reinterpret_cast<uintptr_t>(in.data_ptr()) % 16 == 0;
+    for (int d = 0; d < p.out.dims; ++d) aligned &= p.out.strides[d] % vec == 0;
+    p.vec = aligned && n >= vec ? vec : 1;
+  }
+  return p;
+}
+
+// [SECTION] The simulated device's blocks -------------------------------------------------------
+
+const char* pick(ScalarType t, const char* b, const char* i, const char* f, const char* d) {
+  return t == ScalarType::Bool ? b : t == ScalarType::Int64 ? i : t == ScalarType::Float32 ? f : d;
+}
+
+launch::KernelLaunch make_launch(const char* kernel, const char* op, int64_t blocks, uint32_t threads) {
+  DESCENT_CHECK(blocks < (int64_t(1) << 31), Error, op, "(): ", blocks, " blocks are more than a launch takes");
+  launch::KernelLaunch k;
+  k.kernel = kernel;
+  k.op = op;
+  k.grid.x = uint32_t(blocks);
+  k.block.x = threads;
+  return k;
+}
+
+// One reduction on sim:0: the first launch (and the second over partials),
+// each block's body running its threads in turn (Note [A reduction over blocks]).
+template <class R, class S, class Out, class Part>
+void sim_reduce(const streams::Stream& s, const char* kernel, const char* op, R r, const S* x, const ReducePlan& p,
+                Out out, Part part) {
+  using Acc = typename R::Acc;
+  launch::launch_sim(s, make_launch(kernel, op, p.outputs * p.blocks, p.threads), [=](const launch::Dim3& b) {
+    const int64_t j = b.x / p.blocks, bx = b.x % p.blocks;
+    const S* base = x + p.out.offset(j);
+    Acc v[kReduceThreads];
+    for (uint32_t t = 0; t < p.threads; ++t)
+      v[t] = p.vec == 4 ? thread_total<4>(r, base, p, bx, t)
+             : p.vec == 2 ? thread_total<2>(r, base, p, bx, t) : thread_total<1>(r, base, p, bx, t);
+    block_tree(r, v, p.threads);
+    if (p.blocks == 1) out.write(j, v[0]);
+    else part.write(b.x, v[0]);
+  });
+  if (p.blocks == 1) return;
+  const ReducePlan q = partials_shape(p);
+  launch::launch_sim(s, make_launch(kernel, op, q.outputs, q.threads), [=](const launch::Dim3& b) {
+    const int64_t j = b.x;
+    Acc v[kReduceThreads];
+    for (uint32_t t = 0; t < q.threads; ++t) {
+      v[t] = r.identity();
+      for (int64_t i = t; i < q.n; i += q.threads) v[t] = r.combine(v[t], part.get(j * q.n + i));
+    }
+    block_tree(r, v, q.threads);
+    out.write(j, v[0]);
+  });
+}
+
+}  // namespace
+
+// [SECTION] Sums and max -----------------------------------------------------------------------
+
+void sum(const Tensor& in, const Tensor& keep, const bool* reduced, bool mean) {
+  if (keep.numel() == 0) return;
+  const ReducePlan p = plan_reduction(in, keep, reduced, true);
+  const streams::Stream s = streams::current_stream(in.device());
+  const char* op = mean ? "aten::mean" : "aten::sum";
+  // The partials of a first pass, when there is one: freed on the host at
+  // once, reused only by later work on this stream (Note [Caching allocator policy]).
+  Tensor partials = p.blocks > 1 ? empty_tensor({p.outputs * p.blocks}, keep.dtype(), in.device()) : Tensor();
+  void* part = partials.defined() ? partials.data_ptr() : nullptr;
+  visit_dtype(keep.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      throw Error("device::sum: a sum is never bool");
+    } else {
+      visit_dtype(in.dtype(), [&]<typename S>() {
+        if constexpr (std::is_floating_point_v<S> != std::is_floating_point_v<T>) {
+          throw Error("device::sum: input and result dtypes do not go together");
+        } else {
+#ifdef DESCENT_HAVE_CUDA
+          if (in.device().type == DeviceType::CUDA)
+            return cuda_sum(s, in.dtype(), keep.dtype(), in.data_ptr(), keep.data_ptr(), part, p, mean);
+#endif
+          DESCENT_CHECK(in.device().type == DeviceType::Sim, NotImplementedError, op, " on ", in.device().str(),
+                        ": this build has no CUDA");
+          const char* kernel = pick(in.dtype(), "reduce_sum_bool", "reduce_sum_int64", "reduce_sum_float32",
+                                    "reduce_sum_float64");
+          sim_reduce(s, kernel, op, SumOp<T>{}, in.data<S>(), p, SumOut<T>{keep.data<T>(), mean, p.n},
+                     SumPartials<T>{static_cast<T*>(part)});
+        }
+      });
+    }
+  });
+}
+
+void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool* reduced) {
+  if (keep.numel() == 0) return;
+  const ReducePlan p = plan_reduction(in, keep, reduced, false);
+  const streams::Stream s = streams::current_stream(in.device());
+  Tensor pv, pk;
+  if (p.blocks > 1) {
+    pv = empty_tensor({p.outputs * p.blocks}, keep.dtype(), in.device());
+    pk = empty_tensor({p.outputs * p.blocks}, ScalarType::Int64, in.device());
+  }
+  void* part_v = pv.defined() ? pv.data_ptr() : nullptr;
+  int64_t* part_k = pk.defined() ? pk.data<int64_t>() : nullptr;
+  int64_t* idx = indices ? indices->data<int64_t>() : nullptr;
+#ifdef DESCENT_HAVE_CUDA
+  if (in.device().type == DeviceType::CUDA)
+    return cuda_max(s, in.dtype(), in.data_ptr(), keep.data_ptr(), idx, part_v, part_k, p);
+#endif
+  DESCENT_CHECK(in.device().type == DeviceType::Sim, NotImplementedError, "aten::max on ", in.device().str(),
+                ": this build has no CUDA");
+  visit_dtype(in.dtype(), [&]<typename T>() {
+    const char* kernel = pick(in.dtype(), "reduce_max_bool", "reduce_max_int64", "reduce_max_float32",
+                              "reduce_max_float64");
+    sim_reduce(s, kernel, "aten::max", MaxOp<T>{}, in.data<T>(), p, MaxOut<T>{keep.data<T>(), idx},
+               MaxPartials<T>{static_cast<T*>(part_v), part_k});
+  });
+}
+
+// [SECTION] Matrix product -------------------------------------------------------------------------
+
+namespace {
+
+// One block of the tiled product on sim:0 (Note [Device matmul]): the same
+// steps as a CUDA block, its threads' loads, then their multiply-adds, one
+// after the other at each barrier.
+template <class Tile, class T>
+void sim_matmul(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const T* a, const T* b, T* out) {
+  launch::KernelLaunch k = make_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
+  k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
+  k.grid.z = uint32_t(p.batch);
+  k.shared_bytes = uint32_t(sizeof(T) * Tile::BK * (Tile::BM + Tile::BN));
+  launch::launch_sim(s, k, [=](const launch::Dim3& blk) {
+    struct Shared {
+      T as[Tile::BK][Tile::BM];
+      T bs[Tile::BK][Tile::BN];
+    };
+    auto shared = std::make_unique<Shared>();
+    std::vector<T> acc(size_t(Tile::kThreads) * Tile::TM * Tile::TN, T(0));  // every thread's registers
+    auto regs = [&](uint32_t t) { return reinterpret_cast<T(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN); };
+    const int64_t row0 = int64_t(blk.y) * Tile::BM, col0 = int64_t(blk.x) * Tile::BN;
+    const T* ab = a + int64_t(blk.z) * p.sa[0];
+    const T* bb = b + int64_t(blk.z) * p.sb[0];
+    for (int64_t k0 = 0; k0 < p.k; k0 += Tile::BK) {
+      for (uint32_t t = 0; t < Tile::kThreads; ++t) load_tiles<Tile>(p, ab, bb, row0, col0, k0, shared->as, shared->bs, t);
+      for (uint32_t t = 0; t < Tile::kThreads; ++t) multiply_tiles<Tile>(shared->as, shared->bs, regs(t), t);
+    }
+    T* ob = out + int64_t(blk.z) * p.m * p.n;
+    for (uint32_t t = 0; t < Tile::kThreads; ++t) store_tile<Tile>(p, ob, row0, col0, regs(t), t);
+  });
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (out.numel() == 0) return;
+  MatmulPlan p;
+  p.batch = out.sizes()[0], p.m = out.sizes()[1], p.n = out.sizes()[2], p.k = a.sizes()[2];
+  for (int d = 0; d < 3; ++d) p.sa[d] = a.strides()[d], p.sb[d] = b.strides()[d];
+  DESCENT_CHECK(p.batch < 65536, Error, "aten::bmm on a device: at most 65535 matrices in one batch, got ", p.batch);
+  const streams::Stream s = streams::current_stream(out.device());
+#ifdef DESCENT_HAVE_CUDA
+  if (out.device().type == DeviceType::CUDA) return cuda_matmul(s, out.dtype(), a.data_ptr(), b.data_ptr(), out.data_ptr(), p);
+#endif
+  DESCENT_CHECK(out.device().type == DeviceType::Sim, NotImplementedError, "aten::mm on ", out.device().str(),
+                ": this build has no CUDA");
+  switch (out.dtype()) {
+    case ScalarType::Float32:
+      return sim_matmul<Float32Tile>(s, "matmul_tiled_128x128_float32", p, a.data<float>(), b.data<float>(), out.data<float>());
+    case ScalarType::Float64:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float64", p, a.data<double>(), b.data<double>(), out.data<double>());
+    case ScalarType::Int64:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int64", p, a.data<int64_t>(), b.data<int64_t>(), out.data<int64_t>());
+    case ScalarType::Bool: break;
+  }
+  throw Error("device::matmul: no product of bool");
+}
+
+// [SECTION] Gather and scatter --------------------------------------------------------------------
+
+void gather(Device d, ScalarType dt, const void* self, void* out, const GatherPlan& p) {
+  if (p.numel == 0) return;
+  const streams::Stream s = streams::current_stream(d);
+#ifdef DESCENT_HAVE_CUDA
+  if (d.type == DeviceType::CUDA) return cuda_gather(s, dt, self, out, p);
+#endif
+  DESCENT_CHECK(d.type == DeviceType::Sim, NotImplementedError, "aten::index on ", d.str(), ": this build has no CUDA");
+  constexpr uint32_t kThreads = 256;
+  visit_dtype(dt, [&]<typename T>() {
+    const T* src = static_cast<const T*>(self);
+    T* dst = static_cast<T*>(out);
+    const char* kernel = pick(dt, "index_gather_bool", "index_gather_int64", "index_gather_float32", "index_gather_float64");
+    launch::launch_sim(s, make_launch(kernel, "aten::index", ceil_div(p.numel, kThreads), kThreads),
+                       [=](const launch::Dim3& b) {
+                         for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.numel, int64_t(b.x + 1) * kThreads); ++i)
+                           dst[i] = src[p.offset(i)];
+                       });
+  });
+}
+
+void scatter(Device d, ScalarType dt, void* self, const void* values, const ScatterPlan& p) {
+  if (p.segments == 0) return;
+  const streams::Stream s = streams::current_stream(d);
+#ifdef DESCENT_HAVE_CUDA
+  if (d.type == DeviceType::CUDA) return cuda_scatter(s, dt, self, values, p);
+#endif
+  DESCENT_CHECK(d.type == DeviceType::Sim, NotImplementedError, "aten::index_put_ on ", d.str(), ": this build has no CUDA");
+  constexpr uint32_t kThreads = 256;
+  visit_dtype(dt, [&]<typename T>() {
+    T* dst = static_cast<T*>(self);
+    const T* src = static_cast<const T*>(values);
+    const char* kernel = pick(dt, "index_scatter_bool", "index_scatter_int64", "index_scatter_float32", "index_scatter_float64");
+    launch::launch_sim(s, make_launch(kernel, "aten::index_put_", ceil_div(p.segments, kThreads), kThreads),
+                       [=](const launch::Dim3& b) {
+                         for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.segments, int64_t(b.x + 1) * kThreads); ++i)
+                           scatter_segment(p, dst, src, i);
+                       });
+  });
+}
+
+}  // namespace descent::kernels::device
