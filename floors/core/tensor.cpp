@@ -128,9 +128,8 @@ Tensor scalar_tensor(const Scalar& s, bool wrapped) {
 }
 
 alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
-  DESCENT_CHECK(device.type == DeviceType::CPU, NotImplementedError, "no allocator for device ", device.str(),
-                " in this build: the device floors (6-8 for ", device_type_name(device.type), ") come later");
-  return alloc::cpu_allocate(nbytes);
+  if (device.type == DeviceType::CPU) return alloc::cpu_allocate(nbytes);
+  return device_allocate_bytes(nbytes, device);
 }
 
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {

@@ -197,7 +197,12 @@ Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device);
 Tensor scalar_tensor(const Scalar& s, bool wrapped = true);
 
 // Memory for `device`: the CPU allocator for cpu, the device's caching
-// allocator otherwise. Raises NotImplementedError for a device this build lacks.
+// allocator otherwise (on the thread's current stream of that device).
+// RuntimeError naming the device when it is not available here.
 alloc::DataPtr allocate_bytes(size_t nbytes, Device device);
+// The device half of allocate_bytes, defined by floor 7's device memory
+// (floors/streams/device_memory.cpp), which owns the devices' runtimes: core
+// only declares it, so that it does not depend on the floors above it.
+alloc::DataPtr device_allocate_bytes(size_t nbytes, Device device);
 
 }  // namespace descent

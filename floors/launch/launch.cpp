@@ -1,0 +1,121 @@
+// Floor 8: launches on both device kinds (Note [What a launch is], launch.h).
+#include "floors/launch/launch.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "floors/core/error.h"
+#include "tracer/cupti.h"
+#include "tracer/tracer.h"
+
+#ifdef DESCENT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace descent::launch {
+
+using trace::Floor;
+
+KernelLaunch linear_launch(const char* kernel, const char* op, int64_t n, uint32_t threads, uint32_t per_thread) {
+  KernelLaunch k;
+  k.kernel = kernel;
+  k.op = op;
+  const int64_t per_block = int64_t(threads) * per_thread;
+  const int64_t blocks = std::max<int64_t>(1, (n + per_block - 1) / per_block);
+  k.grid.x = uint32_t(std::min<int64_t>(blocks, (int64_t(1) << 31) - 1));  // CUDA's limit for grid.x
+  k.block.x = threads;
+  return k;
+}
+
+namespace {
+
+// The launch's arguments on the floor-8 span (and the device's span).
+void launch_args(trace::ScopedSpan& span, const KernelLaunch& k, const streams::Stream& s) {
+  if (!span.active()) return;
+  span.arg("kernel", k.kernel);
+  span.arg("grid", int64_t(k.grid.x));
+  if (k.grid.y * k.grid.z > 1) {
+    span.arg("grid_y", int64_t(k.grid.y));
+    span.arg("grid_z", int64_t(k.grid.z));
+  }
+  span.arg("block", int64_t(k.block.x * k.block.y * k.block.z));
+  span.arg("shared_bytes", int64_t(k.shared_bytes));
+  span.arg("stream", s.id);
+}
+
+}  // namespace
+
+// [SECTION] The simulated device --------------------------------------------------------
+
+void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
+  trace::ScopedSpan enqueue(Floor::Streams, "enqueue");  // floor 7: which stream, how deep its queue is
+  enqueue.arg("stream", s.id);
+  trace::ScopedSpan span(Floor::Launch, "simLaunchKernel");
+  launch_args(span, k, s);
+  const uint64_t correlation = span.active() ? trace::next_correlation() : 0;
+  span.arg("correlation", int64_t(correlation));
+  const KernelLaunch launch = k;
+  const int64_t depth = streams::sim_enqueue(s, [=, body = std::move(body)] {
+    // The device's clock: when the worker got to the kernel, and when it finished.
+    const int64_t start = trace::enabled() ? trace::now_ns() : 0;
+    Dim3 b;
+    for (b.z = 0; b.z < launch.grid.z; ++b.z)
+      for (b.y = 0; b.y < launch.grid.y; ++b.y)
+        for (b.x = 0; b.x < launch.grid.x; ++b.x) body(b);
+    if (start == 0 || !trace::enabled()) return;
+    trace::DeviceSpan d;
+    d.name = launch.kernel;
+    d.device = "sim:0";
+    d.stream = s.id;
+    d.start_ns = start;
+    d.end_ns = trace::now_ns();
+    d.correlation = correlation;
+    d.work = trace::DeviceWork::Kernel;
+    d.grid[0] = launch.grid.x, d.grid[1] = launch.grid.y, d.grid[2] = launch.grid.z;
+    d.block[0] = launch.block.x, d.block[1] = launch.block.y, d.block[2] = launch.block.z;
+    d.shared_bytes = launch.shared_bytes;
+    d.clock = "simulated device worker (host clock)";
+    trace::record_device_span(d);
+  });
+  enqueue.arg("queue_depth", depth);
+}
+
+// [SECTION] CUDA ----------------------------------------------------------------------
+
+CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
+    : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
+  if (!trace::enabled()) return;
+  enqueue_ = trace::begin_span(Floor::Streams, "enqueue");
+  trace::add_arg(enqueue_, "stream", s.id);
+  span_ = trace::begin_span(Floor::Launch, "cudaLaunchKernel");
+  trace::add_arg(span_, "kernel", k.kernel);
+  trace::add_arg(span_, "grid", int64_t(k.grid.x));
+  if (k.grid.y * k.grid.z > 1) {
+    trace::add_arg(span_, "grid_y", int64_t(k.grid.y));
+    trace::add_arg(span_, "grid_z", int64_t(k.grid.z));
+  }
+  trace::add_arg(span_, "block", int64_t(k.block.x * k.block.y * k.block.z));
+  trace::add_arg(span_, "shared_bytes", int64_t(k.shared_bytes));
+  trace::add_arg(span_, "stream", s.id);
+  const uint64_t correlation = trace::cupti::push_correlation();  // 0 when CUPTI is not collecting
+  correlated_ = correlation != 0;
+  trace::add_arg(span_, "correlation", int64_t(correlation));
+}
+
+CudaLaunchScope::~CudaLaunchScope() {
+  if (correlated_) trace::cupti::pop_correlation();
+  if (span_ >= 0) trace::end_span(span_);
+  if (enqueue_ >= 0) trace::end_span(enqueue_);
+}
+
+void CudaLaunchScope::check() {
+#ifdef DESCENT_HAVE_CUDA
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    throw Error(str(k_.op, ": launching kernel ", k_.kernel, " (grid ", k_.grid.x, "x", k_.grid.y, "x", k_.grid.z,
+                    ", block ", k_.block.x, "x", k_.block.y, "x", k_.block.z, ") failed: CUDA error: ",
+                    cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
+#endif
+}
+
+}  // namespace descent::launch

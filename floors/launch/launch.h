@@ -1,0 +1,102 @@
+// Floor 8, the launch: a kernel put on a stream, with its grid and block.
+//
+// [SECTION] A launch
+// [SECTION] The simulated device
+// [SECTION] CUDA (in .cu files only)
+//
+// See floors/launch/README.md for the floor in a paragraph, and
+// Note [What a launch is] below.
+//
+// Note [What a launch is]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A GPU runs one function, the kernel, many times at once: over a *grid* of
+// *blocks*, each block a group of threads that share fast on-chip memory and
+// can wait for each other. The kernel floor (5) chose the kernel and sized
+// the grid (how many blocks) and the block (how many threads each) from the
+// number of elements; this floor hands that to the device: cudaLaunchKernel
+// for CUDA, which copies the arguments into a launch record for the stream
+// and returns, or, on sim:0, a task on the stream's worker that calls the
+// same kernel body once per block. Either way the host gets control back
+// before the kernel has run (Note [Streams and the two clocks]).
+//
+// The floor-8 span ("cudaLaunchKernel", or "simLaunchKernel" on sim:0, as
+// PyTorch's profiler names the runtime call) records the kernel's name, grid,
+// block, shared memory, the stream and a correlation id. The device's own
+// span of that kernel carries the same id, and the trace joins the two by a
+// flow arrow ("ac2g", as Kineto names it): on CUDA the device span comes from
+// CUPTI's activity records (tracer/cupti.h), on sim:0 from the worker.
+// A launch that fails (a bad configuration, a device fault found at launch)
+// raises RuntimeError naming the op and the kernel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "floors/streams/streams.h"
+
+namespace descent::launch {
+
+// [SECTION] A launch ------------------------------------------------------------------
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+struct KernelLaunch {
+  const char* kernel = "";     // a literal: "elementwise_add_float32", ...
+  const char* op = "";         // the op that launched it ("aten::add"), for errors
+  Dim3 grid, block;
+  uint32_t shared_bytes = 0;
+};
+
+// Threads per block and blocks for a one-dimensional loop over n elements,
+// each thread taking `per_thread` elements; at least one block.
+KernelLaunch linear_launch(const char* kernel, const char* op, int64_t n, uint32_t threads = 256,
+                           uint32_t per_thread = 1);
+
+// [SECTION] The simulated device --------------------------------------------------------
+
+// The kernel body for one block: called with the block's index, once per
+// block of the grid, in order, on the stream's worker thread.
+using SimBody = std::function<void(const Dim3& block_idx)>;
+
+// Puts the kernel on sim stream `s` and returns: the floor-8 span, then the
+// worker's device-row span around every block's body.
+void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body);
+
+// [SECTION] CUDA ----------------------------------------------------------------------
+
+// The floor-8 span and the correlation around one CUDA launch; the .cu file
+// does the <<<grid, block, shared, stream>>> inside its scope, then check()s.
+class CudaLaunchScope {
+ public:
+  CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k);
+  ~CudaLaunchScope();
+  void* stream() const { return native_; }  // the cudaStream_t
+  // After the launch: raises RuntimeError naming the op and kernel when the
+  // launch failed (cudaGetLastError).
+  void check();
+  CudaLaunchScope(const CudaLaunchScope&) = delete;
+  CudaLaunchScope& operator=(const CudaLaunchScope&) = delete;
+
+ private:
+  const KernelLaunch& k_;
+  void* native_;
+  int64_t span_;
+  int64_t enqueue_ = -1;
+  bool correlated_;
+};
+
+#ifdef __CUDACC__
+// launch_cuda(s, k, kernel_fn, args...): kernel_fn<<<k.grid, k.block, k.shared_bytes, s>>>(args...), traced.
+template <typename Kernel, typename... Args>
+void launch_cuda(const streams::Stream& s, const KernelLaunch& k, Kernel kernel_fn, Args... args) {
+  CudaLaunchScope scope(s, k);
+  kernel_fn<<<dim3(k.grid.x, k.grid.y, k.grid.z), dim3(k.block.x, k.block.y, k.block.z), k.shared_bytes,
+              static_cast<cudaStream_t>(scope.stream())>>>(args...);
+  scope.check();
+}
+#endif
+
+}  // namespace descent::launch

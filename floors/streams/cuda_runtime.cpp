@@ -1,0 +1,262 @@
+// cuda:N: the CUDA runtime's devices, streams and events behind DeviceRuntime.
+//
+// In a build without the CUDA toolkit the same runtime exists and reports no
+// device, with the reason, so that asking for cuda says so in one line.
+// With the toolkit but no GPU (or no driver), cudaGetDeviceCount fails with
+// cudaErrorInsufficientDriver or cudaErrorNoDevice: that is "no CUDA
+// device", never a crash. Stream 0 is the legacy default stream (the one
+// PyTorch's default stream is); other streams are created non-blocking, as
+// PyTorch's pool streams are.
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "floors/core/error.h"
+#include "floors/streams/streams.h"
+#include "tracer/tracer.h"
+
+#ifdef DESCENT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace descent::streams {
+
+#ifdef DESCENT_HAVE_CUDA
+
+namespace {
+
+// Raises RuntimeError for a failed CUDA call, naming the call and CUDA's words.
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();  // clears a non-sticky error so the next call starts clean
+  throw Error(str("CUDA error: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ", in ", what, ")"));
+}
+
+// Makes `index` the calling thread's current CUDA device for a scope.
+struct DeviceScope {
+  explicit DeviceScope(int index) {
+    check(cudaGetDevice(&saved), "cudaGetDevice");
+    if (saved != index) check(cudaSetDevice(index), "cudaSetDevice");
+  }
+  ~DeviceScope() {
+    int now = saved;
+    if (cudaGetDevice(&now) == cudaSuccess && now != saved) (void)cudaSetDevice(saved);
+  }
+  int saved = 0;
+};
+
+// Raw memory: cudaMalloc and cudaFree on one device.
+class CudaMemory final : public alloc::RawBackend {
+ public:
+  explicit CudaMemory(int index) : index_(index), name_(intern_name(index)) {}
+  void* raw_malloc(size_t nbytes) override {
+    DeviceScope d(index_);
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, nbytes);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return nullptr;  // out of memory: the caching allocator frees its cache and retries, then raises
+    }
+    check(e, "cudaMalloc");
+    return p;
+  }
+  void raw_free(void* ptr, size_t) override {
+    DeviceScope d(index_);
+    check(cudaFree(ptr), "cudaFree");
+  }
+  const char* name() const override { return name_; }
+
+ private:
+  static const char* intern_name(int index) { return trace::intern("cuda:" + std::to_string(index)); }
+  int index_;
+  const char* name_;
+};
+
+struct CudaEvent : EventImpl {
+  CudaEvent(int index, bool timing) : index_(index) {
+    DeviceScope d(index);
+    check(cudaEventCreateWithFlags(&ev_, timing ? cudaEventDefault : cudaEventDisableTiming), "cudaEventCreate");
+  }
+  ~CudaEvent() override { (void)cudaEventDestroy(ev_); }
+  void record(const Stream& s) override;
+  void block(const Stream& s) override;
+  bool query() override {
+    if (!recorded) return true;
+    const cudaError_t e = cudaEventQuery(ev_);
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    check(e, "cudaEventQuery");
+    return true;
+  }
+  void synchronize() override {
+    if (recorded) check(cudaEventSynchronize(ev_), "cudaEventSynchronize");
+  }
+  double elapsed_ms(EventImpl& end) override {
+    DESCENT_CHECK(recorded && end.recorded, Error, "Both events must be recorded before calculating elapsed time.");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, ev_, static_cast<CudaEvent&>(end).ev_), "cudaEventElapsedTime");
+    return ms;
+  }
+  int index_;
+  cudaEvent_t ev_ = nullptr;
+};
+
+}  // namespace
+
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  DeviceType type() const override { return DeviceType::CUDA; }
+
+  int device_count() override {
+    std::call_once(probed_, [&] {
+      int n = 0;
+      const cudaError_t e = cudaGetDeviceCount(&n);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        count_ = 0;
+        reason_ = str("Found no NVIDIA driver on your system (cudaGetDeviceCount: ", cudaGetErrorString(e),
+                      "). cuda needs an NVIDIA GPU and its driver; the simulated device sim:0 works everywhere.");
+      } else {
+        count_ = n;
+        if (n == 0) reason_ = "No CUDA GPUs are available; the simulated device sim:0 works everywhere.";
+      }
+    });
+    return count_;
+  }
+  std::string unavailable_reason() override {
+    device_count();
+    return reason_;
+  }
+  std::string device_name(int index) override {
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties");
+    return p.name;
+  }
+
+  alloc::RawBackend& memory(int index) override {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& m = memories_[index];
+    if (!m) m = std::make_unique<CudaMemory>(index);
+    return *m;
+  }
+
+  int64_t create_stream(int index) override {
+    DeviceScope d(index);
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    std::lock_guard<std::mutex> g(mu_);
+    const int64_t id = ++next_stream_;
+    streams_[{index, id}] = s;
+    return id;
+  }
+  void* native(const Stream& s) override {
+    if (s.id == 0) return nullptr;  // the legacy default stream
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = streams_.find({s.device.index, s.id});
+    DESCENT_CHECK(it != streams_.end(), Error, s.device.str(), " has no stream ", s.id);
+    return it->second;
+  }
+  void synchronize(const Stream& s) override {
+    DeviceScope d(s.device.index);
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(native(s))), "cudaStreamSynchronize");
+  }
+  bool query(const Stream& s) override {
+    DeviceScope d(s.device.index);
+    const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(native(s)));
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    check(e, "cudaStreamQuery");
+    return true;
+  }
+  // CUDA does not say how many launches wait on a stream; the trace shows the
+  // queue from each launch's enqueue time and its kernel's device span instead.
+  int64_t queue_depth(const Stream&) override { return -1; }
+  void synchronize_device(int index) override {
+    DeviceScope d(index);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+  std::unique_ptr<EventImpl> create_event(int index, bool timing) override {
+    return std::make_unique<CudaEvent>(index, timing);
+  }
+  void copy(void* dst, const void* src, size_t nbytes, CopyKind kind, const Stream& s, bool pinned) override {
+    if (nbytes == 0) return;
+    static constexpr cudaMemcpyKind kKinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                                cudaMemcpyDeviceToDevice};
+    DeviceScope d(s.device.index);
+    trace::ScopedSpan span(trace::Floor::Streams, "cudaMemcpyAsync");
+    span.arg("bytes", int64_t(nbytes));
+    span.arg("stream", s.id);
+    span.arg("pinned", pinned);
+    const auto stream = static_cast<cudaStream_t>(native(s));
+    check(cudaMemcpyAsync(dst, src, nbytes, kKinds[int(kind)], stream), "cudaMemcpyAsync");
+  }
+
+ private:
+  std::once_flag probed_;
+  int count_ = 0;
+  std::string reason_;
+  std::mutex mu_;
+  std::map<int, std::unique_ptr<CudaMemory>> memories_;
+  std::map<std::pair<int, int64_t>, cudaStream_t> streams_;
+  int64_t next_stream_ = 0;
+};
+
+namespace {
+CudaRuntime& cuda_runtime_instance() {
+  static CudaRuntime* rt = new CudaRuntime;  // never destroyed: CUDA may be torn down first at exit
+  return *rt;
+}
+}  // namespace
+
+void CudaEvent::record(const Stream& s) {
+  DeviceScope d(s.device.index);
+  check(cudaEventRecord(ev_, static_cast<cudaStream_t>(cuda_runtime_instance().native(s))), "cudaEventRecord");
+  recorded = true;
+  stream = s;
+}
+void CudaEvent::block(const Stream& s) {
+  if (!recorded) return;
+  DeviceScope d(s.device.index);
+  check(cudaStreamWaitEvent(static_cast<cudaStream_t>(cuda_runtime_instance().native(s)), ev_, 0),
+        "cudaStreamWaitEvent");
+}
+
+DeviceRuntime& cuda_runtime() { return cuda_runtime_instance(); }
+
+#else  // no CUDA toolkit at build time
+
+namespace {
+class NoCudaRuntime final : public DeviceRuntime {
+ public:
+  DeviceType type() const override { return DeviceType::CUDA; }
+  int device_count() override { return 0; }
+  std::string unavailable_reason() override {
+    return "descent was built without CUDA (no CUDA toolkit was found when it was configured); the simulated device "
+           "sim:0 works everywhere.";
+  }
+  [[noreturn]] void fail() { throw Error(unavailable_reason()); }
+  std::string device_name(int) override { fail(); }
+  alloc::RawBackend& memory(int) override { fail(); }
+  int64_t create_stream(int) override { fail(); }
+  void* native(const Stream&) override { fail(); }
+  void synchronize(const Stream&) override { fail(); }
+  bool query(const Stream&) override { fail(); }
+  int64_t queue_depth(const Stream&) override { fail(); }
+  void synchronize_device(int) override { fail(); }
+  std::unique_ptr<EventImpl> create_event(int, bool) override { fail(); }
+  void copy(void*, const void*, size_t, CopyKind, const Stream&, bool) override { fail(); }
+};
+}  // namespace
+
+DeviceRuntime& cuda_runtime() {
+  static NoCudaRuntime rt;
+  return rt;
+}
+
+#endif
+
+}  // namespace descent::streams

@@ -1,0 +1,30 @@
+// Device memory: one caching allocator (floor 6) per device, over the raw
+// memory its runtime gives (cudaMalloc, or the simulated device's arena).
+//
+// core's allocate_bytes() asks here for every non-CPU tensor's bytes, on the
+// calling thread's current stream of that device (Note [Streams and the two
+// clocks], streams.h); Note [Caching allocator policy] is the allocator's.
+#pragma once
+
+#include <cstddef>
+
+#include "floors/allocator/allocator.h"
+#include "floors/core/device.h"
+#include "floors/streams/streams.h"
+
+namespace descent::streams {
+
+// The caching allocator of `d` (created on first use). RuntimeError when `d`
+// is not a usable device (check_device).
+alloc::CachingAllocator& device_allocator(Device d);
+
+// Bytes for a tensor on `d`, from its caching allocator, on d's current stream.
+alloc::DataPtr device_allocate(size_t nbytes, Device d);
+
+// The simulated device's memory: the arena's capacity in bytes (default
+// 8 GiB, or DESCENT_SIM_MEMORY, e.g. "512MiB"). Setting it empties the
+// allocator's cache first; RuntimeError while memory is allocated on sim:0.
+size_t sim_memory_capacity();
+void set_sim_memory_capacity(size_t bytes);
+
+}  // namespace descent::streams

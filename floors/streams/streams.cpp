@@ -1,0 +1,103 @@
+// Floor 7: the device runtimes behind one interface, each thread's current
+// stream, synchronization as spans of its own, and copies between memories.
+// (Note [Streams and the two clocks], streams.h.)
+#include "floors/streams/streams.h"
+
+#include <cstring>
+
+#include "floors/core/error.h"
+#include "floors/streams/sim_runtime.h"
+#include "tracer/tracer.h"
+
+namespace descent::streams {
+
+DeviceRuntime& cuda_runtime();  // cuda_runtime.cpp
+
+std::string Stream::str() const { return descent::str(device.str(), " stream ", id); }
+
+DeviceRuntime& runtime(DeviceType t) {
+  switch (t) {
+    case DeviceType::Sim: return SimRuntime::get();
+    case DeviceType::CUDA: return cuda_runtime();
+    case DeviceType::CPU: break;
+  }
+  throw std::logic_error("streams::runtime: the CPU has no device runtime");
+}
+
+void check_device(Device d) {
+  DESCENT_CHECK(d.type != DeviceType::CPU, Error, "the CPU is not a device with streams");
+  DeviceRuntime& rt = runtime(d.type);
+  const int n = rt.device_count();
+  if (n == 0) throw Error(rt.unavailable_reason());
+  DESCENT_CHECK(d.index >= 0 && d.index < n, Error, d.str(), " is not available: this machine has ", n, " ",
+                device_type_name(d.type), " device", n == 1 ? "" : "s", " (", device_type_name(d.type), ":0",
+                n > 1 ? str(" to ", device_type_name(d.type), ":", n - 1) : std::string(), ")");
+}
+
+// [SECTION] Current stream ----------------------------------------------------------
+
+namespace {
+// Per thread, per device type and index: the current stream's id (0, the
+// default stream, until set), as PyTorch keeps the current stream per thread.
+thread_local int64_t tl_current[3][kMaxDeviceIndex + 1] = {};
+}  // namespace
+
+Stream current_stream(Device d) { return Stream{d, tl_current[int(d.type)][d.index]}; }
+Stream default_stream(Device d) { return Stream{d, 0}; }
+void set_current_stream(const Stream& s) {
+  DESCENT_CHECK(s.device.type != DeviceType::CPU, Error, "the CPU has no streams");
+  tl_current[int(s.device.type)][s.device.index] = s.id;
+}
+
+// [SECTION] Synchronization -----------------------------------------------------------
+
+void synchronize(Device d, const char* why) {
+  check_device(d);
+  trace::ScopedSpan span(trace::Floor::Streams, why);
+  span.arg("device", trace::enabled() ? trace::intern(d.str()) : "");
+  span.arg("api", d.type == DeviceType::CUDA ? "cudaDeviceSynchronize" : "simDeviceSynchronize");
+  runtime(d.type).synchronize_device(d.index);
+}
+
+void synchronize(const Stream& s, const char* why) {
+  trace::ScopedSpan span(trace::Floor::Streams, why);
+  span.arg("stream", s.id);
+  span.arg("api", s.device.type == DeviceType::CUDA ? "cudaStreamSynchronize" : "simStreamSynchronize");
+  if (span.active()) span.arg("queue_depth", runtime(s.device.type).queue_depth(s));
+  runtime(s.device.type).synchronize(s);
+}
+
+int64_t sim_enqueue(const Stream& s, std::function<void()> task) { return SimRuntime::get().enqueue(s, std::move(task)); }
+
+// [SECTION] Copies --------------------------------------------------------------------
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool pinned,
+                const char* why) {
+  using Kind = DeviceRuntime::CopyKind;
+  if (nbytes == 0) return;
+  const bool dst_host = dst_device.type == DeviceType::CPU, src_host = src_device.type == DeviceType::CPU;
+  if (dst_host && src_host) {
+    std::memcpy(dst, src, nbytes);
+    return;
+  }
+  if (dst_host) {  // device to host: the host waits for the bytes unless they go to pinned memory
+    const Stream s = current_stream(src_device);
+    runtime(src_device.type).copy(dst, src, nbytes, Kind::DeviceToHost, s, pinned);
+    if (!pinned) synchronize(s, why);
+    return;
+  }
+  if (src_host) {
+    runtime(dst_device.type).copy(dst, src, nbytes, Kind::HostToDevice, current_stream(dst_device), pinned);
+    return;
+  }
+  if (dst_device == src_device) {
+    runtime(dst_device.type).copy(dst, src, nbytes, Kind::DeviceToDevice, current_stream(dst_device), false);
+    return;
+  }
+  // Between two devices (sim:0 and cuda:0, or two GPUs): through the host.
+  std::unique_ptr<char[]> staging(new char[nbytes]);
+  copy_bytes(staging.get(), Device{}, src, src_device, nbytes, false, why);
+  copy_bytes(dst, dst_device, staging.get(), Device{}, nbytes, false, why);
+}
+
+}  // namespace descent::streams
