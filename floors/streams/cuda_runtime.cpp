@@ -13,6 +13,7 @@
 
 #include "floors/core/error.h"
 #include "floors/streams/streams.h"
+#include "tracer/cupti.h"
 #include "tracer/tracer.h"
 
 #ifdef DESCENT_HAVE_CUDA
@@ -65,6 +66,33 @@ class CudaMemory final : public alloc::RawBackend {
     check(cudaFree(ptr), "cudaFree");
   }
   const char* name() const override { return name_; }
+
+  // Events for the caching allocator's deferred frees (Note [Deferred frees]).
+  void* record_event(alloc::StreamId stream) override;
+  bool event_done(void* event) override {
+    const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    check(e, "cudaEventQuery");
+    return true;
+  }
+  void release_event(void* event) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+  void synchronize_device() override {
+    DeviceScope d(index_);
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+  size_t total_memory() override {
+    DeviceScope d(index_);
+    size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? total : 0;
+  }
+  size_t free_memory() override {
+    DeviceScope d(index_);
+    size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;
+  }
 
  private:
   static const char* intern_name(int index) { return trace::intern("cuda:" + std::to_string(index)); }
@@ -192,7 +220,11 @@ class CudaRuntime final : public DeviceRuntime {
     span.arg("stream", s.id);
     span.arg("pinned", pinned);
     const auto stream = static_cast<cudaStream_t>(native(s));
-    check(cudaMemcpyAsync(dst, src, nbytes, kKinds[int(kind)], stream), "cudaMemcpyAsync");
+    const uint64_t correlation = span.active() ? trace::cupti::push_correlation() : 0;  // joins CUPTI's copy record
+    span.arg("correlation", int64_t(correlation));
+    const cudaError_t e = cudaMemcpyAsync(dst, src, nbytes, kKinds[int(kind)], stream);
+    if (correlation != 0) trace::cupti::pop_correlation();
+    check(e, "cudaMemcpyAsync");
   }
 
  private:
@@ -211,6 +243,15 @@ CudaRuntime& cuda_runtime_instance() {
   return *rt;
 }
 }  // namespace
+
+void* CudaMemory::record_event(alloc::StreamId stream) {
+  DeviceScope d(index_);
+  cudaEvent_t ev = nullptr;
+  check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventRecord(ev, static_cast<cudaStream_t>(cuda_runtime_instance().native(Stream{Device{DeviceType::CUDA, index_}, stream}))),
+        "cudaEventRecord");
+  return ev;
+}
 
 void CudaEvent::record(const Stream& s) {
   DeviceScope d(s.device.index);

@@ -166,11 +166,25 @@ class SimMemory final : public alloc::RawBackend {
     return p;
   }
   void raw_free(void* ptr, size_t nbytes) override {
+    synchronize_device();  // as cudaFree does: no queued work may still touch the memory
     std::free(ptr);
     std::lock_guard<std::mutex> g(mu_);
     in_use_ -= nbytes;
   }
   const char* name() const override { return "sim:0"; }
+
+  // Events for the caching allocator's deferred frees (Note [Deferred frees]),
+  // defined below with the runtime. No kernel body may free memory, since
+  // the allocator calls these with its mutex held.
+  void* record_event(alloc::StreamId stream) override;
+  bool event_done(void* event) override;
+  void release_event(void* event) override;
+  void synchronize_device() override;
+  size_t total_memory() override { return capacity(); }
+  size_t free_memory() override {
+    std::lock_guard<std::mutex> g(mu_);
+    return capacity_ - std::min(in_use_, capacity_);
+  }
   size_t capacity() {
     std::lock_guard<std::mutex> g(mu_);
     return capacity_;
@@ -267,6 +281,15 @@ struct SimEvent : EventImpl {
   uint64_t seq_ = 0;
   std::shared_ptr<std::atomic<int64_t>> time_;
 };
+
+void* SimMemory::record_event(alloc::StreamId stream) {
+  auto ev = SimRuntime::get().create_event(0, false);
+  ev->record(Stream{Device{DeviceType::Sim, 0}, stream});
+  return ev.release();
+}
+bool SimMemory::event_done(void* event) { return static_cast<EventImpl*>(event)->query(); }
+void SimMemory::release_event(void* event) { delete static_cast<EventImpl*>(event); }
+void SimMemory::synchronize_device() { SimRuntime::get().synchronize_device(0); }
 
 SimRuntime::SimRuntime() : impl_(new Impl) {}
 
