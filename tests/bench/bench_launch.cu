@@ -1,0 +1,82 @@
+// Per-call costs of the device floors beside raw CUDA, in one process:
+// an empty kernel launched raw and through floor 8 (launch::launch_cuda),
+// a caching-allocator hit on cuda:0 and sim:0 (floor 6) beside
+// cudaMallocAsync/cudaFreeAsync and cudaMalloc/cudaFree, and the same on
+// sim:0's allocator. Host time only: launches are timed in bursts of 256 with
+// a synchronize between bursts, outside the clock, so the queue never fills.
+// Prints one JSON object per line (timing.h); tests/bench/bench_device_calls.py runs it.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "floors/launch/launch.h"
+#include "floors/streams/device_memory.h"
+#include "floors/streams/streams.h"
+#include "tests/bench/timing.h"
+
+using namespace descent;
+
+__global__ void empty_kernel() {}
+
+namespace {
+
+// Median per-launch host time of `launch` over bursts of 256 launches.
+template <typename Fn>
+double launch_ns(Fn&& launch) {
+  constexpr int kBurst = 256;
+  for (int i = 0; i < 2000; ++i) launch();
+  cudaDeviceSynchronize();
+  std::vector<double> per;
+  for (int r = 0; r < bench::kReps; ++r) {
+    double total = 0;
+    for (int b = 0; b < 40; ++b) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBurst; ++i) launch();
+      auto t1 = std::chrono::steady_clock::now();
+      total += std::chrono::duration<double, std::nano>(t1 - t0).count();
+      cudaDeviceSynchronize();
+    }
+    per.push_back(total / (40.0 * kBurst));
+  }
+  return bench::median(per);
+}
+
+}  // namespace
+
+int main() {
+  const Device sim{DeviceType::Sim, 0};
+  const long n = 200000;
+  // The simulated device's allocator hit: 1 MiB, freed and asked again.
+  bench::report("sim_alloc_hit_1MiB", bench::median_ns_per_call([&] {
+    alloc::DataPtr p = streams::device_allocate(1 << 20, sim);
+    p.release();
+  }, n));
+  if (streams::runtime(DeviceType::CUDA).device_count() == 0) {
+    std::fprintf(stderr, "bench_launch: no CUDA device (%s); CUDA rows skipped\n",
+                 streams::runtime(DeviceType::CUDA).unavailable_reason().c_str());
+    return 0;
+  }
+  const Device cuda{DeviceType::CUDA, 0};
+  cudaFree(nullptr);  // creates the context outside the clock
+  bench::report("cuda_alloc_hit_1MiB", bench::median_ns_per_call([&] {
+    alloc::DataPtr p = streams::device_allocate(1 << 20, cuda);
+    p.release();
+  }, n));
+  cudaStream_t s0 = nullptr;
+  bench::report("raw_cudaMallocAsync_free_1MiB", bench::median_ns_per_call([&] {
+    void* p = nullptr;
+    cudaMallocAsync(&p, 1 << 20, s0);
+    cudaFreeAsync(p, s0);
+  }, n / 10));
+  bench::report("raw_cudaMalloc_free_1MiB", bench::median_ns_per_call([&] {
+    void* p = nullptr;
+    cudaMalloc(&p, 1 << 20);
+    cudaFree(p);
+  }, 2000));
+  bench::report("raw_empty_launch", launch_ns([] { empty_kernel<<<1, 1>>>(); }));
+  const streams::Stream stream = streams::current_stream(cuda);
+  const launch::KernelLaunch k{"empty_kernel", "bench", {1, 1, 1}, {1, 1, 1}, 0};
+  bench::report("descent_empty_launch", launch_ns([&] { launch::launch_cuda(stream, k, empty_kernel); }));
+  return 0;
+}
