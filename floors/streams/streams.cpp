@@ -4,6 +4,8 @@
 #include "floors/streams/streams.h"
 
 #include <cstring>
+#include <memory>
+#include <memory>
 
 #include "floors/core/error.h"
 #include "floors/streams/sim_runtime.h"
@@ -39,14 +41,23 @@ void check_device(Device d) {
 namespace {
 // Per thread, per device type and index: the current stream's id (0, the
 // default stream, until set), as PyTorch keeps the current stream per thread.
-thread_local int64_t tl_current[3][kMaxDeviceIndex + 1] = {};
+// The table lives on the heap, made on a thread's first set_current_stream:
+// a module loaded with dlopen (the Python extension) has only a small static
+// TLS block, so a thread_local must stay a pointer's size.
+constexpr int kTypes = 3;
+thread_local std::unique_ptr<int64_t[]> tl_current;
+
+int64_t& current_slot(Device d) {
+  if (!tl_current) tl_current = std::make_unique<int64_t[]>(kTypes * (kMaxDeviceIndex + 1));  // zeros
+  return tl_current[int(d.type) * (kMaxDeviceIndex + 1) + d.index];
+}
 }  // namespace
 
-Stream current_stream(Device d) { return Stream{d, tl_current[int(d.type)][d.index]}; }
+Stream current_stream(Device d) { return Stream{d, tl_current ? current_slot(d) : 0}; }
 Stream default_stream(Device d) { return Stream{d, 0}; }
 void set_current_stream(const Stream& s) {
   DESCENT_CHECK(s.device.type != DeviceType::CPU, Error, "the CPU has no streams");
-  tl_current[int(s.device.type)][s.device.index] = s.id;
+  current_slot(s.device) = s.id;
 }
 
 // [SECTION] Synchronization -----------------------------------------------------------
