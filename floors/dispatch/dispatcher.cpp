@@ -65,6 +65,12 @@ std::array<OpEntry, kNumOps>& table() {
       register_inplace_or_view_kernels(inplace_or_view);
       Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
       register_cpu_kernels(cpu);
+      Library sim(Library::IMPL, "aten", DispatchKey::Sim);
+      register_device_kernels(sim);
+#ifdef DESCENT_HAVE_CUDA
+      Library cuda(Library::IMPL, "aten", DispatchKey::CUDA);
+      register_device_kernels(cuda);
+#endif
       Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
       register_composite_kernels(composites);
       check_declared_kernels();

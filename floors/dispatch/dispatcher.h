@@ -220,6 +220,7 @@ void register_backend_select_kernels(Library& m);    // dispatch/backend_select.
 void register_autograd_kernels(Library& m);          // autograd/variable_type.cpp (Autograd)
 void register_inplace_or_view_kernels(Library& m);   // dispatch/inplace_or_view.cpp
 void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
+void register_device_kernels(Library& m);            // kernels/register_cpu.cpp: Sim, and CUDA in builds with it
 void register_composite_kernels(Library& m);         // kernels/composites.cpp (CompositeImplicitAutograd)
 
 }  // namespace descent

@@ -14,9 +14,13 @@
 //   Where descent's argument list is not aten's, the difference is on
 //   purpose and listed in Note [Where descent's schemas differ from aten's].
 // - The dispatch is native_functions.yaml's `dispatch:`: the keys that have
-//   a kernel for the op, comma-separated ("CPU", "BackendSelect, CPU"). An
-//   ordinary op declares CPU (descent's only backend with kernels). A
-//   composite declares CompositeImplicitAutograd: its one kernel, in
+//   a kernel for the op, comma-separated ("CPU, Sim, CUDA", "BackendSelect,
+//   CPU, Sim, CUDA"). An ordinary op declares the backends it has kernels
+//   for: "CPU, Sim, CUDA" where one boxed kernel serves all three and only
+//   its loop depends on the device (Note [One kernel body, two devices],
+//   floors/kernels/device_loops.h), "CPU" where the devices have none yet
+//   (a call on a device tensor then fails at dispatch, naming the op and
+//   the key). A composite declares CompositeImplicitAutograd: its one kernel, in
 //   floors/kernels/composites.cpp, calls other ops and is the op's only
 //   kernel (Note [Composite ops decompose]). The factories declare
 //   BackendSelect explicitly beside CPU: backend_select.cpp registers that
@@ -24,14 +28,18 @@
 //   cover it. Once every floor has registered, check_declared_kernels()
 //   (library.h) requires a kernel at each declared key (an alias key
 //   expanded through alias_runtime_keys; for a composite only the CPU slot
-//   is checked, since descent has CPU kernels only), and throws naming the
-//   operator and the key: a declared kernel that is missing fails at
-//   start-up, never at the first call.
+//   is checked), and throws naming the operator and the key: a declared
+//   kernel that is missing fails at start-up, never at the first call. A
+//   declared CUDA kernel is required only in builds with CUDA
+//   (DESCENT_HAVE_CUDA): without the toolkit no CUDA tensor can exist.
 // - The kind says how the tests and the verifier build inputs for the op.
 // - The exactness says what the verifier may claim when it runs the
 //   reference and the optimized kernel on the same inputs: Exact means
 //   bit-for-bit; Reordered means the optimized kernel sums in another order,
 //   so the two agree within the bound of Note [Summation bound] (verifier.cpp).
+//   On sim:0 and cuda:N the verifier holds the device to the CPU's reference
+//   as Note [Device claims] (verifier.cpp) says: float sums and products within
+//   a stated bound, the rest of these ops bit for bit.
 // - The sample call is a small valid call, read by the verifier and the
 //   tests: arguments separated by ';', where T[4, 6] is a random tensor of
 //   the dtype under test, T[6, 4]^T the transposed (non-contiguous) view of
@@ -58,14 +66,17 @@
 // - aten::to is one row, to.dtype_layout, whose `dtype` and `device` may be
 //   given positionally: aten splits x.to(dtype) and x.to(device) into the
 //   to.dtype and to.device overloads; descent's Tensor.to reads both into this
-//   one. `non_blocking` and `memory_format` are left out (no streams yet).
-// - copy_'s `non_blocking` is accepted and ignored: every copy is a CPU copy.
+//   one. `non_blocking` and `memory_format` are left out.
+// - copy_'s `non_blocking` is accepted and ignored: a copy from a device to
+//   the host always waits for its stream (Note [Copies between devices],
+//   register_cpu.cpp).
 // - aten::_to_copy takes no `layout`, `pin_memory`, `non_blocking` or
-//   `memory_format` (as for the factories and to), and is declared CPU where
-//   aten declares it CompositeExplicitAutograd: its kernel copies on the CPU
-//   until the device floors bring a copy between devices; likewise
-//   aten::_unsafe_view (a view whose result records no view base: reshape's
-//   and matmul's results over a fresh copy) is declared CPU.
+//   `memory_format` (as for the factories and to), and is declared CPU, Sim,
+//   CUDA where aten declares it CompositeExplicitAutograd: one boxed kernel
+//   copies within a device and between devices (Note [Copies between
+//   devices]); likewise aten::_unsafe_view (a view whose result records no
+//   view base: reshape's and matmul's results over a fresh copy) is
+//   declared per backend.
 // - Binary ops have only their .Tensor overloads (no add.Scalar): the
 //   binding turns a Python number into a 0-d wrapped-number tensor, as
 //   PyTorch's Python binding does when it picks add.Tensor for x + 1. pow
@@ -97,137 +108,137 @@ enum class Domain : uint8_t { Any, Positive };
 #define DESCENT_FORALL_OPS(_)                                                                                                          \
   /* factories: the device argument picks the backend */                                                                               \
   _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 6]")                                                                    \
   _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 6]")                                                                    \
   _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]")                                                                               \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 6]")                                                                    \
   _(full, "aten::full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                       \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 6]; 2.5")                                                                          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 6]; 2.5")                                                               \
   _(arange, "aten::arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                      \
-    "BackendSelect, CPU", Factory, Exact, Any, "10")                                                                                   \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "10")                                                                        \
   _(arange_start_step, "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
-    "BackendSelect, CPU", Factory, Exact, Any, "1; 7.5; 0.5")                                                                          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "1; 7.5; 0.5")                                                               \
   _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 33]")                                                                              \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 33]")                                                                   \
   _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    "BackendSelect, CPU", Factory, Exact, Any, "[4, 33]")                                                                              \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 33]")                                                                   \
   /* elementwise, two inputs: broadcast and promoted */                                                                                \
   _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
+    "CPU, Sim, CUDA", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                        \
   _(sub, "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
+    "CPU, Sim, CUDA", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                        \
   _(mul, "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
+    "CPU, Sim, CUDA", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                        \
   _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    "CPU", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                   \
+    "CPU, Sim, CUDA", Binary, Exact, Any, "T[4, 33]; T[4, 33]")                                                                        \
   _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",                                                   \
-    "CPU", Binary, Exact, Positive, "T[4, 33]; 2.5")                                                                                   \
+    "CPU, Sim, CUDA", Binary, Exact, Positive, "T[4, 33]; 2.5")                                                                        \
   _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
-    "CPU", Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                              \
+    "CPU, Sim, CUDA", Binary, Exact, Positive, "T[4, 33]; T[4, 33]")                                                                   \
   _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   _(gt, "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   _(ne, "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   _(le, "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   _(ge, "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                               \
+    "CPU, Sim, CUDA", Comparison, Exact, Any, "T[4, 33]; T[4, 33]")                                                                    \
   /* elementwise, one input */                                                                                                         \
   _(neg, "aten::neg(Tensor self) -> Tensor",                                                                                           \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(abs, "aten::abs(Tensor self) -> Tensor",                                                                                           \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(exp, "aten::exp(Tensor self) -> Tensor",                                                                                           \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(log, "aten::log(Tensor self) -> Tensor",                                                                                           \
-    "CPU", Unary, Exact, Positive, "T[4, 33]")                                                                                         \
+    "CPU, Sim, CUDA", Unary, Exact, Positive, "T[4, 33]")                                                                              \
   _(sqrt, "aten::sqrt(Tensor self) -> Tensor",                                                                                         \
-    "CPU", Unary, Exact, Positive, "T[4, 33]")                                                                                         \
+    "CPU, Sim, CUDA", Unary, Exact, Positive, "T[4, 33]")                                                                              \
   _(relu, "aten::relu(Tensor self) -> Tensor",                                                                                         \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor",                                                                                   \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(tanh, "aten::tanh(Tensor self) -> Tensor",                                                                                         \
-    "CPU", Unary, Exact, Any, "T[4, 33]")                                                                                              \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   /* reductions */                                                                                                                     \
   _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                                \
-    "CPU", Reduction, Reordered, Any, "T[4, 33]")                                                                                      \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, "T[4, 33]")                                                                           \
   _(sum_dim, "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",               \
-    "CPU", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                 \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                      \
   _(mean, "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                              \
-    "CPU", Reduction, Reordered, Any, "T[4, 33]")                                                                                      \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, "T[4, 33]")                                                                           \
   _(mean_dim, "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",                     \
-    "CPU", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                                 \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, "T[4, 33]; [1]")                                                                      \
   _(max, "aten::max(Tensor self) -> Tensor",                                                                                           \
-    "CPU", Reduction, Exact, Any, "T[4, 33]")                                                                                          \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, "T[4, 33]")                                                                               \
   _(max_dim, "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",                             \
-    "CPU", Reduction, Exact, Any, "T[4, 33]; 1")                                                                                       \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, "T[4, 33]; 1")                                                                            \
   /* matrix product */                                                                                                                 \
   _(matmul, "aten::matmul(Tensor self, Tensor other) -> Tensor",                                                                       \
     "CompositeImplicitAutograd", Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                           \
   _(mm, "aten::mm(Tensor self, Tensor mat2) -> Tensor",                                                                                \
-    "CPU", Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                                 \
+    "CPU, Sim, CUDA", Matmul, Exact, Any, "T[17, 23]; T[23, 19]")                                                                      \
   _(bmm, "aten::bmm(Tensor self, Tensor mat2) -> Tensor",                                                                              \
-    "CPU", Matmul, Exact, Any, "T[3, 17, 23]; T[3, 23, 19]")                                                                           \
+    "CPU, Sim, CUDA", Matmul, Exact, Any, "T[3, 17, 23]; T[3, 23, 19]")                                                                \
   _(dot, "aten::dot(Tensor self, Tensor tensor) -> Tensor",                                                                            \
-    "CPU", Matmul, Exact, Any, "T[33]; T[33]")                                                                                         \
+    "CPU, Sim, CUDA", Matmul, Exact, Any, "T[33]; T[33]")                                                                              \
   _(mv, "aten::mv(Tensor self, Tensor vec) -> Tensor",                                                                                 \
-    "CPU", Matmul, Exact, Any, "T[17, 23]; T[23]")                                                                                     \
+    "CPU, Sim, CUDA", Matmul, Exact, Any, "T[17, 23]; T[23]")                                                                          \
   /* views: new sizes and strides over the same storage; the result aliases self */                                                    \
   _(view, "aten::view(Tensor(a) self, int[] size) -> Tensor(a)",                                                                       \
-    "CPU", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                        \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                             \
   _(_unsafe_view, "aten::_unsafe_view(Tensor self, int[] size) -> Tensor",                                                             \
-    "CPU", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                                        \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; [6, 4]")                                                                             \
   _(reshape, "aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)",                                                                \
     "CompositeImplicitAutograd", View, Exact, Any, "T[4, 6]^T; [-1]")                                                                  \
   _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",                                                 \
-    "CPU", View, Exact, Any, "T[4, 6]; 0; 1")                                                                                          \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; 0; 1")                                                                               \
   _(t, "aten::t(Tensor(a) self) -> Tensor(a)",                                                                                        \
-    "CPU", View, Exact, Any, "T[4, 6]")                                                                                                \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]")                                                                                     \
   _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",                                                                 \
-    "CPU", View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                                  \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[2, 3, 4]; [2, 0, 1]")                                                                       \
   _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",                                           \
-    "CPU", View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                                     \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 1]; [3, 4, 6]")                                                                          \
   _(slice, "aten::slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",                   \
-    "CPU", View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                                    \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; 1; 1; 5; 2")                                                                         \
   _(select, "aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",                                                       \
-    "CPU", View, Exact, Any, "T[4, 6]; 0; 2")                                                                                          \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; 0; 2")                                                                               \
   _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",                                                                \
-    "CPU", View, Exact, Any, "T[4, 6]; 1")                                                                                             \
+    "CPU, Sim, CUDA", View, Exact, Any, "T[4, 6]; 1")                                                                                  \
   /* copies */                                                                                                                         \
   _(contiguous, "aten::contiguous(Tensor(a) self) -> Tensor(a)",                                                                       \
     "CompositeImplicitAutograd", Copy, Exact, Any, "T[4, 6]^T")                                                                        \
   _(clone, "aten::clone(Tensor self) -> Tensor",                                                                                       \
-    "CPU", Copy, Exact, Any, "T[4, 6]")                                                                                                \
+    "CPU, Sim, CUDA", Copy, Exact, Any, "T[4, 6]")                                                                                     \
   _(to, "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor(a)",            \
     "CompositeImplicitAutograd", Copy, Exact, Any, "T[4, 6]; float64")                                                                 \
   _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
-    "CPU", Copy, Exact, Any, "T[6, 4]^T")                                                                                              \
+    "CPU, Sim, CUDA", Copy, Exact, Any, "T[6, 4]^T")                                                                                   \
   /* indexing: the elements that index tensors pick, read or written (Note [Advanced indexing], indexing.cpp) */                        \
   _(index, "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",                                                             \
-    "CPU", Copy, Exact, Any, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                                        \
+    "CPU, Sim, CUDA", Copy, Exact, Any, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                             \
   _(index_put_, "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",            \
-    "CPU", InPlace, Exact, Any, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                                                      \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                                           \
   /* in place: write into self (Note [In-place ops], register_cpu.cpp) */                                                              \
   _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                       \
   _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    "CPU", InPlace, Exact, Any, "T[33, 4]^T; T[33]")                                                                                   \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[33, 4]^T; T[33]")                                                                        \
   _(mul_, "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                       \
   _(div_, "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    "CPU", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                                  \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[4, 33]; T[4, 33]")                                                                       \
   _(copy_, "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",                                          \
-    "CPU", InPlace, Exact, Any, "T[4, 6]; T[6, 1]^T")                                                                                  \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[4, 6]; T[6, 1]^T")                                                                       \
   _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",                                                          \
-    "CPU", InPlace, Exact, Any, "T[4, 33]; 2.5")                                                                                       \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[4, 33]; 2.5")                                                                            \
   _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)",                                                                               \
-    "CPU", InPlace, Exact, Any, "T[6, 4]^T")
+    "CPU, Sim, CUDA", InPlace, Exact, Any, "T[6, 4]^T")
 
 enum class Op : uint16_t {
 #define DESCENT_OP_ENUM(id, schema, dispatch, kind, exact, domain, sample) id,

@@ -13,16 +13,26 @@
 #include "floors/core/error.h"
 #include "floors/dispatch/ops.h"
 
+// DESCENT_HD marks a function that nvcc compiles for the GPU as well as the
+// host: the element functions below run unchanged in the CPU loops, the
+// simulated device's blocks and CUDA's threads (Note [One kernel body, two
+// devices], device_loops.h). Empty for g++.
+#ifdef __CUDACC__
+#define DESCENT_HD __host__ __device__
+#else
+#define DESCENT_HD
+#endif
+
 namespace descent::kernels {
 
 // Integer arithmetic wraps around (two's complement), as PyTorch's does,
 // instead of being undefined behaviour on overflow.
-inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+DESCENT_HD inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+DESCENT_HD inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
 // a + b and a * b in T, wrapping for int64: the one place where the loops
 // (elementwise, sums, matrix products) choose between the two.
-template <class T> T plus(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b); }
-template <class T> T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_mul(a, b); else return T(a * b); }
+template <class T> DESCENT_HD T plus(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b); }
+template <class T> DESCENT_HD T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_mul(a, b); else return T(a * b); }
 
 // An element converted to D the way a tensor cast converts it (to(), copy_,
 // type promotion): unchecked, as PyTorch's casts are (only Scalars are
@@ -31,7 +41,7 @@ template <class T> T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>)
 // cvttsd2si gives, and so what PyTorch gives on x86 (a C++ cast of such a
 // value is undefined, and may give anything once the compiler knows it).
 template <class D, class S>
-D cast_element(S x) {
+DESCENT_HD D cast_element(S x) {
   if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
     return x >= S(-0x1p63) && x < S(0x1p63) ? int64_t(x) : INT64_MIN;
   } else {
@@ -41,20 +51,20 @@ D cast_element(S x) {
 
 // [SECTION] Unary ---------------------------------------------------------------
 
-struct NegF { template <class T> T operator()(T x) const {
+struct NegF { template <class T> DESCENT_HD T operator()(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
 // abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
-struct AbsF { template <class T> T operator()(T x) const {
+struct AbsF { template <class T> DESCENT_HD T operator()(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x;
   else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
   else return x < 0 ? NegF{}(x) : x; } };
-struct ExpF { template <class T> T operator()(T x) const { return std::exp(x); } };
-struct LogF { template <class T> T operator()(T x) const { return std::log(x); } };
-struct SqrtF { template <class T> T operator()(T x) const { return std::sqrt(x); } };
+struct ExpF { template <class T> DESCENT_HD T operator()(T x) const { return std::exp(x); } };
+struct LogF { template <class T> DESCENT_HD T operator()(T x) const { return std::log(x); } };
+struct SqrtF { template <class T> DESCENT_HD T operator()(T x) const { return std::sqrt(x); } };
 // relu propagates NaN, like PyTorch's clamp_min(0).
-struct ReluF { template <class T> T operator()(T x) const { return x > T(0) || x != x ? x : T(0); } };
-struct SigmoidF { template <class T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct TanhF { template <class T> T operator()(T x) const { return std::tanh(x); } };
+struct ReluF { template <class T> DESCENT_HD T operator()(T x) const { return x > T(0) || x != x ? x : T(0); } };
+struct SigmoidF { template <class T> DESCENT_HD T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhF { template <class T> DESCENT_HD T operator()(T x) const { return std::tanh(x); } };
 
 template <typename Fn>
 void visit_unary(Op op, Fn&& fn) {
@@ -75,16 +85,16 @@ void visit_unary(Op op, Fn&& fn) {
 
 // Binary functors take alpha (only add and sub use it). On bool, add is
 // logical or and mul logical and, as in PyTorch.
-struct AddF { template <class T> T operator()(T a, T b, T alpha) const {
+struct AddF { template <class T> DESCENT_HD T operator()(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a || (alpha && b); else return plus(a, times(alpha, b)); } };
-struct SubF { template <class T> T operator()(T a, T b, T alpha) const {
+struct SubF { template <class T> DESCENT_HD T operator()(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a;
   else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)); else return a - alpha * b; } };
-struct MulF { template <class T> T operator()(T a, T b, T) const {
+struct MulF { template <class T> DESCENT_HD T operator()(T a, T b, T) const {
   if constexpr (std::is_same_v<T, bool>) return a && b; else return times(a, b); } };
-struct DivF { template <class T> T operator()(T a, T b, T) const { return a / b; } };  // floats only
+struct DivF { template <class T> DESCENT_HD T operator()(T a, T b, T) const { return a / b; } };  // floats only
 struct PowF {
-  template <class T> T operator()(T a, T b, T) const {
+  template <class T> DESCENT_HD T operator()(T a, T b, T) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -113,12 +123,12 @@ void visit_binary(Op op, Fn&& fn) {
 
 // [SECTION] Comparison ------------------------------------------------------------
 
-struct EqF { template <class T> bool operator()(T a, T b) const { return a == b; } };
-struct LtF { template <class T> bool operator()(T a, T b) const { return a < b; } };
-struct GtF { template <class T> bool operator()(T a, T b) const { return a > b; } };
-struct NeF { template <class T> bool operator()(T a, T b) const { return a != b; } };  // true when either is NaN
-struct LeF { template <class T> bool operator()(T a, T b) const { return a <= b; } };
-struct GeF { template <class T> bool operator()(T a, T b) const { return a >= b; } };
+struct EqF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a == b; } };
+struct LtF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a < b; } };
+struct GtF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a > b; } };
+struct NeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a != b; } };  // true when either is NaN
+struct LeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a <= b; } };
+struct GeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a >= b; } };
 
 template <typename Fn>
 void visit_compare(Op op, Fn&& fn) {

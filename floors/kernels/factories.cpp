@@ -1,7 +1,9 @@
 // Factory kernels: empty, zeros, ones, full, arange, rand, randn.
 //
-// They reach the CPU through BackendSelect (floors/dispatch/backend_select.cpp),
-// which read their `device` argument. See Note [Counter-based random numbers].
+// They reach the CPU, Sim or CUDA kernel through BackendSelect
+// (floors/dispatch/backend_select.cpp), which read their `device` argument:
+// one kernel for every device, whose loop alone depends on it. See Note
+// [Counter-based random numbers].
 #include <cmath>
 #include <mutex>
 
@@ -12,21 +14,10 @@
 
 namespace descent::kernels {
 
-// [SECTION] Philox ----------------------------------------------------------------
+// [SECTION] Generator state -------------------------------------------------------
 
-std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key increments (golden ratio, sqrt(3)-1)
-  std::array<uint32_t, 4> x = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
-  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
-  for (int round = 0; round < 10; ++round) {
-    uint64_t p0 = uint64_t(kMul0) * x[0], p1 = uint64_t(kMul1) * x[2];
-    x = {uint32_t(p1 >> 32) ^ x[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ x[3] ^ k1, uint32_t(p0)};
-    k0 += kWeyl0;
-    k1 += kWeyl1;
-  }
-  return x;
-}
+// philox4x32 and the uniform and normal draws are inline in random.h, where
+// the device loops read them too.
 
 namespace {
 std::mutex g_gen_mu;
@@ -45,20 +36,6 @@ GeneratorState reserve_counters(uint64_t n) {
   return s;
 }
 
-float uniform_float(uint64_t c, uint64_t seed) { return float(philox4x32(c, seed)[0] >> 8) * 0x1p-24f; }
-
-static double u53(uint32_t hi, uint32_t lo) { return double(((uint64_t(hi) << 32) | lo) >> 11) * 0x1p-53; }
-double uniform_double(uint64_t c, uint64_t seed) {
-  auto w = philox4x32(c, seed);
-  return u53(w[0], w[1]);
-}
-double normal_double(uint64_t c, uint64_t seed) {
-  auto w = philox4x32(c, seed);
-  double u1 = 1.0 - u53(w[0], w[1]);  // in (0, 1]: log is finite
-  double u2 = u53(w[2], w[3]);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
-
 // [SECTION] Kernels ---------------------------------------------------------------
 
 namespace {
@@ -69,19 +46,26 @@ ScalarType dtype_arg(const Stack& s, ScalarType fallback) {
   return v.is_none() ? fallback : v.to_scalar_type();
 }
 
-Tensor make_output(trace::ScopedSpan& span, const DimVector& sizes, ScalarType dt) {
-  Tensor out = empty_tensor(sizes, dt, Device{});
+// The output on the `device` argument's device (BackendSelect brought the
+// call here from it). A device's factories fill it with a kernel of the
+// device loops (Note [One kernel body, two devices], device_loops.h).
+Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& sizes, ScalarType dt) {
+  const IValue& dev = s[s.size() - 1];
+  Tensor out = empty_tensor(sizes, dt, dev.is_none() ? Device{} : dev.to_device());
+  const char* v = out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device());
   span.arg("dtype", dtype_name(dt));
   span.arg("numel", out.numel());
-  span.arg("variant", "reference");
-  last_variant() = "reference";
+  span.arg("variant", v);
+  last_variant() = v;
   return out;
 }
+bool on_device(const Tensor& out) { return out.device().type != DeviceType::CPU; }
 
 void fill(const OpEntry& op, const Tensor& out, Scalar v) {
   visit_dtype(out.dtype(), [&]<typename T>() {
-    T* p = out.data<T>();
     T x = v.to<T>(op.python_name, "fill_value");  // Note [Checked scalar conversion]
+    if (on_device(out)) return device::fill(out, v);
+    T* p = out.data<T>();
     for (int64_t i = 0; i < out.numel(); ++i) p[i] = x;
   });
 }
@@ -94,7 +78,7 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     value = s[1].to_scalar();
     fallback = value.is_floating() ? kDefaultFloat : value.type();
   }
-  Tensor out = make_output(span, s[0].to_int_list(), dtype_arg(s, fallback));
+  Tensor out = make_output(span, s, s[0].to_int_list(), dtype_arg(s, fallback));
   if (op.id != Op::empty) fill(op, out, value);
   s.set_result(std::move(out));
 }
@@ -136,8 +120,13 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     n = uint64_t(dn);
   }
   DESCENT_CHECK(n < kMaxLength, Error, "arange(): too many elements (", n, ")");
-  Tensor out = make_output(span, {int64_t(n)}, dt);
+  Tensor out = make_output(span, s, {int64_t(n)}, dt);
   visit_dtype(dt, [&]<typename T>() {
+    if (on_device(out)) {
+      const bool fp = std::is_floating_point_v<T>;
+      const int64_t i0 = fp ? 0 : start.to<int64_t>("arange", "start"), is = fp ? 0 : step.to<int64_t>("arange", "step");
+      return device::arange(out, d0, ds, i0, is);
+    }
     T* p = out.data<T>();
     if constexpr (std::is_floating_point_v<T>) {
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(d0 + double(i) * ds);
@@ -155,8 +144,15 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   ScalarType dt = dtype_arg(s, kDefaultFloat);
   DESCENT_CHECK(is_floating(dt), Error, op.python_name, "(): expected a floating point dtype, got ", dtype_name(dt));
-  Tensor out = make_output(span, s[0].to_int_list(), dt);
+  Tensor out = make_output(span, s, s[0].to_int_list(), dt);
   GeneratorState g = reserve_counters(uint64_t(out.numel()));
+  // The same counters on every device: a seed gives the same numbers on sim:0
+  // as on the CPU, and on CUDA too but for randn's last bits (random.h).
+  if (on_device(out)) {
+    device::random(out, op.id == Op::randn, g.seed, g.offset);
+    s.set_result(std::move(out));
+    return;
+  }
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (std::is_floating_point_v<T>) {
       T* p = out.data<T>();

@@ -5,6 +5,7 @@
 // [SECTION] Cascade summation
 // [SECTION] Type promotion
 // [SECTION] The loops (reference.cpp, optimized.cpp)
+// [SECTION] Device loops (sim_kernels.cpp, cuda_kernels.cu)
 //
 // A boxed CPU kernel (register_cpu.cpp) checks its arguments, broadcasts,
 // promotes, asks floor 6 for the output, then runs one of two loops: the
@@ -147,5 +148,34 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 const char* matmul_isa();
 std::vector<std::string> matmul_isas();  // the ones this CPU can run, narrowest first
 void set_matmul_isa(std::string_view name);  // ValueError naming the choices for any other
+
+// [SECTION] Device loops -----------------------------------------------------------
+
+// The loops for a tensor on sim:0 or cuda:N (Note [One kernel body, two
+// devices], device_loops.h): operands as for the CPU loops above, on out's
+// device, except that an input may also be a CPU scalar (one element, a
+// Python number), which is read on the host and passed to the kernel by
+// value. Each enqueues one kernel on the current stream of out's device and
+// returns before it has run (Note [Streams and the two clocks], streams.h);
+// nothing is launched for an empty output.
+namespace device {
+void unary(Op op, const Tensor& in, const Tensor& out);
+void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
+void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
+void copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
+void fill(const Tensor& out, Scalar value);
+// arange into a contiguous out: start + i * step in double for a float dtype, istart + i * istep (wrapping) otherwise.
+void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);
+// rand (uniform in [0, 1)) or randn into a contiguous float out, from counters offset, offset + 1, ...
+void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
+// The variant a device loop reports on the kernel span: "sim" or "cuda".
+const char* variant(Device d);
+// Reductions, the matrix product (device_reduce_matmul.cpp; Note [A reduction
+// over blocks] and Note [Device matmul], device_reduce.h): the CPU loops'
+// arguments; `mean` divides each sum by its count on the device.
+void sum(const Tensor& in, const Tensor& keep, const bool* reduced, bool mean);
+void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool* reduced);
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out);  // a [B, M, K], b [B, K, N], any strides; out contiguous
+}  // namespace device
 
 }  // namespace descent::kernels

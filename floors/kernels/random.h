@@ -13,12 +13,37 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
+
+#include "floors/kernels/elementwise.h"  // DESCENT_HD
 
 namespace descent::kernels {
 
-// Ten rounds of Philox4x32 (Salmon et al., SC'11) on a 128-bit counter with a 64-bit key.
-std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key);
+// Ten rounds of Philox4x32 (Salmon et al., SC'11) on a 128-bit counter with a
+// 64-bit key, into out[4]. Inline and DESCENT_HD: the CPU's factories, the
+// simulated device and CUDA threads all run this very code (Note [One kernel
+// body, two devices], device_loops.h), so a seed gives the same bits on each.
+DESCENT_HD inline void philox_rounds(uint64_t counter, uint64_t key, uint32_t* out) {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key increments (golden ratio, sqrt(3)-1)
+  uint32_t x0 = uint32_t(counter), x1 = uint32_t(counter >> 32), x2 = 0, x3 = 0;
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(kMul0) * x0, p1 = uint64_t(kMul1) * x2;
+    const uint32_t y0 = uint32_t(p1 >> 32) ^ x1 ^ k0, y1 = uint32_t(p1), y2 = uint32_t(p0 >> 32) ^ x3 ^ k1;
+    x3 = uint32_t(p0);
+    x0 = y0, x1 = y1, x2 = y2;
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  out[0] = x0, out[1] = x1, out[2] = x2, out[3] = x3;
+}
+inline std::array<uint32_t, 4> philox4x32(uint64_t counter, uint64_t key) {
+  std::array<uint32_t, 4> x;
+  philox_rounds(counter, key, x.data());
+  return x;
+}
 
 struct GeneratorState {
   uint64_t seed;
@@ -28,9 +53,29 @@ void manual_seed(uint64_t seed);  // seed, and offset back to 0
 // Reserves `n` counters: returns the state to draw them from and advances it.
 GeneratorState reserve_counters(uint64_t n);
 
-// Uniform in [0, 1) and standard normal values for element counter c.
-float uniform_float(uint64_t c, uint64_t seed);
-double uniform_double(uint64_t c, uint64_t seed);
-double normal_double(uint64_t c, uint64_t seed);  // Box-Muller on two 53-bit uniforms
+// Uniform in [0, 1) and standard normal values for element counter c. The
+// uniforms are integer arithmetic and one exact scaling, so every device
+// gives the same bits; the normal goes through log, sqrt and cos, which on
+// CUDA may differ from the CPU's libm in the last place or two (PyTorch's
+// CUDA generator differs from its CPU one altogether).
+DESCENT_HD inline double u53(uint32_t hi, uint32_t lo) { return double(((uint64_t(hi) << 32) | lo) >> 11) * 0x1p-53; }
+DESCENT_HD inline float uniform_float(uint64_t c, uint64_t seed) {
+  uint32_t w[4];
+  philox_rounds(c, seed, w);
+  return float(w[0] >> 8) * 0x1p-24f;
+}
+DESCENT_HD inline double uniform_double(uint64_t c, uint64_t seed) {
+  uint32_t w[4];
+  philox_rounds(c, seed, w);
+  return u53(w[0], w[1]);
+}
+// Box-Muller on two 53-bit uniforms.
+DESCENT_HD inline double normal_double(uint64_t c, uint64_t seed) {
+  uint32_t w[4];
+  philox_rounds(c, seed, w);
+  const double u1 = 1.0 - u53(w[0], w[1]);  // in (0, 1]: log is finite
+  const double u2 = u53(w[2], w[3]);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
 
 }  // namespace descent::kernels

@@ -1,4 +1,4 @@
-// The boxed CPU kernels of floor 5: check, broadcast, promote, allocate, run.
+// The boxed kernels of floor 5: check, broadcast, promote, allocate, run.
 //
 // [SECTION] Running a variant
 // [SECTION] Elementwise
@@ -11,13 +11,16 @@
 // Each kernel reads its arguments from the stack in schema order (the op
 // table in floors/dispatch/ops.h), opens a floor-5 span, and leaves its
 // result on the stack. Views, factories and indexing live in views.cpp,
-// factories.cpp and indexing.cpp.
+// factories.cpp and indexing.cpp. The same kernels are registered for the
+// Sim and CUDA keys: for a device tensor only the loop differs (run_loop,
+// Note [One kernel body, two devices] in device_loops.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
+#include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
@@ -57,10 +60,44 @@ void run_variant(ScopedSpan& span, Opt&& optimized, Ref&& reference) {
   span.arg("variant", v);
 }
 
+// Runs a device tensor's loop instead (Note [One kernel body, two devices],
+// device_loops.h): one kernel enqueued on its device's current stream; the
+// span and last_variant() say "sim" or "cuda". Everything before the loop
+// (checks, broadcasting, promotion, the output) is the same for every device.
+template <typename Dev, typename Opt, typename Ref>
+void run_loop(ScopedSpan& span, const Tensor& out, Dev&& on_device, Opt&& optimized, Ref&& reference) {
+  if (out.device().type == DeviceType::CPU) return run_variant(span, optimized, reference);
+  on_device();
+  const char* v = device::variant(out.device());
+  last_variant() = v;
+  span.arg("variant", v);
+}
+
+// A CPU 0-d tensor (a Python number, x + 1) may join a device tensor, as
+// in PyTorch (TensorIterator's CPU scalars): the device loop reads it on the
+// host and passes it by value. Any other mix of devices is an error.
+bool cpu_scalar(const Tensor& t) { return t.device().type == DeviceType::CPU && t.dim() == 0; }
+
+[[noreturn]] void devices_differ(const char* op, const Tensor& a, const Tensor& b) {
+  throw Error(str(op, "(): Expected all tensors to be on the same device, but found at least two devices, ",
+                  a.device().str(), " and ", b.device().str(), "!"));
+}
+
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
-  DESCENT_CHECK(a.device() == b.device(), Error, op,
-                "(): Expected all tensors to be on the same device, but found at least two devices, ", a.device().str(),
-                " and ", b.device().str(), "!");
+  if (!(a.device() == b.device())) devices_differ(op, a, b);
+}
+
+// The device of a binary op's result: the operands' device, the other one's
+// when one is a CPU scalar.
+Device common_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.device() == b.device() || cpu_scalar(b)) return a.device();
+  if (cpu_scalar(a)) return b.device();
+  devices_differ(op, a, b);
+}
+
+// In place, self's device is the result's: only `other` may be a CPU scalar.
+void check_inplace_device(const char* op, const Tensor& self, const Tensor& other) {
+  if (!(self.device() == other.device() || cpu_scalar(other))) devices_differ(op, self, other);
 }
 
 void begin(ScopedSpan& span, const Tensor& out) {
@@ -85,7 +122,8 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   if (float_only(op.id) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
   Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
   begin(span, out);
-  run_variant(span, [&] { return optimized_unary(op.id, x, out); }, [&] { reference_unary(op.id, x, out); });
+  run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
+           [&] { reference_unary(op.id, x, out); });
   s.set_result(std::move(out));
 }
 
@@ -114,7 +152,7 @@ void check_pow(const Tensor& a, const Tensor& b, ScalarType ct) {
 
 Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
-  check_same_device(op.python_name, a, b);
+  const Device dev = common_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   if (op.id == Op::sub) check_sub(a, b);
   if (op.id == Op::pow) check_pow(a, b, ct);
@@ -124,10 +162,11 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
-  Tensor out = empty_tensor(shape, ct, a.device());
+  Tensor out = empty_tensor(shape, ct, dev);
   begin(span, out);
-  run_variant(span, [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
-              [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
+  run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
+           [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
+           [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
   return out;
 }
 
@@ -160,15 +199,15 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
-  check_same_device(op.python_name, a, b);
+  const Device dev = common_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
-  Tensor out = empty_tensor(shape, ScalarType::Bool, a.device());
+  Tensor out = empty_tensor(shape, ScalarType::Bool, dev);
   begin(span, out);
-  reference_compare(op.id, ca.get(), cb.get(), out);  // one loop only: comparisons are not a hot path
-  last_variant() = "reference";
-  span.arg("variant", "reference");
+  // One CPU loop only: comparisons are not a hot path.
+  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out); }, [] { return false; },
+           [&] { reference_compare(op.id, ca.get(), cb.get(), out); });
   s.set_result(std::move(out));
 }
 
@@ -221,8 +260,9 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType dt = is_floating(x.dtype()) ? x.dtype() : ScalarType::Int64;
   Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
   begin(span, keep);
-  run_variant(span, [&] { return optimized_sum(x, keep, reduced); }, [&] { reference_sum(x, keep, reduced); });
-  if (mean) {
+  run_loop(span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
+           [&] { reference_sum(x, keep, reduced); });
+  if (mean && keep.device().type == DeviceType::CPU) {  // a device divides in its own loop
     int64_t count = keep.numel() == 0 ? 0 : x.numel() / keep.numel();
     visit_dtype(dt, [&]<typename T>() {
       T* y = keep.data<T>();
@@ -242,8 +282,8 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     std::fill(reduced, reduced + kMaxDims, true);
     Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
     begin(span, keep);
-    run_variant(span, [&] { return optimized_max(x, keep, reduced); },
-                [&] { reference_max(x, keep, nullptr, reduced); });
+    run_loop(span, keep, [&] { device::max(x, keep, nullptr, reduced); }, [&] { return optimized_max(x, keep, reduced); },
+             [&] { reference_max(x, keep, nullptr, reduced); });
     s.set_result(finish_reduction(keep, reduced, false));
     return;
   }
@@ -256,9 +296,8 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
   Tensor idx = empty_tensor(keep.sizes(), ScalarType::Int64, x.device());
   begin(span, keep);
-  reference_max(x, keep, &idx, reduced);
-  last_variant() = "reference";
-  span.arg("variant", "reference");
+  run_loop(span, keep, [&] { device::max(x, keep, &idx, reduced); }, [] { return false; },
+           [&] { reference_max(x, keep, &idx, reduced); });
   s.clear();
   s.push(finish_reduction(keep, reduced, keepdim));
   s.push(finish_reduction(idx, reduced, keepdim));
@@ -362,22 +401,59 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   }
   Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, a.device());
   begin(span, out);
-  run_variant(span,
-              [&] {
-                Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
-                Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
-                return optimized_matmul(ca, cb, out);
-              },
-              [&] { reference_matmul(A, Bm, out); });
+  run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
+           [&] {
+             Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
+             Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
+             return optimized_matmul(ca, cb, out);
+           },
+           [&] { reference_matmul(A, Bm, out); });
   if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
   s.set_result(out.as_strided(result, contiguous_strides(result), 0));
 }
 
 // [SECTION] Copies --------------------------------------------------------------------
 
+// src (dst's sizes) into dst, on dst's device; src there too, or a CPU scalar.
 void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
   begin(span, dst);
-  run_variant(span, [&] { return optimized_copy(src, dst); }, [&] { reference_copy(src, dst); });
+  run_loop(span, dst, [&] { device::copy(src, dst); }, [&] { return optimized_copy(src, dst); },
+           [&] { reference_copy(src, dst); });
+}
+
+// Note [Copies between devices]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Between the host and a device, a copy moves bytes, not elements:
+// streams::copy_bytes moves one contiguous block on the device's current
+// stream (cudaMemcpyAsync on CUDA, a task on the worker on sim:0; floor 7)
+// and converts nothing. So `to` and `copy_` make the elements contiguous
+// first, on the side where that is cheap, and convert a dtype on the device:
+//   host to device: a contiguous copy on the host when x is strided (a CPU
+//     loop), the bytes, then a cast kernel on the device if the dtype changes;
+//   device to host: a contiguous copy and the cast in one kernel on the
+//     device when either is needed, then the bytes; copy_bytes waits for the
+//     stream first, so the host reads finished elements;
+//   one device to another (sim:0 to cuda:0, cuda:0 to cuda:1): through the
+//     host, as two copies (descent makes no peer-to-peer copies).
+// copy_ then writes the moved elements into self, through self's strides
+// and broadcasting them, with the copy loop of self's device.
+Tensor move_to(const Tensor& x, Device dev, ScalarType dt) {
+  const bool to_host = dev.type == DeviceType::CPU, from_host = x.device().type == DeviceType::CPU;
+  if (!to_host && !from_host) return move_to(move_to(x, Device{}, x.dtype()), dev, dt);
+  Tensor src = x;
+  if (to_host ? (!x.is_contiguous() || dt != x.dtype()) : !x.is_contiguous()) {
+    ScopedSpan span(Floor::Kernels, to_host ? "contiguous on the device" : "contiguous on the host");
+    src = empty_tensor(x.sizes(), to_host ? dt : x.dtype(), x.device());
+    copy_into(span, x, src);
+  }
+  Tensor moved = empty_tensor(x.sizes(), src.dtype(), dev);
+  const size_t nbytes = size_t(src.numel()) * element_size(src.dtype());
+  if (nbytes > 0) streams::copy_bytes(moved.data_ptr(), dev, src.data_ptr(), src.device(), nbytes);
+  if (moved.dtype() == dt) return moved;
+  ScopedSpan span(Floor::Kernels, "cast on the device");
+  Tensor out = empty_tensor(x.sizes(), dt, dev);
+  copy_into(span, moved, out);
+  return out;
 }
 
 // aten::clone: a row-major copy. (contiguous is a composite that calls it, composites.cpp.)
@@ -396,8 +472,13 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& x = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? x.dtype() : s[1].to_scalar_type();
   Device dev = s[2].is_none() ? x.device() : s[2].to_device();
-  DESCENT_CHECK(dev == x.device(), NotImplementedError, "to(): copying between devices (", x.device().str(), " -> ",
-                dev.str(), ") arrives with the device floors");
+  if (!(dev == x.device())) {  // Note [Copies between devices]
+    if (span.active()) span.arg("dtype", dtype_name(dt)), span.arg("numel", x.numel());
+    span.arg("variant", "between devices");
+    last_variant() = "between devices";
+    s.set_result(move_to(x, dev, dt));
+    return;
+  }
   Tensor out = empty_tensor(x.sizes(), dt, dev);
   copy_into(span, x, out);
   s.set_result(std::move(out));
@@ -520,7 +601,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& self = s[0].to_tensor();
   const Tensor& other = s[1].to_tensor();
   const Op f = functional_of(op.id);
-  check_same_device(op.python_name, self, other);
+  check_inplace_device(op.python_name, self, other);
   check_no_internal_overlap(self);
   check_no_partial_overlap(self, other);
   check_output_shape(op.python_name, self, other);
@@ -536,8 +617,9 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);
-  run_variant(span, [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
-              [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
+  run_loop(span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
+           [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
+           [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
   if (!out.is_same(self)) {
     ScopedSpan cast_span(Floor::Kernels, "cast into self");
     copy_into(cast_span, out, self);
@@ -549,7 +631,14 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
   const Tensor& src = s[1].to_tensor();
-  check_same_device(op.python_name, self, src);
+  if (!(self.device() == src.device())) {  // Note [Copies between devices]: move src over, then copy there
+    check_no_internal_overlap(self);
+    check_output_shape(op.python_name, self, src);
+    Tensor moved = move_to(src, self.device(), src.dtype());
+    copy_into(span, expand_to(moved, self.sizes()), self);
+    s.set_result(Tensor(self));
+    return;
+  }
   // PyTorch's copy_ returns at once, before any overlap check, when src is
   // self or views the very same elements in the same layout and dtype
   // (copy_impl's is_same_data): an expanded x.copy_(x) is no error.
@@ -575,7 +664,8 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Scalar value = op.id == Op::zero_ ? Scalar(int64_t{0}) : s[1].to_scalar();
   visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
   begin(span, self);
-  run_variant(span, [&] { return optimized_fill(self, value); }, [&] { reference_fill(self, value); });
+  run_loop(span, self, [&] { device::fill(self, value); }, [&] { return optimized_fill(self, value); },
+           [&] { reference_fill(self, value); });
   s.set_result(Tensor(self));
 }
 
@@ -583,8 +673,8 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // [SECTION] Registration -----------------------------------------------------------
 
-// The CPU kernel of each row of the op table that declares CPU (Note [One
-// op table]), chosen by the row's kind.
+// The boxed kernel of each row of the op table, chosen by the row's kind:
+// registered at CPU, Sim and CUDA alike, for the keys the row declares.
 BoxedKernel cpu_kernel(Op op, OpKind kind) {
   switch (kind) {
     case OpKind::Unary: return unary_kernel;
@@ -623,21 +713,27 @@ Kernel with_typed(Op op, BoxedKernel k) {
 namespace descent {
 
 namespace {
-bool declares_cpu(const char* dispatch) {
+bool declares(const char* dispatch, DispatchKey key) {
   for (DispatchKey k : declared_keys(dispatch))
-    if (k == DispatchKey::CPU) return true;
+    if (k == key) return true;
   return false;
 }
-}  // namespace
 
-void register_cpu_kernels(Library& m) {
-#define DESCENT_REGISTER_CPU(id, schema, dispatch, kind, exact, domain, sample) \
-  if (declares_cpu(dispatch))                                                   \
+// Every row of the op table that declares m's key (Note [One op table]) gets
+// the boxed kernel of its kind: one kernel for every backend, whose loop
+// alone depends on the device (Note [One kernel body, two devices]).
+void register_backend_kernels(Library& m) {
+#define DESCENT_REGISTER_BACKEND(id, schema, dispatch, kind, exact, domain, sample) \
+  if (declares(dispatch, m.key()))                                                \
     if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) m.impl(Op::id, kernels::with_typed(Op::id, k));
-  DESCENT_FORALL_OPS(DESCENT_REGISTER_CPU)
-#undef DESCENT_REGISTER_CPU
+  DESCENT_FORALL_OPS(DESCENT_REGISTER_BACKEND)
+#undef DESCENT_REGISTER_BACKEND
   kernels::register_view_kernels(m);
   kernels::register_factory_kernels(m);
 }
+}  // namespace
+
+void register_cpu_kernels(Library& m) { register_backend_kernels(m); }
+void register_device_kernels(Library& m) { register_backend_kernels(m); }
 
 }  // namespace descent

@@ -158,7 +158,9 @@ TEST(Copies, ToConvertsDtypes) {
   Tensor td = call(Op::to, t, ScalarType::Float64);
   EXPECT_EQ(values(td), (std::vector<double>{0, 3, 1, 4, 2, 5}));
   EXPECT_TRUE(call(Op::to, f, IValue(), Device{}).is_same(f));
-  EXPECT_THROW(call(Op::to, f, IValue(), Device{DeviceType::Sim, 0}), NotImplementedError);
+  Tensor on_sim = call(Op::to, f, IValue(), Device{DeviceType::Sim, 0});  // Note [Copies between devices]
+  EXPECT_EQ(on_sim.device(), (Device{DeviceType::Sim, 0}));
+  EXPECT_EQ(values(call(Op::to, on_sim, IValue(), Device{})), values(f));
 }
 
 TEST(Copies, CopyIntoBroadcastsAndConverts) {

@@ -1,0 +1,521 @@
+// The device loops of the elementwise ops: one kernel body per kind of loop,
+// compiled by g++ for the simulated device (sim_kernels.cpp) and by nvcc for
+// CUDA (cuda_kernels.cu). See Note [One kernel body, two devices].
+//
+// [SECTION] Operands and offsets
+// [SECTION] The loops: what one element, or four, does
+// [SECTION] Threads, blocks and the grid
+// [SECTION] Building a loop from tensors (host)
+// [SECTION] Entry points per device
+//
+// Note [One kernel body, two devices]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A GPU kernel is a function that every thread of a grid runs with its own
+// (block, thread) index. descent writes that function once, here, for both of
+// its devices:
+//   - a loop is a trivially copyable struct (the kernel's arguments): raw
+//     pointers into device memory, the sizes and strides each operand is read
+//     through (Offsets: a broadcast dim has stride 0), the functor of the op
+//     from elementwise.h, and any value that came from the host (alpha, a
+//     Python number, a fill value), copied in by value: a kernel must never
+//     read host memory;
+//   - run_thread() is the body of one thread: a grid-stride loop over the
+//     elements (or over runs of four, on the contiguous fast path);
+//   - CUDA runs it as a __global__ function, one call per GPU thread
+//     (cuda_kernels.cu); the simulated device runs it on its stream's worker,
+//     block after block, calling it for thread 0, 1, ... of the block in
+//     turn (sim_kernels.cpp, through launch::launch_sim).
+// So sim:0 computes every element with the CPU kernels' own expression
+// (elementwise.h), compiled by the same compiler: its results equal the
+// CPU's bit for bit, which the tests check for every op and dtype. On CUDA,
+// + - * / and sqrt are IEEE-rounded as on the CPU (cuda_kernels.cu is
+// compiled with --fmad=false, as the CPU loops are with -ffp-contract=off),
+// so those are exact too; exp, log, tanh, pow and sigmoid call CUDA's math
+// library, whose results may differ from glibc's in the last place or two,
+// as PyTorch's CUDA results differ from its CPU ones.
+//
+// The boxed kernels (register_cpu.cpp) stay the one place for checks,
+// broadcasting, type promotion and the output's allocation: a device tensor
+// goes through the same code as a CPU one up to the loop, where a call to
+// device::binary(...) (kernels.h) replaces run_variant(...). The grid and the
+// block are chosen here, on the kernel floor (launch::linear_launch: 256
+// threads, one element or one run of four each), and recorded by the launch
+// floor's span.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "floors/core/tensor.h"
+#include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/elementwise.h"
+#include "floors/kernels/random.h"
+#include "floors/launch/launch.h"
+
+namespace descent::kernels::device {
+
+// [SECTION] Operands and offsets -----------------------------------------------
+
+// Elements one thread takes at a time on the contiguous fast path: one
+// 16-byte load of float32 (a float4), two of float64 or int64.
+constexpr int kVecElems = 4;
+constexpr uint32_t kThreadsPerBlock = 256;
+
+// An input: device memory, or (ptr null) one value for every element, a
+// CPU scalar the host read before the launch (x + 1 on sim:0 or cuda:0).
+template <class T>
+struct In {
+  const T* ptr;
+  T value;
+  DESCENT_HD T at(int64_t off) const { return ptr ? ptr[off] : value; }
+};
+
+// Where each of N operands (the output first) keeps the element with
+// row-major position `linear`. When no operand is strided (ndim == 0) the
+// offset is linear * step: step 1 for a contiguous operand, 0 for one
+// element broadcast to all. Otherwise the sizes and strides of the merged
+// dims (adjacent dims that are contiguous with each other in every operand
+// count as one, so fewer divisions) give it, as strided_offset() does on
+// the CPU (kernels.h): Note [Views and strides] again, on the device.
+template <int N>
+struct Offsets {
+  int ndim = 0;
+  int64_t step[N] = {};
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+
+  DESCENT_HD void get(int64_t linear, int64_t* off) const {
+    if (ndim == 0) {
+      for (int k = 0; k < N; ++k) off[k] = linear * step[k];
+      return;
+    }
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t i = linear % sizes[d];
+      linear /= sizes[d];
+      for (int k = 0; k < N; ++k) off[k] += i * strides[k][d];
+    }
+  }
+};
+
+// Four consecutive elements, aligned as one vector load or store.
+template <class T>
+struct alignas(sizeof(T) * kVecElems) Vec {
+  T v[kVecElems];
+};
+
+// Elements [i0, i0 + 4) of an input with the given step (1: consecutive; 0:
+// the one element). On the GPU a consecutive run is one vector load (the
+// builder checked the alignment); the host reads the four one by one.
+template <class T>
+DESCENT_HD Vec<T> load_vec(const In<T>& in, int64_t step, int64_t i0) {
+  Vec<T> r;
+  if (step == 1 && in.ptr) {
+#ifdef __CUDA_ARCH__
+    r = *reinterpret_cast<const Vec<T>*>(in.ptr + i0);
+#else
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = in.ptr[i0 + j];
+#endif
+  } else {
+    const T x = in.at(0);
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = x;
+  }
+  return r;
+}
+
+template <class T>
+DESCENT_HD void store_vec(T* p, const Vec<T>& r) {
+#ifdef __CUDA_ARCH__
+  *reinterpret_cast<Vec<T>*>(p) = r;
+#else
+  for (int j = 0; j < kVecElems; ++j) p[j] = r.v[j];
+#endif
+}
+
+// [SECTION] The loops ----------------------------------------------------------------
+
+// What every loop has: its number of elements, and whether it takes the
+// contiguous fast path (no strided operand, every pointer aligned for Vec).
+struct LoopBase {
+  int64_t n = 0;
+  bool vectorized = false;
+};
+
+template <class T, class F>
+struct UnaryLoop : LoopBase {
+  F f;
+  T* out;
+  In<T> in;
+  Offsets<2> off;
+  DESCENT_HD void element(int64_t i) const {
+    int64_t o[2];
+    off.get(i, o);
+    out[o[0]] = f(in.at(o[1]));
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    Vec<T> x = load_vec(in, off.step[1], i0), y;
+    for (int j = 0; j < kVecElems; ++j) y.v[j] = f(x.v[j]);
+    store_vec(out + i0, y);
+  }
+};
+
+template <class T, class F>
+struct BinaryLoop : LoopBase {
+  F f;
+  T* out;
+  In<T> a, b;
+  T alpha;
+  Offsets<3> off;
+  DESCENT_HD void element(int64_t i) const {
+    int64_t o[3];
+    off.get(i, o);
+    out[o[0]] = f(a.at(o[1]), b.at(o[2]), alpha);
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    Vec<T> x = load_vec(a, off.step[1], i0), y = load_vec(b, off.step[2], i0), r;
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = f(x.v[j], y.v[j], alpha);
+    store_vec(out + i0, r);
+  }
+};
+
+template <class T, class F>
+struct CompareLoop : LoopBase {
+  F f;
+  bool* out;
+  In<T> a, b;
+  Offsets<3> off;
+  DESCENT_HD void element(int64_t i) const {
+    int64_t o[3];
+    off.get(i, o);
+    out[o[0]] = f(a.at(o[1]), b.at(o[2]));
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    Vec<T> x = load_vec(a, off.step[1], i0), y = load_vec(b, off.step[2], i0);
+    Vec<bool> r;
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = f(x.v[j], y.v[j]);
+    store_vec(out + i0, r);
+  }
+};
+
+// A copy that converts S to D as a tensor cast does (cast_element).
+template <class D, class S>
+struct CopyLoop : LoopBase {
+  D* out;
+  In<S> src;
+  Offsets<2> off;
+  DESCENT_HD void element(int64_t i) const {
+    int64_t o[2];
+    off.get(i, o);
+    out[o[0]] = cast_element<D>(src.at(o[1]));
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    Vec<S> x = load_vec(src, off.step[1], i0);
+    Vec<D> r;
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = cast_element<D>(x.v[j]);
+    store_vec(out + i0, r);
+  }
+};
+
+template <class T>
+struct FillLoop : LoopBase {
+  T* out;
+  T value;
+  Offsets<1> off;
+  DESCENT_HD void element(int64_t i) const {
+    int64_t o[1];
+    off.get(i, o);
+    out[o[0]] = value;
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    Vec<T> r;
+    for (int j = 0; j < kVecElems; ++j) r.v[j] = value;
+    store_vec(out + i0, r);
+  }
+};
+
+// arange's element i, into a contiguous output: the CPU kernel's expressions
+// (factories.cpp): start + i * step in double for a float dtype, in int64
+// (wrapping) otherwise.
+template <class T>
+struct ArangeLoop : LoopBase {
+  T* out;
+  double start, step;
+  int64_t istart, istep;
+  DESCENT_HD void element(int64_t i) const {
+    if constexpr (std::is_floating_point_v<T>) out[i] = T(start + double(i) * step);
+    else out[i] = T(wrap_add(istart, wrap_mul(i, istep)));
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    for (int j = 0; j < kVecElems; ++j) element(i0 + j);
+  }
+};
+
+// rand and randn: element i is counter offset + i of the counter-based
+// generator (Note [Counter-based random numbers], random.h).
+template <class T>
+struct RandomLoop : LoopBase {
+  T* out;
+  uint64_t seed, offset;
+  bool normal;
+  DESCENT_HD void element(int64_t i) const {
+    const uint64_t c = offset + uint64_t(i);
+    if (normal) out[i] = T(normal_double(c, seed));
+    else if constexpr (std::is_same_v<T, float>) out[i] = uniform_float(c, seed);
+    else out[i] = T(uniform_double(c, seed));
+  }
+  DESCENT_HD void vector(int64_t i0) const {
+    for (int j = 0; j < kVecElems; ++j) element(i0 + j);
+  }
+};
+
+// [SECTION] Threads, blocks and the grid ----------------------------------------------
+
+// The body of thread `t` of block `block`, in a grid of `grid` blocks of
+// `threads` threads: a grid-stride loop, so any grid covers any n. Each
+// thread starts at its global index and steps by the number of threads in the
+// grid; its unit is one element, or a run of kVecElems on the fast path (a
+// run cut short by the end goes element by element). CUDA calls this from
+// every GPU thread; the simulated device from a loop over t.
+template <class Loop>
+DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint64_t threads, uint64_t t) {
+  const uint64_t stride = grid * threads;
+  const uint64_t n = uint64_t(loop.n);
+  if (loop.vectorized) {
+    const uint64_t units = (n + kVecElems - 1) / kVecElems;
+    for (uint64_t u = block * threads + t; u < units; u += stride) {
+      const uint64_t i0 = u * kVecElems;
+      if (i0 + kVecElems <= n) {
+        loop.vector(int64_t(i0));
+      } else {
+        for (uint64_t i = i0; i < n; ++i) loop.element(int64_t(i));
+      }
+    }
+  } else {
+    for (uint64_t i = block * threads + t; i < n; i += stride) loop.element(int64_t(i));
+  }
+}
+
+// [SECTION] Building a loop from tensors (host) ----------------------------------------
+
+// The kernel's name in the trace, interned once per (kind, op, dtypes):
+// "add_float32", "copy_float32_to_int64" (sim_kernels.cpp).
+const char* kernel_name(const char* kind, Op op, ScalarType a, ScalarType b);
+
+// An input of a loop on `dev`: t's memory there, or the value of a CPU
+// scalar (one element, any strides 0), read now on the host.
+template <class T>
+In<T> input(const Tensor& t, Device dev) {
+  if (t.device() == dev) return {t.data<T>(), T()};
+  return {nullptr, *t.data<T>()};
+}
+
+// The offsets of N operands (the output first), each of `sizes`; a CPU
+// scalar counts as one element broadcast (step 0).
+template <int N>
+Offsets<N> make_offsets(const DimVector& sizes, const Tensor* const (&ts)[N], Device dev) {
+  Offsets<N> o;
+  const DimVector contiguous = contiguous_strides(sizes);
+  bool strided = false;
+  for (int k = 0; k < N; ++k) {
+    bool linear = true, single = ts[k]->device() != dev;
+    for (int d = 0; d < sizes.size() && !single; ++d) {
+      if (sizes[d] == 1) continue;
+      linear &= ts[k]->strides()[d] == contiguous[d];
+    }
+    bool zero = true;
+    for (int d = 0; d < sizes.size() && !single; ++d) zero &= sizes[d] == 1 || ts[k]->strides()[d] == 0;
+    single |= zero;
+    o.step[k] = single ? 0 : 1;
+    strided |= !single && !linear;
+  }
+  if (!strided) return o;
+  // Dims of size 1 drop out; then, right to left, a dim merges into the one
+  // after it when every operand steps over that one whole.
+  int nd = 0;
+  for (int d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    auto stride_of = [&](int k) { return ts[k]->device() != dev ? int64_t(0) : ts[k]->strides()[d]; };
+    bool merge = nd > 0;
+    for (int k = 0; k < N && merge; ++k) merge = o.strides[k][nd - 1] == stride_of(k) * sizes[d];
+    if (merge) {
+      o.sizes[nd - 1] *= sizes[d];
+      for (int k = 0; k < N; ++k) o.strides[k][nd - 1] = stride_of(k);
+    } else {
+      o.sizes[nd] = sizes[d];
+      for (int k = 0; k < N; ++k) o.strides[k][nd] = stride_of(k);
+      ++nd;
+    }
+  }
+  o.ndim = nd;
+  return o;
+}
+
+// Whether a loop over these operands may take runs of four: none strided,
+// and each pointer stepped through aligned for a Vec of its type.
+template <int N>
+bool vectorizable(const Offsets<N>& o, const void* const (&ptrs)[N], const size_t (&vec_bytes)[N]) {
+  if (o.ndim != 0) return false;
+  for (int k = 0; k < N; ++k)
+    if (o.step[k] == 1 && reinterpret_cast<uintptr_t>(ptrs[k]) % vec_bytes[k] != 0) return false;
+  return true;
+}
+
+// The launch of a loop over n elements: 256 threads a block, each thread one
+// element, or a run of four on the fast path (launch::linear_launch).
+inline launch::KernelLaunch loop_launch(const char* kernel, const char* op, const LoopBase& loop) {
+  return launch::linear_launch(kernel, op, loop.n, kThreadsPerBlock, loop.vectorized ? kVecElems : 1);
+}
+
+// The builders, one per kind of loop, for a device's launcher: `launch(k,
+// loop)` enqueues `loop` with launch `k` on the current stream of the
+// output's device. Operands are as kernels.h's device loops take them.
+template <class Launch>
+struct Build {
+  static void unary(const Launch& launch, Op op, const Tensor& in, const Tensor& out) {
+    const Device dev = out.device();
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      visit_unary(op, [&](auto f) {
+        using F = decltype(f);
+        constexpr bool float_only = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SqrtF> ||
+                                    std::is_same_v<F, SigmoidF> || std::is_same_v<F, TanhF>;
+        if constexpr (float_only && !std::is_floating_point_v<T>) {
+          throw Error("device::unary: a float-only op on an integral tensor");  // the boxed kernel casts first
+        } else {
+          UnaryLoop<T, F> loop;
+          loop.f = f;
+          loop.n = out.numel();
+          loop.out = out.data<T>();
+          loop.in = input<T>(in, dev);
+          const Tensor* ts[2] = {&out, &in};
+          loop.off = make_offsets<2>(out.sizes(), ts, dev);
+          const void* ptrs[2] = {loop.out, loop.in.ptr};
+          const size_t vb[2] = {sizeof(Vec<T>), sizeof(Vec<T>)};
+          loop.vectorized = vectorizable<2>(loop.off, ptrs, vb);
+          launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+        }
+      });
+    });
+  }
+
+  static void binary(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
+    const Device dev = out.device();
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      visit_binary(op, [&](auto f) {
+        BinaryLoop<T, decltype(f)> loop;
+        loop.f = f;
+        loop.n = out.numel();
+        loop.out = out.data<T>();
+        loop.a = input<T>(a, dev);
+        loop.b = input<T>(b, dev);
+        loop.alpha = alpha.to<T>();
+        const Tensor* ts[3] = {&out, &a, &b};
+        loop.off = make_offsets<3>(out.sizes(), ts, dev);
+        const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
+        const size_t vb[3] = {sizeof(Vec<T>), sizeof(Vec<T>), sizeof(Vec<T>)};
+        loop.vectorized = vectorizable<3>(loop.off, ptrs, vb);
+        launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+      });
+    });
+  }
+
+  static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
+    const Device dev = out.device();
+    visit_dtype(a.dtype(), [&]<typename T>() {
+      visit_compare(op, [&](auto f) {
+        CompareLoop<T, decltype(f)> loop;
+        loop.f = f;
+        loop.n = out.numel();
+        loop.out = out.data<bool>();
+        loop.a = input<T>(a, dev);
+        loop.b = input<T>(b, dev);
+        const Tensor* ts[3] = {&out, &a, &b};
+        loop.off = make_offsets<3>(out.sizes(), ts, dev);
+        const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
+        const size_t vb[3] = {sizeof(Vec<bool>), sizeof(Vec<T>), sizeof(Vec<T>)};
+        loop.vectorized = vectorizable<3>(loop.off, ptrs, vb);
+        launch(loop_launch(kernel_name("", op, a.dtype(), a.dtype()), op_entry(op).profiler_name, loop), loop);
+      });
+    });
+  }
+
+  static void copy(const Launch& launch, const Tensor& src, const Tensor& dst) {
+    const Device dev = dst.device();
+    visit_dtype(dst.dtype(), [&]<typename D>() {
+      visit_dtype(src.dtype(), [&]<typename S>() {
+        CopyLoop<D, S> loop;
+        loop.n = dst.numel();
+        loop.out = dst.data<D>();
+        loop.src = input<S>(src, dev);
+        const Tensor* ts[2] = {&dst, &src};
+        loop.off = make_offsets<2>(dst.sizes(), ts, dev);
+        const void* ptrs[2] = {loop.out, loop.src.ptr};
+        const size_t vb[2] = {sizeof(Vec<D>), sizeof(Vec<S>)};
+        loop.vectorized = vectorizable<2>(loop.off, ptrs, vb);
+        launch(loop_launch(kernel_name("copy", Op::copy_, src.dtype(), dst.dtype()), "aten::copy_", loop), loop);
+      });
+    });
+  }
+
+  static void fill(const Launch& launch, const Tensor& out, Scalar value) {
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      FillLoop<T> loop;
+      loop.n = out.numel();
+      loop.out = out.data<T>();
+      loop.value = value.to<T>();
+      const Tensor* ts[1] = {&out};
+      loop.off = make_offsets<1>(out.sizes(), ts, out.device());
+      const void* ptrs[1] = {loop.out};
+      const size_t vb[1] = {sizeof(Vec<T>)};
+      loop.vectorized = vectorizable<1>(loop.off, ptrs, vb);
+      launch(loop_launch(kernel_name("fill", Op::fill_, out.dtype(), out.dtype()), "aten::fill_", loop), loop);
+    });
+  }
+
+  static void arange(const Launch& launch, const Tensor& out, double start, double step, int64_t istart,
+                     int64_t istep) {
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      ArangeLoop<T> loop;
+      loop.n = out.numel();
+      loop.out = out.data<T>();
+      loop.start = start, loop.step = step, loop.istart = istart, loop.istep = istep;
+      launch(loop_launch(kernel_name("", Op::arange, out.dtype(), out.dtype()), "aten::arange", loop), loop);
+    });
+  }
+
+  static void random(const Launch& launch, const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        RandomLoop<T> loop;
+        loop.n = out.numel();
+        loop.out = out.data<T>();
+        loop.seed = seed, loop.offset = offset, loop.normal = normal;
+        const Op op = normal ? Op::randn : Op::rand;
+        launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+      } else {
+        throw Error("device::random: not a floating dtype");
+      }
+    });
+  }
+};
+
+// [SECTION] Entry points per device -------------------------------------------------------
+
+// The device loops of kernels.h for each kind of device: sim_kernels.cpp
+// defines sim's (and kernels.h's device:: functions, which pick one),
+// cuda_kernels.cu defines cuda's, in builds with CUDA only.
+#define DESCENT_DEVICE_LOOPS                                                                      \
+  void unary(Op op, const Tensor& in, const Tensor& out);                                         \
+  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);          \
+  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);                       \
+  void copy(const Tensor& src, const Tensor& dst);                                                \
+  void fill(const Tensor& out, Scalar value);                                                     \
+  void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);       \
+  void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
+namespace sim {
+DESCENT_DEVICE_LOOPS
+}
+namespace cuda {
+DESCENT_DEVICE_LOOPS
+}
+
+}  // namespace descent::kernels::device
