@@ -2,6 +2,7 @@
 // the raw memory of the device's runtime (device_memory.h).
 #include "floors/streams/device_memory.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,8 +14,9 @@ namespace descent::streams {
 
 namespace {
 struct Allocators {
-  std::mutex mu;
+  std::mutex mu;  // guards creation; a created allocator is published in `ready` and never destroyed
   std::map<std::pair<int, int>, std::unique_ptr<alloc::CachingAllocator>> by_device;
+  std::atomic<alloc::CachingAllocator*> ready[3][kMaxDeviceIndex + 1] = {};
 };
 Allocators& allocators() {
   static Allocators* a = new Allocators;  // never destroyed: tensors may outlive static destructors
@@ -23,11 +25,16 @@ Allocators& allocators() {
 }  // namespace
 
 alloc::CachingAllocator& device_allocator(Device d) {
-  check_device(d);
   Allocators& a = allocators();
+  // Every tensor allocation comes here: one load once the allocator exists.
+  const bool in_table = d.type != DeviceType::CPU && d.index >= 0 && d.index <= kMaxDeviceIndex;
+  if (in_table)
+    if (alloc::CachingAllocator* c = a.ready[int(d.type)][d.index].load(std::memory_order_acquire)) return *c;
+  check_device(d);  // raises for the CPU and for an index out of range
   std::lock_guard<std::mutex> g(a.mu);
   auto& slot = a.by_device[{int(d.type), d.index}];
   if (!slot) slot = std::make_unique<alloc::CachingAllocator>(runtime(d.type).memory(d.index));
+  a.ready[int(d.type)][d.index].store(slot.get(), std::memory_order_release);
   return *slot;
 }
 
