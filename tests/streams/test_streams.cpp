@@ -142,3 +142,78 @@ TEST(SimLaunch, EveryBlockRunsOnTheWorkerAndTheTraceShowsBothClocks) {
 
 }  // namespace
 }  // namespace descent
+
+namespace descent {
+namespace {
+
+// The same floors on cuda:0 where a GPU is present (skipped elsewhere).
+class CudaStreams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (streams::runtime(DeviceType::CUDA).device_count() == 0)
+      GTEST_SKIP() << streams::runtime(DeviceType::CUDA).unavailable_reason();
+  }
+  const Device cuda{DeviceType::CUDA, 0};
+};
+
+TEST_F(CudaStreams, CopiesRoundTripOnTheDefaultAndANewStream) {
+  auto& rt = streams::runtime(DeviceType::CUDA);
+  std::vector<double> host(4096), back(4096, -1);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = double(i) / 3;
+  alloc::DataPtr d = streams::device_allocate(host.size() * sizeof(double), cuda);
+  streams::copy_bytes(d.ptr, cuda, host.data(), Device{}, host.size() * sizeof(double));
+  streams::copy_bytes(back.data(), Device{}, d.ptr, cuda, back.size() * sizeof(double));
+  EXPECT_EQ(back, host);
+  const Stream s{cuda, rt.create_stream(0)};
+  streams::set_current_stream(s);
+  back.assign(back.size(), -1);
+  streams::copy_bytes(back.data(), Device{}, d.ptr, cuda, back.size() * sizeof(double));
+  streams::set_current_stream(streams::default_stream(cuda));
+  EXPECT_EQ(back, host);
+  EXPECT_TRUE(rt.query(s));
+  d.release();
+}
+
+TEST_F(CudaStreams, EventsTimeAndOrderWork) {
+  auto& rt = streams::runtime(DeviceType::CUDA);
+  auto a = rt.create_event(0, true), b = rt.create_event(0, true);
+  const Stream s = streams::current_stream(cuda);
+  a->record(s);
+  std::vector<char> host(64 << 20, 1);
+  alloc::DataPtr d = streams::device_allocate(host.size(), cuda);
+  streams::copy_bytes(d.ptr, cuda, host.data(), Device{}, host.size());
+  b->record(s);
+  b->synchronize();
+  EXPECT_TRUE(b->query());
+  EXPECT_GT(a->elapsed_ms(*b), 0.0);
+  d.release();
+}
+
+TEST_F(CudaStreams, ABlockUsedOnAnotherStreamWaitsForItsEventBeforeReuse) {
+  auto& rt = streams::runtime(DeviceType::CUDA);
+  alloc::CachingAllocator& a = streams::device_allocator(cuda);
+  const Stream other{cuda, rt.create_stream(0)};
+  alloc::DataPtr d = streams::device_allocate(1 << 20, cuda);
+  void* first = d.ptr;
+  a.record_stream(d, other.id);
+  d.release();  // pending until an event on `other` passes
+  streams::synchronize(other);
+  alloc::DataPtr again = streams::device_allocate(1 << 20, cuda);
+  EXPECT_EQ(again.ptr, first);  // the event has passed: the block is back in the pool and reused
+  again.release();
+  a.check_invariants();
+}
+
+TEST_F(CudaStreams, OutOfMemoryNamesTheDeviceAndWhatWasAsked) {
+  try {
+    (void)streams::device_allocate(size_t(1) << 50, cuda);  // 1 PiB
+    FAIL() << "1 PiB should not fit";
+  } catch (const alloc::OutOfMemoryError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("CUDA out of memory. Tried to allocate"), std::string::npos) << m;
+    EXPECT_NE(m.find("GPU 0 has a total capacity of"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace descent
