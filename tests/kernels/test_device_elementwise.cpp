@@ -117,7 +117,8 @@ bool covered(const OpEntry& op) {
   }
 }
 
-// CUDA's math library (exp, log, tanh, pow) is not glibc's: a few ulps apart.
+// CUDA's math library (exp, log, tanh, pow) is not glibc's: a few ulps apart
+// (its documented bounds: expf 2, powf 4, tanhf 2, pow 2, against glibc's < 1).
 double cuda_ulps(const OpEntry& op) {
   switch (op.id) {
     case Op::exp:
@@ -126,7 +127,7 @@ double cuda_ulps(const OpEntry& op) {
     case Op::sigmoid:
     case Op::pow:
     case Op::pow_scalar:
-    case Op::randn: return 4;
+    case Op::randn: return 8;
     default: return 0;
   }
 }
@@ -358,7 +359,7 @@ TEST(DeviceElementwise, RandomNumbersOnCudaMatchTheCpu) {
   Tensor n = call(Op::randn, DimVector{4097}, ScalarType::Float64, kCuda);
   kernels::manual_seed(77);
   EXPECT_TRUE(same(u, call(Op::rand, DimVector{4097}, IValue(), IValue()), 0));
-  EXPECT_TRUE(same(n, call(Op::randn, DimVector{4097}, ScalarType::Float64, IValue()), 4));
+  EXPECT_TRUE(same(n, call(Op::randn, DimVector{4097}, ScalarType::Float64, IValue()), 8));
 }
 
 // [SECTION] The trace ----------------------------------------------------------------
