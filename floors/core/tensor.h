@@ -107,6 +107,7 @@ struct StorageImpl : RefCounted {
   alloc::DataPtr data;
   Device device;
   std::atomic<uint32_t> version{0};  // bumped by every in-place write (Note [Version counter and view base])
+  bool pinned = false;  // page-locked host memory (Tensor.pin_memory(), streams::pinned_allocate): copies may be async
 };
 
 // [SECTION] TensorImpl -------------------------------------------------------

@@ -27,4 +27,9 @@ alloc::DataPtr device_allocate(size_t nbytes, Device d);
 size_t sim_memory_capacity();
 void set_sim_memory_capacity(size_t bytes);
 
+// Page-locked host memory for Tensor.pin_memory() (host_memory.cpp, Note
+// [Pinned host memory]): cudaHostAlloc where a GPU is usable, else aligned
+// host memory. Freeing it waits for the devices' queued work first.
+alloc::DataPtr pinned_allocate(size_t nbytes);
+
 }  // namespace descent::streams
