@@ -47,7 +47,7 @@ CopySlices::CopySlices(const GradMeta& base, ViewGeometry v, Ref<Node> f)
 
 TensorList CopySlices::apply(TensorList&& grads) {
   Tensor g = grads.empty() ? Tensor() : std::move(grads[0]);
-  if (!g.defined()) g = call(Op::zeros, inputs[0].sizes, inputs[0].dtype, IValue());
+  if (!g.defined()) g = call(Op::zeros, inputs[0].sizes, inputs[0].dtype, inputs[0].device);
   check_once_differentiable(name, g);
   Tensor result = call(Op::clone, g);  // contiguous: the view's geometry applies to it as to the base
   Tensor region = region_of(result, view);
@@ -65,7 +65,7 @@ AsStridedBackward::AsStridedBackward(const GradMeta& b, ViewGeometry v)
 
 TensorList AsStridedBackward::apply(TensorList&& grads) {
   Tensor g = grads.empty() ? Tensor() : std::move(grads[0]);
-  Tensor whole = call(Op::zeros, base.sizes, base.dtype, IValue());
+  Tensor whole = call(Op::zeros, base.sizes, base.dtype, base.device);
   if (g.defined()) {
     check_once_differentiable(name, g);
     call(Op::copy_, region_of(whole, view), g, false);

@@ -62,6 +62,7 @@ struct BackwardContext {
   const IValue& arg(int i) const { return n.args[i]; }
   const DimVector& sizes(int k) const { return n.tensor_inputs[k].sizes; }
   ScalarType dtype(int k) const { return n.tensor_inputs[k].dtype; }
+  Device device(int k) const { return n.tensor_inputs[k].device; }
 };
 
 namespace {
@@ -72,7 +73,8 @@ Tensor div(const Tensor& a, const Tensor& b) { return call(Op::div, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return call(Op::sub, a, b); }
 Tensor neg(const Tensor& a) { return call(Op::neg, a); }
 Tensor as_dtype(const Tensor& a, ScalarType t) { return call(Op::_to_copy, a, t, IValue()); }
-Tensor zeros(const DimVector& sizes, ScalarType t) { return call(Op::zeros, sizes, t, IValue()); }
+// On the device of the gradient they stand for: a sim:0 input gets sim:0 zeros.
+Tensor zeros(const DimVector& sizes, ScalarType t, Device d) { return call(Op::zeros, sizes, t, d); }
 Tensor expand(const Tensor& g, const DimVector& sizes) { return call(Op::expand, g, sizes); }
 
 // The dims a reduction reduced, wrapped and sorted (all of them for None or []).
@@ -128,7 +130,7 @@ void div_backward(BackwardContext& c) {
 void pow_scalar_backward(BackwardContext& c) {
   const Scalar e = c.arg(1).to_scalar();
   if (e.to_double() == 0) {
-    c.out[0] = zeros(c.sizes(0), c.dtype(0));
+    c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
     return;
   }
   const Scalar e1 = e.is_floating() ? Scalar(e.to_double() - 1) : Scalar(e.to_int() - 1);
@@ -233,19 +235,19 @@ void expand_backward(BackwardContext& c) { c.out[0] = sum_to(c.g, c.sizes(0)); }
 // slice and select: zeros of the input's shape, the gradient written into
 // the part the view saw (PyTorch's slice_backward and select_backward).
 void slice_backward(BackwardContext& c) {
-  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  Tensor z = zeros(c.sizes(0), c.g.dtype(), c.g.device());
   call(Op::copy_, call(Op::slice, z, c.arg(1), c.arg(2), c.arg(3), c.arg(4)), c.g, false);
   c.out[0] = z;
 }
 void select_backward(BackwardContext& c) {
-  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  Tensor z = zeros(c.sizes(0), c.g.dtype(), c.g.device());
   call(Op::copy_, call(Op::select, z, c.arg(1), c.arg(2)), c.g, false);
   c.out[0] = z;
 }
 // index: each gradient element goes back to where it was read from, added
 // where a position was read twice (PyTorch's index_backward).
 void index_backward(BackwardContext& c) {
-  Tensor z = zeros(c.sizes(0), c.g.dtype());
+  Tensor z = zeros(c.sizes(0), c.g.dtype(), c.g.device());
   call(Op::index_put_, z, c.arg(1), c.g, true);
   c.out[0] = z;
 }
@@ -255,17 +257,17 @@ void index_backward(BackwardContext& c) {
 void index_put_backward(BackwardContext& c) {
   if (c.needs(0)) {
     const bool accumulate = c.arg(3).to_bool();
-    c.out[0] = accumulate ? c.g : call(Op::index_put_, call(Op::clone, c.g), c.arg(1), zeros({}, c.g.dtype()), false);
+    c.out[0] = accumulate ? c.g : call(Op::index_put_, call(Op::clone, c.g), c.arg(1), zeros({}, c.g.dtype(), c.g.device()), false);
   }
   if (c.needs(1)) c.out[1] = call(Op::index, c.g, c.arg(1));
 }
 void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
 void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
 void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
-  if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0));
+  if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
   if (c.needs(1)) c.out[1] = c.g;
 }
-void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dtype(0)); }  // fill_, zero_
+void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0)); }  // fill_, zero_
 
 }  // namespace
 
@@ -339,7 +341,7 @@ FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), 
 
 TensorList FormulaNode::apply(TensorList&& grads) {
   BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), {}};
-  if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype);  // no gradient reached this result
+  if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype, inputs[0].device);  // no gradient reached this result
   derivative.formula(c);
   TensorList out(next_edges.size());
   for (size_t k = 0; k < out.size(); ++k)

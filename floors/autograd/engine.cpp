@@ -54,7 +54,9 @@ namespace {
 // (4,)); it is summed down here, over the dimensions broadcasting added or
 // stretched (sum_to). One that cannot be summed down is the formula's bug, and
 // raises PyTorch's message. A gradient of another dtype (an int64 input's,
-// a _to_copy's) is cast to the input's. PyTorch's validate_outputs does the same.
+// a _to_copy's) is cast to the input's, and one on another device (the
+// gradient of x.to("sim:0") for a CPU x) is moved to the input's device.
+// PyTorch's validate_outputs does the same.
 Tensor validate(const Node& fn, size_t i, Tensor g, const Edge& e) {
   const GradMeta& m = e.fn->inputs[e.input_nr];
   if (!(g.sizes() == m.sizes)) {
@@ -62,7 +64,8 @@ Tensor validate(const Node& fn, size_t i, Tensor g, const Edge& e) {
                   i, " - got ", g.sizes().str(), " but expected shape compatible with ", m.sizes.str());
     g = sum_to(g, m.sizes);
   }
-  if (g.dtype() != m.dtype) g = call(Op::_to_copy, g, m.dtype, IValue());
+  if (g.dtype() != m.dtype || !(g.device() == m.device))
+    g = call(Op::_to_copy, g, m.dtype, g.device() == m.device ? IValue() : IValue(m.device));
   return g;
 }
 
@@ -205,7 +208,7 @@ Ref<Node> make_root(const TensorList& roots, const TensorList& grads) {
     DESCENT_CHECK(r.requires_grad(), Error, "element ", i, " of tensors does not require grad and does not have a grad_fn");
     if (!grads[i].defined()) {
       DESCENT_CHECK(r.numel() == 1, Error, "grad can be implicitly created only for scalar outputs");
-      g[i] = call(Op::ones, r.sizes(), r.dtype(), IValue());
+      g[i] = call(Op::ones, r.sizes(), r.dtype(), r.device());
     } else {
       DESCENT_CHECK(grads[i].sizes() == r.sizes(), Error, "Mismatch in shape: grad_output[", i,
                     "] has a shape of descent.Size(", grads[i].sizes().str(), ") and output[", i,
