@@ -24,6 +24,7 @@
 #include "ui/graph.h"
 #include "ui/playback.h"
 #include "ui/story.h"
+#include "ui/streams_model.h"
 #include "ui/timeline_index.h"
 
 namespace descent::ui {
@@ -45,7 +46,7 @@ struct Options {
   bool redraw_full = false;    // --redraw full: draw every frame whole (Note [Redrawing only what changed])
   int frames = 3;              // --frames N: frames drawn before a screenshot
   bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
-  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph)
+  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams)
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -75,7 +76,7 @@ struct ConsoleLine {
   std::string text;
 };
 
-enum class RightTab { Detail, Memory, Compare, Graph };
+enum class RightTab { Detail, Memory, Compare, Graph, Streams };
 
 struct App {
   Options options;
@@ -110,6 +111,10 @@ struct App {
   std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
   std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
 
+  // The device's streams in `loaded.trace` (show_loaded builds it): the
+  // building's device strip and the streams panel (Note [The queue at time t]).
+  StreamsModel streams;
+
   bool presenter = false;
   bool show_help = false;
   RightTab right_tab = RightTab::Detail;
@@ -121,6 +126,10 @@ struct App {
 
   // Filled by the panels each frame, for the state dump and the tests.
   std::array<ImVec4, kBuildingFloors + 1> floor_rects{};  // x0, y0, x1, y1 in pixels
+  std::array<std::string, kBuildingFloors + 1> floor_texts;  // the decision line each floor showed
+  ImVec4 device_strip_rect{};                             // the building's device strip (zero when not drawn)
+  std::string device_strip_text;                          // what the strip said the device was doing
+  std::vector<std::string> echoes;                        // kernels the strip showed running (the token's echo)
   std::vector<std::string> panels_drawn;
   double frame_ms = 0;
   int fb_width = 0, fb_height = 0;  // the framebuffer, in pixels
@@ -132,6 +141,8 @@ struct App {
   bool has_steps() const { return !story.steps.empty(); }
   // The span at the current step (SIZE_MAX when the trace is empty).
   size_t current_span() const { return has_steps() ? story.steps[play.step()].span : SIZE_MAX; }
+  // The playback's moment on the trace's clock (between two steps' times mid-move).
+  int64_t now_ns() const { return time_at(story, play.position); }
 };
 
 // Shows `l` (resets the playback and the timeline view to the new call).
@@ -157,6 +168,7 @@ void draw_detail(App& app);                             // panel_detail.cpp: arg
 void draw_memory(App& app);                             // panel_memory.cpp: the allocators
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
 void draw_graph(App& app);                              // panel_graph.cpp: the autograd graph, recorded then walked
+void draw_streams(App& app);                            // panel_streams.cpp: each stream's queue at the playback time
 void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
 void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
 void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action

@@ -133,6 +133,7 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
       tab("Memory", RightTab::Memory, draw_memory);
       tab("Compare with PyTorch", RightTab::Compare, draw_compare);
       tab("Autograd graph", RightTab::Graph, draw_graph);
+      tab("Streams", RightTab::Streams, draw_streams);
       app.tab_request = false;
       ImGui::EndTabBar();
     }
@@ -229,6 +230,7 @@ int run(int argc, char** argv) {
   if (o.panel == "memory") app.right_tab = RightTab::Memory;
   if (o.panel == "compare") app.right_tab = RightTab::Compare;
   if (o.panel == "graph") app.right_tab = RightTab::Graph;
+  if (o.panel == "streams") app.right_tab = RightTab::Streams;
   app.tab_request = true;
 
   // A trace file is read on a second thread while the window and Python start.

@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
     "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
-    "                   [--panel detail|memory|compare|graph] [--bench-frames N [--bench-pan]]\n"
+    "                   [--panel detail|memory|compare|graph|streams] [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged]";
 
 bool parse_int(const char* text, int lo, int hi, int& out) {
@@ -75,10 +75,11 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       if (!(v = value("a JSON path"))) return false;
       o.state_file = v;
     } else if (a == "--panel") {
-      if (!(v = value("detail, memory or compare"))) return false;
+      if (!(v = value("detail, memory, compare, graph or streams"))) return false;
       o.panel = v;
-      if (o.panel != "detail" && o.panel != "memory" && o.panel != "compare" && o.panel != "graph") {
-        error = "--panel: expected detail, memory, compare or graph, got '" + o.panel + "'";
+      if (o.panel != "detail" && o.panel != "memory" && o.panel != "compare" && o.panel != "graph" &&
+          o.panel != "streams") {
+        error = "--panel: expected detail, memory, compare, graph or streams, got '" + o.panel + "'";
         return false;
       }
     } else if (a == "--step") {

@@ -7,6 +7,15 @@
 // full colour; one it has left is dim; one it will reach is outlined; one it
 // never reaches is grey and hatched, with the reason. See Note [A call as
 // steps] (story.h) for what a step is.
+//
+// A call on a device also has a basement: the device strip under floor 8,
+// one row per stream, on the device's own clock. The token stops at the
+// launch and climbs back up with the host; the kernel it launched shows in
+// the strip only when the playback's moment reaches the kernel's own start
+// (the token's "echo"), queued until then, so the host is seen returning
+// before the kernel runs (Note [The queue at time t], streams_model.h). While
+// the host waits on floor 7 (".item()", "synchronize") a bracket joins the
+// floor to the strip.
 #include <algorithm>
 #include <cmath>
 
@@ -23,6 +32,8 @@ constexpr float kRoofPx = 38.0f;
 constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);       // text on a lit floor
 constexpr ImU32 kPaper = IM_COL32(225, 228, 235, 255);  // text elsewhere
 constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);
+constexpr float kStripMaxFraction = 0.24f;  // of the panel's height, at most, for the device strip
+constexpr float kStripLaneLines = 1.5f;     // a stream's row, in text lines
 
 float ease(float x) { return x * x * (3 - 2 * x); }  // smoothstep
 
@@ -64,6 +75,87 @@ void hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col) {
   }
 }
 
+// The device strip: what each stream holds at the playback's moment, the
+// running kernel with the token's echo beside it, and a line saying so.
+void draw_device_strip(App& app, ImDrawList* dl, ImVec2 a, ImVec2 b, float x_shaft, float shaft_w, bool host_waits) {
+  const float line_h = ImGui::GetTextLineHeight();
+  const int64_t now = app.now_ns();
+  const bool at_end = app.has_steps() && app.step() + 1 == app.story.steps.size();
+  app.device_strip_rect = ImVec4(a.x, a.y, b.x, b.y);
+  app.echoes.clear();
+  dl->AddRectFilled(a, b, IM_COL32(24, 22, 36, 255));
+  dl->AddLine(a, ImVec2(b.x, a.y), floor_color(8), 2.0f);
+  dl->AddRectFilled(a, ImVec2(a.x + 8, b.y), floor_color(9, 0.6f));
+
+  size_t running = 0, queued = 0, done = 0, ahead = 0, total = 0;
+  int64_t next_start = kNever;
+  std::string next_name;
+  const float row_h = line_h * kStripLaneLines;
+  const float box_w = 60.0f;  // at least; a box fits its text
+  for (size_t l = 0; l < app.streams.lanes.size(); ++l) {
+    const StreamLane& lane = app.streams.lanes[l];
+    const LaneAt at = lane_at(lane, now);
+    const float y = a.y + line_h * 1.4f + row_h * static_cast<float>(l);
+    if (y + row_h > b.y + 1) break;
+    dl->AddText(ImVec2(a.x + 16, y + (row_h - line_h) * 0.5f), kPaper, lane.label.c_str());
+    dl->AddRectFilled(ImVec2(x_shaft, y), ImVec2(x_shaft + shaft_w, y + row_h - 2), IM_COL32(20, 21, 26, 255));
+    // The running kernel first, then the queue behind it, then what is done.
+    float x = x_shaft + shaft_w + 10;
+    auto box = [&](const DeviceWork& w, ImU32 fill, ImU32 ink, const char* prefix) {
+      const std::string text = prefix + w.name;
+      const float width = std::max(box_w, ImGui::CalcTextSize(text.c_str()).x + 10);
+      const ImVec2 p0(x, y + 2), p1(std::min(x + width, b.x - kMarginPx), y + row_h - 4);
+      if (p1.x - p0.x < 12) return;
+      dl->AddRectFilled(p0, p1, fill, 3.0f);
+      dl->PushClipRect(p0, p1, true);
+      dl->AddText(ImVec2(p0.x + 4, p0.y + (p1.y - p0.y - line_h) * 0.5f), ink, text.c_str());
+      dl->PopClipRect();
+      x = p1.x + 6;
+    };
+    if (at.running != SIZE_MAX) {
+      const DeviceWork& w = lane.work[at.running];
+      box(w, floor_color(9), kInk, "running ");
+      app.echoes.push_back(w.name);
+      // The token's echo: the call's kernel, down here on the device's clock.
+      const ImVec2 c(x_shaft + shaft_w * 0.5f, y + row_h * 0.5f - 1);
+      const float r = std::min(shaft_w, row_h) * 0.32f;
+      dl->AddCircleFilled(c, r, IM_COL32(250, 250, 250, 110), 24);
+      dl->AddCircle(c, r, floor_color(9), 24, 3.0f);
+    }
+    for (size_t k : at.queued) box(lane.work[k], floor_color(9, 0.22f), kPaper, "queued ");
+    if (!at.done.empty() && x < b.x - kMarginPx - 40) {
+      const std::string d = "done: " + std::to_string(at.done.size());
+      dl->AddText(ImVec2(x, y + (row_h - line_h) * 0.5f), kMuted, d.c_str());
+    }
+    running += at.running != SIZE_MAX;
+    queued += at.queued.size();
+    done += at.done.size();
+    ahead += at.ahead;
+    total += lane.work.size();
+    for (const DeviceWork& w : lane.work) {
+      if (w.start_ns > now && w.start_ns != kNever && w.start_ns < next_start) {
+        next_start = w.start_ns;
+        next_name = w.name;
+      }
+    }
+  }
+  std::string s;
+  if (running) s = std::to_string(running) + " running";
+  if (queued) s += (s.empty() ? "" : ", ") + std::to_string(queued) + " queued, not started yet";
+  if (s.empty()) s = done == total ? "idle, all its work done" : ahead == total ? "idle, nothing launched yet" : "idle";
+  if (host_waits) s += "; the host waits for it on floor 7";
+  else if (at_end && next_start != kNever) {
+    s += "; the host has returned, and " + next_name + " starts " + duration_text(next_start - now) + " later";
+  } else if (running + queued > 0 && app.has_steps()) {
+    s += "; the host has moved on";
+  }
+  app.device_strip_text = s;
+  const std::string title = "the device, on its own clock: " + s;
+  dl->PushClipRect(a, ImVec2(b.x - kMarginPx, b.y), true);
+  dl->AddText(ImVec2(a.x + 16, a.y + 3), kPaper, title.c_str());
+  dl->PopClipRect();
+}
+
 }  // namespace
 
 void draw_building(App& app, ImVec2 pos, ImVec2 size) {
@@ -82,7 +174,12 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float line_h = ImGui::GetTextLineHeight();
   const float roof = std::max(kRoofPx, line_h * 1.6f);
-  const float band_h = (avail.y - roof) / kBuildingFloors;
+  const bool strip = !app.streams.empty();  // a call on a device: the basement
+  const float strip_h =
+      strip ? std::min(avail.y * kStripMaxFraction,
+                       line_h * (1.6f + kStripLaneLines * static_cast<float>(app.streams.lanes.size())))
+            : 0.0f;
+  const float band_h = (avail.y - roof - strip_h) / kBuildingFloors;
   // The label column fits the longest floor name in the current font.
   float label_w = avail.x * kLabelWidth;
   for (int f = 1; f <= kBuildingFloors; ++f) {
@@ -139,26 +236,60 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
       std::string head = sp.name;
       if (v.state == FloorState::Ahead) head = "next: " + head;
       if (v.state == FloorState::Visited) head = "done: " + head;
-      dl->AddText(ImVec2(x_text, y), ink, head.c_str());
-      y += line_h;
-      if (y + line_h <= b.y) {
-        dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, timing_line(app, v.span).c_str());
+      // Floors 7 and 8 say what they decided in words (stream, queue, grid, the wait).
+      std::string d = device_decision(app.trace(), app.streams, v.span);
+      if (d.empty()) d = decisions_line(sp);
+      // A short band (the device strip takes room) puts the name and the times on one line.
+      const bool one_line = !d.empty() && b.y - a.y < 3 * line_h + 8;
+      if (one_line) {
+        dl->AddText(ImVec2(x_text, y), ink, head.c_str());
+        dl->AddText(ImVec2(x_text + ImGui::CalcTextSize(head.c_str()).x + 14, y), lit ? kInk : kMuted,
+                    timing_line(app, v.span).c_str());
         y += line_h;
+      } else {
+        dl->AddText(ImVec2(x_text, y), ink, head.c_str());
+        y += line_h;
+        if (y + line_h <= b.y) {
+          dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, timing_line(app, v.span).c_str());
+          y += line_h;
+        }
       }
-      const std::string d = decisions_line(sp);
+      app.floor_texts[f] = d;
       if (!d.empty() && y + line_h <= b.y) {
-        dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, d.c_str());
-        y += line_h;
+        const float wrap = b.x - kMarginPx - x_text;
+        dl->AddText(nullptr, 0.0f, ImVec2(x_text, y), lit ? kInk : kMuted, d.c_str(), nullptr, wrap);
+        y += ImGui::CalcTextSize(d.c_str(), nullptr, false, wrap).y;
       }
       if (v.spans_in_call > 1 && y + line_h <= b.y) {
         const std::string n = std::to_string(v.spans_in_call) + " spans on this floor in this call";
         dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, n.c_str());
       }
     } else {
+      app.floor_texts[f].clear();
       const std::string why = "skipped: " + v.skip_reason;
       dl->AddText(nullptr, 0.0f, ImVec2(x_text, y), kMuted, why.c_str(), nullptr, b.x - kMarginPx - x_text);
     }
     dl->PopClipRect();
+  }
+
+  // The basement: the device's streams at the playback's moment, and while
+  // the host waits on floor 7, a bracket from that floor down to it.
+  app.device_strip_rect = ImVec4(0, 0, 0, 0);
+  app.device_strip_text.clear();
+  app.echoes.clear();
+  if (strip) {
+    const float y0 = o.y + roof + kBuildingFloors * band_h;
+    const FloorView& f7 = views[7];
+    const bool waits = f7.state == FloorState::Active && f7.span != SIZE_MAX && is_sync_span(app.trace().spans[f7.span]);
+    draw_device_strip(app, dl, ImVec2(o.x, y0), ImVec2(x_end, y0 + strip_h - 2), x_shaft, shaft_w, waits);
+    if (waits) {
+      const float xb = x_end - kMarginPx - 10;
+      const float top = o.y + roof + 6.5f * band_h;
+      dl->AddLine(ImVec2(xb, top), ImVec2(xb, y0 + line_h * 1.2f), floor_color(7), 3.0f);
+      dl->AddLine(ImVec2(xb - 14, top), ImVec2(xb, top), floor_color(7), 3.0f);
+      dl->AddTriangleFilled(ImVec2(xb - 6, y0 + line_h * 1.2f - 10), ImVec2(xb + 6, y0 + line_h * 1.2f - 10),
+                            ImVec2(xb, y0 + line_h * 1.2f), floor_color(7));
+    }
   }
 
   // The token, between the floor of this step and the next one's.

@@ -212,6 +212,15 @@ void span_tooltip(const App& app, size_t i) {
     ImGui::Text("  %s = %s", s.args[k].key.c_str(), arg_text(s.args[k].value).c_str());
   }
   if (s.args.size() > kMaxArgsShown) ImGui::Text("  ... %zu more", s.args.size() - kMaxArgsShown);
+  if (s.floor == trace::Floor::Device) {  // the two clocks: how long it sat in the queue
+    for (const auto& [from, to] : app.timeline_flows) {
+      if (to != i || app.trace().spans[from].floor == trace::Floor::Device) continue;
+      const int64_t gap = s.start_ns - app.trace().spans[from].end_ns;
+      ImGui::Text(gap >= 0 ? "queued %s after its launch returned" : "started %s before its launch returned",
+                  duration_text(gap >= 0 ? gap : -gap).c_str());
+      break;
+    }
+  }
   if (i < app.story.down_step.size() && app.story.down_step[i] != SIZE_MAX) {
     ImGui::TextDisabled("click: go to its step %zu", app.story.down_step[i]);
   }
@@ -356,6 +365,21 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   };
   draw_axis(top, app, axis_pos, width, clip1.y);
 
+  // The queues: work on a device row waited from its launch's end to its own
+  // start, drawn on the row as a stroke under the spans (what another kernel
+  // ran over, it waited behind): the gap between the two clocks (Note [The
+  // queue at time t], streams_model.h; the tooltip gives the number).
+  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
+    const auto [from, to] = app.timeline_flows[k];
+    if (t.spans[to].floor != trace::Floor::Device || t.spans[from].floor == trace::Floor::Device) continue;
+    const double a = static_cast<double>(t.spans[from].end_ns), b = static_cast<double>(t.spans[to].start_ns);
+    if (b <= a || b < v0 || a > v1) continue;
+    const float ym = area0.y + lane_y(x, layout, x.lane_of_span(to)) + kLanePx / 2 - 1;
+    if (ym < clip0.y || ym > clip1.y) continue;
+    dl->AddLine(ImVec2(x_of(a), ym), ImVec2(x_of(b), ym), floor_color(7, 0.9f), 3.0f);
+    ++drawn;
+  }
+
   // Rows: the label strip, then each lane in view through the index.
   TimelineItem hovered_item;
   bool have_hover = false;
@@ -404,10 +428,14 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     }
   }
 
-  // Flows: an arrow from the launch (its start) to what it launched (its start).
+  // Flows: an arrow from the launch to what it launched (its start). Work on
+  // a device row is reached from the launch's end, when the host had control
+  // back (the queue strokes above show how long it then waited).
   for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
     const auto [from, to] = app.timeline_flows[k];
-    const double a = static_cast<double>(t.spans[from].start_ns), b = static_cast<double>(t.spans[to].start_ns);
+    const bool to_device = t.spans[to].floor == trace::Floor::Device && t.spans[from].floor != trace::Floor::Device;
+    const double a = static_cast<double>(to_device ? t.spans[from].end_ns : t.spans[from].start_ns);
+    const double b = static_cast<double>(t.spans[to].start_ns);
     if (std::max(a, b) < v0 || std::min(a, b) > v1) continue;
     const ImVec2 p(x_of(a), area0.y + lane_y(x, layout, x.lane_of_span(from)) + kLanePx / 2);
     const ImVec2 q(x_of(b), area0.y + lane_y(x, layout, x.lane_of_span(to)) + 1);

@@ -25,7 +25,7 @@ constexpr const char* kKeyHelp =
     "+ / -         faster / slower\n"
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
-    "1 2 3 4       right panel: detail / memory / compare / autograd graph\n"
+    "1 2 3 4 5     right panel: detail / memory / compare / autograd graph / streams\n"
     "F2            type into the Python console (Esc leaves it)\n"
     "F1 / H        this help";
 
@@ -104,8 +104,8 @@ void handle_keys(App& app) {
     app.leave_console_frames = 0;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
-  const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare, RightTab::Graph};
-  for (int k = 0; k < 4; ++k) {
+  const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare, RightTab::Graph, RightTab::Streams};
+  for (int k = 0; k < 5; ++k) {
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
       app.right_tab = tabs[k];
       app.tab_request = true;

@@ -11,6 +11,7 @@ namespace descent::ui {
 void show_loaded(App& app, Loaded l) {
   app.loaded = std::move(l);
   app.story = build_story(*app.loaded.trace);
+  app.streams = build_streams(*app.loaded.trace);
   app.play.playing = false;
   app.play.position = 0;
   app.hovered_span = -1;
@@ -104,6 +105,38 @@ std::string span_json(const App& app, size_t i) {
   return out + "}}";
 }
 
+// The device at the playback's moment (Note [The queue at time t]): each
+// stream's queue, and what the building's device strip showed.
+std::string device_json(const App& app) {
+  const int64_t now = app.now_ns();
+  const int64_t origin = app.has_steps() ? app.story.steps.front().at_ns : 0;
+  std::string o = "  \"device\": {\"time_ns\": " + std::to_string(now - origin) + ", \"lanes\": [";
+  for (size_t l = 0; l < app.streams.lanes.size(); ++l) {
+    const StreamLane& lane = app.streams.lanes[l];
+    const LaneAt a = lane_at(lane, now);
+    auto names = [&](const std::vector<size_t>& ks) {
+      std::string s = "[";
+      for (size_t k = 0; k < ks.size(); ++k) s += (k ? ", " : "") + quoted(lane.work[ks[k]].name);
+      return s + "]";
+    };
+    o += std::string(l ? ", " : "") + "{\"label\": " + quoted(lane.label) + ", \"work\": " +
+         std::to_string(lane.work.size()) + ", \"ahead\": " + std::to_string(a.ahead) +
+         ", \"queued\": " + names(a.queued) +
+         ", \"running\": " + (a.running == SIZE_MAX ? std::string("null") : quoted(lane.work[a.running].name)) +
+         ", \"done\": " + names(a.done) + ", \"queue_depth\": " + std::to_string(a.queue_depth) + "}";
+  }
+  const ImVec4 r = app.device_strip_rect;
+  char rect[96];
+  std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f]", r.x, r.y, r.z, r.w);
+  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(app.device_strip_text) +
+       ", \"echoes\": [";
+  for (size_t k = 0; k < app.echoes.size(); ++k) o += (k ? ", " : "") + quoted(app.echoes[k]);
+  o += "]},\n";
+  o += "  \"timeline_rows\": [";
+  for (size_t k = 0; k < app.timeline.rows().size(); ++k) o += (k ? ", " : "") + quoted(app.timeline.rows()[k].label);
+  return o + "],\n";
+}
+
 }  // namespace
 
 std::string state_json(const App& app) {
@@ -134,7 +167,8 @@ std::string state_json(const App& app) {
       o += "    {\"floor\": " + std::to_string(f) + ", \"title\": " + quoted(floor_title(f)) +
            ", \"state\": " + quoted(state_name(v.state)) +
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
-           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"rect\": " + rect + "}" +
+           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(app.floor_texts[f]) +
+           ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
     }
     o += "  ],\n";
@@ -145,6 +179,7 @@ std::string state_json(const App& app) {
   for (size_t k = 0; k < app.panels_drawn.size(); ++k) o += (k ? ", " : "") + quoted(app.panels_drawn[k]);
   o += "],\n";
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
+  o += device_json(app);
   o += "  \"graph\": [";  // the graph panel's nodes at this step, when it was drawn
   for (size_t k = 0; k < app.graph.nodes.size() && k < app.graph_states.size(); ++k) {
     const GraphNode& n = app.graph.nodes[k];

@@ -161,7 +161,7 @@ int token_floor(const Story& s, size_t step) {
 namespace {
 
 // Why a call never reaches floor `f`, in a sentence a learner can check.
-std::string skip_reason(const Story& s, int f) {
+std::string skip_reason(const Story& s, int f, size_t root) {
   const bool anywhere = s.floor_anywhere[f];  // does any call of the trace reach this floor?
   const auto format = s.trace->metadata.find("source.format");
   if (format != s.trace->metadata.end() && format->second == "kineto") {
@@ -178,8 +178,12 @@ std::string skip_reason(const Story& s, int f) {
                       : "no op with a derivative ran: factories and comparisons fall through their Autograd key";
     case 5: return "no kernel ran";
     case 6: return "nothing was allocated: the call made no new memory";
-    case 7:
     case 8:
+      if (!s.floor_steps[root][7].empty()) {
+        return "this call launched nothing: on floor 7 it only waited for the device or queued a copy";
+      }
+      [[fallthrough]];
+    case 7:
       return anywhere ? "this call ran on the CPU: nothing was queued or launched"
                       : "CPU tensors stop at floor 5: the kernel ran on the calling thread";
     default: return "not reached";
@@ -211,7 +215,7 @@ std::array<FloorView, kBuildingFloors + 1> floors_at(const Story& s, size_t step
     out[f].spans_in_call = static_cast<int>(downs.size());
     if (out[f].state == FloorState::Active) continue;
     if (downs.empty()) {
-      out[f].skip_reason = skip_reason(s, f);
+      out[f].skip_reason = skip_reason(s, f, r);
       continue;
     }
     const auto it = std::upper_bound(downs.begin(), downs.end(), step);

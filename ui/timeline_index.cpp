@@ -68,6 +68,9 @@ TimelineIndex TimelineIndex::build(const trace::Trace& t, const std::vector<size
       tr.device = (keys[by_key[r]] >> 32) != 0;
       const std::string n = std::to_string(tr.thread);
       tr.label = tr.device ? "device (thread " + n + ")" : "thread " + n;
+      // A device row is named in the metadata ("sim:0 stream 0": Note [Device spans]).
+      const auto name = t.metadata.find("thread." + n);
+      if (tr.device && name != t.metadata.end() && !name->second.empty()) tr.label = name->second + " (device clock)";
     }
   }
   for (uint32_t& r : row) r = order[r];

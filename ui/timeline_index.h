@@ -54,7 +54,7 @@ struct TimelineRow {
   size_t first_lane = 0;   // lanes first_lane .. first_lane + depths - 1, depth 0 first
   size_t depths = 0;       // number of lanes (the deepest span's depth + 1)
   size_t spans = 0;        // spans in the row
-  std::string label;       // "thread 0", "device (thread 3)"
+  std::string label;       // "thread 0"; a device row by its metadata name, "sim:0 stream 0 (device clock)", else "device (thread 3)"
 };
 
 // [SECTION] Items (what a walk visits) ---------------------------------------------

@@ -103,6 +103,10 @@ TEST(TimelineIndex, RowsAndLanes) {
   EXPECT_TRUE(x.rows()[4].device);
   EXPECT_EQ(x.rows()[4].thread, 1u);
   EXPECT_EQ(x.rows()[4].label, "device (thread 1)");
+  // Named by the metadata when the tracer named it (Note [Device spans]).
+  Builder named = random_trace(1);
+  named.t.metadata["thread.1"] = "sim:0 stream 0";
+  EXPECT_EQ(TimelineIndex::build(named.t, named.parent).rows()[4].label, "sim:0 stream 0 (device clock)");
   std::vector<int> seen(b.t.spans.size(), 0);
   for (size_t lane = 0; lane < x.lanes(); ++lane) {
     const TimelineRow& row = x.rows()[x.row_of_lane(lane)];
