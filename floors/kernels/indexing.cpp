@@ -33,7 +33,23 @@
 //
 // Both kernels are one reference loop (no optimized variant: the verifier
 // says "single kernel"), which finds every offset through strided_offset.
+//
+// On a device (sim:0, cuda:N) the plan is still made on the host: the index
+// tensors are copied to the host (a wait for the stream, as PyTorch's
+// nonzero() waits for a mask), masks become positions and every position is
+// checked there, before anything is launched; the positions then go back to
+// the device, where one kernel gathers (index: each result element finds
+// its offset, GatherPlan) or scatters (index_put_: the host has sorted the
+// result's elements by target, so each target is written by one thread in
+// the CPU's order, ScatterPlan, device_reduce.h). Both are exact. Index
+// tensors on the CPU are taken for a device tensor, as PyTorch takes them.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
+#include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
@@ -69,7 +85,7 @@ void expand_mask(const Tensor& mask, const Tensor& self, int first_dim, Tensor* 
   int64_t count = 0;
   for (int64_t i = 0; i < mask.numel(); ++i)
     count += *(mask.data<bool>() + strided_offset(i, mask.sizes(), mask.strides()));
-  for (int j = 0; j < mask.dim(); ++j) out[first_dim + j] = empty_tensor({count}, ScalarType::Int64, self.device());
+  for (int j = 0; j < mask.dim(); ++j) out[first_dim + j] = empty_tensor({count}, ScalarType::Int64, Device{});  // on the host
   int64_t k = 0;
   for (int64_t i = 0; i < mask.numel(); ++i) {
     if (!*(mask.data<bool>() + strided_offset(i, mask.sizes(), mask.strides()))) continue;
@@ -93,7 +109,7 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
   IndexPlan p;
   int d = 0;
   for (const Tensor& t : indices) {
-    DESCENT_CHECK(!t.defined() || t.device() == self.device(), Error, op,
+    DESCENT_CHECK(!t.defined() || t.device() == self.device() || t.device().type == DeviceType::CPU, Error, op,
                   "(): indices should be either on cpu or on the same device as the indexed tensor (",
                   self.device().str(), ")");
     if (t.defined() && t.dtype() == ScalarType::Bool) {
@@ -184,13 +200,73 @@ int64_t self_offset(const IndexPlan& p, const Tensor& self, int64_t linear) {
   return off;
 }
 
-// The one loop is the reference loop (Note [Advanced indexing]).
+bool on_device(const Tensor& t) { return t.device().type != DeviceType::CPU; }
+
+// The one loop is the reference loop on the CPU (Note [Advanced indexing]),
+// the device's kernel otherwise.
 void begin(ScopedSpan& span, const Tensor& out, const IndexPlan& p) {
-  last_variant() = "reference";
+  last_variant() = on_device(out) ? device::variant(out.device()) : "reference";
   if (!span.active()) return;
   span.arg("dtype", dtype_name(out.dtype()));
   span.arg("numel", numel_of(p.shape));
-  span.arg("variant", "reference");
+  span.arg("variant", last_variant());
+}
+
+// [SECTION] On a device ------------------------------------------------------------------------
+
+// A contiguous host copy of an index tensor (the device's copy waits for its stream).
+Tensor host_index(const Tensor& t) {
+  if (!t.defined()) return t;
+  if (t.device().type == DeviceType::CPU) return t.is_contiguous() ? t : call(Op::contiguous, t);
+  const Tensor c = t.is_contiguous() ? t : call(Op::contiguous, t);
+  Tensor h = empty_tensor(c.sizes(), c.dtype(), Device{});
+  const size_t bytes = size_t(c.numel()) * element_size(c.dtype());
+  if (bytes) streams::copy_bytes(h.data_ptr(), Device{}, c.data_ptr(), c.device(), bytes);
+  return h;
+}
+OptionalTensorList host_indices(const OptionalTensorList& indices) {
+  OptionalTensorList out;
+  for (const Tensor& t : indices) out.push_back(host_index(t));
+  return out;
+}
+
+// A contiguous host tensor's copy on device d, on its current stream.
+Tensor to_device(const Tensor& h, Device d) {
+  Tensor t = empty_tensor(h.sizes(), h.dtype(), d);
+  const size_t bytes = size_t(h.numel()) * element_size(h.dtype());
+  if (bytes) streams::copy_bytes(t.data_ptr(), d, h.data_ptr(), Device{}, bytes);
+  return t;
+}
+Tensor to_device(const std::vector<int64_t>& v, Device d) {
+  Tensor h = empty_tensor({int64_t(v.size())}, ScalarType::Int64, Device{});
+  std::copy(v.begin(), v.end(), h.data<int64_t>());
+  return to_device(h, d);
+}
+
+void copy_dims(const DimVector& from, int64_t* to) {
+  for (int i = 0; i < from.size(); ++i) to[i] = from[i];
+}
+
+// The index tensors of a plan, on self's device, and the gather plan over
+// them; `keep` holds them until the host lets go (the caching allocator
+// reuses their memory only for work queued after the kernel, Note [Caching
+// allocator policy]).
+device::GatherPlan gather_plan(const IndexPlan& p, const Tensor& self, std::vector<Tensor>& keep) {
+  device::GatherPlan g;
+  g.numel = numel_of(p.shape);
+  g.dims = p.shape.size();
+  copy_dims(p.shape, g.shape);
+  copy_dims(p.self_strides, g.self_strides);
+  for (int d = 0; d < self.dim(); ++d) {
+    if (!p.index[d].defined()) continue;
+    const int x = g.indexed++;
+    keep.push_back(to_device(p.index[d], self.device()));
+    g.index[x] = keep.back().data<int64_t>();
+    copy_dims(p.index_strides[d], g.index_strides[x]);
+    g.dim_size[x] = self.sizes()[d];
+    g.dim_stride[x] = self.strides()[d];
+  }
+  return g;
 }
 
 }  // namespace
@@ -201,9 +277,16 @@ void begin(ScopedSpan& span, const Tensor& out, const IndexPlan& p) {
 void index_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
-  const IndexPlan p = plan_index(op.python_name, self, s[1].to_tensor_list());
+  const bool dev = on_device(self);
+  const IndexPlan p = plan_index(op.python_name, self, dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list());
   Tensor out = empty_tensor(p.shape, self.dtype(), self.device());
   begin(span, out, p);
+  if (dev) {
+    std::vector<Tensor> keep;
+    device::gather(self.device(), self.dtype(), self.data_ptr(), out.data_ptr(), gather_plan(p, self, keep));
+    s.set_result(std::move(out));
+    return;
+  }
   visit_dtype(self.dtype(), [&]<typename T>() {
     const T* src = self.data<T>();
     T* dst = out.data<T>();
@@ -214,6 +297,42 @@ void index_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // [SECTION] index_put_ ----------------------------------------------------------------------
 
+namespace {
+
+// index_put_ on a device: every target found on the host (its positions are
+// there), the result's elements sorted by target, stably, then one thread
+// per target on the device (ScatterPlan, device_reduce.h).
+void scatter_on_device(const IndexPlan& p, const Tensor& self, const Tensor& v, bool accumulate) {
+  const int64_t n = numel_of(p.shape);
+  std::vector<std::pair<int64_t, int64_t>> by_target(static_cast<size_t>(n));  // (target, element): sorting keeps elements in order
+  for (int64_t i = 0; i < n; ++i) by_target[size_t(i)] = {self_offset(p, self, i), i};
+  std::sort(by_target.begin(), by_target.end());
+  std::vector<int64_t> target, order(static_cast<size_t>(n)), start;
+  for (int64_t r = 0; r < n; ++r) {
+    order[size_t(r)] = by_target[size_t(r)].second;
+    if (r == 0 || by_target[size_t(r)].first != by_target[size_t(r - 1)].first) {
+      target.push_back(by_target[size_t(r)].first);
+      start.push_back(r);
+    }
+  }
+  start.push_back(n);
+  device::ScatterPlan sp;
+  sp.segments = int64_t(target.size());
+  sp.accumulate = accumulate;
+  sp.values.dims = p.shape.size();
+  copy_dims(p.shape, sp.values.sizes);
+  copy_dims(v.strides(), sp.values.strides);
+  if (sp.segments == 0) return;
+  const Tensor t = to_device(target, self.device()), o = to_device(order, self.device()), st = to_device(start, self.device());
+  sp.target = t.data<int64_t>();
+  sp.order = o.data<int64_t>();
+  sp.start = st.data<int64_t>();
+  device::scatter(self.device(), self.dtype(), self.data_ptr(), v.data_ptr(), sp);
+}
+
+}  // namespace
+
+
 // aten::index_put_(self, indices, values, accumulate): Note [Advanced indexing].
 // PyTorch's checks: values broadcast to the indexed result and have self's
 // dtype, except where one value fills a single bool mask (ATen's masked_fill_
@@ -222,8 +341,9 @@ void index_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
+  const bool dev = on_device(self);
   OptionalTensorList indices;
-  for (const Tensor& t : s[1].to_tensor_list())
+  for (const Tensor& t : dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list())
     indices.push_back(t.defined() && t.storage() == self.storage() ? call(Op::clone, t) : t);
   Tensor values = s[2].to_tensor();
   const bool accumulate = s[3].to_bool();
@@ -238,8 +358,17 @@ void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                 " for the destination and ", type_word(values.dtype()), " for the source.");
   if (values.dtype() != self.dtype()) values = cast(values, self.dtype());
   if (values.storage() == self.storage()) values = call(Op::clone, values);
+  if (dev && values.device().type == DeviceType::CPU && values.numel() == 1)  // x[i] = 5: a CPU scalar, as PyTorch takes it
+    values = to_device(values.is_contiguous() ? values : call(Op::contiguous, values), self.device());
+  DESCENT_CHECK(values.device() == self.device(), Error, "index_put_(): values must be on ", self.device().str(),
+                ", the device of self, not ", values.device().str());
   const Tensor v = expand_to(values, p.shape);
   begin(span, self, p);
+  if (dev) {
+    scatter_on_device(p, self, v, accumulate);
+    s.set_result(Tensor(self));
+    return;
+  }
   visit_dtype(self.dtype(), [&]<typename T>() {
     const T* src = v.data<T>();
     T* dst = self.data<T>();

@@ -6,8 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/random.h"
+#include "floors/streams/streams.h"
 
 namespace descent::kernels {
 
@@ -24,6 +26,35 @@ namespace descent::kernels {
 // 2 * gamma_d * sum(|x_i|) over the elements that went into it, and requires
 // |reference - optimized| to be at most that (divided by n for mean).
 // Exact ops must agree bit for bit, NaNs included.
+//
+// Note [Device claims]
+// ~~~~~~~~~~~~~~~~~~~~
+// verify(op, dtype, seed, device) runs the sample call on sim:0 or cuda:N,
+// on copies of the CPU sample (same values, sizes, strides and offsets),
+// and holds the result to the CPU's reference loop:
+//   - sum and mean of floats: the device adds in blocks (Note [A reduction
+//     over blocks], device_reduce.h), where an element goes through at most
+//     d' = device_sum_depth(n, outputs) rounded additions, the reference
+//     through d = cascade_depth(n); each is within its gamma of the exact
+//     sum, so |reference - device| <= (gamma_d + gamma_d') * sum|x_i| (over
+//     n for mean);
+//   - mm, bmm, dot, mv and matmul of floats: each output is a chain of K
+//     multiply-adds in ascending k on both, fused on the device (Note
+//     [Device matmul]), so each is within gamma_K * sum_k |a_ik||b_kj| of
+//     the exact product (Higham 3.1; a fused step rounds once, never more)
+//     and |reference - device| <= 2 gamma_K (|A| |B|)_ij, |A| |B| computed
+//     in float64 on the CPU; this is the "bound" of Note [Device matmul bound];
+//   - everything else of the reductions, products and indexing (max and
+//     max.dim with their indices, integer sums and products, index and
+//     index_put_): bit for bit.
+// Ops without a device loop of their own answer "unsupported" on a device.
+//
+// Note [Device matmul bound]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The CPU's product rounds a[i][k] * b[k][j], then the sum: two roundings a
+// step; a device fuses them into one. The orders match, the roundings do
+// not, so the last bits differ, by at most the bound above: for K = 23 in
+// float32, 2 * 23 * 2**-24 * (|A||B|)_ij, about 3e-6 relative.
 
 namespace {
 
@@ -134,7 +165,37 @@ double eps_of(ScalarType t) {
                                   : t == ScalarType::Float64 ? std::numeric_limits<double>::epsilon() / 2 : 0;
 }
 
-// Runs the call with one variant; returns its results and which loop ran.
+// A copy of t on `d`: the bytes of the storage span its view covers, viewed
+// with t's sizes, strides and offset within it (a transposed sample stays transposed).
+Tensor copy_to(const Tensor& t, Device d) {
+  if (t.device() == d) return t;
+  int64_t span = t.numel() == 0 ? 0 : 1;
+  for (int i = 0; i < t.dim(); ++i)
+    if (t.numel()) span += (t.sizes()[i] - 1) * t.strides()[i];
+  Tensor block = empty_tensor({span}, t.dtype(), d);
+  const size_t bytes = size_t(span) * element_size(t.dtype());
+  if (bytes) streams::copy_bytes(block.data_ptr(), d, t.data_ptr(), t.device(), bytes);
+  return block.as_strided(t.sizes(), t.strides(), 0);
+}
+
+// The sample's tensors on `d` (a device), everything else as it is.
+Stack args_on(const Stack& args, Device d) {
+  Stack s;
+  for (int i = 0; i < args.size(); ++i) {
+    if (args[i].is_tensor()) {
+      s.push(copy_to(args[i].to_tensor(), d));
+    } else if (args[i].is_tensor_list()) {
+      OptionalTensorList l;
+      for (const Tensor& t : args[i].to_tensor_list()) l.push_back(t.defined() ? copy_to(t, d) : t);
+      s.push(l);
+    } else {
+      s.push(args[i]);
+    }
+  }
+  return s;
+}
+
+// Runs the call with one variant; returns its results (on the CPU) and which loop ran.
 std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, const char** ran) {
   VariantGuard guard(v);
   manual_seed(0x7e57);  // factories that draw random numbers draw the same ones
@@ -142,13 +203,124 @@ std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, co
   call_boxed(op.id, s);
   *ran = last_variant();
   std::vector<Tensor> out;
-  for (int i = 0; i < s.size(); ++i) out.push_back(call(Op::contiguous, s[i].to_tensor()));
+  for (int i = 0; i < s.size(); ++i) {
+    Tensor r = call(Op::contiguous, s[i].to_tensor());
+    out.push_back(r.device().type == DeviceType::CPU ? r : copy_to(r, Device{}));
+  }
   return out;
+}
+
+// What a device may claim for an op's float result beside the CPU's
+// reference (Note [Device claims]): a summation bound, a product bound, or exact.
+enum class DeviceBound { Exact, Sum, Product };
+DeviceBound device_bound(const OpEntry& op, ScalarType result) {
+  if (!is_floating(result)) return DeviceBound::Exact;
+  if (op.kind == OpKind::Matmul) return DeviceBound::Product;
+  if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;
+  return DeviceBound::Exact;
+}
+
+// Note [Device matmul bound]: 2 gamma_K (|A| |B|) per output element, |A| |B| in float64.
+Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt) {
+  const Tensor& a = args[0].to_tensor();
+  const Tensor abs_a = call(Op::abs, call(Op::to, a, ScalarType::Float64));
+  const Tensor abs_b = call(Op::abs, call(Op::to, args[1].to_tensor(), ScalarType::Float64));
+  Tensor prod = call(Op::contiguous, call(op.id, abs_a, abs_b));
+  const double k_eps = double(a.sizes()[a.dim() - 1]) * eps_of(dt);
+  const double scale = 2.0 * k_eps / (1.0 - k_eps) * (1.0 + 4.0 * k_eps);  // and the float64 product's own rounding
+  double* p = prod.data<double>();
+  for (int64_t i = 0; i < prod.numel(); ++i) p[i] *= scale;
+  return prod;
+}
+
+// A device run against the CPU's reference (Note [Device claims]).
+Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
+  Verdict v;
+  v.op = op.name;
+  v.dtype = dtype;
+  const bool declared = [&] {
+    for (DispatchKey k : declared_keys(op.dispatch))
+      if (k == (device.type == DeviceType::CUDA ? DispatchKey::CUDA : DispatchKey::Sim) ||
+          k == DispatchKey::CompositeImplicitAutograd)
+        return true;
+    return false;
+  }();
+  const bool in_place = op.kind == OpKind::InPlace;
+  Stack args = sample_call(op, dtype, seed);
+  std::vector<Tensor> ref, dev;
+  const char *ran_ref = "", *ran_dev = "";
+  try {
+    if (!declared || op.kind == OpKind::Factory) throw Error(str(op.name, " has no kernel for ", device.str(), " to verify here"));
+    ref = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Reference, &ran_ref);
+  } catch (const Error& e) {
+    v.claim = "unsupported";
+    v.passed = true;
+    v.detail = e.what();
+    return v;
+  }
+  try {
+    dev = run_with(op, args_on(in_place ? sample_call(op, dtype, seed) : args, device), Variant::Auto, &ran_dev);
+  } catch (const Error& e) {
+    v.claim = "device";
+    v.passed = false;
+    v.detail = str(device.str(), " raised: ", e.what());
+    return v;
+  }
+  v.variants = std::string(ran_ref) + " vs " + ran_dev;
+  const DeviceBound kind = device_bound(op, ref[0].dtype());
+  v.claim = kind == DeviceBound::Exact ? "bit-for-bit" : "bound";
+  v.passed = true;
+  for (size_t r = 0; r < ref.size(); ++r) {
+    const Tensor &a = ref[r], &b = dev[r];
+    if (!(a.sizes() == b.sizes()) || a.dtype() != b.dtype()) {
+      v.passed = false;
+      v.detail = "results differ in shape or dtype";
+      return v;
+    }
+    if (kind == DeviceBound::Exact || r > 0) {
+      const size_t bytes = size_t(a.numel()) * element_size(a.dtype());
+      if (bytes && std::memcmp(a.data_ptr(), b.data_ptr(), bytes) != 0) {
+        v.passed = false;
+        v.detail = "results differ bit-wise";
+      }
+      continue;
+    }
+    Tensor bound;
+    if (kind == DeviceBound::Product) {
+      bound = product_bound(op, args, a.dtype());
+    } else {  // (gamma_d + gamma_d') sum|x| per output, over n for mean
+      const Tensor& x = args[0].to_tensor();
+      const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
+      bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)),
+                                        by_dim ? args[1] : IValue(), true));
+      const int64_t outputs = bound.numel(), n = outputs ? x.numel() / outputs : 0;
+      const double e = eps_of(a.dtype());
+      const double d = double(cascade_depth(n)) * e, dd = double(device::device_sum_depth(n, outputs)) * e;
+      double scale = d / (1.0 - d) + dd / (1.0 - dd);
+      if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) scale /= double(n);
+      double* p = bound.data<double>();
+      for (int64_t i = 0; i < bound.numel(); ++i) p[i] *= scale;
+    }
+    const Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
+      const double allowed = bound.data<double>()[i];
+      v.max_abs_diff = std::max(v.max_abs_diff, diff);
+      v.bound = std::max(v.bound, allowed);
+      const bool both_nan = std::isnan(a64.data<double>()[i]) && std::isnan(b64.data<double>()[i]);
+      if (!(diff <= allowed) && !both_nan && a64.data<double>()[i] != b64.data<double>()[i]) {
+        v.passed = false;
+        v.detail = str("element ", i, " differs by ", diff, " > bound ", allowed);
+      }
+    }
+  }
+  return v;
 }
 
 }  // namespace
 
-Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed) {
+Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
+  if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, seed, device);
   Verdict v;
   v.op = op.name;
   v.dtype = dtype;
@@ -215,10 +387,10 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed) {
   return v;
 }
 
-std::vector<Verdict> verify_all(uint64_t seed) {
+std::vector<Verdict> verify_all(uint64_t seed, Device device) {
   std::vector<Verdict> out;
   for (const OpEntry& op : all_ops())
-    for (int t = 0; t < kNumScalarTypes; ++t) out.push_back(verify(op, ScalarType(t), seed));
+    for (int t = 0; t < kNumScalarTypes; ++t) out.push_back(verify(op, ScalarType(t), seed, device));
   return out;
 }
 

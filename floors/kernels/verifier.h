@@ -25,10 +25,13 @@ struct Verdict {
 // drawn from the counter-based generator with `seed`.
 Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed);
 
-// Runs the sample call with each variant and compares the results.
-Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed);
+// Runs the sample call with each variant and compares the results. With a
+// `device` (sim:0, cuda:0), runs it there instead, on copies of the same
+// inputs (same values, sizes and strides), against the CPU's reference
+// loop, and compares as Note [Device claims] (verifier.cpp) says.
+Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device = Device{});
 // verify() over every op and dtype.
-std::vector<Verdict> verify_all(uint64_t seed);
+std::vector<Verdict> verify_all(uint64_t seed, Device device = Device{});
 std::string format_verdicts(const std::vector<Verdict>& v);  // a table, one line per verdict
 
 }  // namespace descent::kernels
