@@ -84,6 +84,15 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
     : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
+#ifdef DESCENT_HAVE_CUDA
+  // A kernel runs on the calling thread's current device: make it the
+  // stream's for the launch (c10's CUDAGuard), and put the old one back after.
+  if (cudaGetDevice(&saved_device_) == cudaSuccess && saved_device_ != s.device.index) {
+    if (cudaSetDevice(s.device.index) != cudaSuccess) saved_device_ = -1;
+  } else {
+    saved_device_ = -1;
+  }
+#endif
   if (!trace::enabled()) return;
   enqueue_ = trace::begin_span(Floor::Streams, "enqueue");
   trace::add_arg(enqueue_, "stream", s.id);
@@ -103,6 +112,9 @@ CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k
 }
 
 CudaLaunchScope::~CudaLaunchScope() {
+#ifdef DESCENT_HAVE_CUDA
+  if (saved_device_ >= 0) (void)cudaSetDevice(saved_device_);
+#endif
   if (correlated_) trace::cupti::pop_correlation();
   if (span_ >= 0) trace::end_span(span_);
   if (enqueue_ >= 0) trace::end_span(enqueue_);

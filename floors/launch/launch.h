@@ -86,6 +86,7 @@ class CudaLaunchScope {
   int64_t span_;
   int64_t enqueue_ = -1;
   bool correlated_;
+  int saved_device_ = -1;  // the thread's device before the launch, when it was another; -1 otherwise
 };
 
 #ifdef __CUDACC__
