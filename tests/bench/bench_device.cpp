@@ -79,6 +79,13 @@ int main(int argc, char** argv) {
     const Tensor m = random_on({int64_t(1) << (sum_log2 / 2), int64_t(1) << (sum_log2 - sum_log2 / 2)}, d, 2);
     const double rows = device_ms(d, 10, [&] { call(Op::sum_dim, m, DimVector{1}); });
     report("sum_dim1_float32", rows, double(m.numel()) * 4 / (rows * 1e-3) / 1e12, "TB/s");
+    // Elementwise: a + b reads two and writes one; copy_ reads one and writes one (bytes moved per second).
+    const Tensor y = random_on({int64_t(1) << sum_log2}, d, 5);
+    const double add = device_ms(d, 10, [&] { call(Op::add, x, y); });
+    report("add_float32", add, double(x.numel()) * 12 / (add * 1e-3) / 1e12, "TB/s");
+    Tensor z = empty_tensor(x.sizes(), ScalarType::Float32, d);
+    const double copy = device_ms(d, 10, [&] { call(Op::copy_, z, x); });
+    report("copy_float32", copy, double(x.numel()) * 8 / (copy * 1e-3) / 1e12, "TB/s");
   }
   {
     const Tensor a = random_on({n, n}, d, 3), b = random_on({n, n}, d, 4);

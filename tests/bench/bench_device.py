@@ -6,7 +6,8 @@
 Times, on the device's own clock (events around the calls on the stream,
 the median of 7 repetitions after a warm-up): a float32 sum of 2**28
 elements (bytes read per second) and of each row of a square matrix of as
-many; a float32 4096 x 4096 x 4096 matrix product (2 n**3 operations per
+many; a float32 add and copy of 2**28 elements (bytes read and written per
+second); a float32 4096 x 4096 x 4096 matrix product (2 n**3 operations per
 second). descent's side is tests/bench/bench_device (C++, through the
 dispatcher); PyTorch's is torch.sum and torch.matmul (cuBLAS; TF32 off, so
 both multiply in float32) timed with torch.cuda.Event the same way. Prints
@@ -21,7 +22,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = {"sum_float32": 0.95, "sum_dim1_float32": None, "matmul_float32": 0.8}
+TARGETS = {"sum_float32": 0.95, "sum_dim1_float32": None, "add_float32": 0.95, "copy_float32": 0.95, "matmul_float32": 0.8}
 
 
 def torch_side(device, sum_log2, n, reps=7):
@@ -49,7 +50,13 @@ def torch_side(device, sum_log2, n, reps=7):
     m = x.view(2 ** (sum_log2 // 2), -1)
     ms = device_ms(lambda: m.sum(1), 10)
     out["sum_dim1_float32"] = (ms, m.numel() * 4 / (ms * 1e-3) / 1e12, "TB/s")
-    del x, m
+    y = torch.rand(2 ** sum_log2, device=dev)
+    ms = device_ms(lambda: x + y, 10)
+    out["add_float32"] = (ms, x.numel() * 12 / (ms * 1e-3) / 1e12, "TB/s")
+    z = torch.empty_like(x)
+    ms = device_ms(lambda: z.copy_(x), 10)
+    out["copy_float32"] = (ms, x.numel() * 8 / (ms * 1e-3) / 1e12, "TB/s")
+    del x, m, y, z
     a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
     ms = device_ms(lambda: torch.matmul(a, b), 3)
     out["matmul_float32"] = (ms, 2 * n ** 3 / (ms * 1e-3) / 1e12, "TFLOP/s")
