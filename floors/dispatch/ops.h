@@ -67,9 +67,9 @@
 //   given positionally: aten splits x.to(dtype) and x.to(device) into the
 //   to.dtype and to.device overloads; descent's Tensor.to reads both into this
 //   one. `non_blocking` and `memory_format` are left out.
-// - copy_'s `non_blocking` is accepted and ignored: a copy from a device to
-//   the host always waits for its stream (Note [Copies between devices],
-//   register_cpu.cpp).
+// - copy_'s `non_blocking` matters only for a copy from pinned host memory,
+//   which it leaves queued; a copy from a device to the host always waits
+//   for its stream (Note [Copies between devices], register_cpu.cpp).
 // - aten::_to_copy takes no `layout`, `pin_memory`, `non_blocking` or
 //   `memory_format` (as for the factories and to), and is declared CPU, Sim,
 //   CUDA where aten declares it CompositeExplicitAutograd: one boxed kernel

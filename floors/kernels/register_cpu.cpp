@@ -435,9 +435,15 @@ void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
 //     stream first, so the host reads finished elements;
 //   one device to another (sim:0 to cuda:0, cuda:0 to cuda:1): through the
 //     host, as two copies (descent makes no peer-to-peer copies).
+// From pinned host memory (x.pin_memory()) the device reads the bytes when
+// the copy runs, not before copy_bytes returns (Note [Pinned host memory],
+// floors/streams/host_memory.cpp): the host then waits for the copy in a
+// floor-7 span "copy from pinned memory", unless the caller asked for
+// non_blocking (copy_'s argument; Tensor.to(..., non_blocking=True) comes
+// here through copy_, as aten's _to_copy does), as PyTorch's copy_ waits.
 // copy_ then writes the moved elements into self, through self's strides
 // and broadcasting them, with the copy loop of self's device.
-Tensor move_to(const Tensor& x, Device dev, ScalarType dt) {
+Tensor move_to(const Tensor& x, Device dev, ScalarType dt, bool non_blocking = false) {
   const bool to_host = dev.type == DeviceType::CPU, from_host = x.device().type == DeviceType::CPU;
   if (!to_host && !from_host) return move_to(move_to(x, Device{}, x.dtype()), dev, dt);
   Tensor src = x;
@@ -448,7 +454,11 @@ Tensor move_to(const Tensor& x, Device dev, ScalarType dt) {
   }
   Tensor moved = empty_tensor(x.sizes(), src.dtype(), dev);
   const size_t nbytes = size_t(src.numel()) * element_size(src.dtype());
-  if (nbytes > 0) streams::copy_bytes(moved.data_ptr(), dev, src.data_ptr(), src.device(), nbytes);
+  const bool pinned = from_host && src.storage()->pinned;
+  if (nbytes > 0) {
+    streams::copy_bytes(moved.data_ptr(), dev, src.data_ptr(), src.device(), nbytes, pinned);
+    if (pinned && !non_blocking) streams::synchronize(streams::current_stream(dev), "copy from pinned memory");
+  }
   if (moved.dtype() == dt) return moved;
   ScopedSpan span(Floor::Kernels, "cast on the device");
   Tensor out = empty_tensor(x.sizes(), dt, dev);
@@ -634,7 +644,7 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   if (!(self.device() == src.device())) {  // Note [Copies between devices]: move src over, then copy there
     check_no_internal_overlap(self);
     check_output_shape(op.python_name, self, src);
-    Tensor moved = move_to(src, self.device(), src.dtype());
+    Tensor moved = move_to(src, self.device(), src.dtype(), s[2].to_bool());
     copy_into(span, expand_to(moved, self.sizes()), self);
     s.set_result(Tensor(self));
     return;
