@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Prints the dispatch keys PyTorch and descent give the same tensors, side by
 side, and exits 1 where they differ (run on the H200 host, where torch is
-installed: PYTHONPATH=build/python python3 tools/compare-keys.py)."""
+installed: PYTHONPATH=build/python python3 tools/compare-keys.py). CUDA tensors
+are compared where both have a GPU; sim:0's keys are printed beside."""
 import sys
 
 import descent
 import torch
 
 
-def cases(lib, keys):
+def cases(lib, keys, cuda):
     """(name, printed key set) for the same situations in torch and descent."""
     out = [("cpu tensor", keys(lib.ones(2))),
            ("int tensor", keys(lib.arange(4)))]
@@ -22,12 +23,20 @@ def cases(lib, keys):
         out.append(("made in inference mode", keys(lib.ones(2))))
         out.append(("tls include, inference mode", str(lib._C._dispatch_tls_local_include_set())))
     out.append(("tls include", str(lib._C._dispatch_tls_local_include_set())))
+    if cuda:
+        out.append(("cuda tensor", keys(lib.ones(2, device="cuda"))))
+        c = lib.ones(2, device="cuda")
+        c.requires_grad_()
+        out.append(("cuda, requires_grad", keys(c)))
+        out.append(("cuda, moved there", keys(lib.ones(2).to("cuda"))))
+        out.append(("cuda, a result", keys(lib.ones(2, device="cuda") + 1)))
     return out
 
 
 def main():
-    ours = cases(descent, descent._C._dispatch_keys)
-    theirs = cases(torch, lambda t: str(torch._C._dispatch_keys(t)))
+    cuda = descent.cuda.is_available() and torch.cuda.is_available()
+    ours = cases(descent, descent._C._dispatch_keys, cuda)
+    theirs = cases(torch, lambda t: str(torch._C._dispatch_keys(t)), cuda)
     bad = 0
     for (name, d), (_, t) in zip(ours, theirs):
         same = d == t
@@ -36,6 +45,8 @@ def main():
     excluded_torch = str(torch._C._dispatch_tls_local_exclude_set())
     print(f"info tls exclude (torch lists every backend's Autocast key; descent has CPU, CUDA, Sim):\n"
           f"{'':33} descent: {descent._C._dispatch_tls_local_exclude_set()}\n{'':33} torch:   {excluded_torch}")
+    sim = descent.ones(2, device="sim:0")
+    print(f"info sim:0 (descent's own backend; torch has none):\n{'':33} descent: {descent._C._dispatch_keys(sim)}")
     print(f"{len(ours) - bad} of {len(ours)} key sets agree")
     return 1 if bad else 0
 

@@ -15,6 +15,8 @@
 #include <Python.h>
 
 #include <optional>
+
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,14 @@ bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);
 PyObject* device_object(Device d);     // new reference
+// Devices from Python (device_object.cpp): the functions and the Event type
+// descent.cuda and descent.sim are built on, and Tensor's device methods.
+bool init_devices(PyObject* module);
+extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
+extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
+// t itself on the CPU; else a CPU copy through aten::to after the host waited
+// for t's device in a floor-7 span named `why` (Note [Reading a device tensor waits]).
+Tensor host_copy(const Tensor& t, const char* why, bool record_grad = false);
 
 // [SECTION] Argument parsing against a schema -------------------------------------
 
@@ -125,12 +135,36 @@ void set_python_error();
 extern thread_local bool t_taking_gil;
 extern PyObject* g_oom_error;  // descent.OutOfMemoryError, a RuntimeError
 
+// Releases the GIL for its scope: other Python threads run while the kernel does.
+// A daemon thread that comes back while the interpreter is exiting would be
+// ended by PyEval_RestoreThread with pthread_exit, whose unwinding through
+// C++ frames stops the process (std::terminate). It parks instead, as Python
+// 3.14 parks such threads, until the process ends. noexcept(false) and
+// DESCENT_PY_CATCH's rethrow cover the instant between the check and the call.
+struct GilRelease {
+  PyThreadState* state = PyEval_SaveThread();
+  ~GilRelease() noexcept(false) {
+    if (interpreter_exiting())
+      for (;;) pause();
+    t_taking_gil = true;  // the interpreter may start exiting now: PyEval_RestoreThread then never returns
+    PyEval_RestoreThread(state);
+    t_taking_gil = false;
+  }
+  static bool interpreter_exiting() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+  }
+};
+
 }  // namespace descent::binding
 
 // Wraps the body of a C function: C++ exceptions become Python exceptions.
 // One thing unwinding through it is not an error: a daemon thread ended by
 // pthread_exit, which CPython calls when such a thread takes the GIL back
-// while the interpreter exits (GilRelease, module.cpp). That forced unwind
+// while the interpreter exits (GilRelease above). That forced unwind
 // must go on. It is told apart by where it starts (t_taking_gil), not by
 // `catch (abi::__forced_unwind&)`: that binds a reference to an object the
 // runtime does not have, which UBSan rightly calls a null reference.

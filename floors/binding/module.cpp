@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "floors/autograd/derivatives.h"
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
@@ -61,29 +59,7 @@ void set_python_error() {
 
 namespace {
 
-// Releases the GIL for its scope: other Python threads run while the kernel does.
-// A daemon thread that comes back while the interpreter is exiting would be
-// ended by PyEval_RestoreThread with pthread_exit, whose unwinding through
-// C++ frames stops the process (std::terminate). It parks instead, as Python
-// 3.14 parks such threads, until the process ends. noexcept(false) and
-// DESCENT_PY_CATCH's rethrow cover the instant between the check and the call.
-struct GilRelease {
-  PyThreadState* state = PyEval_SaveThread();
-  ~GilRelease() noexcept(false) {
-    if (interpreter_exiting())
-      for (;;) pause();
-    t_taking_gil = true;  // the interpreter may start exiting now: PyEval_RestoreThread then never returns
-    PyEval_RestoreThread(state);
-    t_taking_gil = false;
-  }
-  static bool interpreter_exiting() {
-#if PY_VERSION_HEX >= 0x030D0000
-    return Py_IsFinalizing();
-#else
-    return _Py_IsFinalizing();
-#endif
-  }
-};
+// GilRelease (binding.h) releases the GIL around every kernel call.
 
 // An in-place op (-> Tensor(a!)) returns the very Python object it wrote
 // into, as PyTorch's bindings do: x.add_(1) is x, and `x += 1` keeps x.
@@ -549,14 +525,16 @@ bool op_matches(const OpEntry& op, const char* want) {
 PyObject* py_verify(PyObject*, PyObject* args) {
   unsigned long long seed = 1;
   const char* only = nullptr;
-  if (!PyArg_ParseTuple(args, "|Kz:verify", &seed, &only)) return nullptr;
+  const char* device_name = nullptr;  // None: the CPU's variants; "sim:0", "cuda": that device against the CPU
+  if (!PyArg_ParseTuple(args, "|Kzz:verify", &seed, &only, &device_name)) return nullptr;
   DESCENT_PY_TRY
+  const Device device = device_name ? Device::parse(device_name) : Device{};
   std::vector<kernels::Verdict> vs;
   {
     GilRelease release;
     for (const OpEntry& op : all_ops()) {
       if (only && !op_matches(op, only)) continue;
-      for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed));
+      for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed, device));
     }
   }
   DESCENT_CHECK(!only || !vs.empty(), Error, "verify(): no op named '", only, "' (see: descent ops)");
@@ -720,7 +698,8 @@ PyMODINIT_FUNC PyInit__C() {
                                           PyExc_RuntimeError, nullptr);
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !init_value_types(m) ||
-      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_trace_type(m)) {
+      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_trace_type(m) ||
+      !init_devices(m)) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -63,7 +63,10 @@
 //     group's own error, as descent.sum gives it. (PyTorch's parser gives
 //     x.sum(None) to sum.dim_IntList.)
 //   - x.to(device, ...): a str or device in dtype's place is the device (aten's
-//     to.device overload, which descent's one to.dtype_layout row stands in for).
+//     to.device overload, which descent's one to.dtype_layout row stands in for);
+//     the keyword non_blocking, which the row lacks, is read here: with it, a
+//     copy from pinned memory goes through copy_ and may be left queued
+//     (to_non_blocking).
 // x.view(2, 3), x.permute(1, 0) and x.expand(3, 4) need nothing of their own:
 // parse_args gathers loose ints into a trailing int[] as it does for ones(2, 3).
 #include <array>
@@ -141,6 +144,52 @@ bool parse_reduction(const Method& m, PyObject* const* args, Py_ssize_t nargs, P
 // Stack room for (self, positional..., keyword values...).
 constexpr Py_ssize_t kMaxMethodArgs = 2 * kMaxStack + 1;
 
+// x.to(device, non_blocking=True): aten's to takes non_blocking, descent's
+// one to row does not (floors/dispatch/ops.h), so the method takes it off the
+// keywords here. `values` are the keyword values, in kwnames' order; on
+// return they and `kwnames` (owned by `owned` when changed) lack it.
+// Returns 0 or 1, -1 when not given, -2 with a TypeError set.
+int take_non_blocking(PyObject** values, PyObject* kwnames, PyRef& owned) {
+  const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+  Py_ssize_t k = 0;
+  while (k < nkw && utf8_text(PyTuple_GET_ITEM(kwnames, k)) != "non_blocking") ++k;
+  if (k == nkw) return -1;
+  PyObject* v = values[k];
+  if (!PyBool_Check(v)) {
+    PyErr_Format(PyExc_TypeError, "to(): argument 'non_blocking' must be bool, not %s", Py_TYPE(v)->tp_name);
+    return -2;
+  }
+  owned.p = PyTuple_New(nkw - 1);
+  if (!owned.p) return -2;
+  for (Py_ssize_t i = 0, j = 0; i < nkw; ++i) {
+    if (i == k) continue;
+    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    Py_INCREF(name);
+    PyTuple_SET_ITEM(owned.p, j, name);
+    values[j++] = values[i];
+  }
+  return v == Py_True;
+}
+
+// x.to(device, non_blocking=True) from pinned memory: as aten's _to_copy,
+// an empty tensor there and copy_(x, non_blocking=True), so that the copy may
+// still be queued when `to` returns (Note [Copies between devices]); the to
+// row's own copies wait. Returns nullptr when this is not such a call.
+PyObject* to_non_blocking(Stack& stack) {
+  const Tensor& x = stack[0].to_tensor();
+  if (!x.storage() || !x.storage()->pinned || stack[2].is_none()) return nullptr;
+  const Device d = stack[2].to_device();
+  if (d.type == DeviceType::CPU) return nullptr;
+  const ScalarType dt = stack[1].is_none() ? x.dtype() : stack[1].to_scalar_type();
+  Tensor out;
+  {
+    GilRelease release;
+    out = empty_tensor(x.sizes(), dt, d);
+    call(Op::copy_, out, x, true);
+  }
+  return wrap(std::move(out));
+}
+
 PyObject* method_call(size_t index, PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const Method& m = methods()[index];
   DESCENT_PY_TRY
@@ -156,13 +205,36 @@ PyObject* method_call(size_t index, PyObject* self, PyObject* const* args, Py_ss
   full[0] = self;
   std::copy(args, args + nargs + nkw, full + 1);
   Py_ssize_t n = nargs + 1;
+  PyRef own_kwnames;
+  int non_blocking = -1;  // x.to(..., non_blocking=): -1 when not given
+  if (m.form == Form::To && nkw > 0) {
+    non_blocking = take_non_blocking(full + n, kwnames, own_kwnames);
+    if (non_blocking == -2) return nullptr;
+    if (own_kwnames.p) kwnames = own_kwnames.p;
+  }
   if (m.form == Form::To && n >= 2 && (PyUnicode_Check(full[1]) || Py_TYPE(full[1]) == &g_device_type)) {
     if (n >= 3) {
       std::swap(full[1], full[2]);  // x.to("cpu", float64): to(self, float64, "cpu")
-    } else {
-      std::copy_backward(full + 1, full + 2 + nkw, full + 3 + nkw);  // x.to("cpu"): to(self, None, "cpu")
-      full[1] = Py_None;
-      n = 3;
+    } else {  // x.to("cpu", dtype=...): to(self, dtype=..., device="cpu")
+      const Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+      PyObject* device = full[1];
+      std::copy(full + 2, full + 2 + nk, full + 1);
+      full[1 + nk] = device;
+      n = 1;
+      PyObject* names = PyTuple_New(nk + 1);
+      if (!names) return nullptr;
+      for (Py_ssize_t k = 0; k < nk; ++k) {
+        Py_INCREF(PyTuple_GET_ITEM(kwnames, k));
+        PyTuple_SET_ITEM(names, k, PyTuple_GET_ITEM(kwnames, k));
+      }
+      PyObject* name = PyUnicode_FromString("device");
+      if (!name) {
+        Py_DECREF(names);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(names, nk, name);
+      Py_XDECREF(own_kwnames.p);
+      own_kwnames.p = kwnames = names;
     }
   }
   Stack stack;
@@ -171,6 +243,8 @@ PyObject* method_call(size_t index, PyObject* self, PyObject* const* args, Py_ss
                                                 : parse_args(*m.group, full, n, kwnames, stack, &op, true);
   if (!parsed) return nullptr;
   if (span.active()) span.arg("overload", op->name), span.arg("python", m.python_name.c_str());
+  if (m.form == Form::To && non_blocking == 1)
+    if (PyObject* r = to_non_blocking(stack)) return r;
   return call_parsed(*op, stack, full, n, kwnames);
   DESCENT_PY_CATCH(nullptr)
 }

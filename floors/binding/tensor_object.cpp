@@ -8,7 +8,9 @@
 #include <cstring>
 
 #include <unistd.h>
+#include <iterator>
 #include <memory>
+#include <vector>
 
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
@@ -231,7 +233,7 @@ PyObject* m_item(PyObject* o, PyObject*) {
   Tensor t = unwrap(o);
   DESCENT_CHECK(t.numel() == 1, Error, "a Tensor with ", t.numel(),
                 " elements cannot be converted to Scalar");
-  DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "item() of a ", t.device().str(), " tensor");
+  t = host_copy(t, ".item()");  // Note [Reading a device tensor waits] (device_object.cpp)
   return element_to_py(t, 0);
   DESCENT_PY_CATCH(nullptr)
 }
@@ -271,7 +273,7 @@ PyObject* tolist_rec(const Tensor& t, int d, int64_t off) {
 PyObject* m_tolist(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
   Tensor t = unwrap(o);
-  DESCENT_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "tolist() of a ", t.device().str(), " tensor");
+  t = host_copy(t, ".tolist()");  // Note [Reading a device tensor waits] (device_object.cpp)
   if (!tolist_fits(t)) {
     PyErr_Format(PyExc_MemoryError, "tolist(): a tensor of shape %s would make more Python objects than this "
                  "machine's memory holds", t.shape_str().c_str());
@@ -361,8 +363,9 @@ struct BufferShape {  // shape and strides in bytes, alive while the buffer is e
 int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   DESCENT_PY_TRY
   Tensor t = unwrap(o);
-  DESCENT_CHECK(t.device().type == DeviceType::CPU, ValueError, "can't convert ", t.device().str(),
-                " tensor to numpy: copy it to the CPU first");
+  // PyTorch's words; no hidden copy (Note [Reading a device tensor waits], device_object.cpp).
+  DESCENT_CHECK(t.device().type == DeviceType::CPU, TypeError, "can't convert ", t.device().str(),
+                " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
   // A consumer that cannot take strides (hashlib, file.write) or asks for
   // C order gets the elements in order or an error, never the raw storage.
   const bool wants_flat = (flags & PyBUF_STRIDES) != PyBUF_STRIDES ||
@@ -429,10 +432,17 @@ bool init_tensor_type(PyObject* m) {
   type.tp_doc = "The C side of descent.Tensor: a reference to a TensorImpl (floors/core/tensor.h).";
   type.tp_new = tensor_new;
   type.tp_dealloc = tensor_dealloc;
-  type.tp_getset = tensor_getset;
+  // These and the device ones (device_object.cpp).
+  static std::vector<PyGetSetDef> getset(std::begin(tensor_getset), std::end(tensor_getset) - 1);
+  static std::vector<PyMethodDef> methods(std::begin(tensor_methods), std::end(tensor_methods) - 1);
+  for (PyGetSetDef* g = g_device_tensor_getset; g->name; ++g) getset.push_back(*g);
+  for (PyMethodDef* d = g_device_tensor_methods; d->ml_name; ++d) methods.push_back(*d);
+  getset.push_back({nullptr, nullptr, nullptr, nullptr, nullptr});
+  methods.push_back({nullptr, nullptr, 0, nullptr});
+  type.tp_getset = getset.data();
   type.tp_as_buffer = &tensor_buffer;
   // tp_methods: these and one per op of the table; the operators (tensor_methods.cpp).
-  if (!init_tensor_methods(&type, tensor_methods) || PyType_Ready(&type) < 0) return false;
+  if (!init_tensor_methods(&type, methods.data()) || PyType_Ready(&type) < 0) return false;
   g_tensor_base = &type;
   Py_INCREF(&type);
   return PyModule_AddObject(m, "TensorBase", reinterpret_cast<PyObject*>(&type)) == 0;

@@ -5,7 +5,11 @@ copied here as literals)."""
 import descent
 from descent import _C
 
+import pytest
+
 CPU_KEYS = "DispatchKeySet(CPU, ADInplaceOrView, AutogradCPU, AutocastCPU)"  # facts.json: dispatch_keys_of.cpu
+CUDA_KEYS = "DispatchKeySet(CUDA, ADInplaceOrView, AutogradCUDA, AutocastCUDA)"  # facts.json: dispatch_keys_of.cuda
+SIM_KEYS = "DispatchKeySet(Sim, ADInplaceOrView, AutogradSim, AutocastSim)"  # the same shape, descent's own backend
 
 
 def test_every_cpu_tensor_carries_pytorchs_keys():
@@ -87,3 +91,36 @@ def test_bad_arguments():
         descent.inference_mode("yes")
     with pytest.raises(TypeError):
         _C._dispatch_keys(3)
+
+
+def test_a_device_tensor_carries_its_backends_keys():
+    """A device tensor's keys are the CPU's with its own backend in each place,
+    as torch's CUDA tensors have CUDA, AutogradCUDA and AutocastCUDA."""
+    x = descent.ones(2, device="sim:0")
+    assert _C._dispatch_keys(x) == SIM_KEYS
+    assert _C._dispatch_keys(x + 1) == SIM_KEYS
+    assert _C._dispatch_keys(x[0]) == SIM_KEYS
+    assert _C._dispatch_keys(descent.ones(2).to("sim:0")) == SIM_KEYS
+    assert _C._dispatch_keys(x.cpu()) == CPU_KEYS
+    y = descent.ones(2, device="sim:0", requires_grad=True)
+    assert _C._dispatch_keys(y) == SIM_KEYS
+    with descent.inference_mode():
+        assert _C._dispatch_keys(descent.ones(2, device="sim:0")) == "DispatchKeySet(Sim, AutocastSim)"
+
+
+def test_a_device_call_dispatches_to_its_backends_autograd_key():
+    x = descent.ones(2, device="sim:0")
+    with descent.trace() as t:
+        x + x
+    first = next(s for s in t.result.spans() if s["floor_name"] == "dispatch")["args"]
+    assert first["keyset"] == "Sim|BackendSelect|ADInplaceOrView|AutogradSim"
+    assert first["kernel"] == "AutogradSim"
+
+
+@pytest.mark.skipif(not descent.cuda.is_available(), reason="no CUDA device here")
+def test_a_cuda_tensor_carries_pytorchs_keys():
+    x = descent.ones(2, device="cuda")
+    assert _C._dispatch_keys(x) == CUDA_KEYS  # facts.json: dispatch_keys_of.cuda
+    x.requires_grad_()
+    assert _C._dispatch_keys(x) == CUDA_KEYS  # facts.json: cuda_requires_grad
+    assert _C._dispatch_keys(descent.ones(2).cuda()) == CUDA_KEYS

@@ -49,10 +49,12 @@ def from_numpy(array):
     return _C._tensor(array, None)
 
 
-def verify(op=None, seed=1):
+def verify(op=None, seed=1, device=None):
     """Runs the reference and the optimized kernel of every op (or one) on the
-    same inputs, for every dtype, and returns the verdicts."""
-    return _C._verify(seed, op)
+    same inputs, for every dtype, and returns the verdicts. With a device
+    ("sim:0", "cuda:0"), runs the ops there instead, against the CPU's
+    reference loops (Note [Device claims], floors/kernels/verifier.cpp)."""
+    return _C._verify(seed, op, None if device is None else str(device))
 
 
 def set_kernel_variant(variant):
@@ -65,6 +67,7 @@ from .grad_mode import (  # noqa: E402
 )
 from .tracing import trace  # noqa: E402
 from . import autograd  # noqa: E402,F401
+from . import cuda, sim  # noqa: E402,F401
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):
     from . import tracing as _tracing

@@ -2,7 +2,7 @@
 
     descent trace "descent.ones(2, 2) + 1" [--repeat N] [--chrome FILE] [--save FILE] [--reference]
     descent replay FILE [--chrome FILE]
-    descent verify [--op NAME] [--seed N] [--autograd]
+    descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
     descent ops
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
 """
@@ -95,7 +95,7 @@ def cmd_verify(args):
         print(f"{len(verdicts) - failed} of {len(verdicts)} verdicts hold")
         return 1 if failed else 0
     try:
-        verdicts = descent.verify(args.op, args.seed)
+        verdicts = descent.verify(args.op, args.seed, args.device)
     except RuntimeError as e:  # verify(): no op named 'X' (see: descent ops)
         print(f"descent {e}", file=sys.stderr)
         return 2
@@ -159,6 +159,7 @@ def main(argv=None):
     v = sub.add_parser("verify", help="check optimized kernels against the reference ones")
     v.add_argument("--op", help="only this op (e.g. sum, max.dim)")
     v.add_argument("--seed", type=int, default=1)
+    v.add_argument("--device", help="run the ops on this device (sim:0, cuda:0) against the CPU's reference loops")
     v.add_argument("--autograd", action="store_true",
                    help="check the reference-language pairs instead: autograd against a hand-written backward")
     v.set_defaults(fn=cmd_verify)

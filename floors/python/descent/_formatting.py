@@ -138,8 +138,12 @@ def _with_suffixes(text, suffixes):
 
 def tensor_repr(t):
     suffixes = []
+    owner = t  # grad_fn and requires_grad are read from t; the values from a host copy
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
+        # One wait and one copy for the whole tensor, named for the trace (Note
+        # [Reading a device tensor waits], floors/binding/device_object.cpp).
+        t = t.detach()._host("print")
     if t.numel() == 0:
         body = "[]"
         if t.dim() != 1:
@@ -153,8 +157,8 @@ def tensor_repr(t):
         if t.dtype not in (_C.float32, _C.int64, _C.bool):
             suffixes.append(f"dtype={t.dtype!r}")
     # As torch prints them: a result autograd recorded names its node, a leaf says it requires grad.
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t.requires_grad:
+    if owner.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{owner.grad_fn.name()}>")
+    elif owner.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(PREFIX + body, suffixes)

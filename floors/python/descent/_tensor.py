@@ -119,7 +119,22 @@ class Tensor(_C.TensorBase):
                              f"but got {dim})")
         return dim
 
+    # Devices. to(), cpu(), pin_memory(), is_pinned() and is_cuda are C (the
+    # binding, floors/binding/device_object.cpp); these two are Python in descent.
+    def cuda(self, device=None, non_blocking=False):
+        """This tensor on a CUDA device (the current one, cuda:0, when None): self when
+        already there, else a copy (RuntimeError in one line where there is no GPU)."""
+        from ._device import _resolve
+        return self.to(_resolve("cuda", device), non_blocking=non_blocking)
+
+    def record_stream(self, stream):
+        """Marks this tensor's memory as used by work on `stream` too: the caching
+        allocator will not hand it out again, once freed, before that work has run."""
+        self._record_stream(stream.device, stream.stream_id)
+
     def numpy(self):
+        """A numpy array over this CPU tensor's memory; TypeError for a device tensor,
+        with PyTorch's message (Note [Reading a device tensor waits])."""
         import numpy
         return numpy.asarray(self)
 

@@ -75,8 +75,16 @@ class trace:
                 self.result = _C._trace_stop(self._since_ns, self._dropped_before)
             else:
                 self.result = _C._trace_snapshot(self._since_ns, self._dropped_before)
-        self.result.set_metadata("device", "cpu (floors 1-6; the device floors 7-8 come later)")
+        self.result.set_metadata("device", _devices())
         return False
+
+
+def _devices():
+    """The devices this machine offers, for the trace's metadata: "cpu, sim:0 (simulated), cuda:0 (NVIDIA H200)"."""
+    from . import cuda
+    names = ["cpu", "sim:0 (simulated)"]
+    names += [f"cuda:{i} ({cuda.get_device_name(i)})" for i in range(cuda.device_count())]
+    return ", ".join(names)
 
 
 _lock = threading.Lock()         # guards the two below
