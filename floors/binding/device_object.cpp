@@ -348,6 +348,7 @@ PyObject* py_set_sim_memory_capacity(PyObject*, PyObject* n) {
 // tensor's values on the host -- repr and print, .item() (and through it
 // bool(), float(), int()), .tolist(), .cpu() -- does two things, as PyTorch
 // does in _local_scalar_dense and copy_:
+//   0. a floor-2 span named for the reason opens: the read crossed into C++;
 //   1. the host waits for the device's current stream, in a floor-7 span
 //      named for the reason (".item()", ".tolist()", ".cpu()", "print"), so a
 //      trace says why the program stopped there and for how long;
@@ -364,6 +365,7 @@ PyObject* py_set_sim_memory_capacity(PyObject*, PyObject* n) {
 // copy and a wait inside numpy.asarray.
 Tensor host_copy(const Tensor& t, const char* why, bool record_grad) {
   if (t.device().type == DeviceType::CPU) return t;
+  trace::ScopedSpan span(trace::Floor::Binding, why);  // where the read crossed into C++: Tensor.item, ...
   GilRelease release;
   streams::synchronize(streams::current_stream(t.device()), why);
   AutoGradMode mode(record_grad && grad_mode_enabled());  // reading values records no graph; x.cpu() does
@@ -393,8 +395,6 @@ PyObject* m_cpu(PyObject* o, PyObject*) {
     Py_INCREF(o);
     return o;
   }
-  trace::ScopedSpan span(trace::Floor::Binding, "to");
-  span.arg("python", "Tensor.cpu");
   return wrap(host_copy(t, ".cpu()", /*record_grad=*/true));
   DESCENT_PY_CATCH(nullptr)
 }
