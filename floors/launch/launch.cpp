@@ -59,9 +59,14 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
     // The device's clock: when the worker got to the kernel, and when it finished.
     const int64_t start = trace::enabled() ? trace::now_ns() : 0;
     Dim3 b;
-    for (b.z = 0; b.z < launch.grid.z; ++b.z)
-      for (b.y = 0; b.y < launch.grid.y; ++b.y)
-        for (b.x = 0; b.x < launch.grid.x; ++b.x) body(b);
+    try {
+      for (b.z = 0; b.z < launch.grid.z; ++b.z)
+        for (b.y = 0; b.y < launch.grid.y; ++b.y)
+          for (b.x = 0; b.x < launch.grid.x; ++b.x) body(b);
+    } catch (const std::exception& e) {  // a device fault: the next synchronization raises it (Note [Which op faulted])
+      throw Error(str(launch.op, ": kernel ", launch.kernel, " faulted on sim:0 in block (", b.x, ", ", b.y, ", ", b.z,
+                      "): ", e.what()));
+    }
     if (start == 0 || !trace::enabled()) return;
     trace::DeviceSpan d;
     d.name = launch.kernel;
@@ -84,6 +89,7 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
     : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
+  streams::note_launch(s.device, k.op, k.kernel);
 #ifdef DESCENT_HAVE_CUDA
   // A kernel runs on the calling thread's current device: make it the
   // stream's for the launch (c10's CUDAGuard), and put the old one back after.

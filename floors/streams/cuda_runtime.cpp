@@ -27,10 +27,28 @@ namespace descent::streams {
 namespace {
 
 // Raises RuntimeError for a failed CUDA call, naming the call and CUDA's words.
+// Errors a kernel causes on the device, reported by whichever call comes
+// next (Note [Which op faulted], streams.h).
+bool device_fault(cudaError_t e) {
+  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorAssert ||
+         e == cudaErrorIllegalInstruction || e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace ||
+         e == cudaErrorInvalidPc || e == cudaErrorHardwareStackError || e == cudaErrorLaunchTimeout;
+}
+
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   (void)cudaGetLastError();  // clears a non-sticky error so the next call starts clean
-  throw Error(str("CUDA error: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ", in ", what, ")"));
+  std::string m = str("CUDA error: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ", in ", what, ")");
+  if (device_fault(e)) {
+    int dev = 0;
+    (void)cudaGetDevice(&dev);
+    const Device d{DeviceType::CUDA, dev};
+    const std::string recent = recent_launches(d);
+    m += str(". The device faulted running work launched before this call",
+             recent.empty() ? std::string(".") : str("; the last launched on ", d.str(), ", newest first: ", recent),
+             ". Every later call on ", d.str(), " fails too: the process must restart.");
+  }
+  throw Error(m);
 }
 
 // Makes `index` the calling thread's current CUDA device for a scope.

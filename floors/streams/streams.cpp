@@ -3,6 +3,7 @@
 // (Note [Streams and the two clocks], streams.h.)
 #include "floors/streams/streams.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <memory>
@@ -76,6 +77,47 @@ void synchronize(const Stream& s, const char* why) {
   span.arg("api", s.device.type == DeviceType::CUDA ? "cudaStreamSynchronize" : "simStreamSynchronize");
   if (span.active()) span.arg("queue_depth", runtime(s.device.type).queue_depth(s));
   runtime(s.device.type).synchronize(s);
+}
+
+// [SECTION] Which op faulted ----------------------------------------------------------
+
+namespace {
+constexpr int kRecent = 8;
+struct RecentLaunches {
+  std::atomic<uint32_t> next{0};
+  std::atomic<const char*> op[kRecent] = {}, kernel[kRecent] = {};
+};
+RecentLaunches* recent_table() {  // [type][index], never destroyed
+  static RecentLaunches* t = new RecentLaunches[3 * (kMaxDeviceIndex + 1)];
+  return t;
+}
+RecentLaunches* recent_of(Device d) {
+  if (d.type == DeviceType::CPU || d.index < 0 || d.index > kMaxDeviceIndex) return nullptr;
+  return &recent_table()[int(d.type) * (kMaxDeviceIndex + 1) + d.index];
+}
+}  // namespace
+
+void note_launch(Device d, const char* op, const char* kernel) {
+  RecentLaunches* r = recent_of(d);
+  if (r == nullptr) return;
+  const uint32_t i = r->next.fetch_add(1, std::memory_order_relaxed) % kRecent;
+  r->op[i].store(op, std::memory_order_relaxed);
+  r->kernel[i].store(kernel, std::memory_order_relaxed);
+}
+
+std::string recent_launches(Device d) {
+  RecentLaunches* r = recent_of(d);
+  if (r == nullptr) return "";
+  const uint32_t n = r->next.load(std::memory_order_relaxed);
+  std::string out;
+  for (uint32_t k = 0; k < kRecent && k < n; ++k) {
+    const uint32_t i = (n - 1 - k) % kRecent;
+    const char* op = r->op[i].load(std::memory_order_relaxed);
+    const char* kernel = r->kernel[i].load(std::memory_order_relaxed);
+    if (op == nullptr || kernel == nullptr) continue;
+    out += str(out.empty() ? "" : ", ", op, " (", kernel, ")");
+  }
+  return out;
 }
 
 int64_t sim_enqueue(const Stream& s, std::function<void()> task) { return SimRuntime::get().enqueue(s, std::move(task)); }

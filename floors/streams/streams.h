@@ -129,6 +129,21 @@ void synchronize(const Stream& s, const char* why = "stream_synchronize");
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool pinned = false,
                 const char* why = "synchronize");
 
+// Note [Which op faulted]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A kernel that faults on a GPU (an illegal address, a failed assert) is not
+// reported by its launch, which returned long before: the CUDA runtime
+// reports it at a later call, any call, often a synchronize, and from then
+// on every call fails. So each launch notes its op and kernel here, in a
+// small ring per device (a store of two pointers, no lock), and a device
+// fault found later says which work was in flight: "the device faulted
+// running work launched before this call; the last launched on cuda:0:
+// aten::index (index_gather_float32), ...". On sim:0 the worker knows the
+// kernel it was running and names it directly.
+void note_launch(Device d, const char* op, const char* kernel);
+// The last launches noted on `d`, newest first: "aten::add (add_float32), ...".
+std::string recent_launches(Device d);
+
 // The simulated device's queue (sim_runtime.cpp): puts `task` on sim stream
 // `s` for its worker thread and returns the number of tasks in the queue,
 // this one included. launch_sim and the sim's copies and events use it. A

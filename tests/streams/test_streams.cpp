@@ -217,3 +217,32 @@ TEST_F(CudaStreams, OutOfMemoryNamesTheDeviceAndWhatWasAsked) {
 
 }  // namespace
 }  // namespace descent
+
+namespace descent {
+namespace {
+
+TEST(SimLaunch, AFaultingKernelIsNamedAtTheNextSynchronization) {
+  const Stream s = streams::current_stream(kSim);
+  const launch::KernelLaunch k = launch::linear_launch("faulty_kernel", "aten::test_op", 8, 4);
+  launch::launch_sim(s, k, [](const launch::Dim3& b) {
+    if (b.x == 1) throw Error("out of bounds");
+  });
+  try {
+    streams::synchronize(s);
+    FAIL() << "the fault should be raised";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("aten::test_op: kernel faulty_kernel faulted on sim:0 in block (1, 0, 0)"), std::string::npos) << m;
+  }
+}
+
+TEST(Devices, RecentLaunchesAreNamedNewestFirst) {
+  const Device d{DeviceType::CUDA, 5};
+  streams::note_launch(d, "aten::add", "add_float32");
+  streams::note_launch(d, "aten::sum", "sum_float32");
+  EXPECT_EQ(streams::recent_launches(d).rfind("aten::sum (sum_float32), aten::add (add_float32)", 0), 0u)
+      << streams::recent_launches(d);
+}
+
+}  // namespace
+}  // namespace descent
