@@ -42,6 +42,13 @@ alloc::DataPtr device_allocate(size_t nbytes, Device d) {
   return device_allocator(d).allocate(nbytes, current_stream(d).id);
 }
 
+void synchronize_devices_in_use(const char* why) {
+  Allocators& a = allocators();
+  for (int t = 1; t < 3; ++t)
+    for (int i = 0; i <= kMaxDeviceIndex; ++i)
+      if (a.ready[t][i].load(std::memory_order_acquire) != nullptr) synchronize(Device{DeviceType(t), i}, why);
+}
+
 size_t sim_memory_capacity() { return SimRuntime::get().capacity(); }
 
 void set_sim_memory_capacity(size_t bytes) {

@@ -72,6 +72,13 @@ class trace:
         with _lock:
             _open_blocks -= 1
             if _open_blocks == 0 and _blocks_own_recording:
+                # The work this recording queued on a device runs later: wait
+                # for it, so that its device spans are in the trace (the wait
+                # is a span of its own, floor 7), as PyTorch's profiler does.
+                try:
+                    _C._synchronize_devices_in_use("wait for the devices (end of recording)")
+                except RuntimeError:
+                    pass  # a device fault: the code's next device call reports it
                 self.result = _C._trace_stop(self._since_ns, self._dropped_before)
             else:
                 self.result = _C._trace_snapshot(self._since_ns, self._dropped_before)
