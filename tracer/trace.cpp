@@ -314,7 +314,7 @@ std::vector<size_t> code_roots(const Trace& t, const Tree& tree, size_t runs) {
   if (!tree.roots.empty()) {
     const uint32_t thread = t.spans[tree.roots.front()].thread;
     for (size_t r : tree.roots) {
-      if (t.spans[r].thread == thread) roots.push_back(r);
+      if (t.spans[r].thread == thread && t.spans[r].name != kEndOfRecordingWait) roots.push_back(r);
     }
   }
   if (roots.empty() || roots.size() % runs != 0) {

@@ -136,6 +136,12 @@ std::string format_tree(const Trace& t);
 // calls from Python, the profile hook's events for the statement's frame),
 // which run(..., repeat=N) measures on a no-op statement before recording.
 
+// The floor-7 span in which a recording that ends waits for the work it
+// queued on the devices (floors/streams/device_memory.h,
+// synchronize_devices_in_use): it belongs to the recording, not to the code,
+// so warm medians leave it out of the code's runs.
+constexpr const char* kEndOfRecordingWait = "wait for the devices (end of recording)";
+
 // Durations with the tracer's cost taken out, one per span of t.spans (Note [Warm medians]).
 std::vector<int64_t> corrected_durations(const Trace& t);
 

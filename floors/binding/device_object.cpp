@@ -94,13 +94,10 @@ PyObject* py_synchronize(PyObject*, PyObject* dev) {
 }
 // tracing.py, before it stops a recording: wait for the work already queued
 // on every device in use, so that its device spans are in the trace.
-PyObject* py_synchronize_devices_in_use(PyObject*, PyObject* why) {
+PyObject* py_synchronize_devices_in_use(PyObject*, PyObject*) {
   DESCENT_PY_TRY
-  const char* w = PyUnicode_AsUTF8(why);
-  if (w == nullptr) return nullptr;
-  const char* reason = trace::intern(w);
   GilRelease release;
-  streams::synchronize_devices_in_use(reason);
+  streams::synchronize_devices_in_use();
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
@@ -464,8 +461,8 @@ PyMethodDef device_functions[] = {
     {"_check_device", py_check_device, METH_O, "RuntimeError in one line unless the device is usable"},
     {"_get_device_name", py_device_name, METH_O, "the device's name"},
     {"_synchronize", py_synchronize, METH_O, "waits for every stream of the device"},
-    {"_synchronize_devices_in_use", py_synchronize_devices_in_use, METH_O,
-     "waits for every device with memory in use, in floor-7 spans named by the argument"},
+    {"_synchronize_devices_in_use", py_synchronize_devices_in_use, METH_NOARGS,
+     "waits for every device with memory in use, in floor-7 spans 'wait for the devices (end of recording)'"},
     {"_current_stream", py_current_stream, METH_O, "this thread's current stream id on the device"},
     {"_set_current_stream", py_set_current_stream, METH_VARARGS, "_set_current_stream(device, stream_id)"},
     {"_new_stream", py_new_stream, METH_O, "a new stream on the device: its id"},

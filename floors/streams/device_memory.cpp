@@ -9,6 +9,7 @@
 
 #include "floors/core/error.h"
 #include "floors/streams/sim_runtime.h"
+#include "tracer/trace.h"
 
 namespace descent::streams {
 
@@ -42,7 +43,8 @@ alloc::DataPtr device_allocate(size_t nbytes, Device d) {
   return device_allocator(d).allocate(nbytes, current_stream(d).id);
 }
 
-void synchronize_devices_in_use(const char* why) {
+void synchronize_devices_in_use() {
+  const char* why = trace::kEndOfRecordingWait;
   Allocators& a = allocators();
   for (int t = 1; t < 3; ++t)
     for (int i = 0; i <= kMaxDeviceIndex; ++i)

@@ -24,11 +24,12 @@ alloc::DataPtr device_allocate(size_t nbytes, Device d);
 // The simulated device's memory: the arena's capacity in bytes (default
 // 8 GiB, or DESCENT_SIM_MEMORY, e.g. "512MiB"). Setting it empties the
 // allocator's cache first; RuntimeError while memory is allocated on sim:0.
-// Waits on the host, in a floor-7 span named `why` each, for every device
-// that has memory allocated through its caching allocator (those work was
-// put on): how a recording that ends takes in the device spans of the work
-// already queued (tracing.py), as PyTorch's profiler synchronizes at its end.
-void synchronize_devices_in_use(const char* why);
+// Waits on the host, in a floor-7 span named trace::kEndOfRecordingWait
+// each, for every device that has memory allocated through its caching
+// allocator (those work was put on): how a recording that ends takes in the
+// device spans of the work already queued (tracing.py), as PyTorch's
+// profiler synchronizes at its end.
+void synchronize_devices_in_use();
 
 size_t sim_memory_capacity();
 void set_sim_memory_capacity(size_t bytes);

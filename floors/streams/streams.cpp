@@ -31,7 +31,7 @@ void check_device(Device d) {
   DESCENT_CHECK(d.type != DeviceType::CPU, Error, "the CPU is not a device with streams");
   DeviceRuntime& rt = runtime(d.type);
   const int n = rt.device_count();
-  if (n == 0) throw Error(rt.unavailable_reason());
+  if (n == 0) throw Error(str(d.str(), " is not available: ", rt.unavailable_reason()));
   DESCENT_CHECK(d.index >= 0 && d.index < n, Error, d.str(), " is not available: this machine has ", n, " ",
                 device_type_name(d.type), " device", n == 1 ? "" : "s", " (", device_type_name(d.type), ":0",
                 n > 1 ? str(" to ", device_type_name(d.type), ":", n - 1) : std::string(), ")");

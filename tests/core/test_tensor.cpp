@@ -219,9 +219,11 @@ TEST(EmptyTensor, RejectsTooManyElements) {
   EXPECT_THROW(empty_tensor({int64_t(1) << 62, 4}, ScalarType::Bool, Device{}), Error);
 }
 
-TEST(EmptyTensor, OtherDevicesHaveNoAllocatorYet) {
-  EXPECT_THROW(empty_tensor({2}, ScalarType::Float32, Device{DeviceType::Sim, 0}), NotImplementedError);
-  EXPECT_THROW(empty_tensor({2}, ScalarType::Float32, Device{DeviceType::CUDA, 0}), NotImplementedError);
+TEST(EmptyTensor, DevicesGetTheirBytesFromTheirOwnAllocator) {
+  Tensor t = empty_tensor({2}, ScalarType::Float32, Device{DeviceType::Sim, 0});
+  EXPECT_EQ(t.device(), (Device{DeviceType::Sim, 0}));
+  EXPECT_EQ(t.storage()->device, (Device{DeviceType::Sim, 0}));
+  EXPECT_THROW(empty_tensor({2}, ScalarType::Float32, Device{DeviceType::Sim, 1}), Error);  // there is one sim device
 }
 
 // [SECTION] requires_grad and the key set ------------------------------------------

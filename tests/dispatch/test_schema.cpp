@@ -304,8 +304,12 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     EXPECT_EQ(e.is_fallthrough(DispatchKey::ADInplaceOrView), !bookkeeping) << e.name;
     EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, factory) << e.name;
     EXPECT_NE(e.kernel(DispatchKey::CPU), nullptr) << e.name << " has no CPU kernel";
-    EXPECT_EQ(e.kernel(DispatchKey::Sim) != nullptr, composite) << e.name;
-    EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite) << e.name;
+    // The devices' kernels are there where the row declares them (the CUDA ones in a build with CUDA).
+    const std::string_view dispatch = e.dispatch;
+    EXPECT_EQ(e.kernel(DispatchKey::Sim) != nullptr, composite || dispatch.find("Sim") != std::string_view::npos) << e.name;
+#ifdef DESCENT_HAVE_CUDA
+    EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite || dispatch.find("CUDA") != std::string_view::npos) << e.name;
+#endif
     if (!factory) {
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
       EXPECT_EQ(e.schema.args[0].type, ArgType::Tensor) << e.name;

@@ -76,7 +76,7 @@ class trace:
                 # for it, so that its device spans are in the trace (the wait
                 # is a span of its own, floor 7), as PyTorch's profiler does.
                 try:
-                    _C._synchronize_devices_in_use("wait for the devices (end of recording)")
+                    _C._synchronize_devices_in_use()
                 except RuntimeError:
                     pass  # a device fault: the code's next device call reports it
                 self.result = _C._trace_stop(self._since_ns, self._dropped_before)
