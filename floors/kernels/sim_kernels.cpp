@@ -16,6 +16,7 @@
 
 #include "floors/kernels/device_loops.h"
 #include "floors/kernels/kernels.h"
+#include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels::device {
@@ -96,7 +97,19 @@ void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar a
 void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
   DESCENT_ON_DEVICE(out.device(), compare(op, a, b, out));
 }
-void copy(const Tensor& src, const Tensor& dst) { DESCENT_ON_DEVICE(dst.device(), copy(src, dst)); }
+// A copy between two contiguous tensors of one dtype on one device moves
+// bytes, not elements: a device-to-device memcpy on the current stream
+// (cudaMemcpyAsync; a copy task on sim:0), as PyTorch's copy_ does when it
+// may; its device span is "Memcpy DtoD (Device -> Device)", not a kernel.
+void copy(const Tensor& src, const Tensor& dst) {
+  if (src.dtype() == dst.dtype() && src.device() == dst.device() && src.sizes() == dst.sizes() &&
+      src.is_contiguous() && dst.is_contiguous() && dst.numel() > 0) {
+    streams::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
+                        size_t(dst.numel()) * element_size(dst.dtype()));
+    return;
+  }
+  DESCENT_ON_DEVICE(dst.device(), copy(src, dst));
+}
 void fill(const Tensor& out, Scalar value) { DESCENT_ON_DEVICE(out.device(), fill(out, value)); }
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   DESCENT_ON_DEVICE(out.device(), arange(out, start, step, istart, istep));

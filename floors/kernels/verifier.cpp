@@ -52,7 +52,9 @@ namespace descent::kernels {
 //     reference's value (sim:0 runs glibc's functions: bit for bit there);
 //   - everything else of the reductions, products and indexing (max and
 //     max.dim with their indices, integer sums and products, index and
-//     index_put_), and the other elementwise ops: bit for bit.
+//     index_put_), and the other elementwise ops: bit for bit, where any NaN
+//     equals any NaN (a NaN's sign and payload are the hardware's: x86's 0/0
+//     is 0xffc00000, a GPU's 0x7fffffff).
 // Ops without a device loop of their own answer "unsupported" on a device.
 //
 // Note [Device matmul bound]
@@ -243,6 +245,25 @@ Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt) {
   return prod;
 }
 
+// Bit for bit, except that any NaN equals any NaN: a NaN's sign and payload
+// are the hardware's (x86 makes 0xffc00000 of 0/0, a GPU 0x7fffffff), and
+// PyTorch's CPU and CUDA differ the same way (Note [Device claims]).
+bool same_bits_but_nan_payloads(const Tensor& a, const Tensor& b) {
+  const size_t bytes = size_t(a.numel()) * element_size(a.dtype());
+  if (bytes == 0 || std::memcmp(a.data_ptr(), b.data_ptr(), bytes) == 0) return true;
+  bool same = true;
+  visit_dtype(a.dtype(), [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T *x = a.data<T>(), *y = b.data<T>();
+      for (int64_t i = 0; i < a.numel() && same; ++i)
+        same = (std::isnan(x[i]) && std::isnan(y[i])) || std::memcmp(&x[i], &y[i], sizeof(T)) == 0;
+    } else {
+      same = false;
+    }
+  });
+  return same;
+}
+
 // A device run against the CPU's reference (Note [Device claims]).
 Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
   Verdict v;
@@ -288,8 +309,7 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       return v;
     }
     if (kind == DeviceBound::Exact || r > 0) {
-      const size_t bytes = size_t(a.numel()) * element_size(a.dtype());
-      if (bytes && std::memcmp(a.data_ptr(), b.data_ptr(), bytes) != 0) {
+      if (!same_bits_but_nan_payloads(a, b)) {
         v.passed = false;
         v.detail = "results differ bit-wise";
       }
