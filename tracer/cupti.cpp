@@ -76,7 +76,7 @@ namespace descent::trace::cupti {
 #if !DESCENT_HAVE_CUDA
 
 bool active() { return false; }
-uint64_t push_correlation() { return 0; }
+uint64_t push_correlation(int64_t) { return 0; }
 void pop_correlation() {}
 std::string status() { return "unavailable: descent was built without the CUDA toolkit"; }
 namespace detail {
@@ -134,6 +134,7 @@ struct State {
   ClockPair base;                                       // at start()
   std::vector<DeviceRecord> records;                    // parsed, not yet made spans
   std::unordered_map<uint32_t, uint64_t> external;      // CUPTI correlation -> our id
+  std::unordered_map<uint64_t, int64_t> stream_of;      // our id -> descent's stream id (push_correlation)
   uint64_t untimed = 0;                                 // records without times (not finished)
   uint64_t dropped = 0;                                 // records CUPTI dropped (buffers full)
 };
@@ -336,6 +337,10 @@ void emit(State& s, bool final) {
     d.start_ns = clock.host(r.start);
     d.end_ns = clock.host(r.end);
     d.correlation = ext != s.external.end() ? ext->second : 0;
+    if (d.correlation != 0) {  // descent's number for the stream, as the launch span names it
+      const auto st = s.stream_of.find(d.correlation);
+      if (st != s.stream_of.end()) d.stream = st->second;
+    }
     d.work = r.work;
     std::copy(std::begin(r.grid), std::end(r.grid), d.grid);
     std::copy(std::begin(r.block), std::end(r.block), d.block);
@@ -387,6 +392,7 @@ void on_start() {
   s.tried = false;
   s.records.clear();
   s.external.clear();
+  s.stream_of.clear();
   s.untimed = s.dropped = 0;
   if (const char* env = std::getenv("DESCENT_CUPTI"); env != nullptr && std::string_view(env) == "0") {
     s.status = "off (DESCENT_CUPTI=0)";
@@ -444,6 +450,7 @@ void on_stop() {
   std::lock_guard lock(s.mutex);
   s.records.clear();
   s.external.clear();
+  s.stream_of.clear();
 }
 
 std::string timing_note() {
@@ -456,9 +463,14 @@ std::string timing_note() {
 
 // [SECTION] Correlation around a launch --------------------------------------------------
 
-uint64_t push_correlation() {
+uint64_t push_correlation(int64_t stream) {
   if (!active()) return 0;
   const uint64_t id = next_correlation();
+  {
+    State& st = state();
+    std::lock_guard lock(st.mutex);
+    st.stream_of[id] = stream;
+  }
   return cuptiActivityPushExternalCorrelationId(kExternalKind, id) == CUPTI_SUCCESS ? id : 0;
 }
 

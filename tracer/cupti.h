@@ -16,8 +16,10 @@ namespace descent::trace::cupti {
 bool active();
 // Around one launch (floors/launch): the next external correlation id, pushed
 // so that CUPTI tags the launch's records with it; 0 when not active. The
-// floor-8 span records it as "correlation".
-uint64_t push_correlation();
+// floor-8 span records it as "correlation". `stream` is descent's id of the
+// stream the work goes to: the device span's row is named by it (CUPTI
+// numbers streams its own way: the default stream is its 7).
+uint64_t push_correlation(int64_t stream = 0);
 void pop_correlation();
 // One line for the trace header: "cupti (kernels, memcpy, memset, runtime)"
 // or "unavailable: <why>".

@@ -112,7 +112,7 @@ CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k
   trace::add_arg(span_, "block", int64_t(k.block.x * k.block.y * k.block.z));
   trace::add_arg(span_, "shared_bytes", int64_t(k.shared_bytes));
   trace::add_arg(span_, "stream", s.id);
-  const uint64_t correlation = trace::cupti::push_correlation();  // 0 when CUPTI is not collecting
+  const uint64_t correlation = trace::cupti::push_correlation(s.id);  // 0 when CUPTI is not collecting
   correlated_ = correlation != 0;
   trace::add_arg(span_, "correlation", int64_t(correlation));
 }

@@ -238,7 +238,7 @@ class CudaRuntime final : public DeviceRuntime {
     span.arg("stream", s.id);
     span.arg("pinned", pinned);
     const auto stream = static_cast<cudaStream_t>(native(s));
-    const uint64_t correlation = span.active() ? trace::cupti::push_correlation() : 0;  // joins CUPTI's copy record
+    const uint64_t correlation = span.active() ? trace::cupti::push_correlation(s.id) : 0;  // joins CUPTI's copy record
     span.arg("correlation", int64_t(correlation));
     const cudaError_t e = cudaMemcpyAsync(dst, src, nbytes, kKinds[int(kind)], stream);
     if (correlation != 0) trace::cupti::pop_correlation();
