@@ -63,3 +63,25 @@ def test_replay_not_a_trace(tmp_path):
     r = run_cli("replay", str(path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "expected descent's format" in r.stderr and "Chrome Trace Event JSON" in r.stderr
+
+
+def test_replay_descent_trace_recorded_on_the_h200(tmp_path):
+    """Recorded on a GPU, replayed anywhere: `descent trace --save` of
+    `descent.ones(4, device="cuda") + 1` on the H200 host (tools/gpu-host-check)
+    replays on a machine without a GPU, with both clocks: the launch on
+    floor 8, the kernel on the device's row from CUPTI, joined by correlation,
+    through all eight floors."""
+    path = DATA / "h200_cuda_add.descent"
+    r = run_cli("replay", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "device clock: cuda:0: CUPTI, converted to host" in r.stdout
+    lines = tree_lines(r.stdout)
+    for floor in range(1, 9):
+        assert any(re.match(rf"\s*\[{floor} ", ln) for ln in lines), f"floor {floor} missing:\n{r.stdout}"
+    assert any("[8 launch   ] cudaLaunchKernel  kernel=add_float32" in ln for ln in lines), r.stdout
+    assert re.search(r"-> device: .*BinaryLoop<float, descent::kernels::AddF>.* after the launch began", r.stdout), r.stdout
+    assert any(ln.startswith("[9 device   ]") for ln in lines), r.stdout
+    chrome = tmp_path / "h200.json"
+    assert run_cli("replay", str(path), "--chrome", str(chrome)).returncode == 0
+    text = chrome.read_text()
+    assert '"cat":"ac2g"' in text and '"cat":"kernel"' in text

@@ -457,3 +457,22 @@ def test_the_streams_panel_on_a_cpu_call_says_why_it_is_empty(tmp_path, saved_tr
     state, _, _ = run_app(tmp_path, "--trace", str(saved_trace), "--panel", "streams")
     assert "streams" in state["panels"] and state["device"]["lanes"] == []
     assert state["device"]["strip_rect"] == [0, 0, 0, 0]
+
+
+H200_FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tracer", "data",
+                            "h200_cuda_add.descent")
+
+
+def test_a_cuda_trace_recorded_on_the_h200_opens_here(tmp_path):
+    """Recorded on a GPU, replayed anywhere: the H200 host's trace of
+    descent.ones(4, device="cuda") + 1 opens on a machine without a GPU; the
+    add's launch lights floors 7 and 8, and its kernel, timed by CUPTI, is on
+    the device's row of the timeline."""
+    steps, by_id = expected_steps(H200_FIXTURE)
+    launches = [k for k, (s, down) in enumerate(steps) if s["floor"] == 8 and down]
+    assert len(launches) == 2, "the fill of ones and the add"
+    state, _, _ = run_app(tmp_path, "--trace", H200_FIXTURE, "--step", str(launches[1]))
+    f7, f8 = state["floors"][6], state["floors"][7]
+    assert f7["state"] == "active" and f8["state"] == "active"
+    assert "kernel add_float32" in f8["decision"], f8
+    assert any(row.startswith("cuda:0 stream") for row in state["timeline_rows"]), state["timeline_rows"]
