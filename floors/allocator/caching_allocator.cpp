@@ -148,21 +148,21 @@ int device_index(const char* name) {
 
 // [SECTION] Statistics and history ----------------------------------------------
 
-void increase(Stat& s, int64_t n) {
+[[gnu::always_inline]] inline void increase(Stat& s, int64_t n) {
   s.current += n;
   s.peak = std::max(s.peak, s.current);
   s.allocated += n;
 }
-void decrease(Stat& s, int64_t n) {
+[[gnu::always_inline]] inline void decrease(Stat& s, int64_t n) {
   s.current -= n;
   s.freed += n;
 }
 // A pool's statistic and the aggregate ("all") move together.
-void increase(StatArray& a, bool small, size_t n) {
+[[gnu::always_inline]] inline void increase(StatArray& a, bool small, size_t n) {
   increase(a[kAggregateStat], static_cast<int64_t>(n));
   increase(a[small ? kSmallPoolStat : kLargePoolStat], static_cast<int64_t>(n));
 }
-void decrease(StatArray& a, bool small, size_t n) {
+[[gnu::always_inline]] inline void decrease(StatArray& a, bool small, size_t n) {
   decrease(a[kAggregateStat], static_cast<int64_t>(n));
   decrease(a[small ? kSmallPoolStat : kLargePoolStat], static_cast<int64_t>(n));
 }
@@ -281,7 +281,11 @@ struct CachingAllocator::Impl {
     list.insert(std::move(node));
   }
 
-  void record_trace_locked(TraceEntry::Action action, uintptr_t addr, size_t size, StreamId stream);
+  // The history is off unless asked for: every hit pays one branch for it.
+  void record_trace_locked(TraceEntry::Action action, uintptr_t addr, size_t size, StreamId stream) {
+    if (history_on) record_trace_slow_locked(action, addr, size, stream);
+  }
+  void record_trace_slow_locked(TraceEntry::Action action, uintptr_t addr, size_t size, StreamId stream);
   Block* get_free_block_locked(size_t rounded, bool small, StreamId stream);
   Block* alloc_block_locked(size_t alloc_size, bool small, StreamId stream, bool is_retry);
   void alloc_found_block_locked(Block* b, size_t requested, size_t rounded, AllocDecision& d);
@@ -297,9 +301,8 @@ struct CachingAllocator::Impl {
   CachingStats summary_locked() const;
 };
 
-void CachingAllocator::Impl::record_trace_locked(TraceEntry::Action action, uintptr_t addr, size_t size,
-                                                 StreamId stream) {
-  if (!history_on) return;
+void CachingAllocator::Impl::record_trace_slow_locked(TraceEntry::Action action, uintptr_t addr, size_t size,
+                                                      StreamId stream) {
   TraceEntry e{action, addr, size, stream, trace::now_ns()};
   if (history.size() < history_max) {
     history.push_back(e);
