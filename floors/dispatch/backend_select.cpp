@@ -6,6 +6,9 @@
 // call down. See Note [Dispatch key priority].
 #include "floors/dispatch/dispatcher.h"
 #include "floors/dispatch/library.h"
+#ifndef DESCENT_HAVE_CUDA
+#include "floors/streams/streams.h"
+#endif
 
 namespace descent {
 
@@ -24,6 +27,13 @@ void backend_select(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
   // By schema, a factory's last argument is `Device? device`.
   const IValue& dev = stack[stack.size() - 1];
   Device d = dev.is_none() ? Device{} : dev.to_device();
+#ifndef DESCENT_HAVE_CUDA
+  // A build without CUDA registers no CUDA kernels (dispatcher.cpp), so a
+  // factory asked for cuda:N would end in "no kernel is registered": name the
+  // device and why it is missing in one line instead, as a CUDA build's
+  // allocator does for a device this machine lacks.
+  if (d.type == DeviceType::CUDA) streams::check_device(d);
+#endif
   redispatch_boxed(op, keys.below(DispatchKey::BackendSelect).add(backend_key(d)), stack);
 }
 
