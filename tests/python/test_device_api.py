@@ -39,15 +39,25 @@ def test_a_device_of_another_kind_is_refused():
 
 
 def test_cuda_without_a_gpu_says_why_in_one_line():
+    """No GPU, or a build without CUDA (-DDESCENT_CUDA=OFF or no toolkit): is_available()
+    is False and every way of asking for cuda raises RuntimeError itself in one line, the
+    factories included (not NotImplementedError, a subclass, which would mean the call found
+    no CUDA kernel); a build without CUDA says so in each of them."""
     if descent.cuda.is_available():
         pytest.skip("this machine has a GPU")
     assert descent.cuda.device_count() == 0
+    messages = []
     for ask in (lambda: descent.ones(2, device="cuda"), lambda: descent.ones(2).cuda(),
+                lambda: descent.zeros(2, device="cuda:9"), lambda: descent.arange(3, device="cuda"),
                 lambda: descent.ones(2).to("cuda:0"), lambda: descent.cuda.synchronize(),
                 lambda: descent.cuda.Stream(), lambda: descent.cuda.current_stream()):
         with pytest.raises(RuntimeError) as e:
             ask()
+        assert type(e.value) is RuntimeError, repr(e.value)
         assert "\n" not in str(e.value) and str(e.value), str(e.value)
+        messages.append(str(e.value))
+    without = ["descent was built without CUDA" in m for m in messages]
+    assert all(without) or not any(without), messages
     # torch.cuda answers these without a GPU too
     assert descent.cuda.memory_allocated() == 0 and descent.cuda.memory_stats() == {}
     assert descent.cuda.memory_snapshot() == []
