@@ -294,8 +294,8 @@ class NoCudaRuntime final : public DeviceRuntime {
   DeviceType type() const override { return DeviceType::CUDA; }
   int device_count() override { return 0; }
   std::string unavailable_reason() override {
-    return "descent was built without CUDA (no CUDA toolkit was found when it was configured); the simulated device "
-           "sim:0 works everywhere.";
+    return "descent was built without CUDA (configured with DESCENT_CUDA=OFF, or no CUDA toolkit was found); the "
+           "simulated device sim:0 works everywhere.";
   }
   [[noreturn]] void fail() { throw Error(unavailable_reason()); }
   std::string device_name(int) override { fail(); }
