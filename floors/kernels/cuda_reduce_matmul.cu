@@ -153,84 +153,115 @@ __global__ void __launch_bounds__(Tile::kThreads) matmul_tiled(MatmulPlan p, con
 // [SECTION] Matrix product: the float32 kernel ------------------------------------------------------
 
 // Note [Device matmul]'s float32 kernel, 128 x 128 outputs a block, k in
-// steps of 8, 256 threads of 8 x 8 outputs. Its operands: a's rows and b's
-// rows contiguous (stride 1 along k and along n), every row start 16-byte
-// aligned (lda, ldb and the batch strides multiples of 4) and K and N
-// multiples of 4, so that each 16-byte load is wholly inside or outside.
+// steps of 8, 128 threads (four warps) of 16 x 8 outputs. Its operands: a's
+// rows and b's rows contiguous (stride 1 along k and along n), every row
+// start 16-byte aligned (lda, ldb and the batch strides multiples of 4) and K
+// and N multiples of 4, so that each 16-byte load is wholly inside or outside.
 //
-// Thread (ty, tx) of the 16 x 16 owns rows ty*4 + {0..3} and 64 + ty*4 +
-// {0..3} and the same columns from tx: two groups of four, so that the
-// eight threads of a quarter warp read 128 neighbouring bytes of a shared
-// row (no bank conflicts) and every shared read is a float4. The a tile is
-// stored transposed (k-major), so one read gives four rows at one k.
-constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 8, kF32Threads = 256;
+// Why this shape (measured on the H200 at 4096^3, cuBLAS 50.9 TFLOP/s):
+// 256 threads of 8 x 8 reached 38.6; the same with warp tiles, with k steps
+// of 16, or fed by cp.async in 3 or 4 stages, 38-41; this one 45.5 (0.89 of
+// cuBLAS). Per k step a thread reads 16 + 8 floats of shared memory for 128
+// multiply-adds instead of 8 + 8 for 64: a quarter fewer shared reads per
+// product, and with 128 accumulators the products of one step are enough
+// independent work that two blocks (eight warps) a multiprocessor hide the
+// shared-memory latency. It takes 255 registers a thread, the most
+// __launch_bounds__(128, 2) allows, and spills none (nvcc -Xptxas -v).
+//
+// Each warp owns a 64 x 64 quarter of the block (warps 0 1 / 2 3). Lane (ly,
+// lx) = (lane / 8, lane % 8) owns rows ly*4 + {0..3} + 16g (g = 0..3) and
+// columns lx*4 + {0..3} + 32h (h = 0..1) of its quarter: each read is a float4,
+// a warp's read of the a tile touches 4 distinct float4s (broadcast) and of
+// the b tile 8 neighbouring ones (128 bytes): one shared-memory pass each.
+// The a tile is stored transposed (k-major), so one read gives four rows at
+// one k. The next k tile travels global -> registers while this one is
+// multiplied (two shared buffers, one barrier a step), and the next k step's
+// fragments are read from shared memory while this step's products run.
+constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 8, kF32Threads = 128;
+constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 rows, 2 of 4 columns
 
 __global__ void __launch_bounds__(kF32Threads, 2)
     matmul_float32_128x128(MatmulPlan p, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out) {
   __shared__ alignas(16) float as[2][kF32BK][kF32BM];
   __shared__ alignas(16) float bs[2][kF32BK][kF32BN];
-  const int t = threadIdx.x, tx = t % 16, ty = t / 16;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const int a_off = (warp / 2) * 64 + (lane / 8) * 4;  // first row of the thread's groups (+16 g)
+  const int b_off = (warp % 2) * 64 + (lane % 8) * 4;  // first column of its groups (+32 h)
   const int64_t row0 = int64_t(blockIdx.y) * kF32BM, col0 = int64_t(blockIdx.x) * kF32BN;
   a += int64_t(blockIdx.z) * p.sa[0];
   b += int64_t(blockIdx.z) * p.sb[0];
   out += int64_t(blockIdx.z) * p.m * p.n;
-  // What this thread loads of each tile: one float4 of a (row t / 2, k (t % 2) * 4)
-  // and one of b (k row t / 32, columns (t % 32) * 4).
+  // What this thread loads of each k tile: two float4s of a (rows t / 2 and
+  // 64 + t / 2, k (t % 2) * 4) and two of b (k rows t / 32 and 4 + t / 32,
+  // columns (t % 32) * 4); two neighbouring threads read one 32-byte row piece of a.
   const int a_row = t / 2, a_k = (t % 2) * 4, b_k = t / 32, b_col = (t % 32) * 4;
-  const bool a_in = row0 + a_row < p.m, b_in = col0 + b_col < p.n;
+  const bool a_in0 = row0 + a_row < p.m, a_in1 = row0 + 64 + a_row < p.m, b_in = col0 + b_col < p.n;
   const float* a_ptr = a + (row0 + a_row) * p.sa[1] + a_k;
   const float* b_ptr = b + int64_t(b_k) * p.sb[1] + col0 + b_col;
-  auto load_a = [&](int64_t k0) {
-    return a_in && k0 + a_k < p.k ? *reinterpret_cast<const float4*>(a_ptr + k0) : make_float4(0, 0, 0, 0);
+  const float4 zero = make_float4(0, 0, 0, 0);
+  float4 na[2], nb[2];  // the next k tile, in flight
+  auto load = [&](int64_t k0) {
+    const bool ka = k0 + a_k < p.k;
+    na[0] = a_in0 && ka ? *reinterpret_cast<const float4*>(a_ptr + k0) : zero;
+    na[1] = a_in1 && ka ? *reinterpret_cast<const float4*>(a_ptr + 64 * p.sa[1] + k0) : zero;
+    nb[0] = b_in && k0 + b_k < p.k ? *reinterpret_cast<const float4*>(b_ptr + k0 * p.sb[1]) : zero;
+    nb[1] = b_in && k0 + 4 + b_k < p.k ? *reinterpret_cast<const float4*>(b_ptr + (k0 + 4) * p.sb[1]) : zero;
   };
-  auto load_b = [&](int64_t k0) {
-    return b_in && k0 + b_k < p.k ? *reinterpret_cast<const float4*>(b_ptr + k0 * p.sb[1]) : make_float4(0, 0, 0, 0);
-  };
-  auto store = [&](int buf, float4 va, float4 vb) {
-    as[buf][a_k + 0][a_row] = va.x;
-    as[buf][a_k + 1][a_row] = va.y;
-    as[buf][a_k + 2][a_row] = va.z;
-    as[buf][a_k + 3][a_row] = va.w;
-    *reinterpret_cast<float4*>(&bs[buf][b_k][b_col]) = vb;
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      as[buf][a_k + 0][r * 64 + a_row] = na[r].x;
+      as[buf][a_k + 1][r * 64 + a_row] = na[r].y;
+      as[buf][a_k + 2][r * 64 + a_row] = na[r].z;
+      as[buf][a_k + 3][r * 64 + a_row] = na[r].w;
+      *reinterpret_cast<float4*>(&bs[buf][r * 4 + b_k][b_col]) = nb[r];
+    }
   };
 
-  float acc[8][8];
+  float acc[kF32TM][kF32TN];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < kF32TM; ++i)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    for (int j = 0; j < kF32TN; ++j) acc[i][j] = 0.0f;
 
-  store(0, load_a(0), load_b(0));
+  load(0);
+  store(0);
   __syncthreads();
   int buf = 0;
   for (int64_t k0 = 0; k0 < p.k; k0 += kF32BK) {
     const bool more = k0 + kF32BK < p.k;
-    float4 next_a, next_b;
-    if (more) next_a = load_a(k0 + kF32BK), next_b = load_b(k0 + kF32BK);  // in flight during the products
+    if (more) load(k0 + kF32BK);  // in flight during the products
+    // fa/fb[kk % 2]: step kk's fragments; step kk + 1's are read before step kk's products.
+    float fa[2][kF32TM], fb[2][kF32TN];
+    auto fragments = [&](int kk, float* ra, float* rb) {
+#pragma unroll
+      for (int g = 0; g < 4; ++g)
+        *reinterpret_cast<float4*>(&ra[g * 4]) = *reinterpret_cast<const float4*>(&as[buf][kk][a_off + g * 16]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float4*>(&rb[h * 4]) = *reinterpret_cast<const float4*>(&bs[buf][kk][b_off + h * 32]);
+    };
+    fragments(0, fa[0], fb[0]);
 #pragma unroll
     for (int kk = 0; kk < kF32BK; ++kk) {
-      float ra[8], rb[8];
-      *reinterpret_cast<float4*>(&ra[0]) = *reinterpret_cast<const float4*>(&as[buf][kk][ty * 4]);
-      *reinterpret_cast<float4*>(&ra[4]) = *reinterpret_cast<const float4*>(&as[buf][kk][64 + ty * 4]);
-      *reinterpret_cast<float4*>(&rb[0]) = *reinterpret_cast<const float4*>(&bs[buf][kk][tx * 4]);
-      *reinterpret_cast<float4*>(&rb[4]) = *reinterpret_cast<const float4*>(&bs[buf][kk][64 + tx * 4]);
+      if (kk + 1 < kF32BK) fragments(kk + 1, fa[(kk + 1) % 2], fb[(kk + 1) % 2]);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < kF32TM; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = mul_add(ra[i], rb[j], acc[i][j]);
+        for (int j = 0; j < kF32TN; ++j) acc[i][j] = mul_add(fa[kk % 2][i], fb[kk % 2][j], acc[i][j]);
     }
     // The other buffer was last read before the previous barrier: write it now, one barrier a step.
-    if (more) store(buf ^ 1, next_a, next_b);
+    if (more) store(buf ^ 1);
     __syncthreads();
     buf ^= 1;
   }
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int64_t r = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+  for (int i = 0; i < kF32TM; ++i) {
+    const int64_t r = row0 + a_off + (i / 4) * 16 + i % 4;
     if (r >= p.m) continue;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int64_t c = col0 + h * 64 + tx * 4;
+      const int64_t c = col0 + b_off + h * 32;
       if (c < p.n)
         *reinterpret_cast<float4*>(out + r * p.n + c) =
             make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
