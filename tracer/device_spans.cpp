@@ -97,7 +97,14 @@ const char* work_name(DeviceWork w) {
 
 // "[128, 1, 1]", as the loader writes Kineto's arrays.
 std::string dims(const uint32_t d[3]) {
-  return "[" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + "]";
+  std::string s = "[";
+  s += std::to_string(d[0]);
+  s += ", ";
+  s += std::to_string(d[1]);
+  s += ", ";
+  s += std::to_string(d[2]);
+  s += "]";
+  return s;
 }
 
 std::vector<SpanArg> args_of(const DeviceSpan& s, const std::string& device) {

@@ -297,7 +297,9 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim}) {
       EXPECT_EQ(e.is_fallthrough(k), no_derivative) << e.name << ": only ops without a derivative fall through "
                                                     << dispatch_key_name(k);
-      if (composite) EXPECT_EQ(e.kernel(k), e.kernel(DispatchKey::CPU)) << e.name;
+      if (composite) {
+        EXPECT_EQ(e.kernel(k), e.kernel(DispatchKey::CPU)) << e.name;
+      }
     }
     // ADInplaceOrView runs for in-place and view ops, not composites (Note [ADInplaceOrView]).
     const bool bookkeeping = !composite && (e.schema.is_mutable() || e.schema.is_view());

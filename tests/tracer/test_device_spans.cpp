@@ -279,7 +279,9 @@ TEST(DeviceSpans, ChromeExportWritesThemAsKinetoDoesAndReadsThemBack) {
   EXPECT_EQ(as_read_back(back), as_read_back(t));
   EXPECT_EQ(flows_by_name(back), flows_by_name(t));
   for (const Span& s : back.spans) {
-    if (s.name == "add_kernel") EXPECT_EQ(s.floor, Floor::Device);
+    if (s.name == "add_kernel") {
+      EXPECT_EQ(s.floor, Floor::Device);
+    }
   }
 }
 
