@@ -330,6 +330,35 @@ PyObject* py_memory_snapshot(PyObject*, PyObject* dev) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// torch.cuda.memory._record_memory_history(enabled, max_entries=...) for one
+// device: _record_memory_history(device, enabled, max_entries). Switching it
+// off drops the entries, as PyTorch's does.
+PyObject* py_record_memory_history(PyObject*, PyObject* args) {
+  DESCENT_PY_TRY
+  PyObject* dev = nullptr;
+  int enabled = 0;
+  long long max_entries = static_cast<long long>(alloc::kDefaultHistoryEntries);
+  if (!PyArg_ParseTuple(args, "Op|L", &dev, &enabled, &max_entries)) throw TypeError("");  // keeps Python's error
+  DESCENT_CHECK(max_entries > 0, ValueError, "_record_memory_history(): max_entries must be positive, got ",
+                max_entries);
+  allocator_arg(dev, "_record_memory_history").record_memory_history(enabled != 0, size_t(max_entries));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+// The device's history, oldest first: the dicts of torch.cuda.memory._snapshot()'s
+// "device_traces", with time_ns (the tracer's clock, as the trace's spans) for time_us.
+PyObject* py_memory_history(PyObject*, PyObject* dev) {
+  DESCENT_PY_TRY
+  const std::vector<alloc::TraceEntry> h = allocator_arg(dev, "_memory_history").memory_history();
+  return py_list(h.size(), [&](size_t i) {
+    const alloc::TraceEntry& e = h[i];
+    return Py_BuildValue("{s:s,s:K,s:n,s:L,s:L}", "action", alloc::action_name(e.action), "addr",
+                         (unsigned long long)e.addr, "size", Py_ssize_t(e.size), "stream", (long long)e.stream,
+                         "time_ns", (long long)e.time_ns);
+  });
+  DESCENT_PY_CATCH(nullptr)
+}
+
 PyObject* py_sim_memory_capacity(PyObject*, PyObject*) {
   DESCENT_PY_TRY return PyLong_FromSize_t(streams::sim_memory_capacity()); DESCENT_PY_CATCH(nullptr)
 }
@@ -474,6 +503,9 @@ PyMethodDef device_functions[] = {
     {"_reset_accumulated_memory_stats", py_reset_accumulated, METH_O, "the allocated/freed sums and counts restart"},
     {"_empty_cache", py_empty_cache, METH_O, "returns the device's unused cached segments"},
     {"_memory_snapshot", py_memory_snapshot, METH_O, "the device's segments and blocks, memory_snapshot()'s dicts"},
+    {"_record_memory_history", py_record_memory_history, METH_VARARGS,
+     "_record_memory_history(device, enabled, max_entries=10000): the allocator's history on or off"},
+    {"_memory_history", py_memory_history, METH_O, "the device's allocation history, oldest first (dicts)"},
     {"_sim_memory_capacity", py_sim_memory_capacity, METH_NOARGS, "sim:0's memory, in bytes"},
     {"_set_sim_memory_capacity", py_set_sim_memory_capacity, METH_O, "sets sim:0's memory, in bytes"},
     {nullptr, nullptr, 0, nullptr},

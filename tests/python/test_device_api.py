@@ -472,3 +472,65 @@ def test_cuda_api():
     g = descent.ones(3, device="cuda", requires_grad=True)
     (g * g).sum().backward()
     assert g.grad.device == x.device and g.grad.tolist() == [2.0] * 3
+
+
+# [SECTION] The allocator's history (Note [The allocator's history from Python]) ----------------
+
+def test_record_memory_history_and_snapshot_have_pytorchs_private_names():
+    import descent.sim.memory as memory  # a submodule, as torch.cuda.memory
+    assert memory is descent.sim.memory and memory.memory_allocated is not None
+    descent.sim.synchronize()
+    memory._record_memory_history(enabled="all", max_entries=1000)
+    try:
+        x = descent.ones(1000, device=SIM)
+        addr = x.data_ptr()
+        del x
+        descent.sim.synchronize()
+        z = descent.ones(1000, device=SIM)
+        snap = memory._snapshot()
+    finally:
+        memory._record_memory_history(enabled=None)
+    assert set(snap) == {"segments", "device_traces"} and len(snap["device_traces"]) == 1
+    assert snap["segments"] == descent.sim.memory_snapshot()
+    trace = snap["device_traces"][0]
+    for e in trace:
+        assert set(e) == {"action", "addr", "size", "stream", "time_ns"}
+        assert e["action"] in ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom")
+    mine = [e["action"] for e in trace if e["addr"] == addr and e["action"] != "segment_alloc"]
+    assert mine == ["alloc", "free_requested", "free_completed", "alloc"]  # the cached block, reused
+    assert z.data_ptr() == addr and [e["size"] for e in trace if e["addr"] == addr][-1] == 4000
+    times = [e["time_ns"] for e in trace]
+    assert times == sorted(times)
+    assert memory._snapshot()["device_traces"] == [[]]  # switched off: the entries are dropped
+    del z
+
+
+def test_memory_history_keeps_the_newest_entries_and_refuses_what_it_cannot_record():
+    descent.sim.memory._record_memory_history(max_entries=2)
+    try:
+        xs = [descent.ones(10, device=SIM) for _ in range(3)]
+        trace = descent.sim.memory._snapshot()["device_traces"][0]
+        assert len(trace) == 2 and trace[-1]["addr"] == xs[-1].data_ptr()
+    finally:
+        descent.sim.memory._record_memory_history(None)
+    with pytest.raises(ValueError, match="'state'"):
+        descent.sim.memory._record_memory_history("state")
+    with pytest.raises(ValueError, match="max_entries"):
+        _C._record_memory_history(SIM, True, 0)
+    assert descent.cuda.memory._record_memory_history.__doc__ and "memory" in descent.cuda.__all__
+
+
+def test_the_apps_run_returns_the_history_with_the_snapshots():
+    from descent import _app
+    code = 'x = descent.ones(1000, device="sim:0"); y = x + 1; del x; z = descent.ones(1000, device="sim:0")'
+    r = _app.run(code)
+    assert r["error"] == ""
+    (sim,) = [d for d in r["devices"] if d["device"] == "sim:0"]
+    assert set(sim) == {"device", "before", "after", "history"}
+    assert set(sim["before"]) == {"segments", "stats"} and "allocated_bytes.all.current" in sim["after"]["stats"]
+    allocs = [e for e in sim["history"] if e["action"] == "alloc"]
+    assert len(allocs) == 3 and allocs[0]["addr"] == allocs[2]["addr"]  # z took x's block
+    spans = r["trace"].spans()
+    lo, hi = min(s["start_ns"] for s in spans), max(s["end_ns"] for s in spans)
+    assert all(lo <= e["time_ns"] <= hi for e in sim["history"])  # on the trace's clock
+    assert descent.sim.memory._snapshot()["device_traces"] == [[]]  # the run switched it off again

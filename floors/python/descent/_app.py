@@ -24,16 +24,39 @@ def namespace():
 
 
 def memory():
-    """The allocators' statistics now (the CPU allocator's, until device memory exists)."""
+    """The CPU allocator's statistics now."""
     return dict(_C._cpu_allocator_stats())
+
+
+def _devices_to_watch():
+    """The devices whose caching allocator a run records: sim:0 always, cuda:0 where a GPU is usable."""
+    out = [_C.device("sim:0")]
+    if _C._device_count("cuda") > 0:
+        out.append(_C.device("cuda:0"))
+    return out
+
+
+def _device_memory(d):
+    """One device's caching allocator now: its segments (memory_snapshot()'s dicts) and memory_stats()."""
+    return {"segments": _C._memory_snapshot(d), "stats": dict(_C._memory_stats(d))}
 
 
 def run(code, repeat=1):
     """Runs `code` traced, `repeat` times (each statement a floor-1 span each
     time, so the app can show warm medians). Returns a dict: trace (a Trace,
     or None when the code does not parse), output (what it printed), error
-    (the exception as text, or ""), before and after (memory())."""
+    (the exception as text, or ""), before and after (memory()), and devices:
+    for each device watched, {"device", "before", "after" (_device_memory),
+    "history" (the caching allocator's entries during the run, time_ns on the
+    trace's clock)} -- what the memory panel replays (Note [Replaying the
+    allocator's history], ui/memory_model.h). The history is switched on for
+    the run and off after it (which drops entries recorded before the run, as
+    switching it off does in PyTorch); cuda:0 is kept only when the run used it."""
     out = io.StringIO()
+    watched = _devices_to_watch()
+    dev_before = [_device_memory(d) for d in watched]
+    for d in watched:
+        _C._record_memory_history(d, True)
     before = memory()
     result, error = None, ""
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
@@ -45,4 +68,12 @@ def run(code, repeat=1):
             error = "".join(traceback.format_exception_only(type(e), e))
         except BaseException as e:  # noqa: BLE001  (the app must survive anything the code does)
             error = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-    return {"trace": result, "output": out.getvalue(), "error": error, "before": before, "after": memory()}
+    after = memory()
+    devices = []
+    for d, b in zip(watched, dev_before):
+        history = _C._memory_history(d)
+        _C._record_memory_history(d, False)
+        if d.type == "sim" or history or b["segments"]:
+            devices.append({"device": str(d), "before": b, "after": _device_memory(d), "history": history})
+    return {"trace": result, "output": out.getvalue(), "error": error, "before": before, "after": after,
+            "devices": devices}

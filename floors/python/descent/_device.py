@@ -20,7 +20,28 @@ torch.cuda.stream does. An Event is a marker on a stream: record() enqueues
 it, wait() makes later work on another stream wait for it (the host does
 not wait), synchronize() makes the host wait, elapsed_time() reads the
 device's clock between two of them.
+
+Note [The allocator's history from Python]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+PyTorch keeps the history of its caching allocator behind a private API in
+torch.cuda.memory: _record_memory_history(enabled="all") starts a ring of
+trace entries (alloc, free_requested, free_completed, segment_alloc,
+segment_free, oom) and _snapshot() returns {"segments": [...],
+"device_traces": [[entry, ...] per device]}. descent gives the same two
+functions in a `memory` submodule of each kind (descent.sim.memory,
+descent.cuda.memory), made here rather than as files of their own so that one
+definition serves both kinds; `import descent.sim.memory` finds it in
+sys.modules. It also holds the public memory functions, as torch.cuda.memory
+does. An entry is {"action", "addr", "size", "stream", "time_ns"}: time_ns
+(the tracer's clock, the one a Trace's spans are on) where PyTorch has
+time_us, and no "frames" (descent records no stacks: context= and stacks= are
+accepted and ignored). enabled="state" (stacks of live blocks only) is
+refused. The app replays this history over a snapshot (ui/memory_model.h,
+Note [Replaying the allocator's history]).
 """
+import sys
+import types
+
 from . import _C
 
 
@@ -176,8 +197,21 @@ class _DeviceModule:
         for name in names:
             namespace[name] = getattr(self, name)
         namespace["OutOfMemoryError"] = _C.OutOfMemoryError
+        namespace["memory"] = self._memory_module(names)
         _modules[self.kind] = self
-        return names + ["Stream", "Event", "StreamContext", "OutOfMemoryError"]
+        return names + ["Stream", "Event", "StreamContext", "OutOfMemoryError", "memory"]
+
+    def _memory_module(self, names):
+        """descent.<kind>.memory (Note [The allocator's history from Python])."""
+        m = types.ModuleType(f"descent.{self.kind}.memory",
+                             f"descent.{self.kind}.memory: the caching allocator's statistics, snapshots and history.")
+        for name in names:
+            if "memory" in name or name == "empty_cache":
+                setattr(m, name, getattr(self, name))
+        m._record_memory_history = self._record_memory_history
+        m._snapshot = self._snapshot
+        sys.modules[m.__name__] = m
+        return m
 
     # Devices.
     def is_available(self):
@@ -266,6 +300,26 @@ class _DeviceModule:
         for i in range(self.device_count()):
             out.extend(_C._memory_snapshot(_resolve(self.kind, i)))
         return out
+
+    def _record_memory_history(self, enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
+                               device=None):
+        """torch.cuda.memory._record_memory_history: enabled="all" keeps the device's allocator history (the
+        newest `max_entries` entries), None stops it and drops the entries (Note [The allocator's history
+        from Python])."""
+        if enabled not in ("all", None):
+            raise ValueError(f"_record_memory_history(enabled={enabled!r}): descent records 'all' or None "
+                             "(it keeps no stacks, so 'state' has nothing to record)")
+        if not self._initialized():
+            return
+        _C._record_memory_history(_resolve(self.kind, device), enabled == "all", min(max_entries, 2**63 - 1))
+
+    def _snapshot(self, device=None):
+        """torch.cuda.memory._snapshot: {"segments": memory_snapshot(), "device_traces": one list of history
+        entries per device}. `device` is accepted as torch's is: every device is in it."""
+        if not self._initialized():
+            return {"segments": [], "device_traces": []}
+        return {"segments": self.memory_snapshot(),
+                "device_traces": [_C._memory_history(_resolve(self.kind, i)) for i in range(self.device_count())]}
 
 
 StreamContext = _StreamContext
