@@ -21,19 +21,6 @@ namespace descent::kernels::device {
 
 namespace {
 
-const char* pick(ScalarType t, const char* b, const char* i, const char* f, const char* d) {
-  return t == ScalarType::Bool ? b : t == ScalarType::Int64 ? i : t == ScalarType::Float32 ? f : d;
-}
-
-launch::KernelLaunch make_launch(const char* kernel, const char* op, int64_t blocks, uint32_t threads) {
-  DESCENT_CHECK(blocks < (int64_t(1) << 31), Error, op, "(): ", blocks, " blocks are more than a launch takes");
-  launch::KernelLaunch k;
-  k.kernel = kernel;
-  k.op = op;
-  k.grid.x = uint32_t(blocks);
-  k.block.x = threads;
-  return k;
-}
 
 // [SECTION] Reductions --------------------------------------------------------------------------
 
@@ -92,13 +79,13 @@ __global__ void __launch_bounds__(kReduceThreads) partials_kernel(R r, ReducePla
 template <class R, class S, class Out, class Part>
 void reduce(const streams::Stream& s, const char* kernel, const char* op, R r, const S* x, const ReducePlan& p, Out out,
             Part part) {
-  const launch::KernelLaunch k = make_launch(kernel, op, p.outputs * p.blocks, p.threads);
+  const launch::KernelLaunch k = launch::grid_launch(kernel, op, p.outputs * p.blocks, p.threads);
   if (p.vec == 4) launch::launch_cuda(s, k, reduce_kernel<4, R, S, Out, Part>, r, x, p, out, part);
   else if (p.vec == 2) launch::launch_cuda(s, k, reduce_kernel<2, R, S, Out, Part>, r, x, p, out, part);
   else launch::launch_cuda(s, k, reduce_kernel<1, R, S, Out, Part>, r, x, p, out, part);
   if (p.blocks == 1) return;
   const ReducePlan q = partials_shape(p);
-  launch::launch_cuda(s, make_launch(kernel, op, q.outputs, q.threads), partials_kernel<R, Out, Part>, r, q, out, part);
+  launch::launch_cuda(s, launch::grid_launch(kernel, op, q.outputs, q.threads), partials_kernel<R, Out, Part>, r, q, out, part);
 }
 
 }  // namespace
@@ -277,7 +264,7 @@ bool float32_fast(const MatmulPlan& p, const void* a, const void* b, const void*
 
 template <class Tile, class T>
 void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const void* a, const void* b, void* out) {
-  launch::KernelLaunch k = make_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
+  launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
   k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
   k.grid.z = uint32_t(p.batch);
   launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out));
@@ -290,7 +277,7 @@ void cuda_matmul(const streams::Stream& s, ScalarType dt, const void* a, const v
   switch (dt) {
     case ScalarType::Float32:
       if (float32_fast(p, a, b, out)) {
-        launch::KernelLaunch k = make_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
+        launch::KernelLaunch k = launch::grid_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
         k.grid.y = uint32_t(ceil_div(p.m, kF32BM));
         k.grid.z = uint32_t(p.batch);
         k.shared_bytes = 0;  // static: 2 x (8 x 128 + 8 x 128) floats
@@ -330,7 +317,7 @@ constexpr int64_t kMaxGrid = 65536;  // a grid-stride loop covers the rest
 void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void* out, const GatherPlan& p) {
   const char* kernel = pick(dt, "index_gather_bool", "index_gather_int64", "index_gather_float32", "index_gather_float64");
   visit_dtype(dt, [&]<typename T>() {
-    launch::launch_cuda(s, make_launch(kernel, "aten::index", std::min(kMaxGrid, ceil_div(p.numel, 256)), 256),
+    launch::launch_cuda(s, launch::grid_launch(kernel, "aten::index", std::min(kMaxGrid, ceil_div(p.numel, 256)), 256),
                         gather_kernel<T>, p, static_cast<const T*>(self), static_cast<T*>(out));
   });
 }
@@ -338,7 +325,7 @@ void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void
 void cuda_scatter(const streams::Stream& s, ScalarType dt, void* self, const void* values, const ScatterPlan& p) {
   const char* kernel = pick(dt, "index_scatter_bool", "index_scatter_int64", "index_scatter_float32", "index_scatter_float64");
   visit_dtype(dt, [&]<typename T>() {
-    launch::launch_cuda(s, make_launch(kernel, "aten::index_put_", std::min(kMaxGrid, ceil_div(p.segments, 256)), 256),
+    launch::launch_cuda(s, launch::grid_launch(kernel, "aten::index_put_", std::min(kMaxGrid, ceil_div(p.segments, 256)), 256),
                         scatter_kernel<T>, p, static_cast<T*>(self), static_cast<const T*>(values));
   });
 }

@@ -29,6 +29,11 @@ struct Stream;
 
 namespace descent::kernels::device {
 
+// The kernel's name for dtype t, one literal per dtype ("sum_bool", ...).
+inline const char* pick(ScalarType t, const char* b, const char* i, const char* f, const char* d) {
+  return t == ScalarType::Bool ? b : t == ScalarType::Int64 ? i : t == ScalarType::Float32 ? f : d;
+}
+
 // Note [A reduction over blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A GPU sums n numbers with many threads at once, so it cannot add them in

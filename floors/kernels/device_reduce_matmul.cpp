@@ -38,23 +38,6 @@ Strided strided_of(const DimVector& sizes, const DimVector& strides) {
   return s;
 }
 
-// Whether `t` covers one block of memory without gaps, in some order of its
-// dims (x.T): a sum of all of it is then a sum over that block.
-bool dense(const Tensor& t) {
-  int order[kMaxDims], m = 0;
-  for (int d = 0; d < t.dim(); ++d) {
-    if (t.sizes()[d] == 1) continue;
-    int i = m++;
-    for (; i > 0 && t.strides()[order[i - 1]] > t.strides()[d]; --i) order[i] = order[i - 1];
-    order[i] = d;
-  }
-  int64_t expected = 1;
-  for (int i = 0; i < m; ++i) {
-    if (t.strides()[order[i]] != expected) return false;
-    expected *= t.sizes()[order[i]];
-  }
-  return true;
-}
 
 // The reduction of `in` into `keep` (in's rank, size 1 on the reduced dims):
 // result j's elements start at out.offset(j) (the kept dims, row-major,
@@ -94,19 +77,6 @@ ReducePlan plan_reduction(const Tensor& in, const Tensor& keep, const bool* redu
 
 // [SECTION] The simulated device's blocks -------------------------------------------------------
 
-const char* pick(ScalarType t, const char* b, const char* i, const char* f, const char* d) {
-  return t == ScalarType::Bool ? b : t == ScalarType::Int64 ? i : t == ScalarType::Float32 ? f : d;
-}
-
-launch::KernelLaunch make_launch(const char* kernel, const char* op, int64_t blocks, uint32_t threads) {
-  DESCENT_CHECK(blocks < (int64_t(1) << 31), Error, op, "(): ", blocks, " blocks are more than a launch takes");
-  launch::KernelLaunch k;
-  k.kernel = kernel;
-  k.op = op;
-  k.grid.x = uint32_t(blocks);
-  k.block.x = threads;
-  return k;
-}
 
 // One reduction on sim:0: the first launch (and the second over partials),
 // each block's body running its threads in turn (Note [A reduction over blocks]).
@@ -114,7 +84,7 @@ template <class R, class S, class Out, class Part>
 void sim_reduce(const streams::Stream& s, const char* kernel, const char* op, R r, const S* x, const ReducePlan& p,
                 Out out, Part part) {
   using Acc = typename R::Acc;
-  launch::launch_sim(s, make_launch(kernel, op, p.outputs * p.blocks, p.threads), [=](const launch::Dim3& b) {
+  launch::launch_sim(s, launch::grid_launch(kernel, op, p.outputs * p.blocks, p.threads), [=](const launch::Dim3& b) {
     const int64_t j = b.x / p.blocks, bx = b.x % p.blocks;
     const S* base = x + p.out.offset(j);
     Acc v[kReduceThreads];
@@ -127,7 +97,7 @@ void sim_reduce(const streams::Stream& s, const char* kernel, const char* op, R 
   });
   if (p.blocks == 1) return;
   const ReducePlan q = partials_shape(p);
-  launch::launch_sim(s, make_launch(kernel, op, q.outputs, q.threads), [=](const launch::Dim3& b) {
+  launch::launch_sim(s, launch::grid_launch(kernel, op, q.outputs, q.threads), [=](const launch::Dim3& b) {
     const int64_t j = b.x;
     Acc v[kReduceThreads];
     for (uint32_t t = 0; t < q.threads; ++t) {
@@ -211,7 +181,7 @@ namespace {
 // after the other at each barrier.
 template <class Tile, class T>
 void sim_matmul(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const T* a, const T* b, T* out) {
-  launch::KernelLaunch k = make_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
+  launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
   k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
   k.grid.z = uint32_t(p.batch);
   k.shared_bytes = uint32_t(sizeof(T) * Tile::BK * (Tile::BM + Tile::BN));
@@ -275,7 +245,7 @@ void gather(Device d, ScalarType dt, const void* self, void* out, const GatherPl
     const T* src = static_cast<const T*>(self);
     T* dst = static_cast<T*>(out);
     const char* kernel = pick(dt, "index_gather_bool", "index_gather_int64", "index_gather_float32", "index_gather_float64");
-    launch::launch_sim(s, make_launch(kernel, "aten::index", ceil_div(p.numel, kThreads), kThreads),
+    launch::launch_sim(s, launch::grid_launch(kernel, "aten::index", ceil_div(p.numel, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
                          for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.numel, int64_t(b.x + 1) * kThreads); ++i)
                            dst[i] = src[p.offset(i)];
@@ -295,7 +265,7 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
     T* dst = static_cast<T*>(self);
     const T* src = static_cast<const T*>(values);
     const char* kernel = pick(dt, "index_scatter_bool", "index_scatter_int64", "index_scatter_float32", "index_scatter_float64");
-    launch::launch_sim(s, make_launch(kernel, "aten::index_put_", ceil_div(p.segments, kThreads), kThreads),
+    launch::launch_sim(s, launch::grid_launch(kernel, "aten::index_put_", ceil_div(p.segments, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
                          for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.segments, int64_t(b.x + 1) * kThreads); ++i)
                            scatter_segment(p, dst, src, i);

@@ -60,6 +60,12 @@ bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, cons
 // Offset in elements of the element with row-major position `linear` in
 // `sizes`, read through `strides`. The heart of every reference loop: it says
 // in one place what Note [Views and strides] says in words.
+// Whether `t` covers one block of memory without gaps or overlaps, in some
+// order of its dims (x.T, a permuted contiguous tensor): a sum of all of it
+// is then a sum over that block (optimized.cpp; the CPU's and the devices'
+// sums both ask).
+bool dense(const Tensor& t);
+
 inline int64_t strided_offset(int64_t linear, const DimVector& sizes, const DimVector& strides) {
   int64_t off = 0;
   for (int d = sizes.size() - 1; d >= 0; --d) {

@@ -27,6 +27,16 @@ KernelLaunch linear_launch(const char* kernel, const char* op, int64_t n, uint32
   return k;
 }
 
+KernelLaunch grid_launch(const char* kernel, const char* op, int64_t blocks, uint32_t threads) {
+  DESCENT_CHECK(blocks < (int64_t(1) << 31), Error, op, "(): ", blocks, " blocks are more than a launch takes");
+  KernelLaunch k;
+  k.kernel = kernel;
+  k.op = op;
+  k.grid.x = uint32_t(blocks);
+  k.block.x = threads;
+  return k;
+}
+
 namespace {
 
 // The launch's arguments on the floor-8 span (and the device's span).

@@ -54,6 +54,9 @@ struct KernelLaunch {
 // each thread taking `per_thread` elements; at least one block.
 KernelLaunch linear_launch(const char* kernel, const char* op, int64_t n, uint32_t threads = 256,
                            uint32_t per_thread = 1);
+// `blocks` blocks of `threads` threads in x; RuntimeError naming `op` past
+// CUDA's limit on grid.x (a launch the kernel floor sized itself).
+KernelLaunch grid_launch(const char* kernel, const char* op, int64_t blocks, uint32_t threads);
 
 // [SECTION] The simulated device --------------------------------------------------------
 
