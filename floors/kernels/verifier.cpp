@@ -173,28 +173,16 @@ double eps_of(ScalarType t) {
                                   : t == ScalarType::Float64 ? std::numeric_limits<double>::epsilon() / 2 : 0;
 }
 
-// A copy of t on `d`: the bytes of the storage span its view covers, viewed
-// with t's sizes, strides and offset within it (a transposed sample stays transposed).
-Tensor copy_to(const Tensor& t, Device d) {
-  if (t.device() == d) return t;
-  int64_t span = t.numel() == 0 ? 0 : 1;
-  for (int i = 0; i < t.dim(); ++i)
-    if (t.numel()) span += (t.sizes()[i] - 1) * t.strides()[i];
-  Tensor block = empty_tensor({span}, t.dtype(), d);
-  const size_t bytes = size_t(span) * element_size(t.dtype());
-  if (bytes) streams::copy_bytes(block.data_ptr(), d, t.data_ptr(), t.device(), bytes);
-  return block.as_strided(t.sizes(), t.strides(), 0);
-}
 
 // The sample's tensors on `d` (a device), everything else as it is.
 Stack args_on(const Stack& args, Device d) {
   Stack s;
   for (int i = 0; i < args.size(); ++i) {
     if (args[i].is_tensor()) {
-      s.push(copy_to(args[i].to_tensor(), d));
+      s.push(same_layout_on(args[i].to_tensor(), d));
     } else if (args[i].is_tensor_list()) {
       OptionalTensorList l;
-      for (const Tensor& t : args[i].to_tensor_list()) l.push_back(t.defined() ? copy_to(t, d) : t);
+      for (const Tensor& t : args[i].to_tensor_list()) l.push_back(t.defined() ? same_layout_on(t, d) : t);
       s.push(l);
     } else {
       s.push(args[i]);
@@ -213,7 +201,7 @@ std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, co
   std::vector<Tensor> out;
   for (int i = 0; i < s.size(); ++i) {
     Tensor r = call(Op::contiguous, s[i].to_tensor());
-    out.push_back(r.device().type == DeviceType::CPU ? r : copy_to(r, Device{}));
+    out.push_back(r.device().type == DeviceType::CPU ? r : same_layout_on(r, Device{}));
   }
   return out;
 }
@@ -361,6 +349,19 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
 }
 
 }  // namespace
+
+Tensor same_layout_on(const Tensor& t, Device d) {
+  if (t.device() == d) return t;
+  int64_t span = t.numel() == 0 ? 0 : 1;
+  for (int i = 0; i < t.dim(); ++i)
+    if (t.numel()) span += (t.sizes()[i] - 1) * t.strides()[i];
+  Tensor block = empty_tensor({span}, t.dtype(), d);
+  const size_t bytes = size_t(span) * element_size(t.dtype());
+  if (bytes) streams::copy_bytes(block.data_ptr(), d, t.data_ptr(), t.device(), bytes);
+  Tensor v = block.as_strided(t.sizes(), t.strides(), 0);
+  v.impl()->wrapped_number = t.impl()->wrapped_number;
+  return v;
+}
 
 Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
   if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, seed, device);

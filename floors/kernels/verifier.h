@@ -25,6 +25,12 @@ struct Verdict {
 // drawn from the counter-based generator with `seed`.
 Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed);
 
+// A copy of t on `d` that keeps its layout: the bytes of the storage span its
+// view covers, viewed with t's sizes, strides and offset within them (a
+// transposed sample stays transposed on the device); t itself when it is on
+// `d` already. How the verifier and the device tests put a sample on a device.
+Tensor same_layout_on(const Tensor& t, Device d);
+
 // Runs the sample call with each variant and compares the results. With a
 // `device` (sim:0, cuda:0), runs it there instead, on copies of the same
 // inputs (same values, sizes and strides), against the CPU's reference

@@ -36,6 +36,7 @@ namespace descent {
 namespace {
 
 using namespace testing_util;
+using kernels::same_layout_on;
 
 const Device kSim{DeviceType::Sim, 0};
 const Device kCuda{DeviceType::CUDA, 0};
@@ -47,21 +48,6 @@ bool have_cuda() { return streams::runtime(DeviceType::CUDA).device_count() > 0;
 
 // [SECTION] Helpers ------------------------------------------------------------------
 
-// A copy of t on `d` that keeps its layout: the bytes of the storage its view
-// spans, viewed with t's sizes, strides and offset within them (a transposed
-// sample stays transposed on the device).
-Tensor same_layout_on(const Tensor& t, Device d) {
-  if (t.device() == d) return t;
-  int64_t span = t.numel() == 0 ? 0 : 1;
-  for (int i = 0; i < t.dim(); ++i)
-    if (t.numel()) span += (t.sizes()[i] - 1) * t.strides()[i];
-  Tensor block = empty_tensor({span}, t.dtype(), d);
-  const size_t bytes = size_t(span) * element_size(t.dtype());
-  if (bytes) streams::copy_bytes(block.data_ptr(), d, t.data_ptr(), t.device(), bytes);
-  Tensor v = block.as_strided(t.sizes(), t.strides(), 0);
-  v.impl()->wrapped_number = t.impl()->wrapped_number;
-  return v;
-}
 
 // t on the host: through to() (Note [Copies between devices]).
 Tensor host(const Tensor& t) { return t.device().type == DeviceType::CPU ? t : call(Op::_to_copy, t, IValue(), Device{}); }
