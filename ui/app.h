@@ -22,6 +22,7 @@
 
 #include "tracer/trace.h"
 #include "ui/graph.h"
+#include "ui/memory_model.h"
 #include "ui/playback.h"
 #include "ui/story.h"
 #include "ui/streams_model.h"
@@ -66,7 +67,8 @@ struct Loaded {
   std::string label;                          // the code, or the file name
   std::string output;                         // what the code printed (and its echoed value)
   std::string error;                          // the exception the code raised, if any
-  MemoryStats before, after;
+  MemoryStats before, after;                  // the CPU allocator's
+  std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
 };
 
 // [SECTION] App state --------------------------------------------------------------
@@ -131,6 +133,8 @@ struct App {
   std::string device_strip_text;                          // what the strip said the device was doing
   std::vector<std::string> echoes;                        // kernels the strip showed running (the token's echo)
   std::vector<std::string> panels_drawn;
+  int memory_blocks_drawn = 0;              // blocks the memory panel drew (all devices)
+  std::string memory_highlight_drawn;        // the state of the block it outlined ("" when none)
   double frame_ms = 0;
   int fb_width = 0, fb_height = 0;  // the framebuffer, in pixels
   bool redraw_damaged = false;  // whether frames redraw only what changed

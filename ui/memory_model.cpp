@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "floors/allocator/allocator.h"
 
@@ -172,6 +173,30 @@ std::pair<size_t, uint64_t> entry_in_span(const DeviceMemory& d, int64_t start_n
       return {size_t(it - d.history.begin()), it->addr};
   }
   return {SIZE_MAX, 0};
+}
+
+size_t allocator_span_at(const Story& s, size_t step) {
+  if (step >= s.steps.size()) return SIZE_MAX;
+  const auto& spans = s.trace->spans;
+  size_t i = s.steps[step].span;
+  if (building_floor(spans[i].floor) != 6) {
+    const FloorView v = floors_at(s, step)[6];
+    if (v.state != FloorState::Active) return SIZE_MAX;
+    i = v.span;
+  }
+  while (s.parent_index[i] != SIZE_MAX && building_floor(spans[s.parent_index[i]].floor) == 6) i = s.parent_index[i];
+  return i;
+}
+
+DeviceMemoryView device_memory_at(const DeviceMemory& d, const Story& s, size_t step, int64_t now_ns) {
+  DeviceMemoryView v;
+  v.at = replay(d, now_ns);
+  const size_t span = allocator_span_at(s, step);
+  if (span != SIZE_MAX) {
+    const trace::Span& sp = s.trace->spans[span];
+    std::tie(v.entry, v.highlight) = entry_in_span(d, sp.start_ns, sp.end_ns);
+  }
+  return v;
 }
 
 // [SECTION] Drawing helpers -----------------------------------------------------------

@@ -44,6 +44,8 @@
 #include <utility>
 #include <vector>
 
+#include "ui/story.h"
+
 namespace descent::ui {
 
 // [SECTION] What a run gives (descent._app.run's "devices") ------------------------
@@ -120,6 +122,20 @@ bool same_memory(const std::vector<MemSegment>& a, const std::vector<MemSegment>
 // The block a floor-6 span touched: the first alloc, free_requested or
 // free_completed entry inside [start_ns, end_ns]; {SIZE_MAX, 0} when none.
 std::pair<size_t, uint64_t> entry_in_span(const DeviceMemory& d, int64_t start_ns, int64_t end_ns);
+
+// The floor-6 span whose block is highlighted at `step`: the step's own span
+// when it is on floor 6 (going down or coming up), else the floor-6 span open
+// at the step; widened to its outermost floor-6 ancestor (caching_alloc, not
+// the raw_malloc inside it). SIZE_MAX when there is none.
+size_t allocator_span_at(const Story& s, size_t step);
+
+// A device as the memory panel shows it at a step.
+struct DeviceMemoryView {
+  MemoryAt at;                // replayed up to the playback's moment
+  size_t entry = SIZE_MAX;    // the history entry of the highlighted span (SIZE_MAX: none)
+  uint64_t highlight = 0;     // that entry's block address
+};
+DeviceMemoryView device_memory_at(const DeviceMemory& d, const Story& s, size_t step, int64_t now_ns);
 
 // [SECTION] Drawing helpers -------------------------------------------------------
 

@@ -66,6 +66,89 @@ MemoryStats memory_item(PyObject* d, const char* key) {
   return m;
 }
 
+int64_t int_item(PyObject* d, const char* key) {
+  PyObject* x = PyDict_GetItemString(d, key);  // borrowed
+  const long long n = x && PyLong_Check(x) ? PyLong_AsLongLong(x) : 0;
+  if (PyErr_Occurred()) PyErr_Clear();
+  return n;
+}
+uint64_t address_item(PyObject* d, const char* key) {
+  PyObject* x = PyDict_GetItemString(d, key);
+  const unsigned long long n = x && PyLong_Check(x) ? PyLong_AsUnsignedLongLong(x) : 0;
+  if (PyErr_Occurred()) PyErr_Clear();
+  return n;
+}
+PyObject* list_item(PyObject* d, const char* key) {
+  PyObject* v = d ? PyDict_GetItemString(d, key) : nullptr;
+  return v && PyList_Check(v) ? v : nullptr;
+}
+
+// memory_snapshot()'s segment dicts (see Note [Replaying the allocator's history], memory_model.h).
+std::vector<MemSegment> segments_item(PyObject* side) {
+  std::vector<MemSegment> out;
+  PyObject* segs = list_item(side, "segments");
+  for (Py_ssize_t i = 0; segs && i < PyList_GET_SIZE(segs); ++i) {
+    PyObject* sd = PyList_GET_ITEM(segs, i);
+    if (!PyDict_Check(sd)) continue;
+    MemSegment s;
+    s.address = address_item(sd, "address");
+    s.size = uint64_t(int_item(sd, "total_size"));
+    s.small = str_item(sd, "segment_type") == "small";
+    s.stream = int_item(sd, "stream");
+    PyObject* blocks = list_item(sd, "blocks");
+    for (Py_ssize_t k = 0; blocks && k < PyList_GET_SIZE(blocks); ++k) {
+      PyObject* bd = PyList_GET_ITEM(blocks, k);
+      if (!PyDict_Check(bd)) continue;
+      s.blocks.push_back(MemBlock{address_item(bd, "address"), uint64_t(int_item(bd, "size")),
+                                  uint64_t(int_item(bd, "requested_size")),
+                                  block_state_from_name(str_item(bd, "state"))});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+MemCounters counters_item(PyObject* side) {
+  MemCounters c;
+  PyObject* st = side ? PyDict_GetItemString(side, "stats") : nullptr;
+  if (!st || !PyDict_Check(st)) return c;
+  c.valid = true;
+  c.allocated_bytes = int_item(st, "allocated_bytes.all.current");
+  c.reserved_bytes = int_item(st, "reserved_bytes.all.current");
+  c.allocations = int_item(st, "allocation.all.allocated");
+  c.segments_made = int_item(st, "num_device_alloc");
+  return c;
+}
+
+// descent._app.run's "devices": each device's snapshots and history.
+std::vector<DeviceMemory> devices_item(PyObject* r) {
+  std::vector<DeviceMemory> out;
+  PyObject* devs = list_item(r, "devices");
+  for (Py_ssize_t i = 0; devs && i < PyList_GET_SIZE(devs); ++i) {
+    PyObject* dd = PyList_GET_ITEM(devs, i);
+    if (!PyDict_Check(dd)) continue;
+    DeviceMemory d;
+    d.device = str_item(dd, "device");
+    PyObject* b = PyDict_GetItemString(dd, "before");
+    PyObject* a = PyDict_GetItemString(dd, "after");
+    b = b && PyDict_Check(b) ? b : nullptr;
+    a = a && PyDict_Check(a) ? a : nullptr;
+    d.before = segments_item(b);
+    d.after = segments_item(a);
+    d.stats_before = counters_item(b);
+    d.stats_after = counters_item(a);
+    PyObject* h = list_item(dd, "history");
+    for (Py_ssize_t k = 0; h && k < PyList_GET_SIZE(h); ++k) {
+      PyObject* e = PyList_GET_ITEM(h, k);
+      if (!PyDict_Check(e)) continue;
+      d.history.push_back(MemEntry{entry_action_from_name(str_item(e, "action")), address_item(e, "addr"),
+                                   uint64_t(int_item(e, "size")), int_item(e, "stream"), int_item(e, "time_ns")});
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool python_start(std::string& error) {
@@ -132,6 +215,7 @@ Loaded python_run(const std::string& code, int repeat) {
   l.error = str_item(r, "error");
   l.before = memory_item(r, "before");
   l.after = memory_item(r, "after");
+  l.devices = devices_item(r);
   PyObject* t = PyDict_GetItemString(r, "trace");  // borrowed
   if (const trace::Trace* tr = t ? binding::trace_of(t) : nullptr) {
     // Shares the Trace inside the Python object: the object lives as long as

@@ -137,6 +137,80 @@ std::string device_json(const App& app) {
   return o + "],\n";
 }
 
+// The memory panel's model at the playback's moment (Note [Replaying the
+// allocator's history]): per device, the history, the segments and blocks
+// replayed up to now, the block the current floor-6 span touched, and
+// whether replaying everything gives the snapshot after.
+std::string segments_json(const std::vector<MemSegment>& segs, uint64_t highlight) {
+  std::string o = "[";
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const MemSegment& s = segs[i];
+    o += std::string(i ? ", " : "") + "{\"address\": " + std::to_string(s.address) + ", \"size\": " +
+         std::to_string(s.size) + ", \"pool\": " + quoted(s.small ? "small" : "large") + ", \"blocks\": [";
+    for (size_t k = 0; k < s.blocks.size(); ++k) {
+      const MemBlock& b = s.blocks[k];
+      o += std::string(k ? ", " : "") + "{\"address\": " + std::to_string(b.address) + ", \"size\": " +
+           std::to_string(b.size) + ", \"requested\": " + std::to_string(b.requested) +
+           ", \"state\": " + quoted(block_state_name(b.state)) +
+           ", \"highlight\": " + (highlight != 0 && b.address == highlight ? "true" : "false") + "}";
+    }
+    o += "]}";
+  }
+  return o + "]";
+}
+
+std::string memory_json(const App& app) {
+  std::string o = "  \"memory\": {\"snapshots\": " + std::string(app.loaded.devices.empty() ? "false" : "true") +
+                  ", \"now_ns\": " + std::to_string(app.has_steps() ? app.now_ns() : 0) +
+                  ", \"blocks_drawn\": " + std::to_string(app.memory_blocks_drawn) +
+                  ", \"highlight_drawn\": " + quoted(app.memory_highlight_drawn) + ", \"devices\": [";
+  for (size_t i = 0; i < app.loaded.devices.size(); ++i) {
+    const DeviceMemory& d = app.loaded.devices[i];
+    const DeviceMemoryView v = device_memory_at(d, app.story, app.has_steps() ? app.step() : 0, app.now_ns());
+    o += std::string(i ? ",\n    " : "\n    ") + "{\"device\": " + quoted(d.device) + ", \"history\": [";
+    for (size_t k = 0; k < d.history.size(); ++k) {
+      const MemEntry& e = d.history[k];
+      o += std::string(k ? ", " : "") + "{\"action\": " + quoted(entry_action_name(e.action)) +
+           ", \"addr\": " + std::to_string(e.addr) + ", \"size\": " + std::to_string(e.size) +
+           ", \"time_ns\": " + std::to_string(e.time_ns) + "}";
+    }
+    const MemCounters &b = d.stats_before, &a = d.stats_after;
+    auto counters = [](const MemCounters& c) {
+      return "{\"allocated\": " + std::to_string(c.allocated_bytes) + ", \"reserved\": " +
+             std::to_string(c.reserved_bytes) + ", \"allocations\": " + std::to_string(c.allocations) +
+             ", \"cache_hits\": " + std::to_string(c.cache_hits()) + "}";
+    };
+    o += "], \"replayed\": " + std::to_string(v.at.replayed) + ", \"problem\": " + quoted(v.at.problem) +
+         ", \"replay_matches_after\": " +
+         (same_memory(replay(d, INT64_MAX).segments, d.after) ? "true" : "false") +
+         ", \"entry\": " + (v.entry == SIZE_MAX ? std::string("null") : std::to_string(v.entry)) +
+         ", \"highlight\": " + (v.entry == SIZE_MAX ? std::string("null") : std::to_string(v.highlight)) +
+         ", \"stats\": {\"before\": " + counters(b) + ", \"after\": " + counters(a) + "}" +
+         ", \"segments\": " + segments_json(v.at.segments, v.highlight) + "}";
+  }
+  // The call's outermost floor-6 spans, with their steps and the history entry each touched.
+  o += "],\n    \"allocator_spans\": [";
+  const auto& spans = app.trace().spans;
+  bool first = true;
+  for (size_t i = 0; app.loaded.trace && i < spans.size() && i < app.story.down_step.size(); ++i) {
+    const size_t par = app.story.parent_index[i];
+    if (app.story.down_step[i] == SIZE_MAX || building_floor(spans[i].floor) != 6 ||
+        (par != SIZE_MAX && building_floor(spans[par].floor) == 6))
+      continue;
+    std::string entries;
+    for (size_t k = 0; k < app.loaded.devices.size(); ++k) {
+      const size_t e = entry_in_span(app.loaded.devices[k], spans[i].start_ns, spans[i].end_ns).first;
+      if (e != SIZE_MAX) entries += (entries.empty() ? "" : ", ") + quoted(app.loaded.devices[k].device) + ": " +
+                                    std::to_string(e);
+    }
+    o += std::string(first ? "" : ", ") + "{\"name\": " + quoted(spans[i].name) + ", \"down_step\": " +
+         std::to_string(app.story.down_step[i]) + ", \"up_step\": " + std::to_string(app.story.up_step[i]) +
+         ", \"entry\": {" + entries + "}}";
+    first = false;
+  }
+  return o + "]},\n";
+}
+
 }  // namespace
 
 std::string state_json(const App& app) {
@@ -180,6 +254,7 @@ std::string state_json(const App& app) {
   o += "],\n";
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   o += device_json(app);
+  o += memory_json(app);
   o += "  \"graph\": [";  // the graph panel's nodes at this step, when it was drawn
   for (size_t k = 0; k < app.graph.nodes.size() && k < app.graph_states.size(); ++k) {
     const GraphNode& n = app.graph.nodes[k];

@@ -476,3 +476,62 @@ def test_a_cuda_trace_recorded_on_the_h200_opens_here(tmp_path):
     assert f7["state"] == "active" and f8["state"] == "active"
     assert "kernel add_float32" in f8["decision"], f8
     assert any(row.startswith("cuda:0 stream") for row in state["timeline_rows"]), state["timeline_rows"]
+
+
+# [SECTION] The memory panel (Note [Replaying the allocator's history]) ---------------------
+
+REUSE = 'x = descent.ones(1000, device="sim:0"); y = x + 1; del x; z = descent.ones(1000, device="sim:0")'
+
+
+def test_the_memory_panel_replays_a_cached_block_being_reused(tmp_path):
+    """x's block is freed into the cache and z takes it: the history shows
+    free then alloc at one address, and the panel's blocks at each step agree."""
+    state, _, _ = run_app(tmp_path, "--code", REUSE, "--panel", "memory", "--step", "0", name="start")
+    mem = state["memory"]
+    assert "memory" in state["panels"] and mem["snapshots"] is True
+    (sim,) = [d for d in mem["devices"] if d["device"] == "sim:0"]
+    assert sim["replay_matches_after"] is True and sim["problem"] == ""
+    h = sim["history"]
+    allocs = [k for k, e in enumerate(h) if e["action"] == "alloc"]
+    assert len(allocs) == 3
+    addr = h[allocs[0]]["addr"]
+    assert h[allocs[-1]]["addr"] == addr
+    assert [e["action"] for e in h if e["addr"] == addr and e["action"] != "segment_alloc"] == \
+        ["alloc", "free_requested", "free_completed", "alloc"]
+    assert sim["stats"]["after"]["cache_hits"] - sim["stats"]["before"]["cache_hits"] >= 2
+    spans = [s for s in mem["allocator_spans"] if s["entry"].get("sim:0") is not None]
+    reuse = next(s for s in spans if s["entry"]["sim:0"] == allocs[-1])
+    free = next(s for s in spans if s["name"] == "caching_free")
+    assert reuse["name"] == "caching_alloc" and free["up_step"] < reuse["down_step"]
+
+    def block(st):
+        """sim:0 and x's block in another run (another process: other addresses, the same story)."""
+        d = next(d for d in st["memory"]["devices"] if d["device"] == "sim:0")
+        x = next(e for e in d["history"] if e["action"] == "alloc")["addr"]
+        (b,) = [b for s in d["segments"] for b in s["blocks"] if b["address"] == x]
+        return d, b
+
+    # Going down into z's allocation: x's block is free in the cache, and outlined.
+    st, _, _ = run_app(tmp_path, "--code", REUSE, "--panel", "memory", "--step", str(reuse["down_step"]), name="down")
+    d, b = block(st)
+    assert st["span"]["name"] == "caching_alloc" and st["span"]["args"]["hit"] is True
+    assert b["state"] == "inactive" and b["highlight"] is True and d["highlight"] == b["address"]
+    assert st["memory"]["highlight_drawn"] == "inactive"
+    assert d["replayed"] == allocs[-1]  # every entry before z's alloc, not it
+    # Coming up out of it: the same block, allocated again.
+    st, _, _ = run_app(tmp_path, "--code", REUSE, "--panel", "memory", "--step", str(reuse["up_step"]), name="up")
+    d, b = block(st)
+    assert b["state"] == "active_allocated" and b["highlight"] is True
+    assert st["memory"]["highlight_drawn"] == "active_allocated"
+    assert st["memory"]["blocks_drawn"] == sum(len(s["blocks"]) for s in d["segments"])
+    # Coming up out of x's free: free, and outlined as the block that span freed.
+    st, _, _ = run_app(tmp_path, "--code", REUSE, "--panel", "memory", "--step", str(free["up_step"]), name="free")
+    d, b = block(st)
+    assert b["state"] == "inactive" and d["highlight"] == b["address"]
+
+
+def test_the_memory_panel_on_a_trace_file_says_it_has_no_snapshots(tmp_path, saved_trace):
+    state, _, _ = run_app(tmp_path, "--trace", str(saved_trace), "--panel", "memory", "--step", "3")
+    assert "memory" in state["panels"]
+    assert state["memory"]["snapshots"] is False and state["memory"]["devices"] == []
+    assert state["memory"]["allocator_spans"]  # the floor-6 spans are still listed
