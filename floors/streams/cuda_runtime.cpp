@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "floors/core/error.h"
 #include "floors/streams/streams.h"
@@ -225,6 +226,24 @@ class CudaRuntime final : public DeviceRuntime {
     DeviceScope d(index);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
+  bool idle(int index) override {
+    std::vector<cudaStream_t> streams = {nullptr};  // the legacy default stream, then the device's own
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (const auto& [key, s] : streams_)
+        if (key.first == index) streams.push_back(s);
+    }
+    DeviceScope d(index);
+    for (cudaStream_t s : streams) {
+      const cudaError_t e = cudaStreamQuery(s);
+      if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      check(e, "cudaStreamQuery");
+    }
+    return true;
+  }
   std::unique_ptr<EventImpl> create_event(int index, bool timing) override {
     return std::make_unique<CudaEvent>(index, timing);
   }
@@ -306,6 +325,7 @@ class NoCudaRuntime final : public DeviceRuntime {
   bool query(const Stream&) override { fail(); }
   int64_t queue_depth(const Stream&) override { fail(); }
   void synchronize_device(int) override { fail(); }
+  bool idle(int) override { fail(); }
   std::unique_ptr<EventImpl> create_event(int, bool) override { fail(); }
   void copy(void*, const void*, size_t, CopyKind, const Stream&, bool) override { fail(); }
 };

@@ -48,7 +48,8 @@ void synchronize_devices_in_use() {
   Allocators& a = allocators();
   for (int t = 1; t < 3; ++t)
     for (int i = 0; i <= kMaxDeviceIndex; ++i)
-      if (a.ready[t][i].load(std::memory_order_acquire) != nullptr) synchronize(Device{DeviceType(t), i}, why);
+      if (a.ready[t][i].load(std::memory_order_acquire) != nullptr && !runtime(DeviceType(t)).idle(i))
+        synchronize(Device{DeviceType(t), i}, why);
 }
 
 size_t sim_memory_capacity() { return SimRuntime::get().capacity(); }

@@ -25,10 +25,11 @@ alloc::DataPtr device_allocate(size_t nbytes, Device d);
 // 8 GiB, or DESCENT_SIM_MEMORY, e.g. "512MiB"). Setting it empties the
 // allocator's cache first; RuntimeError while memory is allocated on sim:0.
 // Waits on the host, in a floor-7 span named trace::kEndOfRecordingWait
-// each, for every device that has memory allocated through its caching
-// allocator (those work was put on): how a recording that ends takes in the
+// each, for every device with a caching allocator (those work can have been
+// put on) that still has work queued: how a recording that ends takes in the
 // device spans of the work already queued (tracing.py), as PyTorch's
-// profiler synchronizes at its end.
+// profiler synchronizes at its end. A device with nothing queued is not
+// waited for, and leaves no span.
 void synchronize_devices_in_use();
 
 size_t sim_memory_capacity();

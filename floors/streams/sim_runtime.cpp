@@ -320,6 +320,12 @@ void SimRuntime::synchronize_device(int) {
   for (SimQueue* q : impl_->all()) q->wait_all();
 }
 
+bool SimRuntime::idle(int) {
+  for (SimQueue* q : impl_->all())
+    if (q->depth() != 0) return false;
+  return true;
+}
+
 std::unique_ptr<EventImpl> SimRuntime::create_event(int, bool) { return std::make_unique<SimEvent>(*impl_); }
 
 int64_t SimRuntime::enqueue(const Stream& s, std::function<void()> task) {

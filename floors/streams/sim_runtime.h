@@ -23,6 +23,7 @@ class SimRuntime final : public DeviceRuntime {
   bool query(const Stream& s) override;
   int64_t queue_depth(const Stream& s) override;
   void synchronize_device(int index) override;
+  bool idle(int index) override;
   std::unique_ptr<EventImpl> create_event(int index, bool enable_timing) override;
   void copy(void* dst, const void* src, size_t nbytes, CopyKind kind, const Stream& s, bool pinned) override;
 

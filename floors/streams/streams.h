@@ -87,6 +87,7 @@ class DeviceRuntime {
   virtual bool query(const Stream& s) = 0;                  // s is empty now
   virtual int64_t queue_depth(const Stream& s) = 0;         // work enqueued and not finished; -1 when unknown
   virtual void synchronize_device(int index) = 0;           // every stream of the device
+  virtual bool idle(int index) = 0;                         // no work waits or runs on any stream of the device
 
   virtual std::unique_ptr<EventImpl> create_event(int index, bool enable_timing) = 0;
 

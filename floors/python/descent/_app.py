@@ -28,16 +28,12 @@ def memory():
     return dict(_C._cpu_allocator_stats())
 
 
-_watched = set()  # devices a run here watched: their caching allocators exist now
-
-
-def _devices_to_watch(code):
-    """The devices whose caching allocator a run records: sim:0, and cuda:0 where a GPU is usable, when
-    the code names the kind or an earlier run watched it. Not every run: switching the history on makes
-    the device's allocator, and a recording waits at its end for every device with one (tracing.py), so
-    watching sim:0 always would put a sim:0 wait into the trace of every CPU line."""
+def _devices_to_watch():
+    """The devices whose caching allocator a run records: sim:0, and cuda:0 where a GPU is usable.
+    Switching the history on makes the device's allocator; that costs a CPU-only line nothing, since a
+    recording waits at its end only for devices with work still queued (tracing.py)."""
     kinds = ["sim"] + (["cuda"] if _C._device_count("cuda") > 0 else [])
-    return [_C.device(f"{k}:0") for k in kinds if f"{k}:0" in _watched or k in code]
+    return [_C.device(f"{k}:0") for k in kinds]
 
 
 def _device_memory(d):
@@ -56,10 +52,9 @@ def run(code, repeat=1):
     allocator's history], ui/memory_model.h). The history is switched on for
     the run and off after it (which drops entries recorded before the run, as
     switching it off does in PyTorch); see _devices_to_watch for which devices,
-    and cuda:0 is kept only when the run used it."""
+    each kept only when it holds memory or the run used it."""
     out = io.StringIO()
-    watched = _devices_to_watch(code)
-    _watched.update(str(d) for d in watched)
+    watched = _devices_to_watch()
     dev_before = [_device_memory(d) for d in watched]
     for d in watched:
         _C._record_memory_history(d, True)
@@ -79,7 +74,7 @@ def run(code, repeat=1):
     for d, b in zip(watched, dev_before):
         history = _C._memory_history(d)
         _C._record_memory_history(d, False)
-        if d.type == "sim" or history or b["segments"]:  # sim:0 named by the code, or watched before
+        if history or b["segments"]:  # a device the code used, now or before
             devices.append({"device": str(d), "before": b, "after": _device_memory(d), "history": history})
     return {"trace": result, "output": out.getvalue(), "error": error, "before": before, "after": after,
             "devices": devices}
