@@ -534,3 +534,13 @@ def test_the_apps_run_returns_the_history_with_the_snapshots():
     lo, hi = min(s["start_ns"] for s in spans), max(s["end_ns"] for s in spans)
     assert all(lo <= e["time_ns"] <= hi for e in sim["history"])  # on the trace's clock
     assert descent.sim.memory._snapshot()["device_traces"] == [[]]  # the run switched it off again
+
+
+def test_tensor_takes_a_device_as_torch_tensor_does():
+    """descent.tensor(data, *, dtype=None, device=None, requires_grad=False), torch.tensor's signature."""
+    t = descent.tensor([[1.0, 2.0], [3.0, 4.0]], device="sim:0", requires_grad=True)
+    assert str(t.device) == "sim:0" and t.requires_grad and t.is_leaf
+    assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert descent.tensor([1, 2], dtype=descent.float64, device="cpu").dtype is descent.float64
+    with pytest.raises(TypeError):
+        descent.tensor([1.0], descent.float64)  # keyword-only, as torch's

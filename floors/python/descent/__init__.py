@@ -34,11 +34,15 @@ for _op in _C._ops():
     __all__.append(_op["python_name"])
 
 
-def tensor(data, dtype=None, requires_grad=False):
-    """A new CPU tensor holding a copy of `data` (a number, nested lists, a
-    numpy array or a tensor). The dtype is inferred as PyTorch does: bools ->
-    bool, ints -> int64, any float -> float32."""
+def tensor(data, *, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data` (a number, nested lists, a numpy
+    array or a tensor), on `device` (the CPU by default), as torch.tensor. The
+    dtype is inferred as PyTorch does: bools -> bool, ints -> int64, any float
+    -> float32. On a device the elements are made on the host and copied over
+    (floor 7), as PyTorch's torch.tensor copies them."""
     t = _C._tensor(data, dtype)
+    if device is not None and str(device) != "cpu":
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_()
     return t
