@@ -4,8 +4,8 @@
     python3 tests/bench/bench_device_calls.py --build build [--out FILE]
 
 Python: `x + y` on two 1-element tensors on cuda:0 (and sim:0), host enqueue
-only: the loop of calls is timed, the device is synchronized after each
-repetition outside the clock. PyTorch's torch.add on cuda the same way, in the
+only: bursts of 256 calls are timed, the device is synchronized between
+bursts outside the clock, so that the queue never fills. PyTorch's torch.add on cuda the same way, in the
 same process. C++ (bench_launch, its own process): an empty kernel launched
 raw and through floor 8, a caching-allocator hit on cuda:0 and sim:0 beside
 cudaMallocAsync/cudaFreeAsync. Medians of 7 repetitions after warm-up.
@@ -22,17 +22,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def enqueue_ns(fn, sync, n=20000, reps=7):
+def enqueue_ns(fn, sync, bursts=80, burst=256, reps=7):
+    """Host time per call, in bursts of `burst` calls with the device
+    synchronized between bursts outside the clock: a queue that filled up
+    would make a launch wait for the device, and the host time would then be
+    the device's (as bench_launch.cu times launches). Median over `reps`."""
     for _ in range(2000):
         fn()
     sync()
     runs = []
     for _ in range(reps):
-        t = time.perf_counter_ns()
-        for _ in range(n):
-            fn()
-        runs.append((time.perf_counter_ns() - t) / n)
-        sync()
+        total = 0
+        for _ in range(bursts):
+            t = time.perf_counter_ns()
+            for _ in range(burst):
+                fn()
+            total += time.perf_counter_ns() - t
+            sync()
+        runs.append(total / (bursts * burst))
     return statistics.median(runs)
 
 
