@@ -77,20 +77,13 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
       throw Error(str(launch.op, ": kernel ", launch.kernel, " faulted on sim:0 in block (", b.x, ", ", b.y, ", ", b.z,
                       "): ", e.what()));
     }
-    if (start == 0 || !trace::enabled()) return;
     trace::DeviceSpan d;
     d.name = launch.kernel;
-    d.device = "sim:0";
-    d.stream = s.id;
-    d.start_ns = start;
-    d.end_ns = trace::now_ns();
-    d.correlation = correlation;
     d.work = trace::DeviceWork::Kernel;
     d.grid[0] = launch.grid.x, d.grid[1] = launch.grid.y, d.grid[2] = launch.grid.z;
     d.block[0] = launch.block.x, d.block[1] = launch.block.y, d.block[2] = launch.block.z;
     d.shared_bytes = launch.shared_bytes;
-    d.clock = "simulated device worker (host clock)";
-    trace::record_device_span(d);
+    streams::record_sim_span(d, s, start, correlation);
   });
   enqueue.arg("queue_depth", depth);
 }

@@ -357,18 +357,11 @@ void SimRuntime::copy(void* dst, const void* src, size_t nbytes, CopyKind kind, 
     const int64_t start = trace::enabled() ? trace::now_ns() : 0;
     std::memcpy(dst, src, nbytes);
     (void)staged;  // keeps the staged bytes alive until the copy ran
-    if (start == 0 || !trace::enabled()) return;
     trace::DeviceSpan d;
     d.name = name;
-    d.device = "sim:0";
-    d.stream = s.id;
-    d.start_ns = start;
-    d.end_ns = trace::now_ns();
-    d.correlation = correlation;
     d.work = trace::DeviceWork::Memcpy;
     d.bytes = int64_t(nbytes);
-    d.clock = "simulated device worker (host clock)";
-    trace::record_device_span(d);
+    record_sim_span(d, s, start, correlation);
   });
   span.arg("queue_depth", depth);
 }

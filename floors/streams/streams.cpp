@@ -120,6 +120,17 @@ std::string recent_launches(Device d) {
   return out;
 }
 
+void record_sim_span(trace::DeviceSpan d, const Stream& s, int64_t start_ns, uint64_t correlation) {
+  if (start_ns == 0 || !trace::enabled()) return;
+  d.device = "sim:0";
+  d.stream = s.id;
+  d.start_ns = start_ns;
+  d.end_ns = trace::now_ns();
+  d.correlation = correlation;
+  d.clock = "simulated device worker (host clock)";
+  trace::record_device_span(d);
+}
+
 int64_t sim_enqueue(const Stream& s, std::function<void()> task) { return SimRuntime::get().enqueue(s, std::move(task)); }
 
 // [SECTION] Copies --------------------------------------------------------------------

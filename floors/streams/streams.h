@@ -39,6 +39,7 @@
 
 #include "floors/allocator/allocator.h"
 #include "floors/core/device.h"
+#include "tracer/tracer.h"
 
 namespace descent::streams {
 
@@ -152,5 +153,12 @@ std::string recent_launches(Device d);
 // the next synchronization on that device raises it (as a CUDA error is
 // sticky and reported by a later call).
 int64_t sim_enqueue(const Stream& s, std::function<void()> task);
+
+// From a task of sim:0's worker: puts its work on the trace's device row
+// (Note [Device spans]) from start_ns, read by the task when it began, to
+// now, with what every sim span shares (device, stream, correlation, the
+// clock); `d` brings the rest (name, kind of work, grid or bytes). Nothing
+// when tracing is off or start_ns is 0 (it was off when the task began).
+void record_sim_span(trace::DeviceSpan d, const Stream& s, int64_t start_ns, uint64_t correlation);
 
 }  // namespace descent::streams
