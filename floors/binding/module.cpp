@@ -296,24 +296,14 @@ void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
 // Note [numpy arrays descent reads]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // tensor(array) reads an array of every integer and float dtype numpy has,
-// as PyTorch does, into the nearest dtype descent has: bool, int64, float32
-// and float64 as they are; int8, int16, int32, uint8, uint16, uint32 and
-// uint64 as int64 (exactly: a uint64 past 2**63 - 1 is an error naming it);
-// float16 as float32 (exactly). PyTorch keeps int32 as int32 and so on; descent
+// as PyTorch does, into the nearest dtype descent has: bool, int64, float16,
+// float32 and float64 as they are; int8, int16, int32, uint8, uint16, uint32
+// and uint64 as int64 (exactly: a uint64 past 2**63 - 1 is an error naming
+// it). PyTorch keeps int32 as int32 and so on; descent
 // has no such dtypes, so the values are kept and the width is not. Any other
 // dtype (complex, object, datetime, strings) is a TypeError naming it, with
 // PyTorch's words ("can't convert np.ndarray of type numpy.complex64"); an
 // array in the other byte order is a ValueError, as in PyTorch.
-
-// IEEE half precision to float, exactly (every half is a float).
-float half_to_float(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float v;
-  if (exponent == 0) v = std::ldexp(float(mantissa), -24);  // zero and subnormals
-  else if (exponent == 31) v = mantissa ? NAN : INFINITY;
-  else v = std::ldexp(float(mantissa | 0x400), exponent - 25);
-  return (h & 0x8000) ? -v : v;
-}
 
 // "numpy.complex64": the array's dtype as PyTorch names it, or the buffer's format.
 std::string array_type_name(PyObject* data, const std::string& fmt) {
@@ -367,7 +357,8 @@ Tensor tensor_from_buffer(PyObject* data) {
   const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
   ScalarType dt;
   if (code == '?') dt = ScalarType::Bool;
-  else if (code == 'f' || code == 'e') dt = ScalarType::Float32;
+  else if (code == 'e') dt = ScalarType::Float16;
+  else if (code == 'f') dt = ScalarType::Float32;
   else if (code == 'd') dt = ScalarType::Float64;
   else if (is_signed || is_unsigned) dt = ScalarType::Int64;
   else refuse_array(data, fmt);
@@ -379,7 +370,7 @@ Tensor tensor_from_buffer(PyObject* data) {
   }
   Tensor out = empty_tensor(sizes, dt, Device{});
   if (out.numel() == 0) return out;
-  const bool native = code == '?' || code == 'f' || code == 'd' || ((is_signed) && view.itemsize == 8);
+  const bool native = code == '?' || code == 'e' || code == 'f' || code == 'd' || ((is_signed) && view.itemsize == 8);
   if (native) {
     // View the foreign memory as a tensor with its strides, then copy through the kernels.
     auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
@@ -388,9 +379,7 @@ Tensor tensor_from_buffer(PyObject* data) {
     return out;
   }
   auto same = [](auto x, int64_t) { return int64_t(x); };
-  if (code == 'e') {
-    read_buffer<uint16_t, float>(view, out, [](uint16_t h, int64_t) { return half_to_float(h); });
-  } else if (is_signed) {
+  if (is_signed) {
     if (view.itemsize == 1) read_buffer<int8_t, int64_t>(view, out, same);
     else if (view.itemsize == 2) read_buffer<int16_t, int64_t>(view, out, same);
     else read_buffer<int32_t, int64_t>(view, out, same);

@@ -224,6 +224,8 @@ PyObject* element_to_py(const Tensor& t, int64_t off) {
     case ScalarType::Int64: return PyLong_FromLongLong(t.data<int64_t>()[off]);
     case ScalarType::Float32: return PyFloat_FromDouble(t.data<float>()[off]);
     case ScalarType::Float64: return PyFloat_FromDouble(t.data<double>()[off]);
+    case ScalarType::Float16: return PyFloat_FromDouble(float(t.data<Half>()[off]));
+    case ScalarType::BFloat16: return PyFloat_FromDouble(float(t.data<BFloat16>()[off]));
   }
   return nullptr;
 }
@@ -351,6 +353,8 @@ const char* buffer_format(ScalarType t) {
     case ScalarType::Int64: return "q";
     case ScalarType::Float32: return "f";
     case ScalarType::Float64: return "d";
+    case ScalarType::Float16: return "e";
+    case ScalarType::BFloat16: break;  // no buffer format: tensor_getbuffer refuses it, as PyTorch's numpy() does
   }
   return "B";
 }
@@ -366,6 +370,7 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   // PyTorch's words; no hidden copy (Note [Reading a device tensor waits], device_object.cpp).
   DESCENT_CHECK(t.device().type == DeviceType::CPU, TypeError, "can't convert ", t.device().str(),
                 " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
+  DESCENT_CHECK(t.dtype() != ScalarType::BFloat16, TypeError, "Got unsupported ScalarType BFloat16");
   // A consumer that cannot take strides (hashlib, file.write) or asks for
   // C order gets the elements in order or an error, never the raw storage.
   const bool wants_flat = (flags & PyBUF_STRIDES) != PyBUF_STRIDES ||

@@ -15,6 +15,8 @@ const char* dtype_name(ScalarType t) {
     case ScalarType::Int64: return "int64";
     case ScalarType::Float32: return "float32";
     case ScalarType::Float64: return "float64";
+    case ScalarType::Float16: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
   }
   return "?";
 }
@@ -24,7 +26,8 @@ bool parse_dtype(std::string_view s, ScalarType* out) {
   static constexpr Name kNames[] = {
       {"bool", ScalarType::Bool},       {"int64", ScalarType::Int64},     {"long", ScalarType::Int64},
       {"float32", ScalarType::Float32}, {"float", ScalarType::Float32},   {"float64", ScalarType::Float64},
-      {"double", ScalarType::Float64},
+      {"double", ScalarType::Float64},  {"float16", ScalarType::Float16}, {"half", ScalarType::Float16},
+      {"bfloat16", ScalarType::BFloat16},
   };
   for (const Name& n : kNames) {
     if (n.name == s) {

@@ -41,12 +41,14 @@ class Scalar {
   // Note [Checked scalar conversion]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
   // to<T>() converts the value to the C++ type T (bool, int64_t, float,
-  // double) the way PyTorch's Scalar::to does: a value T cannot hold raises
-  // RuntimeError "value cannot be converted to type T without overflow"
-  // instead of being undefined behaviour (a double cast to int64_t) or a
-  // silent infinity (1e300 cast to float). For an integer T that is NaN, the
-  // infinities and every double outside [-2^63, 2^63); for float, a finite
-  // double beyond float's largest (NaN and the infinities are floats too).
+  // double, Half, BFloat16) the way PyTorch's Scalar::to does: a value T
+  // cannot hold raises RuntimeError "value cannot be converted to type T
+  // without overflow" instead of being undefined behaviour (a double cast to
+  // int64_t) or a silent infinity (1e300 cast to float). For an integer T
+  // that is NaN, the infinities and every double outside [-2^63, 2^63); for
+  // float, a finite double beyond float's largest; for Half (BFloat16), a
+  // finite number beyond 65504 (3.39e38), an int64 included (NaN and the
+  // infinities are floats too).
   // Anything becomes a bool. `op` and `arg`, when given, name the call in the
   // message ("full(): fill_value cannot be converted ..."). Only scalars are
   // checked: casting a tensor (to(), promotion) converts as PyTorch does.
@@ -62,6 +64,12 @@ class Scalar {
         check_fits(!std::isfinite(v_.d) || std::fabs(v_.d) <= double(std::numeric_limits<float>::max()), "float", op,
                    arg);
       return float(to_double());
+    } else if constexpr (is_reduced_float_v<T>) {  // through float, as c10's conversion goes
+      constexpr bool half = std::is_same_v<T, Half>;  // an int64 can overflow float16 too (100000)
+      const double v = to_double();
+      check_fits(!std::isfinite(v) || std::fabs(v) <= (half ? 65504.0 : 0x1.fep127), half ? "at::Half" : "at::BFloat16",
+                 op, arg);
+      return T(float(v));
     } else {
       static_assert(std::is_same_v<T, double>, "a Scalar converts to bool, int64_t, float or double");
       return to_double();

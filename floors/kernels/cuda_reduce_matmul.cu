@@ -7,11 +7,15 @@
 // [SECTION] Reductions: shuffles, the block's tree, the two passes
 // [SECTION] Matrix product: the general tiled kernel
 // [SECTION] Matrix product: the float32 kernel
+// [SECTION] Matrix product: float16 and bfloat16 on tensor cores
 // [SECTION] Gather and scatter
 //
 // Compiled with --fmad=false (CMakeLists.txt): the only fused multiply-adds
 // are the explicit ones of mul_add.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include "floors/core/error.h"
 #include "floors/kernels/device_reduce.h"
@@ -31,6 +35,12 @@ __device__ inline int64_t shfl_down(int64_t v, int off) {
   return int64_t(__shfl_down_sync(0xffffffffu, (long long)v, off));
 }
 __device__ inline bool shfl_down(bool v, int off) { return __shfl_down_sync(0xffffffffu, int(v), off) != 0; }
+template <class T, class = std::enable_if_t<is_reduced_float_v<T>>>
+__device__ inline T shfl_down(T v, int off) {  // float16 and bfloat16: their 16 bits
+  T r;
+  r.bits = uint16_t(__shfl_down_sync(0xffffffffu, int(v.bits), off));
+  return r;
+}
 template <class T>
 __device__ inline MaxAcc<T> shfl_down(MaxAcc<T> a, int off) {
   return MaxAcc<T>{shfl_down(a.v, off), shfl_down(a.k, off)};
@@ -93,21 +103,24 @@ void reduce(const streams::Stream& s, const char* kernel, const char* op, R r, c
 void cuda_sum(const streams::Stream& s, ScalarType in, ScalarType out, const void* x, void* y, void* partials,
               const ReducePlan& plan, bool mean) {
   const char* op = mean ? "aten::mean" : "aten::sum";
-  const char* kernel = pick(in, "reduce_sum_bool", "reduce_sum_int64", "reduce_sum_float32", "reduce_sum_float64");
+  const char* kernel = kernel_name("reduce_sum", Op::sum, in, in);
   auto run = [&]<class S, class T>() {
+    using Acc = opmath_t<T>;
     reduce(s, kernel, op, SumOp<T>{}, static_cast<const S*>(x), plan, SumOut<T>{static_cast<T*>(y), mean, plan.n},
-           SumPartials<T>{static_cast<T*>(partials)});
+           SumPartials<Acc>{static_cast<Acc*>(partials)});
   };
   if (in == ScalarType::Bool && out == ScalarType::Int64) return run.template operator()<bool, int64_t>();
   if (in == ScalarType::Int64 && out == ScalarType::Int64) return run.template operator()<int64_t, int64_t>();
   if (in == ScalarType::Float32 && out == ScalarType::Float32) return run.template operator()<float, float>();
   if (in == ScalarType::Float64 && out == ScalarType::Float64) return run.template operator()<double, double>();
+  if (in == ScalarType::Float16 && out == ScalarType::Float16) return run.template operator()<Half, Half>();
+  if (in == ScalarType::BFloat16 && out == ScalarType::BFloat16) return run.template operator()<BFloat16, BFloat16>();
   throw Error("cuda_sum: input and result dtypes do not go together");
 }
 
 void cuda_max(const streams::Stream& s, ScalarType dt, const void* x, void* y, int64_t* indices, void* partials,
               int64_t* partial_index, const ReducePlan& plan) {
-  const char* kernel = pick(dt, "reduce_max_bool", "reduce_max_int64", "reduce_max_float32", "reduce_max_float64");
+  const char* kernel = kernel_name("reduce_max", Op::max, dt, dt);
   visit_dtype(dt, [&]<typename T>() {
     reduce(s, kernel, "aten::max", MaxOp<T>{}, static_cast<const T*>(x), plan, MaxOut<T>{static_cast<T*>(y), indices},
            MaxPartials<T>{static_cast<T*>(partials), partial_index});
@@ -122,9 +135,9 @@ template <class Tile, class T>
 __global__ void __launch_bounds__(Tile::kThreads) matmul_tiled(MatmulPlan p, const T* a, const T* b, T* out) {
   __shared__ T as[Tile::BK][Tile::BM];
   __shared__ T bs[Tile::BK][Tile::BN];
-  T acc[Tile::TM][Tile::TN];
+  opmath_t<T> acc[Tile::TM][Tile::TN];
   for (int i = 0; i < Tile::TM; ++i)
-    for (int j = 0; j < Tile::TN; ++j) acc[i][j] = T(0);
+    for (int j = 0; j < Tile::TN; ++j) acc[i][j] = opmath_t<T>(0);
   const int64_t row0 = int64_t(blockIdx.y) * Tile::BM, col0 = int64_t(blockIdx.x) * Tile::BN;
   a += int64_t(blockIdx.z) * p.sa[0];
   b += int64_t(blockIdx.z) * p.sb[0];
@@ -270,6 +283,155 @@ void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan
   launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out));
 }
 
+// [SECTION] Matrix product: float16 and bfloat16 on tensor cores ------------------------------------
+
+// Note [Tensor-core matmul]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor core multiplies 16-bit floats a warp at a time: one mma
+// instruction (reached here through CUDA's wmma API) takes a 16 x 16 tile of
+// a and one of b, in float16 or bfloat16, and adds their product to a 16 x
+// 16 tile of float32 totals spread over the warp's 32 threads. Each product
+// of two 16-bit floats is exact in float32; the sums inside the instruction
+// are the hardware's, in an order it does not document, so a float16 or
+// bfloat16 product on CUDA is not the simulated device's bits (sim:0 runs
+// the general tiles, k ascending in float32, as the CPU does): the verifier
+// holds both to the CPU within the matmul bound (Note [Device matmul bound]),
+// and the float32 totals are rounded once to the output's dtype at the end,
+// as PyTorch's and cuBLAS's are.
+//
+// The block: 128 x 128 outputs, k in steps of 32, 256 threads in eight
+// warps (2 x 4), each warp a 64 x 32 piece: 4 x 2 tiles of totals, so each
+// a tile read from shared memory feeds two instructions and each b tile
+// four. a's and b's k tiles travel global -> registers while the previous
+// ones are multiplied (two shared buffers, one barrier a step). The fast
+// path reads 16 bytes (eight elements) at a time and needs rows contiguous
+// and aligned (tensor_core_fast); any other layout reads element by
+// element through the strides, with the same tiles. The totals leave
+// through shared memory, rounded to the output's dtype, inside the matrix only.
+constexpr int kTcBM = 128, kTcBN = 128, kTcBK = 32, kTcThreads = 256;
+constexpr int kTcLdA = kTcBK + 8, kTcLdB = kTcBN + 8;  // shared rows padded by 16 bytes (fewer bank conflicts)
+
+template <class T>
+using WmmaType = std::conditional_t<std::is_same_v<T, Half>, __half, __nv_bfloat16>;  // the same 16 bits
+
+// Eight elements of a row, as one 16-byte value.
+template <class T>
+union Eight {
+  uint4 v;
+  T e[8];
+};
+
+template <class T, bool kFast>
+__global__ void __launch_bounds__(kTcThreads) matmul_tensor_core(MatmulPlan p, const T* a, const T* b, T* out) {
+#if __CUDA_ARCH__ >= 800
+  using namespace nvcuda;
+  using W = WmmaType<T>;
+  __shared__ alignas(128) T as[2][kTcBM][kTcLdA];
+  __shared__ alignas(128) T bs[2][kTcBK][kTcLdB];
+  __shared__ alignas(128) float stage[kTcThreads / 32][16 * 16];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, wm = warp / 4, wn = warp % 4;
+  const int64_t row0 = int64_t(blockIdx.y) * kTcBM, col0 = int64_t(blockIdx.x) * kTcBN;
+  a += int64_t(blockIdx.z) * p.sa[0];
+  b += int64_t(blockIdx.z) * p.sb[0];
+  out += int64_t(blockIdx.z) * p.m * p.n;
+  // This thread's share of a k tile: rows t / 4 and 64 + t / 4 of a, k (t % 4) * 8;
+  // k rows t / 16 and 16 + t / 16 of b, columns (t % 16) * 8. Eight elements each.
+  const int a_row = t / 4, a_k = (t % 4) * 8, b_k = t / 16, b_col = (t % 16) * 8;
+  Eight<T> na[2], nb[2];
+  auto load = [&](int64_t k0) {
+    for (int r = 0; r < 2; ++r) {
+      const int64_t ra = row0 + r * 64 + a_row, ca = k0 + a_k;
+      const int64_t rb = k0 + r * 16 + b_k, cb = col0 + b_col;
+      if constexpr (kFast) {
+        na[r].v = ra < p.m && ca < p.k ? *reinterpret_cast<const uint4*>(a + ra * p.sa[1] + ca) : make_uint4(0, 0, 0, 0);
+        nb[r].v = rb < p.k && cb < p.n ? *reinterpret_cast<const uint4*>(b + rb * p.sb[1] + cb) : make_uint4(0, 0, 0, 0);
+      } else {
+        for (int e = 0; e < 8; ++e) {
+          na[r].e[e] = ra < p.m && ca + e < p.k ? a[ra * p.sa[1] + (ca + e) * p.sa[2]] : T(0.0f);
+          nb[r].e[e] = rb < p.k && cb + e < p.n ? b[rb * p.sb[1] + (cb + e) * p.sb[2]] : T(0.0f);
+        }
+      }
+    }
+  };
+  auto store = [&](int buf) {
+    for (int r = 0; r < 2; ++r) {
+      *reinterpret_cast<uint4*>(&as[buf][r * 64 + a_row][a_k]) = na[r].v;
+      *reinterpret_cast<uint4*>(&bs[buf][r * 16 + b_k][b_col]) = nb[r].v;
+    }
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[4][2];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  load(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTcBK) {
+    const bool more = k0 + kTcBK < p.k;
+    if (more) load(k0 + kTcBK);  // in flight during the products
+#pragma unroll
+    for (int kk = 0; kk < kTcBK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> fa[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> fb[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        wmma::load_matrix_sync(fa[i], reinterpret_cast<const W*>(&as[buf][wm * 64 + i * 16][kk]), kTcLdA);
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        wmma::load_matrix_sync(fb[j], reinterpret_cast<const W*>(&bs[buf][kk][wn * 32 + j * 16]), kTcLdB);
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+    if (more) store(buf ^ 1);  // the other buffer was last read before the previous barrier
+    __syncthreads();
+    buf ^= 1;
+  }
+  float* st = stage[warp];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int64_t r = row0 + wm * 64 + i * 16 + e / 16, c = col0 + wn * 32 + j * 16 + e % 16;
+        if (r < p.m && c < p.n) out[r * p.n + c] = T(st[e]);
+      }
+      __syncwarp();
+    }
+#else
+  __trap();  // tensor cores for bfloat16 need sm_80 or later (the build targets CMAKE_CUDA_ARCHITECTURES)
+#endif
+}
+
+// The fast path's layout: rows of a and b contiguous along k and n, every
+// row start 16-byte aligned (leading dims and batch strides multiples of 8
+// elements), K and N multiples of 8, so that each 16-byte load is wholly
+// inside or outside the matrix.
+bool tensor_core_fast(const MatmulPlan& p, const void* a, const void* b) {
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  return p.sa[2] == 1 && p.sb[2] == 1 && p.sa[1] % 8 == 0 && p.sb[1] % 8 == 0 &&
+         (p.batch == 1 || (p.sa[0] % 8 == 0 && p.sb[0] % 8 == 0)) && p.k % 8 == 0 && p.n % 8 == 0 && aligned(a) &&
+         aligned(b);
+}
+
+template <class T>
+void launch_tensor_core(const streams::Stream& s, const MatmulPlan& p, const void* a, const void* b, void* out) {
+  const bool fast = tensor_core_fast(p, a, b);
+  const char* kernel = std::is_same_v<T, Half> ? (fast ? "matmul_tensor_core_128x128_float16" : "matmul_tensor_core_strided_float16")
+                                               : (fast ? "matmul_tensor_core_128x128_bfloat16" : "matmul_tensor_core_strided_bfloat16");
+  launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kTcBN), kTcThreads);
+  k.grid.y = uint32_t(ceil_div(p.m, kTcBM));
+  k.grid.z = uint32_t(p.batch);
+  k.shared_bytes = 0;  // static: two k tiles of a and b, and the totals' staging
+  const T* pa = static_cast<const T*>(a);
+  const T* pb = static_cast<const T*>(b);
+  T* po = static_cast<T*>(out);
+  if (fast) launch::launch_cuda(s, k, matmul_tensor_core<T, true>, p, pa, pb, po);
+  else launch::launch_cuda(s, k, matmul_tensor_core<T, false>, p, pa, pb, po);
+}
+
 }  // namespace
 
 void cuda_matmul(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out, const MatmulPlan& p) {
@@ -288,6 +450,8 @@ void cuda_matmul(const streams::Stream& s, ScalarType dt, const void* a, const v
       return launch_tiled<GenericTile, float>(s, "matmul_tiled_64x64_float32", p, a, b, out);
     case ScalarType::Float64: return launch_tiled<GenericTile, double>(s, "matmul_tiled_64x64_float64", p, a, b, out);
     case ScalarType::Int64: return launch_tiled<GenericTile, int64_t>(s, "matmul_tiled_64x64_int64", p, a, b, out);
+    case ScalarType::Float16: return launch_tensor_core<Half>(s, p, a, b, out);
+    case ScalarType::BFloat16: return launch_tensor_core<BFloat16>(s, p, a, b, out);
     case ScalarType::Bool: break;
   }
   throw Error("cuda_matmul: no product of bool");
@@ -315,7 +479,7 @@ constexpr int64_t kMaxGrid = 65536;  // a grid-stride loop covers the rest
 }  // namespace
 
 void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void* out, const GatherPlan& p) {
-  const char* kernel = pick(dt, "index_gather_bool", "index_gather_int64", "index_gather_float32", "index_gather_float64");
+  const char* kernel = kernel_name("index_gather", Op::index, dt, dt);
   visit_dtype(dt, [&]<typename T>() {
     launch::launch_cuda(s, launch::grid_launch(kernel, "aten::index", std::min(kMaxGrid, ceil_div(p.numel, 256)), 256),
                         gather_kernel<T>, p, static_cast<const T*>(self), static_cast<T*>(out));
@@ -323,7 +487,7 @@ void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void
 }
 
 void cuda_scatter(const streams::Stream& s, ScalarType dt, void* self, const void* values, const ScatterPlan& p) {
-  const char* kernel = pick(dt, "index_scatter_bool", "index_scatter_int64", "index_scatter_float32", "index_scatter_float64");
+  const char* kernel = kernel_name("index_scatter", Op::index_put_, dt, dt);
   visit_dtype(dt, [&]<typename T>() {
     launch::launch_cuda(s, launch::grid_launch(kernel, "aten::index_put_", std::min(kMaxGrid, ceil_div(p.segments, 256)), 256),
                         scatter_kernel<T>, p, static_cast<T*>(self), static_cast<const T*>(values));

@@ -48,6 +48,7 @@
 
 #include "floors/core/tensor.h"
 #include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/device_reduce.h"  // kernel_name
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/random.h"
 #include "floors/launch/launch.h"
@@ -164,7 +165,7 @@ struct BinaryLoop : LoopBase {
   F f;
   T* out;
   In<T> a, b;
-  T alpha;
+  opmath_t<T> alpha;  // float for float16 and bfloat16 (BinaryFn, elementwise.h)
   Offsets<3> off;
   DESCENT_HD void element(int64_t i) const {
     int64_t o[3];
@@ -242,7 +243,7 @@ struct ArangeLoop : LoopBase {
   double start, step;
   int64_t istart, istep;
   DESCENT_HD void element(int64_t i) const {
-    if constexpr (std::is_floating_point_v<T>) out[i] = T(start + double(i) * step);
+    if constexpr (is_float_v<T>) out[i] = T(start + double(i) * step);
     else out[i] = T(wrap_add(istart, wrap_mul(i, istep)));
   }
   DESCENT_HD void vector(int64_t i0) const {
@@ -258,10 +259,7 @@ struct RandomLoop : LoopBase {
   uint64_t seed, offset;
   bool normal;
   DESCENT_HD void element(int64_t i) const {
-    const uint64_t c = offset + uint64_t(i);
-    if (normal) out[i] = T(normal_double(c, seed));
-    else if constexpr (std::is_same_v<T, float>) out[i] = uniform_float(c, seed);
-    else out[i] = T(uniform_double(c, seed));
+    out[i] = random_element<T>(offset + uint64_t(i), seed, normal);
   }
   DESCENT_HD void vector(int64_t i0) const {
     for (int j = 0; j < kVecElems; ++j) element(i0 + j);
@@ -297,9 +295,6 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 
 // [SECTION] Building a loop from tensors (host) ----------------------------------------
 
-// The kernel's name in the trace, interned once per (kind, op, dtypes):
-// "add_float32", "copy_float32_to_int64" (sim_kernels.cpp).
-const char* kernel_name(const char* kind, Op op, ScalarType a, ScalarType b);
 
 // An input of a loop on `dev`: t's memory there, or the value of a CPU
 // scalar (one element, any strides 0), read now on the host.
@@ -378,7 +373,7 @@ struct Build {
         using F = decltype(f);
         constexpr bool float_only = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SqrtF> ||
                                     std::is_same_v<F, SigmoidF> || std::is_same_v<F, TanhF>;
-        if constexpr (float_only && !std::is_floating_point_v<T>) {
+        if constexpr (float_only && !is_float_v<T>) {
           throw Error("device::unary: a float-only op on an integral tensor");  // the boxed kernel casts first
         } else {
           UnaryLoop<T, F> loop;
@@ -407,7 +402,7 @@ struct Build {
         loop.out = out.data<T>();
         loop.a = input<T>(a, dev);
         loop.b = input<T>(b, dev);
-        loop.alpha = alpha.to<T>();
+        loop.alpha = alpha.to<opmath_t<T>>();
         const Tensor* ts[3] = {&out, &a, &b};
         loop.off = make_offsets<3>(out.sizes(), ts, dev);
         const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
@@ -484,7 +479,7 @@ struct Build {
 
   static void random(const Launch& launch, const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
     visit_dtype(out.dtype(), [&]<typename T>() {
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (is_float_v<T>) {
         RandomLoop<T> loop;
         loop.n = out.numel();
         loop.out = out.data<T>();

@@ -29,10 +29,11 @@ struct Stream;
 
 namespace descent::kernels::device {
 
-// The kernel's name for dtype t, one literal per dtype ("sum_bool", ...).
-inline const char* pick(ScalarType t, const char* b, const char* i, const char* f, const char* d) {
-  return t == ScalarType::Bool ? b : t == ScalarType::Int64 ? i : t == ScalarType::Float32 ? f : d;
-}
+// The kernel's name in the trace, interned once per (kind, op, dtypes)
+// (sim_kernels.cpp): the op's own name and dtype for an elementwise loop
+// (kind "": "add_float32"), else the kind and the dtype ("reduce_sum_float16"),
+// or both dtypes of a conversion ("copy_float32_to_int64"). Each kind uses one op.
+const char* kernel_name(const char* kind, Op op, ScalarType a, ScalarType b);
 
 // Note [A reduction over blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -166,13 +167,14 @@ inline int64_t device_sum_depth(int64_t n, int64_t outputs) {
 
 // [SECTION] A reduction over blocks ------------------------------------------------------
 
-// Sum: the running totals are T (int64 for a bool or int64 input: they wrap).
+// Sum: the running totals are T (int64 for a bool or int64 input: they
+// wrap), float32 for float16 and bfloat16 (Note [Reduced-precision floats]).
 template <class T>
 struct SumOp {
-  using Acc = T;
-  DESCENT_HD Acc identity() const { return T(0); }
+  using Acc = opmath_t<T>;
+  DESCENT_HD Acc identity() const { return Acc(0); }
   template <class S>
-  DESCENT_HD Acc make(S x, int64_t) const { return T(x); }
+  DESCENT_HD Acc make(S x, int64_t) const { return Acc(x); }
   DESCENT_HD Acc combine(Acc a, Acc b) const { return plus(a, b); }
 };
 
@@ -262,14 +264,16 @@ void block_tree(const R& r, typename R::Acc* v, uint32_t threads) {
 }
 
 // Where a sum's or max's totals go: the result (mean divides it by the
-// count; max.dim writes the position too), or the partials of a first pass.
+// count, in the totals' type, and rounds once; max.dim writes the position
+// too), or the partials of a first pass (in the totals' type).
 template <class T>
 struct SumOut {
+  using Acc = opmath_t<T>;
   T* y;
   bool mean;
   int64_t count;
-  DESCENT_HD void write(int64_t j, T a) const {
-    if constexpr (std::is_floating_point_v<T>) y[j] = !mean ? a : count ? T(a / T(count)) : T(NAN);
+  DESCENT_HD void write(int64_t j, Acc a) const {
+    if constexpr (is_float_v<T>) y[j] = T(!mean ? a : count ? Acc(a / Acc(count)) : Acc(NAN));
     else y[j] = a;
   }
 };
@@ -333,7 +337,8 @@ struct MatmulPlan {
   int64_t sa[3] = {}, sb[3] = {};  // strides of a [batch, m, k] and b [batch, k, n]; out is contiguous
 };
 
-// One multiply-add step of an output: fused for floats, wrapping for int64.
+// One multiply-add step of an output: fused for floats, wrapping for int64
+// (a float16 or bfloat16 element is read as the float32 it is).
 DESCENT_HD inline float mul_add(float a, float b, float acc) { return fmaf(a, b, acc); }
 DESCENT_HD inline double mul_add(double a, double b, double acc) { return fma(a, b, acc); }
 DESCENT_HD inline int64_t mul_add(int64_t a, int64_t b, int64_t acc) { return wrap_add(acc, wrap_mul(a, b)); }
@@ -369,25 +374,26 @@ DESCENT_HD void load_tiles(const MatmulPlan& p, const T* a, const T* b, int64_t 
   }
 }
 
-// Thread t's multiply-adds for one k tile, into its TM x TN running outputs.
-// Past the end of k the tiles hold zeros: acc + 0 * 0 is acc exactly (acc
-// starts at +0 and so is never -0).
-template <class Tile, class T>
-DESCENT_HD void multiply_tiles(const T (*as)[Tile::BM], const T (*bs)[Tile::BN], T (*acc)[Tile::TN], uint32_t t) {
+// Thread t's multiply-adds for one k tile, into its TM x TN running outputs
+// (Acc: T, or float32 for float16 and bfloat16). Past the end of k the tiles
+// hold zeros: acc + 0 * 0 is acc exactly (acc starts at +0 and so is never -0).
+template <class Tile, class T, class Acc>
+DESCENT_HD void multiply_tiles(const T (*as)[Tile::BM], const T (*bs)[Tile::BN], Acc (*acc)[Tile::TN], uint32_t t) {
   const int ty = int(t) / (Tile::BN / Tile::TN), tx = int(t) % (Tile::BN / Tile::TN);
   for (int kk = 0; kk < Tile::BK; ++kk)
     for (int i = 0; i < Tile::TM; ++i)
-      for (int j = 0; j < Tile::TN; ++j) acc[i][j] = mul_add(as[kk][ty * Tile::TM + i], bs[kk][tx * Tile::TN + j], acc[i][j]);
+      for (int j = 0; j < Tile::TN; ++j)
+        acc[i][j] = mul_add(Acc(as[kk][ty * Tile::TM + i]), Acc(bs[kk][tx * Tile::TN + j]), acc[i][j]);
 }
 
 // Thread t's outputs written to out (contiguous [batch, m, n]), inside the matrix only.
-template <class Tile, class T>
-DESCENT_HD void store_tile(const MatmulPlan& p, T* out, int64_t row0, int64_t col0, const T (*acc)[Tile::TN], uint32_t t) {
+template <class Tile, class T, class Acc>
+DESCENT_HD void store_tile(const MatmulPlan& p, T* out, int64_t row0, int64_t col0, const Acc (*acc)[Tile::TN], uint32_t t) {
   const int ty = int(t) / (Tile::BN / Tile::TN), tx = int(t) % (Tile::BN / Tile::TN);
   for (int i = 0; i < Tile::TM; ++i)
     for (int j = 0; j < Tile::TN; ++j) {
       const int64_t r = row0 + ty * Tile::TM + i, c = col0 + tx * Tile::TN + j;
-      if (r < p.m && c < p.n) out[r * p.n + c] = acc[i][j];
+      if (r < p.m && c < p.n) out[r * p.n + c] = T(acc[i][j]);
     }
 }
 
@@ -450,7 +456,7 @@ DESCENT_HD void scatter_segment(const ScatterPlan& p, T* self, const T* values, 
   for (int64_t r = lo; r < hi; ++r) {
     const T x = values[p.values.offset(p.order[r])];
     if constexpr (std::is_same_v<T, int64_t>) e = wrap_add(e, x);
-    else e = T(e + x);  // bool: or
+    else e = T(e + x);  // bool: or; float16 and bfloat16: in float32, rounded each time as the CPU's loop does
   }
   self[p.target[s]] = e;
 }

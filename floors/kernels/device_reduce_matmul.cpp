@@ -120,14 +120,15 @@ void sum(const Tensor& in, const Tensor& keep, const bool* reduced, bool mean) {
   const char* op = mean ? "aten::mean" : "aten::sum";
   // The partials of a first pass, when there is one: freed on the host at
   // once, reused only by later work on this stream (Note [Caching allocator policy]).
-  Tensor partials = p.blocks > 1 ? empty_tensor({p.outputs * p.blocks}, keep.dtype(), in.device()) : Tensor();
+  const ScalarType acc = is_reduced_floating(keep.dtype()) ? ScalarType::Float32 : keep.dtype();  // SumOp's totals
+  Tensor partials = p.blocks > 1 ? empty_tensor({p.outputs * p.blocks}, acc, in.device()) : Tensor();
   void* part = partials.defined() ? partials.data_ptr() : nullptr;
   visit_dtype(keep.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw Error("device::sum: a sum is never bool");
     } else {
       visit_dtype(in.dtype(), [&]<typename S>() {
-        if constexpr (std::is_floating_point_v<S> != std::is_floating_point_v<T>) {
+        if constexpr (is_float_v<S> != is_float_v<T>) {
           throw Error("device::sum: input and result dtypes do not go together");
         } else {
 #ifdef DESCENT_HAVE_CUDA
@@ -136,10 +137,9 @@ void sum(const Tensor& in, const Tensor& keep, const bool* reduced, bool mean) {
 #endif
           DESCENT_CHECK(in.device().type == DeviceType::Sim, NotImplementedError, op, " on ", in.device().str(),
                         ": this build has no CUDA");
-          const char* kernel = pick(in.dtype(), "reduce_sum_bool", "reduce_sum_int64", "reduce_sum_float32",
-                                    "reduce_sum_float64");
-          sim_reduce(s, kernel, op, SumOp<T>{}, in.data<S>(), p, SumOut<T>{keep.data<T>(), mean, p.n},
-                     SumPartials<T>{static_cast<T*>(part)});
+          using Acc = opmath_t<T>;
+          sim_reduce(s, kernel_name("reduce_sum", Op::sum, in.dtype(), in.dtype()), op, SumOp<T>{}, in.data<S>(), p,
+                     SumOut<T>{keep.data<T>(), mean, p.n}, SumPartials<Acc>{static_cast<Acc*>(part)});
         }
       });
     }
@@ -165,9 +165,7 @@ void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool
   DESCENT_CHECK(in.device().type == DeviceType::Sim, NotImplementedError, "aten::max on ", in.device().str(),
                 ": this build has no CUDA");
   visit_dtype(in.dtype(), [&]<typename T>() {
-    const char* kernel = pick(in.dtype(), "reduce_max_bool", "reduce_max_int64", "reduce_max_float32",
-                              "reduce_max_float64");
-    sim_reduce(s, kernel, "aten::max", MaxOp<T>{}, in.data<T>(), p, MaxOut<T>{keep.data<T>(), idx},
+    sim_reduce(s, kernel_name("reduce_max", Op::max, in.dtype(), in.dtype()), "aten::max", MaxOp<T>{}, in.data<T>(), p, MaxOut<T>{keep.data<T>(), idx},
                MaxPartials<T>{static_cast<T*>(part_v), part_k});
   });
 }
@@ -181,6 +179,7 @@ namespace {
 // after the other at each barrier.
 template <class Tile, class T>
 void sim_matmul(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const T* a, const T* b, T* out) {
+  using Acc = opmath_t<T>;
   launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
   k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
   k.grid.z = uint32_t(p.batch);
@@ -191,8 +190,8 @@ void sim_matmul(const streams::Stream& s, const char* kernel, const MatmulPlan& 
       T bs[Tile::BK][Tile::BN];
     };
     auto shared = std::make_unique<Shared>();
-    std::vector<T> acc(size_t(Tile::kThreads) * Tile::TM * Tile::TN, T(0));  // every thread's registers
-    auto regs = [&](uint32_t t) { return reinterpret_cast<T(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN); };
+    std::vector<Acc> acc(size_t(Tile::kThreads) * Tile::TM * Tile::TN, Acc(0));  // every thread's registers
+    auto regs = [&](uint32_t t) { return reinterpret_cast<Acc(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN); };
     const int64_t row0 = int64_t(blk.y) * Tile::BM, col0 = int64_t(blk.x) * Tile::BN;
     const T* ab = a + int64_t(blk.z) * p.sa[0];
     const T* bb = b + int64_t(blk.z) * p.sb[0];
@@ -226,6 +225,11 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
       return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float64", p, a.data<double>(), b.data<double>(), out.data<double>());
     case ScalarType::Int64:
       return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int64", p, a.data<int64_t>(), b.data<int64_t>(), out.data<int64_t>());
+    case ScalarType::Float16:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float16", p, a.data<Half>(), b.data<Half>(), out.data<Half>());
+    case ScalarType::BFloat16:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_bfloat16", p, a.data<BFloat16>(), b.data<BFloat16>(),
+                                     out.data<BFloat16>());
     case ScalarType::Bool: break;
   }
   throw Error("device::matmul: no product of bool");
@@ -244,7 +248,7 @@ void gather(Device d, ScalarType dt, const void* self, void* out, const GatherPl
   visit_dtype(dt, [&]<typename T>() {
     const T* src = static_cast<const T*>(self);
     T* dst = static_cast<T*>(out);
-    const char* kernel = pick(dt, "index_gather_bool", "index_gather_int64", "index_gather_float32", "index_gather_float64");
+    const char* kernel = kernel_name("index_gather", Op::index, dt, dt);
     launch::launch_sim(s, launch::grid_launch(kernel, "aten::index", ceil_div(p.numel, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
                          for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.numel, int64_t(b.x + 1) * kThreads); ++i)
@@ -264,7 +268,7 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
   visit_dtype(dt, [&]<typename T>() {
     T* dst = static_cast<T*>(self);
     const T* src = static_cast<const T*>(values);
-    const char* kernel = pick(dt, "index_scatter_bool", "index_scatter_int64", "index_scatter_float32", "index_scatter_float64");
+    const char* kernel = kernel_name("index_scatter", Op::index_put_, dt, dt);
     launch::launch_sim(s, launch::grid_launch(kernel, "aten::index_put_", ceil_div(p.segments, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
                          for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.segments, int64_t(b.x + 1) * kThreads); ++i)

@@ -4,24 +4,19 @@
 //
 // visit_unary(op, fn) calls fn(F{}) with F the functor of `op`, so a loop is
 // written once and instantiated per op (and per dtype by visit_dtype).
+// Each functor writes its expression once, as eval(); the base it derives
+// from computes a float16 or bfloat16 element in float32 and rounds it once
+// (Note [Reduced-precision floats], half.h). DESCENT_HD (half.h) compiles
+// them for the GPU as well.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "floors/core/dtype.h"
 #include "floors/core/error.h"
 #include "floors/dispatch/ops.h"
-
-// DESCENT_HD marks a function that nvcc compiles for the GPU as well as the
-// host: the element functions below run unchanged in the CPU loops, the
-// simulated device's blocks and CUDA's threads (Note [One kernel body, two
-// devices], device_loops.h). Empty for g++.
-#ifdef __CUDACC__
-#define DESCENT_HD __host__ __device__
-#else
-#define DESCENT_HD
-#endif
 
 namespace descent::kernels {
 
@@ -42,7 +37,9 @@ template <class T> DESCENT_HD T times(T a, T b) { if constexpr (std::is_same_v<T
 // value is undefined, and may give anything once the compiler knows it).
 template <class D, class S>
 DESCENT_HD D cast_element(S x) {
-  if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
+  if constexpr (is_reduced_float_v<S> && !std::is_same_v<D, S>) {
+    return cast_element<D>(float(x));
+  } else if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
     return x >= S(-0x1p63) && x < S(0x1p63) ? int64_t(x) : INT64_MIN;
   } else {
     return static_cast<D>(x);
@@ -51,20 +48,30 @@ DESCENT_HD D cast_element(S x) {
 
 // [SECTION] Unary ---------------------------------------------------------------
 
-struct NegF { template <class T> DESCENT_HD T operator()(T x) const {
+template <class F>
+struct UnaryFn {
+  template <class T>
+  DESCENT_HD T operator()(T x) const {
+    const F& f = static_cast<const F&>(*this);
+    if constexpr (is_reduced_float_v<T>) return T(f.eval(float(x)));
+    else return f.eval(x);
+  }
+};
+
+struct NegF : UnaryFn<NegF> { template <class T> DESCENT_HD T eval(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
 // abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
-struct AbsF { template <class T> DESCENT_HD T operator()(T x) const {
+struct AbsF : UnaryFn<AbsF> { template <class T> DESCENT_HD T eval(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x;
   else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
   else return x < 0 ? NegF{}(x) : x; } };
-struct ExpF { template <class T> DESCENT_HD T operator()(T x) const { return std::exp(x); } };
-struct LogF { template <class T> DESCENT_HD T operator()(T x) const { return std::log(x); } };
-struct SqrtF { template <class T> DESCENT_HD T operator()(T x) const { return std::sqrt(x); } };
+struct ExpF : UnaryFn<ExpF> { template <class T> DESCENT_HD T eval(T x) const { return std::exp(x); } };
+struct LogF : UnaryFn<LogF> { template <class T> DESCENT_HD T eval(T x) const { return std::log(x); } };
+struct SqrtF : UnaryFn<SqrtF> { template <class T> DESCENT_HD T eval(T x) const { return std::sqrt(x); } };
 // relu propagates NaN, like PyTorch's clamp_min(0).
-struct ReluF { template <class T> DESCENT_HD T operator()(T x) const { return x > T(0) || x != x ? x : T(0); } };
-struct SigmoidF { template <class T> DESCENT_HD T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct TanhF { template <class T> DESCENT_HD T operator()(T x) const { return std::tanh(x); } };
+struct ReluF : UnaryFn<ReluF> { template <class T> DESCENT_HD T eval(T x) const { return x > T(0) || x != x ? x : T(0); } };
+struct SigmoidF : UnaryFn<SigmoidF> { template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhF : UnaryFn<TanhF> { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
 
 template <typename Fn>
 void visit_unary(Op op, Fn&& fn) {
@@ -83,18 +90,30 @@ void visit_unary(Op op, Fn&& fn) {
 
 // [SECTION] Binary ----------------------------------------------------------------
 
-// Binary functors take alpha (only add and sub use it). On bool, add is
+// Binary functors take alpha (only add and sub use it), in the type they
+// compute in: float for a float16 or bfloat16 tensor, as PyTorch's kernels
+// take it (alpha = 0.1 is not rounded to float16 first). On bool, add is
 // logical or and mul logical and, as in PyTorch.
-struct AddF { template <class T> DESCENT_HD T operator()(T a, T b, T alpha) const {
+template <class F>
+struct BinaryFn {
+  template <class T>
+  DESCENT_HD T operator()(T a, T b, opmath_t<T> alpha) const {
+    const F& f = static_cast<const F&>(*this);
+    if constexpr (is_reduced_float_v<T>) return T(f.eval(float(a), float(b), alpha));
+    else return f.eval(a, b, alpha);
+  }
+};
+
+struct AddF : BinaryFn<AddF> { template <class T> DESCENT_HD T eval(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a || (alpha && b); else return plus(a, times(alpha, b)); } };
-struct SubF { template <class T> DESCENT_HD T operator()(T a, T b, T alpha) const {
+struct SubF : BinaryFn<SubF> { template <class T> DESCENT_HD T eval(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a;
   else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)); else return a - alpha * b; } };
-struct MulF { template <class T> DESCENT_HD T operator()(T a, T b, T) const {
+struct MulF : BinaryFn<MulF> { template <class T> DESCENT_HD T eval(T a, T b, T) const {
   if constexpr (std::is_same_v<T, bool>) return a && b; else return times(a, b); } };
-struct DivF { template <class T> DESCENT_HD T operator()(T a, T b, T) const { return a / b; } };  // floats only
-struct PowF {
-  template <class T> DESCENT_HD T operator()(T a, T b, T) const {
+struct DivF : BinaryFn<DivF> { template <class T> DESCENT_HD T eval(T a, T b, T) const { return a / b; } };  // floats only
+struct PowF : BinaryFn<PowF> {
+  template <class T> DESCENT_HD T eval(T a, T b, T) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -123,12 +142,21 @@ void visit_binary(Op op, Fn&& fn) {
 
 // [SECTION] Comparison ------------------------------------------------------------
 
-struct EqF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a == b; } };
-struct LtF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a < b; } };
-struct GtF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a > b; } };
-struct NeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a != b; } };  // true when either is NaN
-struct LeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a <= b; } };
-struct GeF { template <class T> DESCENT_HD bool operator()(T a, T b) const { return a >= b; } };
+// A float16 or bfloat16 compares as the float32 it converts to (exactly).
+template <class F>
+struct CompareFn {
+  template <class T>
+  DESCENT_HD bool operator()(T a, T b) const {
+    if constexpr (is_reduced_float_v<T>) return static_cast<const F&>(*this).eval(float(a), float(b));
+    else return static_cast<const F&>(*this).eval(a, b);
+  }
+};
+struct EqF : CompareFn<EqF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a == b; } };
+struct LtF : CompareFn<LtF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a < b; } };
+struct GtF : CompareFn<GtF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a > b; } };
+struct NeF : CompareFn<NeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a != b; } };  // true when either is NaN
+struct LeF : CompareFn<LeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a <= b; } };
+struct GeF : CompareFn<GeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a >= b; } };
 
 template <typename Fn>
 void visit_compare(Op op, Fn&& fn) {

@@ -154,14 +154,9 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     return;
   }
   visit_dtype(dt, [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       T* p = out.data<T>();
-      for (int64_t i = 0; i < out.numel(); ++i) {
-        uint64_t c = g.offset + uint64_t(i);
-        if (op.id == Op::randn) p[i] = T(normal_double(c, g.seed));
-        else if constexpr (std::is_same_v<T, float>) p[i] = uniform_float(c, g.seed);
-        else p[i] = uniform_double(c, g.seed);
-      }
+      for (int64_t i = 0; i < out.numel(); ++i) p[i] = random_element<T>(g.offset + uint64_t(i), g.seed, op.id == Op::randn);
     }
   });
   s.set_result(std::move(out));

@@ -103,7 +103,7 @@ bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out
       const T* a_data = a.data<T>();
       const T* b_data = b.data<T>();
       T* out_data = out.data<T>();
-      const T al = alpha.to<T>();
+      const opmath_t<T> al = alpha.to<opmath_t<T>>();
       // No __restrict: an in-place op's output is its first operand (and may be
       // its second, x += x). Each element is read before it is written at the
       // same index, so the loop is correct; the compiler checks for overlap at
@@ -317,7 +317,8 @@ void cascade_rows(const T* x, int64_t stride, int64_t m, int64_t r0, int64_t r1,
 // the rows, or one long row at a level of its tree, or the columns: every
 // output is computed as on one thread.
 bool optimized_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
-  if (in.dtype() != keep.dtype()) return false;
+  // float16 and bfloat16 add in float32 (Note [Reduced-precision floats]): the reference loop does that.
+  if (in.dtype() != keep.dtype() || is_reduced_floating(in.dtype())) return false;
   if (in.numel() == 0) {  // nothing to add, however large the empty dims: the output's zeros
     if (keep.numel() > 0) std::memset(keep.data_ptr(), 0, size_t(keep.numel()) * element_size(keep.dtype()));
     return true;

@@ -32,7 +32,6 @@
 // bit-for-bit the reference's on any machine and any number of threads.
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -254,10 +253,38 @@ void set_matmul_isa(std::string_view name) {
 
 // [SECTION] The kernel -------------------------------------------------------------
 
+namespace {
+
+// The elements of contiguous `t` converted into contiguous `out` (same shape).
+const Tensor& convert_into(const Tensor& t, const Tensor& out) {
+  visit_dtype(t.dtype(), [&]<typename S>() {
+    visit_dtype(out.dtype(), [&]<typename D>() {
+      const S* src = t.data<S>();
+      D* dst = out.data<D>();
+      parallel_for(0, t.numel(), kGrainSize, [=](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) dst[i] = cast_element<D>(src[i]);
+      });
+    });
+  });
+  return out;
+}
+Tensor as_float32(const Tensor& t) { return convert_into(t, empty_tensor(t.sizes(), ScalarType::Float32, Device{})); }
+
+}  // namespace
+
 // The B * M output rows (all batches in one range) are what threads share.
 bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!a.is_contiguous() || !b.is_contiguous() || !out.is_contiguous()) return false;
   if (out.numel() == 0) return true;  // no loop over the rows of an empty product
+  if (is_reduced_floating(out.dtype())) {
+    // float16 and bfloat16: the float32 tiles over converted operands, each
+    // total rounded once at the end, as the reference accumulates (Note
+    // [Reduced-precision floats]). x86 has no 16-bit float arithmetic to tile.
+    const Tensor out32 = empty_tensor(out.sizes(), ScalarType::Float32, Device{});
+    optimized_matmul(as_float32(a), as_float32(b), out32);
+    convert_into(out32, out);
+    return true;
+  }
   const Isa isa = current_isa();
   const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
   const int64_t row_work = std::max<int64_t>(1, (K + 1) * N);  // multiply-adds and zeroing per output row

@@ -13,11 +13,24 @@ namespace descent::kernels {
 // priority that have it. When only Python numbers reach the category, the
 // default dtype of the category is used (int64, or float32).
 // So: float32 tensor + 1.5 -> float32;  int64 tensor + 1.5 -> float32;
-//     float32 tensor + float64 0-d tensor -> float32;  bool + int64 -> int64.
+//     float32 tensor + float64 0-d tensor -> float32;  bool + int64 -> int64;
+//     float16 tensor + 1.5 -> float16.
+// Within a category the larger dtype wins (promote_types): float16 <
+// float32 < float64 and bfloat16 < float32, but neither of float16 and
+// bfloat16 holds the other (one has the digits, the other the range), so
+// the two together give float32, as torch.promote_types does.
 namespace {
 
 int category(ScalarType t) { return t == ScalarType::Bool ? 0 : t == ScalarType::Int64 ? 1 : 2; }
 int priority(const Tensor& t) { return t.impl()->wrapped_number ? 0 : t.dim() == 0 ? 1 : 2; }
+
+// Two dtypes of one category.
+ScalarType promote_types(ScalarType a, ScalarType b) {
+  if (a == b) return a;
+  if (is_reduced_floating(a) && is_reduced_floating(b)) return ScalarType::Float32;
+  auto rank = [](ScalarType t) { return is_reduced_floating(t) ? 1 : t == ScalarType::Float32 ? 2 : 3; };
+  return is_floating(a) ? (rank(a) > rank(b) ? a : b) : std::max(a, b);
+}
 
 }  // namespace
 
@@ -29,7 +42,7 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
     ScalarType best = ScalarType::Bool;
     for (const Tensor* t : ops) {
       if (priority(*t) == prio && category(t->dtype()) == cat) {
-        best = found ? std::max(best, t->dtype()) : t->dtype();
+        best = found ? promote_types(best, t->dtype()) : t->dtype();
         found = true;
       }
     }
@@ -48,6 +61,8 @@ const char* type_word(ScalarType t) {
     case ScalarType::Int64: return "Long";
     case ScalarType::Float32: return "Float";
     case ScalarType::Float64: return "Double";
+    case ScalarType::Float16: return "Half";
+    case ScalarType::BFloat16: return "BFloat16";
   }
   return "?";
 }

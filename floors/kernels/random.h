@@ -78,4 +78,21 @@ DESCENT_HD inline double normal_double(uint64_t c, uint64_t seed) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+// Element counter c of rand or randn in the floating type T. A float16 or
+// bfloat16 uniform keeps the top 11 (8) bits of the float32 one: a multiple
+// of 2**-11 (2**-8), exact in the type, so it stays below 1 (rounding
+// 0.99999994 to float16 would give 1.0, outside rand's [0, 1)).
+template <class T>
+DESCENT_HD T random_element(uint64_t c, uint64_t seed, bool normal) {
+  if (normal) return T(normal_double(c, seed));
+  if constexpr (std::is_same_v<T, double>) {
+    return uniform_double(c, seed);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return uniform_float(c, seed);
+  } else {
+    constexpr float scale = std::is_same_v<T, Half> ? 0x1p11f : 0x1p8f;
+    return T(float(int32_t(uniform_float(c, seed) * scale)) / scale);
+  }
+}
+
 }  // namespace descent::kernels

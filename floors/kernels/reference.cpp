@@ -28,7 +28,7 @@ void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
       T* py = out.data<T>();
-      T al = alpha.to<T>();
+      const opmath_t<T> al = alpha.to<opmath_t<T>>();
       for (int64_t i = 0; i < out.numel(); ++i) {
         T x = pa[strided_offset(i, a.sizes(), a.strides())];
         T y = pb[strided_offset(i, b.sizes(), b.strides())];
@@ -147,11 +147,12 @@ void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
   const int64_t n = in.numel() == 0 ? 0 : numel_of(red_sizes);  // elements per output
   visit_dtype(keep.dtype(), [&]<typename T>() {
     T* y = keep.data<T>();  // contiguous: output j is y[j]
+    using Acc = opmath_t<T>;  // float for float16 and bfloat16 (Note [Reduced-precision floats])
     visit_dtype(in.dtype(), [&]<typename S>() {
       const S* x = in.data<S>();
       for (int64_t j = 0; j < keep.numel(); ++j) {
         const S* row = x + strided_offset(j, kept_sizes, kept_strides);
-        y[j] = cascade_sum<T>(0, n, [&](int64_t k) { return T(row[strided_offset(k, red_sizes, red_strides)]); });
+        y[j] = T(cascade_sum<Acc>(0, n, [&](int64_t k) { return Acc(row[strided_offset(k, red_sizes, red_strides)]); }));
       }
     });
   });
@@ -199,7 +200,8 @@ void reference_max(const Tensor& in, const Tensor& keep, const Tensor* indices, 
 
 // [SECTION] Matrix product -------------------------------------------------------
 
-// out[b, i, j] = sum over k of a[b, i, k] * b[b, k, j], k ascending.
+// out[b, i, j] = sum over k of a[b, i, k] * b[b, k, j], k ascending (in
+// float32 for float16 and bfloat16, rounded once at the end).
 void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (out.numel() == 0) return;  // no loop over the rows of an empty product (zeros(2**40, 0) @ zeros(0, 0))
   const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
@@ -208,14 +210,15 @@ void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
+    using Acc = opmath_t<T>;
     for (int64_t n = 0; n < B; ++n)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
-          T acc = T(0);
+          Acc acc = Acc(0);
           for (int64_t k = 0; k < K; ++k) {
-            acc = plus(acc, times(pa[n * sa[0] + i * sa[1] + k * sa[2]], pb[n * sb[0] + k * sb[1] + j * sb[2]]));
+            acc = plus(acc, times(Acc(pa[n * sa[0] + i * sa[1] + k * sa[2]]), Acc(pb[n * sb[0] + k * sb[1] + j * sb[2]])));
           }
-          po[n * so[0] + i * so[1] + j * so[2]] = acc;
+          po[n * so[0] + i * so[1] + j * so[2]] = T(acc);
         }
   });
 }

@@ -159,7 +159,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
-  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_tensor(shape, ct, dev);
@@ -258,16 +258,24 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                 type_word(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()));
   if (!dtype.is_none()) x = cast(x, dtype.to_scalar_type());
   ScalarType dt = is_floating(x.dtype()) ? x.dtype() : ScalarType::Int64;
-  Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
+  // A CPU mean of float16 or bfloat16 sums into float32, divides there and
+  // rounds once, as PyTorch's mean_out does (a device divides in its own
+  // loop, in float32 too: SumOut, device_reduce.h).
+  const bool cpu_mean = mean && x.device().type == DeviceType::CPU;
+  const bool via_float = cpu_mean && is_reduced_floating(dt);
+  Tensor keep = empty_tensor(keep_shape(x, reduced), via_float ? ScalarType::Float32 : dt, x.device());
   begin(span, keep);
   run_loop(span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
            [&] { reference_sum(x, keep, reduced); });
-  if (mean && keep.device().type == DeviceType::CPU) {  // a device divides in its own loop
+  if (cpu_mean) {
     int64_t count = keep.numel() == 0 ? 0 : x.numel() / keep.numel();
-    visit_dtype(dt, [&]<typename T>() {
-      T* y = keep.data<T>();
-      for (int64_t i = 0; i < keep.numel(); ++i) y[i] = count ? y[i] / T(count) : T(NAN);
+    visit_dtype(keep.dtype(), [&]<typename T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        T* y = keep.data<T>();
+        for (int64_t i = 0; i < keep.numel(); ++i) y[i] = count ? y[i] / T(count) : T(NAN);
+      }
     });
+    if (via_float) keep = cast(keep, dt);
   }
   s.set_result(finish_reduction(keep, reduced, by_dim && s[2].to_bool()));
 }
@@ -313,6 +321,8 @@ const char* type_meta_name(ScalarType t) {
     case ScalarType::Int64: return "long int";
     case ScalarType::Float32: return "float";
     case ScalarType::Float64: return "double";
+    case ScalarType::Float16: return "c10::Half";
+    case ScalarType::BFloat16: return "c10::BFloat16";
   }
   return "?";
 }
@@ -623,7 +633,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error,
                 "For integral input tensors, argument alpha must not be a floating point number.");
-  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<T>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);

@@ -168,9 +168,33 @@ Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
 
 namespace {
 
+// The unit roundoff of a dtype: 2**-24 for float32, 2**-53 float64, 2**-11
+// float16, 2**-8 bfloat16.
 double eps_of(ScalarType t) {
-  return t == ScalarType::Float32 ? std::numeric_limits<float>::epsilon() / 2
-                                  : t == ScalarType::Float64 ? std::numeric_limits<double>::epsilon() / 2 : 0;
+  switch (t) {
+    case ScalarType::Float32: return 0x1p-24;
+    case ScalarType::Float64: return 0x1p-53;
+    case ScalarType::Float16: return 0x1p-11;
+    case ScalarType::BFloat16: return 0x1p-8;
+    default: return 0;
+  }
+}
+// The unit roundoff of the additions inside a sum or a product of dtype t:
+// float32's for float16 and bfloat16, which accumulate in float32.
+double acc_eps_of(ScalarType t) { return is_reduced_floating(t) ? eps_of(ScalarType::Float32) : eps_of(t); }
+
+// The distance from |x| to the next larger value of its type.
+template <class T>
+double ulp_above(T x) {
+  if constexpr (is_reduced_float_v<T>) {
+    T a = x, next;
+    a.bits &= 0x7fff;
+    next.bits = uint16_t(a.bits + 1);
+    return double(float(next)) - double(float(a));
+  } else {
+    const T a = std::fabs(x);
+    return double(std::nextafter(a, std::numeric_limits<T>::infinity()) - a);
+  }
 }
 
 
@@ -220,14 +244,18 @@ DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   return DeviceBound::Exact;
 }
 
-// Note [Device matmul bound]: 2 gamma_K (|A| |B|) per output element, |A| |B| in float64.
-Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt) {
+// Note [Device matmul bound]: (gamma_K + gamma_K') (|A| |B|) per output
+// element, |A| |B| in float64; gamma_K' with twice float32's roundoff for
+// the tensor cores of a float16 or bfloat16 product on CUDA.
+Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device device) {
   const Tensor& a = args[0].to_tensor();
   const Tensor abs_a = call(Op::abs, call(Op::to, a, ScalarType::Float64));
   const Tensor abs_b = call(Op::abs, call(Op::to, args[1].to_tensor(), ScalarType::Float64));
   Tensor prod = call(Op::contiguous, call(op.id, abs_a, abs_b));
-  const double k_eps = double(a.sizes()[a.dim() - 1]) * eps_of(dt);
-  const double scale = 2.0 * k_eps / (1.0 - k_eps) * (1.0 + 4.0 * k_eps);  // and the float64 product's own rounding
+  const double k = double(a.sizes()[a.dim() - 1]);
+  const double k_eps = k * acc_eps_of(dt);
+  const double k_dev = k_eps * (is_reduced_floating(dt) && device.type == DeviceType::CUDA ? 2.0 : 1.0);
+  const double scale = (k_eps / (1.0 - k_eps) + k_dev / (1.0 - k_dev)) * (1.0 + 4.0 * k_eps);  // and float64's own rounding
   double* p = prod.data<double>();
   for (int64_t i = 0; i < prod.numel(); ++i) p[i] *= scale;
   return prod;
@@ -241,10 +269,10 @@ bool same_bits_but_nan_payloads(const Tensor& a, const Tensor& b) {
   if (bytes == 0 || std::memcmp(a.data_ptr(), b.data_ptr(), bytes) == 0) return true;
   bool same = true;
   visit_dtype(a.dtype(), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {
       const T *x = a.data<T>(), *y = b.data<T>();
       for (int64_t i = 0; i < a.numel() && same; ++i)
-        same = (std::isnan(x[i]) && std::isnan(y[i])) || std::memcmp(&x[i], &y[i], sizeof(T)) == 0;
+        same = (x[i] != x[i] && y[i] != y[i]) || std::memcmp(&x[i], &y[i], sizeof(T)) == 0;
     } else {
       same = false;
     }
@@ -308,24 +336,27 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       bound = empty_tensor(a.sizes(), ScalarType::Float64, Device{});  // fresh: to() of a float64 `a` would be `a` itself
       const Tensor ac = call(Op::contiguous, a);
       visit_dtype(a.dtype(), [&]<typename T>() {
-        if constexpr (std::is_floating_point_v<T>) {
+        if constexpr (is_float_v<T>) {
           const T* ra = ac.data<T>();
           double* p = bound.data<double>();
           for (int64_t i = 0; i < ac.numel(); ++i) {
-            const T x = std::fabs(ra[i]);
-            p[i] = kCudaMathUlps * double(std::nextafter(x, std::numeric_limits<T>::infinity()) - x);
+            // float16 and bfloat16 are computed in float32 and rounded: 8 ulps
+            // of float32 before the rounding, and the rounding may then go
+            // the other way, one ulp of the dtype.
+            if constexpr (is_reduced_float_v<T>) p[i] = kCudaMathUlps * ulp_above(float(ra[i])) + ulp_above(ra[i]);
+            else p[i] = kCudaMathUlps * ulp_above(ra[i]);
           }
         }
       });
     } else if (kind == DeviceBound::Product) {
-      bound = product_bound(op, args, a.dtype());
+      bound = product_bound(op, args, a.dtype(), device);
     } else {  // (gamma_d + gamma_d') sum|x| per output, over n for mean
       const Tensor& x = args[0].to_tensor();
       const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
       bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)),
                                         by_dim ? args[1] : IValue(), true));
       const int64_t outputs = bound.numel(), n = outputs ? x.numel() / outputs : 0;
-      const double e = eps_of(a.dtype());
+      const double e = acc_eps_of(a.dtype());
       const double d = double(cascade_depth(n)) * e, dd = double(device::device_sum_depth(n, outputs)) * e;
       double scale = d / (1.0 - d) + dd / (1.0 - dd);
       if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) scale /= double(n);
@@ -333,9 +364,14 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       for (int64_t i = 0; i < bound.numel(); ++i) p[i] *= scale;
     }
     const Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
+    // A float16 or bfloat16 sum or product rounds its float32 total once at
+    // the end on both sides: totals within the bound may round up to one
+    // unit of the dtype further apart (Note [Reduced-precision floats]).
+    const bool rounds_once = is_reduced_floating(a.dtype()) && kind != DeviceBound::Ulps;
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
-      const double allowed = bound.data<double>()[i];
+      const double larger = std::max(std::fabs(a64.data<double>()[i]), std::fabs(b64.data<double>()[i]));
+      const double allowed = bound.data<double>()[i] + (rounds_once ? 2.0 * eps_of(a.dtype()) * larger : 0.0);
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, allowed);
       const bool both_nan = std::isnan(a64.data<double>()[i]) && std::isnan(b64.data<double>()[i]);
@@ -416,10 +452,13 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device
     int64_t n = abs_sum.numel() ? x.numel() / abs_sum.numel() : 0;
     Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
     for (int64_t i = 0; i < a.numel(); ++i) {
-      const double d_eps = double(cascade_depth(n)) * eps_of(a.dtype());
+      const double d_eps = double(cascade_depth(n)) * acc_eps_of(a.dtype());
       double bound = 2.0 * d_eps / (1.0 - d_eps) * abs_sum.data<double>()[i];
       if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) bound /= double(n);
       double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
+      // float16 and bfloat16 add in float32 and round once: one unit of the dtype more.
+      if (is_reduced_floating(a.dtype()))
+        bound += 2.0 * eps_of(a.dtype()) * std::max(std::fabs(a64.data<double>()[i]), std::fabs(b64.data<double>()[i]));
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, bound);
       if (!(diff <= bound)) {

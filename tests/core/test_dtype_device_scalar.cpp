@@ -1,5 +1,5 @@
 // Tests for floors/core/{dtype.h,device.h,scalar.h} and core.cpp: dtype names,
-// parsing, sizes and promotion order; Device::parse and str; Scalar's
+// parsing, sizes and categories; Device::parse and str; Scalar's
 // conversions and printing.
 //
 // [SECTION] dtypes
@@ -22,7 +22,8 @@
 namespace descent {
 namespace {
 
-constexpr ScalarType kAllDtypes[] = {ScalarType::Bool, ScalarType::Int64, ScalarType::Float32, ScalarType::Float64};
+constexpr ScalarType kAllDtypes[] = {ScalarType::Bool,    ScalarType::Int64,   ScalarType::Float32,
+                                     ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
 
 // [SECTION] dtypes --------------------------------------------------------------------
 
@@ -31,19 +32,25 @@ TEST(Dtype, NamesAndSizes) {
   EXPECT_STREQ(dtype_name(ScalarType::Int64), "int64");
   EXPECT_STREQ(dtype_name(ScalarType::Float32), "float32");
   EXPECT_STREQ(dtype_name(ScalarType::Float64), "float64");
+  EXPECT_STREQ(dtype_name(ScalarType::Float16), "float16");
+  EXPECT_STREQ(dtype_name(ScalarType::BFloat16), "bfloat16");
+  static_assert(element_size(ScalarType::Float16) == 2 && sizeof(Half) == 2);
+  static_assert(element_size(ScalarType::BFloat16) == 2 && sizeof(BFloat16) == 2);
   static_assert(element_size(ScalarType::Bool) == 1);
   static_assert(element_size(ScalarType::Int64) == 8);
   static_assert(element_size(ScalarType::Float32) == 4);
   static_assert(element_size(ScalarType::Float64) == 8);
   static_assert(kDefaultFloat == ScalarType::Float32);
-  static_assert(kNumScalarTypes == 4);
+  static_assert(kNumScalarTypes == 6);
 }
 
 TEST(Dtype, ParseAcceptsNamesAndAliases) {
   struct Case { const char* text; ScalarType want; };
   for (Case c : {Case{"bool", ScalarType::Bool}, Case{"int64", ScalarType::Int64}, Case{"long", ScalarType::Int64},
                  Case{"float32", ScalarType::Float32}, Case{"float", ScalarType::Float32},
-                 Case{"float64", ScalarType::Float64}, Case{"double", ScalarType::Float64}}) {
+                 Case{"float64", ScalarType::Float64}, Case{"double", ScalarType::Float64},
+                 Case{"float16", ScalarType::Float16}, Case{"half", ScalarType::Float16},
+                 Case{"bfloat16", ScalarType::BFloat16}}) {
     ScalarType got = ScalarType::Bool;
     EXPECT_TRUE(parse_dtype(c.text, &got)) << c.text;
     EXPECT_EQ(got, c.want) << c.text;
@@ -57,20 +64,20 @@ TEST(Dtype, ParseAcceptsNamesAndAliases) {
 }
 
 TEST(Dtype, ParseRejectsUnknownNamesWithoutWriting) {
-  for (const char* bad : {"", "int", "int32", "float16", "Float32", "float32 ", "torch.float32", "bool8"}) {
+  for (const char* bad : {"", "int", "int32", "float8", "Float32", "float32 ", "torch.float32", "bool8", "bf16"}) {
     ScalarType got = ScalarType::Float64;
     EXPECT_FALSE(parse_dtype(bad, &got)) << "'" << bad << "'";
     EXPECT_EQ(got, ScalarType::Float64) << "'" << bad << "' wrote the output";
   }
 }
 
-TEST(Dtype, CategoriesAndPromotionOrder) {
-  // Declared in promotion order: within a category the later dtype wins.
-  EXPECT_LT(int(ScalarType::Bool), int(ScalarType::Int64));
-  EXPECT_LT(int(ScalarType::Int64), int(ScalarType::Float32));
-  EXPECT_LT(int(ScalarType::Float32), int(ScalarType::Float64));
+TEST(Dtype, Categories) {
   EXPECT_TRUE(is_floating(ScalarType::Float32));
   EXPECT_TRUE(is_floating(ScalarType::Float64));
+  EXPECT_TRUE(is_floating(ScalarType::Float16));
+  EXPECT_TRUE(is_floating(ScalarType::BFloat16));
+  EXPECT_TRUE(is_reduced_floating(ScalarType::BFloat16));
+  EXPECT_FALSE(is_reduced_floating(ScalarType::Float32));
   EXPECT_FALSE(is_floating(ScalarType::Int64));
   EXPECT_FALSE(is_floating(ScalarType::Bool));
   EXPECT_TRUE(is_integral(ScalarType::Int64, false));

@@ -287,6 +287,14 @@ TEST(Promotion, ResultDtypes) {
       {Op::ne, t(S::Int64), t(S::Float64), S::Bool, "comparisons are bool"},
       {Op::le, t(S::Float32), t(S::Int64), S::Bool, "comparisons are bool"},
       {Op::ge, t(S::Bool), t(S::Float32), S::Bool, "comparisons are bool"},
+      {Op::add, t(S::Float16), t(S::BFloat16), S::Float32, "neither 16-bit float holds the other: float32"},
+      {Op::mul, t(S::Float16), t(S::Float32), S::Float32, "float16 * float32"},
+      {Op::add, t(S::BFloat16), t(S::Float64), S::Float64, "bfloat16 + float64"},
+      {Op::add, t(S::Float16), wrapped_float, S::Float16, "float16 + Python float stays float16"},
+      {Op::add, t(S::Int64), t(S::BFloat16), S::BFloat16, "int64 + bfloat16"},
+      {Op::add, t(S::Float16), t(S::Float32, true), S::Float16, "a 0-d float32 does not widen float16"},
+      {Op::add, t(S::Float16, true), t(S::BFloat16, true), S::Float32, "two 0-d 16-bit floats"},
+      {Op::div, t(S::Float16), t(S::Int64), S::Float16, "float16 / int64"},
   };
   for (const Case& c : cases) EXPECT_EQ(call(c.op, c.a, c.b).dtype(), c.want) << c.what;
   // The compute dtype itself, before div and the comparisons pick their output dtype.

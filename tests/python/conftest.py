@@ -37,8 +37,11 @@ import pytest
 
 import descent
 
+# The dtypes the numpy-driven sweeps use; numpy has no bfloat16, and the
+# 16-bit floats have tests of their own (test_reduced_floats.py).
 DTYPES = [descent.bool, descent.int64, descent.float32, descent.float64]
 FLOAT_DTYPES = [descent.float32, descent.float64]
+ALL_DTYPES = DTYPES + [descent.float16, descent.bfloat16]
 NP_DTYPE = {descent.bool: np.bool_, descent.int64: np.int64,
             descent.float32: np.float32, descent.float64: np.float64}
 LAYOUTS = ["contiguous", "offset", "transposed", "stepped", "expanded"]

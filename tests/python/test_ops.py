@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
+from conftest import ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
 
 OPS = OPS_BY_KEY  # "add", "max.dim", ...: conftest.op_key
 B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
@@ -369,7 +369,7 @@ def test_comparison_operators_return_tensors():
         assert OPS[name]["kind"] == "comparison"
         assert OPS[name]["schema"] == f"aten::{name}.Tensor(Tensor self, Tensor other) -> Tensor"
         verdicts = descent.verify(name)
-        assert len(verdicts) == len(DTYPES) and all(v["op"] == f"aten::{name}.Tensor" and v["passed"] for v in verdicts)
+        assert len(verdicts) == len(ALL_DTYPES) and all(v["op"] == f"aten::{name}.Tensor" and v["passed"] for v in verdicts)
 
 
 def test_numpy_operand_on_the_left():

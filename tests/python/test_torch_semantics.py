@@ -20,7 +20,7 @@ import pytest
 
 import descent
 
-B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
+B, I, F, D, H = descent.bool, descent.int64, descent.float32, descent.float64, descent.float16
 
 
 def raises(kind, text):
@@ -294,7 +294,7 @@ def test_numpy_operands_on_either_side_give_a_tensor():
 
 @pytest.mark.parametrize("np_dtype,dtype", [
     (np.int8, I), (np.int16, I), (np.int32, I), (np.int64, I), (np.uint8, I), (np.uint16, I), (np.uint32, I),
-    (np.uint64, I), (np.float16, F), (np.float32, F), (np.float64, D), (np.bool_, B)])
+    (np.uint64, I), (np.float16, H), (np.float32, F), (np.float64, D), (np.bool_, B)])
 def test_numpy_arrays_of_every_integer_and_float_dtype(np_dtype, dtype):
     """Note [numpy arrays descent reads]: the values exactly, in descent's nearest dtype."""
     info = np.iinfo(np_dtype) if np.issubdtype(np_dtype, np.integer) else None
@@ -306,6 +306,7 @@ def test_numpy_arrays_of_every_integer_and_float_dtype(np_dtype, dtype):
         np.testing.assert_array_equal(t.numpy().astype(np.float64), arr.astype(np.float64))
     h = descent.tensor(np.array([0.1, -65504, 6e-8, np.inf, -0.0], dtype=np.float16))
     assert h.tolist()[:4] == [float(np.float16(0.1)), -65504.0, float(np.float16(6e-8)), float("inf")]
+    assert h.dtype is H and h.numpy().dtype == np.float16  # float16 is a dtype of its own, as in PyTorch
 
 
 def test_numpy_arrays_that_cannot_convert_name_their_dtype():

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, OPS_BY_KEY, UNSUPPORTED, cli, python_env, random_array, to_np
+from conftest import ALL_DTYPES, DTYPES, OPS_BY_KEY, UNSUPPORTED, cli, python_env, random_array, to_np
 
 OPS = {op["name"]: op for op in descent._C._ops()}
 SEEDS = [1, 2, 3]
@@ -43,7 +43,7 @@ def verdicts():
 def test_every_verdict_passes(name, seed):
     dirty_the_heap()
     vs = descent.verify(name, seed)
-    assert [v["dtype"] for v in vs] == ["bool", "int64", "float32", "float64"]
+    assert [v["dtype"] for v in vs] == ["bool", "int64", "float32", "float64", "float16", "bfloat16"]
     failed = [(v["dtype"], v["claim"], v["detail"]) for v in vs if not v["passed"]]
     assert not failed, failed
 
@@ -51,8 +51,8 @@ def test_every_verdict_passes(name, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_op_has_one_verdict_per_dtype(verdicts, seed):
     vs = verdicts[seed]
-    assert len(vs) == len(OPS) * len(DTYPES)
-    assert {(v["op"], v["dtype"]) for v in vs} == {(n, repr(d).split(".")[1]) for n in OPS for d in DTYPES}
+    assert len(vs) == len(OPS) * len(ALL_DTYPES)
+    assert {(v["op"], v["dtype"]) for v in vs} == {(n, repr(d).split(".")[1]) for n in OPS for d in ALL_DTYPES}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -105,7 +105,7 @@ def test_cli_verify_and_ops():
     r = subprocess.run([cli(), "verify", "--op", "add", "--seed", "2"], capture_output=True, text=True,
                        timeout=120, env=python_env())
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("bit-for-bit") == 4 and "4 of 4 verdicts hold" in r.stdout
+    assert r.stdout.count("bit-for-bit") == 6 and "6 of 6 verdicts hold" in r.stdout
     r = subprocess.run([cli(), "verify", "--op", "nope"], capture_output=True, text=True, timeout=120,
                        env=python_env())
     assert r.returncode == 2 and "no op named 'nope'" in r.stderr

@@ -15,12 +15,14 @@ import os as _os
 
 from . import _C
 from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
-    OutOfMemoryError, bool, device, dtype, float32, float64, get_num_threads, int64, manual_seed, set_num_threads,
+    OutOfMemoryError, bfloat16, bool, device, dtype, float16, float32, float64, get_num_threads, int64, manual_seed,
+    set_num_threads,
 )
 from ._tensor import Size, Tensor
 
 float = float32
 double = float64
+half = float16
 long = int64
 
 _C._set_tensor_class(Tensor)
