@@ -91,6 +91,13 @@ int main(int argc, char** argv) {
     const Tensor a = random_on({n, n}, d, 3), b = random_on({n, n}, d, 4);
     const double ms = device_ms(d, 3, [&] { call(Op::mm, a, b); });
     report("matmul_float32", ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
+    // On tensor cores (Note [Tensor-core matmul]); PyTorch's side is cuBLAS's bfloat16 and float16.
+    for (ScalarType dt : {ScalarType::BFloat16, ScalarType::Float16}) {
+      const Tensor a16 = call(Op::to, a, dt), b16 = call(Op::to, b, dt);
+      const double ms16 = device_ms(d, 10, [&] { call(Op::mm, a16, b16); });
+      report(dt == ScalarType::BFloat16 ? "matmul_bfloat16" : "matmul_float16", ms16,
+             2.0 * n * n * n / (ms16 * 1e-3) / 1e12, "TFLOP/s");
+    }
   }
   return 0;
 }

@@ -8,7 +8,8 @@ the median of 7 repetitions after a warm-up): a float32 sum of 2**28
 elements (bytes read per second) and of each row of a square matrix of as
 many; a float32 add and copy of 2**28 elements (bytes read and written per
 second); a float32 4096 x 4096 x 4096 matrix product (2 n**3 operations per
-second). descent's side is tests/bench/bench_device (C++, through the
+second), and the same in bfloat16 and float16 (descent's tensor-core kernel
+beside cuBLAS's, reported without a target). descent's side is tests/bench/bench_device (C++, through the
 dispatcher); PyTorch's is torch.sum and torch.matmul (cuBLAS; TF32 off, so
 both multiply in float32) timed with torch.cuda.Event the same way. Prints
 each pair, the ratio, and the target of the device floors: sum >= 0.95 of
@@ -60,6 +61,10 @@ def torch_side(device, sum_log2, n, reps=7):
     a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
     ms = device_ms(lambda: torch.matmul(a, b), 3)
     out["matmul_float32"] = (ms, 2 * n ** 3 / (ms * 1e-3) / 1e12, "TFLOP/s")
+    for dt, name in ((torch.bfloat16, "matmul_bfloat16"), (torch.float16, "matmul_float16")):
+        a16, b16 = a.to(dt), b.to(dt)
+        ms = device_ms(lambda: torch.matmul(a16, b16), 10)
+        out[name] = (ms, 2 * n ** 3 / (ms * 1e-3) / 1e12, "TFLOP/s")
     return out
 
 
