@@ -30,6 +30,23 @@ namespace internal {
 constexpr size_t kMaxRequest = SIZE_MAX / 4;  // bytes; larger requests are refused outright
 constexpr size_t kMiB = 1 << 20;              // bytes
 
+struct Block;
+
+// Order of a free list: by stream, then size, then address. The best fit for
+// (stream, size) is the first block not below the key {stream, size, 0}.
+// A free list is searched by a key, without a Block to compare with.
+struct BlockKey {
+  StreamId stream;
+  size_t size;
+};
+struct BlockOrder {
+  using is_transparent = void;  // lower_bound(BlockKey)
+  bool operator()(const Block* a, const Block* b) const;
+  bool operator()(const Block* a, const BlockKey& k) const;
+  bool operator()(const BlockKey& k, const Block* b) const;
+};
+using FreeList = std::set<Block*, BlockOrder>;
+
 struct Block {
   uintptr_t addr = 0;
   size_t size = 0;        // bytes, a multiple of kMinBlockSize
@@ -37,24 +54,28 @@ struct Block {
   StreamId stream = 0;    // the stream it was allocated on
   bool small = false;     // pool
   bool allocated = false;
+  bool listed = false;    // on its pool's free list, at `where`
   int event_count = 0;    // events still to pass before the free completes (Note [Deferred frees])
   std::vector<StreamId> stream_uses;  // other streams it was used on (record_stream)
   CachingAllocator* owner = nullptr;  // while allocated: the allocator, for the DataPtr's deleter
   Block* prev = nullptr;  // neighbours in the same segment, address order
   Block* next = nullptr;
+  FreeList::iterator where;  // while listed: its node, so leaving the list needs no search
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   bool pending() const { return !allocated && event_count > 0; }
 };
 
-// Order of a free list: by stream, then size, then address. The best fit for
-// (stream, size) is the first block not below the key {stream, size, 0}.
-struct BlockOrder {
-  bool operator()(const Block* a, const Block* b) const {
-    return std::tie(a->stream, a->size, a->addr) < std::tie(b->stream, b->size, b->addr);
-  }
-};
-using FreeList = std::set<Block*, BlockOrder>;
+inline bool BlockOrder::operator()(const Block* a, const Block* b) const {
+  return std::tie(a->stream, a->size, a->addr) < std::tie(b->stream, b->size, b->addr);
+}
+// The key {stream, size} sits before every block of that stream and size (address 0).
+inline bool BlockOrder::operator()(const Block* a, const BlockKey& k) const {
+  return std::tie(a->stream, a->size) < std::tie(k.stream, k.size);
+}
+inline bool BlockOrder::operator()(const BlockKey& k, const Block* b) const {
+  return std::tie(k.stream, k.size) <= std::tie(b->stream, b->size);
+}
 
 struct Segment {
   size_t size = 0;        // bytes, as asked from the backend
@@ -153,25 +174,46 @@ struct CachingAllocator::Impl {
   const FreeList& free_list(bool small) const { return small ? small_free : large_free; }
   // The free lists' nodes are reused too: a block leaves its list by
   // extract(), which keeps the tree node, and the next block to be listed
-  // goes in with that node (Note [The hit path]).
+  // goes in with that node. A listed block keeps its node's iterator
+  // (Block::where), so leaving the list is no search, and a block that
+  // replaces another on the list takes its node where that keeps the order
+  // (take_node): Note [The hit path].
   std::vector<FreeList::node_type> spare_nodes;
-  void unlist(FreeList& list, FreeList::iterator it) {
-    if (spare_nodes.size() < 64) spare_nodes.push_back(list.extract(it));
-    else list.erase(it);
-  }
   void unlist(FreeList& list, Block* b) {
-    auto it = list.find(b);
-    if (it != list.end()) unlist(list, it);
+    if (!b->listed) return;
+    b->listed = false;
+    if (spare_nodes.size() < 64) spare_nodes.push_back(list.extract(b->where));
+    else list.erase(b->where);
   }
   void list_block(FreeList& list, Block* b) {
     if (spare_nodes.empty()) {
-      list.insert(b);
+      b->where = list.insert(b).first;
+    } else {
+      FreeList::node_type node = std::move(spare_nodes.back());
+      spare_nodes.pop_back();
+      node.value() = b;
+      b->where = list.insert(std::move(node)).position;
+    }
+    b->listed = true;
+  }
+  // `b` replaces `holder` (listed) on the list: in holder's own node when b's
+  // key sorts between that node's neighbours (the node's value is written in
+  // place, which keeps the tree valid since the order holds: no search, no
+  // rebalancing), else by the long way. b may be holder itself, its size
+  // already changed.
+  void take_node(FreeList& list, Block* holder, Block* b) {
+    const FreeList::iterator it = holder->where;
+    const bool after_prev = it == list.begin() || BlockOrder{}(*std::prev(it), b);
+    const bool before_next = std::next(it) == list.end() || BlockOrder{}(b, *std::next(it));
+    if (after_prev && before_next) {
+      holder->listed = false;
+      const_cast<Block*&>(*it) = b;  // a set's element is const only to keep its order, which holds
+      b->where = it;
+      b->listed = true;
       return;
     }
-    FreeList::node_type node = std::move(spare_nodes.back());
-    spare_nodes.pop_back();
-    node.value() = b;
-    list.insert(std::move(node));
+    unlist(list, holder);
+    list_block(list, b);
   }
 
   // The history is off unless asked for: every hit pays one branch for it.

@@ -205,6 +205,7 @@ void CachingAllocator::check_invariants() const {
       if (b->size == 0 || b->size % kMinBlockSize != 0) fail(where + " has a bad size");
       if (b->small != seg.small || b->stream != seg.stream) fail(where + " disagrees with its segment");
       const bool listed = m.free_list(b->small).count(const_cast<Block*>(b)) > 0;
+      if (listed != b->listed || (listed && *b->where != b)) fail(where + " is listed but does not know its place");
       if (b->allocated || b->pending()) {
         if (listed) fail(where + " is active but on a free list");
         s.active++;
@@ -239,6 +240,9 @@ void CachingAllocator::check_invariants() const {
   if (num_events != num_waits) fail("pending events and blocks waiting for them disagree");
   if (num_live != m.num_live) fail("the count of live blocks and the blocks disagree");
   if (num_free != m.small_free.size() + m.large_free.size()) fail("free lists and blocks disagree");
+  // Impl::take_node writes list nodes in place: the lists must still be in order.
+  for (const FreeList* list : {&m.small_free, &m.large_free})
+    if (!std::is_sorted(list->begin(), list->end(), BlockOrder{})) fail("a free list is out of order");
 
   const DeviceStats& st = m.stats;
   auto expect_stat = [&](const char* name, const StatArray& a, int64_t Sums::*field) {

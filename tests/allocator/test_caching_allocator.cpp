@@ -485,6 +485,60 @@ TEST(CachingAllocatorRandomized, TwoThousandOpsMatchAModelOfLiveBytes) {
   EXPECT_EQ(backend.in_use(), 0u);
 }
 
+// The free lists' nodes are reused and rewritten in place on the hit path
+// (Note [The hit path]): after every operation the lists must be in order,
+// and every allocation must take the best fit a snapshot taken before it
+// shows (the smallest free block of its stream and pool, the lowest address
+// among equals), whatever the history of splits and merges.
+TEST(CachingAllocatorRandomized, EveryAllocationTakesTheBestFitTheSnapshotShows) {
+  constexpr int kOps = 3000;
+  HostArenaBackend backend(kGiB, "sim:0");
+  CachingAllocator alloc(backend);
+  std::mt19937 rng(7);
+  std::vector<DataPtr> live;
+  auto random_size = [&rng]() -> size_t {
+    unsigned r = rng() % 100;
+    if (r < 75) return 1 + rng() % (256 * kKiB);
+    if (r < 90) return 256 * kKiB + rng() % kSmallSize;
+    return kSmallSize + rng() % (24 * kMiB);
+  };
+  for (int op = 0; op < kOps; ++op) {
+    if (live.empty() || rng() % 100 < 52) {
+      const size_t n = random_size();
+      const StreamId stream = static_cast<StreamId>(rng() % 3);
+      const size_t rounded = n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+      const bool small = rounded <= kSmallSize;
+      size_t best_size = SIZE_MAX;
+      uintptr_t best_addr = 0;
+      for (const SegmentInfo& seg : alloc.snapshot().segments) {
+        if (seg.stream != stream || (seg.segment_type == "small") != small) continue;
+        for (const BlockInfo& b : seg.blocks)
+          if (b.state == "inactive" && b.size >= rounded &&
+              std::tie(b.size, b.address) < std::tie(best_size, best_addr)) {
+            best_size = b.size;
+            best_addr = b.address;
+          }
+      }
+      live.push_back(alloc.allocate(n, stream));
+      const AllocDecision d = alloc.last_decision();
+      ASSERT_EQ(d.cache_hit, best_size != SIZE_MAX) << "op " << op;
+      if (d.cache_hit) {
+        ASSERT_EQ(addr(live.back()), best_addr) << "op " << op;
+      }
+    } else {
+      const size_t i = rng() % live.size();
+      live[i].release();
+      live[i] = live.back();
+      live.pop_back();
+    }
+    if (op % 700 == 699) alloc.empty_cache();
+    ASSERT_NO_THROW(alloc.check_invariants()) << "op " << op;
+  }
+  for (DataPtr& p : live) p.release();
+  alloc.check_invariants();
+  for (const SegmentInfo& seg : alloc.snapshot().segments) EXPECT_EQ(seg.blocks.size(), 1u);
+}
+
 TEST(CachingAllocatorThreads, ConcurrentAllocAndFreeStayConsistent) {
   constexpr int kThreads = 4;
   constexpr int kOps = 1000;
