@@ -330,7 +330,10 @@ struct MaxPartials {
 // current one's multiply-adds run (cuda_reduce_matmul.cu says why this
 // shape won: 0.87 of cuBLAS at 4096^3 on the H200, from 0.76 with 256
 // threads of 8 x 8). Every tiling gives the same bits: only the order of k
-// matters, and it is always ascending.
+// matters, and it is always ascending. float16 and bfloat16 run the general
+// tiles on sim:0, adding in float32; on CUDA they run on tensor cores, whose
+// order is the hardware's (Note [Tensor-core matmul], cuda_reduce_matmul.cu):
+// there the two devices agree within the bound, not bit for bit.
 
 struct MatmulPlan {
   int64_t batch = 0, m = 0, n = 0, k = 0;

@@ -55,6 +55,12 @@ namespace descent::kernels {
 //     index_put_), and the other elementwise ops: bit for bit, where any NaN
 //     equals any NaN (a NaN's sign and payload are the hardware's: x86's 0/0
 //     is 0xffc00000, a GPU's 0x7fffffff).
+//   - float16 and bfloat16: a sum or product adds in float32 (the bounds
+//     above with float32's roundoff; twice it for CUDA's tensor cores, which
+//     may truncate inside an instruction, Note [Tensor-core matmul]) and
+//     rounds once to the dtype, which may then go one unit of the dtype
+//     either way; exp, log, tanh, sigmoid and pow on CUDA: 8 ulps of float32,
+//     then that one rounding. Everything else: bit for bit, as above.
 // Ops without a device loop of their own answer "unsupported" on a device.
 //
 // Note [Device matmul bound]

@@ -105,3 +105,28 @@ def test_the_verifier_holds_every_op_in_both_dtypes(device):
     vs = [v for v in descent.verify(device=None if device == "cpu" else device) if v["dtype"] in ("float16", "bfloat16")]
     assert len(vs) == 2 * len(descent._C._ops())
     assert all(v["passed"] for v in vs), [(v["op"], v["dtype"], v["detail"]) for v in vs if not v["passed"]]
+
+
+@pytest.mark.skipif(not descent.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("dtype", [H, BF])
+@pytest.mark.parametrize("shape,layout", [
+    ((1, 1, 1, 1), "rows"), ((1, 17, 33, 65), "rows"), ((1, 128, 256, 128), "rows"), ((1, 300, 257, 129), "transposed"),
+    ((1, 513, 1024, 264), "rows"), ((3, 70, 40, 96), "rows"), ((2, 64, 24, 40), "transposed")])
+def test_tensor_core_products_hold_the_bound_on_cuda(dtype, shape, layout):
+    """Note [Tensor-core matmul]: within the float32 accumulation's bound (twice
+    the roundoff, as a tensor core may truncate) plus one rounding to the dtype,
+    of the exact product of the same 16-bit inputs; the fast and the strided path."""
+    batch, m, k, n = shape
+    descent.manual_seed(m * k + n)
+    a = descent.randn(batch, k, m, dtype=dtype).transpose(1, 2) if layout == "transposed" else \
+        descent.randn(batch, m, k, dtype=dtype)
+    b = descent.randn(batch, k, n, dtype=dtype)
+    got = (a.cuda() @ b.cuda()).cpu()
+    assert got.dtype is dtype and tuple(got.shape) == (batch, m, n)
+    a64, b64 = a.to(descent.float64), b.to(descent.float64)
+    exact, size = (a64 @ b64).tolist(), (a64.abs() @ b64.abs()).tolist()
+    eps = 2.0 ** -11 if dtype is H else 2.0 ** -8
+    for g_mat, e_mat, s_mat in zip(got.tolist(), exact, size):
+        for g_row, e_row, s_row in zip(g_mat, e_mat, s_mat):
+            for g, e, s in zip(g_row, e_row, s_row):
+                assert abs(g - e) <= 2 * k * 2.0 ** -23 * s + eps * abs(e) + 1e-30, (g, e, s)
