@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -409,21 +410,28 @@ std::vector<int64_t> corrected_durations(const Trace& t) {
     }
   }
   std::vector<int64_t> out(t.spans.size());
-  const double cost = std::isfinite(t.span_cost_ns) && t.span_cost_ns > 0 ? t.span_cost_ns : 0.0;
-  // A statement run by the Python package pays more than a C++ span: the
-  // calls that open and close its span from Python, and the profile hook's
-  // events for the statement's own frame (measured by descent.tracing).
-  const auto cost_in_metadata = [&](const char* key) {
+  const auto valid = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
+  const double cost = valid(t.span_cost_ns);  // what a span costs the spans around it
+  const auto in_metadata = [&](const char* key) -> std::optional<double> {
     const auto it = t.metadata.find(key);
-    const double v = it == t.metadata.end() ? 0.0 : std::strtod(it->second.c_str(), nullptr);
-    return std::isfinite(v) && v > 0 ? v : 0.0;
+    if (it == t.metadata.end()) return std::nullopt;
+    return valid(std::strtod(it->second.c_str(), nullptr));
   };
-  const double statement = cost_in_metadata("tracer.statement_cost_ns");
-  const double per_arg = cost_in_metadata("tracer.arg_cost_ns");  // each argument a span records
+  // What a span costs itself: the part of its own begin and end between its
+  // two clock reads. Traces from before it was measured take the whole cost.
+  const double self = in_metadata("tracer.span_self_cost_ns").value_or(cost);
+  // A statement run by the Python package (a floor-1 root) costs itself
+  // more: the profile hook's events for its frame (measured by
+  // descent.tracing). Older traces give only the excess over a whole span.
+  const std::optional<double> statement_self = in_metadata("tracer.statement_self_cost_ns");
+  const std::optional<double> statement_excess = in_metadata("tracer.statement_cost_ns");
+  const double statement = statement_self ? *statement_self : statement_excess ? cost + *statement_excess : self;
+  const double per_arg = in_metadata("tracer.arg_cost_ns").value_or(0);  // each argument a span records
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const double measured = static_cast<double>(t.spans[i].duration_ns());
-    double taken = cost * static_cast<double>(1 + descendants[i]) + per_arg * static_cast<double>(args[i]);
-    if (parent[i] == SIZE_MAX && t.spans[i].floor == Floor::Python) taken += statement;
+    const bool is_statement = parent[i] == SIZE_MAX && t.spans[i].floor == Floor::Python;
+    const double own = is_statement ? statement : self;
+    const double taken = own + cost * static_cast<double>(descendants[i]) + per_arg * static_cast<double>(args[i]);
     out[i] = static_cast<int64_t>(std::llround(std::max(measured - taken, 0.0)));
   }
   return out;

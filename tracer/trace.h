@@ -122,19 +122,31 @@ std::string format_tree(const Trace& t);
 // spans; its cold time is run 1's. The app's building (ui/story.h,
 // timing_of) matches spans the same way, over calls grouped by line.
 //
-// Both have the tracer's own cost taken out, which a span pays for itself and
-// for every span recorded inside it on its thread: corrected = measured -
-// span_cost_ns * (1 + descendants) - arg_cost * (arguments they recorded),
-// floored at 0 (the metadata "tracer.arg_cost_ns", measured beside
-// span_cost_ns at start()). span_cost_ns is measured at
-// start() on a hot loop (Trace::span_cost_ns), so this is an estimate: for a
-// warm call it brings the traced time close to the untraced one
-// (tests/bench/bench.py measures how close). A statement's span (a floor-1
-// root, opened from Python by descent.tracing.run) also has the metadata
-// "tracer.statement_cost_ns" taken out when the trace has it: what the
-// Python side of tracing a statement costs beyond a C++ span (its span's
-// calls from Python, the profile hook's events for the statement's frame),
-// which run(..., repeat=N) measures on a no-op statement before recording.
+// Both have the tracer's own cost taken out: what the tracer ran between the
+// span's two clock reads. That is, for a span with its descendants on its
+// thread: corrected = measured - self - span_cost_ns * descendants - arg_cost
+// * (arguments they and it recorded), floored at 0. span_cost_ns (what a
+// span costs the spans around it: the whole of a begin and an end) is timed
+// at start() on a hot loop of begin/end pairs; self (the metadata
+// "tracer.span_self_cost_ns": what a span costs itself, only the part of its
+// begin and end between its two clock reads) is the median duration of that
+// loop's empty spans; arg_cost ("tracer.arg_cost_ns") is timed beside them.
+// A statement's span (a floor-1 root, opened around the statement's frame
+// by descent.tracing.run through _C._run_statement) costs itself more than a
+// C++ span: the profile hook's call and return events for its frame. run(...,
+// repeat=N) measures that before recording, on a no-op statement run the
+// same way: its span's median duration less the same statement's median time
+// untraced, timed alone as a span times it (_C._time_statement), and the
+// trace's metadata "tracer.statement_self_cost_ns" takes the place of self
+// for statements. (Traces saved before self costs were measured hold
+// "tracer.statement_cost_ns", the excess over a whole span, and take
+// span_cost_ns for self.) tests/bench/bench.py sets a repeated traced
+// statement's corrected time beside the statement timed untraced that way.
+// What is not taken out: the profile hook's events for Python frames other
+// than the statement's and the package's (a C function called from the
+// statement's Python code, a function of the user's), and whatever a span
+// site computes only for its arguments; and span_cost_ns is a hot loop's
+// cost, where the spans of real code run among other work.
 
 // The floor-7 span in which a recording that ends waits for the work it
 // queued on the devices (floors/streams/device_memory.h,

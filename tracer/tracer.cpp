@@ -476,19 +476,35 @@ namespace {
 ClockPair g_base;             // clocks at start()
 double g_ns_per_tick = 1.0;
 std::atomic<double> g_span_cost_ns{0.0};
+std::atomic<double> g_span_self_cost_ns{0.0};
 std::atomic<double> g_arg_cost_ns{0.0};
+
+// The median duration, in ns, of the empty spans a calibration rep left in
+// `scratch`: the part of a span's own cost that lies between its two clock
+// reads (Note [Warm medians]). Needs the clock calibrated.
+double median_empty_span_ns(ThreadBuffer& scratch) {
+  std::vector<uint64_t> ticks(scratch.count);
+  for (uint32_t i = 0; i < scratch.count; ++i) {
+    const SpanRecord& r = record_at(&scratch, i);
+    ticks[i] = r.end_ticks - r.start_ticks;
+  }
+  if (ticks.empty()) return 0.0;
+  std::nth_element(ticks.begin(), ticks.begin() + ticks.size() / 2, ticks.end());
+  return static_cast<double>(ticks[ticks.size() / 2]) * g_ns_per_tick;
+}
 
 // Times begin/end pairs through the public path (flag, TLS, call) into a
 // scratch buffer swapped in for the calling thread. Median of a few reps.
 // With `args` > 0, each span also records that many arguments (half ints,
-// half strings, as the floors' spans mostly do).
-double measure_span_cost(int args = 0) {
+// half strings, as the floors' spans mostly do). With `self_ns`, also the
+// median empty span's own duration (of the median rep).
+double measure_span_cost(int args = 0, double* self_ns = nullptr) {
   ThreadBuffer scratch;
   ThreadBuffer* saved = tl_buffer;
   tl_buffer = &scratch;
-  std::array<double, kCostReps> per_pair_ns{};
+  std::array<std::pair<double, double>, kCostReps> per_pair_ns{};  // (pair cost, empty span's own duration)
   g_enabled.store(true);
-  for (double& cost : per_pair_ns) {
+  for (auto& [cost, self] : per_pair_ns) {
     reset_buffer(&scratch, g_epoch.load());
     const int64_t t0 = read_ns();
     for (int i = 0; i < kCostPairsPerRep; ++i) {
@@ -499,11 +515,13 @@ double measure_span_cost(int args = 0) {
       }
     }
     cost = static_cast<double>(read_ns() - t0) / kCostPairsPerRep;
+    if (self_ns) self = median_empty_span_ns(scratch);
   }
   g_enabled.store(false);
   tl_buffer = saved;
   std::sort(per_pair_ns.begin(), per_pair_ns.end());
-  return per_pair_ns[kCostReps / 2];
+  if (self_ns) *self_ns = per_pair_ns[kCostReps / 2].second;
+  return per_pair_ns[kCostReps / 2].first;
 }
 // What one argument adds to a span (Note [Warm medians] takes it out too).
 double measure_arg_cost() {
@@ -715,9 +733,11 @@ void start() {
   choose_clock();
   drop_exited_buffers();
   clear_flows();
-  g_span_cost_ns.store(measure_span_cost());
+  calibrate_clock();  // first: the empty spans' own durations are converted with its ratio
+  double self_ns = 0.0;
+  g_span_cost_ns.store(measure_span_cost(0, &self_ns));
+  g_span_self_cost_ns.store(self_ns);
   g_arg_cost_ns.store(measure_arg_cost());
-  calibrate_clock();
   const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
   detail::clear_device_spans(read_ns());  // Note [Device spans]
   cupti::detail::on_start();
@@ -776,6 +796,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   t.metadata["tracer.clock"] = clock_name();  // Note [The tracer's clock]
   t.metadata["tracer.ns_per_tick"] = std::to_string(g_ns_per_tick);
   t.metadata["tracer.arg_cost_ns"] = std::to_string(g_arg_cost_ns.load());  // Note [Warm medians]
+  t.metadata["tracer.span_self_cost_ns"] = std::to_string(g_span_self_cost_ns.load());
   dropped = dropped > dropped_before ? dropped - dropped_before : 0;
   if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
   return t;

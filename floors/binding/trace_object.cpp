@@ -252,6 +252,84 @@ PyObject* py_span_end(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// [SECTION] Statements: run as spans, and timed untraced -------------------------
+
+// The globals a statement runs in, with __builtins__ put in as eval() puts it;
+// false (TypeError set) when `globals` is not a dict or `code` not a code object.
+bool statement_args(const char* fn, PyObject* code, PyObject* globals) {
+  if (!PyCode_Check(code) || !PyDict_Check(globals)) {
+    PyErr_Format(PyExc_TypeError, "%s(): expected a code object and a dict, got %s and %s", fn,
+                 Py_TYPE(code)->tp_name, Py_TYPE(globals)->tp_name);
+    return false;
+  }
+  return PyDict_GetItemString(globals, "__builtins__") != nullptr ||
+         PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0;
+}
+
+// _run_statement(floor, name, code, globals) -> the code's value. Runs a
+// compiled statement (descent.tracing.run) inside a span of its own, opened
+// and closed here, so that nothing of the Python loop around it is inside:
+// the span holds the statement's frame and the profile hook's two events for
+// it (Note [Warm medians]). Tracing off: one branch, then the statement.
+PyObject* py_run_statement(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 4 || !PyUnicode_Check(args[1])) {
+    return PyErr_Format(PyExc_TypeError, "_run_statement(floor, name, code, globals): takes 4 arguments, a str name");
+  }
+  const long floor = PyLong_AsLong(args[0]);
+  if (floor == -1 && PyErr_Occurred()) return nullptr;
+  if (floor < 1 || floor >= trace::kNumFloors) return PyErr_Format(PyExc_ValueError, "no floor %ld", floor);
+  if (!statement_args("_run_statement", args[2], args[3])) return nullptr;
+  trace::SpanHandle span = trace::kNoSpan;
+  if (trace::enabled()) {
+    const char* name = PyUnicode_AsUTF8(args[1]);
+    if (!name) return nullptr;
+    span = trace::begin_span(trace::Floor(floor), trace::intern(name));
+  }
+  PyObject* value = PyEval_EvalCode(args[2], args[3], args[3]);
+  if (span >= 0) trace::end_span(span);  // a stale handle (a stop in the statement) matches nothing
+  return value;
+}
+
+// _time_statement(code, globals, runs) -> [ns, ...]: the statement run
+// `runs` times untraced, each run timed alone on the tracer's clock as a
+// statement's span times it (from before the statement's frame to after),
+// less two back-to-back clock reads; each value is released after the next
+// run, as run() holds a statement's value. What a statement costs without
+// the tracer (Note [Warm medians]).
+PyObject* py_time_statement(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3) return PyErr_Format(PyExc_TypeError, "_time_statement(code, globals, runs): takes 3 arguments");
+  const long runs = PyLong_AsLong(args[2]);
+  if (runs == -1 && PyErr_Occurred()) return nullptr;
+  if (runs < 1) return PyErr_Format(PyExc_ValueError, "runs must be at least 1, got %ld", runs);
+  if (!statement_args("_time_statement", args[0], args[1])) return nullptr;
+  std::vector<uint64_t> ticks(static_cast<size_t>(runs)), empty(static_cast<size_t>(runs));
+  const int64_t ns0 = trace::now_ns();
+  const uint64_t ticks0 = trace::now_ticks();
+  PyObject* held = nullptr;
+  for (long i = 0; i < runs; ++i) {
+    const uint64_t e0 = trace::now_ticks();
+    const uint64_t e1 = trace::now_ticks();
+    empty[i] = e1 - e0;
+    const uint64_t t0 = trace::now_ticks();
+    PyObject* value = PyEval_EvalCode(args[0], args[1], args[1]);
+    const uint64_t t1 = trace::now_ticks();
+    ticks[i] = t1 - t0;
+    Py_XDECREF(held);
+    held = value;
+    if (!value) return nullptr;
+  }
+  Py_XDECREF(held);
+  const uint64_t ticks1 = trace::now_ticks();
+  const int64_t ns1 = trace::now_ns();
+  const double ns_per_tick = ticks1 > ticks0 ? static_cast<double>(ns1 - ns0) / static_cast<double>(ticks1 - ticks0) : 1.0;
+  std::vector<uint64_t> sorted = empty;
+  std::nth_element(sorted.begin(), sorted.begin() + runs / 2, sorted.end());
+  const double clock_ns = static_cast<double>(sorted[runs / 2]) * ns_per_tick;
+  return py_list(ticks.size(), [&](size_t i) {
+    return PyFloat_FromDouble(std::max(0.0, static_cast<double>(ticks[i]) * ns_per_tick - clock_ns));
+  });
+}
+
 // [SECTION] The profile hook: floor-1 spans for the descent package's functions ----
 
 std::string g_package_dir;  // functions in files under it are floor 1 ...
@@ -336,6 +414,10 @@ PyMethodDef trace_functions[] = {
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},
     {"_set_profile_hook", py_set_profile_hook, METH_VARARGS, "_set_profile_hook(on, package_dir, skip_file)"},
+    {"_run_statement", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_run_statement)), METH_FASTCALL,
+     "_run_statement(floor, name, code, globals) -> value: the compiled statement run in a span of its own"},
+    {"_time_statement", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_time_statement)), METH_FASTCALL,
+     "_time_statement(code, globals, runs) -> [ns]: each run of the statement timed alone, untraced"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -80,8 +80,12 @@ def python_side(lib, prefix):
 def traced_add(descent, runs=2001):
     """A 1-element `x + y` traced as `descent trace --repeat` runs it: the warm
     median of the statement's span with the tracer's cost taken out (Note
-    [Warm medians] in tracer/trace.h), beside the same compiled statement run
-    untraced the same way (eval), so the two differ only by the tracing."""
+    [Warm medians] in tracer/trace.h), beside the same compiled statement
+    untraced, timed alone as the span times it (descent._C._time_statement:
+    from before its frame to after, each value released after the next run,
+    as the trace holds it), so that the two differ only by the tracing. Also
+    the statement through eval() in a Python loop, which adds the loop, the
+    call and the value's release to what a span holds."""
     from descent import tracing
     env = {"descent": descent, "x": descent.randn(1), "y": descent.randn(1)}
     result, error = tracing.run("x + y", env=env, echo=None, repeat=runs)
@@ -91,8 +95,10 @@ def traced_add(descent, runs=2001):
                  if w is not None and s["parent"] == 0 and s["name"] == "x + y"]
     compiled = compile("x + y", "<bench>", "eval")
     spans_per_run = len(result.spans()) / runs
+    untraced = statistics.median(descent._C._time_statement(compiled, env, runs))
     return {"py_add_traced_corrected": statement[0],
-            "py_add_untraced_same": per_call_ns(lambda: eval(compiled, env)),
+            "py_add_untraced_same": untraced,
+            "py_add_untraced_eval_loop": per_call_ns(lambda: eval(compiled, env)),
             "py_add_traced_spans": spans_per_run,
             "py_add_traced_span_cost": result.span_cost_ns}
 
@@ -192,8 +198,10 @@ def main():
                          f"({r['py_add_traced_spans']:.0f} spans at {r['py_add_traced_span_cost']:.1f} ns; "
                          f"{within:+.0%} from untraced)", "py_add_traced_corrected", None,
                          "within 25% of untraced"))
-        lines.append(row("the same `x + y` untraced (its compiled statement through eval, as the trace runs it)",
+        lines.append(row("the same `x + y` untraced (its compiled statement timed alone, as its span times it)",
                          "py_add_untraced_same", None, ""))
+        lines.append(row("the same `x + y` untraced through eval() in a Python loop (the loop and call included)",
+                         "py_add_untraced_eval_loop", None, ""))
     if "tracy_method_per_span_wall" in r:
         n = r["tracy_method_threads"]
         lines.append(row(f"tracer span, Tracy's method: {n:.0f} threads of real work, wall-time difference "

@@ -395,8 +395,9 @@ def test_cli_trace_repeat_shows_warm_medians_without_the_tracers_cost(tmp_path):
     out = r.stdout
     header = [line for line in out.splitlines() if line.startswith("descent trace:")]
     assert len(header) == 1 and "in 5 runs" in header[0]
-    m = re.search(r"times are warm medians of 4 runs with the tracer's cost taken out: ([0-9.]+) ns per span, "
-                  r"([0-9.]+) ns per argument and ([0-9.]+) ns more per statement", header[0])
+    m = re.search(r"times are warm medians of 4 runs with the tracer's cost taken out: ([0-9.]+) ns per span inside "
+                  r"the spans around it \(([0-9.]+) inside itself\), ([0-9.]+) ns per argument, ([0-9.]+) ns inside a "
+                  r"statement's own span", header[0])
     assert m and float(m.group(1)) > 0, header[0]
     assert "clock: " in header[0]
     assert out.count("tensor([[2., 2.],") == 1                          # only the last run's value is echoed
@@ -431,18 +432,20 @@ def test_corrected_warm_time_takes_the_tracer_cost_out():
     result, error = descent.tracing.run("descent.ones(2) + 1", echo=None, repeat=3)
     assert error is None
     spans, warm = result.spans(), result.warm_medians(3)
-    cost = result.span_cost_ns
-    # A statement also pays the Python side of its tracing, measured on a no-op statement (Note [Warm medians]).
-    statement = float(result.metadata["tracer.statement_cost_ns"])
+    cost = result.span_cost_ns                                  # what a span costs the spans around it
+    # A statement's span costs itself what a no-op statement's span measures beyond the
+    # statement untraced (Note [Warm medians]); a span inside it costs the whole of cost.
+    statement = float(result.metadata["tracer.statement_self_cost_ns"])
     assert statement >= 0
+    assert 0 <= float(result.metadata["tracer.span_self_cost_ns"]) <= cost
     roots = [s for s in spans if s["parent"] == 0 and s["name"] == "descent.ones(2) + 1"]
     assert len(roots) == 3
     per_arg = float(result.metadata["tracer.arg_cost_ns"])  # and each argument a span records
     assert per_arg >= 0
     inside = lambda root: [s for s in spans if s["thread"] == root["thread"]  # noqa: E731
                            and root["start_ns"] <= s["start_ns"] and s["end_ns"] <= root["end_ns"]]
-    corrected = [max(r["end_ns"] - r["start_ns"] - cost * len(inside(r))
-                     - per_arg * sum(len(s["args"]) for s in inside(r)) - statement, 0) for r in roots]
+    corrected = [max(r["end_ns"] - r["start_ns"] - statement - cost * (len(inside(r)) - 1)
+                     - per_arg * sum(len(s["args"]) for s in inside(r)), 0) for r in roots]
     w = warm[spans.index(roots[-1])]
     assert w[2] == 2
     assert abs(w[0] - (corrected[1] + corrected[2]) / 2) <= 1       # the median of two: their mean, in ns
@@ -450,6 +453,40 @@ def test_corrected_warm_time_takes_the_tracer_cost_out():
     assert cost > 0
     with pytest.raises(ValueError):
         result.warm_medians(2)      # 3 runs of one statement do not split into 2
+
+
+def test_run_statement_is_the_statement_in_a_span_of_its_own():
+    env = {"descent": descent, "x": descent.ones(2)}
+    code = compile("x + 1", "<test>", "eval")
+    with descent.trace() as t:
+        value = descent._C._run_statement(1, "x + 1", code, env)
+    assert value.tolist() == [2.0, 2.0]
+    spans = t.result.spans()
+    root = [s for s in spans if s["name"] == "x + 1"]
+    assert len(root) == 1 and root[0]["floor"] == 1 and root[0]["parent"] == 0
+    assert any(s["parent"] == root[0]["id"] and s["floor"] == 2 for s in spans)      # the add's binding span inside
+    assert "__builtins__" in env                                                      # as eval() leaves globals
+    assert descent._C._run_statement(1, "x + 1", code, env).tolist() == [2.0, 2.0]           # tracing off: no span, same value
+    with descent.trace() as t:
+        with pytest.raises(ZeroDivisionError):
+            descent._C._run_statement(1, "1 / 0", compile("1 / 0", "<test>", "eval"), env)
+    assert [s["name"] for s in t.result.spans() if s["parent"] == 0] == ["1 / 0"]     # closed despite the error
+    assert descent._C._run_statement(1, "y = 3", compile("y = 3", "<test>", "exec"), env) is None and env["y"] == 3
+    with pytest.raises(TypeError):
+        descent._C._run_statement(1, "x", "x", env)
+    with pytest.raises(ValueError):
+        descent._C._run_statement(0, "x", code, env)
+
+
+def test_time_statement_times_each_run_untraced():
+    env = {"x": descent.ones(1)}
+    times = descent._C._time_statement(compile("x + x", "<test>", "eval"), env, 51)
+    assert len(times) == 51 and all(ns >= 0 for ns in times)
+    assert sorted(times)[25] > 0                                    # an add takes time
+    with pytest.raises(ZeroDivisionError):
+        descent._C._time_statement(compile("1 / 0", "<test>", "eval"), env, 3)
+    with pytest.raises(ValueError):
+        descent._C._time_statement(compile("x", "<test>", "eval"), env, 0)
 
 
 def test_parallel_for_chunks_on_workers_are_joined_by_flows(tmp_path):

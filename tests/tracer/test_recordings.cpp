@@ -188,6 +188,39 @@ TEST(WarmMedians, TheLastRunIsTimedByTheWarmRunsWithTheTracersCostTakenOut) {
   EXPECT_NE(text.find("1 spans on other threads"), std::string::npos) << text;
 }
 
+TEST(WarmMedians, ASpanCostsItselfOnlyThePartBetweenItsClockReads) {
+  Trace t = three_runs(10);
+  t.metadata["tracer.span_self_cost_ns"] = "4";
+  t.metadata["tracer.arg_cost_ns"] = "3";
+  t.spans[1].args = {{"k", int64_t{1}}};
+  std::vector<int64_t> corrected = corrected_durations(t);
+  EXPECT_EQ(corrected[1], 100 - 4 - 3);        // its own part of a span, and its argument
+  EXPECT_EQ(corrected[0], 1000 - 4 - 10 - 3);  // its own part, the whole of its child's span, the child's argument
+  // A statement's own span (a floor-1 root) costs itself what descent.tracing measured.
+  t.metadata["tracer.statement_self_cost_ns"] = "50";
+  corrected = corrected_durations(t);
+  EXPECT_EQ(corrected[0], 1000 - 50 - 10 - 3);
+  EXPECT_EQ(corrected[1], 100 - 4 - 3);
+}
+
+TEST(WarmMedians, ATraceSavedBeforeTheSelfCostsKeepsItsCorrection) {
+  Trace t = three_runs(10);
+  t.metadata["tracer.statement_cost_ns"] = "20";  // the excess of a statement over a whole span
+  const std::vector<int64_t> corrected = corrected_durations(t);
+  EXPECT_EQ(corrected[0], 1000 - (10 + 20) - 10);
+  EXPECT_EQ(corrected[1], 100 - 10);
+}
+
+TEST(WarmMedians, StartMeasuresWhatASpanCostsItself) {
+  start();
+  { ScopedSpan s(Floor::Python, "one"); }
+  const Trace t = stop();
+  const double self = std::stod(t.metadata.at("tracer.span_self_cost_ns"));
+  EXPECT_GT(self, 0);
+  EXPECT_GT(t.span_cost_ns, 0);
+  EXPECT_GT(std::stod(t.metadata.at("tracer.arg_cost_ns")), 0);
+}
+
 TEST(WarmMedians, ACostLargerThanTheSpanFloorsAtZero) {
   const std::vector<int64_t> corrected = corrected_durations(three_runs(1000));
   for (int64_t ns : corrected) EXPECT_EQ(ns, 0);

@@ -129,24 +129,19 @@ def run(code, env=None, echo=print, repeat=1):
             statements.append((text, False, compile(ast.Module([stmt], []), "<descent trace>", "exec")))
     error = None
     values = []
-    statement_cost = _statement_cost_ns(env) if repeat > 1 else None
+    statement_cost = _statement_self_cost_ns(env) if repeat > 1 else None
+    run_statement = _C._run_statement  # the statement's span is opened and closed in C, around its frame only
     with trace() as t:
         for _ in range(repeat):
             values.clear()
             for text, is_expression, compiled in statements:
-                index = _C._span_begin(PYTHON_FLOOR, text)
                 try:
-                    if is_expression:
-                        value = eval(compiled, env)
-                        if value is not None:
-                            values.append(value)
-                    else:
-                        exec(compiled, env)
+                    value = run_statement(PYTHON_FLOOR, text, compiled, env)
                 except (Exception, SystemExit) as e:  # the user's code failed or exited: keep what was recorded
                     error = e
                     break
-                finally:
-                    _C._span_end(index)
+                if is_expression and value is not None:
+                    values.append(value)
             if error is not None:
                 break
     for value in values:
@@ -154,35 +149,27 @@ def run(code, env=None, echo=print, repeat=1):
             echo(repr(value))
     t.result.set_metadata("trace.runs", str(repeat))
     if statement_cost is not None:
-        t.result.set_metadata("tracer.statement_cost_ns", f"{statement_cost:.1f}")
+        t.result.set_metadata("tracer.statement_self_cost_ns", f"{statement_cost:.1f}")
     return t.result, error
 
 
-def _statement_cost_ns(env, samples=301):
-    """What tracing one statement costs on the Python side beyond a C++ span
-    (Note [Warm medians], tracer/trace.h): a no-op statement run the way run()
-    runs each statement, in a recording of its own, against the same
-    statement untraced. The median of each, so a stray slow run counts once."""
+def _statement_self_cost_ns(env, samples=1001):
+    """What a statement's span costs itself (Note [Warm medians], tracer/trace.h):
+    the median span of a no-op statement run as run() runs each statement
+    (through _C._run_statement, in a recording of its own, with the profile
+    hook on), less the median time of the same statement untraced, timed
+    alone as its span times it (_C._time_statement). The profile hook's
+    events for the statement's frame are the most of it."""
     import statistics
-    import time
     noop = compile("None", "<descent trace>", "eval")
-    untraced = []
-    for _ in range(7):
-        start = time.perf_counter_ns()
-        for _ in range(samples):
-            eval(noop, env)
-        untraced.append((time.perf_counter_ns() - start) / samples)
     with trace() as cal:
         for _ in range(samples):
-            index = _C._span_begin(PYTHON_FLOOR, "statement calibration")
-            try:
-                eval(noop, env)
-            finally:
-                _C._span_end(index)
+            _C._run_statement(PYTHON_FLOOR, "statement calibration", noop, env)
     spans = [s["end_ns"] - s["start_ns"] for s in cal.result.spans() if s["name"] == "statement calibration"]
     if not spans:
         return 0.0
-    return max(0.0, statistics.median(spans[1:] or spans) - cal.result.span_cost_ns - statistics.median(untraced))
+    untraced = statistics.median(_C._time_statement(noop, env, samples))
+    return max(0.0, statistics.median(spans[1:] or spans) - untraced)
 
 
 def header(tr, runs=1):
@@ -193,9 +180,13 @@ def header(tr, runs=1):
     device = tr.metadata.get("device", "cpu")
     if runs > 1:
         per_arg = tr.metadata.get("tracer.arg_cost_ns")
-        statement = tr.metadata.get("tracer.statement_cost_ns")
-        extra = (f", {float(per_arg):.1f} ns per argument" if per_arg else "") + \
-                (f" and {statement} ns more per statement" if statement else "")
+        self_cost = tr.metadata.get("tracer.span_self_cost_ns")
+        statement = tr.metadata.get("tracer.statement_self_cost_ns")
+        old_statement = tr.metadata.get("tracer.statement_cost_ns")  # traces saved before the self costs
+        extra = (f" inside the spans around it ({float(self_cost):.1f} inside itself)" if self_cost else "") + \
+                (f", {float(per_arg):.1f} ns per argument" if per_arg else "") + \
+                (f", {statement} ns inside a statement's own span" if statement else "") + \
+                (f" and {old_statement} ns more per statement" if old_statement else "")
         text = (f"descent trace: {len(tr.spans())} spans in {runs} runs; times are warm medians of {runs - 1} "
                 f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span{extra} (the first, cold "
                 f"run in the last column); clock: {clock}; device: {device}")
