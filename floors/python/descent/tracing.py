@@ -153,23 +153,26 @@ def run(code, env=None, echo=print, repeat=1):
     return t.result, error
 
 
-def _statement_self_cost_ns(env, samples=1001):
+def _statement_self_cost_ns(env, samples=501, rounds=3):
     """What a statement's span costs itself (Note [Warm medians], tracer/trace.h):
     the median span of a no-op statement run as run() runs each statement
     (through _C._run_statement, in a recording of its own, with the profile
     hook on), less the median time of the same statement untraced, timed
     alone as its span times it (_C._time_statement). The profile hook's
-    events for the statement's frame are the most of it."""
+    events for the statement's frame are the most of it. The median of a few
+    rounds, each timing both close together, so a busy moment counts once."""
     import statistics
     noop = compile("None", "<descent trace>", "eval")
-    with trace() as cal:
-        for _ in range(samples):
-            _C._run_statement(PYTHON_FLOOR, "statement calibration", noop, env)
-    spans = [s["end_ns"] - s["start_ns"] for s in cal.result.spans() if s["name"] == "statement calibration"]
-    if not spans:
-        return 0.0
-    untraced = statistics.median(_C._time_statement(noop, env, samples))
-    return max(0.0, statistics.median(spans[1:] or spans) - untraced)
+    costs = []
+    for _ in range(rounds):
+        untraced = statistics.median(_C._time_statement(noop, env, samples))
+        with trace() as cal:
+            for _ in range(samples):
+                _C._run_statement(PYTHON_FLOOR, "statement calibration", noop, env)
+        spans = [s["end_ns"] - s["start_ns"] for s in cal.result.spans() if s["name"] == "statement calibration"]
+        if spans:
+            costs.append(statistics.median(spans[1:] or spans) - untraced)
+    return max(0.0, statistics.median(costs)) if costs else 0.0
 
 
 def header(tr, runs=1):
