@@ -309,7 +309,7 @@ void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan
 // element through the strides, with the same tiles. The totals leave
 // through shared memory, rounded to the output's dtype, inside the matrix only.
 constexpr int kTcBM = 128, kTcBN = 128, kTcBK = 32, kTcThreads = 256;
-constexpr int kTcLdA = kTcBK + 8, kTcLdB = kTcBN + 8;  // shared rows padded by 16 bytes (fewer bank conflicts)
+[[maybe_unused]] constexpr int kTcLdA = kTcBK + 8, kTcLdB = kTcBN + 8;  // shared rows padded by 16 bytes (fewer bank conflicts)
 
 template <class T>
 using WmmaType = std::conditional_t<std::is_same_v<T, Half>, __half, __nv_bfloat16>;  // the same 16 bits
