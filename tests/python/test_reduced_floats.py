@@ -14,6 +14,7 @@ H, BF = descent.float16, descent.bfloat16
 def test_the_dtypes_and_their_names():
     assert descent.half is H and repr(H) == "descent.float16" and repr(BF) == "descent.bfloat16"
     assert H.itemsize == 2 and BF.itemsize == 2 and H.is_floating_point and BF.is_floating_point
+    assert descent.ones(2).half().dtype is H and descent.ones(2).bfloat16().dtype is BF  # torch's conversions
 
 
 @pytest.mark.parametrize("a,b,want", [

@@ -88,6 +88,8 @@ class Tensor(_C.TensorBase):
     # Conversions, kept in Python as descent has always had them (torch's are C methods).
     def float(self): return _C.to(self, _C.float32)
     def double(self): return _C.to(self, _C.float64)
+    def half(self): return _C.to(self, _C.float16)
+    def bfloat16(self): return _C.to(self, _C.bfloat16)
     def long(self): return _C.to(self, _C.int64)
     def bool(self): return _C.to(self, _C.bool)
 
