@@ -90,13 +90,32 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 
 // [SECTION] CUDA ----------------------------------------------------------------------
 
+// Note [A launch's host cost]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every CUDA op pays this floor once, so what it does when tracing is off is
+// kept to what the launch needs. With one GPU: cudaLaunchKernel, one call of
+// the runtime (launch_cuda makes it itself: <<<...>>> would be three, and a
+// fourth, cudaGetLastError, to learn whether it failed), a store of two
+// pointers for Note [Which op faulted], and the stream's handle (none for the
+// default stream). With more GPUs, cudaGetDevice too, and cudaSetDevice
+// before and after when the stream's device is not the thread's (c10's
+// CUDAGuard); with one, the thread's device can only be it. The spans,
+// their arguments and CUPTI's correlation id (a lock and a map) exist only
+// for the trace, and are made only while tracing.
+namespace {
+bool several_gpus() {
+  static const bool several = streams::runtime(DeviceType::CUDA).device_count() > 1;
+  return several;
+}
+}  // namespace
+
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
     : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
   streams::note_launch(s.device, k.op, k.kernel);
 #ifdef DESCENT_HAVE_CUDA
   // A kernel runs on the calling thread's current device: make it the
   // stream's for the launch (c10's CUDAGuard), and put the old one back after.
-  if (cudaGetDevice(&saved_device_) == cudaSuccess && saved_device_ != s.device.index) {
+  if (several_gpus() && cudaGetDevice(&saved_device_) == cudaSuccess && saved_device_ != s.device.index) {
     if (cudaSetDevice(s.device.index) != cudaSuccess) saved_device_ = -1;
   } else {
     saved_device_ = -1;
@@ -129,13 +148,16 @@ CudaLaunchScope::~CudaLaunchScope() {
   if (enqueue_ >= 0) trace::end_span(enqueue_);
 }
 
-void CudaLaunchScope::check() {
+void CudaLaunchScope::check(int launch_error) {
 #ifdef DESCENT_HAVE_CUDA
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw Error(str(k_.op, ": launching kernel ", k_.kernel, " (grid ", k_.grid.x, "x", k_.grid.y, "x", k_.grid.z,
-                    ", block ", k_.block.x, "x", k_.block.y, "x", k_.block.z, ") failed: CUDA error: ",
-                    cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
+  const auto e = static_cast<cudaError_t>(launch_error);
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();  // the runtime keeps a failed launch's error for the next call: clear it
+  throw Error(str(k_.op, ": launching kernel ", k_.kernel, " (grid ", k_.grid.x, "x", k_.grid.y, "x", k_.grid.z,
+                  ", block ", k_.block.x, "x", k_.block.y, "x", k_.block.z, ") failed: CUDA error: ",
+                  cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
+#else
+  (void)launch_error;
 #endif
 }
 

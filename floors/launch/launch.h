@@ -31,6 +31,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <tuple>
+#include <type_traits>
 
 #include "floors/streams/streams.h"
 
@@ -71,15 +73,16 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body);
 // [SECTION] CUDA ----------------------------------------------------------------------
 
 // The floor-8 span and the correlation around one CUDA launch; the .cu file
-// does the <<<grid, block, shared, stream>>> inside its scope, then check()s.
+// launches inside its scope (launch_cuda below), then check()s the result.
+// Note [A launch's host cost] says what a launch pays when tracing is off.
 class CudaLaunchScope {
  public:
   CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k);
   ~CudaLaunchScope();
   void* stream() const { return native_; }  // the cudaStream_t
-  // After the launch: raises RuntimeError naming the op and kernel when the
-  // launch failed (cudaGetLastError).
-  void check();
+  // After the launch, with what cudaLaunchKernel returned (a cudaError_t):
+  // raises RuntimeError naming the op and kernel when the launch failed.
+  void check(int launch_error);
   CudaLaunchScope(const CudaLaunchScope&) = delete;
   CudaLaunchScope& operator=(const CudaLaunchScope&) = delete;
 
@@ -94,12 +97,24 @@ class CudaLaunchScope {
 
 #ifdef __CUDACC__
 // launch_cuda(s, k, kernel_fn, args...): kernel_fn<<<k.grid, k.block, k.shared_bytes, s>>>(args...), traced.
-template <typename Kernel, typename... Args>
-void launch_cuda(const streams::Stream& s, const KernelLaunch& k, Kernel kernel_fn, Args... args) {
+// It calls cudaLaunchKernel itself, with the arguments converted to the
+// kernel's parameter types as <<<...>>> converts them: <<<...>>> is three
+// runtime calls (push and pop of the configuration, then cudaLaunchKernel)
+// and its error needs a fourth (cudaGetLastError); here it is one.
+template <typename... Params, typename... Args>
+void launch_cuda(const streams::Stream& s, const KernelLaunch& k, void (*kernel_fn)(Params...), Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch_cuda: one argument for each kernel parameter");
   CudaLaunchScope scope(s, k);
-  kernel_fn<<<dim3(k.grid.x, k.grid.y, k.grid.z), dim3(k.block.x, k.block.y, k.block.z), k.shared_bytes,
-              static_cast<cudaStream_t>(scope.stream())>>>(args...);
-  scope.check();
+  std::tuple<std::remove_cvref_t<Params>...> converted(std::forward<Args>(args)...);
+  const cudaError_t e = std::apply(
+      [&](auto&... a) {
+        void* pointers[] = {static_cast<void*>(&a)..., nullptr};  // cudaLaunchKernel reads sizeof...(Params)
+        return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_fn), dim3(k.grid.x, k.grid.y, k.grid.z),
+                                dim3(k.block.x, k.block.y, k.block.z), pointers, k.shared_bytes,
+                                static_cast<cudaStream_t>(scope.stream()));
+      },
+      converted);
+  scope.check(int(e));
 }
 #endif
 
