@@ -1,15 +1,19 @@
 // Per-call costs of the device floors beside raw CUDA, in one process:
 // an empty kernel launched raw and through floor 8 (launch::launch_cuda),
-// a caching-allocator hit on cuda:0 and sim:0 (floor 6) beside
-// cudaMallocAsync/cudaFreeAsync and cudaMalloc/cudaFree, and the same on
-// sim:0's allocator. Host time only: launches are timed in bursts of 256 with
-// a synchronize between bursts, outside the clock, so the queue never fills.
+// a raw launch whose argument is as large as a binary loop's (the kernel
+// add's launch copies), the C++ add of two 1-element tensors through the
+// dispatcher (every floor but Python's), a caching-allocator hit on cuda:0
+// and sim:0 (floor 6) beside cudaMallocAsync/cudaFreeAsync and
+// cudaMalloc/cudaFree. Host time only: launches are timed in bursts of 256
+// with a synchronize between bursts, outside the clock, so the queue never fills.
 // Prints one JSON object per line (timing.h); tests/bench/bench_device_calls.py runs it.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
 
+#include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/device_loops.h"
 #include "floors/launch/launch.h"
 #include "floors/streams/device_memory.h"
 #include "floors/streams/streams.h"
@@ -18,6 +22,13 @@
 using namespace descent;
 
 __global__ void empty_kernel() {}
+
+// An argument of a binary loop's size (BinaryLoop<float, AddF>: its pointers,
+// scalars and Offsets<3>), so that the raw launch copies what add's does.
+struct LoopSized {
+  char bytes[sizeof(kernels::device::BinaryLoop<float, kernels::AddF>)];
+};
+__global__ void loop_sized_kernel(LoopSized) {}
 
 namespace {
 
@@ -47,6 +58,15 @@ double launch_ns(Fn&& launch) {
 int main() {
   const Device sim{DeviceType::Sim, 0};
   const long n = 200000;
+  {
+    // The whole C++ path of a 1-element add on sim:0 (sim:0's worker drains the queue).
+    Tensor a = call(Op::to, call(Op::randn, DimVector{1}), IValue(), sim);
+    Tensor b = call(Op::to, call(Op::randn, DimVector{1}), IValue(), sim);
+    bench::report("sim_add_1elem_cpp", bench::median_ns_per_call([&] {
+      Tensor c = call(Op::add, a, b);
+    }, n / 4));
+    streams::synchronize(sim);
+  }
   // The simulated device's allocator hit: 1 MiB, freed and asked again.
   bench::report("sim_alloc_hit_1MiB", bench::median_ns_per_call([&] {
     alloc::DataPtr p = streams::device_allocate(1 << 20, sim);
@@ -78,5 +98,10 @@ int main() {
   const streams::Stream stream = streams::current_stream(cuda);
   const launch::KernelLaunch k{"empty_kernel", "bench", {1, 1, 1}, {1, 1, 1}, 0};
   bench::report("descent_empty_launch", launch_ns([&] { launch::launch_cuda(stream, k, empty_kernel); }));
+  const LoopSized arg{};
+  bench::report("raw_loop_sized_launch", launch_ns([&] { loop_sized_kernel<<<1, 256>>>(arg); }));
+  Tensor a = call(Op::to, call(Op::randn, DimVector{1}), IValue(), cuda);
+  Tensor b = call(Op::to, call(Op::randn, DimVector{1}), IValue(), cuda);
+  bench::report("cuda_add_1elem_cpp", launch_ns([&] { Tensor c = call(Op::add, a, b); }));
   return 0;
 }
