@@ -9,6 +9,7 @@
 #include "tracer/tracer.h"
 
 #ifdef DESCENT_HAVE_CUDA
+#include <cuda.h>  // CUfunction and CUresult; the driver's cuLaunchKernel comes through the runtime
 #include <cuda_runtime_api.h>
 #endif
 
@@ -93,20 +94,88 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 // Note [A launch's host cost]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Every CUDA op pays this floor once, so what it does when tracing is off is
-// kept to what the launch needs. With one GPU: cudaLaunchKernel, one call of
-// the runtime (launch_cuda makes it itself: <<<...>>> would be three, and a
-// fourth, cudaGetLastError, to learn whether it failed), a store of two
-// pointers for Note [Which op faulted], and the stream's handle (none for the
-// default stream). With more GPUs, cudaGetDevice too, and cudaSetDevice
+// kept to what the launch needs. With one GPU: one launch call, a store of
+// two pointers for Note [Which op faulted], and the stream's handle (none for
+// the default stream). With more GPUs, cudaGetDevice too, and cudaSetDevice
 // before and after when the stream's device is not the thread's (c10's
-// CUDAGuard); with one, the thread's device can only be it. The spans,
-// their arguments and CUPTI's correlation id (a lock and a map) exist only
-// for the trace, and are made only while tracing.
+// CUDAGuard); with one, the thread's device can only be it. The launch call
+// is the driver's cuLaunchKernel on the kernel's handle, found once per
+// kernel (cudaGetFuncBySymbol, kept in a table without a lock): the
+// runtime's cudaLaunchKernel looks that handle up from the host function on
+// every launch before it calls the driver (on the H200 host, a raw
+// cuLaunchKernel took 3.10-3.59 µs where cudaLaunchKernel took 3.34-3.59
+// and <<<...>>> 3.42-3.82, four runs of tests/bench/bench_launch.cu; the
+// launch itself, in the driver, is most of a CUDA op's host time). While
+// tracing, and with more than one GPU (a handle belongs to one device), it
+// is cudaLaunchKernel, whose runtime records CUPTI joins to the kernel's, so
+// the trace shows what it showed before; a driver launch
+// that fails is made again through cudaLaunchKernel, whose error names it in
+// the runtime's words. launch_cuda makes the call itself: <<<...>>> would be
+// three runtime calls, and a fourth, cudaGetLastError, to learn whether it
+// failed. The spans, their arguments and CUPTI's correlation id (a lock and
+// a map) exist only for the trace, and are made only while tracing.
 namespace {
 bool several_gpus() {
   static const bool several = streams::runtime(DeviceType::CUDA).device_count() > 1;
   return several;
 }
+
+#ifdef DESCENT_HAVE_CUDA
+using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  CUstream, void**, void**);
+DriverLaunch driver_launch() {  // cuLaunchKernel, or nullptr where the driver does not give it
+  static const DriverLaunch fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<DriverLaunch>(p);
+  }();
+  return fn;
+}
+
+// Each kernel's driver handle, found on its first launch: an open-addressed
+// table that only grows, read without a lock (descent has a few hundred kernels).
+constexpr size_t kHandleSlots = 4096;
+struct HandleSlot {
+  std::atomic<const void*> kernel{nullptr};
+  std::atomic<CUfunction> handle{nullptr};  // null for a moment after `kernel` is claimed
+};
+HandleSlot g_handles[kHandleSlots];
+
+CUfunction handle_of(const void* kernel) {
+  auto look_up = [kernel] {
+    cudaFunction_t f = nullptr;
+    if (cudaGetFuncBySymbol(&f, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return CUfunction(nullptr);
+    }
+    return reinterpret_cast<CUfunction>(f);
+  };
+  const size_t start = size_t((reinterpret_cast<uintptr_t>(kernel) >> 4) * 0x9E3779B97F4A7C15ull >> 52);
+  for (size_t probe = 0; probe < kHandleSlots; ++probe) {
+    HandleSlot& slot = g_handles[(start + probe) % kHandleSlots];
+    const void* k = slot.kernel.load(std::memory_order_acquire);
+    if (k == kernel) {
+      if (CUfunction f = slot.handle.load(std::memory_order_acquire)) return f;
+      return look_up();  // another thread is filling it in
+    }
+    if (k != nullptr) continue;
+    const CUfunction f = look_up();
+    if (f == nullptr) return nullptr;
+    const void* expected = nullptr;
+    if (slot.kernel.compare_exchange_strong(expected, kernel, std::memory_order_acq_rel)) {
+      slot.handle.store(f, std::memory_order_release);
+      return f;
+    }
+    if (expected == kernel) return f;
+  }
+  return look_up();  // a full table still launches
+}
+#endif
 }  // namespace
 
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
@@ -146,6 +215,24 @@ CudaLaunchScope::~CudaLaunchScope() {
   if (correlated_) trace::cupti::pop_correlation();
   if (span_ >= 0) trace::end_span(span_);
   if (enqueue_ >= 0) trace::end_span(enqueue_);
+}
+
+int CudaLaunchScope::launch(const void* kernel_fn, void** args) {
+#ifdef DESCENT_HAVE_CUDA
+  if (span_ < 0 && !correlated_ && !several_gpus()) {  // not tracing: Note [A launch's host cost]
+    const DriverLaunch driver = driver_launch();
+    const CUfunction f = driver != nullptr ? handle_of(kernel_fn) : nullptr;
+    if (f != nullptr && driver(f, k_.grid.x, k_.grid.y, k_.grid.z, k_.block.x, k_.block.y, k_.block.z,
+                               k_.shared_bytes, static_cast<CUstream>(native_), args, nullptr) == CUDA_SUCCESS)
+      return int(cudaSuccess);
+  }
+  return int(cudaLaunchKernel(kernel_fn, dim3(k_.grid.x, k_.grid.y, k_.grid.z), dim3(k_.block.x, k_.block.y, k_.block.z),
+                              args, k_.shared_bytes, static_cast<cudaStream_t>(native_)));
+#else
+  (void)kernel_fn;
+  (void)args;
+  return 1;  // no launch without CUDA (no CudaLaunchScope is made in such a build)
+#endif
 }
 
 void CudaLaunchScope::check(int launch_error) {

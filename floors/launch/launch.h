@@ -80,8 +80,12 @@ class CudaLaunchScope {
   CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k);
   ~CudaLaunchScope();
   void* stream() const { return native_; }  // the cudaStream_t
-  // After the launch, with what cudaLaunchKernel returned (a cudaError_t):
-  // raises RuntimeError naming the op and kernel when the launch failed.
+  // The launch of `kernel_fn` (a __global__ function) with `args` (one
+  // pointer to each argument, as cudaLaunchKernel takes them); returns a
+  // cudaError_t. Note [A launch's host cost] says which call makes it.
+  int launch(const void* kernel_fn, void** args);
+  // After the launch, with what launch() returned: raises RuntimeError
+  // naming the op and kernel when the launch failed.
   void check(int launch_error);
   CudaLaunchScope(const CudaLaunchScope&) = delete;
   CudaLaunchScope& operator=(const CudaLaunchScope&) = delete;
@@ -97,24 +101,22 @@ class CudaLaunchScope {
 
 #ifdef __CUDACC__
 // launch_cuda(s, k, kernel_fn, args...): kernel_fn<<<k.grid, k.block, k.shared_bytes, s>>>(args...), traced.
-// It calls cudaLaunchKernel itself, with the arguments converted to the
-// kernel's parameter types as <<<...>>> converts them: <<<...>>> is three
-// runtime calls (push and pop of the configuration, then cudaLaunchKernel)
-// and its error needs a fourth (cudaGetLastError); here it is one.
+// It launches itself (CudaLaunchScope::launch), with the arguments converted
+// to the kernel's parameter types as <<<...>>> converts them: <<<...>>> is
+// three runtime calls (push and pop of the configuration, then
+// cudaLaunchKernel) and its error needs a fourth (cudaGetLastError).
 template <typename... Params, typename... Args>
 void launch_cuda(const streams::Stream& s, const KernelLaunch& k, void (*kernel_fn)(Params...), Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "launch_cuda: one argument for each kernel parameter");
   CudaLaunchScope scope(s, k);
   std::tuple<std::remove_cvref_t<Params>...> converted(std::forward<Args>(args)...);
-  const cudaError_t e = std::apply(
+  const int e = std::apply(
       [&](auto&... a) {
-        void* pointers[] = {static_cast<void*>(&a)..., nullptr};  // cudaLaunchKernel reads sizeof...(Params)
-        return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_fn), dim3(k.grid.x, k.grid.y, k.grid.z),
-                                dim3(k.block.x, k.block.y, k.block.z), pointers, k.shared_bytes,
-                                static_cast<cudaStream_t>(scope.stream()));
+        void* pointers[] = {static_cast<void*>(&a)..., nullptr};  // the launch reads sizeof...(Params)
+        return scope.launch(reinterpret_cast<const void*>(kernel_fn), pointers);
       },
       converted);
-  scope.check(int(e));
+  scope.check(e);
 }
 #endif
 

@@ -7,6 +7,7 @@
 // cudaMalloc/cudaFree. Host time only: launches are timed in bursts of 256
 // with a synchronize between bursts, outside the clock, so the queue never fills.
 // Prints one JSON object per line (timing.h); tests/bench/bench_device_calls.py runs it.
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -100,6 +101,40 @@ int main() {
   bench::report("descent_empty_launch", launch_ns([&] { launch::launch_cuda(stream, k, empty_kernel); }));
   const LoopSized arg{};
   bench::report("raw_loop_sized_launch", launch_ns([&] { loop_sized_kernel<<<1, 256>>>(arg); }));
+  {
+    // The same launch as one runtime call, and as the driver's call on the kernel's handle.
+    void* args[] = {const_cast<LoopSized*>(&arg)};
+    bench::report("raw_cudaLaunchKernel_loop_sized", launch_ns([&] {
+      cudaLaunchKernel(reinterpret_cast<const void*>(loop_sized_kernel), dim3(1), dim3(256), args, 0, nullptr);
+    }));
+    using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, CUstream, void**, void**);
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cudaFunction_t f = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess &&
+        cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(loop_sized_kernel)) == cudaSuccess) {
+      auto driver = reinterpret_cast<DriverLaunch>(p);
+      bench::report("raw_cuLaunchKernel_loop_sized", launch_ns([&] {
+        driver(reinterpret_cast<CUfunction>(f), 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
+      }));
+    }
+    // A launch after other work has run through the caches, as in a Python
+    // loop between calls: 256 KiB read, then the launch; and the reading alone.
+    static std::vector<int64_t> other(32768, 1);
+    volatile int64_t sink = 0;
+    auto read_other = [&] {
+      int64_t acc = 0;
+      for (size_t i = 0; i < other.size(); i += 8) acc += other[i];
+      sink = sink + acc;
+    };
+    bench::report("raw_loop_sized_launch_after_256KiB", launch_ns([&] {
+      read_other();
+      loop_sized_kernel<<<1, 256>>>(arg);
+    }));
+    bench::report("read_256KiB_alone", launch_ns(read_other));
+  }
   Tensor a = call(Op::to, call(Op::randn, DimVector{1}), IValue(), cuda);
   Tensor b = call(Op::to, call(Op::randn, DimVector{1}), IValue(), cuda);
   bench::report("cuda_add_1elem_cpp", launch_ns([&] { Tensor c = call(Op::add, a, b); }));
