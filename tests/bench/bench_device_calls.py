@@ -7,7 +7,9 @@ Python: `x + y` on two 1-element tensors on cuda:0 (and sim:0), host enqueue
 only: bursts of 256 calls are timed, the device is synchronized between
 bursts outside the clock, so that the queue never fills. PyTorch's torch.add on cuda the same way, in the
 same process. C++ (bench_launch, its own process): an empty kernel launched
-raw and through floor 8, a caching-allocator hit on cuda:0 and sim:0 beside
+raw and through floor 8, the C++ add through the dispatcher beside a raw
+launch of the same argument size (<<<>>>, cudaLaunchKernel, cuLaunchKernel),
+a caching-allocator hit on cuda:0 and sim:0 beside
 cudaMallocAsync/cudaFreeAsync. Medians of 7 repetitions after warm-up.
 """
 import argparse
@@ -88,6 +90,8 @@ def main():
         f"| Python cuda `a + b` then synchronize | {us('python_cuda_add_sync')} | | torch {us('torch_cuda_add_sync')} | {ratio('python_cuda_add_sync', 'torch_cuda_add_sync')} |",
         f"| Python sim:0 `a + b`, host enqueue only | {us('python_sim_add_enqueue')} | | | |",
         f"| empty kernel launch through floor 8 (C++) | {us('descent_empty_launch')} | | raw <<<1,1>>> {us('raw_empty_launch')} | {ratio('descent_empty_launch', 'raw_empty_launch')} |",
+        f"| C++ cuda add through the dispatcher, 1 element | {us('cuda_add_1elem_cpp')} | | raw launch of add's argument size {us('raw_loop_sized_launch')} | {ratio('cuda_add_1elem_cpp', 'raw_loop_sized_launch')} |",
+        f"| raw launch of add's argument size: cudaLaunchKernel / cuLaunchKernel | | | {us('raw_cudaLaunchKernel_loop_sized')} / {us('raw_cuLaunchKernel_loop_sized')} | |",
         f"| caching-allocator hit, 1 MiB, cuda:0 (C++) | {us('cuda_alloc_hit_1MiB')} | ≤ 0.1 µs | cudaMallocAsync+Free {us('raw_cudaMallocAsync_free_1MiB')}; torch.empty from Python {us('torch_cuda_empty_1MiB_hit')} | |",
         f"| caching-allocator hit, 1 MiB, sim:0 (C++) | {us('sim_alloc_hit_1MiB')} | | | |",
     ]
