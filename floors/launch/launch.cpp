@@ -114,13 +114,13 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 // three runtime calls, and a fourth, cudaGetLastError, to learn whether it
 // failed. The spans, their arguments and CUPTI's correlation id (a lock and
 // a map) exist only for the trace, and are made only while tracing.
+#ifdef DESCENT_HAVE_CUDA
 namespace {
 bool several_gpus() {
   static const bool several = streams::runtime(DeviceType::CUDA).device_count() > 1;
   return several;
 }
 
-#ifdef DESCENT_HAVE_CUDA
 using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                   CUstream, void**, void**);
 DriverLaunch driver_launch() {  // cuLaunchKernel, or nullptr where the driver does not give it
@@ -175,8 +175,8 @@ CUfunction handle_of(const void* kernel) {
   }
   return look_up();  // a full table still launches
 }
-#endif
 }  // namespace
+#endif
 
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
     : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
