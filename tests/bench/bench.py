@@ -77,29 +77,34 @@ def python_side(lib, prefix):
     return {prefix + name: value for name, value in r.items()}
 
 
-def traced_add(descent, runs=2001):
+def traced_add(descent, runs=201, rounds=11):
     """A 1-element `x + y` traced as `descent trace --repeat` runs it: the warm
     median of the statement's span with the tracer's cost taken out (Note
     [Warm medians] in tracer/trace.h), beside the same compiled statement
     untraced, timed alone as the span times it (descent._C._time_statement:
     from before its frame to after, each value released after the next run,
-    as the trace holds it), so that the two differ only by the tracing. Also
-    the statement through eval() in a Python loop, which adds the loop, the
-    call and the value's release to what a span holds."""
+    as the trace holds it), so that the two differ only by the tracing. The
+    two take turns, `rounds` times `runs` statements each, and each is the
+    median over the rounds: a machine's slow spells (on the development VM
+    and the H200 host, stretches of a second where everything costs twice as
+    much) then fall on both sides alike instead of on whichever ran then.
+    Also the statement through eval() in a Python loop, which adds the loop,
+    the call and the value's release to what a span holds."""
     from descent import tracing
     env = {"descent": descent, "x": descent.randn(1), "y": descent.randn(1)}
-    result, error = tracing.run("x + y", env=env, echo=None, repeat=runs)
-    if error is not None:
-        raise error
-    statement = [w[0] for s, w in zip(result.spans(), result.warm_medians(runs))
-                 if w is not None and s["parent"] == 0 and s["name"] == "x + y"]
     compiled = compile("x + y", "<bench>", "eval")
-    spans_per_run = len(result.spans()) / runs
-    untraced = statistics.median(descent._C._time_statement(compiled, env, runs))
-    return {"py_add_traced_corrected": statement[0],
-            "py_add_untraced_same": untraced,
+    traced, untraced = [], []
+    for _ in range(rounds):
+        result, error = tracing.run("x + y", env=env, echo=None, repeat=runs)
+        if error is not None:
+            raise error
+        traced += [w[0] for s, w in zip(result.spans(), result.warm_medians(runs))
+                   if w is not None and s["parent"] == 0 and s["name"] == "x + y"]
+        untraced.append(statistics.median(descent._C._time_statement(compiled, env, runs)))
+    return {"py_add_traced_corrected": statistics.median(traced),
+            "py_add_untraced_same": statistics.median(untraced),
             "py_add_untraced_eval_loop": per_call_ns(lambda: eval(compiled, env)),
-            "py_add_traced_spans": spans_per_run,
+            "py_add_traced_spans": len(result.spans()) / runs,
             "py_add_traced_span_cost": result.span_cost_ns}
 
 
