@@ -269,10 +269,21 @@ __global__ void __launch_bounds__(kF32Threads, 2)
   }
 }
 
+bool aligned16(const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; }
+
+// The fast kernels' layout, `vec` elements making 16 bytes: rows of a and b
+// contiguous along k and n, every row start 16-byte aligned (leading dims
+// and batch strides multiples of vec), K and N multiples of vec, so that
+// each 16-byte load is wholly inside or outside the matrix.
+bool rows_of_16_bytes(const MatmulPlan& p, int vec, const void* a, const void* b) {
+  return p.sa[2] == 1 && p.sb[2] == 1 && p.sa[1] % vec == 0 && p.sb[1] % vec == 0 &&
+         (p.batch == 1 || (p.sa[0] % vec == 0 && p.sb[0] % vec == 0)) && p.k % vec == 0 && p.n % vec == 0 &&
+         aligned16(a) && aligned16(b);
+}
+
+// The float32 kernel also stores 16 bytes at a time.
 bool float32_fast(const MatmulPlan& p, const void* a, const void* b, const void* out) {
-  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  return p.sa[2] == 1 && p.sb[2] == 1 && p.sa[1] % 4 == 0 && p.sb[1] % 4 == 0 && (p.batch == 1 || (p.sa[0] % 4 == 0 && p.sb[0] % 4 == 0)) &&
-         p.k % 4 == 0 && p.n % 4 == 0 && aligned(a) && aligned(b) && aligned(out);
+  return rows_of_16_bytes(p, 4, a, b) && aligned16(out);
 }
 
 template <class Tile, class T>
@@ -305,7 +316,7 @@ void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan
 // four. a's and b's k tiles travel global -> registers while the previous
 // ones are multiplied (two shared buffers, one barrier a step). The fast
 // path reads 16 bytes (eight elements) at a time and needs rows contiguous
-// and aligned (tensor_core_fast); any other layout reads element by
+// and aligned (rows_of_16_bytes); any other layout reads element by
 // element through the strides, with the same tiles. The totals leave
 // through shared memory, rounded to the output's dtype, inside the matrix only.
 constexpr int kTcBM = 128, kTcBN = 128, kTcBK = 32, kTcThreads = 256;
@@ -405,20 +416,9 @@ __global__ void __launch_bounds__(kTcThreads) matmul_tensor_core(MatmulPlan p, c
 #endif
 }
 
-// The fast path's layout: rows of a and b contiguous along k and n, every
-// row start 16-byte aligned (leading dims and batch strides multiples of 8
-// elements), K and N multiples of 8, so that each 16-byte load is wholly
-// inside or outside the matrix.
-bool tensor_core_fast(const MatmulPlan& p, const void* a, const void* b) {
-  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  return p.sa[2] == 1 && p.sb[2] == 1 && p.sa[1] % 8 == 0 && p.sb[1] % 8 == 0 &&
-         (p.batch == 1 || (p.sa[0] % 8 == 0 && p.sb[0] % 8 == 0)) && p.k % 8 == 0 && p.n % 8 == 0 && aligned(a) &&
-         aligned(b);
-}
-
 template <class T>
 void launch_tensor_core(const streams::Stream& s, const MatmulPlan& p, const void* a, const void* b, void* out) {
-  const bool fast = tensor_core_fast(p, a, b);
+  const bool fast = rows_of_16_bytes(p, 8, a, b);
   const char* kernel = std::is_same_v<T, Half> ? (fast ? "matmul_tensor_core_128x128_float16" : "matmul_tensor_core_strided_float16")
                                                : (fast ? "matmul_tensor_core_128x128_bfloat16" : "matmul_tensor_core_strided_bfloat16");
   launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kTcBN), kTcThreads);
