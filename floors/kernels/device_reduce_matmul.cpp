@@ -165,8 +165,8 @@ void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool
   DESCENT_CHECK(in.device().type == DeviceType::Sim, NotImplementedError, "aten::max on ", in.device().str(),
                 ": this build has no CUDA");
   visit_dtype(in.dtype(), [&]<typename T>() {
-    sim_reduce(s, kernel_name("reduce_max", Op::max, in.dtype(), in.dtype()), "aten::max", MaxOp<T>{}, in.data<T>(), p, MaxOut<T>{keep.data<T>(), idx},
-               MaxPartials<T>{static_cast<T*>(part_v), part_k});
+    sim_reduce(s, kernel_name("reduce_max", Op::max, in.dtype(), in.dtype()), "aten::max", MaxOp<T>{}, in.data<T>(), p,
+               MaxOut<T>{keep.data<T>(), idx}, MaxPartials<T>{static_cast<T*>(part_v), part_k});
   });
 }
 
