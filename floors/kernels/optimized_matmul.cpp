@@ -255,20 +255,12 @@ void set_matmul_isa(std::string_view name) {
 
 namespace {
 
-// The elements of contiguous `t` converted into contiguous `out` (same shape).
-const Tensor& convert_into(const Tensor& t, const Tensor& out) {
-  visit_dtype(t.dtype(), [&]<typename S>() {
-    visit_dtype(out.dtype(), [&]<typename D>() {
-      const S* src = t.data<S>();
-      D* dst = out.data<D>();
-      parallel_for(0, t.numel(), kGrainSize, [=](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) dst[i] = cast_element<D>(src[i]);
-      });
-    });
-  });
+// A contiguous tensor's elements as float32 (optimized_copy's converting loop).
+Tensor as_float32(const Tensor& t) {
+  Tensor out = empty_tensor(t.sizes(), ScalarType::Float32, Device{});
+  optimized_copy(t, out);
   return out;
 }
-Tensor as_float32(const Tensor& t) { return convert_into(t, empty_tensor(t.sizes(), ScalarType::Float32, Device{})); }
 
 }  // namespace
 
@@ -282,7 +274,7 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     // [Reduced-precision floats]). x86 has no 16-bit float arithmetic to tile.
     const Tensor out32 = empty_tensor(out.sizes(), ScalarType::Float32, Device{});
     optimized_matmul(as_float32(a), as_float32(b), out32);
-    convert_into(out32, out);
+    optimized_copy(out32, out);
     return true;
   }
   const Isa isa = current_isa();

@@ -189,6 +189,14 @@ double eps_of(ScalarType t) {
 // float32's for float16 and bfloat16, which accumulate in float32.
 double acc_eps_of(ScalarType t) { return is_reduced_floating(t) ? eps_of(ScalarType::Float32) : eps_of(t); }
 
+// A float16 or bfloat16 sum or product rounds its float32 total once at the
+// end on both sides: totals within a bound may round up to one unit of the
+// dtype further apart (Note [Reduced-precision floats]). What that adds to
+// the bound for results a and b; 0 for the other dtypes.
+double final_rounding(ScalarType t, double a, double b) {
+  return is_reduced_floating(t) ? 2.0 * eps_of(t) * std::max(std::fabs(a), std::fabs(b)) : 0.0;
+}
+
 // The distance from |x| to the next larger value of its type.
 template <class T>
 double ulp_above(T x) {
@@ -370,14 +378,11 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       for (int64_t i = 0; i < bound.numel(); ++i) p[i] *= scale;
     }
     const Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
-    // A float16 or bfloat16 sum or product rounds its float32 total once at
-    // the end on both sides: totals within the bound may round up to one
-    // unit of the dtype further apart (Note [Reduced-precision floats]).
-    const bool rounds_once = is_reduced_floating(a.dtype()) && kind != DeviceBound::Ulps;
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
-      const double larger = std::max(std::fabs(a64.data<double>()[i]), std::fabs(b64.data<double>()[i]));
-      const double allowed = bound.data<double>()[i] + (rounds_once ? 2.0 * eps_of(a.dtype()) * larger : 0.0);
+      const double x = a64.data<double>()[i], y = b64.data<double>()[i];
+      // The Ulps bound already holds the rounding to the dtype.
+      const double allowed = bound.data<double>()[i] + (kind == DeviceBound::Ulps ? 0.0 : final_rounding(a.dtype(), x, y));
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, allowed);
       const bool both_nan = std::isnan(a64.data<double>()[i]) && std::isnan(b64.data<double>()[i]);
@@ -462,9 +467,7 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device
       double bound = 2.0 * d_eps / (1.0 - d_eps) * abs_sum.data<double>()[i];
       if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) bound /= double(n);
       double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
-      // float16 and bfloat16 add in float32 and round once: one unit of the dtype more.
-      if (is_reduced_floating(a.dtype()))
-        bound += 2.0 * eps_of(a.dtype()) * std::max(std::fabs(a64.data<double>()[i]), std::fabs(b64.data<double>()[i]));
+      bound += final_rounding(a.dtype(), a64.data<double>()[i], b64.data<double>()[i]);
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, bound);
       if (!(diff <= bound)) {
