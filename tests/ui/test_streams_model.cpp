@@ -178,7 +178,10 @@ TEST(StreamsModel, ATraceWithoutDeviceWorkHasNoLanes) {
 // floor 7 are stand-ins named as Python's call names them (the Python side of
 // device tensors is landing). The fill kernel takes 300 us, so the add
 // kernel visibly waits behind it in the queue.
+std::atomic<bool> g_add_queued{false};
+
 trace::Trace record_sim_add() {
+  g_add_queued.store(false);
   const Device sim{DeviceType::Sim, 0};
   const streams::Stream s = streams::current_stream(sim);
   streams::synchronize(sim);  // an empty queue to start from
@@ -192,7 +195,12 @@ trace::Trace record_sim_add() {
       trace::ScopedSpan kern(Floor::Kernels, "aten::ones");
       kern.arg("variant", "sim");
       { trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc"); alloc.arg("bytes", int64_t{512}); }
+      // The fill kernel runs until the add is queued behind it (however long a
+      // busy machine keeps this thread from enqueueing it), then 300 us more.
       launch::launch_sim(s, launch::linear_launch("fill_float32", "aten::ones", 4), [](const launch::Dim3&) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!g_add_queued.load() && std::chrono::steady_clock::now() < give_up)
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
         std::this_thread::sleep_for(std::chrono::microseconds(300));
       });
     }
@@ -204,6 +212,7 @@ trace::Trace record_sim_add() {
       kern.arg("variant", "sim");
       { trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc"); alloc.arg("bytes", int64_t{512}); }
       launch::launch_sim(s, launch::linear_launch("add_float32", "aten::add", 4), [](const launch::Dim3&) {});
+      g_add_queued.store(true);
     }
   }
   {
