@@ -15,15 +15,39 @@
 //      its other outputs go to the op's other inputs (y);
 //   3. the copy goes to the base's old history.
 // The view itself gets a new grad_fn that places its gradient at its region
-// of zeros of the base's shape, leading into the CopySlices (PyTorch
-// regenerates it from the view op; descent names it AsStridedBackward0, the
-// name PyTorch uses when it cannot replay the view). A write through a view
+// of zeros of the base's shape, leading into the CopySlices: an
+// AsStridedBackward0, as PyTorch makes by default (it replays the view op
+// instead only for tensors that do not support as_strided). A write through a view
 // of a leaf that requires grad is refused, as in PyTorch. descent requires
 // the base to be laid out plainly (contiguous from its storage's start),
 // which every tensor a kernel makes is; the regions are computed on the
 // gradient's copy, not through view ops, so these two nodes are differentiable
 // once only (create_graph through them raises).
+//
+// Note [A view's grad_fn after an in-place write]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// `b = x * 1; v = b[0]; b.mul_(5)`: v's grad_fn (SelectBackward0) was made
+// when v was, and leads into b's grad_fn of that time (the MulBackward0 of
+// `x * 1`). But b.mul_(5) changed what v holds: v is now 5 * x[0], and its
+// gradient must go through b's new grad_fn (the MulBackward0 of the mul_).
+// Writing through a sibling view (`b[0].mul_(7)` while `c = b[:, 1]` is
+// held) moves b's history onto a CopySlices just the same. Nothing in the
+// write can reach every view of b, so PyTorch looks the other way: each view
+// remembers the version of its memory when its grad_fn was made (its
+// attr_version), and reading the view's grad_fn when the shared version
+// counter has moved on makes a new one first, an AsStridedBackward0 (the
+// view's geometry) into the base's grad_fn as it is now
+// (VariableHooks::grad_fn, torch/csrc/autograd/variable.cpp). descent does
+// the same: TensorImpl::view_version, checked by grad_fn(t), which every
+// Autograd kernel reads through gradient_edge. `v.grad_fn` then prints
+// <AsStridedBackward0>, as in PyTorch. A view without a grad_fn (made from a
+// tensor that did not require grad) keeps none here; PyTorch would give one
+// if its base had since gained a history.
 #include "floors/autograd/copy_slices.h"
+
+#include <algorithm>
+
+#include "floors/autograd/derivatives.h"
 
 #include "floors/dispatch/dispatcher.h"
 
@@ -60,17 +84,66 @@ TensorList CopySlices::apply(TensorList&& grads) {
   return out;
 }
 
-AsStridedBackward::AsStridedBackward(const GradMeta& b, ViewGeometry v)
-    : Node("AsStridedBackward0"), base(b), view(std::move(v)) {}
+AsStridedBackward::AsStridedBackward(const GradMeta& b, ViewGeometry bg, ViewGeometry v)
+    : Node("AsStridedBackward0"), base(b), base_geometry(std::move(bg)), view(std::move(v)) {}
+
+namespace {
+
+bool is_plain(const ViewGeometry& g) {
+  int64_t expected = 1;
+  for (int d = g.sizes.size(); d-- > 0;) {
+    if (g.sizes[d] != 1 && g.strides[d] != expected) return false;
+    expected *= g.sizes[d];
+  }
+  return g.offset == 0;
+}
+
+// One past the last element a geometry reaches in its memory.
+int64_t extent(const ViewGeometry& g) {
+  int64_t last = g.offset;
+  for (int d = 0; d < g.sizes.size(); ++d) {
+    if (g.sizes[d] == 0) return g.offset;
+    last += (g.sizes[d] - 1) * g.strides[d];
+  }
+  return last + 1;
+}
+
+}  // namespace
 
 TensorList AsStridedBackward::apply(TensorList&& grads) {
   Tensor g = grads.empty() ? Tensor() : std::move(grads[0]);
-  Tensor whole = call(Op::zeros, base.sizes, base.dtype, base.device);
+  // An expanded view reads one element of the base many times (stride 0):
+  // the gradients of those reads add up before they are placed.
+  ViewGeometry once = view;
+  for (int d = 0; d < once.sizes.size(); ++d)
+    if (once.strides[d] == 0) once.sizes[d] = 1;
   if (g.defined()) {
     check_once_differentiable(name, g);
-    call(Op::copy_, region_of(whole, view), g, false);
+    g = sum_to(g, once.sizes);
   }
-  return {whole};
+  if (is_plain(base_geometry)) {  // the base is laid out as its gradient is: place the view's part in it
+    Tensor whole = call(Op::zeros, base.sizes, base.dtype, base.device);
+    if (g.defined()) call(Op::copy_, region_of(whole, once), g, false);
+    return {whole};
+  }
+  // Otherwise place it in zeros as long as the memory both reach, and read the base's part out.
+  Tensor memory = call(Op::zeros, DimVector{std::max(extent(base_geometry), extent(once))}, base.dtype, base.device);
+  if (g.defined()) call(Op::copy_, region_of(memory, once), g, false);
+  return {call(Op::clone, region_of(memory, base_geometry))};
+}
+
+void regenerate_view_grad_fn(const Tensor& view) {
+  view.impl()->view_version = view.version();
+  AutogradMeta* m = meta(view);
+  if (!m || !m->grad_fn) return;  // no history to bring up to date
+  const Tensor base(view.impl()->base);
+  const Edge base_edge = gradient_edge(base);  // the base is never a view: this does not come back here
+  if (!base_edge.valid()) return;
+  Ref<Node> fn(new AsStridedBackward(GradMeta{base.sizes(), base.dtype(), base.device()},
+                                     ViewGeometry{base.sizes(), base.strides(), base.offset()},
+                                     ViewGeometry{view.sizes(), view.strides(), view.offset()}));
+  fn->next_edges.push_back(base_edge);
+  set_history(view, fn, 0);
 }
 
 void rebase_history_through_view(const Tensor& view, const Tensor& base, const Edge& base_edge, const Ref<Node>& fn) {
@@ -83,7 +156,7 @@ void rebase_history_through_view(const Tensor& view, const Tensor& base, const E
   slices->next_edges.push_back(base_edge);
   for (size_t k = 1; k < fn->next_edges.size(); ++k) slices->next_edges.push_back(fn->next_edges[k]);
   set_history(base, slices, 0);
-  Ref<Node> as_view(new AsStridedBackward(base_meta, geometry));
+  Ref<Node> as_view(new AsStridedBackward(base_meta, ViewGeometry{base.sizes(), base.strides(), 0}, geometry));
   as_view->next_edges.push_back(Edge{slices, 0});
   set_history(view, as_view, 0);
 }

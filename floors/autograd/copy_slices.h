@@ -22,18 +22,26 @@ struct CopySlices final : Node {
   Ref<Node> fn;  // the in-place op's own node (MulBackward0, CopyBackwards, ...)
 };
 
-// The view's new grad_fn: its gradient placed into zeros of the base's shape.
+// The view's new grad_fn: its gradient placed into zeros of the base's shape
+// (summed first over the dimensions an expand repeats).
 struct AsStridedBackward final : Node {
-  AsStridedBackward(const GradMeta& base, ViewGeometry view);
+  AsStridedBackward(const GradMeta& base, ViewGeometry base_geometry, ViewGeometry view);
   TensorList apply(TensorList&& grads) override;
   GradMeta base;
-  ViewGeometry view;
+  ViewGeometry base_geometry;  // where the base lies in its memory
+  ViewGeometry view;           // where the view lies in the same memory
 };
 
 // Records `fn` (already run, its edges set) as a write through `view` into
 // its base: the base's history moves onto a CopySlices, the view's onto an
 // AsStridedBackward of it. Raises when the base's layout is not the plain
 // one the gradient is laid out in.
+// Gives `view` a new grad_fn when its memory was written in place since its
+// grad_fn was made (PyTorch's VariableHooks::grad_fn): an AsStridedBackward0
+// into its base's grad_fn as it is now. Called by grad_fn(t); see Note [A
+// view's grad_fn after an in-place write].
+void regenerate_view_grad_fn(const Tensor& view);
+
 void rebase_history_through_view(const Tensor& view, const Tensor& base, const Edge& base_edge, const Ref<Node>& fn);
 
 }  // namespace descent::autograd

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <limits>
 
+#include "floors/autograd/copy_slices.h"
 #include "floors/dispatch/dispatcher.h"
 
 namespace descent::autograd {
@@ -110,6 +111,9 @@ AutogradMeta& ensure_meta(const Tensor& t) {
 
 const Ref<Node>& grad_fn(const Tensor& t) {
   static const Ref<Node> none;
+  // Note [A view's grad_fn after an in-place write] (copy_slices.cpp): a view
+  // whose memory was written since its grad_fn was made gets a new one first.
+  if (t.is_view() && t.impl()->view_version != t.version()) regenerate_view_grad_fn(t);
   const AutogradMeta* m = meta(t);
   return m ? m->grad_fn : none;
 }
@@ -123,7 +127,7 @@ Ref<Node> grad_accumulator(const Tensor& leaf) {
 }
 
 Edge gradient_edge(const Tensor& t) {
-  if (const AutogradMeta* m = meta(t); m && m->grad_fn) return Edge{m->grad_fn, m->output_nr};
+  if (const Ref<Node>& fn = grad_fn(t)) return Edge{fn, meta(t)->output_nr};
   if (t.requires_grad()) return Edge{grad_accumulator(t), 0};
   return Edge{};
 }
@@ -138,6 +142,7 @@ void set_history(const Tensor& t, const Ref<Node>& fn, uint32_t output_nr) {
   m.grad_fn = fn;
   m.output_nr = output_nr;
   t.impl()->requires_grad = true;
+  if (t.is_view()) t.impl()->view_version = t.version();  // Note [A view's grad_fn after an in-place write]
   if (fn->inputs.size() <= output_nr) fn->inputs.resize(output_nr + 1);
   fn->inputs[output_nr] = GradMeta{t.sizes(), t.dtype(), t.device()};
 }
@@ -180,14 +185,7 @@ void remove_tensor_hook(const Tensor& t, int id) {
 }
 
 std::string type_and_shape(const Tensor& t) {
-  const char* type = "Float";
-  switch (t.dtype()) {
-    case ScalarType::Float32: type = "Float"; break;
-    case ScalarType::Float64: type = "Double"; break;
-    case ScalarType::Int64: type = "Long"; break;
-    case ScalarType::Bool: type = "Bool"; break;
-  }
-  return str("descent.", type, "Tensor ", t.shape_str());
+  return str("descent.", t.device().type == DeviceType::CPU ? "" : str(device_type_name(t.device().type), "."), type_word(t.dtype()), "Tensor ", t.shape_str());
 }
 
 // [SECTION] AccumulateGrad -----------------------------------------------------------

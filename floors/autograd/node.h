@@ -153,7 +153,7 @@ void retain_grad(const Tensor& t);
 int register_hook(const Tensor& t, GradHook fn);
 void remove_tensor_hook(const Tensor& t, int id);
 
-// "descent.FloatTensor [3, 4]": how PyTorch's version error names a tensor (torch.FloatTensor there).
+// "descent.FloatTensor [3, 4]", "descent.cuda.HalfTensor [2]": how PyTorch's version error names a tensor (torch.FloatTensor there).
 std::string type_and_shape(const Tensor& t);
 
 // [SECTION] AccumulateGrad -----------------------------------------------------------

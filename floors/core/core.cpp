@@ -21,6 +21,18 @@ const char* dtype_name(ScalarType t) {
   return "?";
 }
 
+const char* type_word(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "Bool";
+    case ScalarType::Int64: return "Long";
+    case ScalarType::Float32: return "Float";
+    case ScalarType::Float64: return "Double";
+    case ScalarType::Float16: return "Half";
+    case ScalarType::BFloat16: return "BFloat16";
+  }
+  return "?";
+}
+
 bool parse_dtype(std::string_view s, ScalarType* out) {
   struct Name { std::string_view name; ScalarType t; };
   static constexpr Name kNames[] = {

@@ -42,6 +42,7 @@ constexpr bool is_integral(ScalarType t, bool include_bool) {
 }
 
 const char* dtype_name(ScalarType t);             // "float32", "int64", ...
+const char* type_word(ScalarType t);              // PyTorch's word in messages: "Float", "Long", "Half", "BFloat16"
 bool parse_dtype(std::string_view s, ScalarType* out);  // accepts "float32", "float", "long", ...
 
 // The C++ type stored for each dtype.

@@ -134,6 +134,7 @@ struct TensorImpl : RefCounted {
   Ref<AutogradMetaInterface> autograd;  // grad, grad_fn, hooks (floors/autograd/variable.h); null: none yet
   bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
   Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
+  uint32_t view_version = 0;    // a view's version when its grad_fn was made (Note [A view's grad_fn after an in-place write])
   bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
   DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
 

@@ -97,8 +97,6 @@ int64_t cascade_depth(int64_t n);
 
 // The dtype of a binary op's result, Note [Type promotion] (promotion.cpp).
 ScalarType result_type(const Tensor& a, const Tensor& b);
-// PyTorch's word for a dtype in its error messages: "Float", "Double", "Long", "Bool".
-const char* type_word(ScalarType t);
 // PyTorch's canCast: whether a result of dtype `from` may be written into a
 // tensor of dtype `to` (not floating into integral or bool, not integral into bool).
 bool can_cast(ScalarType from, ScalarType to);

@@ -55,18 +55,6 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
   return a.dtype();
 }
 
-const char* type_word(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-  }
-  return "?";
-}
-
 bool can_cast(ScalarType from, ScalarType to) {
   if (is_floating(from) && !is_floating(to)) return false;
   return to != ScalarType::Bool || from == ScalarType::Bool;

@@ -294,6 +294,63 @@ def test_an_in_place_op_through_a_view_is_differentiated_at_the_view():
     assert z.grad_fn.name() == "CopySlices" and z.requires_grad
 
 
+# [SECTION] A view read after its base was written (Note [A view's grad_fn after an in-place write])
+
+# Each case: (code, the gradient PyTorch 2.11 gives). The first two are the
+# cases the fidelity issue found wrong (x.grad [[1, 1], [0, 0]] and
+# [[0, 1], [0, 1]] before the fix).
+VIEW_AFTER_WRITE = [
+    ("b = x * 1; v = b[0]; b.mul_(5); v.sum().backward()", [[5, 5], [0, 0]]),
+    ("b = x * 1; c = b[:, 1]; b[0].mul_(7); c.sum().backward()", [[0, 7], [0, 1]]),
+    ("b = x * 1; v = b[1]; w = v[1:]; b.mul_(3); w.sum().backward()", [[0, 0], [0, 3]]),
+    ("b = x * 1; v = b[0]; b.mul_(2); b.mul_(3); (v * v).sum().backward()", [[72, 72], [0, 0]]),
+    ("b = x * 1; v = b.t(); b[1].mul_(4); v[0].sum().backward()", [[1, 0], [4, 0]]),
+    ("b = x * 1; v = b[0].expand(3, 2); b.mul_(2); v.sum().backward()", [[6, 6], [0, 0]]),
+    ("b = x * 1; v = b[0]; v.mul_(2); b.mul_(5); v.sum().backward()", [[10, 10], [0, 0]]),
+]
+
+
+@pytest.mark.parametrize("code, want", VIEW_AFTER_WRITE)
+def test_a_view_read_after_its_base_was_written_in_place_has_pytorchs_gradient(code, want):
+    x = descent.ones(2, 2, requires_grad=True)
+    exec(code, {"x": x, "descent": descent})
+    assert x.grad.tolist() == want, code
+
+
+def test_the_regenerated_grad_fn_is_as_strided_backward_into_the_bases_new_history():
+    x = descent.ones(2, 2, requires_grad=True)
+    b = x * 1
+    v = b[0]
+    assert chain(v) == "SelectBackward0(MulBackward0(AccumulateGrad, None))"
+    b.mul_(5)
+    assert chain(v) == "AsStridedBackward0(MulBackward0(MulBackward0(AccumulateGrad, None), None))"
+    first = v.grad_fn
+    assert v.grad_fn == first                      # made once per version, not at every read
+    assert v.requires_grad and not v.is_leaf
+
+
+def test_a_view_of_a_leaf_laid_out_transposed_gets_its_gradient_in_place():
+    d = (descent.arange(4.0).reshape(2, 2) * 1).t().detach()   # a leaf with strides (1, 2), not a view
+    d.requires_grad_()
+    v = d[0]
+    with descent.no_grad():
+        d.mul_(2)                                  # bumps the version v shares
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    v.sum().backward()
+    assert d.grad.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+def test_views_read_after_a_write_pass_gradcheck():
+    def f(x):
+        b = x * 1
+        rows = b[1:]
+        col = b[:, 0]
+        b[0].mul_(x[1])
+        b.mul_(2)
+        return (rows * rows).sum() + (col * 3).sum()
+    assert gradcheck(f, (rand(3, 2),))
+
+
 # [SECTION] The engine ---------------------------------------------------------------------
 
 def test_gradients_accumulate_over_two_backwards_with_retain_graph():
@@ -368,6 +425,16 @@ def test_modifying_a_saved_tensor_in_place_is_caught_by_the_version_counter():
     with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been modified "
                                            r"by an inplace operation: \[descent.FloatTensor \[2\]\], which is output 0 "
                                            r"of ExpBackward0, is at version 1; expected version 0 instead"):
+        z.sum().backward()
+
+
+@pytest.mark.parametrize("dtype, word", [("float64", "Double"), ("float16", "Half"), ("bfloat16", "BFloat16")])
+def test_the_version_error_names_every_float_dtype_as_pytorch_does(dtype, word):
+    x = descent.ones(3, dtype=getattr(descent, dtype), requires_grad=True)
+    y = x.exp()
+    z = y * 1
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=rf"\[descent.{word}Tensor \[3\]\], which is output 0 of ExpBackward0"):
         z.sum().backward()
 
 
