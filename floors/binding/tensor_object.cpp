@@ -137,10 +137,27 @@ const Tensor& unwrap(PyObject* o) {
   return t;
 }
 
+// Note [One Python object per tensor]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A TensorImpl has at most one Python object, as in PyTorch (its
+// PyObjectSlot): wrapping a tensor that already has one hands back that
+// object, so `x.contiguous() is x`, `x.to(x.dtype) is x`, `x.add_(1) is x`
+// and `leaf.grad_fn.next_functions[0][0].variable is leaf` hold, and an
+// nn.Parameter stays a Parameter whichever op hands it back. The slot is a
+// borrowed pointer, cleared when the object dies. PyTorch goes one step
+// further and keeps the object alive while C++ still holds the tensor (so an
+// attribute set on it survives a round trip through C++ alone); descent
+// makes a fresh object then.
 PyObject* wrap(Tensor t) {
+  if (!t.defined()) Py_RETURN_NONE;
+  if (auto* existing = static_cast<PyObject*>(t.impl()->pyobj)) {
+    Py_INCREF(existing);
+    return existing;
+  }
   PyTypeObject* cls = g_tensor_class ? g_tensor_class : g_tensor_base;
   PyObject* o = cls->tp_alloc(cls, 0);
   if (!o) return nullptr;
+  t.impl()->pyobj = o;
   new (&reinterpret_cast<TensorObject*>(o)->tensor) Tensor(std::move(t));
   return o;
 }
@@ -167,6 +184,7 @@ namespace {
 
 void tensor_dealloc(PyObject* o) {
   auto* t = reinterpret_cast<TensorObject*>(o);
+  if (t->tensor.defined() && t->tensor.impl()->pyobj == o) t->tensor.impl()->pyobj = nullptr;  // Note [One Python object per tensor]
   t->tensor.~Tensor();  // drops our reference
   Py_TYPE(o)->tp_free(o);
 }

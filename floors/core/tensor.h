@@ -136,6 +136,7 @@ struct TensorImpl : RefCounted {
   Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
   uint32_t view_version = 0;    // a view's version when its grad_fn was made (Note [A view's grad_fn after an in-place write])
   bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
+  void* pyobj = nullptr;        // the Python object wrapping this tensor, borrowed (Note [One Python object per tensor], tensor_object.cpp)
   DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
 
   void refresh_keys();          // after a device change

@@ -9,6 +9,7 @@ PyTorch gives, what it refuses and what it accepts.
 [SECTION] Integer powers
 [SECTION] Zero-element shapes
 [SECTION] numpy: operands and dtypes
+[SECTION] One Python object per tensor
 
 The expected words are PyTorch's (its sources); where descent says something
 else on purpose a Note says why (Note [matmul names the shapes it was given]).
@@ -318,3 +319,27 @@ def test_numpy_arrays_that_cannot_convert_name_their_dtype():
         descent.tensor(np.arange(3, dtype=">i4"))
     with raises(RuntimeError, "element 1 of the uint64 array, 18446744073709551615, does not fit in int64"):
         descent.tensor(np.array([1, 2 ** 64 - 1], dtype=np.uint64))
+
+
+# [SECTION] One Python object per tensor (Note [One Python object per tensor]) ---------------
+
+def test_an_op_that_hands_back_its_input_hands_back_the_same_object():
+    x = descent.ones(2, 3, requires_grad=True)
+    assert x.contiguous() is x                       # already contiguous: no copy, no new tensor
+    assert x.to(F) is x and x.to("cpu") is x          # nothing to convert
+    assert x.t().contiguous() is not x
+    y = x * 2
+    assert y.grad_fn.next_functions[0][0].variable is x
+    assert y.add_(1) is y
+    x.note = "kept"
+    assert x.contiguous().note == "kept"             # the same object, so its attributes too
+
+
+def test_the_slot_is_cleared_when_the_object_dies():
+    x = descent.ones(2)
+    v = x[0:1]
+    base = v._base
+    assert base is x
+    del x, base
+    again = v._base                                  # the tensor lives on in C++; a new object wraps it
+    assert again.tolist() == [1.0, 1.0] and again is v._base
