@@ -40,9 +40,10 @@
 // (VariableHooks::grad_fn, torch/csrc/autograd/variable.cpp). descent does
 // the same: TensorImpl::view_version, checked by grad_fn(t), which every
 // Autograd kernel reads through gradient_edge. `v.grad_fn` then prints
-// <AsStridedBackward0>, as in PyTorch. A view without a grad_fn (made from a
-// tensor that did not require grad) keeps none here; PyTorch would give one
-// if its base had since gained a history.
+// <AsStridedBackward0>, as in PyTorch; and a view made of a tensor that did
+// not require grad, whose base has since gained a history (`b.mul_(w)` with
+// w requiring grad), gains one too, and requires grad from then on
+// (autograd::requires_grad, which the Autograd kernels and Tensor.requires_grad read).
 #include "floors/autograd/copy_slices.h"
 
 #include <algorithm>
@@ -134,9 +135,9 @@ TensorList AsStridedBackward::apply(TensorList&& grads) {
 
 void regenerate_view_grad_fn(const Tensor& view) {
   view.impl()->view_version = view.version();
-  AutogradMeta* m = meta(view);
-  if (!m || !m->grad_fn) return;  // no history to bring up to date
   const Tensor base(view.impl()->base);
+  const AutogradMeta* m = meta(view);
+  if ((!m || !m->grad_fn) && !base.requires_grad()) return;  // no history, and none to join
   const Edge base_edge = gradient_edge(base);  // the base is never a view: this does not come back here
   if (!base_edge.valid()) return;
   Ref<Node> fn(new AsStridedBackward(GradMeta{base.sizes(), base.dtype(), base.device()},

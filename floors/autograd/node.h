@@ -137,6 +137,13 @@ AutogradMeta* meta(const Tensor& t);          // null when autograd keeps nothin
 AutogradMeta& ensure_meta(const Tensor& t);
 const Ref<Node>& grad_fn(const Tensor& t);    // null for a leaf
 inline bool is_leaf(const Tensor& t) { return !grad_fn(t); }
+// t.requires_grad, after bringing a view's grad_fn up to date (a view whose
+// base gained a history since gains one too: Note [A view's grad_fn after an
+// in-place write]).
+inline bool requires_grad(const Tensor& t) {
+  if (t.is_view() && t.impl()->view_version != t.version()) grad_fn(t);
+  return t.requires_grad();
+}
 // Where a gradient for `t` goes: (grad_fn, output_nr), a leaf's
 // AccumulateGrad, or an empty edge when t does not require grad.
 Edge gradient_edge(const Tensor& t);

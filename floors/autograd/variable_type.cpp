@@ -52,7 +52,7 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
   bool any = false;
   for (int i = 0; i < s.size(); ++i)
-    if (s[i].is_tensor()) any |= s[i].to_tensor().requires_grad();
+    if (s[i].is_tensor()) any |= autograd::requires_grad(s[i].to_tensor());
   if (!any || !grad_mode_enabled()) {
     span.arg("graph", no_graph_reason());
     AutoDispatchBelowADInplaceOrView guard;

@@ -219,7 +219,7 @@ PyObject* get_device(PyObject* o, void*) {
   DESCENT_PY_TRY return device_object(unwrap(o).device()); DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_requires_grad(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).requires_grad()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(autograd::requires_grad(unwrap(o))); DESCENT_PY_CATCH(nullptr)
 }
 int set_requires_grad(PyObject* o, PyObject* v, void*) {
   if (!v || !PyBool_Check(v)) {

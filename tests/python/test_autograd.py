@@ -340,6 +340,17 @@ def test_a_view_of_a_leaf_laid_out_transposed_gets_its_gradient_in_place():
     assert d.grad.tolist() == [[1.0, 1.0], [0.0, 0.0]]
 
 
+def test_a_view_of_a_tensor_without_history_joins_the_history_its_base_gains():
+    b = descent.ones(3)
+    v = b[0:2]
+    w = descent.ones(3, requires_grad=True)
+    assert not v.requires_grad
+    b.mul_(w * 2)                                   # b now has a history; v holds part of it
+    assert v.requires_grad and v.grad_fn.name() == "AsStridedBackward0"   # as PyTorch 2.11 printed
+    (v * 3).sum().backward()
+    assert w.grad.tolist() == [6.0, 6.0, 0.0]
+
+
 def test_views_read_after_a_write_pass_gradcheck():
     def f(x):
         b = x * 1
