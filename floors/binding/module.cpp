@@ -254,8 +254,8 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     if (i == -1 && PyErr_Occurred()) {
       if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw ValueError("tensor(): could not read an int");
       PyErr_Clear();
-      throw Error(str("tensor(): Overflow when unpacking long long: element ", pos,
-                           " is an int that does not fit in int64"));
+      throw ValueError(str("Overflow when unpacking long long (tensor(): element ", pos,
+                           " is an int that does not fit in int64)"));  // PyTorch's class and words
     }
     t.data<int64_t>()[pos] = i;
   } else if (t.dtype() == ScalarType::Bool) {
