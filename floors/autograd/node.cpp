@@ -155,7 +155,15 @@ void set_requires_grad(const Tensor& t, bool r) {
 }
 
 Tensor detach(const Tensor& t) {
-  return Tensor(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
+  Tensor d(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
+  d.impl()->own_version = t.impl()->own_version;  // the same counter as t
+  return d;
+}
+
+Tensor variable_data(const Tensor& t) {
+  Tensor d(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
+  d.impl()->own_version = Ref<VersionCounter>::make();
+  return d;
 }
 
 void retain_grad(const Tensor& t) {

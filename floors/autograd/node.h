@@ -155,6 +155,9 @@ void set_history(const Tensor& t, const Ref<Node>& fn, uint32_t output_nr);
 void set_requires_grad(const Tensor& t, bool r);
 // t.detach(): the same memory and version counter, outside the graph.
 Tensor detach(const Tensor& t);
+// t.data: the same memory outside the graph, with a version counter of its
+// own (Note [Version counter and view base]).
+Tensor variable_data(const Tensor& t);
 void retain_grad(const Tensor& t);
 // t.register_hook(fn): returns the hook's id.
 int register_hook(const Tensor& t, GradHook fn);

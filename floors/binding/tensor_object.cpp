@@ -318,6 +318,9 @@ PyObject* m_requires_grad_(PyObject* o, PyObject* args) {
 PyObject* m_is_inference(PyObject* o, PyObject*) { return PyBool_FromLong(unwrap(o).impl()->inference); }
 
 // t._version and t._base: Note [Version counter and view base] (tensor.h).
+PyObject* get_data(PyObject* o, void*) {
+  DESCENT_PY_TRY return wrap(autograd::variable_data(unwrap(o))); DESCENT_PY_CATCH(nullptr)
+}
 PyObject* get_version(PyObject* o, void*) {
   DESCENT_PY_TRY return PyLong_FromUnsignedLong(unwrap(o).version()); DESCENT_PY_CATCH(nullptr)
 }
@@ -339,6 +342,7 @@ PyObject* m_is_same(PyObject* o, PyObject* other) {
 }
 
 PyGetSetDef tensor_getset[] = {
+    {"data", get_data, nullptr, "the same memory outside the graph, with a version counter of its own", nullptr},
     {"_version", get_version, nullptr, "how many in-place writes its memory has had (shared with its views)", nullptr},
     {"_base", get_base, nullptr, "the tensor a view looks into; None when it is not a view", nullptr},
     {"shape", get_shape, nullptr, "the sizes, as a tuple", nullptr},

@@ -113,6 +113,7 @@ bool Tensor::is_contiguous() const {
 
 Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const {
   auto impl = Ref<TensorImpl>::make(impl_->storage, impl_->dtype, sizes, strides, offset);
+  impl->own_version = impl_->own_version;  // an alias counts writes with its source (Note [Version counter and view base])
   return Tensor(std::move(impl));
 }
 

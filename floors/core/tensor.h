@@ -101,6 +101,12 @@ int wrap_dim(int64_t dim, int ndim, const char* op);
 // bumps x._version and x[0]._version alike). A view op also records its base
 // (TensorImpl::base, t._base): the tensor that owns the memory, never a view
 // itself (a view of a view has the first one's base), null for non-views.
+// One tensor breaks the sharing, as in PyTorch: `x.data` is an alias with a
+// counter of its own (VariableVersion's fresh counter in variable_data()),
+// so `x.data.add_(1)` leaves x._version where it was and a saved x is not
+// caught by the check: the reason torch's docs prefer x.detach(), which
+// shares x's counter. That alias keeps its counter in
+// TensorImpl::own_version, and its views and detach() share it.
 struct StorageImpl : RefCounted {
   StorageImpl(alloc::DataPtr d, Device dev) : data(d), device(dev) {}
   ~StorageImpl() override { data.release(); }
@@ -108,6 +114,11 @@ struct StorageImpl : RefCounted {
   Device device;
   std::atomic<uint32_t> version{0};  // bumped by every in-place write (Note [Version counter and view base])
   bool pinned = false;  // page-locked host memory (Tensor.pin_memory(), streams::pinned_allocate): copies may be async
+};
+
+// A version counter apart from the storage's: x.data's (Note [Version counter and view base]).
+struct VersionCounter : RefCounted {
+  std::atomic<uint32_t> value{0};
 };
 
 // [SECTION] TensorImpl -------------------------------------------------------
@@ -134,6 +145,7 @@ struct TensorImpl : RefCounted {
   Ref<AutogradMetaInterface> autograd;  // grad, grad_fn, hooks (floors/autograd/variable.h); null: none yet
   bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
   Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
+  Ref<VersionCounter> own_version;  // null: the storage's counter; x.data's own (Note [Version counter and view base])
   uint32_t view_version = 0;    // a view's version when its grad_fn was made (Note [A view's grad_fn after an in-place write])
   bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
   void* pyobj = nullptr;        // the Python object wrapping this tensor, borrowed (Note [One Python object per tensor], tensor_object.cpp)
@@ -179,7 +191,10 @@ class Tensor {
   Tensor as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const;
   std::string shape_str() const { return sizes().str(); }
   // Note [Version counter and view base]
-  uint32_t version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  std::atomic<uint32_t>& version_counter() const {
+    return impl_->own_version ? impl_->own_version->value : impl_->storage->version;
+  }
+  uint32_t version() const { return version_counter().load(std::memory_order_relaxed); }
   bool is_view() const { return bool(impl_->base); }
 
  private:
@@ -189,7 +204,7 @@ class Tensor {
 // Marks an in-place write to `t` (Note [Version counter and view base]).
 // Called by the ADInplaceOrView kernel of every in-place op, as PyTorch's
 // torch::autograd::increment_version is (Note [ADInplaceOrView]).
-inline void bump_version(const Tensor& t) { t.storage()->version.fetch_add(1, std::memory_order_relaxed); }
+inline void bump_version(const Tensor& t) { t.version_counter().fetch_add(1, std::memory_order_relaxed); }
 
 // Allocates a contiguous tensor of `sizes` on `device` (through floor 6).
 // The elements are not initialised. Used by kernels and factories.

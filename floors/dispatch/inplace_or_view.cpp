@@ -37,6 +37,7 @@ void make_view(const OpEntry& op, DispatchKeySet keys, Stack& s) {
   const Tensor& view = s[0].to_tensor();
   if (view.impl() == self.impl()) return;  // an op that handed back its input made no new view
   view.impl()->base = self.is_view() ? self.impl()->base : self.ref();  // a view of a view shares the root base
+  view.impl()->own_version = self.impl()->own_version;  // and its counter (Note [Version counter and view base])
   view.impl()->view_version = view.version();  // Note [A view's grad_fn after an in-place write] (copy_slices.cpp)
 }
 

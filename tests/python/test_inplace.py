@@ -223,6 +223,22 @@ def test_version_counter():
     assert x._version == 9
 
 
+def test_data_has_a_version_counter_of_its_own_and_detach_shares_x_s():
+    x = descent.ones(3, requires_grad=True)
+    x.data.add_(1)                                   # PyTorch 2.11 (H200 host): x._version stays 0
+    assert x._version == 0 and x.tolist() == [2.0, 2.0, 2.0]
+    d = x.data
+    d[0:2].mul_(2)                                   # a view of .data counts with .data, not with x
+    assert d._version == 1 and x._version == 0
+    x.detach().add_(1)                               # detach() shares x's counter
+    assert x._version == 1
+    y = x * 1
+    z = y.exp()                                      # ExpBackward0 saves its result
+    z.data.mul_(0)                                   # not caught: the reason torch prefers detach()
+    z.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
 def test_base():
     x = descent.zeros(4, 6)
     assert x._base is None

@@ -80,11 +80,6 @@ class Tensor(_C.TensorBase):
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         return autograd.RemovableHandle(self, self._register_hook(hook))
 
-    @property
-    def data(self):
-        """The same memory outside the graph (a detached alias), as torch's .data."""
-        return self.detach()
-
     # Conversions, kept in Python as descent has always had them (torch's are C methods).
     def float(self): return _C.to(self, _C.float32)
     def double(self): return _C.to(self, _C.float64)
