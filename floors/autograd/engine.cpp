@@ -6,14 +6,21 @@
 //
 // Note [How backward walks the graph]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// loss.backward() starts at a root node (GraphRoot) whose output is the
-// gradient of the loss (ones for a one-element loss) and whose edge is the
-// loss's grad_fn. The engine works as PyTorch's does, on one thread:
+// loss.backward() starts at the loss's grad_fn, its input buffer holding the
+// gradient of the loss (ones for a one-element loss). With several roots
+// (autograd.backward([a, b])) a GraphRoot node comes first, whose outputs
+// are their gradients and whose edges lead to their grad_fns; PyTorch skips
+// that dummy root when there is one, and so does descent. The engine works
+// as PyTorch's does, on one thread:
 //   1. It walks the graph once from the root and counts, for every node,
 //      how many edges point at it: the gradients it must wait for.
 //   2. It keeps an input buffer per node: each gradient arriving at one of
 //      the node's inputs is added there (a tensor used twice, as in x * x,
-//      gets two gradients that are summed before its node runs).
+//      gets two gradients that are summed before its node runs). The sum is
+//      made by the node that produced the second gradient, inside its span,
+//      and in place (aten::add_) into a buffer nothing else holds, as
+//      PyTorch's InputBuffer::accumulate does; with create_graph it is an
+//      aten::add, so that the sum has a graph.
 //   3. A node whose count reaches zero is ready; of the ready nodes it runs
 //      the most recently created first (PyTorch's ready queue orders by
 //      sequence number; AccumulateGrad's is the largest, so .grad is
@@ -128,7 +135,37 @@ void retain(TensorImpl* impl, const Tensor& g) {
   m->grad = m->grad.defined() ? call(Op::add, m->grad, g) : call(Op::clone, g);
 }
 
-TensorList run_node(Node& n, TensorList&& in, GraphTask& task) {
+// Whether a buffered gradient may be summed into in place: nothing else holds
+// it or its memory, and it is laid out plainly (InputBuffer's can_accumulate_inplace).
+bool can_accumulate_inplace(const Tensor& t) {
+  return t.impl()->use_count() == 1 && t.storage()->use_count() == 1 && !t.is_view() && t.is_contiguous() &&
+         t.offset() == 0;
+}
+
+// Adds gradient `g` into `slot` (Note [How backward walks the graph], 2).
+void accumulate(Tensor& slot, Tensor&& g) {
+  if (!slot.defined()) slot = std::move(g);
+  else if (grad_mode_enabled()) slot = call(Op::add, slot, g);
+  else if (can_accumulate_inplace(slot) && slot.dtype() == g.dtype()) call(Op::add_, slot, g);
+  else if (can_accumulate_inplace(g) && slot.dtype() == g.dtype()) slot = call(Op::add_, g, slot);
+  else slot = call(Op::add, slot, g);
+}
+
+// Hands a node's outputs to the input buffers of the nodes its edges lead to.
+void pass_on(Node& n, TensorList& out, GraphTask& task) {
+  DESCENT_CHECK(out.size() == n.next_edges.size() || n.next_edges.empty(), Error, "Function ", n.name,
+                " returned an incorrect number of gradients (expected ", n.next_edges.size(), ", got ", out.size(), ")");
+  for (size_t i = 0; i < n.next_edges.size(); ++i) {
+    const Edge& e = n.next_edges[i];
+    if (!e.valid() || !out[i].defined()) continue;
+    Tensor g = validate(n, i, std::move(out[i]), e);
+    TensorList& buf = task.buffers[e.fn.get()];
+    buf.resize(std::max(buf.size(), e.fn->inputs.size()));
+    accumulate(buf[e.input_nr], std::move(g));
+  }
+}
+
+void run_node(Node& n, TensorList&& in, GraphTask& task) {
   const char* span_name = trace::enabled() ? trace::intern(str("autograd::engine::evaluate_function: ", n.name)) : "";
   trace::ScopedSpan span(trace::Floor::Autograd, span_name);
   if (span.active()) {
@@ -150,10 +187,12 @@ TensorList run_node(Node& n, TensorList&& in, GraphTask& task) {
     (void)id;
     hook(out, copy_of_in);
   }
-  return out;
+  pass_on(n, out, task);
 }
 
-void execute(const Ref<Node>& root, GraphTask& task) {
+// Runs the graph from `root`, whose input buffer is `root_input`.
+void execute(const Ref<Node>& root, TensorList root_input, GraphTask& task) {
+  task.buffers[root.get()] = std::move(root_input);
   count_dependencies(root.get(), task);
   if (!task.accumulate) {
     std::unordered_map<Node*, bool> memo;
@@ -177,28 +216,17 @@ void execute(const Ref<Node>& root, GraphTask& task) {
       if (task.captures[c].fn == n) task.captured[c] = in[task.captures[c].input_nr];
     const bool run = task.accumulate ? true : task.needed.count(n) > 0;
     if (!run) continue;
-    TensorList out = run_node(*n, std::move(in), task);
-    DESCENT_CHECK(out.size() == n->next_edges.size() || n->next_edges.empty(), Error, "Function ", n->name,
-                  " returned an incorrect number of gradients (expected ", n->next_edges.size(), ", got ", out.size(), ")");
-    for (size_t i = 0; i < n->next_edges.size(); ++i) {
-      const Edge& e = n->next_edges[i];
-      if (!e.valid()) continue;
-      Node* next = e.fn.get();
-      if (out[i].defined()) {
-        Tensor g = validate(*n, i, std::move(out[i]), e);
-        TensorList& buf = task.buffers[next];
-        buf.resize(std::max(buf.size(), next->inputs.size()));
-        Tensor& slot = buf[e.input_nr];
-        slot = slot.defined() ? call(Op::add, slot, g) : std::move(g);
-      }
-      if (--task.dependencies[next] == 0) ready.push({next->sequence_nr, next});
-    }
+    run_node(*n, std::move(in), task);
+    for (const Edge& e : n->next_edges)
+      if (e.valid() && --task.dependencies[e.fn.get()] == 0) ready.push({e.fn->sequence_nr, e.fn.get()});
   }
 }
 
 // [SECTION] backward and grad ------------------------------------------------------------
 
-Ref<Node> make_root(const TensorList& roots, const TensorList& grads) {
+// The node backward starts at and its input buffer: the one root's grad_fn
+// (or AccumulateGrad) with its gradient, or a GraphRoot over several roots.
+std::pair<Ref<Node>, TensorList> make_root(const TensorList& roots, const TensorList& grads) {
   DESCENT_CHECK(grads.size() == roots.size(), Error, "grad can be implicitly created only for scalar outputs: got ",
                 grads.size(), " gradients for ", roots.size(), " tensors");
   TensorList g(roots.size());
@@ -217,24 +245,29 @@ Ref<Node> make_root(const TensorList& roots, const TensorList& grads) {
     }
     edges.push_back(gradient_edge(r));
   }
-  return Ref<Node>(new GraphRoot(std::move(g), std::move(edges)));
+  if (edges.size() == 1) {  // PyTorch's skip_dummy_node
+    TensorList input(edges[0].fn->inputs.size());
+    input[edges[0].input_nr] = validate(*edges[0].fn, 0, std::move(g[0]), edges[0]);
+    return {edges[0].fn, std::move(input)};
+  }
+  return {Ref<Node>(new GraphRoot(std::move(g), std::move(edges))), TensorList{}};
 }
 
 }  // namespace
 
+// No span of its own: PyTorch's profiler records none for the engine's
+// entry, only a span per node (evaluate_function).
 void backward(const TensorList& roots, const TensorList& grads, const BackwardOptions& opts) {
-  DESCENT_SPAN(Autograd, "autograd::engine::execute");
   AutoGradMode mode(opts.create_graph);
-  const Ref<Node> root = make_root(roots, grads);
+  auto [root, input] = make_root(roots, grads);
   GraphTask task;
   task.opts = opts;
-  execute(root, task);
+  execute(root, std::move(input), task);
 }
 
 TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs, const BackwardOptions& opts) {
-  DESCENT_SPAN(Autograd, "autograd::engine::execute");
   AutoGradMode mode(opts.create_graph);
-  const Ref<Node> root = make_root(roots, grads);
+  auto [root, input] = make_root(roots, grads);
   GraphTask task;
   task.opts = opts;
   task.accumulate = false;
@@ -246,7 +279,7 @@ TensorList grad(const TensorList& roots, const TensorList& grads, const TensorLi
     keep.push_back(e.fn);
   }
   task.captured.resize(inputs.size());
-  execute(root, task);
+  execute(root, std::move(input), task);
   for (size_t i = 0; i < inputs.size(); ++i)
     DESCENT_CHECK(task.captured[i].defined() || opts.allow_unused, Error,
                   "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True "

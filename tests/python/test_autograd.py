@@ -572,15 +572,27 @@ def test_the_trace_shows_the_graph_recorded_and_walked_on_floor_4():
     assert recorded["MulBackward0"]["saved"] == "self, other"
     assert recorded["SumBackward0"]["edges"] == "MulBackward0"
     walked = [s["name"] for s in floor4 if s["name"].startswith("autograd::engine::evaluate_function")]
-    assert walked == ["autograd::engine::evaluate_function: GraphRoot",
-                      "autograd::engine::evaluate_function: SumBackward0",
+    assert walked == ["autograd::engine::evaluate_function: SumBackward0",   # one root: no GraphRoot, as PyTorch
                       "autograd::engine::evaluate_function: MulBackward0",
                       "autograd::engine::evaluate_function: AccumulateGrad"]
     by_id = {s["id"]: s for s in spans}
     mul_node = next(s for s in floor4 if s["name"].endswith("MulBackward0"))
     beneath = [s["name"] for s in spans if s["parent"] == mul_node["id"] and s["floor_name"] == "dispatch"]
-    assert beneath == ["aten::mul", "aten::mul"], "the formula's kernels run beneath its node"
-    assert by_id[mul_node["parent"]]["name"] == "autograd::engine::execute"
+    # the formula's kernels run beneath its node, and so does the sum of x's two gradients, in place (InputBuffer)
+    assert beneath == ["aten::mul", "aten::mul", "aten::add_"]
+    assert by_id[mul_node["parent"]]["name"] == "_run_backward"   # the engine records no span of its own
+
+
+def test_several_roots_start_at_a_graph_root_and_create_graph_sums_out_of_place():
+    x = descent.ones(2, requires_grad=True)
+    with descent.trace() as t:
+        descent.autograd.backward([(x * 2).sum(), (x * 3).sum()])
+    walked = [s["name"] for s in t.result.spans() if s["name"].startswith("autograd::engine::evaluate_function")]
+    assert walked[0] == "autograd::engine::evaluate_function: GraphRoot"
+    assert x.grad.tolist() == [5.0, 5.0]
+    y = x * x
+    (g,) = descent.autograd.grad(y.sum(), x, create_graph=True)
+    assert g.grad_fn.name() == "AddBackward0" and g.tolist() == [2.0, 2.0]
 
 
 def test_an_op_with_nothing_to_record_says_so():
