@@ -19,8 +19,10 @@
 // formula only calls differentiable ops.
 // Three kinds of op have no row, and the registration check
 // (variable_type.cpp) insists on exactly these:
-//   - factories and comparisons, whose results never require grad (their
-//     Autograd keys fall through, as c10 registers them);
+//   - factories, whose results never require grad (their Autograd keys
+//     fall through), and comparisons, whose bool results cannot (their
+//     Autograd kernel records nothing and runs the op below autograd, as
+//     PyTorch's generated kernels for eq, lt, ... do);
 //   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to), whose
 //     gradient comes from the ops they decompose into (Note [Composite ops
 //     decompose]).

@@ -150,7 +150,7 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
 
 // [SECTION] The typed form ---------------------------------------------------------------
 
-inline bool requires_grad_of(const Tensor& t) { return t.requires_grad(); }
+inline bool requires_grad_of(const Tensor& t) { return autograd::requires_grad(t); }
 template <typename T>
 bool requires_grad_of(const T&) {
   return false;
@@ -189,6 +189,18 @@ Kernel autograd_kernel_for(Op op) {
   }
 }
 
+// A comparison's Autograd kernel: its result is bool, so there is nothing to
+// record whatever its inputs, but it still runs below autograd with the
+// guard, so that the ops its kernel calls (the `to` of a wrapped number) do
+// not pass through Autograd again. PyTorch's generated VariableType kernels
+// for eq, lt, ... do the same.
+void not_differentiable_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
+  span.arg("graph", "none: not differentiable (a bool result)");
+  AutoDispatchBelowADInplaceOrView guard;
+  redispatch_boxed(op, below_autograd(ks), s);
+}
+
 bool is_composite(const OpEntry& e) { return std::string_view(e.dispatch).find("Composite") != std::string_view::npos; }
 
 }  // namespace
@@ -203,6 +215,7 @@ namespace descent {
 // the check below makes "has a derivative" match Note [One derivative per
 // op]: a factory, a comparison or a composite has none; every other op has
 // one. An op added to the table without its formula fails here, at start-up.
+// A comparison gets a kernel that records nothing (not_differentiable_kernel).
 void register_autograd_kernels(Library& m) {
   for (const OpEntry& e : ops_for_registration()) {
     const bool exempt = e.kind == OpKind::Factory || e.kind == OpKind::Comparison || autograd::is_composite(e);
@@ -214,6 +227,7 @@ void register_autograd_kernels(Library& m) {
                   autograd::is_composite(e) ? "composite" : "factory or comparison",
                   " and must not have a derivative formula (Note [One derivative per op])");
     if (d) m.impl(e.id, autograd::autograd_kernel_for(e.id));
+    else if (e.kind == OpKind::Comparison) m.impl(e.id, Kernel(autograd::not_differentiable_kernel));
   }
 }
 

@@ -291,11 +291,11 @@ TEST(DefaultFallthrough, OnlyOpsWithoutADerivativeFallThroughAutogradAndOnlyBook
   int inplace = 0, views = 0;
   for (const OpEntry& e : all_ops()) {
     // A CompositeImplicitAutograd op has its kernel at the Autograd keys (Note [Composite ops decompose]);
-    // every other op has an Autograd kernel but the factories and comparisons (Note [One derivative per op]).
+    // every other op has an Autograd kernel but the factories (Note [One derivative per op]); a
+    // comparison's records nothing.
     const bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
-    const bool no_derivative = e.kind == OpKind::Factory || e.kind == OpKind::Comparison;
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradSim}) {
-      EXPECT_EQ(e.is_fallthrough(k), no_derivative) << e.name << " at " << dispatch_key_name(k);
+      EXPECT_EQ(e.is_fallthrough(k), e.kind == OpKind::Factory) << e.name << " at " << dispatch_key_name(k);
     }
     EXPECT_TRUE(e.is_fallthrough(DispatchKey::AutocastCPU)) << e.name;
     // Note [ADInplaceOrView]: ops that write in place or make views run its kernel.
@@ -350,7 +350,7 @@ TEST_F(Fallthrough, EverythingIsRestoredAfterwards) {
   EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCPU));
   EXPECT_EQ(op_entry(Op::neg).kernel(DispatchKey::AutogradCPU), autograd_neg);
   EXPECT_FALSE(op_entry(Op::neg).is_fallthrough(DispatchKey::AutogradCUDA)) << "neg's own autograd kernel is there";
-  EXPECT_TRUE(op_entry(Op::eq).is_fallthrough(DispatchKey::AutogradCUDA)) << "the fallback, where eq (no derivative) has none";
+  EXPECT_TRUE(op_entry(Op::ones).is_fallthrough(DispatchKey::AutogradCUDA)) << "the fallback, where a factory has none";
   // register_kernel returns the kernel it replaced (here neg's sim:0 kernel, put back), and refuses alias keys.
   const auto sim_neg = op_entry(Op::neg).kernel(DispatchKey::Sim);
   ASSERT_NE(sim_neg, nullptr);

@@ -291,12 +291,12 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     // A composite's one kernel sits at every Dense and Autograd key (Note [Composite ops decompose]).
     bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), !factory) << e.name;
-    // Only the ops with no derivative fall through autograd: factories and
-    // comparisons (Note [One derivative per op], floors/autograd/derivatives.cpp).
-    const bool no_derivative = factory || e.kind == OpKind::Comparison;
+    // Only the factories fall through autograd; a comparison has no derivative
+    // but an Autograd kernel that records nothing, as PyTorch's (Note [One
+    // derivative per op], floors/autograd/derivatives.cpp).
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim}) {
-      EXPECT_EQ(e.is_fallthrough(k), no_derivative) << e.name << ": only ops without a derivative fall through "
-                                                    << dispatch_key_name(k);
+      EXPECT_EQ(e.is_fallthrough(k), factory) << e.name << ": only the factories fall through "
+                                              << dispatch_key_name(k);
       if (composite) {
         EXPECT_EQ(e.kernel(k), e.kernel(DispatchKey::CPU)) << e.name;
       }

@@ -605,6 +605,18 @@ def test_an_op_with_nothing_to_record_says_so():
     assert reasons == ["none: no input requires grad", "none: grad mode is off"]
 
 
+def test_a_comparison_runs_its_autograd_kernel_and_what_it_calls_skips_autograd():
+    x = descent.ones(2, requires_grad=True)
+    with descent.trace() as t:
+        r = x == 1
+    assert not r.requires_grad and r.grad_fn is None
+    spans = t.result.spans()
+    floor4 = [s for s in spans if s["floor_name"] == "autograd"]
+    assert [s["args"]["graph"] for s in floor4] == ["none: not differentiable (a bool result)"]
+    to = next(s for s in spans if s["name"] == "aten::to")
+    assert "kernel=Autograd" not in str(to["args"]) and "Autograd" not in to["args"]["keyset"]
+
+
 # [SECTION] Training ----------------------------------------------------------------------------
 
 def _dataset(n=64, seed=3):
