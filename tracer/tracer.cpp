@@ -714,6 +714,12 @@ void resolve_flows(Trace& t, const std::vector<BufferIds>& ids, uint64_t epoch) 
 
 SpanRef span_ref(SpanHandle span) { return span < 0 ? SpanRef{} : SpanRef{tl_buffer, span}; }
 
+SpanRef current_span() {
+  const ThreadBuffer* b = tl_buffer;
+  if (!enabled() || b == nullptr || b->depth == 0) return SpanRef{};
+  return SpanRef{b, b->open[b->depth - 1]};
+}
+
 void add_flow(const SpanRef& from, const SpanRef& to, const char* name) {
   if (!enabled() || !from.valid() || !to.valid()) return;
   const SpanHandle tag = handle_tag(g_epoch.load(std::memory_order_acquire));

@@ -216,6 +216,10 @@ SpanRef span_ref(SpanHandle span);
 // Records an arrow from `from` to `to`; nothing when either is invalid or
 // tracing is off. `name` is a literal or interned ("parallel_for").
 void add_flow(const SpanRef& from, const SpanRef& to, const char* name);
+// The calling thread's innermost open span, usable on any thread; invalid
+// when none is open or tracing is off (the cause of work handed to another
+// thread: the backward engine's device threads, Note [Which thread runs a node]).
+SpanRef current_span();
 
 // [SECTION] Device spans: the device's own clock -----------------------------
 

@@ -61,6 +61,16 @@ Story build_story(const trace::Trace& t) {
       s.roots.push_back(i);
     }
   }
+  // A backward node run on its device's thread (Note [Which thread runs a
+  // node], engine.cpp) is told as a child of the span that made it ready.
+  for (const trace::Flow& f : t.flows) {
+    if (f.name != "backward") continue;
+    const size_t from = by_id.find(f.from), to = by_id.find(f.to);
+    if (from == SIZE_MAX || to == SIZE_MAX || s.parent_index[to] != SIZE_MAX) continue;
+    s.parent_index[to] = from;
+    s.self_ns[from] -= t.spans[to].duration_ns();
+    ++s.child_begin[from + 1];
+  }
   // Children as one flat list (one allocation, not one per span).
   for (size_t i = 0; i < n; ++i) s.child_begin[i + 1] += s.child_begin[i];
   s.child_list.resize(s.child_begin[n]);

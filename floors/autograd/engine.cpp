@@ -1,6 +1,7 @@
 // Floor 4: the backward engine.
 //
 // [SECTION] Validating a node's outputs
+// [SECTION] The graph task and the threads that work it
 // [SECTION] Running the graph
 // [SECTION] backward and grad
 //
@@ -11,7 +12,7 @@
 // (autograd.backward([a, b])) a GraphRoot node comes first, whose outputs
 // are their gradients and whose edges lead to their grad_fns; PyTorch skips
 // that dummy root when there is one, and so does descent. The engine works
-// as PyTorch's does, on one thread:
+// as PyTorch's does (Note [Which thread runs a node] says on which thread):
 //   1. It walks the graph once from the root and counts, for every node,
 //      how many edges point at it: the gradients it must wait for.
 //   2. It keeps an input buffer per node: each gradient arriving at one of
@@ -39,12 +40,18 @@
 // inputs' edges instead of running their AccumulateGrad.
 #include "floors/autograd/engine.h"
 
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
 #include <queue>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "floors/autograd/derivatives.h"
 #include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/kernels.h"
 #include "tracer/tracer.h"
 
 namespace descent::autograd {
@@ -76,6 +83,62 @@ Tensor validate(const Node& fn, size_t i, Tensor g, const Edge& e) {
   return g;
 }
 
+// [SECTION] The graph task and the threads that work it ---------------------------------
+
+// Note [Which thread runs a node]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's engine runs a node on the thread of the device its gradients
+// are on: a node whose input buffer holds CPU tensors runs on the thread
+// that called backward(), and one whose gradients are on a device runs on
+// that device's own worker thread, started the first time the device needs
+// one and kept for the life of the process (Engine's device_ready_queues:
+// one ReadyQueue and one thread per device). The calling thread works its
+// own queue meanwhile and waits for the graph task to end: when the last
+// node is done, whichever thread ran it wakes the caller. So in a trace of
+// loss.backward() on sim:0 or cuda:0, the evaluate_function spans of the
+// device's nodes, and the kernels they launch, are on another thread than
+// the forward's, as torch.profiler shows them. The state the graph task
+// shares (dependency counts, input buffers, captures) is guarded by one
+// mutex, taken around the bookkeeping but not around a node's formula. The
+// worker takes on the caller's thread-local state for each node (grad mode
+// as create_graph asks, inference mode, the dispatch include and exclude
+// sets, the kernel variant), as PyTorch's ThreadLocalStateGuard does. One
+// difference: PyTorch runs each node's kernels on the stream its forward
+// op used; descent's worker uses its device's current stream, the default
+// one (descent's nodes do not record a stream).
+struct GraphTask;
+
+struct ReadyItem {
+  uint64_t sequence_nr;
+  Node* fn;          // null: a wake-up for the caller, the graph task has ended
+  GraphTask* task;
+  bool operator<(const ReadyItem& o) const { return sequence_nr < o.sequence_nr; }
+};
+
+// A thread's ready nodes, the most recently created first.
+class ReadyQueue {
+ public:
+  void push(ReadyItem item) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push(item);
+    }
+    ready_.notify_one();
+  }
+  ReadyItem pop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !queue_.empty(); });
+    ReadyItem item = queue_.top();
+    queue_.pop();
+    return item;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::priority_queue<ReadyItem> queue_;
+};
+
 // [SECTION] Running the graph ----------------------------------------------------------
 
 struct GraphRoot final : Node {
@@ -97,7 +160,61 @@ struct GraphTask {
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, TensorList> buffers;
   std::unordered_set<Node*> needed;   // grad(): the nodes on a path to a capture
+  // Note [Which thread runs a node]
+  std::mutex mutex;                   // guards the five above, outstanding and error
+  int outstanding = 0;                // nodes queued or running
+  std::exception_ptr error;           // the first node that failed; the rest are skipped
+  ReadyQueue cpu_queue;               // the calling thread's
+  AutogradState autograd;             // the caller's thread-local state, taken on by the workers
+  LocalKeys keys;
+  kernels::Variant variant = kernels::Variant::Auto;
+  trace::SpanRef caller;              // the caller's open span: device threads' nodes get a flow from it
 };
+
+// Sets a thread's state to the graph task's for one node, then puts it back.
+class TaskStateGuard {
+ public:
+  explicit TaskStateGuard(const GraphTask& t)
+      : autograd_(autograd_state()), keys_(local_keys()), variant_(kernels::requested_variant()) {
+    autograd_state() = t.autograd;
+    local_keys() = t.keys;
+    kernels::requested_variant() = t.variant;
+  }
+  ~TaskStateGuard() {
+    autograd_state() = autograd_;
+    local_keys() = keys_;
+    kernels::requested_variant() = variant_;
+  }
+
+ private:
+  AutogradState autograd_;
+  LocalKeys keys_;
+  kernels::Variant variant_;
+};
+
+// The device a node runs on: its gradients' (the first not on the CPU), as InputBuffer::device().
+Device device_of(const TensorList& in) {
+  for (const Tensor& t : in)
+    if (t.defined() && t.device().type != DeviceType::CPU) return t.device();
+  return Device{};
+}
+
+void device_thread_main(ReadyQueue* queue);
+
+// The queue of the thread that runs `device`'s nodes: the caller's for the
+// CPU, else the device's worker, started on first use and never stopped.
+ReadyQueue& queue_for(GraphTask& task, Device device) {
+  if (device.type == DeviceType::CPU) return task.cpu_queue;
+  static std::mutex mutex;
+  static auto* workers = new std::map<std::pair<int, int>, ReadyQueue*>;  // kept for the process's life
+  std::lock_guard<std::mutex> lock(mutex);
+  ReadyQueue*& q = (*workers)[{int(device.type), device.index}];
+  if (!q) {
+    q = new ReadyQueue;
+    std::thread(device_thread_main, q).detach();
+  }
+  return *q;
+}
 
 void count_dependencies(Node* root, GraphTask& task) {
   std::vector<Node*> stack{root};
@@ -151,10 +268,12 @@ void accumulate(Tensor& slot, Tensor&& g) {
   else slot = call(Op::add, slot, g);
 }
 
-// Hands a node's outputs to the input buffers of the nodes its edges lead to.
+// Hands a node's outputs to the input buffers of the nodes its edges lead to,
+// and queues each node that has all its gradients now on its device's thread.
 void pass_on(Node& n, TensorList& out, GraphTask& task) {
   DESCENT_CHECK(out.size() == n.next_edges.size() || n.next_edges.empty(), Error, "Function ", n.name,
                 " returned an incorrect number of gradients (expected ", n.next_edges.size(), ", got ", out.size(), ")");
+  std::lock_guard<std::mutex> lock(task.mutex);
   for (size_t i = 0; i < n.next_edges.size(); ++i) {
     const Edge& e = n.next_edges[i];
     if (!e.valid() || !out[i].defined()) continue;
@@ -163,12 +282,22 @@ void pass_on(Node& n, TensorList& out, GraphTask& task) {
     buf.resize(std::max(buf.size(), e.fn->inputs.size()));
     accumulate(buf[e.input_nr], std::move(g));
   }
+  for (const Edge& e : n.next_edges) {
+    if (!e.valid() || --task.dependencies[e.fn.get()] != 0) continue;
+    ++task.outstanding;
+    auto it = task.buffers.find(e.fn.get());
+    queue_for(task, it == task.buffers.end() ? Device{} : device_of(it->second))
+        .push({e.fn->sequence_nr, e.fn.get(), &task});
+  }
 }
 
 void run_node(Node& n, TensorList&& in, GraphTask& task) {
   const char* span_name = trace::enabled() ? trace::intern(str("autograd::engine::evaluate_function: ", n.name)) : "";
   trace::ScopedSpan span(trace::Floor::Autograd, span_name);
   if (span.active()) {
+    // On a device's thread: an arrow from the caller's span that waits for it (the app follows it down).
+    if (task.caller.valid() && task.caller.buffer != trace::current_span().buffer)
+      trace::add_flow(task.caller, trace::span_ref(span.handle()), "backward");
     span.arg("node", n.name);
     span.arg("node_id", int64_t(n.id));
     const std::string saved = n.saved_names();
@@ -190,36 +319,74 @@ void run_node(Node& n, TensorList&& in, GraphTask& task) {
   pass_on(n, out, task);
 }
 
-// Runs the graph from `root`, whose input buffer is `root_input`.
+// Runs one ready node of `task` on this thread; the last node to finish wakes the caller.
+void evaluate(GraphTask& task, Node* n) {
+  bool failed;
+  TensorList in;
+  {
+    std::lock_guard<std::mutex> lock(task.mutex);
+    failed = bool(task.error);
+    if (auto it = task.buffers.find(n); it != task.buffers.end()) {
+      in = std::move(it->second);
+      task.buffers.erase(it);
+    }
+  }
+  if (!failed) {
+    try {
+      TaskStateGuard state(task);
+      in.resize(n->inputs.size());
+      for (auto& h : n->tensor_pre_hooks)  // register_hook on this node's results
+        if (Tensor r = h.fn(in[size_t(h.output_nr)]); r.defined()) in[size_t(h.output_nr)] = std::move(r);
+      bool run = task.accumulate;
+      {
+        std::lock_guard<std::mutex> lock(task.mutex);
+        for (size_t c = 0; c < task.captures.size(); ++c)
+          if (task.captures[c].fn == n) task.captured[c] = in[task.captures[c].input_nr];
+        run = run || task.needed.count(n) > 0;
+      }
+      if (run) run_node(*n, std::move(in), task);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(task.mutex);
+      if (!task.error) task.error = std::current_exception();
+    }
+  }
+  bool ended;
+  {
+    std::lock_guard<std::mutex> lock(task.mutex);
+    ended = --task.outstanding == 0;
+  }
+  if (ended) task.cpu_queue.push({0, nullptr, &task});
+}
+
+void device_thread_main(ReadyQueue* queue) {
+  for (;;) {
+    ReadyItem item = queue->pop();
+    evaluate(*item.task, item.fn);
+  }
+}
+
+// Runs the graph from `root`, whose input buffer is `root_input`, and
+// returns when every node has run (Note [Which thread runs a node]).
 void execute(const Ref<Node>& root, TensorList root_input, GraphTask& task) {
-  task.buffers[root.get()] = std::move(root_input);
   count_dependencies(root.get(), task);
   if (!task.accumulate) {
     std::unordered_map<Node*, bool> memo;
     mark_needed(root.get(), task, memo);
   }
-  using Ready = std::pair<uint64_t, Node*>;
-  std::priority_queue<Ready> ready;  // the largest sequence number first
-  ready.push({root->sequence_nr, root.get()});
-  while (!ready.empty()) {
-    Node* n = ready.top().second;
-    ready.pop();
-    TensorList in;
-    if (auto it = task.buffers.find(n); it != task.buffers.end()) {
-      in = std::move(it->second);
-      task.buffers.erase(it);
-    }
-    in.resize(n->inputs.size());
-    for (auto& h : n->tensor_pre_hooks)  // register_hook on this node's results
-      if (Tensor r = h.fn(in[size_t(h.output_nr)]); r.defined()) in[size_t(h.output_nr)] = std::move(r);
-    for (size_t c = 0; c < task.captures.size(); ++c)
-      if (task.captures[c].fn == n) task.captured[c] = in[task.captures[c].input_nr];
-    const bool run = task.accumulate ? true : task.needed.count(n) > 0;
-    if (!run) continue;
-    run_node(*n, std::move(in), task);
-    for (const Edge& e : n->next_edges)
-      if (e.valid() && --task.dependencies[e.fn.get()] == 0) ready.push({e.fn->sequence_nr, e.fn.get()});
+  task.autograd = autograd_state();
+  task.keys = local_keys();
+  task.variant = kernels::requested_variant();
+  task.caller = trace::current_span();
+  const Device device = device_of(root_input);
+  task.buffers[root.get()] = std::move(root_input);
+  task.outstanding = 1;
+  queue_for(task, device).push({root->sequence_nr, root.get(), &task});
+  for (;;) {  // the caller works its own queue until the task ends
+    ReadyItem item = task.cpu_queue.pop();
+    if (!item.fn) break;
+    evaluate(task, item.fn);
   }
+  if (task.error) std::rethrow_exception(task.error);
 }
 
 // [SECTION] backward and grad ------------------------------------------------------------

@@ -31,15 +31,40 @@ struct PyCallable {
   PyObject* fn;
 };
 
-// A Python exception raised by a hook: left set in the interpreter, and this
-// thrown to unwind the engine; set_python_error keeps the Python one.
-struct PythonHookError : Error {
-  PythonHookError() : Error("a hook raised") {}
-};
-
 struct Gil {
   PyGILState_STATE g = PyGILState_Ensure();
   ~Gil() { PyGILState_Release(g); }
+};
+
+// A Python exception raised by a hook, made with the GIL held: taken out of
+// the thread that raised it, which may be a device's worker (Note [Which
+// thread runs a node], engine.cpp), carried through the engine as this C++
+// exception, and raised again on the thread that called backward.
+struct PythonHookError : Error {
+  PythonHookError() : Error("a hook raised") {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    exception = std::shared_ptr<PyObject>(value, [](PyObject* o) {
+      Gil gil;
+      Py_XDECREF(o);
+    });
+  }
+  // Sets it as the calling thread's Python error (the GIL held).
+  void restore() const {
+    PyObject* value = exception.get();
+    if (!value) {
+      PyErr_SetString(PyExc_RuntimeError, "a hook raised an exception that was lost");
+      return;
+    }
+    Py_INCREF(value);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value)), value);
+    Py_DECREF(value);
+  }
+  std::shared_ptr<PyObject> exception;
 };
 
 // What a hook returned: None keeps the gradient, a Tensor replaces it.
@@ -335,11 +360,16 @@ PyObject* py_run_backward(PyObject*, PyObject* args) {
     return nullptr;
   if (inputs != Py_None && !tensor_list(inputs, in, false, "grad(): inputs")) return nullptr;
   autograd::BackwardOptions opts{bool(retain), bool(create), bool(allow_unused)};
-  if (inputs == Py_None) {
-    autograd::backward(roots, root_grads, opts);
-    Py_RETURN_NONE;
+  autograd::TensorList out;
+  try {
+    GilRelease release;  // device threads run nodes too, and Python hooks take the GIL where they run
+    if (inputs == Py_None) autograd::backward(roots, root_grads, opts);
+    else out = autograd::grad(roots, root_grads, in, opts);
+  } catch (const PythonHookError& e) {
+    e.restore();
+    return nullptr;
   }
-  autograd::TensorList out = autograd::grad(roots, root_grads, in, opts);
+  if (inputs == Py_None) Py_RETURN_NONE;
   return tensor_tuple(out);
   DESCENT_PY_CATCH(nullptr)
 }

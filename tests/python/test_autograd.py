@@ -595,6 +595,40 @@ def test_several_roots_start_at_a_graph_root_and_create_graph_sums_out_of_place(
     assert g.grad_fn.name() == "AddBackward0" and g.tolist() == [2.0, 2.0]
 
 
+def test_a_device_graphs_nodes_run_on_the_devices_own_thread():
+    # Note [Which thread runs a node]: as PyTorch's engine, CPU nodes on the caller, device nodes on a worker.
+    x = descent.ones(3, device="sim:0", requires_grad=True)
+    c = descent.ones(3, requires_grad=True)
+    with descent.trace() as t:
+        ((x * x).sum().cpu() + (c * 2).sum()).backward()
+    spans = t.result.spans()
+    caller = next(s["thread"] for s in spans if s["name"] == "_run_backward")
+    ran = [(s["args"]["node"], s["thread"] == caller) for s in spans
+           if s["name"].startswith("autograd::engine::evaluate_function")]
+    on_caller = [n for n, here in ran if here]
+    elsewhere = [n for n, here in ran if not here]
+    # CPU gradients: the add, the CPU sum and mul, c's AccumulateGrad, and the copy back from sim:0
+    assert sorted(on_caller) == ["AccumulateGrad", "AddBackward0", "MulBackward0", "SumBackward0", "ToCopyBackward0"]
+    assert elsewhere == ["SumBackward0", "MulBackward0", "AccumulateGrad"]   # sim:0's, in order, on its thread
+    by_id = {s["id"]: s for s in spans}
+    flows = [(a, b) for a, b, name in t.result.flows() if name == "backward"]   # the app follows these down
+    assert len(flows) == 3 and all(by_id[a]["name"] == "_run_backward" for a, b in flows)
+    assert x.grad.cpu().tolist() == [2.0, 2.0, 2.0] and c.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_hook_that_raises_on_a_device_thread_raises_in_the_caller():
+    x = descent.ones(3, device="sim:0", requires_grad=True)
+    y = x * 2
+
+    def hook(g):
+        raise KeyError("raised on the device's thread")
+    y.register_hook(hook)
+    with pytest.raises(KeyError, match="raised on the device's thread"):
+        y.sum().backward()
+    (x * 3).sum().backward()                       # the device's thread goes on serving
+    assert x.grad.cpu().tolist() == [3.0, 3.0, 3.0]
+
+
 def test_an_op_with_nothing_to_record_says_so():
     x = descent.ones(2)
     with descent.trace() as t:

@@ -80,6 +80,28 @@ TEST(Story, EmptyAndOtherThreadOnlyTraces) {
   EXPECT_EQ(v[1].state, FloorState::Skipped);
 }
 
+// Note [Which thread runs a node] (engine.cpp): a backward node run on its
+// device's thread is a root there; the engine's "backward" flow from the
+// caller's waiting span makes it that span's child in the story.
+TEST(Story, BackwardNodesOnADeviceThreadAreToldUnderTheCallersSpan) {
+  trace::Trace t;
+  t.spans.push_back(make_span(1, 0, Floor::Python, "loss.backward()", 0, 1000));
+  t.spans.push_back(make_span(2, 1, Floor::Binding, "_run_backward", 10, 990));
+  trace::Span node = make_span(3, 0, Floor::Autograd, "autograd::engine::evaluate_function: SumBackward0", 100, 400);
+  node.thread = 1;
+  trace::Span kernel = make_span(4, 3, Floor::Dispatch, "aten::expand", 150, 300);
+  kernel.thread = 1;
+  t.spans.push_back(node);
+  t.spans.push_back(kernel);
+  t.flows.push_back({2, 3, "backward"});
+  const Story s = build_story(t);
+  ASSERT_EQ(s.steps.size(), 8u) << "every span, down and up, the device thread's included";
+  EXPECT_EQ(s.parent_index[2], 1u);
+  EXPECT_EQ(s.self_ns[1], 980 - 300) << "the node's time is not the waiting span's own";
+  t.flows.clear();
+  EXPECT_EQ(build_story(t).steps.size(), 4u) << "without the flow, the other thread is not told";
+}
+
 TEST(Story, DeepNestingDoesNotRecurse) {
   trace::Trace t;
   const int depth = 200000;
