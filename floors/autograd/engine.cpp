@@ -118,11 +118,11 @@ struct ReadyItem {
 // A thread's ready nodes, the most recently created first.
 class ReadyQueue {
  public:
+  // Notifies under the lock: the caller may end its graph task, and with it
+  // this queue, as soon as it sees the wake-up item.
   void push(ReadyItem item) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push(item);
-    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push(item);
     ready_.notify_one();
   }
   ReadyItem pop() {
