@@ -47,6 +47,10 @@ bool Node::remove_hook(int id) {
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) : saved_(true), is_output_(is_output) {
   if (!t.defined()) return;
+  DESCENT_CHECK(!t.impl()->inference, Error,  // Note [Inference tensors outside inference mode]
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode "
+                "in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor "
+                "and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.");
   version_ = t.version();
   if (AutogradMeta* m = meta(t)) {
     output_nr_ = m->output_nr;
@@ -148,6 +152,8 @@ void set_history(const Tensor& t, const Ref<Node>& fn, uint32_t output_nr) {
 }
 
 void set_requires_grad(const Tensor& t, bool r) {
+  DESCENT_CHECK(!r || !t.impl()->inference || autograd_state().inference_mode, Error,
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   DESCENT_CHECK(is_leaf(t), Error, "you can only change requires_grad flags of leaf variables.",
                 r ? "" : " If you want to use a computed variable in a subgraph that doesn't require differentiation "
                          "use var_no_grad = var.detach().");
@@ -155,13 +161,12 @@ void set_requires_grad(const Tensor& t, bool r) {
 }
 
 Tensor detach(const Tensor& t) {
-  Tensor d(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
-  d.impl()->own_version = t.impl()->own_version;  // the same counter as t
+  Tensor d = t.as_strided(t.sizes(), t.strides(), t.offset());  // the same counter as t, and t's inference-ness
   return d;
 }
 
 Tensor variable_data(const Tensor& t) {
-  Tensor d(Ref<TensorImpl>::make(t.storage(), t.dtype(), t.sizes(), t.strides(), t.offset()));
+  Tensor d = t.as_strided(t.sizes(), t.strides(), t.offset());
   d.impl()->own_version = Ref<VersionCounter>::make();
   return d;
 }

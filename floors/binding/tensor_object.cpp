@@ -322,7 +322,11 @@ PyObject* get_data(PyObject* o, void*) {
   DESCENT_PY_TRY return wrap(autograd::variable_data(unwrap(o))); DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_version(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyLong_FromUnsignedLong(unwrap(o).version()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY
+  const Tensor& t = unwrap(o);
+  DESCENT_CHECK(!t.impl()->inference, Error, "Inference tensors do not track version counter.");  // Note [Inference tensors outside inference mode]
+  return PyLong_FromUnsignedLong(t.version());
+  DESCENT_PY_CATCH(nullptr)
 }
 // A new Python object over the base's TensorImpl each time (descent keeps no
 // Python object on a TensorImpl): `v._base is x` is False where torch says

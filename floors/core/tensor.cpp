@@ -114,6 +114,8 @@ bool Tensor::is_contiguous() const {
 Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const {
   auto impl = Ref<TensorImpl>::make(impl_->storage, impl_->dtype, sizes, strides, offset);
   impl->own_version = impl_->own_version;  // an alias counts writes with its source (Note [Version counter and view base])
+  impl->inference = impl_->inference;      // and is an inference tensor when its source is (Note [Inference tensors outside inference mode])
+  impl->refresh_keys();
   return Tensor(std::move(impl));
 }
 

@@ -121,6 +121,17 @@ struct VersionCounter : RefCounted {
   std::atomic<uint32_t> value{0};
 };
 
+// Note [Inference tensors outside inference mode]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor made in inference mode (TensorImpl::inference) has no Autograd
+// and no ADInplaceOrView key, and PyTorch gives it no version counter. Out
+// of the mode, PyTorch refuses what would need one: an in-place write to it
+// (the ADInplaceOrView kernel of the op, reached through the other
+// operand's keys), reading t._version, saving it for backward, and
+// t.requires_grad_(). descent refuses the same, in PyTorch's words. An
+// alias (a view, detach()) is what its source is: a view of a normal
+// tensor made inside the mode is a normal tensor, as in PyTorch.
+
 // [SECTION] TensorImpl -------------------------------------------------------
 
 // What the autograd floor keeps on a tensor (grad, grad_fn, hooks):

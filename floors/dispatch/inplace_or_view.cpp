@@ -27,6 +27,12 @@ namespace {
 
 void write_in_place(const OpEntry& op, DispatchKeySet keys, Stack& s) {
   const Tensor self = s[0].to_tensor();  // owned: the stack is the result's once the op below has run
+  // Note [Inference tensors outside inference mode] (tensor.h). PyTorch
+  // raises when it bumps the version, after the write; descent before it.
+  DESCENT_CHECK(!self.impl()->inference || autograd_state().inference_mode, Error,
+                "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get "
+                "a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
+                "details.");
   redispatch_boxed(op, keys.below(DispatchKey::ADInplaceOrView), s);
   bump_version(self);
 }

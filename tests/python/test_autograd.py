@@ -558,6 +558,28 @@ def test_no_grad_enable_grad_set_grad_enabled_and_inference_mode():
     assert (x * 2).requires_grad
 
 
+def test_inference_tensors_outside_the_mode_refuse_what_pytorch_refuses():
+    # Note [Inference tensors outside inference mode]; the words are PyTorch 2.11's (H200 host).
+    with descent.inference_mode():
+        t = descent.ones(2)
+        t.add_(1)                                         # inside the mode: allowed
+    with pytest.raises(RuntimeError, match=r"^Inplace update to inference tensor outside InferenceMode is not allowed"):
+        t.add_(1)
+    assert t.tolist() == [2.0, 2.0]                       # refused before anything was written
+    with pytest.raises(RuntimeError, match=r"^Setting requires_grad=True on inference tensor outside InferenceMode"):
+        t.requires_grad_()
+    with pytest.raises(RuntimeError, match=r"^Inference tensors do not track version counter\.$"):
+        t._version
+    w = descent.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^Inference tensors cannot be saved for backward"):
+        w * t
+    assert (t * 2).tolist() == [4.0, 4.0] and (w + t).requires_grad   # add saves nothing: allowed, as in PyTorch
+    n = descent.ones(2)
+    with descent.inference_mode():
+        v = n[0:1]
+    assert not v.is_inference() and t[0:1].is_inference() and t.detach().is_inference()
+
+
 # [SECTION] The trace ---------------------------------------------------------------------------
 
 def test_the_trace_shows_the_graph_recorded_and_walked_on_floor_4():
