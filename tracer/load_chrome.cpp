@@ -12,18 +12,24 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // torch.profiler writes Kineto's JSON: complete events ("X") with a category
 // ("cat") that says which layer recorded them. They land on descent's floors:
-//   python_function, user_annotation, Trace   -> Python (1)
-//   cpu_op "aten::*" called from outside any other aten op -> Dispatch (3):
-//       that is the call the dispatcher routed (aten::add, aten::ones);
-//   cpu_op "aten::*" nested inside another aten op -> Kernels (5): the pieces
-//       a composite op is built from (aten::empty and aten::fill_ under
-//       aten::ones), which descent would show as kernel-floor work;
-//   cpu_op named "*Backward*" or "autograd::*"  -> Autograd (4);
+//   python_function, user_annotation          -> Python (1)
+//   Trace ("PyTorch Profiler (0)", the profiler's own wrapper around the
+//       recording)                             -> no floor (None): it is not
+//       a layer the call went through;
+//   cpu_op "aten::*"                           -> Dispatch (3), nested or not:
+//       every one is a call the dispatcher routed (RecordFunction is opened
+//       by the dispatcher's call, once per op: aten::ones, and aten::empty
+//       and aten::fill_ that its kernel calls); Kineto records no separate
+//       kernel event, so the kernel's work is the op's self time;
+//   cpu_op named "*Backward*", "autograd::*" or "torch::autograd::*"
+//       (AccumulateGrad, CopySlices, evaluate_function) -> Autograd (4);
 //   other cpu_op (record_function scopes, "ProfilerStep#3") -> Python (1);
 //   cuda_runtime, cuda_driver                  -> by name, kCudaApiFloors:
 //       allocation calls (cudaMalloc, cudaFree...) -> Allocator (6),
-//       stream and event calls, synchronisation   -> Streams (7),
-//       the rest (cudaLaunchKernel, cudaMemcpyAsync...) -> Launch (8);
+//       stream and event calls, synchronisation, and copies and memsets
+//       (cudaMemcpyAsync: work put on a stream, as descent's memcpy spans
+//       are)                                   -> Streams (7),
+//       the rest (cudaLaunchKernel, cuLaunchKernelEx...) -> Launch (8);
 //   kernel, gpu_memcpy, gpu_memset, gpu_user_annotation -> Device (9), on
 //       rows of their own: a device row is never the same thread as a CPU
 //       row, even when the file gives both the same pid and tid;
@@ -175,6 +181,10 @@ constexpr CudaApiFloor kCudaApiFloors[] = {
     {"cuStream", Floor::Streams},
     {"cuEvent", Floor::Streams},
     {"cuCtxSynchronize", Floor::Streams},
+    {"cudaMemcpy", Floor::Streams},               // cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2DAsync ...
+    {"cudaMemset", Floor::Streams},
+    {"cuMemcpy", Floor::Streams},
+    {"cuMemset", Floor::Streams},
 };
 
 Floor cuda_api_floor(std::string_view name) {
@@ -192,13 +202,16 @@ bool is_aten(std::string_view cat, std::string_view name) {
   return (cat == "cpu_op" || cat == "operator") && name.substr(0, 6) == "aten::";
 }
 
-// The floor of a PyTorch event; `inside_aten`: an aten op encloses it.
-Floor kineto_floor(std::string_view cat, std::string_view name, bool inside_aten) {
+// The floor of a PyTorch event (Note [Placing PyTorch's events on floors]).
+Floor kineto_floor(std::string_view cat, std::string_view name) {
   if (is_device_category(cat)) return Floor::Device;
   if (cat == "cuda_runtime" || cat == "cuda_driver") return cuda_api_floor(name);
-  if (is_aten(cat, name)) return inside_aten ? Floor::Kernels : Floor::Dispatch;
+  if (cat == "Trace") return Floor::None;
+  if (is_aten(cat, name)) return Floor::Dispatch;
   if (cat == "cpu_op" || cat == "operator") {
-    if (name.find("Backward") != std::string_view::npos || name.substr(0, 10) == "autograd::") return Floor::Autograd;
+    if (name.find("Backward") != std::string_view::npos || name.substr(0, 10) == "autograd::" ||
+        name.substr(0, 17) == "torch::autograd::")
+      return Floor::Autograd;
   }
   return Floor::Python;
 }
@@ -403,7 +416,6 @@ class Loader {
     // Note [Parents from time containment]. `aten` marks spans inside an aten op.
     struct Open {
       size_t index;  // in t.spans
-      bool aten;     // it is an aten op, or inside one
     };
     std::vector<Open> stack;
     for (size_t k = 0; k < order.size(); ++k) {
@@ -421,22 +433,19 @@ class Loader {
       }
       overlapping_ += overlapped;
       s.parent = stack.empty() ? 0 : t.spans[stack.back().index].id;
-      read_span_fields(*r.json, s, !stack.empty() && stack.back().aten);
-      const Value* cat = r.json->find("cat");
-      const bool aten = (!stack.empty() && stack.back().aten) ||
-                        (!descent_ && cat && cat->is_string() && is_aten(cat->as_string(), s.name));
-      stack.push_back({k, aten});
+      read_span_fields(*r.json, s);
+      stack.push_back({k});
       span_of_event_[r.event] = static_cast<int64_t>(k);
     }
   }
 
-  void read_span_fields(const Value& e, Span& s, bool inside_aten) const {
+  void read_span_fields(const Value& e, Span& s) const {
     const Value* name = e.find("name");
     s.name = name ? std::string(name->as_string()) : std::string();
     const Value* cat = e.find("cat");
     const std::string_view category = cat && cat->is_string() ? cat->as_string() : std::string_view();
     // descent's export names device work by Kineto's categories (export_chrome.cpp), the rest by floor.
-    s.floor = !descent_ ? kineto_floor(category, s.name, inside_aten)
+    s.floor = !descent_ ? kineto_floor(category, s.name)
               : is_device_category(category) ? Floor::Device
                                              : floor_from_name(category);
     const Value* args = e.find("args");
