@@ -4,6 +4,7 @@ snapshots), tensors moving between devices, reading a device tensor on the
 host and the wait that shows in the trace, pinned memory, and autograd on
 sim:0. Everything runs on sim:0, which every build has; the CUDA parts skip
 where there is no GPU."""
+import pathlib
 import re
 
 import pytest
@@ -281,14 +282,16 @@ def test_memory_snapshot_has_pytorchs_structure():
     snap = descent.sim.memory_snapshot()
     assert isinstance(snap, list) and snap
     seg = snap[0]
-    assert set(seg) >= {"device", "address", "total_size", "allocated_size", "active_size", "requested_size",
-                        "stream", "segment_type", "blocks"}
+    # torch 2.11's keys, read on the H200 host: every one of them, no more
+    assert set(seg) == {"device", "address", "total_size", "allocated_size", "active_size", "requested_size",
+                        "stream", "segment_type", "blocks", "segment_pool_id", "is_expandable", "frames"}
     assert seg["device"] == 0 and seg["segment_type"] in ("small", "large")
+    assert seg["segment_pool_id"] == (0, 0) and seg["is_expandable"] is False and seg["frames"] == []
     for s in snap:
         assert sum(b["size"] for b in s["blocks"]) == s["total_size"]
         assert s["blocks"][0]["address"] == s["address"]
         for b in s["blocks"]:
-            assert set(b) >= {"address", "size", "requested_size", "state"}
+            assert set(b) == {"address", "size", "requested_size", "state", "frames"}
             assert b["state"] in ("active_allocated", "active_pending_free", "inactive")
     mine = [b for s in snap for b in s["blocks"] if b["address"] == x.data_ptr()]
     assert len(mine) == 1 and mine[0]["state"] == "active_allocated" and mine[0]["requested_size"] == 400
@@ -544,3 +547,56 @@ def test_tensor_takes_a_device_as_torch_tensor_does():
     assert descent.tensor([1, 2], dtype=descent.float64, device="cpu").dtype is descent.float64
     with pytest.raises(TypeError):
         descent.tensor([1.0], descent.float64)  # keyword-only, as torch's
+
+
+# [SECTION] memory_summary: PyTorch's table ---------------------------------------------------
+
+SUMMARY_H200 = pathlib.Path(__file__).resolve().parent / "data" / "torch_memory_summary_h200.txt"
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "K": 1000, "M": 1000 ** 2}
+
+
+def _stats_from_table(text):
+    """The statistics torch.cuda.memory_summary() was printed from, as far as its cells say (a cell in KiB
+    is read as that many whole KiB: the table floors each value to its unit)."""
+    rows = {"Allocated memory": "allocated_bytes", "Active memory": "active_bytes", "Requested memory":
+            "requested_bytes", "GPU reserved memory": "reserved_bytes", "Non-releasable memory":
+            "inactive_split_bytes", "Allocations": "allocation", "Active allocs": "active",
+            "GPU reserved segments": "segment", "Non-releasable allocs": "inactive_split",
+            "Oversize allocations": "oversize_allocations", "Oversize GPU segments": "oversize_segments"}
+    stats, key = {"num_ooms": 0, "num_alloc_retries": 0}, None
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 5 or cells[0] == "Metric":
+            continue
+        name = cells[0]
+        if name in rows:
+            key, pool = rows[name], "all"
+        else:
+            pool = "large_pool" if "large" in name else "small_pool"
+        prefix = f"{key}." if key.startswith("oversize") else f"{key}.{pool}."
+        for column, cell in zip(("current", "peak", "allocated", "freed"), cells[1:]):
+            number, *unit = cell.split()
+            stats[prefix + column] = int(number) * _UNITS.get(unit[0] if unit else "B", 1)
+    return stats
+
+
+def test_memory_summary_prints_pytorchs_table():
+    from descent._device import _summary_table
+    torch_text = SUMMARY_H200.read_text()       # torch.cuda.memory_summary() on the H200 host, PyTorch 2.11
+    assert _summary_table(_stats_from_table(torch_text), "cuda:0", "cuda", False) == torch_text
+
+
+def test_memory_summary_of_sim0_reads_its_allocator():
+    x = descent.ones(1000, device="sim:0")
+    text = descent.sim.memory_summary()
+    assert "descent sim memory summary, device ID 0" in text
+    allocated = next(ln for ln in text.splitlines() if ln.startswith("| Allocated memory"))
+    assert allocated.split("|")[2].strip() == _size(descent.sim.memory_allocated())
+    short = descent.sim.memory_summary(abbreviated=True)
+    assert "from large pool" not in short and "from small pool" in text
+    del x
+
+
+def _size(n):
+    from descent._device import _size_cell
+    return _size_cell(n, n).strip()

@@ -193,7 +193,7 @@ class _DeviceModule:
         names = ["is_available", "device_count", "current_device", "get_device_name", "synchronize",
                  "current_stream", "default_stream", "set_stream", "stream", "memory_allocated", "memory_reserved",
                  "max_memory_allocated", "max_memory_reserved", "memory_stats", "reset_peak_memory_stats",
-                 "reset_accumulated_memory_stats", "empty_cache", "memory_snapshot"]
+                 "reset_accumulated_memory_stats", "empty_cache", "memory_snapshot", "memory_summary"]
         for name in names:
             namespace[name] = getattr(self, name)
         namespace["OutOfMemoryError"] = _C.OutOfMemoryError
@@ -298,8 +298,23 @@ class _DeviceModule:
             return []
         out = []
         for i in range(self.device_count()):
-            out.extend(_C._memory_snapshot(_resolve(self.kind, i)))
+            for segment in _C._memory_snapshot(_resolve(self.kind, i)):
+                # The keys torch 2.11 gives that descent's allocator has one answer for: no expandable
+                # segments, no private memory pools (the default pool is (0, 0)), and no stacks recorded.
+                segment.update(segment_pool_id=(0, 0), is_expandable=False, frames=[])
+                for block in segment["blocks"]:
+                    block["frames"] = []
+                out.append(segment)
         return out
+
+    def memory_summary(self, device=None, abbreviated=False):
+        """The caching allocator's statistics as a table, in torch.cuda.memory_summary()'s layout: for each
+        metric its current, peak, total allocated and total freed values, all pools and then the large and
+        small pools apart (abbreviated=True: all pools only). On sim:0 the title names descent's simulated
+        device; the rows are PyTorch's."""
+        d = _resolve(self.kind, device)
+        stats = self.memory_stats(d)
+        return _summary_table(stats, d, self.kind, abbreviated)
 
     def _record_memory_history(self, enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
                                device=None):
@@ -323,3 +338,70 @@ class _DeviceModule:
 
 
 StreamContext = _StreamContext
+
+
+# The summary table (memory_summary): 75 characters between the bars, as PyTorch prints it.
+_WIDTH = 75
+
+
+def _scaled(value, reference, step, threshold, units):
+    """`value` in the unit that suits `reference` (the row's first column picks it for the rows under it)."""
+    unit = units[0]
+    for bigger in units[1:]:
+        if reference < threshold:
+            break
+        unit, value, reference = bigger, value // step, reference / step
+    return value, unit
+
+
+def _size_cell(value, reference):
+    v, unit = _scaled(value, reference, 1024, 768 * 1024, ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"])
+    return f"{v:6d} {unit}"
+
+
+def _count_cell(value, reference):
+    v, unit = _scaled(value, reference, 1000, 750 * 1000, [" ", "K", "M"])
+    return f"{v:7d} {unit} "
+
+
+_SUMMARY_ROWS = [  # (the stats' key, the row's name, its cell)
+    ("allocated_bytes", "Allocated memory", _size_cell),
+    ("active_bytes", "Active memory", _size_cell),
+    ("requested_bytes", "Requested memory", _size_cell),
+    ("reserved_bytes", "GPU reserved memory", _size_cell),
+    ("inactive_split_bytes", "Non-releasable memory", _size_cell),
+    ("allocation", "Allocations", _count_cell),
+    ("active", "Active allocs", _count_cell),
+    ("segment", "GPU reserved segments", _count_cell),
+    ("inactive_split", "Non-releasable allocs", _count_cell),
+]
+_OVERSIZE_ROWS = [("oversize_allocations", "Oversize allocations"), ("oversize_segments", "Oversize GPU segments")]
+
+
+def _summary_table(stats, device, kind, abbreviated):
+    index = int(str(device).split(":")[1]) if ":" in str(device) else 0
+    title = ("PyTorch CUDA memory summary" if kind == "cuda" else "descent sim memory summary") + f", device ID {index}"
+    ooms = f"{'CUDA' if kind == 'cuda' else 'sim'} OOMs: {stats.get('num_ooms', 0)}"
+    retries = f"{'cudaMalloc' if kind == 'cuda' else 'raw alloc'} retries: {stats.get('num_alloc_retries', 0)}"
+    lines = ["=" * _WIDTH, (" " * 18 + title).ljust(_WIDTH), "-" * _WIDTH,
+             (" " * 12 + ooms).ljust(36) + "|" + (" " * 8 + retries).ljust(38), "=" * _WIDTH,
+             "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  "]
+
+    def row(name, cells):
+        return f" {name:<21} | " + " | ".join(cells) + " "
+
+    for key, name, cell in _SUMMARY_ROWS:
+        lines.append("-" * _WIDTH)
+        pools = [("all", name)] + ([] if abbreviated else [("large_pool", "      from large pool"),
+                                                            ("small_pool", "      from small pool")])
+        columns = ("current", "peak", "allocated", "freed")
+        reference = [stats.get(f"{key}.all.{c}", 0) for c in columns]
+        for pool, label in pools:
+            values = [stats.get(f"{key}.{pool}.{c}", 0) for c in columns]
+            lines.append(row(label, [cell(v, r) for v, r in zip(values, reference)]))
+    for key, name in _OVERSIZE_ROWS:
+        lines.append("-" * _WIDTH)
+        values = [stats.get(f"{key}.{c}", 0) for c in ("current", "peak", "allocated", "freed")]
+        lines.append(row(name, [_count_cell(v, v) for v in values]))
+    lines.append("=" * _WIDTH)
+    return "".join(f"|{line}|\n" for line in lines)
