@@ -356,7 +356,13 @@ bool vectorizable(const Offsets<N>& o, const void* const (&ptrs)[N], const size_
 }
 
 // The launch of a loop over n elements: 256 threads a block, each thread one
-// element, or a run of four on the fast path (launch::linear_launch).
+// element, or a run of four on the fast path (launch::linear_launch), the
+// grid capped and walked by a grid-stride loop. PyTorch's elementwise
+// kernels differ in shape and name: vectorized_elementwise_kernel<4, ...>
+// (or unrolled_elementwise_kernel), 128 threads a block, a grid that covers
+// n in one pass with no stride loop (at::native::gpu_kernel,
+// CUDALoops.cuh). Both are one launch per op; descent's kernel names are its
+// own (add_float32), and a learner comparing traces sees the difference.
 inline launch::KernelLaunch loop_launch(const char* kernel, const char* op, const LoopBase& loop) {
   return launch::linear_launch(kernel, op, loop.n, kThreadsPerBlock, loop.vectorized ? kVecElems : 1);
 }

@@ -107,8 +107,10 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
 // and <<<...>>> 3.42-3.82, four runs of tests/bench/bench_launch.cu; the
 // launch itself, in the driver, is most of a CUDA op's host time). While
 // tracing, and with more than one GPU (a handle belongs to one device), it
-// is cudaLaunchKernel, whose runtime records CUPTI joins to the kernel's, so
-// the trace shows what it showed before; a driver launch
+// is cudaLaunchKernel, so that the trace shows the call PyTorch's profiler
+// shows for its own kernels (not because a driver launch could not be
+// correlated: CUPTI joins a cuLaunchKernel(Ex) to its kernel too, as the
+// H200 host's Triton kernels show); a driver launch
 // that fails is made again through cudaLaunchKernel, whose error names it in
 // the runtime's words. launch_cuda makes the call itself: <<<...>>> would be
 // three runtime calls, and a fourth, cudaGetLastError, to learn whether it
