@@ -35,8 +35,10 @@ code: that is runner.py's, and the answers are computed there from the
 step's own trace (selector.py).
 """
 from dataclasses import dataclass, field
+import functools
 import os
 import re
+import warnings
 
 from . import selector as _selector
 
@@ -122,7 +124,7 @@ class Lesson:
         return [(i, s.exercise) for i, s in enumerate(self.steps) if s.exercise is not None]
 
 
-_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*([^`]*?)[ \t]*$")
+_FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
 _KEY = re.compile(r"^([A-Za-z_][A-Za-z_-]*)[ \t]*:(.*)$")
 _NAME = re.compile(r"^(?:(\d{1,3})-)?([a-z0-9][a-z0-9-]*)\.md$")
 
@@ -172,9 +174,9 @@ class _Parser:
     def lesson(self):
         naming = name_of(self.path)
         number, name = naming if naming else (None, os.path.splitext(os.path.basename(self.path))[0])
-        for n, raw in enumerate(self.lines, 1):
-            if "\x00" in raw:
-                self.fail(n, "expected text, found a NUL character")
+        if any("\x00" in raw for raw in self.lines):
+            self.fail(next(n for n, raw in enumerate(self.lines, 1) if "\x00" in raw),
+                      "expected text, found a NUL character")
         self.skip_blank()
         if self.i >= len(self.lines):
             self.fail(max(1, len(self.lines)), "expected the lesson's title ('# Title'), found an empty file")
@@ -185,6 +187,8 @@ class _Parser:
         self.i += 1
         self.skip_blank()
         start = self.i + 1
+        if self.i >= len(self.lines):
+            self.fail(len(self.lines), "expected a ```lesson block (teaches: and assumes:) after the title")
         kind, args, body, body_line = self.fence_or_none()
         if kind != "lesson":
             self.fail(start, "expected a ```lesson block (teaches: and assumes:) after the title")
@@ -279,7 +283,17 @@ class _Parser:
         """At a fence: reads the whole block and returns (kind, args, body lines, line of the body's first
         line); prose blocks (other kinds) go into `prose` as they are. Elsewhere: one line of prose.
         Returns kind None for prose."""
-        line = self.lines[self.i]
+        lines, i = self.lines, self.i
+        line = lines[i]
+        if line[:3] not in ("```", "~~~"):
+            # Prose: take every line up to the next fence or step heading at once.
+            end, n = i + 1, len(lines)
+            while end < n and lines[end][:3] not in ("```", "~~~", "## "):
+                end += 1
+            if prose is not None:
+                prose.extend(lines[i:end])
+            self.i = end
+            return None, "", [], 0
         m = _FENCE.match(line)
         if not m:
             if prose is not None:
@@ -287,20 +301,28 @@ class _Parser:
             self.i += 1
             return None, "", [], 0
         fence, info = m.group(1), m.group(2)
+        if fence[0] == "`" and "`" in info:  # `` ```x``` `` is inline code, not a fence (CommonMark)
+            if prose is not None:
+                prose.append(line)
+            self.i += 1
+            return None, "", [], 0
         words = info.split()
         kind = words[0] if words else ""
         start = self.i
         self.i += 1
         body = []
+        j, n, mark = self.i, len(lines), fence[:3]
         while True:
-            if self.i >= len(self.lines):
+            if j >= n:
                 self.fail(start + 1, f"this ``` block is never closed: expected a line '{fence}' after it")
-            text = self.lines[self.i]
-            self.i += 1
-            closing = text.strip()
-            if closing and set(closing) == {fence[0]} and len(closing) >= len(fence):
-                break
+            text = lines[j]
+            j += 1
+            if text[:1] in "`~ ":
+                closing = text.strip()
+                if closing[:3] == mark and len(closing) >= len(fence) and closing == fence[0] * len(closing):
+                    break
             body.append(text)
+        self.i = j
         if kind not in BLOCKS:
             if prose is not None:
                 prose.extend(self.lines[start:self.i])
@@ -322,7 +344,7 @@ class _Parser:
         if not text.strip():
             self.fail(at, f"the ```{kind} block is empty: expected Python code")
         try:
-            compiled = compile(text, f"<{kind}>", "exec", dont_inherit=True)
+            compiled = compile_cached(text, f"<{kind}>", "exec")
         except SyntaxError as e:
             where = body_line + (e.lineno - 1 if e.lineno else 0)
             where = min(max(where, body_line), body_line + len(body) - 1)
@@ -442,7 +464,7 @@ class _Parser:
         checks = []
         for text, n in f["check"]:
             try:
-                checks.append((text, compile(text, "<check>", "eval", dont_inherit=True), n))
+                checks.append((text, compile_cached(text, "<check>", "eval"), n))
             except SyntaxError as e:
                 self.fail(n, f"expected a Python expression after 'check:': {e.msg}")
             except (ValueError, OverflowError, RecursionError, MemoryError) as e:
@@ -462,6 +484,25 @@ class _Parser:
             if not 0 < ex.limit_s <= MAX_LIMIT_S:
                 self.fail(limit[1], f"expected a limit between 0 and {MAX_LIMIT_S:g} seconds, found {limit[0]}")
         return ex
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(text, filename, mode):
+    try:
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like are the code's own business
+            warnings.simplefilter("ignore")
+            return compile(text, filename, mode, dont_inherit=True), None
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
+        return None, e
+
+
+def compile_cached(text, filename, mode):
+    """compile(), remembered: a lesson is parsed again and again (the app, the validator, the
+    mutation test) with the same code blocks, and compiling is most of a parse's time."""
+    code, error = _compile(text, filename, mode)
+    if error is not None:
+        raise error
+    return code
 
 
 def _show(text, width=60):

@@ -33,8 +33,8 @@ depends on the machine (a time, a library's size) is read the same way, and
 a typed number is judged with the prediction's tolerance.
 """
 import fnmatch
+import functools
 import math
-import shlex
 
 FLOORS = {"python": 1, "binding": 2, "dispatch": 3, "autograd": 4, "kernels": 5, "allocator": 6,
           "streams": 7, "launch": 8, "device": 9}
@@ -66,12 +66,13 @@ class Selector:
     def __repr__(self):
         return f"Selector({self.text!r})"
 
-    @classmethod
-    def parse(cls, text):
-        try:
-            words = shlex.split(text, comments=False, posix=True)
-        except ValueError as e:
-            raise SelectorError(f"expected a selector of key=value words, found {text!r} ({e})") from None
+    @staticmethod
+    @functools.lru_cache(maxsize=1024)
+    def parse(text):
+        """The Selector a line of key=value words makes (remembered: selectors are read again and again,
+        and never changed once made); SelectorError naming what is wrong."""
+        cls = Selector
+        words = _words(text)
         if not words:
             raise SelectorError("expected a selector such as 'floor=3 span=aten::add arg=kernel', found nothing")
         sel = cls(text)
@@ -165,6 +166,31 @@ class Selector:
         return f"the selector '{self.text}' matched no span ({where} has: {listed or 'no spans'})"
 
 
+def _words(text):
+    """The line split at spaces, except inside "..." or '...' (the quotes removed), as a shell would."""
+    words, word, quote, has_word = [], [], None, False
+    for ch in text:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+            else:
+                word.append(ch)
+        elif ch in "\"'":
+            quote, has_word = ch, True
+        elif ch.isspace():
+            if has_word:
+                words.append("".join(word))
+                word, has_word = [], False
+        else:
+            word.append(ch)
+            has_word = True
+    if quote is not None:
+        raise SelectorError(f"expected a closing {quote} in the selector {text!r}")
+    if has_word:
+        words.append("".join(word))
+    return words
+
+
 def _like(text, pattern):
     """Equal, or matched by a pattern with * and ?."""
     if "*" in pattern or "?" in pattern or "[" in pattern:
@@ -224,8 +250,9 @@ class Answer:
             rest = rest.strip()
             if not rest:
                 raise SelectorError("expected a Python expression after 'python'")
+            from .format import compile_cached
             try:
-                return cls(text, "python", expression=compile(rest, "<answer>", "eval", dont_inherit=True))
+                return cls(text, "python", expression=compile_cached(rest, "<answer>", "eval"))
             except SyntaxError as e:
                 raise SelectorError(f"expected a Python expression after 'python': {e.msg}") from None
             except (ValueError, OverflowError, RecursionError, MemoryError) as e:

@@ -306,7 +306,7 @@ def cmd_validate(where):
             continue
         problems = validate(lesson)
         took = time.perf_counter() - t0
-        counts = (f"{len(lesson.steps)} steps, {len(lesson.predictions())} predictions, "
+        counts = (f"{len(lesson.steps)} steps, {len(lesson.predictions())} prediction{'s' if len(lesson.predictions()) != 1 else ''}, "
                   f"{len(lesson.exercises())} exercise{'s' if len(lesson.exercises()) != 1 else ''}")
         if problems:
             failed += 1
