@@ -57,6 +57,19 @@ def test_lesson_validates(path):
     assert runner.validate(lesson) == []
 
 
+def test_lessons_hold_beside_live_device_tensors():
+    """The app's console may hold tensors on sim:0 when a lesson opens: the allocator's steps use a
+    stream of their own and count from where they start, so their answers do not change."""
+    keep = [descent.empty(n, device="sim:0") for n in (1000, 300_000, 5_000_000, 10)]
+    del keep[1]  # a free block in each pool of the default stream
+    lesson = F.parse_file(os.path.join(LESSONS_DIR, "06-caching-allocator.md"))
+    assert runner.validate(lesson) == []
+    answers = [[p["answer_text"] for p in runner.run_step(lesson, i)["predictions"]] for i in range(4)]
+    assert answers == [["no", "yes"], ["4096", "large"], ["2097152", "4096"], ["2097152", "0"]]
+    assert descent.sim.current_stream().stream_id == 0  # the steps' own streams were put back
+    del keep
+
+
 def test_validate_all_within_two_minutes(tmp_path):
     """`descent lesson --validate` of the ten lessons, end to end, as CI runs it (docs/BENCHMARKS.md)."""
     began = time.perf_counter()

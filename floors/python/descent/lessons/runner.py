@@ -79,17 +79,20 @@ def namespace(kind):
 
 
 class _Restore:
-    """Puts back what a step's code may change for the steps after it: grad and inference mode, the kernel
-    variant, the number of threads, sim:0's capacity; and drops the step's tensors."""
+    """Puts back what a step's code may change for the steps after it: grad and inference mode, the current
+    streams, the kernel variant, the number of threads, sim:0's capacity; and drops the step's tensors."""
 
     def __enter__(self):
         self.state = _C._local_state()
         self.threads = descent.get_num_threads()
         self.capacity = _C._sim_memory_capacity()
+        self.streams = [(m, m.current_stream()) for m in (descent.sim, descent.cuda) if m.is_available()]
         return self
 
     def __exit__(self, *exc):
         _C._set_local_state(self.state)
+        for module, stream in self.streams:
+            module.set_stream(stream)
         descent.set_kernel_variant("auto")
         if descent.get_num_threads() != self.threads:
             descent.set_num_threads(self.threads)

@@ -80,18 +80,19 @@ def cmd_list():
     if not entries:
         print(f"descent lesson: no lessons in {directory()} (set DESCENT_LESSONS to a folder of lessons)")
         return 2
-    print(f"The lessons ({directory()}); your progress is kept in {progress.path()}")
+    print(f"The lessons ({directory()}); your progress is kept in {progress.path()}\n")
+    width = max(len(e["name"]) for e in entries)
     for e in entries:
         number = "" if e["number"] is None else str(e["number"])
         if e["error"]:
-            print(f"{number:>3} {e['name']:16} cannot be read: {e['error']}")
+            print(f"{number:>3} {e['name']:{width}}  cannot be read: {e['error']}")
             continue
         p = e["progress"]
         right = sum(1 for v in p["predictions"].values() if v)
         done = sum(1 for v in p["exercises"].values() if v)
         state = (f"{len(p['seen'])}/{e['steps']} steps seen, {right}/{e['predictions']} predictions right, "
                  f"{done}/{e['exercises']} exercise{'s' if e['exercises'] != 1 else ''} done")
-        print(f"{number:>3} {e['name']:16} {e['title']:44} {state}")
+        print(f"{number:>3} {e['name']:{width}}  {e['title']}\n    {'':{width}}  {state}")
     print("\nOpen one with: descent lesson NAME (or its number)")
     return 0
 
