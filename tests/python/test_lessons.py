@@ -300,6 +300,19 @@ def test_selector_words_and_tolerances():
         T("x0.5")
 
 
+def test_kernel_selector_finds_cuda_kernels_by_correlation():
+    """On a GPU the device's span is named by the kernel's C++ symbol (CUPTI's name); `kernel=` joins it to
+    its launch, so the lessons' gpu steps read it on cuda:0 as on sim:0. The H200 recording shows it."""
+    trace = descent._C._load_trace(os.path.join(os.path.dirname(__file__), "..", "tracer", "data",
+                                                "h200_cuda_add.descent"))
+    spans = F._selector.Spans(trace)
+    add = F._selector.Selector.parse("floor=9 kernel=add_float32").one(spans)
+    assert "BinaryLoop<float, descent::kernels::AddF>" in add.name and add.args["correlation"] == 2
+    launch = F._selector.Selector.parse("floor=8 span=*LaunchKernel kernel=fill_*").one(spans)
+    assert launch.name == "cudaLaunchKernel" and launch.args["kernel"] == "fill_float32"
+    assert len(F._selector.Selector.parse("floor=9 kernel=*_float32").all(spans)) == 2
+
+
 # [SECTION] Mutations: hostile lesson files through the parser --------------------------------------------
 
 FRAGMENTS = ["```", "````", "~~~", "```run cpu", "```run gpu raises", "```predict", "```exercise", "```start",

@@ -6,11 +6,15 @@ A selector is a line of `key=value` words (a value with spaces is quoted):
     floor=6 span=caching_alloc nth=2 arg=hit     the second caching_alloc's hit=
     span=aten::add arg.redispatch=true           the aten::add span whose redispatch= is true
     floor=8 under="y = x + 1"                    a launch inside the statement y = x + 1
+    floor=9 kernel=mul_float32                   the device's own span of the kernel mul_float32
 
     floor=N       1-9 or the floor's name (python, binding, dispatch, autograd, kernels,
                   allocator, streams, launch, device)
     span=NAME     the span's name; * and ? match any text / one character
     under=NAME    some span around it has this name (a statement's text, an op)
+    kernel=NAME   a launch (floor 8) of this kernel, or the device's span of one (floor 9), joined to
+                  its launch by the correlation id: on a GPU the device's span is named by the kernel's
+                  symbol, so `kernel=` finds it on sim:0 and on CUDA alike
     arg.KEY=VAL   it has the argument KEY with this value (true/false for a flag; * for any value)
     nth=K         the K-th span that matches, in the order they began (1 = the first, -1 = the last)
     arg=KEY       what the selector reads: that argument of the span (else the span itself)
@@ -38,7 +42,7 @@ import math
 
 FLOORS = {"python": 1, "binding": 2, "dispatch": 3, "autograd": 4, "kernels": 5, "allocator": 6,
           "streams": 7, "launch": 8, "device": 9}
-SELECTOR_KEYS = ("floor", "span", "under", "nth", "arg")
+SELECTOR_KEYS = ("floor", "span", "under", "kernel", "nth", "arg")
 
 
 class SelectorError(ValueError):
@@ -59,8 +63,8 @@ def text_of(value):
 
 
 class Selector:
-    def __init__(self, text, floor=None, span=None, under=None, args=(), nth=1, arg=None):
-        self.text, self.floor, self.span, self.under = text, floor, span, under
+    def __init__(self, text, floor=None, span=None, under=None, args=(), nth=1, arg=None, kernel=None):
+        self.text, self.floor, self.span, self.under, self.kernel = text, floor, span, under, kernel
         self.args, self.nth, self.arg = list(args), nth, arg
 
     def __repr__(self):
@@ -81,7 +85,7 @@ class Selector:
             key, eq, value = w.partition("=")
             if not eq:
                 raise SelectorError(f"expected key=value in the selector, found {w!r} (keys: floor, span, under, "
-                                    "arg.KEY, nth, arg)")
+                                    "kernel, arg.KEY, nth, arg)")
             if not value:
                 raise SelectorError(f"expected a value after '{key}=' in the selector")
             if key.startswith("arg."):
@@ -91,8 +95,8 @@ class Selector:
                 sel.args.append((name, value))
                 continue
             if key not in SELECTOR_KEYS:
-                raise SelectorError(f"unknown key '{key}' in the selector: expected floor, span, under, arg.KEY, "
-                                    "nth or arg")
+                raise SelectorError(f"unknown key '{key}' in the selector: expected floor, span, under, kernel, "
+                                    "arg.KEY, nth or arg")
             if key in seen:
                 raise SelectorError(f"'{key}=' is given twice in the selector")
             seen.add(key)
@@ -116,27 +120,29 @@ class Selector:
                 setattr(sel, key, value)
         return sel
 
-    def matches(self, span, spans_by_id):
+    def matches(self, span, spans):
         if self.floor is not None and span.floor != self.floor:
             return False
         if self.span is not None and not _like(span.name, self.span):
+            return False
+        if self.kernel is not None and not _like(spans.kernel_of.get(span.id) or "", self.kernel):
             return False
         for key, want in self.args:
             if key not in span.args or not _like(text_of(span.args[key]), want):
                 return False
         if self.under is not None:
-            p = spans_by_id.get(span.parent)
+            p = spans.by_id.get(span.parent)
             while p is not None:
                 if _like(p.name, self.under):
                     break
-                p = spans_by_id.get(p.parent)
+                p = spans.by_id.get(p.parent)
             else:
                 return False
         return True
 
     def all(self, spans):
         """Every span that matches, in the order they began."""
-        return [s for s in spans.list if self.matches(s, spans.by_id)]
+        return [s for s in spans.list if self.matches(s, spans)]
 
     def one(self, spans):
         """The nth span that matches; NoMatch saying what there was when there is none."""
@@ -229,12 +235,21 @@ class Span:
 
 
 class Spans:
-    """A trace's spans, for selectors: .list in the order they began, .by_id."""
+    """A trace's spans, for selectors: .list in the order they began, .by_id, and .kernel_of: the kernel
+    each launch (floor 8) and each device span of a launch (floor 9, by its correlation id) is of."""
 
     def __init__(self, trace):
         raw = trace.spans() if trace is not None else []
         self.list = sorted((Span(d) for d in raw), key=lambda s: (s.start_ns, s.id))
         self.by_id = {s.id: s for s in self.list}
+        launches = {s.args["correlation"]: s.args["kernel"] for s in self.list
+                    if s.floor == 8 and "correlation" in s.args and "kernel" in s.args}
+        self.kernel_of = {}
+        for s in self.list:
+            if s.floor == 8 and "kernel" in s.args:
+                self.kernel_of[s.id] = s.args["kernel"]
+            elif s.floor == 9 and s.args.get("correlation") in launches:
+                self.kernel_of[s.id] = launches[s.args["correlation"]]
 
 
 class Answer:
