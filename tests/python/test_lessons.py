@@ -80,6 +80,17 @@ def test_validate_all_within_two_minutes(tmp_path):
     assert took < 120, f"--validate took {took:.1f} s"
 
 
+def test_the_guides_minimal_lesson_validates(tmp_path):
+    """lessons/README.md's minimal lesson, copied out as an author would, validates as it stands."""
+    guide = open(os.path.join(LESSONS_DIR, "README.md"), encoding="utf-8").read()
+    start = guide.index("````markdown\n") + len("````markdown\n")
+    path = tmp_path / "10-my-lesson.md"
+    path.write_text(guide[start:guide.index("````", start)])
+    lesson = F.parse_file(str(path))
+    assert (lesson.number, lesson.name, len(lesson.steps)) == (10, "my-lesson", 2)
+    assert runner.validate(lesson) == []
+
+
 def test_answers_are_computed_not_written():
     """No prediction's answer is a constant: each reads the run (a selector or an expression)."""
     for path in LESSON_FILES:
