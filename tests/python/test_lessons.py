@@ -167,28 +167,36 @@ def test_cli_answers_from_stdin_and_reset(tmp_path):
 
 def test_cli_check(tmp_path):
     lesson = L.load("dispatcher")
-    (_, ex), = lesson.exercises()
+    (_, ex), (_, library_ex) = lesson.exercises()  # inference_mode, then descent.library
     good, bad, endless, broken = (tmp_path / n for n in ("good.py", "bad.py", "endless.py", "broken.py"))
     good.write_text(ex.solution.text)
     bad.write_text(ex.start.text)
     endless.write_text("while True:\n    try:\n        pass\n    except Exception:\n        pass\n")
     broken.write_text("y = (\n")
     r = run_cli("dispatcher", "--check", str(good), tmp_path=tmp_path)
+    assert r.returncode == 2 and "has 2 exercises: say which with --exercise K" in r.stderr, r.stderr
+    r = run_cli("dispatcher", "--check", str(good), "--exercise", "1", tmp_path=tmp_path)
     assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
-    r = run_cli("dispatcher", "--check", str(bad), tmp_path=tmp_path)
+    library_good = tmp_path / "library_good.py"
+    library_good.write_text(library_ex.solution.text)
+    r = run_cli("dispatcher", "--check", str(library_good), "--exercise", "2", tmp_path=tmp_path)
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
+    r = run_cli("dispatcher", "--check", str(good), "--exercise", "2", tmp_path=tmp_path)
+    assert r.returncode == 1 and "found nothing: the selector 'floor=5 span=aten::neg' matched no span" in r.stdout
+    r = run_cli("dispatcher", "--check", str(bad), "--exercise", "1", tmp_path=tmp_path)
     assert r.returncode == 1 and 'This check is false: `count("floor=4") == 0`' in r.stdout, r.stdout
     began = time.perf_counter()
-    r = run_cli("dispatcher", "--check", str(endless), "--limit", "1", tmp_path=tmp_path)
+    r = run_cli("dispatcher", "--check", str(endless), "--limit", "1", "--exercise", "1", tmp_path=tmp_path)
     assert r.returncode == 1 and "stopped after 1 s" in r.stdout, r.stdout + r.stderr
     assert time.perf_counter() - began < 30
-    r = run_cli("dispatcher", "--check", str(broken), tmp_path=tmp_path)
+    r = run_cli("dispatcher", "--check", str(broken), "--exercise", "1", tmp_path=tmp_path)
     assert r.returncode == 1 and "not valid Python (line 1)" in r.stdout
-    r = run_cli("dispatcher", "--check", str(tmp_path / "missing.py"), tmp_path=tmp_path)
+    r = run_cli("dispatcher", "--check", str(tmp_path / "missing.py"), "--exercise", "1", tmp_path=tmp_path)
     assert r.returncode == 2 and "cannot read" in r.stderr
     r = run_cli("no-such-lesson", tmp_path=tmp_path)
     assert r.returncode == 2 and "no lesson called 'no-such-lesson'" in r.stderr
     progress = json.load(open(tmp_path / "data" / "descent" / "progress.json"))
-    assert progress["lessons"]["dispatcher"]["exercises"] == {"4": True}  # a pass stays a pass
+    assert progress["lessons"]["dispatcher"]["exercises"] == {"5": True, "6": True}  # a pass stays a pass
 
 
 def test_cli_validate_reports_a_broken_lesson(tmp_path):

@@ -80,7 +80,11 @@ def namespace(kind):
 
 class _Restore:
     """Puts back what a step's code may change for the steps after it: grad and inference mode, the current
-    streams, the kernel variant, the number of threads, sim:0's capacity; and drops the step's tensors."""
+    streams, the kernel variant, the number of threads, sim:0's capacity; and empties the step's namespace,
+    which drops its tensors and its Libraries (descent.library: their kernels go with them)."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
 
     def __enter__(self):
         self.state = _C._local_state()
@@ -90,6 +94,7 @@ class _Restore:
         return self
 
     def __exit__(self, *exc):
+        self.namespace.clear()  # the step's tensors, and its descent.library Libraries (their kernels go with them)
         _C._set_local_state(self.state)
         for module, stream in self.streams:
             module.set_stream(stream)
@@ -177,7 +182,7 @@ def run_step(lesson, index, setup_limit_s=60.0):
         return result
     ns = namespace(step.run.device)
     result["device"], result["code"] = ns["device"], step.run.text
-    with _Restore():
+    with _Restore(ns):
         exc = _setup(step, ns, setup_limit_s)
         trace, output = None, ""
         if exc is None:
@@ -191,7 +196,7 @@ def run_step(lesson, index, setup_limit_s=60.0):
             result["looks"].append(_look(sel, spans))
         for p in step.predictions:
             result["predictions"].append(_predict(p, spans, env))
-        del env, ns
+        del env
     return result
 
 
@@ -285,7 +290,7 @@ def check_exercise(lesson, index, code_text, limit_s=None):
         return result
     ns = namespace(ex.device)
     began = time.perf_counter()
-    with _Restore():
+    with _Restore(ns):
         exc = _setup(step, ns, limit)
         trace, output = None, ""
         if exc is None:
@@ -319,7 +324,7 @@ def check_exercise(lesson, index, code_text, limit_s=None):
             if not ok:
                 result["reason"] = f"the goal is not met: {ex.goal}\nThis check is false: `{text}`{raised}"
                 return result
-        del env, ns
+        del env
     result["passed"] = True
     result["reason"] = f"the goal is met: {ex.goal}"
     return result
