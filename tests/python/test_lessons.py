@@ -70,6 +70,21 @@ def test_lessons_hold_beside_live_device_tensors():
     del keep
 
 
+def test_every_step_opens_quickly():
+    """A step opens in well under the app's 300 ms: few spans to turn into a tree (the verifier's gradchecks,
+    traced, once made 37,000), and a time bound loose enough for a loaded 2-core VM."""
+    for path in LESSON_FILES:
+        lesson = F.parse_file(path)
+        for i, step in enumerate(lesson.steps):
+            if step.run is None:
+                continue
+            began = time.perf_counter()
+            r = runner.run_step(lesson, i)
+            took = time.perf_counter() - began
+            assert len(r["trace"].spans()) < 3000, f"{path}: step {i + 1} traces {len(r['trace'].spans())} spans"
+            assert took < 2.0, f"{path}: step {i + 1} took {took:.2f} s to open"
+
+
 def test_validate_all_within_two_minutes(tmp_path):
     """`descent lesson --validate` of the ten lessons, end to end, as CI runs it (docs/BENCHMARKS.md)."""
     began = time.perf_counter()
