@@ -64,6 +64,8 @@ PyObject* device_object(Device d);     // new reference
 // Devices from Python (device_object.cpp): the functions and the Event type
 // descent.cuda and descent.sim are built on, and Tensor's device methods.
 bool init_devices(PyObject* module);
+// descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
+bool init_library(PyObject* module);
 extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
 extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
 // t itself on the CPU; else a CPU copy through aten::to after the host waited

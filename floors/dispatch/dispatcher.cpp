@@ -165,6 +165,19 @@ void register_fallback(DispatchKey key, Kernel k, const std::string&) {
   for (OpEntry& e : ops_for_registration()) e.refresh();
 }
 
+KernelSlot swap_op_kernel(OpEntry& e, DispatchKey key, KernelSlot k) {
+  DESCENT_CHECK(is_runtime(key), ValueError, "swap_op_kernel: ", dispatch_key_name(key), " is not a runtime key");
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  const int slot = runtime_slot(key);
+  KernelSlot old{e.own_kernels[slot], e.own_fallthrough[slot], e.own_unboxed[slot], e.own_unboxed_signature[slot]};
+  e.own_kernels[slot] = k.boxed;
+  e.own_fallthrough[slot] = k.fallthrough;
+  e.own_unboxed[slot] = k.unboxed;
+  e.own_unboxed_signature[slot] = k.signature;
+  e.refresh();
+  return old;
+}
+
 BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k) {
   DESCENT_CHECK(is_runtime(key), ValueError, "register_kernel: ", dispatch_key_name(key), " is not a runtime key");
   OpEntry& e = table()[int(op)];  // built first: building it registers, under the same lock

@@ -212,6 +212,20 @@ void register_op_kernel(OpEntry& op, DispatchKey key, Kernel k, const std::strin
 void register_fallback(DispatchKey key, Kernel k, const std::string& where);
 OpEntry& mutable_op_entry(Op op);
 std::array<OpEntry, kNumOps>& ops_for_registration();  // the table, also while it is being built
+// What an op holds of its own at one runtime key: its kernel in both
+// conventions and its fallthrough mark (0 none, 1 a fallthrough, -1 marked not one).
+struct KernelSlot {
+  BoxedKernel boxed = nullptr;
+  int8_t fallthrough = 0;
+  void* unboxed = nullptr;
+  const void* signature = nullptr;
+};
+// Puts `k` in place of what `op` holds at the runtime key `key` and returns
+// what was there, under the registration lock. descent.library overrides a
+// built-in kernel this way, as torch.library does with a warning, and puts
+// the old one back when its Library goes (Note [Python kernels],
+// floors/binding/library_object.cpp). ValueError for a key that is not a runtime key.
+KernelSlot swap_op_kernel(OpEntry& op, DispatchKey key, KernelSlot k);
 
 class Library;  // library.h
 // Each floor's registration function, called once when the table is built.

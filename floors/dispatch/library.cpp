@@ -43,6 +43,16 @@ const OpEntry* find_operator(std::string_view name) {
   return nullptr;
 }
 
+std::vector<const OpEntry*> find_overloads(std::string_view qualified_name) {
+  std::vector<const OpEntry*> found;
+  for (const OpEntry& e : ops_for_registration())
+    if (e.schema.qualified_name() == qualified_name) found.push_back(&e);
+  std::lock_guard<std::mutex> lock(defined_mutex());
+  for (const OpEntry& e : defined_ops())
+    if (e.schema.qualified_name() == qualified_name) found.push_back(&e);
+  return found;
+}
+
 Library& Library::def(const std::string& schema) {
   DESCENT_CHECK(kind_ == DEF, ValueError, where_, ": def() needs a DEF library");
   Schema parsed = parse_schema(schema);

@@ -5,6 +5,7 @@
     descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
     descent ops
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
+    descent lesson [NAME] [--answers A,B] [--check FILE.py] [--handout DIR] [--validate [PATH]] [--reset]
 """
 import argparse
 import os
@@ -165,6 +166,8 @@ def main(argv=None):
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
+    from descent.lessons import terminal as lesson_terminal
+    lesson_terminal.add_parser(sub)
     # `descent app ...` hands its arguments to the app untouched (its own parser
     # reads them); the entry here only lists it in --help.
     sub.add_parser("app", help="open the desktop app (descent app --help lists its options)", add_help=False)

@@ -1,0 +1,303 @@
+// descent.library's C side: operators defined from Python, Python functions
+// as kernels, and calling any operator by its name (descent.ops).
+//
+// [SECTION] Python kernels
+// [SECTION] Defining and calling operators by name
+//
+// Note [Python kernels]
+// ~~~~~~~~~~~~~~~~~~~~~
+// torch.library lets Python register a kernel for an operator at a dispatch
+// key: Library("aten", "IMPL").impl("add.Tensor", fn, "CPU") makes every CPU
+// add run fn. descent does the same. A kernel here is a plain function
+// pointer, so every Python kernel is one C function, python_kernel, which
+// finds its Python function in a table by the operator and the key it runs
+// for (the highest key of the key set it is handed). It takes the GIL back
+// (the binding released it for the dispatcher), turns the stack's arguments
+// into Python objects in the schema's order (a tensor is the caller's very
+// Python object), calls the function, and puts the tensor (or tuple of
+// tensors) it returns on the stack. Its span is floor 5's, named for the op,
+// with variant=python and the function's name: a Python kernel is a kernel.
+// An exception the function raises is left set in the interpreter and
+// unwinds the dispatcher as a C++ exception; the binding then hands Python's
+// own exception to the caller. A kernel registered over a built-in one
+// (aten::add.Tensor at CPU) replaces it, as torch.library does with a
+// warning; the built-in comes back when the Library is removed
+// (swap_op_kernel, floors/dispatch/dispatcher.h).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "floors/binding/binding.h"
+#include "floors/dispatch/library.h"
+
+namespace descent::binding {
+
+namespace {
+
+struct Gil {
+  PyGILState_STATE g = PyGILState_Ensure();
+  ~Gil() { PyGILState_Release(g); }
+};
+
+// A Python kernel's exception, left set in the interpreter (set_python_error keeps it).
+struct PythonKernelError : Error {
+  PythonKernelError() : Error("a Python kernel raised") {}
+};
+
+// [SECTION] Python kernels ----------------------------------------------------------------
+
+struct PythonKernel {
+  int64_t handle;
+  OpEntry* op;
+  std::vector<DispatchKey> keys;     // runtime keys it is registered at
+  std::vector<KernelSlot> previous;  // what each held before, put back on removal
+  PyObject* fn;                      // owned
+  const char* name;                  // interned: the function's qualified name, for the span
+};
+
+std::mutex& kernels_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<std::unique_ptr<PythonKernel>>& python_kernels() {
+  static std::vector<std::unique_ptr<PythonKernel>> k;
+  return k;
+}
+int64_t g_next_handle = 1;
+
+PyObject* ivalue_to_python(const IValue& v) {
+  switch (v.tag()) {
+    case IValue::Tag::None: Py_RETURN_NONE;
+    case IValue::Tag::Tensor: return wrap(v.to_tensor());
+    case IValue::Tag::Double: return PyFloat_FromDouble(v.to_double());
+    case IValue::Tag::Int: return PyLong_FromLongLong(v.to_int());
+    case IValue::Tag::Bool: return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::IntList: {
+      const DimVector& l = v.to_int_list();
+      return py_list(l.size(), [&](size_t i) { return PyLong_FromLongLong(l[i]); });
+    }
+    case IValue::Tag::ScalarType: {
+      PyObject* d = dtype_object(v.to_scalar_type());
+      Py_INCREF(d);
+      return d;
+    }
+    case IValue::Tag::Device: return device_object(v.to_device());
+    case IValue::Tag::TensorList: {
+      const OptionalTensorList& l = v.to_tensor_list();
+      return py_list(size_t(l.size()), [&](size_t i) {
+        return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None);
+      });
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+// The Python function registered for `op` at `key`, with a new reference, and its name.
+PyObject* kernel_function(const OpEntry& op, DispatchKey key, const char** name) {
+  std::lock_guard<std::mutex> lock(kernels_mutex());
+  for (const auto& k : python_kernels()) {
+    if (k->op != &op) continue;
+    for (DispatchKey rk : k->keys) {
+      if (rk == key) {
+        Py_INCREF(k->fn);
+        *name = k->name;
+        return k->fn;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// The kernel every Python kernel is (Note [Python kernels]).
+void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
+  const DispatchKey key = keys.highest();
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  Gil gil;
+  const char* name = "";
+  PyObject* fn = kernel_function(op, key, &name);
+  DESCENT_CHECK(fn != nullptr, Error, "'", op.name, "' has no Python kernel at ", dispatch_key_name(key));
+  struct Drop { PyObject* o; ~Drop() { Py_XDECREF(o); } } drop_fn{fn};
+  if (span.active()) {
+    span.arg("variant", "python");
+    span.arg("python", name);
+  }
+  const size_t n = op.schema.args.size();
+  PyObject* args = PyTuple_New(Py_ssize_t(n));
+  if (!args) throw PythonKernelError();
+  Drop drop_args{args};
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* a = ivalue_to_python(stack[int(i)]);
+    if (!a) throw PythonKernelError();
+    PyTuple_SET_ITEM(args, Py_ssize_t(i), a);
+  }
+  PyObject* r = PyObject_Call(fn, args, nullptr);
+  if (!r) throw PythonKernelError();
+  Drop drop_r{r};
+  const size_t want = op.schema.returns.size();
+  stack.clear();
+  auto push = [&](PyObject* o, size_t i) {
+    DESCENT_CHECK(is_tensor(o), TypeError, "the Python kernel ", name, " of '", op.name, "' returned ",
+                  Py_TYPE(o)->tp_name, " where ", want > 1 ? "result " + std::to_string(i) + ", a Tensor," : "a Tensor",
+                  " belongs");
+    stack.push(IValue(unwrap(o)));
+  };
+  if (want == 1) {
+    push(r, 0);
+    return;
+  }
+  DESCENT_CHECK(PyTuple_Check(r) && size_t(PyTuple_GET_SIZE(r)) == want, TypeError, "the Python kernel ", name,
+                " of '", op.name, "' must return a tuple of ", want, " tensors");
+  for (size_t i = 0; i < want; ++i) push(PyTuple_GET_ITEM(r, Py_ssize_t(i)), i);
+}
+
+DispatchKey key_named(const std::string& name) {
+  for (int k = 1; k <= kNumDispatchKeys; ++k)
+    if (name == dispatch_key_name(DispatchKey(k))) return DispatchKey(k);
+  throw ValueError("no dispatch key named '" + name + "' (descent's keys: CPU, Sim, CUDA, AutogradCPU, Autograd, "
+                   "CompositeImplicitAutograd, BackendSelect, ADInplaceOrView, ...)");
+}
+
+// _library_impl(operator name, key name, fn, fn's name) -> handle: fn becomes the operator's kernel at the key
+// (at each of its runtime keys, for an alias key such as Autograd).
+PyObject* py_library_impl(PyObject*, PyObject* args) {
+  const char *name, *key_name, *fn_name;
+  PyObject* fn;
+  if (!PyArg_ParseTuple(args, "ssOs", &name, &key_name, &fn, &fn_name)) return nullptr;
+  if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "impl(): the kernel must be callable, not %s",
+                                                 Py_TYPE(fn)->tp_name);
+  DESCENT_PY_TRY
+  const OpEntry* e = find_operator(name);
+  DESCENT_CHECK(e != nullptr, ValueError, "impl(): no operator named '", name, "' (descent ops lists the table's)");
+  const DispatchKey key = key_named(key_name);
+  auto k = std::make_unique<PythonKernel>();
+  k->op = const_cast<OpEntry*>(e);
+  if (is_alias(key)) {
+    const DispatchKeySet runtime = alias_runtime_keys(key);
+    for (int i = 1; i <= kNumRuntimeKeys; ++i)
+      if (runtime.has(DispatchKey(i))) k->keys.push_back(DispatchKey(i));
+  } else {
+    k->keys.push_back(key);
+  }
+  k->fn = fn;
+  k->name = trace::intern(fn_name);
+  std::lock_guard<std::mutex> lock(kernels_mutex());
+  for (const auto& other : python_kernels()) {
+    for (DispatchKey rk : other->keys)
+      for (DispatchKey mine : k->keys)
+        DESCENT_CHECK(other->op != e || rk != mine, ValueError, "impl(): '", e->name, "' already has a Python kernel at ",
+                      dispatch_key_name(rk), " (remove its library first)");
+  }
+  KernelSlot slot;
+  slot.boxed = python_kernel;
+  slot.fallthrough = -1;  // a kernel of its own: never skipped
+  for (DispatchKey rk : k->keys) k->previous.push_back(swap_op_kernel(*k->op, rk, slot));
+  Py_INCREF(fn);
+  k->handle = g_next_handle++;
+  const int64_t handle = k->handle;
+  python_kernels().push_back(std::move(k));
+  return PyLong_FromLongLong(handle);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// _library_remove(handle): the kernel goes, and what it replaced comes back.
+PyObject* py_library_remove(PyObject*, PyObject* arg) {
+  const long long handle = PyLong_AsLongLong(arg);
+  if (handle == -1 && PyErr_Occurred()) return nullptr;
+  DESCENT_PY_TRY
+  PyObject* fn = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(kernels_mutex());
+    auto& all = python_kernels();
+    for (auto it = all.begin(); it != all.end(); ++it) {
+      if ((*it)->handle != handle) continue;
+      PythonKernel& k = **it;
+      for (size_t i = 0; i < k.keys.size(); ++i) swap_op_kernel(*k.op, k.keys[i], k.previous[i]);
+      fn = k.fn;
+      all.erase(it);
+      break;
+    }
+  }
+  Py_XDECREF(fn);
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// [SECTION] Defining and calling operators by name -------------------------------------------
+
+// The overloads of one operator name ("mylib::myop", or "aten::add.Tensor" for one), built on first use
+// and dropped whenever an operator is defined.
+std::map<std::string, OverloadGroup>& groups() {
+  static std::map<std::string, OverloadGroup> g;
+  return g;
+}
+
+const OverloadGroup& group_of(const std::string& name) {
+  auto& all = groups();
+  auto it = all.find(name);
+  if (it != all.end()) return it->second;
+  OverloadGroup g;
+  const std::string suffix = ".default";  // torch.ops.aten.sum.default: the overload without a name
+  const bool plain = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (plain || name.find('.') != std::string::npos) {
+    const OpEntry* e = find_operator(plain ? name.substr(0, name.size() - suffix.size()) : name);
+    if (e) g.overloads.push_back(e);
+  } else {
+    g.overloads = find_overloads(name);
+  }
+  DESCENT_CHECK(!g.overloads.empty(), ValueError, "no operator named '", name, "'");
+  g.name = g.overloads[0]->schema.name;
+  return all.emplace(name, std::move(g)).first->second;
+}
+
+// _library_define(namespace, schema) -> the operator's full name.
+PyObject* py_library_define(PyObject*, PyObject* args) {
+  const char *ns, *schema;
+  if (!PyArg_ParseTuple(args, "ss", &ns, &schema)) return nullptr;
+  DESCENT_PY_TRY
+  Library lib(Library::DEF, ns);
+  lib.def(schema);
+  groups().clear();
+  Schema parsed = parse_schema(schema);
+  if (parsed.ns.empty()) parsed.ns = ns;
+  return PyUnicode_FromString(parsed.full_name().c_str());
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// _call_operator(name, *args, **kwargs): the operator (or the overloads) called `name`, parsed and dispatched
+// as descent.add is. What descent.ops.<ns>.<name> calls.
+PyObject* py_call_operator(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  nargs = PyVectorcall_NARGS(nargs);
+  if (nargs < 1 || !PyUnicode_Check(args[0]))
+    return PyErr_Format(PyExc_TypeError, "_call_operator(name, *args, **kwargs): the name must be a str");
+  DESCENT_PY_TRY
+  const OverloadGroup& g = group_of(utf8_text(args[0]));
+  trace::ScopedSpan span(trace::Floor::Binding, g.overloads[0]->schema.name.c_str());
+  Stack stack;
+  const OpEntry* op = nullptr;
+  if (!parse_args(g, args + 1, nargs - 1, kwnames, stack, &op)) return nullptr;
+  if (span.active()) span.arg("overload", op->name);
+  {
+    GilRelease release;
+    call_boxed(*op, stack);
+  }
+  return wrap_results(*op, stack);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyMethodDef library_methods[] = {
+    {"_library_impl", py_library_impl, METH_VARARGS,
+     "_library_impl(operator, key, fn, fn_name) -> handle: fn is the operator's kernel at the key"},
+    {"_library_remove", py_library_remove, METH_O, "_library_remove(handle): the kernel goes, the one it replaced comes back"},
+    {"_library_define", py_library_define, METH_VARARGS, "_library_define(namespace, schema) -> the operator's name"},
+    {"_call_operator", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_call_operator)),
+     METH_FASTCALL | METH_KEYWORDS, "_call_operator(name, *args, **kwargs): calls an operator by its name"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+bool init_library(PyObject* module) { return PyModule_AddFunctions(module, library_methods) == 0; }
+
+}  // namespace descent::binding
