@@ -23,9 +23,13 @@
 //     fall through), and comparisons, whose bool results cannot (their
 //     Autograd kernel records nothing and runs the op below autograd, as
 //     PyTorch's generated kernels for eq, lt, ... do);
-//   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to), whose
-//     gradient comes from the ops they decompose into (Note [Composite ops
-//     decompose]).
+//   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to,
+//     flatten, linear), whose gradient comes from the ops they decompose
+//     into (Note [Composite ops decompose]).
+// A node has one input per tensor argument, and one per tensor of a
+// Tensor[] (cat's), in order; a formula may read the first three of them
+// (addmm's self, mat1 and mat2), each saved only where an input that needs
+// a gradient reads it, as PyTorch's generated code saves them.
 // A gradient leaves a formula in the shape of the op's result broadcast as
 // the op broadcast it: the engine sums it down to the input's own shape and
 // casts it to the input's dtype (Note [Validating a node's outputs],
@@ -54,11 +58,13 @@ Tensor sum_to(const Tensor& grad, const DimVector& sizes) {
 struct BackwardContext {
   FormulaNode& n;
   Tensor g;          // the gradient of the op's (first) result
-  Tensor out[2];     // what the formula sets: the gradient of each tensor input
+  TensorList out;    // what the formula sets: the gradient of each tensor input
 
+  int num_inputs() const { return int(n.tensor_inputs.size()); }
   bool needs(int k) const { return n.next_edges[k].valid(); }
-  Tensor self() const { return n.self.unpack(&n); }
-  Tensor other() const { return n.other.unpack(&n); }
+  Tensor input(int k) const { return n.inputs_saved[k].unpack(&n); }  // a saved tensor input, k < kSavedInputs
+  Tensor self() const { return input(0); }
+  Tensor other() const { return input(1); }
   Tensor result() const { return n.result.unpack(&n); }
   Tensor result1() const { return n.result1.unpack(&n); }
   const IValue& arg(int i) const { return n.args[i]; }
@@ -169,6 +175,24 @@ void tanh_backward(BackwardContext& c) {
   const Tensor y = c.result();
   c.out[0] = mul(c.g, sub(number(1), mul(y, y)));
 }
+void sin_backward(BackwardContext& c) { c.out[0] = mul(c.g, call(Op::cos, c.self())); }
+void cos_backward(BackwardContext& c) { c.out[0] = mul(c.g, neg(call(Op::sin, c.self()))); }
+// clamp's gradient passes where min <= self <= max, bounds included (PyTorch's
+// clamp_backward and the clamp_min/clamp_max formulas, whose where(mask, g, 0)
+// is a product with the mask here). A bound not given is no condition.
+void clamp_backward(BackwardContext& c) {
+  const IValue none;
+  const IValue& lo = c.n.op.id == Op::clamp_max ? none : c.arg(1);
+  const IValue& hi = c.n.op.id == Op::clamp ? c.arg(2) : c.n.op.id == Op::clamp_max ? c.arg(1) : none;
+  const Tensor x = c.self();
+  Tensor mask;
+  if (!lo.is_none()) mask = call(Op::ge, x, scalar_tensor(lo.to_scalar()));
+  if (!hi.is_none()) {
+    const Tensor le = call(Op::le, x, scalar_tensor(hi.to_scalar()));
+    mask = mask.defined() ? mul(mask, le) : le;  // bool * bool: and
+  }
+  c.out[0] = mul(c.g, mask);
+}
 void sum_backward(BackwardContext& c) { c.out[0] = expand(c.g, c.sizes(0)); }
 void sum_dim_backward(BackwardContext& c) {
   const DimVector dims = reduced_dims(c.arg(1), c.sizes(0).size());
@@ -211,6 +235,19 @@ void max_dim_backward(BackwardContext& c) {
 void mm_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = call(Op::mm, c.g, call(Op::t, c.other()));
   if (c.needs(1)) c.out[1] = call(Op::mm, call(Op::t, c.self()), c.g);
+}
+// PyTorch's maybe_multiply: g itself when the factor is 1.
+Tensor times(const Tensor& g, const Scalar& s) { return s.to_double() == 1 ? g : mul(g, scalar_tensor(s)); }
+// addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * mat1 @ mat2:
+// self's gradient is beta * g (summed down to self's shape by the engine),
+// mat1's alpha * g @ mat2^T, mat2's alpha * mat1^T @ g (PyTorch's
+// mm_mat1_backward and mm_mat2_backward). mat1 is saved for mat2's gradient
+// and mat2 for mat1's, as AddmmBackward0 saves them.
+void addmm_backward(BackwardContext& c) {
+  const Scalar beta = c.arg(3).to_scalar(), alpha = c.arg(4).to_scalar();
+  if (c.needs(0)) c.out[0] = times(c.g, beta);
+  if (c.needs(1)) c.out[1] = times(call(Op::mm, c.g, call(Op::t, c.input(2))), alpha);
+  if (c.needs(2)) c.out[2] = times(call(Op::mm, call(Op::t, c.input(1)), c.g), alpha);
 }
 void bmm_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = call(Op::bmm, c.g, call(Op::transpose, c.other(), 1, 2));
@@ -263,8 +300,44 @@ void index_put_backward(BackwardContext& c) {
   }
   if (c.needs(1)) c.out[1] = call(Op::index, c.g, c.arg(1));
 }
+// cat: each input's gradient is its slice of g along dim (PyTorch's
+// cat_tensors_backward); a skipped 1-D tensor of size 0 (Note [cat's checks],
+// register_cpu.cpp) gets zeros of its shape. Nothing is saved but the sizes.
+void cat_backward(BackwardContext& c) {
+  auto skipped = [&](int k) { return c.sizes(k).size() == 1 && c.sizes(k)[0] == 0; };
+  int first = 0;
+  while (first < c.num_inputs() && skipped(first)) ++first;
+  if (first == c.num_inputs()) {  // every input was skipped: each gets its empty gradient
+    for (int k = 0; k < c.num_inputs(); ++k)
+      if (c.needs(k)) c.out[k] = zeros(c.sizes(k), c.g.dtype(), c.g.device());
+    return;
+  }
+  const int64_t d = wrap_dim(c.arg(1).to_int(), c.sizes(first).size(), "cat");
+  int64_t at = 0;
+  for (int k = 0; k < c.num_inputs(); ++k) {
+    if (skipped(k)) {
+      if (c.needs(k)) c.out[k] = zeros(c.sizes(k), c.g.dtype(), c.g.device());
+      continue;
+    }
+    const int64_t size = c.sizes(k)[int(d)];
+    if (c.needs(k)) c.out[k] = call(Op::slice, c.g, d, at, at + size, int64_t{1});
+    at += size;
+  }
+}
 void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
 void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
+// mse_loss: d/dself = norm * (self - target) * g, d/dtarget its negative,
+// norm = 2 / (elements averaged) for the mean, 2 otherwise (PyTorch's
+// mse_loss_backward; its norm counts self's elements, which are these when the
+// shapes match, and it refuses the target's gradient when target was broadcast).
+void mse_loss_backward(BackwardContext& c) {
+  const int64_t reduction = c.arg(2).to_int();
+  const Tensor diff = sub(c.self(), c.other());
+  const double norm = reduction == 1 ? 2.0 / double(diff.numel()) : 2.0;
+  const Tensor grad = mul(mul(diff, number(norm)), c.g);
+  if (c.needs(0)) c.out[0] = grad;
+  if (c.needs(1)) c.out[1] = neg(grad);
+}
 void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
   if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
   if (c.needs(1)) c.out[1] = c.g;
@@ -278,7 +351,7 @@ void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dty
 namespace {
 constexpr uint8_t kNone = 0;
 constexpr Derivative kDerivatives[] = {
-    // op               node                      input 0's grad reads, input 1's   formula
+    // op               node                      input 0's grad reads, input 1's, 2's   formula
     {Op::add, "AddBackward0", {kNone, kNone}, add_backward},
     {Op::sub, "SubBackward0", {kNone, kNone}, sub_backward},
     {Op::mul, "MulBackward0", {kOther, kSelf}, mul_backward},
@@ -293,13 +366,20 @@ constexpr Derivative kDerivatives[] = {
     {Op::relu, "ReluBackward0", {kResult, kNone}, relu_backward},
     {Op::sigmoid, "SigmoidBackward0", {kResult, kNone}, sigmoid_backward},
     {Op::tanh, "TanhBackward0", {kResult, kNone}, tanh_backward},
+    {Op::sin, "SinBackward0", {kSelf, kNone}, sin_backward},
+    {Op::cos, "CosBackward0", {kSelf, kNone}, cos_backward},
+    {Op::clamp, "ClampBackward1", {kSelf, kNone}, clamp_backward},
+    {Op::clamp_min, "ClampMinBackward0", {kSelf, kNone}, clamp_backward},
+    {Op::clamp_max, "ClampMaxBackward0", {kSelf, kNone}, clamp_backward},
     {Op::sum, "SumBackward0", {kNone, kNone}, sum_backward},
     {Op::sum_dim, "SumBackward1", {kNone, kNone}, sum_dim_backward},
     {Op::mean, "MeanBackward0", {kNone, kNone}, mean_backward},
     {Op::mean_dim, "MeanBackward1", {kNone, kNone}, mean_dim_backward},
     {Op::max, "MaxBackward1", {kSelf | kResult, kNone}, max_backward},
     {Op::max_dim, "MaxBackward0", {kResult1, kNone}, max_dim_backward},
+    {Op::mse_loss, "MseLossBackward0", {kSelf | kOther, kSelf | kOther}, mse_loss_backward},
     {Op::mm, "MmBackward0", {kOther, kSelf}, mm_backward},
+    {Op::addmm, "AddmmBackward0", {kNone, kInput2, kOther}, addmm_backward},
     {Op::bmm, "BmmBackward0", {kOther, kSelf}, bmm_backward},
     {Op::dot, "DotBackward0", {kOther, kSelf}, dot_backward},
     {Op::mv, "MvBackward0", {kOther, kSelf}, mv_backward},
@@ -314,6 +394,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
     {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward},
+    {Op::cat, "CatBackward0", {kNone, kNone}, cat_backward},
     {Op::index, "IndexBackward0", {kNone, kNone}, index_backward},
     {Op::index_put_, "IndexPutBackward0", {kNone, kNone}, index_put_backward},
     // In place: the same nodes as the out-of-place ops (PyTorch names them
@@ -342,7 +423,7 @@ const Derivative* derivative_of(Op op) {
 FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), derivative(d), op(e) {}
 
 TensorList FormulaNode::apply(TensorList&& grads) {
-  BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), {}};
+  BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), TensorList(next_edges.size())};
   if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype, inputs[0].device);  // no gradient reached this result
   derivative.formula(c);
   TensorList out(next_edges.size());
@@ -352,17 +433,20 @@ TensorList FormulaNode::apply(TensorList&& grads) {
 }
 
 void FormulaNode::release_saved_variables() {
-  for (SavedVariable* v : {&self, &other, &result, &result1})
+  for (SavedVariable& v : inputs_saved)
+    if (v.defined()) v.reset();
+  for (SavedVariable* v : {&result, &result1})
     if (v->defined()) v->reset();
 }
 
+// The saved values by the names the schema gives them: "self, other" for
+// mul, "mat1, mat2" for addmm (PyTorch's _saved_mat1, _saved_mat2).
 std::string FormulaNode::saved_names() const {
   std::string s;
   auto add = [&](const SavedVariable& v, const char* n) {
     if (v.defined()) s += (s.empty() ? "" : ", ") + std::string(n);
   };
-  add(self, "self");
-  add(other, "other");
+  for (int k = 0; k < kSavedInputs && k < int(input_names.size()); ++k) add(inputs_saved[k], input_names[size_t(k)]);
   add(result, "result");
   add(result1, "indices");
   return s;

@@ -32,7 +32,9 @@ using CudaBuild = Build<CudaLaunch>;
 }  // namespace
 
 namespace cuda {
-void unary(Op op, const Tensor& in, const Tensor& out) { CudaBuild::unary({out.device()}, op, in, out); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  CudaBuild::unary({out.device()}, op, in, out, bounds);
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   CudaBuild::binary({out.device()}, op, a, b, out, alpha);
 }
@@ -43,6 +45,9 @@ void copy(const Tensor& src, const Tensor& dst) { CudaBuild::copy({dst.device()}
 void fill(const Tensor& out, Scalar value) { CudaBuild::fill({out.device()}, out, value); }
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   CudaBuild::arange({out.device()}, out, start, step, istart, istep);
+}
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  CudaBuild::linspace({out.device()}, out, start, end);
 }
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   CudaBuild::random({out.device()}, out, normal, seed, offset);

@@ -58,7 +58,9 @@ using SimBuild = Build<SimLaunch>;
 }  // namespace
 
 namespace sim {
-void unary(Op op, const Tensor& in, const Tensor& out) { SimBuild::unary({out.device()}, op, in, out); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  SimBuild::unary({out.device()}, op, in, out, bounds);
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   SimBuild::binary({out.device()}, op, a, b, out, alpha);
 }
@@ -69,6 +71,9 @@ void copy(const Tensor& src, const Tensor& dst) { SimBuild::copy({dst.device()},
 void fill(const Tensor& out, Scalar value) { SimBuild::fill({out.device()}, out, value); }
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   SimBuild::arange({out.device()}, out, start, step, istart, istep);
+}
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  SimBuild::linspace({out.device()}, out, start, end);
 }
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   SimBuild::random({out.device()}, out, normal, seed, offset);
@@ -90,7 +95,9 @@ const char* variant(Device d) { return d.type == DeviceType::CUDA ? "cuda" : "si
   return sim::call
 #endif
 
-void unary(Op op, const Tensor& in, const Tensor& out) { DESCENT_ON_DEVICE(out.device(), unary(op, in, out)); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  DESCENT_ON_DEVICE(out.device(), unary(op, in, out, bounds));
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   DESCENT_ON_DEVICE(out.device(), binary(op, a, b, out, alpha));
 }
@@ -113,6 +120,9 @@ void copy(const Tensor& src, const Tensor& dst) {
 void fill(const Tensor& out, Scalar value) { DESCENT_ON_DEVICE(out.device(), fill(out, value)); }
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   DESCENT_ON_DEVICE(out.device(), arange(out, start, step, istart, istep));
+}
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  DESCENT_ON_DEVICE(out.device(), linspace(out, start, end));
 }
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   DESCENT_ON_DEVICE(out.device(), random(out, normal, seed, offset));

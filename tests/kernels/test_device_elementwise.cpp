@@ -103,13 +103,15 @@ bool covered(const OpEntry& op) {
   }
 }
 
-// CUDA's math library (exp, log, tanh, pow) is not glibc's: a few ulps apart
-// (its documented bounds: expf 2, powf 4, tanhf 2, pow 2, against glibc's < 1).
+// CUDA's math library (exp, log, tanh, sin, cos, pow) is not glibc's: a few ulps apart
+// (its documented bounds: expf 2, powf 4, tanhf 2, sinf 2, pow 2, against glibc's < 1).
 double cuda_ulps(const OpEntry& op) {
   switch (op.id) {
     case Op::exp:
     case Op::log:
     case Op::tanh:
+    case Op::sin:
+    case Op::cos:
     case Op::sigmoid:
     case Op::pow:
     case Op::pow_scalar:
@@ -126,7 +128,15 @@ void sweep(Device d) {
     for (ScalarType dt : kDtypes) {
       SCOPED_TRACE(std::string(op.name) + " " + dtype_name(dt) + " on " + d.str());
       Stack cpu = kernels::sample_call(op, dt, 17), dev;
-      for (int i = 0; i < cpu.size(); ++i) dev.push(cpu[i].is_tensor() ? IValue(same_layout_on(cpu[i].to_tensor(), d)) : cpu[i]);
+      for (int i = 0; i < cpu.size(); ++i) {
+        if (cpu[i].is_tensor_list()) {  // cat's tensors, each on the device
+          OptionalTensorList l;
+          for (const Tensor& t : cpu[i].to_tensor_list()) l.push_back(t.defined() ? same_layout_on(t, d) : t);
+          dev.push(l);
+          continue;
+        }
+        dev.push(cpu[i].is_tensor() ? IValue(same_layout_on(cpu[i].to_tensor(), d)) : cpu[i]);
+      }
       if (op.kind == OpKind::Factory) {  // sample_call ends a factory's arguments with the dtype
         while (dev.size() < int(op.schema.args.size()) - 1) dev.push(IValue());
         dev.push(d);

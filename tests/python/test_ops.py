@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
+from conftest import (ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype,
+                      op_function, to_np)
 
 OPS = OPS_BY_KEY  # "add", "max.dim", ...: conftest.op_key
 B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
@@ -65,6 +66,19 @@ def _arange(start, end=None, step=1, *, dtype=None, device=None):
     return np.asarray(values).astype(np_dtype(dtype))
 
 
+def _linspace(start, end, steps, *, dtype=None, device=None):
+    """float64 values of both ends' formula (Note [linspace fills from both ends]); test_tutorial_ops.py checks the bits."""
+    dtype = dtype or F
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+    if steps == 1:
+        return np.array([start], dtype=np_dtype(dtype))
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps)
+    values = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    return (values if dtype.is_floating_point else np.trunc(values)).astype(np_dtype(dtype))
+
+
 def _factory(fill):
     def f(size, fill_value=None, *, dtype=None, device=None):
         value = fill if fill_value is None else fill_value
@@ -98,6 +112,24 @@ def _index_put_(x, indices, values, accumulate=False):
     return out
 
 
+def _clamp(x, min=None, max=None):
+    """PyTorch's expression: x < min ? min : x, then max < y ? max : y (NaN elements stay NaN)."""
+    y = x if min is None else np.where(x < min, min, x)
+    return y if max is None else np.where(max < y, max, y)
+
+
+def _flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return x.reshape(x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
+
+
+def _mse_loss(a, b, reduction=1):
+    sq = (a - b) ** 2
+    return sq if reduction == 0 else sq.mean() if reduction == 1 else sq.sum()
+
+
 def _expand(x, size):
     size = [x.shape[i - len(size) + x.ndim] if s == -1 else s for i, s in enumerate(size)]
     return np.broadcast_to(x, size)
@@ -107,7 +139,7 @@ NUMPY_REFERENCE = {
     # factories (rand/randn/empty: only shape and dtype are compared here;
     # test_factories.py checks the random values statistically)
     "empty": _factory(0), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
-    "arange": _arange, "arange.start_step": _arange,
+    "arange": _arange, "arange.start_step": _arange, "linspace": _linspace,
     "rand": _factory(0.5), "randn": _factory(0.0),
     # elementwise
     "add": lambda a, b, alpha=1: a + alpha * b,
@@ -122,6 +154,8 @@ NUMPY_REFERENCE = {
     "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
+    "sin": np.sin, "cos": np.cos,
+    "clamp": _clamp, "clamp_min": lambda x, min: _clamp(x, min=min), "clamp_max": lambda x, max: _clamp(x, max=max),
     # reductions
     "sum": lambda x, dim=None, keepdim=False: np.sum(
         x, axis=_axes(x, dim), keepdims=keepdim, dtype=np.float64 if x.dtype.kind == "f" else np.int64),
@@ -131,6 +165,10 @@ NUMPY_REFERENCE = {
     "max": np.max,
     "max.dim": _max_dim,
     "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul, "dot": np.dot, "mv": np.matmul,
+    "addmm": lambda s, a, b, beta=1, alpha=1: beta * s + alpha * (a @ b),
+    "linear": lambda x, w, b=None: x @ w.T + (0 if b is None else b),
+    "mse_loss": _mse_loss,
+    "cat": lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
     # views
     "view": lambda x, size: x.reshape(size),
     "_unsafe_view": lambda x, size: x.reshape(size),
@@ -142,6 +180,7 @@ NUMPY_REFERENCE = {
     "slice": _slice,
     "select": lambda x, dim, index: np.take(x, index, axis=dim),
     "unsqueeze": lambda x, dim: np.expand_dims(x, dim % (x.ndim + 1)),
+    "flatten": _flatten,
     # copies
     "contiguous": np.ascontiguousarray,
     "clone": np.copy,
@@ -160,7 +199,9 @@ NUMPY_REFERENCE = {
     "zero_": np.zeros_like,
 }
 
-FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh"}  # int64 and bool inputs give float32
+FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos"}  # int64 and bool inputs give float32
+# The bounds the unary sweep gives the ops that take Scalars besides self.
+UNARY_ARGS = {"clamp": (-1.5, 2.5), "clamp_min": (-1,), "clamp_max": (2,)}
 
 
 def result_type(*operands):
@@ -198,7 +239,8 @@ def test_op_table_columns():
         assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
         assert op["schema"].startswith(op["name"] + "("), op
         assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
-        assert callable(getattr(descent, op["python_name"]))
+        assert callable(op_function(op))
+        assert hasattr(descent, op["python_name"]) == (op["python_module"] != "nn"), op  # nn ops: descent._C._nn only
         if op["kind"] == "factory":  # BackendSelect reads the last argument
             assert op["schema"].endswith("Device? device=None) -> Tensor"), op
 
@@ -212,12 +254,16 @@ def parse_sample(sample, dtype, domain, rng):
         if text.startswith("T["):
             shape = [int(v) for v in text[2:text.index("]")].split(",")]
             t, a = make_tensor(rng, shape, dtype, "contiguous", domain)
-            if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]
-                t, a = t.transpose(0, 1), a.T
+            if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]: its dims 0 and 1 swapped
+                t, a = t.transpose(0, 1), np.swapaxes(a, 0, 1)
             args.append(t), np_args.append(a)
         elif text.startswith("["):
             v = [int(s) for s in text[1:-1].split(",")]
             args.append(v), np_args.append(v)
+        elif text.startswith("(T["):  # (T[3, 6], T[6, 5]^T): a Tensor[] of random tensors
+            items = re.findall(r"T\[[^\]]*\](?:\^T)?", text)
+            pairs = [parse_sample(i, dtype, domain, rng) for i in items]
+            args.append([a[0] for a, _ in pairs]), np_args.append([n[0] for _, n in pairs])
         elif text.startswith("("):  # (None, I[5, -1]): a Tensor?[] of None and int64 tensors of those values
             items = re.findall(r"None|I\[[^\]]*\]", text)
             v = [None if i == "None" else np.array([int(s) for s in i[2:-1].split(",")]) for i in items]
@@ -238,7 +284,7 @@ def test_sample_call(name, dtype, rng):
     op = OPS[name]
     args, np_args = parse_sample(op["sample"], dtype, op["domain"], rng)
     kwargs = {"dtype": dtype} if op["kind"] == "factory" else {}
-    fn = getattr(descent, op["python_name"])
+    fn = op_function(op)
     if (name, dtype) in UNSUPPORTED:  # a RuntimeError, as PyTorch's dtype checks raise
         with pytest.raises(RuntimeError):
             fn(*args, **kwargs)
@@ -276,17 +322,20 @@ def compute(a, b, ct):
 @pytest.mark.parametrize("name", UNARY)
 def test_unary(name, dtype, make):
     fn = getattr(descent, name)
+    args = UNARY_ARGS.get(name, ())
     for shape, layout in itertools.product(SHAPES, LAYOUTS):
         x, a = make(shape, dtype, layout, OPS[name]["domain"])
         if (name, dtype) in UNSUPPORTED:
             with pytest.raises(RuntimeError):
-                fn(x)
+                fn(x, *args)
             continue
         out_dtype = F if name in FLOAT_ONLY and not dtype.is_floating_point else dtype
+        if name in UNARY_ARGS and not dtype.is_floating_point:  # the bounds promote as Python numbers
+            out_dtype = F if any(isinstance(v, float) for v in args) else I
         a = a.astype(np_dtype(out_dtype))
-        expected = NUMPY_REFERENCE[name](a.astype(np.float64) if out_dtype.is_floating_point else a)
-        check(fn(x), expected, out_dtype)
-        check(getattr(x, name)(), expected, out_dtype)  # the method
+        expected = NUMPY_REFERENCE[name](a.astype(np.float64) if out_dtype.is_floating_point else a, *args)
+        check(fn(x, *args), expected, out_dtype)
+        check(getattr(x, name)(*args), expected, out_dtype)  # the method
 
 
 @pytest.mark.parametrize("db", DTYPES, ids=dtype_id)
