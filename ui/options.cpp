@@ -130,7 +130,7 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       return false;
     }
   }
-  if (!o.code.empty() && !o.trace_file.empty()) {
+  if (!o.code.empty() && !o.trace_file.empty() && !o.bench_stop) {  // benchmarking a Stop, the trace plays meanwhile
     error = "--code and --trace: give one or the other";
     return false;
   }
