@@ -28,8 +28,12 @@ std::string with_commas(uint64_t n) {
 }  // namespace
 
 bool start_run(App& app, const std::string& code, int repeat, bool from_console) {
-  if (app.running.active || !python_submit(code, repeat)) {
+  if (app.running.active) {
     app.console.push_back({ConsoleLine::Info, "(not run: the code above is still running; Stop it first)"});
+    return false;
+  }
+  if (!python_submit(code, repeat)) {
+    app.console.push_back({ConsoleLine::Error, "(not run: Python could not start; the message on start said why)"});
     return false;
   }
   app.running = Running{};
