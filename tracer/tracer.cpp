@@ -186,10 +186,10 @@ struct ThreadBuffer {
   std::array<CachedSite, kSiteCacheEntries> sites{};  // direct-mapped: source location -> site
 
   // Shared with stop().
-  std::mutex mutex;                                      // guards chunks, arg_chunks, published_epoch
+  std::mutex mutex;                                      // guards chunks, arg_chunks; published_epoch is written under it
   std::vector<std::unique_ptr<SpanRecord[]>> chunks;     // only the owner adds (under mutex)
   std::vector<std::unique_ptr<ArgRecord[]>> arg_chunks;  // the same
-  uint64_t published_epoch = UINT64_MAX;
+  std::atomic<uint64_t> published_epoch{UINT64_MAX};    // the recording published_count counts (recorded_spans reads it unlocked)
   std::atomic<uint32_t> published_count{0};             // release-stored after each append
   std::atomic<uint64_t> published_args{0};              // the same, for arguments
   std::atomic<bool> exited{false};                       // owner thread has ended
@@ -252,9 +252,9 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
     if (b->chunks.size() > kChunksKeptOnReset) b->chunks.resize(kChunksKeptOnReset);
     if (b->chunks.empty()) b->chunks.push_back(std::make_unique_for_overwrite<SpanRecord[]>(kChunkRecords));
     if (b->arg_chunks.size() > kArgChunksKeptOnReset) b->arg_chunks.resize(kArgChunksKeptOnReset);
-    b->published_epoch = epoch;
     b->published_count.store(0, std::memory_order_relaxed);
     b->published_args.store(0, std::memory_order_relaxed);
+    b->published_epoch.store(epoch, std::memory_order_release);  // after the count: recorded_spans never sums a stale one
     b->dropped = 0;
   }
   b->epoch = epoch;
@@ -842,6 +842,18 @@ Trace snapshot(int64_t since_ns, uint64_t dropped_before) {
 uint64_t dropped_spans() {
   std::lock_guard lock(control_mutex());
   return enabled() ? count_dropped() : 0;
+}
+
+uint64_t recorded_spans() {
+  if (!enabled()) return 0;
+  const uint64_t epoch = g_epoch.load(std::memory_order_acquire);
+  uint64_t n = 0;
+  for (const auto& b : current_buffers()) {  // the registry's lock only: never a stop()'s or a thread's
+    if (b->published_epoch.load(std::memory_order_acquire) == epoch) {
+      n += b->published_count.load(std::memory_order_relaxed);
+    }
+  }
+  return n;
 }
 
 }  // namespace descent::trace

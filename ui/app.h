@@ -3,6 +3,7 @@
 // [SECTION] Options (the command line)
 // [SECTION] The loaded call
 // [SECTION] App state
+// [SECTION] Running the user's code (runner.cpp)
 // [SECTION] Panels (one file each)
 // [SECTION] Theme
 //
@@ -15,8 +16,10 @@
 #include <imgui.h>
 
 #include <array>
+#include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,9 @@ struct Options {
   int frames = 3;              // --frames N: frames drawn before a screenshot
   bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
   std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams)
+  double timeout_s = 60;       // --timeout: headless, the code's run stops after this many seconds (exit 124)
+  bool expect_error = false;   // --expect-error: headless, the code raising is what is expected (exit 0)
+  bool bench_stop = false;     // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -69,6 +75,12 @@ struct Loaded {
   std::string error;                          // the exception the code raised, if any
   MemoryStats before, after;                  // the CPU allocator's
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
+  // The call as the panels read it, built by prepare_loaded on the thread
+  // that made the trace (a million spans take a while: never on the window's
+  // thread when it can be helped); show_loaded builds whatever is missing.
+  std::optional<Story> story;
+  std::optional<StreamsModel> streams;
+  std::optional<TimelineIndex> timeline;
 };
 
 // [SECTION] App state --------------------------------------------------------------
@@ -80,6 +92,19 @@ struct ConsoleLine {
 
 enum class RightTab { Detail, Memory, Compare, Graph, Streams };
 
+// The code running on the Python thread (Note [The Python thread]), while it runs.
+struct Running {
+  bool active = false;
+  bool from_console = false;  // a statement typed at the prompt (else --code)
+  std::string code;
+  bool stop_asked = false;
+  std::chrono::steady_clock::time_point stop_at;  // when Stop was pressed
+  // python_status() of the last frame, for the status line
+  double seconds = 0;
+  uint64_t spans = 0;         // the most seen (the count goes to 0 while the recording is collected)
+  bool stopped = false;       // KeyboardInterrupt raised: the run is ending
+};
+
 struct App {
   Options options;
   Loaded loaded;
@@ -87,6 +112,10 @@ struct App {
   Playback play;
   std::shared_ptr<const trace::Trace> compare;  // PyTorch's trace, when one is open
   std::string compare_label;
+
+  Running running;            // the user's code on the Python thread (runner.cpp)
+  double last_stop_ms = -1;   // the last Stop: from the key to the prompt back, in ms (-1: none yet)
+  uint64_t frames = 0;        // frames drawn so far (the state dump: the window kept drawing)
 
   // Console
   std::vector<ConsoleLine> console;
@@ -149,6 +178,9 @@ struct App {
   int64_t now_ns() const { return time_at(story, play.position); }
 };
 
+// Builds `l`'s story, streams model and timeline index; touches no App, so
+// it runs on any thread (the Python thread, after a run).
+void prepare_loaded(Loaded& l);
 // Shows `l` (resets the playback and the timeline view to the new call).
 void show_loaded(App& app, Loaded l);
 // Reads a trace file (descent's format or Chrome JSON) and checks that its
@@ -160,14 +192,31 @@ void show_trace_file(App& app, const std::string& path, std::shared_ptr<const tr
 // Both: false with a banner on failure.
 bool open_trace_file(App& app, const std::string& path);
 bool open_compare_file(App& app, const std::string& path);
-// The app's state as JSON: step, token floor, span, floors, panels.
-std::string state_json(const App& app);
+// The app's state as JSON: step, token floor, span, floors, panels, the code
+// running. `stable`, when given, gets the same without what changes with the
+// clock alone (the frame counter, a run's seconds and spans so far).
+std::string state_json(const App& app, std::string* stable = nullptr);
+
+// [SECTION] Running the user's code (runner.cpp) ----------------------------------
+
+// Runs `code` on the Python thread; the window goes on drawing, and
+// poll_run shows the result when it comes. False (and a console line) when
+// another run is still going.
+bool start_run(App& app, const std::string& code, int repeat, bool from_console);
+// Each frame: the status of the run, and its result shown once it is ready
+// (the console's output and error, the call on screen). True when a run ended.
+bool poll_run(App& app);
+// Stop: KeyboardInterrupt in the running code (Note [Stopping the user's code]).
+void stop_run(App& app);
+// "running, 3.2 s, 14,000 spans so far" ("" when nothing runs).
+std::string run_status(const App& app);
 
 // [SECTION] Panels (one file each) -----------------------------------------------
 
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
 void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
 void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
+std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t);  // panel_timeline.cpp: flows as span indices
 void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
 void draw_memory(App& app);                             // panel_memory.cpp: the allocators
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent

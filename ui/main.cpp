@@ -5,11 +5,15 @@
 // [SECTION] Screenshots
 // [SECTION] main
 //
-// The program: parse the command line, start the embedded Python, load the
-// call (run the code, or open a trace file), then draw frames until the
-// window closes; or, headless, draw a few frames, write a PNG and the state,
-// and exit. Every path that can fail (no display, a bad file, Python that
-// raises) says so in the window's banner or on stderr, never by crashing.
+// The program: parse the command line, start the embedded Python on its own
+// thread (Note [The Python thread], python_bridge.h), load the call (run the
+// code there, or open a trace file), then draw frames until the window
+// closes, at full rate while code runs; or, headless, wait for the code (at
+// most --timeout), draw a few frames, write a PNG and the state, and exit.
+// Every path that can fail (no display, a bad file, Python that raises, code
+// that never ends) says so in the window's banner or in one line on stderr
+// with a non-zero exit status (Note [Headless exit statuses]), never by
+// crashing.
 #include <GL/gl.h>  // OpenGL 1.1's calls (clear, viewport, read pixels); the backend loads the rest
 #include <GLFW/glfw3.h>
 #include <imgui_impl_glfw.h>
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <future>
@@ -39,6 +44,25 @@ const Clock::time_point g_process_start = Clock::now();
 constexpr const char* kSampleCode = "descent.ones(2, 2) + 1";
 constexpr float kFontSize = 17.0f, kMonoSize = 15.0f, kPresenterFontSize = 30.0f;  // pixels
 constexpr double kHeadlessFrameSeconds = 1.0 / 30;  // of playback per frame, headless with --play
+constexpr double kRunningFrameSeconds = 1.0 / 60;   // a frame at least this often while code runs
+constexpr double kStopGraceSeconds = 2.0;           // for code to answer a stop (headless timeout, closing)
+constexpr double kFinishAfterStopSeconds = 60.0;    // then for its trace to be collected (millions of spans)
+constexpr auto kStateThrottle = std::chrono::milliseconds(100);  // --state: rewrites for the clock alone
+
+// Note [Headless exit statuses]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A headless run (--screenshot) is a check a script or a test relies on, so
+// every way it can fall short ends it non-zero, with one line on stderr that
+// says why ("descent app: ..."); the picture and the state are still written
+// where they can be, to show what went wrong:
+//   0    the picture (and state) written, the code ran as expected
+//   1    the code raised (unless --expect-error; with it, the code raised
+//        nothing), Python could not start, or the picture or state could not
+//        be written
+//   2    a bad command line, or a --trace or --compare file that cannot be opened
+//   3    no display to draw on
+//   124  the code still ran after --timeout seconds (default 60): it was stopped
+// In a window none of these ends the app: the banner and the console say it.
 
 // [SECTION] Window and fonts ----------------------------------------------------
 
@@ -209,6 +233,35 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The first line of `text` (an error can be a traceback or a list of problems).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+// The last non-empty line: "ZeroDivisionError: division by zero" from a traceback.
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return text;
+  const size_t start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
+// The --state file, rewritten when the state changes; when only the clock in
+// it changes (the frame counter, a run's seconds), at most every kStateThrottle.
+struct StateWriter {
+  std::string path, last_stable, last_full;
+  Clock::time_point last_write{};
+  void update(const App& app) {
+    if (path.empty()) return;
+    std::string stable;
+    std::string full = state_json(app, &stable);
+    const Clock::time_point now = Clock::now();
+    if (stable == last_stable && (full == last_full || now - last_write < kStateThrottle)) return;
+    write_text(path + ".tmp", full);
+    std::rename((path + ".tmp").c_str(), path.c_str());  // readers never see half a file
+    last_stable = std::move(stable);
+    last_full = std::move(full);
+    last_write = now;
+  }
+};
+
 // [SECTION] main ------------------------------------------------------------------
 
 void glfw_error(int code, const char* text) { log::warn("GLFW error ", code, ": ", text); }
@@ -264,6 +317,10 @@ int run(int argc, char** argv) {
     glfwTerminate();
     return 3;
   }
+  // Python starts on its own thread (Note [The Python thread]) while ImGui and
+  // the fonts are set up, not sooner: its start calls setlocale(), which is
+  // not thread-safe, and glfwInit reads the locale (X11's input method).
+  python_start();
   glfwMakeContextCurrent(window);
   glfwSwapInterval(headless || o.bench_frames ? 0 : 1);
 
@@ -279,27 +336,52 @@ int run(int argc, char** argv) {
   app.redraw_damaged = !o.redraw_full && probe_retained_back_buffer(swap_window, window);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
-  // The call on screen: the code (the sample by default), or a trace file.
-  const bool python_ok = python_start(error);
-  if (!python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + error;
-  if (reading.valid()) {
+  // The call on screen: the code (the sample by default) run on the Python
+  // thread, or a trace file (and, benchmarking a Stop, both: the trace plays
+  // while the code runs).
+  std::string python_error;
+  const bool python_ok = python_started(python_error);
+  if (!python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + python_error;
+  std::string trace_error;  // a --trace or --compare file that could not be opened
+  const bool from_file = reading.valid();  // (get() below leaves the future invalid)
+  if (from_file) {
     if (auto t = reading.get()) {
       show_trace_file(app, o.trace_file, std::move(t));
     } else {
-      app.banner = read_error;
+      app.banner = trace_error = read_error;
     }
-  } else if (python_ok) {
-    show_loaded(app, python_run(o.code.empty() ? kSampleCode : o.code, o.repeat));
-    if (!app.loaded.error.empty()) app.console.push_back({ConsoleLine::Error, app.loaded.error});
   }
-  if (!app.loaded.trace) {  // nothing to show: an empty building, and the banner says why
+  const bool run_code = python_ok && (!from_file || (o.bench_stop && !o.code.empty()));
+  bool timed_out = false;
+  if (run_code) {
+    const std::string code = o.code.empty() ? kSampleCode : o.code;
+    start_run(app, code, o.repeat, /*from_console=*/false);
+    if (!app.loaded.trace) app.loaded.label = code;  // on the toolbar while it runs
+    // Headless, and benchmarking frames of the call, the code's end is waited
+    // for; in a window it runs while the window draws.
+    if (headless || (o.bench_frames && !o.bench_stop)) {
+      if (!python_wait(headless ? o.timeout_s : 1e7)) {
+        timed_out = true;
+        stop_run(app);
+        if (!python_wait_stopped(kStopGraceSeconds, kFinishAfterStopSeconds)) {
+          std::fprintf(stderr,
+                       "descent app: the code still ran after --timeout %g s and did not stop when asked "
+                       "(it is inside C code that does not return, or it caught KeyboardInterrupt); exiting\n",
+                       o.timeout_s);
+          std::fflush(nullptr);
+          std::_Exit(124);  // the Python thread cannot be ended: no orderly exit
+        }
+      }
+      poll_run(app);
+    }
+  }
+  if (!app.loaded.trace) {  // nothing to show yet: an empty building, and the banner or the status line says why
     Loaded empty;
     empty.trace = std::make_shared<trace::Trace>();
-    empty.label = "(nothing open)";
+    empty.label = app.loaded.label.empty() ? "(nothing open)" : app.loaded.label;
     show_loaded(app, std::move(empty));
   }
-  if (!app.loaded.output.empty()) app.console.push_back({ConsoleLine::Output, app.loaded.output});
-  if (!o.compare_file.empty()) open_compare_file(app, o.compare_file);
+  if (!o.compare_file.empty() && !open_compare_file(app, o.compare_file)) trace_error = app.banner;
   app.tab_request = true;
   if (o.step >= 0) app.play.scrub(app.story, static_cast<size_t>(o.step));
   if (o.bench_frames) {
@@ -311,17 +393,32 @@ int run(int argc, char** argv) {
   std::vector<double> frame_ms;
   double first_frame_s = 0;
   int frames = 0;
-  std::string last_state;
+  StateWriter state_writer;
+  state_writer.path = o.state_file;
   Clock::time_point last = Clock::now();
   int exit_code = 0;
+  bool bench_stopping = false;  // --bench-stop: Stop has been pressed
+  std::vector<double> stopping_ms;  // --bench-stop: frames between Stop and the prompt
   while (!glfwWindowShouldClose(window)) {
-    if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
-        !g_key_queue.empty()) {
+    if (app.running.active && !headless) {
+      // Code runs on the Python thread: a frame every kRunningFrameSeconds
+      // (the status line's clock moves), sooner when a key or the mouse
+      // wakes the loop; the wait leaves the cores to the code.
+      const double wait = kRunningFrameSeconds - std::chrono::duration<double>(Clock::now() - last).count();
+      if (wait > 0 && g_key_queue.empty()) {
+        glfwWaitEventsTimeout(wait);
+      } else {
+        glfwPollEvents();
+      }
+    } else if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
+               !g_key_queue.empty()) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing
     }
     const Clock::time_point now = Clock::now();
+    const bool was_running = app.running.active;
+    const bool run_ended = poll_run(app);
     const double dt = headless ? (o.play ? kHeadlessFrameSeconds : 0.0)
                                : std::chrono::duration<double>(now - last).count();
     last = now;
@@ -361,6 +458,7 @@ int run(int argc, char** argv) {
       ImGui_ImplOpenGL3_RenderDrawData(dd);
     }
     ++frames;
+    app.frames = static_cast<uint64_t>(frames);
 
     if (headless && frames >= o.frames) {
       if (!write_png(o.screenshot, fw, fh, error)) {
@@ -374,24 +472,54 @@ int run(int argc, char** argv) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - now).count();
     app.frame_ms = ms;
     if (frames == 1) first_frame_s = std::chrono::duration<double>(Clock::now() - g_process_start).count();
-    if (o.bench_frames) {
+    if (o.bench_stop) {  // frames while the code runs, then Stop, then the time until the prompt is back
+      if (run_ended || (!was_running && !app.running.active)) break;
+      (bench_stopping ? stopping_ms : frame_ms).push_back(ms);
+      if (!bench_stopping && static_cast<int>(frame_ms.size()) >= o.bench_frames) {
+        bench_stopping = true;
+        stop_run(app);
+      }
+    } else if (o.bench_frames) {
       frame_ms.push_back(ms);
       if (frames >= o.bench_frames) break;
     }
-    if (!o.state_file.empty()) {
-      std::string s = state_json(app);
-      if (s != last_state) {
-        write_text(o.state_file + ".tmp", s);
-        std::rename((o.state_file + ".tmp").c_str(), o.state_file.c_str());  // readers never see half a file
-        last_state = std::move(s);
-      }
-    }
+    state_writer.update(app);
   }
   if (headless && !o.state_file.empty() && !write_text(o.state_file, state_json(app))) {
     std::fprintf(stderr, "descent app: cannot write the state to '%s'\n", o.state_file.c_str());
     exit_code = 1;
   }
-  if (o.bench_frames) {
+  if (headless) {  // Note [Headless exit statuses]
+    auto fail = [&](int status, const std::string& why) {
+      std::fprintf(stderr, "descent app: %s\n", why.c_str());
+      if (exit_code == 0) exit_code = status;
+    };
+    if (timed_out) {
+      char why[160];
+      std::snprintf(why, sizeof why, "the code still ran after --timeout %g s, so it was stopped (give a larger "
+                    "--timeout for longer code)", o.timeout_s);
+      fail(124, why);
+    }
+    if (!trace_error.empty()) fail(2, first_line(trace_error));
+    if (!python_ok && !from_file) fail(1, "Python could not start: " + first_line(python_error));
+    if (run_code && !timed_out) {
+      if (!app.loaded.error.empty() && !o.expect_error) {
+        fail(1, "the code raised " + last_line(app.loaded.error) + " (--expect-error if that is what it should do)");
+      } else if (app.loaded.error.empty() && o.expect_error) {
+        fail(1, "--expect-error: the code raised nothing");
+      }
+    }
+  }
+  if (o.bench_stop) {
+    std::vector<double> sorted = frame_ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double stopping_max = stopping_ms.empty() ? 0.0 : *std::max_element(stopping_ms.begin(), stopping_ms.end());
+    std::printf("while the code ran: frames %zu  median %.2f ms  p90 %.2f ms  max %.2f ms  stop to prompt %.1f ms  "
+                "frames meanwhile %zu, max %.2f ms  spans %zu\n",
+                frame_ms.size(), median(frame_ms), sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10],
+                sorted.empty() ? 0.0 : sorted.back(), app.last_stop_ms, stopping_ms.size(), stopping_max,
+                app.trace().spans.size());
+  } else if (o.bench_frames) {
     std::vector<double> sorted = frame_ms;
     std::sort(sorted.begin(), sorted.end());
     std::printf("redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
@@ -407,7 +535,10 @@ int run(int argc, char** argv) {
   app.loaded = Loaded{};
   app.story = Story{};
   app.compare.reset();
-  python_stop();
+  if (!python_stop(kStopGraceSeconds)) {  // code still running that would not stop: no orderly end for it
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }
   return exit_code;
 }
 

@@ -13,7 +13,10 @@ constexpr const char* kUsage =
     "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
     "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
     "                   [--panel detail|memory|compare|graph|streams] [--bench-frames N [--bench-pan]]\n"
-    "                   [--play] [--frames N] [--redraw full|damaged]";
+    "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
+    "                   [--bench-stop]\n"
+    "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
+    "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 
 bool parse_int(const char* text, int lo, int hi, int& out) {
   char* end = nullptr;
@@ -46,6 +49,20 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       o.bench_pan = true;
     } else if (a == "--play") {
       o.play = true;
+    } else if (a == "--expect-error") {
+      o.expect_error = true;
+    } else if (a == "--bench-stop") {
+      o.bench_stop = true;
+    } else if (a == "--timeout") {
+      if (!(v = value("a number of seconds"))) return false;
+      char* end = nullptr;
+      errno = 0;
+      const double t = std::strtod(v, &end);
+      if (errno != 0 || end == v || *end != '\0' || !(t > 0) || t > 1e6) {
+        error = "--timeout: expected a number of seconds > 0, got '" + std::string(v) + "'";
+        return false;
+      }
+      o.timeout_s = t;
     } else if (a == "--redraw") {
       if (!(v = value("full or damaged"))) return false;
       if (std::strcmp(v, "full") != 0 && std::strcmp(v, "damaged") != 0) {
@@ -113,8 +130,12 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       return false;
     }
   }
-  if (!o.code.empty() && !o.trace_file.empty()) {
+  if (!o.code.empty() && !o.trace_file.empty() && !o.bench_stop) {  // benchmarking a Stop, the trace plays meanwhile
     error = "--code and --trace: give one or the other";
+    return false;
+  }
+  if (o.bench_stop && o.bench_frames == 0) {
+    error = "--bench-stop: give --bench-frames N too (the frames drawn while the code runs)";
     return false;
   }
   return true;

@@ -1,13 +1,16 @@
-// The console: an embedded Python prompt. Each statement typed runs traced
-// and becomes the call on screen; what it prints and any exception it raises
-// are shown here, and the app carries on.
+// The console: an embedded Python prompt. Each statement typed runs traced,
+// on the Python thread (Note [The Python thread]), and becomes the call on
+// screen; what it prints and any exception it raises are shown here, and the
+// app carries on. While it runs the prompt gives way to a status line and a
+// Stop button, as a terminal shows no prompt until the statement is done.
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_internal.h>  // ClearActiveID: Escape's letting go, which 1.86 has no public call for
 #include <imgui_stdlib.h>  // after imgui.h, which it needs
 
+#include <algorithm>
+
 #include "ui/app.h"
-#include "ui/python_bridge.h"
 
 namespace descent::ui {
 
@@ -30,15 +33,12 @@ int history_callback(ImGuiInputTextCallbackData* data) {
 
 }  // namespace
 
-// Runs one statement typed at the prompt.
+// Starts one statement typed at the prompt (poll_run shows its outcome).
 void console_submit(App& app, const std::string& line) {
   app.console.push_back({ConsoleLine::Input, ">>> " + line});
   if (app.history.empty() || app.history.back() != line) app.history.push_back(line);
   app.history_pos = -1;
-  Loaded l = python_run(line, 1);
-  if (!l.output.empty()) app.console.push_back({ConsoleLine::Output, l.output});
-  if (!l.error.empty()) app.console.push_back({ConsoleLine::Error, l.error});
-  if (!l.trace->spans.empty()) show_loaded(app, std::move(l));
+  start_run(app, line, 1, /*from_console=*/true);
   if (app.console.size() > kMaxConsoleLines) app.console.erase(app.console.begin(), app.console.end() - kMaxConsoleLines);
 }
 
@@ -73,6 +73,16 @@ void draw_console(App& app, ImVec2 pos, ImVec2 size) {
     app.console_scroll = false;
   }
   ImGui::EndChild();
+  if (app.running.active) {  // no prompt while the statement runs: its status, and Stop
+    const float stop_w = ImGui::CalcTextSize("Stop (S, Ctrl+C)").x + 2 * ImGui::GetStyle().FramePadding.x;
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "%s", run_status(app).c_str());
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - stop_w));
+    if (ImGui::Button("Stop (S, Ctrl+C)##console")) stop_run(app);
+    app.console_has_keys = false;
+    ImGui::End();
+    return;
+  }
   ImGui::SetNextItemWidth(-1);
   // A focus request is repeated each frame until the prompt has the keyboard
   // (ImGui acts on it a frame later, once the window is focused).

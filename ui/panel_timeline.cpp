@@ -88,23 +88,32 @@ ImU32 label_colour(ImU32 fill) {  // dark ink on a light fill, light on a dark o
 
 // [SECTION] The index and the view (fit, follow, zoom, pan) -------------------------------
 
-// Builds the index when the trace changed (a new call, an opened file).
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t) {
+  std::vector<std::pair<size_t, size_t>> out;
+  if (t.flows.empty()) return out;
+  std::unordered_map<uint64_t, size_t> by_id;
+  by_id.reserve(t.spans.size());
+  for (size_t i = 0; i < t.spans.size(); ++i) by_id.emplace(t.spans[i].id, i);
+  for (const trace::Flow& f : t.flows) {
+    const auto a = by_id.find(f.from), b = by_id.find(f.to);
+    if (a != by_id.end() && b != by_id.end()) out.emplace_back(a->second, b->second);
+  }
+  return out;
+}
+
+namespace {
+
+// Builds the index when the trace changed (a new call, an opened file); a run's
+// index comes built (prepare_loaded, show_loaded).
 void ensure_index(App& app) {
   if (app.timeline_of.lock() == app.loaded.trace) return;
   const trace::Trace& t = *app.loaded.trace;
   app.timeline = TimelineIndex::build(t, app.story.parent_index);
   app.timeline_of = app.loaded.trace;
   app.timeline_followed_step = SIZE_MAX;
-  app.timeline_flows.clear();
-  if (!t.flows.empty()) {
-    std::unordered_map<uint64_t, size_t> by_id;
-    by_id.reserve(t.spans.size());
-    for (size_t i = 0; i < t.spans.size(); ++i) by_id.emplace(t.spans[i].id, i);
-    for (const trace::Flow& f : t.flows) {
-      const auto a = by_id.find(f.from), b = by_id.find(f.to);
-      if (a != by_id.end() && b != by_id.end()) app.timeline_flows.emplace_back(a->second, b->second);
-    }
-  }
+  app.timeline_flows = timeline_flows_of(t);
 }
 
 void fit(App& app) {

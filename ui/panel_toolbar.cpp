@@ -27,6 +27,7 @@ constexpr const char* kKeyHelp =
     "P             presenter mode (large type)\n"
     "1 2 3 4 5     right panel: detail / memory / compare / autograd graph / streams\n"
     "F2            type into the Python console (Esc leaves it)\n"
+    "S / Ctrl+C    stop the code running (KeyboardInterrupt in it)\n"
     "F1 / H        this help";
 
 bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key, true); }
@@ -80,6 +81,9 @@ void handle_keys(App& app) {
     app.focus_console = false;
     app.leave_console_frames = kLeaveConsoleFrames;
   }
+  // Ctrl+C stops the running code wherever the keyboard is (the prompt is
+  // hidden while code runs, so it copies nothing then).
+  if (app.running.active && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_C, false)) stop_run(app);
   // io.WantTextInput alone lags a frame behind a text field letting go (it
   // is computed from the frame before): an item must also be active now.
   const bool typing = io.WantTextInput && ImGui::IsAnyItemActive();
@@ -99,6 +103,7 @@ void handle_keys(App& app) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
+  if (ImGui::IsKeyPressed(GLFW_KEY_S, false) && !io.KeyCtrl) stop_run(app);
   if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) {
     app.focus_console = true;
     app.leave_console_frames = 0;
@@ -135,6 +140,10 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
         ImGui::MenuItem("Presenter mode", "P", &app.presenter);
         ImGui::MenuItem("Keys", "F1", &app.show_help);
         ImGui::EndMenu();
+      }
+      if (app.running.active) {  // the code on the Python thread: shown in presenter mode too, where no console is
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "  %s", run_status(app).c_str());
+        if (ImGui::SmallButton("Stop (S)")) stop_run(app);
       }
       ImGui::TextDisabled("  %s", app.loaded.label.size() > 90 ? (app.loaded.label.substr(0, 87) + "...").c_str()
                                                                  : app.loaded.label.c_str());

@@ -8,10 +8,25 @@ namespace descent::ui {
 
 // [SECTION] Loading -----------------------------------------------------------
 
+void prepare_loaded(Loaded& l) {
+  if (!l.story) l.story = build_story(*l.trace);
+  if (!l.streams) l.streams = build_streams(*l.trace);
+  if (!l.timeline) l.timeline = TimelineIndex::build(*l.trace, l.story->parent_index);
+}
+
 void show_loaded(App& app, Loaded l) {
   app.loaded = std::move(l);
-  app.story = build_story(*app.loaded.trace);
-  app.streams = build_streams(*app.loaded.trace);
+  app.story = app.loaded.story ? std::move(*app.loaded.story) : build_story(*app.loaded.trace);
+  app.streams = app.loaded.streams ? std::move(*app.loaded.streams) : build_streams(*app.loaded.trace);
+  if (app.loaded.timeline) {  // ensure_index (panel_timeline.cpp) finds it built
+    app.timeline = std::move(*app.loaded.timeline);
+    app.timeline_of = app.loaded.trace;
+    app.timeline_followed_step = SIZE_MAX;
+    app.timeline_flows = timeline_flows_of(*app.loaded.trace);
+  }
+  app.loaded.story.reset();
+  app.loaded.streams.reset();
+  app.loaded.timeline.reset();
   app.play.playing = false;
   app.play.position = 0;
   app.hovered_span = -1;
@@ -213,9 +228,17 @@ std::string memory_json(const App& app) {
 
 }  // namespace
 
-std::string state_json(const App& app) {
-  std::string o = "{\n";
+std::string state_json(const App& app, std::string* stable) {
+  std::string o;
   o += "  \"source\": " + quoted(app.loaded.label) + ",\n";
+  const Running& r = app.running;
+  o += "  \"running\": " + (r.active ? "{\"code\": " + quoted(r.code) + ", \"from_console\": " +
+                                           (r.from_console ? "true" : "false") + ", \"stopping\": " +
+                                           (r.stop_asked ? "true" : "false") + "}"
+                                     : std::string("null")) + ",\n";
+  char stop_ms[32];
+  std::snprintf(stop_ms, sizeof stop_ms, "%.1f", app.last_stop_ms);
+  o += "  \"last_stop_ms\": " + std::string(app.last_stop_ms < 0 ? "null" : stop_ms) + ",\n";
   o += "  \"trace_spans\": " + std::to_string(app.loaded.trace ? app.trace().spans.size() : 0) + ",\n";
   o += "  \"steps\": " + std::to_string(app.story.steps.size()) + ",\n";
   o += "  \"step\": " + std::to_string(app.step()) + ",\n";
@@ -267,7 +290,15 @@ std::string state_json(const App& app) {
   o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";
   o += "  \"console_has_keys\": " + std::string(app.console_has_keys ? "true" : "false") + ",\n";
   o += "  \"console_last\": " + quoted(app.console.empty() ? std::string() : app.console.back().text) + "\n";
-  return o + "}\n";
+  o += "}\n";
+  // What moves with the clock alone: first, so the rest compares as `stable`.
+  char clock[160];
+  std::snprintf(clock, sizeof clock, "  \"frame\": %llu,\n  \"run_seconds\": %.3f,\n  \"run_spans\": %llu,\n",
+                static_cast<unsigned long long>(app.frames), r.active ? r.seconds : 0.0,
+                static_cast<unsigned long long>(r.active ? r.spans : 0));
+  std::string full = "{\n" + std::string(clock) + "  \"status\": " + quoted(run_status(app)) + ",\n" + o;
+  if (stable) *stable = std::move(o);
+  return full;
 }
 
 }  // namespace descent::ui

@@ -373,6 +373,39 @@ def test_cli_syntax_error():
     assert r.returncode == 2 and "not valid Python" in r.stderr and r.stdout == ""
 
 
+@pytest.mark.parametrize("loop", ["while True: pass", "x = descent.ones(2)\nwhile True: x + 1",
+                                  "import time\ntime.sleep(60)"])
+def test_cli_trace_ends_at_once_on_ctrl_c(loop):
+    """SIGINT (Ctrl-C) while the code runs: exit 130 within a moment, one line
+    on stderr and no traceback, even when the loop has recorded millions of
+    spans (they are not collected into a trace to be thrown away)."""
+    import signal
+    import time
+    p = subprocess.Popen([cli(), "trace", "print('started', flush=True)\n" + loop], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=python_env())
+    try:
+        assert p.stdout.readline().strip() == "started"
+        time.sleep(0.5)  # well inside the loop
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        p.kill()
+    assert p.returncode == 130, (p.returncode, err)
+    assert err == "descent trace: interrupted (Ctrl-C); nothing is shown\n"
+    assert took < 2.0, took
+
+
+def test_a_stopped_statement_keeps_its_trace():
+    """tracing.run takes KeyboardInterrupt as the statement's outcome, as it
+    takes an exception: the app's Stop shows it, with the trace of what ran."""
+    result, error = descent.tracing.run("x = descent.ones(2)\nraise KeyboardInterrupt\ny = 1")
+    assert isinstance(error, KeyboardInterrupt)
+    names = [s["name"] for s in result.spans() if s["floor"] == 1 and s["parent"] == 0]
+    assert names == ["x = descent.ones(2)", "raise KeyboardInterrupt"]
+
+
 def test_descent_trace_env(tmp_path):
     chrome = str(tmp_path / "env.json")
     r = run_python("import descent; descent.ones(2) + 1", DESCENT_TRACE="1", DESCENT_TRACE_CHROME=chrome)

@@ -364,6 +364,36 @@ TEST(Tracer, ThreadsGetSeparateNumbersAndParents) {
   for (size_t i = 1; i < t.spans.size(); ++i) EXPECT_LE(t.spans[i - 1].thread, t.spans[i].thread);
 }
 
+
+// recorded_spans() is read by another thread while one records (the app's
+// status line): it grows as spans are recorded, counts every thread's, and
+// says 0 when no recording runs.
+TEST(Tracer, RecordedSpansCountWhileARecordingRuns) {
+  EXPECT_EQ(recorded_spans(), 0u);
+  start();
+  EXPECT_EQ(recorded_spans(), 0u);  // buffers of an earlier recording are not counted
+  std::atomic<int> phase{0};
+  std::thread worker([&] {
+    for (int i = 0; i < 100; ++i) {
+      DESCENT_SPAN(Kernels, "first");
+    }
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    for (int i = 0; i < 20000; ++i) {  // across a chunk
+      DESCENT_SPAN(Kernels, "second");
+    }
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  EXPECT_EQ(recorded_spans(), 100u);
+  { DESCENT_SPAN(Python, "here"); }
+  EXPECT_EQ(recorded_spans(), 101u);
+  phase = 2;
+  worker.join();
+  EXPECT_EQ(recorded_spans(), 20101u);
+  const Trace t = stop();
+  EXPECT_EQ(t.spans.size(), 20101u);
+  EXPECT_EQ(recorded_spans(), 0u);
+}
 // [SECTION] Queries: tree and structure -------------------------------------------
 
 Trace small_trace() {

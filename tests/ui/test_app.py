@@ -7,6 +7,7 @@ without it, or without Xvfb, every test here is skipped.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,13 +32,17 @@ def child_env(**extra):
     return env
 
 
-def run_app(tmp_path, *args, env=None, name="shot"):
-    """Runs the app headless; returns (state dict, PNG path, completed process)."""
+# -noreset: without it Xvfb resets when the app, its last client, leaves, and
+# xvfb-run's clean-up then races it (about 1 run in 15 ended with xvfb-run's
+# own status 5, "problem while cleaning up temporary directory").
+def run_app(tmp_path, *args, env=None, name="shot", rc=0):
+    """Runs the app headless; returns (state dict, PNG path, completed process).
+    `rc`: the exit status expected (Note [Headless exit statuses], ui/main.cpp)."""
     png, state = tmp_path / f"{name}.png", tmp_path / f"{name}.json"
-    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", APP, "--screenshot", str(png), "--state", str(state),
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24 -noreset", APP, "--screenshot", str(png), "--state", str(state),
            *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env(**(env or {})))
-    assert p.returncode == 0, f"app failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    assert p.returncode == rc, f"app exited {p.returncode}, not {rc}:\n{p.stdout}\n{p.stderr}"
     assert png.exists() and state.exists(), p.stderr
     return json.loads(state.read_text()), png, p
 
@@ -238,15 +243,17 @@ def bad_file(tmp_path, name, text):
     ("empty.json", "", "Cannot open the trace"),
 ])
 def test_bad_trace_files_give_a_banner(tmp_path, name, text, words):
+    """Drawn with the banner, and headless the run fails: exit 2, one line."""
     path = bad_file(tmp_path, name, text)
-    state, png, _ = run_app(tmp_path, "--trace", str(path))
+    state, png, p = run_app(tmp_path, "--trace", str(path), rc=2)
     assert words in state["banner"], state["banner"]
     assert "banner" in state["panels"]
+    assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith("descent app: "), p.stderr
 
 
 def test_missing_trace_file(tmp_path):
-    state, _, _ = run_app(tmp_path, "--trace", str(tmp_path / "nope.descent"))
-    assert "nope.descent" in state["banner"]
+    state, _, p = run_app(tmp_path, "--trace", str(tmp_path / "nope.descent"), rc=2)
+    assert "nope.descent" in state["banner"] and "nope.descent" in p.stderr
 
 
 @pytest.mark.parametrize("code,words", [
@@ -257,8 +264,13 @@ def test_missing_trace_file(tmp_path):
     ("input()", "EOFError"),
 ])
 def test_python_that_raises_is_shown_not_fatal(tmp_path, code, words):
-    state, _, _ = run_app(tmp_path, "--code", code)
+    state, _, _ = run_app(tmp_path, "--code", code, "--expect-error")
     assert words in state["error"], state["error"]
+    # Without --expect-error a headless run that raises fails, in one line naming the exception.
+    state, _, p = run_app(tmp_path, "--code", code, rc=1, name="unexpected")
+    assert words in state["error"]
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("descent app: the code raised ") and "--expect-error" in line, line
 
 
 def test_missing_assets_are_named(tmp_path, saved_trace):
@@ -267,9 +279,49 @@ def test_missing_assets_are_named(tmp_path, saved_trace):
 
 
 def test_bad_command_lines(tmp_path):
-    for args in (["--step", "x"], ["--size", "10x10"], ["--bogus"], ["--code", "1", "--trace", "f"]):
+    for args in (["--step", "x"], ["--size", "10x10"], ["--bogus"], ["--code", "1", "--trace", "f"],
+                 ["--timeout", "0"], ["--timeout", "soon"], ["--bench-stop"]):
         p = subprocess.run([APP, *args], capture_output=True, text=True, timeout=30, env=child_env())
         assert p.returncode == 2 and p.stderr.startswith("descent app:"), (args, p.stderr)
+
+
+# [SECTION] Headless exit statuses (Note [Headless exit statuses], ui/main.cpp) ----------------
+
+def test_headless_code_that_never_ends_stops_at_the_timeout(tmp_path):
+    """--timeout: the endless loop is stopped (KeyboardInterrupt, the state shows
+    it) and the run exits 124 within a few seconds, with one line on stderr."""
+    began = time.monotonic()
+    state, png, p = run_app(tmp_path, "--code", "while True: pass", "--timeout", "2", rc=124)
+    took = time.monotonic() - began
+    assert took < 15, took  # xvfb-run's own start included
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("descent app: ") and "--timeout 2 s" in line, line
+    assert state["error"].rstrip().endswith("KeyboardInterrupt") and state["source"] == "while True: pass"
+
+
+def test_headless_timeout_reaches_a_sleep(tmp_path):
+    """A blocking call is stopped too: the stop is a signal (Note [Stopping the user's code])."""
+    began = time.monotonic()
+    state, _, p = run_app(tmp_path, "--code", "import time\ntime.sleep(600)", "--timeout", "1", rc=124)
+    assert time.monotonic() - began < 15 and "KeyboardInterrupt" in state["error"]
+
+
+def test_expect_error_without_an_error_fails(tmp_path):
+    state, _, p = run_app(tmp_path, "--code", SAMPLE, "--expect-error", rc=1)
+    assert p.stderr == "descent app: --expect-error: the code raised nothing\n"
+
+
+def test_a_screenshot_that_cannot_be_written_fails(tmp_path):
+    p = subprocess.run(["xvfb-run", "-a", "-s", "-noreset", APP, "--screenshot", str(tmp_path / "no" / "such" / "dir.png"), "--code",
+                        SAMPLE], capture_output=True, text=True, timeout=120, env=child_env())
+    assert p.returncode == 1
+    (line,) = p.stderr.splitlines()
+    assert line.startswith("descent app: cannot write the screenshot"), line
+
+
+def test_a_compare_file_that_cannot_be_opened_fails(tmp_path):
+    state, _, p = run_app(tmp_path, "--code", SAMPLE, "--compare", str(tmp_path / "nope.json"), rc=2)
+    assert "nope.json" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
 # [SECTION] A real window, real key presses ------------------------------------------
@@ -535,3 +587,78 @@ def test_the_memory_panel_on_a_trace_file_says_it_has_no_snapshots(tmp_path, sav
     assert "memory" in state["panels"]
     assert state["memory"]["snapshots"] is False and state["memory"]["devices"] == []
     assert state["memory"]["allocator_spans"]  # the floor-6 spans are still listed
+
+
+# [SECTION] Never frozen: code runs on the Python thread, and Stop ---------------------------
+
+UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
+
+
+def grab(display):
+    from PIL import ImageGrab  # Pillow's X11 grab (XCB)
+    return ImageGrab.grab(xdisplay=display).convert("RGB")
+
+
+def type_statement(display, text):
+    xdotool(display, "key", "F2")
+    time.sleep(0.2)
+    xdotool(display, "type", "--delay", "30", text)
+    xdotool(display, "key", "Return")
+
+
+def test_an_endless_loop_typed_in_the_console_is_stopped_by_the_stop_key(tmp_path, xserver):
+    """`while True: pass` runs on the Python thread: the window keeps drawing
+    (frames counted, the status line's clock moving on screen), keys still
+    step the call on screen, S raises KeyboardInterrupt in it within 200 ms,
+    the console shows it as the statement's outcome, and the next statement
+    runs. Ctrl+C does the same."""
+    from PIL import ImageChops
+    state_path = tmp_path / "live.json"
+    app = subprocess.Popen([APP, "--code", SAMPLE, "--state", str(state_path), "--size", "1600x1000"],
+                           env=child_env(DISPLAY=xserver), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        s = wait_state(state_path, lambda s: s["running"] is None and s["source"] == SAMPLE and s["steps"] > 4)
+        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
+                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
+        xdotool(xserver, "windowfocus", "--sync", win)
+        type_statement(xserver, "while True: pass")
+        first = wait_state(state_path, lambda s: s["running"] is not None and s["run_seconds"] > 0.3)
+        assert first["running"] == {"code": "while True: pass", "from_console": True, "stopping": False}
+        assert re.fullmatch(r"running, \d+\.\d s, \d[\d,]* spans so far", first["status"]), first["status"]
+        shot1 = grab(xserver)
+        time.sleep(0.6)
+        shot2 = grab(xserver)
+        # The window went on drawing: the frame counter moved on, and so did the pixels (the status line's clock).
+        later = wait_state(state_path, lambda s: s["frame"] >= first["frame"] + 20)
+        assert later["running"] is not None and later["run_seconds"] > first["run_seconds"]
+        assert ImageChops.difference(shot1, shot2).getbbox() is not None
+        # Keys still act on the call on screen while the code runs.
+        step = later["step"]
+        xdotool(xserver, "key", "Down")
+        wait_state(state_path, lambda s: s["step"] == step + 1 and s["running"] is not None)
+        # Stop.
+        xdotool(xserver, "key", "s")
+        s = wait_state(state_path, lambda s: s["running"] is None)
+        assert s["console_last"].rstrip().endswith("KeyboardInterrupt"), s["console_last"]
+        assert s["source"] == "while True: pass" and s["error"].rstrip().endswith("KeyboardInterrupt")
+        assert s["last_stop_ms"] is not None and s["last_stop_ms"] < (1000 if UNDER_ASAN else 200), s["last_stop_ms"]
+        # The prompt is back, with the keyboard, and the next statement runs as usual.
+        wait_state(state_path, lambda s: s["console_has_keys"])
+        xdotool(xserver, "type", "--delay", "30", "descent.zeros(3).sum()")
+        xdotool(xserver, "key", "Return")
+        s = wait_state(state_path, lambda s: s["source"] == "descent.zeros(3).sum()" and s["running"] is None)
+        assert "tensor(0.)" in s["console_last"] and s["error"] == ""
+        # Ctrl+C stops a run as well.
+        xdotool(xserver, "type", "--delay", "30", "while True: pass")
+        xdotool(xserver, "key", "Return")
+        wait_state(state_path, lambda s: s["running"] is not None and s["run_seconds"] > 0.2)
+        xdotool(xserver, "key", "ctrl+c")
+        s = wait_state(state_path, lambda s: s["running"] is None)
+        assert s["console_last"].rstrip().endswith("KeyboardInterrupt")
+        assert app.poll() is None  # still running
+    finally:
+        app.terminate()
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            app.kill()

@@ -10,6 +10,7 @@
 import argparse
 import os
 import shutil
+import signal
 import sys
 import traceback
 
@@ -46,7 +47,21 @@ def show(result, chrome, runs=1):
         print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
+def exit_on_ctrl_c(signum, frame):
+    """SIGINT during `descent trace`: one line, and exit 130 (128 + SIGINT, as a shell reports it) at once.
+    Raising KeyboardInterrupt instead would end the user's code just as soon, but then the recording would
+    be collected into a trace (about a microsecond a span: seconds for the millions a loop records) only to
+    be thrown away; this handler runs between two bytecodes, so a C++ kernel in progress finishes first."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    print("descent trace: interrupted (Ctrl-C); nothing is shown", file=sys.stderr)
+    os._exit(130)
+
+
 def cmd_trace(args):
+    signal.signal(signal.SIGINT, exit_on_ctrl_c)
     if args.reference:
         descent.set_kernel_variant("reference")
     if args.repeat < 1:
@@ -131,12 +146,13 @@ def cmd_app(rest):
         return 2
     argv = [app] + rest
     if not os.environ.get("DISPLAY") and "--screenshot" in rest:
-        # Headless: draw on a virtual X server when there is no display.
+        # Headless: draw on a virtual X server when there is no display (-noreset: a server that resets as
+        # the app leaves races xvfb-run's clean-up, which then exits 5 whatever the app said).
         if not shutil.which("xvfb-run"):
             print("descent app: no display, and xvfb-run (Debian's xvfb) is not installed to draw without one",
                   file=sys.stderr)
             return 2
-        argv = ["xvfb-run", "-a", "-s", "-screen 0 3840x2400x24"] + argv
+        argv = ["xvfb-run", "-a", "-s", "-screen 0 3840x2400x24 -noreset"] + argv
     sys.stdout.flush()
     os.execvp(argv[0], argv)
 
@@ -180,6 +196,9 @@ def main(argv=None):
     except CommandError as e:
         print(f"descent {args.command}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback through descent's own code
+        print(f"descent {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def run(code, env=None, echo=print, repeat=1):
             for text, is_expression, compiled in statements:
                 try:
                     value = run_statement(PYTHON_FLOOR, text, compiled, env)
-                except (Exception, SystemExit) as e:  # the user's code failed or exited: keep what was recorded
+                except (Exception, SystemExit, KeyboardInterrupt) as e:  # failed, exited or was stopped: keep what was recorded
                     error = e
                     break
                 if is_expression and value is not None:
