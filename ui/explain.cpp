@@ -201,6 +201,7 @@ Explanation binding_op(const At& a) {
   const std::string overload = str(a.sp, "overload");
   const std::string python = str(a.sp, "python");
   Explanation e = make("binding.op", "The binding chose the overload " + overload);
+  note(e, "Parsing arguments");  // the first Note is the one N opens
   say(e, "descent._C matched the Python arguments against the schemas of " + a.sp.name +
              "'s overloads in the op table, in order, and took the first they fit: " + overload + ".");
   if (!python.empty()) {
@@ -457,6 +458,7 @@ Explanation autograd_kernel(const At& a) {
     const std::string reason = graph.size() > 6 ? graph.substr(6) : graph;
     Explanation e = make(contains(graph, "not differentiable") ? "autograd.not_differentiable" : "autograd.none",
                          "Autograd: no graph for " + a.sp.name + " (" + reason + ")");
+    note(e, "What an Autograd kernel does");
     say(e, "Every tensor carries its device's Autograd key, so every call of an op with a derivative stops here "
            "first, whether or not anything requires grad. This kernel asks two questions: is grad mode on, and does "
            "any tensor input require grad?");
@@ -514,6 +516,7 @@ Explanation autograd_kernel(const At& a) {
 Explanation autograd_evaluate(const At& a) {
   const std::string node = str(a.sp, "node", a.sp.name.substr(a.sp.name.find(':') + 1));
   Explanation e = make("autograd.evaluate_function", "Backward runs " + node);
+  note(e, "How backward walks the graph");
   if (node == "AccumulateGrad") {
     say(e, "The gradient of a leaf that requires grad has arrived, complete: AccumulateGrad adds it into the "
            "leaf's .grad (or stores it there, the first time).");
@@ -868,6 +871,7 @@ Explanation streams_span(const At& a) {
     pytorch(e, "c10/cuda/CUDAStream.h", "getCurrentCUDAStream");
   } else if (n == "simMemcpyAsync" || n == "cudaMemcpyAsync") {
     e = make("streams.copy", "A copy of " + bytes_text(num(a.sp, "bytes")) + " queued on stream " + stream);
+    note(e, "Copies between devices");
     say(e, "The bytes move as one piece of work on the stream, in order with the kernels queued before it, with no "
            "kernel launch (" + n + "); the device's Memcpy span, joined by correlation " + str(a.sp, "correlation", "?") +
            ", shows when it really ran." + depth_clause(num(a.sp, "queue_depth")));
@@ -950,6 +954,7 @@ Explanation launch_span(const At& a) {
   const bool cuda = starts_with(a.sp.name, "cuda");
   Explanation e = make("launch", "Launch " + kernel + ": " + plural(grid, "block", "blocks") + " of " +
                                      plural(block, "thread", "threads"));
+  note(e, "What a launch is");
   std::string s = "The kernel is launched over a grid of " + plural(grid, "block", "blocks") + " of " +
                   std::to_string(block) + " threads each (" + std::to_string(grid * block) + " threads";
   const size_t k = a.ancestor_on(Floor::Kernels);

@@ -53,7 +53,7 @@ struct Explanation {
   std::string kind;                    // "dispatch.call", "allocator.cache_hit", ...; "" when the span is unknown
   std::string title;                   // one line: what was decided
   std::vector<std::string> sentences;  // why, from the trace
-  std::vector<std::string> notes;      // names of the Notes that cover it (Note [Name])
+  std::vector<std::string> notes;      // names of the Notes that cover it, the main one first (the N key opens it)
   std::vector<PyTorchPlace> pytorch;   // where PyTorch does the same job
   SourcePlace decided;                 // the line to show: where it decided, else where it opened ("" when none)
   bool decided_recorded = false;       // whether the span recorded decided_at (else `decided` is its own site)

@@ -58,28 +58,27 @@ void source_view(const trace::Span& sp, const Explanation& e) {
   source_excerpt(e.decided);
 }
 
-// The explanation: its title, its sentences, the Notes (buttons that open
-// them in the Notes tab) and the PyTorch places.
+// The explanation: its title, the Notes that cover it (buttons that open
+// them in the Notes tab; on a projector they stay in view above the
+// sentences), its sentences, and the PyTorch places.
 void explanation_view(App& app, const Explanation& e) {
   ImGui::PushStyleColor(ImGuiCol_Text, kTitle);
   ImGui::TextWrapped("%s", e.title.c_str());
   ImGui::PopStyleColor();
-  for (const std::string& s : e.sentences) {
-    ImGui::Bullet();
-    ImGui::TextWrapped("%s", s.c_str());
-  }
   if (!e.notes.empty()) {
-    ImGui::TextUnformatted(e.notes.size() == 1 ? "Note (N opens it):" : "Notes (N opens the first):");
+    ImGui::TextDisabled("N:");
     const float right = ImGui::GetContentRegionMax().x;
     for (size_t k = 0; k < e.notes.size(); ++k) {
       const std::string label = "Note [" + e.notes[k] + "]";
       const float w = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
-      if (k > 0) {
-        ImGui::SameLine();
-        if (ImGui::GetCursorPosX() + w > right) ImGui::NewLine();
-      }
+      ImGui::SameLine();
+      if (ImGui::GetCursorPosX() + w > right) ImGui::NewLine();
       if (ImGui::SmallButton(label.c_str())) open_note(app, e.notes[k]);
     }
+  }
+  for (const std::string& s : e.sentences) {
+    ImGui::Bullet();
+    ImGui::TextWrapped("%s", s.c_str());
   }
   if (!e.pytorch.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
