@@ -5,9 +5,10 @@ backward pass, and a few statements that reach what the op table's calls do
 not (Tensor methods and operators, a copy between devices, a read that waits,
 streams and events, del, an error).
 
-    python3 explain_traces.py OUT_DIR [--only NAME,NAME...]
+    python3 explain_traces.py OUT_DIR [--only NAME,NAME...] [--devices cpu,sim:0,cuda:0]
 
---only writes just the named statements of EXTRA (not the op table). Each
+--only writes just the named statements of EXTRA (not the op table);
+--devices runs the op table on those devices (cpu and sim:0 by default). Each
 trace is OUT_DIR/<name>.descent (descent's own format); OUT_DIR/index.txt
 lists them, one `name<TAB>code` a line. Run with build/python on PYTHONPATH.
 """
@@ -93,12 +94,12 @@ EXTRA = {
 }
 
 
-def main(out_dir, only=None):
+def main(out_dir, only=None, devices=DEVICES):
     os.makedirs(out_dir, exist_ok=True)
     index = []
     for op in [] if only else _C._ops():
         key = op["name"].removeprefix("aten::").replace(".", "_")
-        for device in DEVICES:
+        for device in devices:
             tag = device.replace(":", "")
             grads = [False]
             if op["derivative"]:
@@ -118,11 +119,15 @@ def main(out_dir, only=None):
                 run(name, code, out_dir, index, env)
     for name, code in EXTRA.items():
         if not only or name in only:
-            run(name, code, out_dir, index)
+            error = run(name, code, out_dir, index)
+            if error is not None and name != "error":
+                print(f"{name}: the code raised {error!r}", file=sys.stderr)
     with open(os.path.join(out_dir, "index.txt"), "w") as f:
         f.write("\n".join(index) + "\n")
 
 
 if __name__ == "__main__":
-    only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
-    main(sys.argv[1], only)
+    args = sys.argv[2:]
+    option = {args[k]: args[k + 1] for k in range(0, len(args) - 1, 2)}
+    only = option["--only"].split(",") if "--only" in option else None
+    main(sys.argv[1], only, tuple(option["--devices"].split(",")) if "--devices" in option else DEVICES)
