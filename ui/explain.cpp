@@ -244,7 +244,8 @@ Explanation binding_op(const At& a) {
 Explanation binding_tensor(const At&) {
   Explanation e = make("binding.tensor", "descent.tensor(data): a new tensor from Python data");
   say(e, "tensor() is not an op of the table: the binding reads the number, the nested lists or the array "
-         "itself, infers the dtype (bool, int64 or float32) unless one is given, and fills a new CPU tensor. Its "
+         "itself and fills a new CPU tensor, of the dtype given, else one inferred from the data (Python bools, "
+         "ints and floats give bool, int64 and float32; an array keeps its dtype, or the nearest descent has). Its "
          "memory is the cpu_alloc under this span.");
   note(e, "numpy arrays descent reads");
   note(e, "What an argument accepts");
@@ -790,16 +791,18 @@ Explanation allocator_other(const At& a) {
     const int64_t waits = num(a.sp, "waits_on", 0);
     e = make("allocator.free", "A block goes back to the pool: " + bytes_text(num(a.sp, "block")));
     const Span* p = a.parent();
-    say(e, std::string(p && p->floor == Floor::Python ? "The statement dropped the last reference to a device tensor"
-                                                      : "The last reference to a device tensor went away") +
-               ": its block returns to the free pool of stream " + str(a.sp, "stream", "?") +
-               ", merged with free neighbours, for the next request. Nothing is given back to the device (that is "
-               "empty_cache's job).");
+    const std::string who = p && p->floor == Floor::Python ? "The statement dropped the last reference to a device tensor"
+                                                           : "The last reference to a device tensor went away";
     if (waits > 0) {
-      say(e, "It was used on " + plural(waits, "other stream", "other streams") + " (record_stream), so it is "
-             "free only once events recorded on them now have passed.");
+      say(e, who + ", but its block was also used on " + plural(waits, "other stream", "other streams") +
+                 " (record_stream): an event is recorded on each, and the block returns to the free pool of stream " +
+                 str(a.sp, "stream", "?") + " only once they have passed, since a kernel there may still read it.");
       note(e, "Deferred frees");
+    } else {
+      say(e, who + ": its block returns to the free pool of stream " + str(a.sp, "stream", "?") +
+                 ", merged with free neighbours, for the next request.");
     }
+    say(e, "Nothing is given back to the device: that is empty_cache's job.");
     note(e, "Caching allocator policy");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::free, free_block");
   } else if (n == "process_events") {
