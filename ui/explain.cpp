@@ -82,19 +82,24 @@ std::string bytes_text(int64_t n) {
   int u = 0;
   while (v >= 1024 && u < 3) v /= 1024, ++u;
   char buf[32];
-  if (u == 0 || v == static_cast<double>(static_cast<int64_t>(v))) std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
+  if (u == 0 || v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
   else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 
-std::string plural(int64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
 
 bool starts_with(const std::string& s, std::string_view p) { return std::string_view(s).starts_with(p); }
 bool contains(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
 
 // "aten::add_" -> "add_"
 std::string short_op(const std::string& name) { return starts_with(name, "aten::") ? name.substr(6) : name; }
-bool is_inplace_name(const std::string& name) { return !name.empty() && name.back() == '_' && !starts_with(short_op(name), "_"); }
+bool is_inplace_name(const std::string& name) {
+  return !name.empty() && name.back() == '_' && !starts_with(short_op(name), "_");
+}
 
 // The device a key set's backend names: "CPU", "Sim", "CUDA" (the highest, as the dispatcher takes it).
 std::string backend_of(const std::string& keyset) {
@@ -156,17 +161,22 @@ Explanation python_statement(const At& a) {
   } else {
     std::string s = "Directly under it: ";
     std::vector<std::string> parts;
-    if (bindings) parts.push_back(plural(bindings, "call into descent._C (floor 2)", "calls into descent._C (floor 2)"));
-    if (functions) parts.push_back(plural(functions, "function of the descent package in Python", "functions of the descent package in Python"));
+    if (bindings)
+      parts.push_back(plural(bindings, "call into descent._C (floor 2)", "calls into descent._C (floor 2)"));
+    if (functions)
+      parts.push_back(
+          plural(functions, "function of the descent package in Python", "functions of the descent package in Python"));
     if (below) {
-      parts.push_back(plural(below, "span of a lower floor reached without the binding", "spans of lower floors reached without the binding") +
+      parts.push_back(plural(below, "span of a lower floor reached without the binding",
+                             "spans of lower floors reached without the binding") +
                       " (" + below_names + (below > 2 ? ", ..." : "") + ")");
     }
     for (size_t k = 0; k < parts.size(); ++k) s += (k ? k + 1 == parts.size() ? " and " : ", " : "") + parts[k];
     say(e, s + ".");
   }
   note(e, "A call as steps");
-  pytorch(e, "torch/csrc/autograd/profiler_python.cpp", "PythonTracer: torch.profiler(with_stack=True) records Python frames");
+  pytorch(e, "torch/csrc/autograd/profiler_python.cpp",
+          "PythonTracer: torch.profiler(with_stack=True) records Python frames");
   return e;
 }
 
@@ -227,7 +237,8 @@ Explanation binding_op(const At& a) {
            "8 bytes): the cpu_alloc under this span is its memory, asked before the dispatcher was called. A "
            "wrapped number has the lowest priority in type promotion, so x + 1 keeps x's dtype.");
     note(e, "Type promotion");
-    pytorch(e, "torch/csrc/utils/python_arg_parser.cpp", "PythonArgs::tensor_slow: a number becomes a wrapped-number tensor");
+    pytorch(e, "torch/csrc/utils/python_arg_parser.cpp",
+            "PythonArgs::tensor_slow: a number becomes a wrapped-number tensor");
   }
   say(e, "With the arguments unwrapped into C++ values it releases the GIL and calls the dispatcher (floor 3); on "
          "the way back up it wraps the result in a Python Tensor, the same object each time for the same tensor.");
@@ -281,7 +292,8 @@ Explanation binding_read(const At& a) {
 // Why a key falls through for this op, in a clause.
 std::string why_fell_through(const std::string& key, const std::string& op) {
   if (key == "BackendSelect") return "BackendSelect is only for factories, which have no tensor to take a device from";
-  if (key == "ADInplaceOrView") return "ADInplaceOrView only matters to an op that writes in place or makes a view, and " + op + " does neither";
+  if (key == "ADInplaceOrView")
+    return "ADInplaceOrView only matters to an op that writes in place or makes a view, and " + op + " does neither";
   if (starts_with(key, "Autograd")) return key + ": " + op + " has no derivative to record";
   if (starts_with(key, "Autocast")) return key + ": no autocast region is active";
   return key + " has no kernel for " + op;
@@ -323,14 +335,15 @@ Explanation dispatch_span(const At& a) {
   if (redispatch) {
     e = make("dispatch.redispatch", "Redispatch of " + a.sp.name + ": " + (kernel.empty() ? "the next key" : kernel) +
                                         " runs next");
-    std::string by = p ? (p->floor == Floor::Autograd ? "The Autograd kernel" : "The " + str(*p, "kernel", "previous") + " kernel")
-                       : std::string("A kernel");
+    std::string by =
+        p ? (p->floor == Floor::Autograd ? "The Autograd kernel" : "The " + str(*p, "kernel", "previous") + " kernel")
+          : std::string("A kernel");
     say(e, by + " passed the call down with the keys up to its own removed: what is left is " +
                (keyset.empty() ? std::string("the set below it") : keyset) + ", and its highest key is " +
                (kernel.empty() ? std::string("the next kernel") : kernel) + ".");
     say(e, "PyTorch's profiler records an op once, at its first dispatch (Dispatcher::call opens the RecordFunction; "
-           "Dispatcher::redispatch records nothing), so its trace has one " + a.sp.name +
-           " where descent shows two: descent shows the redispatch on purpose, to make the walk down the keys visible.");
+           "Dispatcher::redispatch records nothing), so its trace has one " + a.sp.name + " where descent shows two: "
+           "descent shows the redispatch on purpose, to make the walk down the keys visible.");
     note(e, "Dispatch key priority");
     if (p && p->floor == Floor::Autograd) note(e, "What an Autograd kernel does");
     if (p && str(*p, "kernel") == "ADInplaceOrView") note(e, "ADInplaceOrView");
@@ -342,10 +355,13 @@ Explanation dispatch_span(const At& a) {
     const bool in_composite = p && p->floor == Floor::Dispatch;
     const size_t evaluate = a.ancestor_on(Floor::Autograd);
     const bool in_backward = evaluate != SIZE_MAX && starts_with(a.t().spans[evaluate].name, "autograd::engine::");
-    const char* kind = from_kernel ? "dispatch.from_kernel" : in_composite ? "dispatch.in_composite"
-                       : in_backward ? "dispatch.in_backward" : p && p->floor == Floor::Autograd ? "dispatch.from_autograd"
-                                                                               : "dispatch.call";
-    e = make(kind, "The dispatcher ran " + a.sp.name + "'s " + (kernel.empty() ? std::string("kernel") : kernel + " kernel"));
+    const char* kind = from_kernel                        ? "dispatch.from_kernel"
+                       : in_composite                     ? "dispatch.in_composite"
+                       : in_backward                      ? "dispatch.in_backward"
+                       : p && p->floor == Floor::Autograd ? "dispatch.from_autograd"
+                                                          : "dispatch.call";
+    e = make(kind,
+             "The dispatcher ran " + a.sp.name + "'s " + (kernel.empty() ? std::string("kernel") : kernel + " kernel"));
     if (from_kernel) {
       e.title = "The kernel of " + p->name + " calls " + a.sp.name + " through the dispatcher";
       if (short_op(a.sp.name) == "to") {
@@ -355,7 +371,8 @@ Explanation dispatch_span(const At& a) {
         while (!todo.empty() && to_dtype.empty()) {
           const size_t k = todo.back();
           todo.pop_back();
-          if (a.t().spans[k].floor == Floor::Kernels && has(a.t().spans[k], "dtype")) to_dtype = str(a.t().spans[k], "dtype");
+          if (a.t().spans[k].floor == Floor::Kernels && has(a.t().spans[k], "dtype"))
+            to_dtype = str(a.t().spans[k], "dtype");
           for (size_t c : a.s.children(k)) todo.push_back(c);
         }
         say(e, "Before its loop, the kernel of " + p->name + " converts an operand" +
@@ -377,7 +394,8 @@ Explanation dispatch_span(const At& a) {
                  "the binding): an int64 or a double in C++ until it is converted here.");
         }
         note(e, "Type promotion");
-        pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::compute_types: operands cast to the common dtype");
+        pytorch(e, "aten/src/ATen/TensorIterator.cpp",
+                "TensorIteratorBase::compute_types: operands cast to the common dtype");
         pytorch(e, "aten/src/ATen/native/TensorConversions.cpp", "to, _to_copy");
       } else {
         say(e, "The kernel of " + p->name + " calls another op, " + a.sp.name + ", through the dispatcher, as any "
@@ -424,15 +442,19 @@ Explanation dispatch_span(const At& a) {
     note(e, "Dispatch key priority");
     if (kernel == "ADInplaceOrView") note(e, "ADInplaceOrView");
     pytorch(e, "aten/src/ATen/core/dispatch/Dispatcher.h", "Dispatcher::call");
-    pytorch(e, "aten/src/ATen/core/dispatch/DispatchKeyExtractor.h", "computeDispatchKeySet: tensors' keys, included, excluded");
+    pytorch(e, "aten/src/ATen/core/dispatch/DispatchKeyExtractor.h",
+            "computeDispatchKeySet: tensors' keys, included, excluded");
     if (!fall.empty()) pytorch(e, "aten/src/ATen/core/boxing/KernelFunction.h", "KernelFunction::makeFallthrough");
-    if (kernel == "BackendSelect") pytorch(e, "aten/src/ATen/templates/RegisterBackendSelect.cpp", "the generated BackendSelect kernels");
-    if (kernel == "ADInplaceOrView") pytorch(e, "tools/autograd/templates/ADInplaceOrViewType.cpp", "the generated ADInplaceOrView kernels");
+    if (kernel == "BackendSelect")
+      pytorch(e, "aten/src/ATen/templates/RegisterBackendSelect.cpp", "the generated BackendSelect kernels");
+    if (kernel == "ADInplaceOrView")
+      pytorch(e, "tools/autograd/templates/ADInplaceOrViewType.cpp", "the generated ADInplaceOrView kernels");
   }
   if (const std::string c = str(a.sp, "convention"); !c.empty()) {
-    say(e, c == "unboxed" ? "convention=unboxed: a typed C++ call, the kernel called with the arguments as they are, no "
-                            "stack of IValues."
-                          : "convention=boxed: the arguments travel as a stack of IValues, the form every kernel accepts.");
+    say(e, c == "unboxed"
+               ? "convention=unboxed: a typed C++ call, the kernel called with the arguments as they are, no "
+                 "stack of IValues."
+               : "convention=boxed: the arguments travel as a stack of IValues, the form every kernel accepts.");
     note(e, "Boxed and unboxed calls");
   }
   if (kernel.empty() && !redispatch) say(e, "The trace recorded no key set for this call.");
@@ -469,10 +491,11 @@ Explanation autograd_kernel(const At& a) {
     } else if (contains(graph, "grad mode is off")) {
       const size_t up = a.ancestor_on(Floor::Autograd);
       const bool in_backward = up != SIZE_MAX && starts_with(a.t().spans[up].name, "autograd::engine::");
-      say(e, std::string("Grad mode is off") +
-                 (in_backward ? ": backward runs the formulas with grad mode off (create_graph=False), so the ops "
-                                "computing gradients record no graph of their own."
-                              : " (descent.no_grad(), or inference mode): nothing is recorded, whatever requires grad."));
+      say(e,
+          std::string("Grad mode is off") +
+              (in_backward ? ": backward runs the formulas with grad mode off (create_graph=False), so the ops "
+                             "computing gradients record no graph of their own."
+                           : " (descent.no_grad(), or inference mode): nothing is recorded, whatever requires grad."));
       note(e, "Grad mode is a flag, not a key");
     } else {
       say(e, a.sp.name + "'s result is bool: a comparison has no gradient, so its Autograd kernel records nothing "
@@ -499,7 +522,8 @@ Explanation autograd_kernel(const At& a) {
     say(e, s);
   }
   const std::string saved = str(a.sp, "saved");
-  if (saved == "nothing") say(e, "It saved nothing: the formula of " + node + " needs no input to compute its gradients.");
+  if (saved == "nothing")
+    say(e, "It saved nothing: the formula of " + node + " needs no input to compute its gradients.");
   else if (!saved.empty()) say(e, "It saved " + saved + ": what the formula of " + node + " reads in backward.");
   if (is_inplace_name(a.sp.name)) {
     say(e, "An in-place op moves self's history onto the new node: the old grad_fn becomes the node's edge.");
@@ -508,7 +532,8 @@ Explanation autograd_kernel(const At& a) {
   note(e, "What an Autograd kernel does");
   note(e, "The graph autograd records");
   note(e, "One derivative per op");
-  pytorch(e, "tools/autograd/gen_variable_type.py", "emits each op's VariableType kernel: grad_fn, edges, saved variables");
+  pytorch(e, "tools/autograd/gen_variable_type.py",
+          "emits each op's VariableType kernel: grad_fn, edges, saved variables");
   pytorch(e, "torch/csrc/autograd/function.h", "Node, collect_next_edges");
   pytorch(e, "torch/csrc/autograd/saved_variable.h", "SavedVariable");
   return e;
@@ -575,7 +600,8 @@ Explanation kernel_span(const At& a) {
   const std::string variant = str(a.sp, "variant");
   const std::string dtype = str(a.sp, "dtype");
   const int64_t numel = num(a.sp, "numel");
-  const std::string what = numel >= 0 ? plural(numel, "element", "elements") + (dtype.empty() ? "" : " of " + dtype) : "";
+  const std::string what =
+      numel >= 0 ? plural(numel, "element", "elements") + (dtype.empty() ? "" : " of " + dtype) : "";
   // Special spans of the copy kernels (register_cpu.cpp).
   if (a.sp.name == "contiguous on the host" || a.sp.name == "contiguous on the device" ||
       a.sp.name == "cast on the device" || a.sp.name == "cast into self") {
@@ -612,7 +638,8 @@ Explanation kernel_span(const At& a) {
     return e;
   }
   if (variant == "between devices" || variant == "none (same memory)") {
-    Explanation e = make("kernel.copy", variant == "between devices" ? "A copy between devices" : "A copy onto itself: nothing to do");
+    Explanation e = make("kernel.copy",
+                         variant == "between devices" ? "A copy between devices" : "A copy onto itself: nothing to do");
     say(e, variant == "between devices"
                ? "Source and destination are on different devices: the bytes move as one queued copy on the "
                  "device's stream (floor 7), not as a loop of this kernel."
@@ -625,10 +652,12 @@ Explanation kernel_span(const At& a) {
   if (variant == "sim" || variant == "cuda") {
     Explanation e = make("kernel.device", "The kernel of " + a.sp.name + " enqueues its loop on " +
                                               (variant == "sim" ? std::string("sim:0") : std::string("the GPU")));
-    say(e, "One kernel body serves every device: everything before the loop (its checks, the result's shape and "
-           "dtype, the output's memory from the device's caching allocator) ran here on the host, as for the CPU. "
-           "Only the loop differs: it becomes one device kernel over " + (what.empty() ? std::string("the output") : what) +
-           ", put on the current stream (floors 7 and 8), unless there is nothing to compute.");
+    say(e,
+        "One kernel body serves every device: everything before the loop (its checks, the result's shape and "
+        "dtype, the output's memory from the device's caching allocator) ran here on the host, as for the CPU. "
+        "Only the loop differs: it becomes one device kernel over " +
+            (what.empty() ? std::string("the output") : what) +
+            ", put on the current stream (floors 7 and 8), unless there is nothing to compute.");
     say(e, "The host returns without waiting for it: the kernel runs later, when the device reaches it in the queue.");
     note(e, "One kernel body, two devices");
     note(e, "Streams and the two clocks");
@@ -637,8 +666,9 @@ Explanation kernel_span(const At& a) {
     return e;
   }
   // A CPU loop: reference or optimized.
-  Explanation e = make(variant == "optimized" ? "kernel.optimized" : "kernel.reference",
-                       "The kernel of " + a.sp.name + " ran the " + variant + " loop" + (what.empty() ? "" : " over " + what));
+  Explanation e =
+      make(variant == "optimized" ? "kernel.optimized" : "kernel.reference",
+           "The kernel of " + a.sp.name + " ran the " + variant + " loop" + (what.empty() ? "" : " over " + what));
   if (is_factory(a)) {
     say(e, "A factory: it made its output on the device its device argument named (BackendSelect sent the call "
            "here), with the cpu_alloc under it, and fills it.");
@@ -654,9 +684,11 @@ Explanation kernel_span(const At& a) {
   }
   if (variant == "optimized") {
     std::string s = "It took the optimized loop: a contiguous fast path the compiler vectorizes";
-    if (has(a.sp, "isa")) s += ", here with the vector unit's " + str(a.sp, "isa") + " instructions (the widest the CPU has, unless set)";
-    s += threads > 1 ? ", split over " + std::to_string(threads) + " threads of the intra-op pool (the parallel_for under it)."
-                     : ", on this one thread (too little work to wake the pool).";
+    if (has(a.sp, "isa"))
+      s += ", here with the vector unit's " + str(a.sp, "isa") + " instructions (the widest the CPU has, unless set)";
+    s += threads > 1
+             ? ", split over " + std::to_string(threads) + " threads of the intra-op pool (the parallel_for under it)."
+             : ", on this one thread (too little work to wake the pool).";
     say(e, s);
     note(e, "Intra-op parallelism");
   } else if (is_factory(a)) {
@@ -671,7 +703,8 @@ Explanation kernel_span(const At& a) {
   note(e, "One op table");
   op_specific(e, a.sp.name);
   pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::build: broadcasting, promotion, the output");
-  pytorch(e, "aten/src/ATen/native/DispatchStub.h", "DispatchStub: the loop for the CPU's vector unit (DEFAULT, AVX2, AVX512)");
+  pytorch(e, "aten/src/ATen/native/DispatchStub.h",
+          "DispatchStub: the loop for the CPU's vector unit (DEFAULT, AVX2, AVX512)");
   pytorch(e, "aten/src/ATen/native/cpu/Loops.h", "cpu_kernel_vec");
   return e;
 }
@@ -687,8 +720,8 @@ Explanation parallel_span(const At& a) {
     pytorch(e, "aten/src/ATen/Parallel.h", "at::parallel_for");
     return e;
   }
-  Explanation e = make("kernel.parallel_chunk", "A chunk of a parallel loop: elements " + str(a.sp, "begin", "?") + " to " +
-                                                    str(a.sp, "end", "?"));
+  Explanation e = make("kernel.parallel_chunk", "A chunk of a parallel loop: elements " + str(a.sp, "begin", "?") +
+                                                    " to " + str(a.sp, "end", "?"));
   say(e, "One chunk of a loop that parallel_for split: the elements from begin up to end, run by one thread of the "
          "intra-op pool. A flow joins it to the loop that handed it out.");
   note(e, "Intra-op parallelism");
@@ -747,8 +780,9 @@ Explanation caching_alloc(const At& a) {
   for (size_t c : a.children()) {
     if (a.t().spans[c].name == "raw_malloc") segment = num(a.t().spans[c], "bytes");
   }
-  Explanation e = make(hit ? "allocator.cache_hit" : "allocator.cache_miss",
-                       std::string(hit ? "Cache hit: " : "Cache miss: ") + bytes_text(bytes) + " from the " + pool + " pool");
+  Explanation e =
+      make(hit ? "allocator.cache_hit" : "allocator.cache_miss",
+           std::string(hit ? "Cache hit: " : "Cache miss: ") + bytes_text(bytes) + " from the " + pool + " pool");
   say(e, "The request, rounded up to a multiple of 512 B, is " + bytes_text(bytes) + ", which puts it in the " + pool +
              " pool (" + (pool == "small" ? "1 MiB or less" : "over 1 MiB") + "); the search is for the smallest "
              "free block of that pool and of stream " + stream + " that is large enough.");
@@ -791,8 +825,9 @@ Explanation allocator_other(const At& a) {
     const int64_t waits = num(a.sp, "waits_on", 0);
     e = make("allocator.free", "A block goes back to the pool: " + bytes_text(num(a.sp, "block")));
     const Span* p = a.parent();
-    const std::string who = p && p->floor == Floor::Python ? "The statement dropped the last reference to a device tensor"
-                                                           : "The last reference to a device tensor went away";
+    const std::string who = p && p->floor == Floor::Python
+                                ? "The statement dropped the last reference to a device tensor"
+                                : "The last reference to a device tensor went away";
     if (waits > 0) {
       say(e, who + ", but its block was also used on " + plural(waits, "other stream", "other streams") +
                  " (record_stream): an event is recorded on each, and the block returns to the free pool of stream " +
@@ -818,7 +853,8 @@ Explanation allocator_other(const At& a) {
     note(e, "Deferred frees");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::recordStream");
   } else if (n == "empty_cache") {
-    e = make("allocator.empty_cache", "empty_cache: " + plural(num(a.sp, "segments", 0), "segment", "segments") + " given back");
+    e = make("allocator.empty_cache",
+             "empty_cache: " + plural(num(a.sp, "segments", 0), "segment", "segments") + " given back");
     say(e, "Every cached segment with no block in use is given back to the device (raw_free); a segment with any "
            "block still allocated stays.");
     note(e, "Caching allocator policy");
@@ -835,7 +871,8 @@ Explanation allocator_other(const At& a) {
     note(e, "Caching allocator policy");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "synchronize_and_free_events");
   } else if (n == "pinned_alloc") {
-    e = make("allocator.pinned", "Pinned host memory: " + bytes_text(num(a.sp, "bytes")) + " (" + str(a.sp, "api") + ")");
+    e = make("allocator.pinned",
+             "Pinned host memory: " + bytes_text(num(a.sp, "bytes")) + " (" + str(a.sp, "api") + ")");
     say(e, "Page-locked host memory, which the device can copy from without staging it first, so a copy from it "
            "can be asynchronous for the host.");
     if (str(a.sp, "api") != "cudaHostAlloc") {
@@ -875,9 +912,11 @@ Explanation streams_span(const At& a) {
   } else if (n == "simMemcpyAsync" || n == "cudaMemcpyAsync") {
     e = make("streams.copy", "A copy of " + bytes_text(num(a.sp, "bytes")) + " queued on stream " + stream);
     note(e, "Copies between devices");
-    say(e, "The bytes move as one piece of work on the stream, in order with the kernels queued before it, with no "
-           "kernel launch (" + n + "); the device's Memcpy span, joined by correlation " + str(a.sp, "correlation", "?") +
-           ", shows when it really ran." + depth_clause(num(a.sp, "queue_depth")));
+    say(e,
+        "The bytes move as one piece of work on the stream, in order with the kernels queued before it, with no "
+        "kernel launch (" +
+            n + "); the device's Memcpy span, joined by correlation " + str(a.sp, "correlation", "?") +
+            ", shows when it really ran." + depth_clause(num(a.sp, "queue_depth")));
     if (has(a.sp, "pinned")) {
       say(e, flag(a.sp, "pinned") ? "The host memory is pinned, so the copy need not be staged."
                                   : "The host memory is pageable, so the copy is staged through a pinned buffer.");
@@ -979,7 +1018,8 @@ Explanation launch_span(const At& a) {
     note(e, "The simulated device");
   }
   note(e, "What a launch is");
-  pytorch(e, "aten/src/ATen/native/cuda/CUDALoops.cuh", "launch_vectorized_kernel: kernel<<<grid, num_threads, 0, stream>>>");
+  pytorch(e, "aten/src/ATen/native/cuda/CUDALoops.cuh",
+          "launch_vectorized_kernel: kernel<<<grid, num_threads, 0, stream>>>");
   pytorch(e, "c10/cuda/CUDAException.h", "C10_CUDA_KERNEL_LAUNCH_CHECK");
   return e;
 }
@@ -990,12 +1030,14 @@ Explanation device_span(const At& a) {
   const std::string device = str(a.sp, "device");
   Explanation e = make(copy ? "device.memcpy" : memset ? "device.memset" : "device.kernel",
                        (copy || memset ? "The device copies: " : "The device runs ") + a.sp.name);
-  std::string s = "This is the device's own clock: the work ran on " + (device.empty() ? std::string("the device") : device) +
-                  " stream " + str(a.sp, "stream", "?") + " for " + trace::format_duration(a.sp.duration_ns());
+  std::string s = "This is the device's own clock: the work ran on " +
+                  (device.empty() ? std::string("the device") : device) + " stream " + str(a.sp, "stream", "?") +
+                  " for " + trace::format_duration(a.sp.duration_ns());
   const size_t launch = correlated(a.t(), a.i, false);
   if (launch != SIZE_MAX) {
     const int64_t gap = a.sp.start_ns - a.t().spans[launch].start_ns;
-    s += ", starting " + trace::format_duration(gap) + " after the host began to queue it (" + a.t().spans[launch].name + ")";
+    s += ", starting " + trace::format_duration(gap) + " after the host began to queue it (" +
+         a.t().spans[launch].name + ")";
   }
   say(e, s + ". The gap is the queue: the host had moved on long before.");
   note(e, "Device spans");
@@ -1003,7 +1045,8 @@ Explanation device_span(const At& a) {
   if (contains(device, "sim")) note(e, "The simulated device");
   else if (contains(device, "cuda")) note(e, "Device activity from CUPTI");
   if (copy) note(e, "Copies between devices");
-  pytorch(e, "torch/csrc/profiler/kineto_shim.cpp", "the profiler's bridge to Kineto, which reads CUPTI's activity records");
+  pytorch(e, "torch/csrc/profiler/kineto_shim.cpp",
+          "the profiler's bridge to Kineto, which reads CUPTI's activity records");
   return e;
 }
 

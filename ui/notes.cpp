@@ -157,7 +157,8 @@ NoteIndex parse_notes(const std::vector<SourceText>& files) {
       index.notes.push_back(std::move(n));
     }
   }
-  std::stable_sort(index.notes.begin(), index.notes.end(), [](const Note& a, const Note& b) { return a.name < b.name; });
+  std::stable_sort(index.notes.begin(), index.notes.end(),
+                   [](const Note& a, const Note& b) { return a.name < b.name; });
   // Where each note is referred to, and what each note's text cites.
   for (const SourceText& f : files) {
     for (const Reference& r : references(f.text)) {
@@ -204,7 +205,8 @@ std::vector<size_t> NoteIndex::search(std::string_view query) const {
     const std::string name = lower(notes[k].name);
     const std::string all = name + "\n" + lower(notes[k].file) + "\n" + lower(notes[k].text);
     auto holds = [&](const std::string& s) {
-      return std::all_of(words.begin(), words.end(), [&](const std::string& w) { return s.find(w) != std::string::npos; });
+      return std::all_of(words.begin(), words.end(),
+                         [&](const std::string& w) { return s.find(w) != std::string::npos; });
     };
     if (holds(name)) by_name.push_back(k);
     else if (holds(all)) by_text.push_back(k);

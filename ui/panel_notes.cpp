@@ -59,7 +59,8 @@ void draw_notes(App& app) {
   const std::vector<size_t> shown = index.search(app.notes.filter);
   ImGui::TextDisabled("%zu of %zu Notes (design decisions named in descent's source, as c10's are)", shown.size(),
                       index.notes.size());
-  const float list_h = std::max(ImGui::GetTextLineHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * kListShare);
+  const float list_h =
+      std::max(ImGui::GetTextLineHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * kListShare);
   if (ImGui::BeginChild("##note_list", ImVec2(0, list_h), true)) {
     for (size_t k : shown) {
       const bool selected = app.notes.selected == k;

@@ -265,7 +265,8 @@ std::string skip_reason(const Story& s, int f, size_t r) {
     case 3: return ops ? "no op was dispatched on this thread" : "no op was dispatched: " + instead(s, c);
     case 4:
       if (!ops) return "no op was dispatched: " + instead(s, c);
-      if (c.autograd_fell_through != SIZE_MAX) return name_of(s, c.autograd_fell_through) + " has no derivative: its Autograd key fell through";
+      if (c.autograd_fell_through != SIZE_MAX)
+        return name_of(s, c.autograd_fell_through) + " has no derivative: its Autograd key fell through";
       if (c.factory != SIZE_MAX) {
         return name_of(s, c.factory) + " is a factory: no tensor argument, so no Autograd key (key set " +
                arg_string(s.trace->spans[c.factory], "keyset") + ")";
@@ -282,7 +283,8 @@ std::string skip_reason(const Story& s, int f, size_t r) {
       if (c.view_kernel != SIZE_MAX && c.cpu_kernel == SIZE_MAX && c.device_kernel == SIZE_MAX) {
         return "nothing allocated: " + name_of(s, c.view_kernel) + " is a view of memory that exists";
       }
-      if (c.stopped_kernel != SIZE_MAX) return "nothing allocated: " + name_of(s, c.stopped_kernel) + " raised before making its output";
+      if (c.stopped_kernel != SIZE_MAX)
+        return "nothing allocated: " + name_of(s, c.stopped_kernel) + " raised before making its output";
       if (!ops) return "no allocator span: " + instead(s, c) + (del ? " (freeing a CPU tensor is not traced)" : "");
       return "nothing allocated: the call made no new memory (in place, or a result that existed)";
     case 8:
@@ -302,7 +304,8 @@ std::string skip_reason(const Story& s, int f, size_t r) {
       if (!ops) return "nothing queued: " + instead(s, c);
       if (c.view_kernel != SIZE_MAX && c.device_kernel == SIZE_MAX) return "nothing queued: a view moves no data";
       if (c.stopped_kernel != SIZE_MAX) return "nothing queued: the kernel raised before its loop";
-      if (c.device_kernel != SIZE_MAX) return "nothing queued: " + name_of(s, c.device_kernel) + " only made its output";
+      if (c.device_kernel != SIZE_MAX)
+        return "nothing queued: " + name_of(s, c.device_kernel) + " only made its output";
       return c.device_keys ? "nothing was queued on a device stream in this call"
                            : "no op of this call ran on a device: nothing was queued or launched";
     default: return "not reached";

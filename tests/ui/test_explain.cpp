@@ -53,7 +53,8 @@ std::vector<Named> load_traces() {
   }
   std::sort(paths.begin(), paths.end());
   for (const fs::path& p : paths) out.push_back({p.stem().string(), trace::load(p.string())});
-  out.push_back({"h200_cuda_add", trace::load(std::string(DESCENT_TEST_SOURCE_DIR) + "/tests/tracer/data/h200_cuda_add.descent")});
+  out.push_back({"h200_cuda_add",
+                 trace::load(std::string(DESCENT_TEST_SOURCE_DIR) + "/tests/tracer/data/h200_cuda_add.descent")});
   return out;
 }
 
@@ -84,7 +85,8 @@ std::string shape_of(const trace::Trace& t, const Story& s, size_t i) {
   if (sp.floor == Floor::Device) name = name.starts_with("Memcpy") ? "<memcpy>" : "<kernel>";
   const size_t p = s.parent_index[i];
   std::string out = std::to_string(static_cast<int>(sp.floor)) + " " + name + " under " +
-                    (p == SIZE_MAX ? std::string("nothing") : std::to_string(static_cast<int>(t.spans[p].floor))) + " (";
+                    (p == SIZE_MAX ? std::string("nothing") : std::to_string(static_cast<int>(t.spans[p].floor))) +
+                    " (";
   std::set<std::string> keys;
   for (const trace::SpanArg& a : sp.args) keys.insert(a.key);
   for (const std::string& k : keys) out += k + " ";
@@ -103,7 +105,8 @@ TEST(Explain, EverySpanOfEveryOpOnEveryDeviceIsExplained) {
     for (size_t i = 0; i < n.trace.spans.size(); ++i) {
       const Explanation e = explain(s, i);
       const std::string shape = shape_of(n.trace, s, i);
-      ASSERT_FALSE(e.kind.empty()) << n.name << ": no explanation for span '" << n.trace.spans[i].name << "', " << shape;
+      ASSERT_FALSE(e.kind.empty()) << n.name << ": no explanation for span '" << n.trace.spans[i].name << "', "
+                                   << shape;
       EXPECT_FALSE(e.title.empty()) << n.name << " " << shape;
       EXPECT_FALSE(e.sentences.empty()) << n.name << " " << shape;
       EXPECT_FALSE(e.notes.empty()) << n.name << ": " << e.kind << " cites no Note";
@@ -330,7 +333,8 @@ TEST(Notes, ParsingCommentsDocstringsAndReferences) {
   const Note* a = idx.find("First");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->line, 2u);
-  EXPECT_EQ(a->text, "One line,\nanother.\n\n  1. a list item that\n     goes on\n  2. second, see Note [Second\n     thing]");
+  EXPECT_EQ(a->text,
+            "One line,\nanother.\n\n  1. a list item that\n     goes on\n  2. second, see Note [Second\n     thing]");
   ASSERT_EQ(a->cites.size(), 1u);
   EXPECT_EQ(a->cites[0], "Second thing");
   ASSERT_EQ(a->cited_at.size(), 1u);
@@ -423,8 +427,10 @@ TEST(PanelsAgree, SkipReasonsSayWhatTheCallDid) {
   EXPECT_FALSE(has(r2, "never")) << r2;
   EXPECT_TRUE(has(r2, "synchronize")) << r2;
   EXPECT_EQ(reason(sync, "descent.sim.synchronize()", 7), "(reached)");
-  EXPECT_TRUE(has(reason(sync, "descent.sim.synchronize()", 8), "waited")) << reason(sync, "descent.sim.synchronize()", 8);
-  EXPECT_TRUE(has(reason(sync, "descent.sim.synchronize()", 4), "waited")) << reason(sync, "descent.sim.synchronize()", 4);
+  EXPECT_TRUE(has(reason(sync, "descent.sim.synchronize()", 8), "waited"))
+      << reason(sync, "descent.sim.synchronize()", 8);
+  EXPECT_TRUE(has(reason(sync, "descent.sim.synchronize()", 4), "waited"))
+      << reason(sync, "descent.sim.synchronize()", 4);
   // An error: the kernel raised before it made its output.
   const trace::Trace& err = named("error");
   EXPECT_TRUE(has(reason(err, "y = x + z", 6), "raised")) << reason(err, "y = x + z", 6);
