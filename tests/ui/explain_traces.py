@@ -67,7 +67,8 @@ def run(name, code, out_dir, index, env=None):
 
 EXTRA = {
     # Tensor methods and operators, a Python number on either side.
-    "operators": "x = descent.ones(2, 2)\ny = x + 1\nz = 2 - x\nx += 1\nb = x == 1\nv = x[0]\nw = x.sum()\nf = w.item()",
+    "operators": ("x = descent.ones(2, 2)\ny = x + 1\nz = 2 - x\nx += 1\nb = x == 1\nv = x[0]\nw = x.sum()\n"
+                  "f = w.item()"),
     "operators_sim": "x = descent.ones(2, 2, device='sim:0')\ny = x + 1\nx += 1\nb = x == 1\nf = x.sum().item()",
     # Copies between devices, and a read that waits for the device.
     "copies": "x = descent.ones(4)\nd = x.to('sim:0')\nh = d.cpu()\nd2 = d.to(descent.float64)\nprint(d)",
@@ -90,7 +91,8 @@ EXTRA = {
                  "y = (x * w + 1).sum()\ny.backward()\nwith descent.no_grad():\n    z = x * 2"),
     "autograd_sim": ("x = descent.ones(2, 2, device='sim:0', requires_grad=True)\ny = (x * x).sum()\ny.backward()"),
     # Big enough for the intra-op pool and the vector unit.
-    "parallel": "x = descent.rand(1 << 20)\ny = x.exp()\ns = x.sum()\nm = descent.rand(128, 128) @ descent.rand(128, 128)",
+    "parallel": ("x = descent.rand(1 << 20)\ny = x.exp()\ns = x.sum()\n"
+                 "m = descent.rand(128, 128) @ descent.rand(128, 128)"),
 }
 
 
