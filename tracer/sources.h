@@ -4,7 +4,8 @@
 // Note [Embedded sources]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // The static library descent_sources holds the text of every
-// floors/**/*.{h,cpp,py} and tracer/*.{h,cpp} file, about 500 KB, keyed by
+// floors/**/*.{h,cpp,cu,py}, tracer/*.{h,cpp} and ui/*.{h,cpp} file (the
+// app's own Notes too: ui/notes.h), about 1.3 MB, keyed by
 // its path relative to the repository root: the same form a span's file takes.
 // tools/embed_sources.cmake writes it as raw string literals into a generated
 // .cpp of the build tree, again whenever one of those files changes (a new

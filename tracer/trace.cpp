@@ -150,9 +150,12 @@ std::string describe(const Span& s) {
   char floor[32];
   std::snprintf(floor, sizeof floor, "[%d %-9s] ", static_cast<int>(s.floor), floor_name(s.floor));
   std::string line = floor + printable(s.name);
-  for (size_t k = 0; k < s.args.size(); ++k) {
-    line += k == 0 ? "  " : " ";
-    line += printable(s.args[k].key) + "=" + format_value(s.args[k].value);
+  bool first = true;
+  for (const SpanArg& a : s.args) {
+    if (a.key == kDecidedAt) continue;  // a source line, for the app (Note [Where a span decided])
+    line += first ? "  " : " ";
+    line += printable(a.key) + "=" + format_value(a.value);
+    first = false;
   }
   return line;
 }

@@ -67,7 +67,7 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 8: node, edges, saved, ...)
+constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 8: decided_at, node, edges, saved, ...)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {
@@ -191,6 +191,26 @@ SourceSite site_info(uint16_t index);
 uint32_t site_count();
 // Every registered site, site i at index i - 1 (what stop() reads to name spans' files).
 std::vector<SourceSite> sites_registered();
+
+// Note [Where a span decided]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A span's site is where it was opened, which is not always where what it
+// records was decided: the dispatcher opens its span in call_boxed and picks
+// the kernel in run_kernel; a kernel opens its span first and picks its loop
+// at the end. For the decisions a lesson asks about (the dispatcher's kernel,
+// autograd's graph or none, the caching allocator's hit or miss, a kernel's
+// variant) the span also records the line that decided, as the string
+// argument decided_at="floors/dispatch/dispatcher.cpp:283", which the app's
+// source view shows in place of the span's own line. The string is a literal
+// the preprocessor makes from __FILE__ (relative to the repository root under
+// -fmacro-prefix-map) and __LINE__, so recording it costs one argument record,
+// no lookup and no lock, and a saved trace keeps it. The tree that `descent
+// trace` prints leaves it out. DESCENT_DECIDES(span, expr) records the line
+// it stands on and yields expr, so it wraps the deciding expression itself:
+//   const DispatchKey key = DESCENT_DECIDES(span, live.highest());
+// Where the span opens after the decision, DESCENT_HERE is the same literal:
+//   if (const char* at = DESCENT_HERE; no_graph) { ...; span.arg("decided_at", at); }
+constexpr const char* kDecidedAt = "decided_at";  // the argument's key
 
 // [SECTION] Flows between threads -------------------------------------------
 
@@ -359,6 +379,13 @@ class ScopedSpan {
 };
 
 }  // namespace descent::trace
+
+#define DESCENT_STRINGIFY_INNER(x) #x
+#define DESCENT_STRINGIFY(x) DESCENT_STRINGIFY_INNER(x)
+// "floors/dispatch/dispatcher.cpp:283": this line, as a string literal (Note [Where a span decided]).
+#define DESCENT_HERE __FILE__ ":" DESCENT_STRINGIFY(__LINE__)
+// Records on the ScopedSpan `span` that this line decided what it says, and yields `expr`.
+#define DESCENT_DECIDES(span, expr) ((span).arg(::descent::trace::kDecidedAt, DESCENT_HERE), (expr))
 
 #define DESCENT_CONCAT_INNER(a, b) a##b
 #define DESCENT_CONCAT(a, b) DESCENT_CONCAT_INNER(a, b)

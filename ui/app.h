@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tracer/trace.h"
+#include "ui/explain.h"
 #include "ui/graph.h"
 #include "ui/memory_model.h"
 #include "ui/playback.h"
@@ -50,7 +51,8 @@ struct Options {
   bool redraw_full = false;    // --redraw full: draw every frame whole (Note [Redrawing only what changed])
   int frames = 3;              // --frames N: frames drawn before a screenshot
   bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
-  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams)
+  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams, notes)
+  std::string note;            // --note: open the Notes tab on this Note
   double timeout_s = 60;       // --timeout: headless, the code's run stops after this many seconds (exit 124)
   bool expect_error = false;   // --expect-error: headless, the code raising is what is expected (exit 0)
   bool bench_stop = false;     // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
@@ -90,7 +92,14 @@ struct ConsoleLine {
   std::string text;
 };
 
-enum class RightTab { Detail, Memory, Compare, Graph, Streams };
+enum class RightTab { Detail, Memory, Compare, Graph, Streams, Notes };
+
+// The Notes tab (panel_notes.cpp): the search typed and the Note shown.
+struct NotesView {
+  std::string filter;
+  size_t selected = SIZE_MAX;  // index into embedded_notes().notes; SIZE_MAX: none yet
+  bool scroll_to = false;      // bring the selected name into view in the list
+};
 
 // The code running on the Python thread (Note [The Python thread]), while it runs.
 struct Running {
@@ -141,6 +150,12 @@ struct App {
   AutogradGraph graph;
   std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
   std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
+
+  // The explanation of the current span (panel_detail.cpp), kept while the span stays the same.
+  Explanation explanation;
+  size_t explained_span = SIZE_MAX;
+  std::weak_ptr<const trace::Trace> explained_of;
+  NotesView notes;
 
   // The device's streams in `loaded.trace` (show_loaded builds it): the
   // building's device strip and the streams panel (Note [The queue at time t]).
@@ -222,6 +237,9 @@ void draw_memory(App& app);                             // panel_memory.cpp: the
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
 void draw_graph(App& app);                              // panel_graph.cpp: the autograd graph, recorded then walked
 void draw_streams(App& app);                            // panel_streams.cpp: each stream's queue at the playback time
+void draw_notes(App& app);                              // panel_notes.cpp: every Note of the sources, searchable
+void open_note(App& app, const std::string& name);      // panel_notes.cpp: show this Note in the Notes tab
+const Explanation& current_explanation(App& app);       // panel_detail.cpp: the current span's (cached)
 void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
 void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
 void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action

@@ -158,6 +158,7 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
       tab("Compare with PyTorch", RightTab::Compare, draw_compare);
       tab("Autograd graph", RightTab::Graph, draw_graph);
       tab("Streams", RightTab::Streams, draw_streams);
+      tab("Notes", RightTab::Notes, draw_notes);
       app.tab_request = false;
       ImGui::EndTabBar();
     }
@@ -284,6 +285,8 @@ int run(int argc, char** argv) {
   if (o.panel == "compare") app.right_tab = RightTab::Compare;
   if (o.panel == "graph") app.right_tab = RightTab::Graph;
   if (o.panel == "streams") app.right_tab = RightTab::Streams;
+  if (o.panel == "notes") app.right_tab = RightTab::Notes;
+  if (!o.note.empty()) open_note(app, o.note);
   app.tab_request = true;
 
   // A trace file is read on a second thread while the window and Python start.

@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
     "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
-    "                   [--panel detail|memory|compare|graph|streams] [--bench-frames N [--bench-pan]]\n"
+    "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
+    "                   [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
     "                   [--bench-stop]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
@@ -92,11 +93,18 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       if (!(v = value("a JSON path"))) return false;
       o.state_file = v;
     } else if (a == "--panel") {
-      if (!(v = value("detail, memory, compare, graph or streams"))) return false;
+      if (!(v = value("detail, memory, compare, graph, streams or notes"))) return false;
       o.panel = v;
       if (o.panel != "detail" && o.panel != "memory" && o.panel != "compare" && o.panel != "graph" &&
-          o.panel != "streams") {
-        error = "--panel: expected detail, memory, compare, graph or streams, got '" + o.panel + "'";
+          o.panel != "streams" && o.panel != "notes") {
+        error = "--panel: expected detail, memory, compare, graph, streams or notes, got '" + o.panel + "'";
+        return false;
+      }
+    } else if (a == "--note") {
+      if (!(v = value("a Note's name"))) return false;
+      o.note = v;
+      if (embedded_notes().index_of(o.note) == SIZE_MAX) {
+        error = "--note: no Note named '" + o.note + "' in this build's sources (the Notes tab lists them)";
         return false;
       }
     } else if (a == "--step") {

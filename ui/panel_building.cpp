@@ -52,6 +52,7 @@ std::string timing_line(const App& app, size_t span) {
 std::string decisions_line(const trace::Span& sp) {
   std::string s;
   for (const trace::SpanArg& a : sp.args) {
+    if (a.key == trace::kDecidedAt) continue;  // a source line: the detail panel's source view shows it
     if (!s.empty()) s += "  ";
     s += a.key + "=" + arg_text(a.value);
   }

@@ -1,6 +1,7 @@
-// The detail panel: the current span's arguments and times, what its floor
-// is for (assets/floors/<n>.txt), and the excerpt of descent's source that
-// opened it (embedded at build time, tracer/sources.h).
+// The detail panel: the current span, why it did what it did (ui/explain.h:
+// sentences from its arguments, the Notes that cover it, PyTorch's file and
+// function for the same job), its arguments and times, the source line that
+// decided (or opened) it, and what its floor is for (assets/floors/<n>.txt).
 #include <algorithm>
 #include <sstream>
 
@@ -13,39 +14,96 @@ namespace descent::ui {
 
 namespace {
 
-constexpr int kExcerptBefore = 3, kExcerptAfter = 8;  // lines around the span's line
+constexpr int kExcerptBefore = 3, kExcerptAfter = 8;  // lines around the line shown
+const ImVec4 kTitle(1.0f, 0.85f, 0.3f, 1.0f);  // the explanation's title and the line shown
 
-void source_excerpt(const trace::Span& sp) {
+void source_excerpt(const SourcePlace& at) {
 #if DESCENT_HAVE_SOURCES
-  if (sp.file.empty()) {
-    ImGui::TextDisabled("No source location recorded for this span (user code, or a file from elsewhere).");
-    return;
-  }
-  ImGui::Text("%s:%u", sp.file.c_str(), sp.line);
-  const std::string_view text = trace::embedded_source(sp.file);
+  const std::string_view text = trace::embedded_source(at.file);
   if (text.empty()) {
     ImGui::TextDisabled("(this file's source is not embedded in the app)");
     return;
   }
   std::istringstream in{std::string(text)};
   std::string line;
-  const int want = static_cast<int>(sp.line);
+  const int want = static_cast<int>(at.line);
   ImFont* mono = ImGui::GetIO().Fonts->Fonts.Size > 2 && !ImGui::GetIO().FontDefault ? ImGui::GetIO().Fonts->Fonts[2]
                                                                                        : nullptr;
   if (mono) ImGui::PushFont(mono);
   for (int n = 1; std::getline(in, line) && n <= want + kExcerptAfter; ++n) {
     if (n < want - kExcerptBefore) continue;
-    if (n == want) ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "%5d > %s", n, line.c_str());
+    if (n == want) ImGui::TextColored(kTitle, "%5d > %s", n, line.c_str());
     else ImGui::TextDisabled("%5d   %s", n, line.c_str());
   }
   if (mono) ImGui::PopFont();
 #else
-  (void)sp;
-  ImGui::TextDisabled("This build records no source locations.");
+  (void)at;
+  ImGui::TextDisabled("This build embeds no sources.");
 #endif
 }
 
+// The source to show: the line that decided, where the span recorded one
+// (Note [Where a span decided]), else the line that opened it.
+void source_view(const trace::Span& sp, const Explanation& e) {
+  if (e.decided.file.empty()) {
+    ImGui::TextDisabled("No source location recorded for this span (user code, or a file from elsewhere).");
+    return;
+  }
+  if (e.decided_recorded) {
+    ImGui::Text("Decided at %s:%u", e.decided.file.c_str(), e.decided.line);
+    if (!sp.file.empty()) ImGui::TextDisabled("(the span opened at %s:%u)", sp.file.c_str(), sp.line);
+  } else {
+    ImGui::Text("%s:%u", e.decided.file.c_str(), e.decided.line);
+  }
+  source_excerpt(e.decided);
+}
+
+// The explanation: its title, the Notes that cover it (buttons that open
+// them in the Notes tab; on a projector they stay in view above the
+// sentences), its sentences, and the PyTorch places.
+void explanation_view(App& app, const Explanation& e) {
+  ImGui::PushStyleColor(ImGuiCol_Text, kTitle);
+  ImGui::TextWrapped("%s", e.title.c_str());
+  ImGui::PopStyleColor();
+  if (!e.notes.empty()) {
+    ImGui::TextDisabled("N:");
+    const float right = ImGui::GetContentRegionMax().x;
+    for (size_t k = 0; k < e.notes.size(); ++k) {
+      const std::string label = "Note [" + e.notes[k] + "]";
+      const float w = ImGui::CalcTextSize(label.c_str()).x + 2 * ImGui::GetStyle().FramePadding.x;
+      ImGui::SameLine();
+      if (ImGui::GetCursorPosX() + w > right) ImGui::NewLine();
+      if (ImGui::SmallButton(label.c_str())) open_note(app, e.notes[k]);
+    }
+  }
+  for (const std::string& s : e.sentences) {
+    ImGui::Bullet();
+    ImGui::TextWrapped("%s", s.c_str());
+  }
+  if (!e.pytorch.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("In PyTorch:");
+    for (const PyTorchPlace& p : e.pytorch) {
+      ImGui::Bullet();
+      ImGui::TextWrapped("%s: %s", p.file.c_str(), p.function.c_str());
+    }
+    ImGui::PopStyleColor();
+  }
+}
+
 }  // namespace
+
+const Explanation& current_explanation(App& app) {
+  const size_t i = app.current_span();
+  const bool same = app.explained_span == i && !app.explained_of.owner_before(app.loaded.trace) &&
+                    !app.loaded.trace.owner_before(app.explained_of) && !app.explained_of.expired();
+  if (!same) {
+    app.explanation = i == SIZE_MAX ? Explanation{} : explain(app.story, i);
+    app.explained_span = i;
+    app.explained_of = app.loaded.trace;
+  }
+  return app.explanation;
+}
 
 void draw_detail(App& app) {
   app.panels_drawn.push_back("detail");
@@ -55,10 +113,13 @@ void draw_detail(App& app) {
   }
   const size_t i = app.current_span();
   const trace::Span& sp = app.trace().spans[i];
+  const Step& st = app.story.steps[app.step()];
   const int f = building_floor(sp.floor);
   const Timing t = timing_of(app.story, i);
+  const Explanation& e = current_explanation(app);
   ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(f));
-  ImGui::Text("Floor %d, %s", static_cast<int>(sp.floor), floor_title(static_cast<int>(sp.floor)));
+  ImGui::Text("Floor %d, %s  (%s)", static_cast<int>(sp.floor), floor_title(static_cast<int>(sp.floor)),
+              st.down ? "going down into it" : "coming back up out of it");
   ImGui::PopStyleColor();
   ImGui::TextWrapped("%s", sp.name.c_str());
   ImGui::Text("%s inclusive, %s self, thread %u", duration_text(t.inclusive_ns).c_str(),
@@ -67,14 +128,19 @@ void draw_detail(App& app) {
     ImGui::Text("median of %d warm calls; the first (cold) call took %s", t.warm_samples,
                 duration_text(t.cold_inclusive_ns).c_str());
   }
-  if (app.trace().span_cost_ns > 0) {
+  if (app.trace().span_cost_ns > 0 && !app.presenter) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextWrapped("includes the tracer's own cost, about %.0f ns per span", app.trace().span_cost_ns);
     ImGui::PopStyleColor();
   }
+  ImGui::Separator();
+  if (!e.kind.empty()) explanation_view(app, e);
+  else ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
   if (!app.presenter && !sp.args.empty() &&
       ImGui::BeginTable("##args", 2, ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
+    ImGui::Separator();
     for (const trace::SpanArg& a : sp.args) {
+      if (a.key == trace::kDecidedAt) continue;  // the source view shows it
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(a.key.c_str());
@@ -82,14 +148,16 @@ void draw_detail(App& app) {
       ImGui::TextWrapped("%s", arg_text(a.value).c_str());
     }
     ImGui::EndTable();
-  } else if (app.presenter && !sp.args.empty()) {
-    for (const trace::SpanArg& a : sp.args) ImGui::BulletText("%s = %s", a.key.c_str(), arg_text(a.value).c_str());
   }
-  ImGui::Separator();
-  ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
   if (!app.presenter) {
     ImGui::Separator();
-    source_excerpt(sp);
+    source_view(sp, e);
+    if (!e.kind.empty()) {
+      ImGui::Separator();
+      if (ImGui::CollapsingHeader("What this floor is for")) {
+        ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
+      }
+    }
   }
 }
 

@@ -25,7 +25,8 @@ constexpr const char* kKeyHelp =
     "+ / -         faster / slower\n"
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
-    "1 2 3 4 5     right panel: detail / memory / compare / autograd graph / streams\n"
+    "1 2 3 4 5 6   right panel: detail / memory / compare / autograd graph / streams / Notes\n"
+    "N             open the Note the step's explanation cites (the Notes tab)\n"
     "F2            type into the Python console (Esc leaves it)\n"
     "S / Ctrl+C    stop the code running (KeyboardInterrupt in it)\n"
     "F1 / H        this help";
@@ -109,12 +110,17 @@ void handle_keys(App& app) {
     app.leave_console_frames = 0;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
-  const RightTab tabs[] = {RightTab::Detail, RightTab::Memory, RightTab::Compare, RightTab::Graph, RightTab::Streams};
-  for (int k = 0; k < 5; ++k) {
+  const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory,  RightTab::Compare,
+                           RightTab::Graph,   RightTab::Streams, RightTab::Notes};
+  for (int k = 0; k < 6; ++k) {
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
       app.right_tab = tabs[k];
       app.tab_request = true;
     }
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_N, false) && app.has_steps()) {
+    const Explanation& e = current_explanation(app);
+    if (!e.notes.empty()) open_note(app, e.notes.front());
   }
   if (app.step() != before) app.timeline_follow = true;
 }

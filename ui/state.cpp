@@ -109,7 +109,8 @@ const char* state_name(FloorState s) {
 std::string span_json(const App& app, size_t i) {
   const trace::Span& s = app.trace().spans[i];
   const Timing t = timing_of(app.story, i);
-  std::string out = "{\"name\": " + quoted(s.name) + ", \"floor\": " + std::to_string(int(s.floor)) +
+  std::string out = "{\"id\": " + std::to_string(s.id) + ", \"name\": " + quoted(s.name) +
+                    ", \"floor\": " + std::to_string(int(s.floor)) +
                     ", \"floor_name\": " + quoted(trace::floor_name(s.floor)) +
                     ", \"inclusive_ns\": " + std::to_string(t.inclusive_ns) +
                     ", \"self_ns\": " + std::to_string(t.self_ns) +
@@ -118,6 +119,36 @@ std::string span_json(const App& app, size_t i) {
     out += (k ? ", " : "") + quoted(s.args[k].key) + ": " + arg_json(s.args[k].value);
   }
   return out + "}}";
+}
+
+// The current span's explanation (ui/explain.h) and the Notes tab.
+std::string explanation_json(const App& app) {
+  std::string o = "  \"explanation\": ";
+  if (!app.has_steps()) {
+    o += "null,\n";
+  } else {
+    const Explanation e = explain(app.story, app.current_span());
+    auto list = [](const std::vector<std::string>& v) {
+      std::string s = "[";
+      for (size_t k = 0; k < v.size(); ++k) s += (k ? ", " : "") + quoted(v[k]);
+      return s + "]";
+    };
+    std::string places = "[";
+    for (size_t k = 0; k < e.pytorch.size(); ++k) {
+      places += (k ? ", " : "") + std::string("{\"file\": ") + quoted(e.pytorch[k].file) +
+                ", \"function\": " + quoted(e.pytorch[k].function) + "}";
+    }
+    o += "{\"kind\": " + quoted(e.kind) + ", \"title\": " + quoted(e.title) + ", \"sentences\": " +
+         list(e.sentences) + ", \"notes\": " + list(e.notes) + ", \"pytorch\": " + places + "], \"source\": " +
+         quoted(e.decided.file.empty() ? "" : e.decided.file + ":" + std::to_string(e.decided.line)) +
+         ", \"decided_recorded\": " + (e.decided_recorded ? "true" : "false") + "},\n";
+  }
+  const NoteIndex& notes = embedded_notes();
+  o += "  \"notes\": {\"count\": " + std::to_string(notes.notes.size()) + ", \"shown\": " +
+       std::to_string(notes.search(app.notes.filter).size()) + ", \"selected\": " +
+       (app.notes.selected < notes.notes.size() ? quoted(notes.notes[app.notes.selected].name) : std::string("null")) +
+       "},\n";
+  return o;
 }
 
 // The device at the playback's moment (Note [The queue at time t]): each
@@ -264,6 +295,7 @@ std::string state_json(const App& app, std::string* stable) {
       o += "    {\"floor\": " + std::to_string(f) + ", \"title\": " + quoted(floor_title(f)) +
            ", \"state\": " + quoted(state_name(v.state)) +
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
+           ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
            ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(app.floor_texts[f]) +
            ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
@@ -277,6 +309,7 @@ std::string state_json(const App& app, std::string* stable) {
   o += "],\n";
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   o += device_json(app);
+  o += explanation_json(app);
   o += memory_json(app);
   o += "  \"graph\": [";  // the graph panel's nodes at this step, when it was drawn
   for (size_t k = 0; k < app.graph.nodes.size() && k < app.graph_states.size(); ++k) {

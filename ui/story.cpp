@@ -25,6 +25,70 @@ bool starts_before(const trace::Trace& t, size_t a, size_t b) {
   return x.start_ns != y.start_ns ? x.start_ns < y.start_ns : x.id < y.id;
 }
 
+std::string arg_string(const trace::Span& s, const char* key) {
+  const trace::ArgValue* v = s.find_arg(key);
+  const std::string* x = v ? std::get_if<std::string>(v) : nullptr;
+  return x ? *x : std::string();
+}
+
+bool has_backend(const std::string& keyset) {
+  return keyset.find("CPU") != std::string::npos || keyset.find("Sim") != std::string::npos ||
+         keyset.find("CUDA") != std::string::npos;
+}
+
+// The facts of root r's call: one pass over its down steps.
+CallFacts call_facts(const Story& s, size_t r) {
+  using trace::Floor;
+  const trace::Trace& t = *s.trace;
+  CallFacts c;
+  auto first = [](size_t& slot, size_t i) {
+    if (slot == SIZE_MAX) slot = i;
+  };
+  for (size_t k = s.down_step[s.roots[r]]; k <= s.up_step[s.roots[r]]; ++k) {
+    if (!s.steps[k].down) continue;
+    const size_t i = s.steps[k].span;
+    const trace::Span& sp = t.spans[i];
+    if (sp.floor != Floor::Python && sp.floor != Floor::None) first(c.first_below_python, i);
+    const size_t p = s.parent_index[i];
+    const trace::Floor pf = p == SIZE_MAX ? Floor::None : t.spans[p].floor;
+    switch (sp.floor) {
+      case Floor::Dispatch: {
+        const std::string keyset = arg_string(sp, "keyset");
+        c.device_keys |= keyset.find("Sim") != std::string::npos || keyset.find("CUDA") != std::string::npos;
+        // An op called from Python or the binding, not a redispatch nor an op called by another kernel.
+        if (sp.find_arg("redispatch") || pf == Floor::Dispatch || pf == Floor::Autograd || pf == Floor::Kernels) break;
+        first(c.first_dispatch, i);
+        if (!sp.find_arg("keyset")) break;
+        if (arg_string(sp, "fallthrough").find("Autograd") != std::string::npos) first(c.autograd_fell_through, i);
+        else if (!has_backend(keyset)) first(c.factory, i);
+        else if (keyset.find("Autograd") == std::string::npos) first(c.no_autograd_key, i);
+        break;
+      }
+      case Floor::Kernels: {
+        if (sp.name.starts_with("parallel_for")) break;
+        const std::string v = arg_string(sp, "variant");
+        if (v == "reference" || v == "optimized") first(c.cpu_kernel, i);
+        else if (v == "sim" || v == "cuda") first(c.device_kernel, i);
+        else if (v.starts_with("view")) first(c.view_kernel, i);
+        else if (v.empty() && sp.args.empty()) first(c.stopped_kernel, i);
+        break;
+      }
+      case Floor::Allocator:
+        if (sp.name == "caching_free") first(c.free_span, i);
+        break;
+      case Floor::Streams: {
+        const std::string api = arg_string(sp, "api");
+        if (api.find("ynchronize") != std::string::npos || sp.name == "event_synchronize") first(c.wait, i);
+        else if (sp.name.find("Memcpy") != std::string::npos) first(c.copy, i);
+        else if (sp.name.starts_with("event_") || sp.name == "stream_wait_event") first(c.event, i);
+        break;
+      }
+      default: break;
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 int building_floor(trace::Floor f) {
@@ -135,6 +199,8 @@ Story build_story(const trace::Trace& t) {
       if (f != 0) s.floor_steps[r][f].push_back(k);
     }
   }
+  s.facts.resize(s.roots.size());
+  for (size_t r = 0; r < s.roots.size(); ++r) s.facts[r] = call_facts(s, r);
   std::unordered_map<std::string_view, size_t> line_index;
   s.line_of_root.resize(s.roots.size());
   for (size_t r = 0; r < s.roots.size(); ++r) {
@@ -170,8 +236,23 @@ int token_floor(const Story& s, size_t step) {
 
 namespace {
 
-// Why a call never reaches floor `f`, in a sentence a learner can check.
-std::string skip_reason(const Story& s, int f, size_t root) {
+// "synchronize, floor 7"
+std::string named(const Story& s, size_t i) {
+  return s.trace->spans[i].name + ", floor " + std::to_string(static_cast<int>(s.trace->spans[i].floor));
+}
+const std::string& name_of(const Story& s, size_t i) { return s.trace->spans[i].name; }
+
+// What the call did instead of reaching a floor, for the reasons below.
+std::string instead(const Story& s, const CallFacts& c) {
+  if (c.first_below_python == SIZE_MAX) return "nothing below floor 1 ran";
+  if (c.free_span != SIZE_MAX && c.first_dispatch == SIZE_MAX) return "it only freed a block (caching_free, floor 6)";
+  if (c.wait != SIZE_MAX && c.first_dispatch == SIZE_MAX) return "it only waited (" + named(s, c.wait) + ")";
+  return "it went straight to " + named(s, c.first_below_python);
+}
+
+// Why the call of root r never reaches floor `f`, derived from what the trace
+// recorded for it (CallFacts), in a short sentence a learner can check.
+std::string skip_reason(const Story& s, int f, size_t r) {
   const bool anywhere = s.floor_anywhere[f];  // does any call of the trace reach this floor?
   const auto format = s.trace->metadata.find("source.format");
   if (format != s.trace->metadata.end() && format->second == "kineto") {
@@ -179,23 +260,64 @@ std::string skip_reason(const Story& s, int f, size_t root) {
                     : "PyTorch's profiler records no event on this floor (it has no span for its binding, its "
                       "key-set computation, or CPU allocations unless asked)";
   }
+  const CallFacts& c = s.facts[r];
+  const trace::Span& root = s.trace->spans[s.roots[r]];
+  const bool ops = c.first_dispatch != SIZE_MAX;
+  const bool del = root.name.starts_with("del ");
   switch (f) {
-    case 1: return "no Python code of descent ran for this call";
-    case 2: return "the call never crossed into C++ (descent._C)";
-    case 3: return "no op was dispatched";
+    case 1: return "the call did not start in Python: its first span is " + named(s, s.roots[r]);
+    case 2:
+      if (c.first_below_python == SIZE_MAX) {
+        return del ? "nothing below floor 1 was recorded: freeing a CPU tensor is not traced"
+                   : "nothing below floor 1 was recorded: the statement ran no op";
+      }
+      return "no op's arguments were parsed: C++ was entered directly (" + named(s, c.first_below_python) + ")";
+    case 3: return ops ? "no op was dispatched on this thread" : "no op was dispatched: " + instead(s, c);
     case 4:
-      return anywhere ? "this call's ops have no derivative (a factory, a comparison): their Autograd key falls through"
-                      : "no op with a derivative ran: factories and comparisons fall through their Autograd key";
-    case 5: return "no kernel ran";
-    case 6: return "nothing was allocated: the call made no new memory";
+      if (!ops) return "no op was dispatched: " + instead(s, c);
+      if (c.autograd_fell_through != SIZE_MAX)
+        return name_of(s, c.autograd_fell_through) + " has no derivative: its Autograd key fell through";
+      if (c.factory != SIZE_MAX) {
+        return name_of(s, c.factory) + " is a factory: no tensor argument, so no Autograd key (key set " +
+               arg_string(s.trace->spans[c.factory], "keyset") + ")";
+      }
+      if (c.no_autograd_key != SIZE_MAX) {
+        return name_of(s, c.no_autograd_key) + " ran with the Autograd keys excluded (key set " +
+               arg_string(s.trace->spans[c.no_autograd_key], "keyset") + ")";
+      }
+      return "the ops dispatched ran no Autograd kernel (no key set was recorded to say why)";
+    case 5:
+      if (!ops) return "no op was dispatched: " + instead(s, c);
+      return "no kernel ran: the call stopped at the dispatcher (an error)";
+    case 6:
+      if (c.view_kernel != SIZE_MAX && c.cpu_kernel == SIZE_MAX && c.device_kernel == SIZE_MAX) {
+        return "nothing allocated: " + name_of(s, c.view_kernel) + " is a view of memory that exists";
+      }
+      if (c.stopped_kernel != SIZE_MAX)
+        return "nothing allocated: " + name_of(s, c.stopped_kernel) + " raised before making its output";
+      if (!ops) return "no allocator span: " + instead(s, c) + (del ? " (freeing a CPU tensor is not traced)" : "");
+      return "nothing allocated: the call made no new memory (in place, or a result that existed)";
     case 8:
-      if (!s.floor_steps[root][7].empty()) {
-        return "this call launched nothing: on floor 7 it only waited for the device or queued a copy";
+      if (!s.floor_steps[r][7].empty()) {
+        if (c.wait != SIZE_MAX) return "nothing launched: on floor 7 it only waited (" + name_of(s, c.wait) + ")";
+        if (c.copy != SIZE_MAX) return "nothing launched: on floor 7 it queued a copy, which is no kernel";
+        if (c.event != SIZE_MAX) return "nothing launched: on floor 7 it only recorded or waited for an event";
+        return "nothing launched: what it queued on floor 7 is no kernel";
       }
       [[fallthrough]];
     case 7:
-      return anywhere ? "this call ran on the CPU: nothing was queued or launched"
-                      : "CPU tensors stop at floor 5: the kernel ran on the calling thread";
+      if (c.cpu_kernel != SIZE_MAX && c.device_kernel == SIZE_MAX) {
+        return "CPU tensors stop at floor 5: " + name_of(s, c.cpu_kernel) + " ran its " +
+               arg_string(s.trace->spans[c.cpu_kernel], "variant") + " loop on the calling thread";
+      }
+      if (c.free_span != SIZE_MAX && !ops) return "nothing queued: a freed block goes back to the pool, on the host";
+      if (!ops) return "nothing queued: " + instead(s, c);
+      if (c.view_kernel != SIZE_MAX && c.device_kernel == SIZE_MAX) return "nothing queued: a view moves no data";
+      if (c.stopped_kernel != SIZE_MAX) return "nothing queued: the kernel raised before its loop";
+      if (c.device_kernel != SIZE_MAX)
+        return "nothing queued: " + name_of(s, c.device_kernel) + " only made its output";
+      return c.device_keys ? "nothing was queued on a device stream in this call"
+                           : "no op of this call ran on a device: nothing was queued or launched";
     default: return "not reached";
   }
 }
@@ -220,10 +342,16 @@ std::array<FloorView, kBuildingFloors + 1> floors_at(const Story& s, size_t step
       out[f].span = p;  // the innermost, met first going up
     }
   }
+  // Going up, the floor of the span left shows it, as the detail panel does.
+  const int left = st.down ? 0 : building_floor(s.trace->spans[st.span].floor);
+  if (left != 0) {
+    out[left].span = st.span;
+    if (out[left].state != FloorState::Active) out[left].state = FloorState::Visited;
+  }
   for (int f = 1; f <= kBuildingFloors; ++f) {
     const std::vector<size_t>& downs = s.floor_steps[r][f];
     out[f].spans_in_call = static_cast<int>(downs.size());
-    if (out[f].state == FloorState::Active) continue;
+    if (out[f].state == FloorState::Active || f == left) continue;
     if (downs.empty()) {
       out[f].skip_reason = skip_reason(s, f, r);
       continue;

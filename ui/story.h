@@ -40,6 +40,26 @@ struct Step {
 // What a floor of the building shows; one per floor 1..8 (index 0 unused).
 constexpr int kBuildingFloors = 8;
 
+// What one call (a root span and everything under it on the told thread)
+// did, in a few facts: what the building says about the floors it skips is
+// derived from them (floors_at), never assumed. Span indices, SIZE_MAX for none.
+struct CallFacts {
+  size_t first_below_python = SIZE_MAX;  // the first span below floor 1 (where C++ was entered)
+  size_t first_dispatch = SIZE_MAX;      // the first op dispatched
+  size_t factory = SIZE_MAX;             // an op dispatched with no backend in its key set (a factory)
+  size_t no_autograd_key = SIZE_MAX;     // an op whose key set has a backend but no Autograd key (excluded)
+  size_t autograd_fell_through = SIZE_MAX;  // an op whose Autograd key fell through
+  size_t cpu_kernel = SIZE_MAX;          // a kernel that ran a CPU loop (reference or optimized)
+  size_t device_kernel = SIZE_MAX;       // a kernel that enqueued a device loop (sim, cuda)
+  size_t view_kernel = SIZE_MAX;         // a kernel that made a view
+  size_t stopped_kernel = SIZE_MAX;      // a kernel that recorded no variant (left by an exception)
+  size_t free_span = SIZE_MAX;           // a caching allocator free
+  size_t wait = SIZE_MAX;                // a floor-7 wait for the device
+  size_t copy = SIZE_MAX;                // a floor-7 copy
+  size_t event = SIZE_MAX;               // a floor-7 event span
+  bool device_keys = false;              // a dispatch whose key set names a device backend (Sim, CUDA)
+};
+
 struct Story {
   const trace::Trace* trace = nullptr;
   uint32_t thread = 0;                   // the thread whose calls are told
@@ -59,6 +79,7 @@ struct Story {
   std::vector<std::array<std::vector<size_t>, kBuildingFloors + 1>> floor_steps;
   std::vector<uint32_t> child_pos;       // per span: its position among its parent's children
   std::array<bool, kBuildingFloors + 1> floor_anywhere{};  // whether any span of the trace is on floor f
+  std::vector<CallFacts> facts;                // per root: what its call did (skip reasons)
   std::vector<size_t> line_of_root;            // per root: its line's index in `lines`
   std::vector<std::vector<size_t>> lines;      // per distinct line (root name): its roots' positions
 };
@@ -82,6 +103,9 @@ enum class FloorState {
   Skipped,   // the call never reaches this floor
 };
 
+// At a step up out of a span, that span's floor shows the span left (as the
+// detail panel does), still lit when an outer span of the same floor is open;
+// every other floor shows its innermost open span, or its last or next one.
 struct FloorView {
   FloorState state = FloorState::Skipped;
   size_t span = SIZE_MAX;   // the innermost open span here (Active), or the last/next one (Visited/Ahead)

@@ -256,7 +256,7 @@ DataPtr CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   span.arg("stream", stream);
 
   // Note [Caching allocator policy], rule 10, step by step.
-  Block* b = m.get_free_block_locked(d.rounded, d.small_pool, stream);
+  Block* b = DESCENT_DECIDES(span, m.get_free_block_locked(d.rounded, d.small_pool, stream));  // hit or miss
   d.cache_hit = b != nullptr;
   if (b == nullptr) {
     const size_t alloc_size = get_allocation_size(d.rounded);

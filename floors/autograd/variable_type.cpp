@@ -65,7 +65,7 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
     if (is_tensor_inputs(op, s, i))
       for (const Tensor& t : s[i].to_tensor_list()) any |= autograd::requires_grad(t);
   }
-  if (!any || !grad_mode_enabled()) {
+  if (DESCENT_DECIDES(span, !any || !grad_mode_enabled())) {  // Note [Where a span decided]
     span.arg("graph", no_graph_reason());
     AutoDispatchBelowADInplaceOrView guard;
     redispatch_boxed(op, below_autograd(ks), s);
@@ -182,8 +182,9 @@ struct TypedAutograd;
 template <Op kOp, typename... A>
 struct TypedAutograd<kOp, Tensor(A...)> {
   static Tensor call(DispatchKeySet ks, A... args) {
-    if (!(requires_grad_of(args) || ...) || !grad_mode_enabled()) {
+    if (const char* at = DESCENT_HERE; !(requires_grad_of(args) || ...) || !grad_mode_enabled()) {
       trace::ScopedSpan span(trace::Floor::Autograd, op_entry(kOp).profiler_name);
+      span.arg(trace::kDecidedAt, at);  // Note [Where a span decided]
       span.arg("graph", no_graph_reason());
       AutoDispatchBelowADInplaceOrView guard;
       static const TypedOp<Tensor(A...)> below(kOp);

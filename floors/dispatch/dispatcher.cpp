@@ -304,7 +304,7 @@ void fill_defaults(const OpEntry& e, Stack& stack) {
 
 void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::ScopedSpan& span) {
   const DispatchKeySet live = ks & e.non_fallthrough[int(ks.highest_backend())];
-  const DispatchKey key = live.highest();
+  const DispatchKey key = DESCENT_DECIDES(span, live.highest());  // Note [Where a span decided]
   if (span.active()) {
     span.arg("keyset", ks.name());
     span.arg("kernel", dispatch_key_name(key));

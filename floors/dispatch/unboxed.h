@@ -101,7 +101,7 @@ class TypedOp<R(A...)> {
     const OpEntry& e = *e_;
     trace::ScopedSpan span(trace::Floor::Dispatch, e.profiler_name);
     const DispatchKeySet live = ks & e.non_fallthrough[int(ks.highest_backend())];
-    const DispatchKey key = live.highest();
+    const DispatchKey key = DESCENT_DECIDES(span, live.highest());  // Note [Where a span decided]
     if (span.active()) {
       if (redispatch) span.arg("redispatch", true);
       span.arg("keyset", ks.name());

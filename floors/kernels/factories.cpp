@@ -52,7 +52,8 @@ ScalarType dtype_arg(const Stack& s, ScalarType fallback) {
 Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& sizes, ScalarType dt) {
   const IValue& dev = s[s.size() - 1];
   Tensor out = empty_tensor(sizes, dt, dev.is_none() ? Device{} : dev.to_device());
-  const char* v = out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device());
+  const char* v =
+      DESCENT_DECIDES(span, out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device()));
   span.arg("dtype", dtype_name(dt));
   span.arg("numel", out.numel());
   span.arg("variant", v);

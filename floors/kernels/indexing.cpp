@@ -205,7 +205,7 @@ bool on_device(const Tensor& t) { return t.device().type != DeviceType::CPU; }
 // The one loop is the reference loop on the CPU (Note [Advanced indexing]),
 // the device's kernel otherwise.
 void begin(ScopedSpan& span, const Tensor& out, const IndexPlan& p) {
-  last_variant() = on_device(out) ? device::variant(out.device()) : "reference";
+  last_variant() = DESCENT_DECIDES(span, on_device(out) ? device::variant(out.device()) : "reference");
   if (!span.active()) return;
   span.arg("dtype", dtype_name(out.dtype()));
   span.arg("numel", numel_of(p.shape));

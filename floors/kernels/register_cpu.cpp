@@ -53,7 +53,7 @@ using trace::ScopedSpan;
 template <typename Opt, typename Ref>
 void run_variant(ScopedSpan& span, Opt&& optimized, Ref&& reference) {
   const char* v = "optimized";
-  if (!(want_optimized() && optimized())) {
+  if (!DESCENT_DECIDES(span, want_optimized() && optimized())) {  // Note [Where a span decided]
     reference();
     v = "reference";
   }
@@ -67,11 +67,15 @@ void run_variant(ScopedSpan& span, Opt&& optimized, Ref&& reference) {
 // (checks, broadcasting, promotion, the output) is the same for every device.
 template <typename Dev, typename Opt, typename Ref>
 void run_loop(ScopedSpan& span, const Tensor& out, Dev&& on_device, Opt&& optimized, Ref&& reference) {
-  if (out.device().type == DeviceType::CPU) return run_variant(span, optimized, reference);
-  on_device();
-  const char* v = device::variant(out.device());
-  last_variant() = v;
-  span.arg("variant", v);
+  if (const char* at = DESCENT_HERE; out.device().type == DeviceType::CPU) {
+    run_variant(span, optimized, reference);
+  } else {
+    on_device();
+    const char* v = device::variant(out.device());
+    last_variant() = v;
+    span.arg(trace::kDecidedAt, at);  // Note [Where a span decided]
+    span.arg("variant", v);
+  }
 }
 
 // A CPU 0-d tensor (a Python number, x + 1) may join a device tensor, as

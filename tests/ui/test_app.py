@@ -324,6 +324,39 @@ def test_a_compare_file_that_cannot_be_opened_fails(tmp_path):
     assert "nope.json" in p.stderr and len(p.stderr.splitlines()) == 1
 
 
+# [SECTION] Explanations and Notes ---------------------------------------------------
+
+TO_CODE = "x = descent.ones(2, 2)\ny = x + 1"  # step 20: down into the aten::to that add's kernel calls
+
+
+def test_the_detail_panel_explains_the_step_from_its_arguments(tmp_path):
+    state, png, _ = run_app(tmp_path, "--code", TO_CODE, "--step", "20")
+    assert state["span"]["name"] == "aten::to"
+    e = state["explanation"]
+    assert e["kind"] == "dispatch.from_kernel" and "aten::add" in e["title"], e
+    assert any("float32" in s for s in e["sentences"]) and any("Python number" in s for s in e["sentences"])
+    assert "Type promotion" in e["notes"] and e["pytorch"]
+    # The source shown is the line that decided: the dispatcher's choice of kernel.
+    assert e["decided_recorded"] and e["source"].startswith("floors/dispatch/dispatcher.cpp:")
+    assert state["notes"]["count"] >= 75
+
+
+@pytest.mark.parametrize("step", range(12, 36, 3))
+def test_the_floor_of_the_step_shows_the_detail_panels_span(tmp_path, step):
+    state, png, _ = run_app(tmp_path, "--code", TO_CODE, "--step", str(step), name=f"s{step}")
+    span = state["span"]
+    floor = span["floor"] if span["floor"] <= 8 else 8
+    row = state["floors"][floor - 1]
+    assert row["span_id"] == span["id"], (state["direction"], span["name"], row)
+
+
+def test_a_note_opens_from_the_command_line_and_a_bad_name_is_refused(tmp_path):
+    state, png, _ = run_app(tmp_path, "--code", TO_CODE, "--note", "Type promotion", "--size", "1280x720")
+    assert state["notes"]["selected"] == "Type promotion" and "notes" in state["panels"]
+    p = subprocess.run([APP, "--note", "No such note"], capture_output=True, text=True, timeout=30, env=child_env())
+    assert p.returncode == 2 and "no Note named" in p.stderr
+
+
 # [SECTION] A real window, real key presses ------------------------------------------
 
 @pytest.fixture
@@ -392,6 +425,16 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
         xdotool(xserver, "key", "Return")
         s = wait_state(state_path, lambda s: s["source"] == "descent.zeros(3).sum()")
         assert s["step"] == 0 and "tensor(0.)" in s["console_last"]
+        # N opens the Note the step's explanation cites, in the Notes tab.
+        xdotool(xserver, "key", "Escape")
+        wait_state(state_path, lambda s: not s["console_has_keys"])
+        for key in ("Down", "Down"):
+            xdotool(xserver, "key", key)
+            time.sleep(0.15)
+        s = wait_state(state_path, lambda s: s["step"] == 2)
+        xdotool(xserver, "key", "n")
+        s = wait_state(state_path, lambda s: s["notes"]["selected"] is not None and "notes" in s["panels"])
+        assert s["notes"]["selected"] == s["explanation"]["notes"][0], s["explanation"]
         assert app.poll() is None  # still running
     finally:
         app.terminate()

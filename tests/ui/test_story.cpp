@@ -22,8 +22,12 @@ trace::Trace two_calls() {
     const int64_t at = 10000 * call, slow = call == 0 ? 3 : 1;  // the first call is slower
     t.spans.push_back(make_span(b + 1, 0, Floor::Python, "x + 1", at, at + 1000 * slow));
     t.spans.push_back(make_span(b + 2, b + 1, Floor::Binding, "add", at + 100, at + 900 * slow));
-    t.spans.push_back(make_span(b + 3, b + 2, Floor::Dispatch, "add", at + 200, at + 800 * slow));
-    t.spans.push_back(make_span(b + 4, b + 3, Floor::Kernels, "add", at + 300, at + 700 * slow));
+    t.spans.push_back(make_span(b + 3, b + 2, Floor::Dispatch, "add", at + 200, at + 800 * slow, 0,
+                                {{"keyset", std::string("CPU|BackendSelect|ADInplaceOrView|AutogradCPU")},
+                                 {"kernel", std::string("CPU")},
+                                 {"fallthrough", std::string("BackendSelect|ADInplaceOrView|AutogradCPU")}}));
+    t.spans.push_back(make_span(b + 4, b + 3, Floor::Kernels, "add", at + 300, at + 700 * slow, 0,
+                                {{"variant", std::string("optimized")}}));
     t.spans.push_back(make_span(b + 5, b + 4, Floor::Allocator, "cpu_alloc", at + 400, at + 500));
   }
   t.spans.push_back(make_span(100, 0, Floor::Kernels, "worker", 350, 450, 1));
@@ -53,12 +57,18 @@ TEST(Story, FloorsAtAStep) {
   EXPECT_EQ(v[3].state, FloorState::Active);
   EXPECT_EQ(v[5].state, FloorState::Ahead);
   EXPECT_EQ(v[4].state, FloorState::Skipped);
-  EXPECT_NE(v[4].skip_reason.find("fall through their Autograd key"), std::string::npos);
+  // Why, from the spans' arguments: AutogradCPU fell through; the kernel ran a CPU loop.
+  EXPECT_NE(v[4].skip_reason.find("its Autograd key fell through"), std::string::npos) << v[4].skip_reason;
   EXPECT_EQ(v[7].state, FloorState::Skipped);
   EXPECT_NE(v[7].skip_reason.find("CPU tensors stop at floor 5"), std::string::npos);  // the building says why
+  EXPECT_NE(v[7].skip_reason.find("optimized loop"), std::string::npos) << v[7].skip_reason;
   v = floors_at(s, 5);  // up out of the allocator
   EXPECT_EQ(v[6].state, FloorState::Visited);
+  EXPECT_EQ(v[6].span, 4u);  // the span left, as the detail panel shows it
   EXPECT_EQ(v[5].state, FloorState::Active);
+  v = floors_at(s, 6);  // up out of the kernel, back on the dispatcher's floor
+  EXPECT_EQ(v[5].span, 3u);
+  EXPECT_EQ(v[3].state, FloorState::Active);
   EXPECT_EQ(root_of_step(s, 12), 1u);
 }
 
