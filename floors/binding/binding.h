@@ -27,6 +27,21 @@ namespace descent::binding {
 
 // [SECTION] Python objects for C++ values ---------------------------------------
 
+// Owns one reference to a Python object, dropped at the end of its scope
+// (PyTorch's THPObjectPtr). `p` may be null.
+struct PyRef {
+  explicit PyRef(PyObject* o = nullptr) : p(o) {}
+  ~PyRef() { Py_XDECREF(p); }
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* release() {
+    PyObject* o = p;
+    p = nullptr;
+    return o;
+  }
+  PyObject* p;
+};
+
 // The instance layout of _C.TensorBase (and of descent.Tensor, its Python subclass).
 // `tensor` is constructed by wrap(), the only way such an object is made
 // (tp_new refuses), and destroyed by tp_dealloc.

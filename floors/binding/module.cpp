@@ -182,11 +182,6 @@ bool add_op_functions(PyObject* m) {
 
 // [SECTION] Building tensors from Python data ------------------------------------------
 
-struct PyRef {  // owns one reference
-  PyObject* p;
-  ~PyRef() { Py_XDECREF(p); }
-};
-
 // A leaf that is not a Python number but has .item() -- a one-element descent
 // tensor, a numpy scalar or 0-d array -- stands for that number, as in
 // PyTorch; a many-element one raises item()'s error. New reference.
