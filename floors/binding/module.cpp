@@ -682,7 +682,7 @@ PyMODINIT_FUNC PyInit__C() {
                                           PyExc_RuntimeError, nullptr);
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !init_value_types(m) ||
-      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_trace_type(m) ||
+      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) || !init_trace_type(m) ||
       !init_devices(m)) {
     Py_DECREF(m);
     return nullptr;
