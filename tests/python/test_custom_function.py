@@ -239,7 +239,8 @@ def test_mark_dirty():
     assert b.tolist() == [2.0, 2.0, 2.0]
     r.sum().backward()
     assert a.grad.tolist() == [2.0, 2.0, 2.0]
-    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation."):
+    with pytest.raises(RuntimeError,
+                       match="a leaf Variable that requires grad has been used in an in-place operation."):
         DoubleInPlace.apply(descent.ones(3, requires_grad=True))
 
 
