@@ -167,6 +167,24 @@ void tanh_backward(BackwardContext& c) {
   const Tensor y = c.result();
   c.out[0] = mul(c.g, sub(number(1), mul(y, y)));
 }
+void sin_backward(BackwardContext& c) { c.out[0] = mul(c.g, call(Op::cos, c.self())); }
+void cos_backward(BackwardContext& c) { c.out[0] = mul(c.g, neg(call(Op::sin, c.self()))); }
+// clamp's gradient passes where min <= self <= max, bounds included (PyTorch's
+// clamp_backward and the clamp_min/clamp_max formulas, whose where(mask, g, 0)
+// is a product with the mask here). A bound not given is no condition.
+void clamp_backward(BackwardContext& c) {
+  const IValue none;
+  const IValue& lo = c.n.op.id == Op::clamp_max ? none : c.arg(1);
+  const IValue& hi = c.n.op.id == Op::clamp ? c.arg(2) : c.n.op.id == Op::clamp_max ? c.arg(1) : none;
+  const Tensor x = c.self();
+  Tensor mask;
+  if (!lo.is_none()) mask = call(Op::ge, x, scalar_tensor(lo.to_scalar()));
+  if (!hi.is_none()) {
+    const Tensor le = call(Op::le, x, scalar_tensor(hi.to_scalar()));
+    mask = mask.defined() ? mul(mask, le) : le;  // bool * bool: and
+  }
+  c.out[0] = mul(c.g, mask);
+}
 void sum_backward(BackwardContext& c) { c.out[0] = expand(c.g, c.sizes(0)); }
 void sum_dim_backward(BackwardContext& c) {
   const DimVector dims = reduced_dims(c.arg(1), c.sizes(0).size());
@@ -291,6 +309,11 @@ constexpr Derivative kDerivatives[] = {
     {Op::relu, "ReluBackward0", {kResult, kNone}, relu_backward},
     {Op::sigmoid, "SigmoidBackward0", {kResult, kNone}, sigmoid_backward},
     {Op::tanh, "TanhBackward0", {kResult, kNone}, tanh_backward},
+    {Op::sin, "SinBackward0", {kSelf, kNone}, sin_backward},
+    {Op::cos, "CosBackward0", {kSelf, kNone}, cos_backward},
+    {Op::clamp, "ClampBackward1", {kSelf, kNone}, clamp_backward},
+    {Op::clamp_min, "ClampMinBackward0", {kSelf, kNone}, clamp_backward},
+    {Op::clamp_max, "ClampMaxBackward0", {kSelf, kNone}, clamp_backward},
     {Op::sum, "SumBackward0", {kNone, kNone}, sum_backward},
     {Op::sum_dim, "SumBackward1", {kNone, kNone}, sum_dim_backward},
     {Op::mean, "MeanBackward0", {kNone, kNone}, mean_backward},

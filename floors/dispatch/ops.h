@@ -165,6 +165,16 @@ enum class Domain : uint8_t { Any, Positive };
     "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
   _(tanh, "aten::tanh(Tensor self) -> Tensor",                                                                                         \
     "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
+  _(sin, "aten::sin(Tensor self) -> Tensor",                                                                                           \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
+  _(cos, "aten::cos(Tensor self) -> Tensor",                                                                                           \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]")                                                                                   \
+  _(clamp, "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",                                                   \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]; -1.5; 2.5")                                                                        \
+  _(clamp_min, "aten::clamp_min(Tensor self, Scalar min) -> Tensor",                                                                   \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]; -1")                                                                               \
+  _(clamp_max, "aten::clamp_max(Tensor self, Scalar max) -> Tensor",                                                                   \
+    "CPU, Sim, CUDA", Unary, Exact, Any, "T[4, 33]; 2")                                                                                \
   /* reductions */                                                                                                                     \
   _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                                \
     "CPU, Sim, CUDA", Reduction, Reordered, Any, "T[4, 33]")                                                                           \
@@ -247,6 +257,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 62, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 67, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -32,7 +32,9 @@ using CudaBuild = Build<CudaLaunch>;
 }  // namespace
 
 namespace cuda {
-void unary(Op op, const Tensor& in, const Tensor& out) { CudaBuild::unary({out.device()}, op, in, out); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  CudaBuild::unary({out.device()}, op, in, out, bounds);
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   CudaBuild::binary({out.device()}, op, a, b, out, alpha);
 }

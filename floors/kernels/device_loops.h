@@ -30,9 +30,10 @@
 // CPU's bit for bit, which the tests check for every op and dtype. On CUDA,
 // + - * / and sqrt are IEEE-rounded as on the CPU (cuda_kernels.cu is
 // compiled with --fmad=false, as the CPU loops are with -ffp-contract=off),
-// so those are exact too; exp, log, tanh, pow and sigmoid call CUDA's math
-// library, whose results may differ from glibc's in the last place or two,
-// as PyTorch's CUDA results differ from its CPU ones.
+// so those are exact too, as is clamp, which only compares; exp, log, tanh,
+// sin, cos, pow and sigmoid call CUDA's math library, whose results may
+// differ from glibc's in the last place or two, as PyTorch's CUDA results
+// differ from its CPU ones.
 //
 // The boxed kernels (register_cpu.cpp) stay the one place for checks,
 // broadcasting, type promotion and the output's allocation: a device tensor
@@ -366,14 +367,12 @@ inline launch::KernelLaunch loop_launch(const char* kernel, const char* op, cons
 // output's device. Operands are as kernels.h's device loops take them.
 template <class Launch>
 struct Build {
-  static void unary(const Launch& launch, Op op, const Tensor& in, const Tensor& out) {
+  static void unary(const Launch& launch, Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
     const Device dev = out.device();
     visit_dtype(out.dtype(), [&]<typename T>() {
-      visit_unary(op, [&](auto f) {
+      visit_unary<T>(op, bounds, [&](auto f) {
         using F = decltype(f);
-        constexpr bool float_only = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SqrtF> ||
-                                    std::is_same_v<F, SigmoidF> || std::is_same_v<F, TanhF>;
-        if constexpr (float_only && !is_float_v<T>) {
+        if constexpr (is_float_only_v<F> && !is_float_v<T>) {
           throw Error("device::unary: a float-only op on an integral tensor");  // the boxed kernel casts first
         } else {
           UnaryLoop<T, F> loop;
@@ -499,7 +498,7 @@ struct Build {
 // defines sim's (and kernels.h's device:: functions, which pick one),
 // cuda_kernels.cu defines cuda's, in builds with CUDA only.
 #define DESCENT_DEVICE_LOOPS                                                                      \
-  void unary(Op op, const Tensor& in, const Tensor& out);                                         \
+  void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);              \
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);          \
   void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);                       \
   void copy(const Tensor& src, const Tensor& dst);                                                \

@@ -2,12 +2,15 @@
 // the optimized loops: both variants compute each element with the very same
 // expression, which is why the verifier can demand bit-for-bit equality.
 //
-// visit_unary(op, fn) calls fn(F{}) with F the functor of `op`, so a loop is
-// written once and instantiated per op (and per dtype by visit_dtype).
-// Each functor writes its expression once, as eval(); the base it derives
-// from computes a float16 or bfloat16 element in float32 and rounds it once
-// (Note [Reduced-precision floats], half.h). DESCENT_HD (half.h) compiles
-// them for the GPU as well.
+// visit_unary<T>(op, bounds, fn) calls fn(f) with f the functor of `op` for
+// elements of type T, so a loop is written once and instantiated per op and
+// dtype (visit_dtype gives T). Each functor writes its expression once, as
+// eval(); the base it derives from computes a float16 or bfloat16 element in
+// float32 and rounds it once (Note [Reduced-precision floats], half.h).
+// Most functors are empty; clamp's carries its bounds, converted to T on the
+// host before the loop starts (a kernel never reads host memory, Note [One
+// kernel body, two devices]). DESCENT_HD (half.h) compiles them for the GPU
+// as well.
 #pragma once
 
 #include <cmath>
@@ -16,6 +19,7 @@
 
 #include "floors/core/dtype.h"
 #include "floors/core/error.h"
+#include "floors/core/scalar.h"
 #include "floors/dispatch/ops.h"
 
 namespace descent::kernels {
@@ -58,6 +62,12 @@ struct UnaryFn {
   }
 };
 
+// The element functions defined for floats only: a kernel casts an integer or
+// bool input to float32 first (PyTorch's "int to float" unary ops: exp(int) is float32).
+struct FloatOnly {};
+template <class F>
+inline constexpr bool is_float_only_v = std::is_base_of_v<FloatOnly, F>;
+
 struct NegF : UnaryFn<NegF> { template <class T> DESCENT_HD T eval(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
 // abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
@@ -65,16 +75,48 @@ struct AbsF : UnaryFn<AbsF> { template <class T> DESCENT_HD T eval(T x) const {
   if constexpr (std::is_same_v<T, bool>) return x;
   else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
   else return x < 0 ? NegF{}(x) : x; } };
-struct ExpF : UnaryFn<ExpF> { template <class T> DESCENT_HD T eval(T x) const { return std::exp(x); } };
-struct LogF : UnaryFn<LogF> { template <class T> DESCENT_HD T eval(T x) const { return std::log(x); } };
-struct SqrtF : UnaryFn<SqrtF> { template <class T> DESCENT_HD T eval(T x) const { return std::sqrt(x); } };
+struct ExpF : UnaryFn<ExpF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::exp(x); } };
+struct LogF : UnaryFn<LogF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::log(x); } };
+struct SqrtF : UnaryFn<SqrtF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sqrt(x); } };
 // relu propagates NaN, like PyTorch's clamp_min(0).
 struct ReluF : UnaryFn<ReluF> { template <class T> DESCENT_HD T eval(T x) const { return x > T(0) || x != x ? x : T(0); } };
-struct SigmoidF : UnaryFn<SigmoidF> { template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
-struct TanhF : UnaryFn<TanhF> { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
+struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct TanhF : UnaryFn<TanhF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
+struct SinF : UnaryFn<SinF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sin(x); } };
+struct CosF : UnaryFn<CosF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::cos(x); } };
 
-template <typename Fn>
-void visit_unary(Op op, Fn&& fn) {
+// clamp, clamp_min and clamp_max: the bounds that were given, as Scalars
+// (Note [clamp's bounds], register_cpu.cpp).
+struct ClampBounds {
+  Scalar lo, hi;
+  bool has_lo = false, has_hi = false;
+};
+// PyTorch's CPU expression, min(max(x, lo), hi) with std::max(a, b) = a < b ?
+// b : a and std::min(a, b) = b < a ? b : a, one bound or both: a NaN element
+// stays NaN, -0.0 is kept against a bound of +0.0, and lo > hi gives hi.
+// The bounds are T (converted with Scalar's check), compared as the float32
+// a float16 or bfloat16 element computes in.
+template <class T>
+struct ClampF {
+  T lo, hi;
+  bool has_lo, has_hi;
+  DESCENT_HD T operator()(T x) const {
+    if constexpr (is_reduced_float_v<T>) {
+      const float v = float(x), l = float(lo), h = float(hi);
+      const float y = has_lo && v < l ? l : v;
+      return T(has_hi && h < y ? h : y);
+    } else {
+      const T y = has_lo && x < lo ? lo : x;
+      return has_hi && hi < y ? hi : y;
+    }
+  }
+};
+
+// Calls fn(f) with f the functor of unary op `op` for elements of type T;
+// `bounds` are clamp's, converted to T (checked: Note [Checked scalar
+// conversion]), and ignored by every other op.
+template <class T, typename Fn>
+void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
   switch (op) {
     case Op::neg: return fn(NegF{});
     case Op::abs: return fn(AbsF{});
@@ -84,8 +126,21 @@ void visit_unary(Op op, Fn&& fn) {
     case Op::relu: return fn(ReluF{});
     case Op::sigmoid: return fn(SigmoidF{});
     case Op::tanh: return fn(TanhF{});
+    case Op::sin: return fn(SinF{});
+    case Op::cos: return fn(CosF{});
+    case Op::clamp:
+    case Op::clamp_min:
+    case Op::clamp_max:
+      return fn(ClampF<T>{bounds.has_lo ? bounds.lo.to<T>("clamp", "min") : T(),
+                          bounds.has_hi ? bounds.hi.to<T>("clamp", "max") : T(), bounds.has_lo, bounds.has_hi});
     default: throw Error("visit_unary: not a unary op");
   }
+}
+// Whether op's element function is defined for floats only (FloatOnly above).
+inline bool float_only(Op op) {
+  bool r = false;
+  visit_unary<float>(op, ClampBounds{}, [&](auto f) { r = is_float_only_v<decltype(f)>; });
+  return r;
 }
 
 // [SECTION] Binary ----------------------------------------------------------------

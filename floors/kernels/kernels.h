@@ -20,6 +20,7 @@
 #include "floors/core/tensor.h"
 #include "floors/dispatch/dispatcher.h"
 #include "floors/dispatch/library.h"
+#include "floors/kernels/elementwise.h"  // ClampBounds
 
 namespace descent::kernels {
 
@@ -97,6 +98,8 @@ int64_t cascade_depth(int64_t n);
 
 // The dtype of a binary op's result, Note [Type promotion] (promotion.cpp).
 ScalarType result_type(const Tensor& a, const Tensor& b);
+// The same over n operands (cat's tensors; clamp's self and bounds).
+ScalarType result_type(const Tensor* const* operands, int n);
 // PyTorch's canCast: whether a result of dtype `from` may be written into a
 // tensor of dtype `to` (not floating into integral or bool, not integral into bool).
 bool can_cast(ScalarType from, ScalarType to);
@@ -125,7 +128,8 @@ class Operand {
 // Elementwise: every operand already has out's sizes (inputs may be strided
 // or broadcast views) and out's dtype. `out` may be strided too, and may be
 // the first operand itself (in-place ops, Note [In-place ops] in register_cpu.cpp).
-void reference_unary(Op op, const Tensor& in, const Tensor& out);
+// `bounds` are clamp's (elementwise.h); the other unary ops ignore them.
+void reference_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
 void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 void reference_compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
 void reference_copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
@@ -139,7 +143,7 @@ void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 
 // Each optimized loop returns false, doing nothing, when its preconditions
 // (contiguity, shapes) do not hold; the caller then runs the reference loop.
-bool optimized_unary(Op op, const Tensor& in, const Tensor& out);
+bool optimized_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
 bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 bool optimized_copy(const Tensor& src, const Tensor& dst);
 bool optimized_fill(const Tensor& out, Scalar value);
@@ -163,7 +167,7 @@ void set_matmul_isa(std::string_view name);  // ValueError naming the choices fo
 // returns before it has run (Note [Streams and the two clocks], streams.h);
 // nothing is launched for an empty output.
 namespace device {
-void unary(Op op, const Tensor& in, const Tensor& out);
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
 void copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype

@@ -49,7 +49,8 @@ constexpr int64_t kCostlyGrain = 2 * kGrainSize;
 template <typename F>
 constexpr int64_t elementwise_grain() {
   constexpr bool costly = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SigmoidF> ||
-                          std::is_same_v<F, TanhF> || std::is_same_v<F, PowF>;
+                          std::is_same_v<F, TanhF> || std::is_same_v<F, SinF> || std::is_same_v<F, CosF> ||
+                          std::is_same_v<F, PowF>;
   return costly ? kCostlyGrain : kCheapGrain;
 }
 
@@ -76,10 +77,10 @@ bool dense(const Tensor& t) {
 
 // [SECTION] Elementwise --------------------------------------------------------
 
-bool optimized_unary(Op op, const Tensor& in, const Tensor& out) {
+bool optimized_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
   if (!contiguous_like(in, out) || !out.is_contiguous()) return false;
   visit_dtype(out.dtype(), [&]<typename T>() {
-    visit_unary(op, [&](auto f) {
+    visit_unary<T>(op, bounds, [&](auto f) {
       const T* in_data = in.data<T>();
       T* out_data = out.data<T>();
       parallel_for(0, out.numel(), elementwise_grain<decltype(f)>(), [=](int64_t lo, int64_t hi) {

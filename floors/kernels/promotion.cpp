@@ -35,12 +35,19 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
 }  // namespace
 
 ScalarType result_type(const Tensor& a, const Tensor& b) {
-  int cat = std::max(category(a.dtype()), category(b.dtype()));
   const Tensor* ops[2] = {&a, &b};
+  return result_type(ops, 2);
+}
+
+ScalarType result_type(const Tensor* const* ops, int n) {
+  DESCENT_CHECK(n > 0, Error, "result_type: no operands");
+  int cat = 0;
+  for (int i = 0; i < n; ++i) cat = std::max(cat, category(ops[i]->dtype()));
   for (int prio = 2; prio >= 0; --prio) {
     bool found = false;
     ScalarType best = ScalarType::Bool;
-    for (const Tensor* t : ops) {
+    for (int i = 0; i < n; ++i) {
+      const Tensor* t = ops[i];
       if (priority(*t) == prio && category(t->dtype()) == cat) {
         best = found ? promote_types(best, t->dtype()) : t->dtype();
         found = true;
@@ -52,7 +59,7 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
       return best;
     }
   }
-  return a.dtype();
+  return ops[0]->dtype();
 }
 
 bool can_cast(ScalarType from, ScalarType to) {

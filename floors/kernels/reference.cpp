@@ -11,9 +11,9 @@ namespace descent::kernels {
 
 // [SECTION] Elementwise --------------------------------------------------------
 
-void reference_unary(Op op, const Tensor& in, const Tensor& out) {
+void reference_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
   visit_dtype(out.dtype(), [&]<typename T>() {
-    visit_unary(op, [&](auto f) {
+    visit_unary<T>(op, bounds, [&](auto f) {
       const T* x = in.data<T>();
       T* y = out.data<T>();
       for (int64_t i = 0; i < out.numel(); ++i)

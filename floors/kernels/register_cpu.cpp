@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
@@ -108,8 +109,6 @@ void begin(ScopedSpan& span, const Tensor& out) {
 
 // [SECTION] Elementwise ------------------------------------------------------------
 
-bool float_only(Op op) { return op == Op::exp || op == Op::log || op == Op::sqrt || op == Op::sigmoid || op == Op::tanh; }
-
 void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   Tensor x = s[0].to_tensor();
@@ -124,6 +123,69 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, out);
   run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
            [&] { reference_unary(op.id, x, out); });
+  s.set_result(std::move(out));
+}
+
+// Note [clamp's bounds]
+// ~~~~~~~~~~~~~~~~~~~~~
+// clamp(self, min=None, max=None), clamp_min(self, min) and clamp_max(self,
+// max) take their bounds as Scalars, as PyTorch 2.11's do:
+//   - at least one bound must be given ("torch.clamp: At least one of 'min'
+//     or 'max' must not be None");
+//   - the result's dtype is self's when self is floating; otherwise the
+//     bounds join the promotion as Python numbers do (Note [Type
+//     promotion]): an int64 tensor clamped at 0.5 is float32, a bool tensor
+//     clamped at 0 is int64;
+//   - a NaN bound makes every element NaN where PyTorch's kernels fill with
+//     it: clamp with both bounds given, clamp_min and clamp_max; clamp with
+//     one bound runs that bound's kernel, which keeps every element as it is
+//     (x < NaN is false);
+//   - otherwise each element is PyTorch's CPU expression (ClampF,
+//     elementwise.h), the bounds converted to the result's dtype with
+//     Scalar's check first (a float16 tensor cannot be clamped at 1e6:
+//     "cannot be converted to type at::Half without overflow"), on every
+//     device alike (PyTorch's CUDA kernel instead compares in float32 and
+//     propagates NaN by a test of its own; the results are the same);
+//   - bool has no kernel: "clamp_scalar_cpu" not implemented for 'Bool'
+//     (clamp_min_scalar_cpu, clamp_max_scalar_cpu for one bound).
+// The gradient (ClampBackward1, ClampMinBackward0, ClampMaxBackward0) passes
+// where min <= self <= max, bounds included (derivatives.cpp).
+void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& x = s[0].to_tensor();
+  ClampBounds b;
+  if (op.id != Op::clamp_max && !s[1].is_none()) b.lo = s[1].to_scalar(), b.has_lo = true;
+  if (op.id == Op::clamp && !s[2].is_none()) b.hi = s[2].to_scalar(), b.has_hi = true;
+  if (op.id == Op::clamp_max) b.hi = s[1].to_scalar(), b.has_hi = true;
+  DESCENT_CHECK(b.has_lo || b.has_hi, Error, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  ScalarType dt = x.dtype();
+  if (!is_floating(dt)) {  // the bounds promote as Python numbers do
+    const Tensor lo = scalar_tensor(b.lo), hi = scalar_tensor(b.hi);
+    const Tensor* ts[3] = {&x};
+    int n = 1;
+    if (b.has_lo) ts[n++] = &lo;
+    if (b.has_hi) ts[n++] = &hi;
+    dt = result_type(ts, n);
+  }
+  const auto is_nan = [](const Scalar& v) { return v.is_floating() && std::isnan(v.to_double()); };
+  const bool nan_fill = (op.id == Op::clamp && b.has_lo && b.has_hi && (is_nan(b.lo) || is_nan(b.hi))) ||
+                        (op.id == Op::clamp_min && is_nan(b.lo)) || (op.id == Op::clamp_max && is_nan(b.hi));
+  Tensor out = empty_tensor(x.sizes(), dt, x.device());
+  begin(span, out);
+  if (nan_fill) {
+    const Scalar nan(std::numeric_limits<double>::quiet_NaN());
+    run_loop(span, out, [&] { device::fill(out, nan); }, [&] { return optimized_fill(out, nan); },
+             [&] { reference_fill(out, nan); });
+    s.set_result(std::move(out));
+    return;
+  }
+  DESCENT_CHECK(dt != ScalarType::Bool, NotImplementedError, "\"",
+                b.has_lo && b.has_hi ? "clamp_scalar_cpu" : b.has_lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu",
+                "\" not implemented for 'Bool'");
+  visit_dtype(dt, [&]<typename T>() { visit_unary<T>(op.id, b, [](auto) {}); });  // the bounds' checks, before any launch
+  const Tensor xc = cast(x, dt);
+  run_loop(span, out, [&] { device::unary(op.id, xc, out, b); }, [&] { return optimized_unary(op.id, xc, out, b); },
+           [&] { reference_unary(op.id, xc, out, b); });
   s.set_result(std::move(out));
 }
 
@@ -697,7 +759,7 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // registered at CPU, Sim and CUDA alike, for the keys the row declares.
 BoxedKernel cpu_kernel(Op op, OpKind kind) {
   switch (kind) {
-    case OpKind::Unary: return unary_kernel;
+    case OpKind::Unary: return op == Op::clamp || op == Op::clamp_min || op == Op::clamp_max ? clamp_kernel : unary_kernel;
     case OpKind::Binary: return binary_kernel;
     case OpKind::Comparison: return compare_kernel;
     case OpKind::Matmul: return product_kernel;

@@ -58,7 +58,9 @@ using SimBuild = Build<SimLaunch>;
 }  // namespace
 
 namespace sim {
-void unary(Op op, const Tensor& in, const Tensor& out) { SimBuild::unary({out.device()}, op, in, out); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  SimBuild::unary({out.device()}, op, in, out, bounds);
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   SimBuild::binary({out.device()}, op, a, b, out, alpha);
 }
@@ -90,7 +92,9 @@ const char* variant(Device d) { return d.type == DeviceType::CUDA ? "cuda" : "si
   return sim::call
 #endif
 
-void unary(Op op, const Tensor& in, const Tensor& out) { DESCENT_ON_DEVICE(out.device(), unary(op, in, out)); }
+void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
+  DESCENT_ON_DEVICE(out.device(), unary(op, in, out, bounds));
+}
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   DESCENT_ON_DEVICE(out.device(), binary(op, a, b, out, alpha));
 }

@@ -44,10 +44,10 @@ namespace descent::kernels {
 //     the exact product (Higham 3.1; a fused step rounds once, never more)
 //     and |reference - device| <= 2 gamma_K (|A| |B|)_ij, |A| |B| computed
 //     in float64 on the CPU; this is the "bound" of Note [Device matmul bound];
-//   - exp, log, tanh, sigmoid and pow of floats on CUDA: CUDA's math library
-//     is not glibc's, and its documented error is up to 2 ulps for expf and
-//     tanhf, 4 for powf, 1-2 in double precision (CUDA C++ Programming
-//     Guide, "Mathematical Functions"), where glibc's is under 1: the two
+//   - exp, log, tanh, sigmoid, sin, cos and pow of floats on CUDA: CUDA's
+//     math library is not glibc's, and its documented error is up to 2 ulps
+//     for expf, tanhf, sinf and cosf, 4 for powf, 1-2 in double precision
+//     (CUDA C++ Programming Guide, "Mathematical Functions"), where glibc's is under 1: the two
 //     agree within kCudaMathUlps = 8 units in the last place of the
 //     reference's value (sim:0 runs glibc's functions: bit for bit there);
 //   - everything else of the reductions, products and indexing (max and
@@ -59,8 +59,8 @@ namespace descent::kernels {
 //     above with float32's roundoff; twice it for CUDA's tensor cores, which
 //     may truncate inside an instruction, Note [Tensor-core matmul]) and
 //     rounds once to the dtype, which may then go one unit of the dtype
-//     either way; exp, log, tanh, sigmoid and pow on CUDA: 8 ulps of float32,
-//     then that one rounding. Everything else: bit for bit, as above.
+//     either way; exp, log, tanh, sigmoid, sin, cos and pow on CUDA: 8 ulps
+//     of float32, then that one rounding. Everything else: bit for bit, as above.
 // Ops without a device loop of their own answer "unsupported" on a device.
 //
 // Note [Device matmul bound]
@@ -251,7 +251,7 @@ constexpr double kCudaMathUlps = 8;
 DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   if (!is_floating(result)) return DeviceBound::Exact;
   const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::tanh || op.id == Op::sigmoid ||
-                    op.id == Op::pow || op.id == Op::pow_scalar;
+                    op.id == Op::sin || op.id == Op::cos || op.id == Op::pow || op.id == Op::pow_scalar;
   if (libm && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
   if (op.kind == OpKind::Matmul) return DeviceBound::Product;
   if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;

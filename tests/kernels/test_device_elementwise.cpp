@@ -103,13 +103,15 @@ bool covered(const OpEntry& op) {
   }
 }
 
-// CUDA's math library (exp, log, tanh, pow) is not glibc's: a few ulps apart
-// (its documented bounds: expf 2, powf 4, tanhf 2, pow 2, against glibc's < 1).
+// CUDA's math library (exp, log, tanh, sin, cos, pow) is not glibc's: a few ulps apart
+// (its documented bounds: expf 2, powf 4, tanhf 2, sinf 2, pow 2, against glibc's < 1).
 double cuda_ulps(const OpEntry& op) {
   switch (op.id) {
     case Op::exp:
     case Op::log:
     case Op::tanh:
+    case Op::sin:
+    case Op::cos:
     case Op::sigmoid:
     case Op::pow:
     case Op::pow_scalar:

@@ -185,6 +185,8 @@ TEST(Unary, EveryOpMatchesFloat64Reference) {
       {Op::sqrt, [](double x) { return std::sqrt(x); }, true, 4},
       {Op::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, false, 4},
       {Op::tanh, [](double x) { return std::tanh(x); }, false, 4},
+      {Op::sin, [](double x) { return std::sin(x); }, false, 4},
+      {Op::cos, [](double x) { return std::cos(x); }, false, 4},
   };
   for (const Case& c : cases) {
     for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64}) {
@@ -231,6 +233,61 @@ TEST(Unary, AbsOfNegativeZeroIsPositiveZeroInBothVariants) {
       EXPECT_EQ(y[2], 2.5);
     }
   }
+}
+
+// Runs f, which must throw an E whose message contains `part`.
+template <class E, class F>
+void expect_error(F&& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing: " << part;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// clamp: PyTorch's CPU expression min(max(x, lo), hi), the same in both
+// variants, for every dtype it takes (Note [clamp's bounds]).
+TEST(Unary, ClampIsPytorchsExpressionInBothVariants) {
+  std::mt19937_64 rng(23);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64, ScalarType::Float16}) {
+    for (Tensor x : {random_tensor({5, 40}, dt, rng, -4, 4), transposed({40, 5}, dt, rng, -4, 4)}) {
+      for (kernels::Variant v : {kernels::Variant::Reference, kernels::Variant::Optimized}) {
+        kernels::VariantGuard g(v);
+        const std::vector<double> xv = values(x);
+        const std::vector<double> both = values(call(Op::clamp, x, int64_t{-1}, int64_t{2}));
+        const std::vector<double> lo = values(call(Op::clamp_min, x, int64_t{0}));
+        const std::vector<double> hi = values(call(Op::clamp_max, x, int64_t{1}));
+        const std::vector<double> crossed = values(call(Op::clamp, x, int64_t{2}, int64_t{-1}));
+        for (size_t i = 0; i < xv.size(); ++i) {
+          EXPECT_EQ(both[i], std::min(std::max(xv[i], -1.0), 2.0)) << i;
+          EXPECT_EQ(lo[i], std::max(xv[i], 0.0)) << i;
+          EXPECT_EQ(hi[i], std::min(xv[i], 1.0)) << i;
+          EXPECT_EQ(crossed[i], -1.0) << "min > max gives max";
+        }
+      }
+    }
+  }
+  Tensor f = make({4}, ScalarType::Float32, {nan, -0.0, 0.0, 3});
+  std::vector<double> r = values(call(Op::clamp, f, 0.0, IValue()));
+  EXPECT_TRUE(std::isnan(r[0])) << "a NaN element stays NaN";
+  EXPECT_TRUE(std::signbit(r[1])) << "-0.0 < 0.0 is false: -0.0 is kept";
+  r = values(call(Op::clamp, f, IValue(), nan));
+  EXPECT_EQ(r[3], 3.0) << "clamp with only max = NaN keeps every element";
+  r = values(call(Op::clamp, f, 0.0, nan));
+  EXPECT_TRUE(std::isnan(r[1]) && std::isnan(r[3])) << "both bounds, one NaN: all NaN";
+  r = values(call(Op::clamp_min, f, nan));
+  EXPECT_TRUE(std::isnan(r[3])) << "clamp_min(NaN): all NaN";
+  Tensor i = make({3}, ScalarType::Int64, {-3, 0, 4});
+  EXPECT_EQ(call(Op::clamp, i, 0.5, IValue()).dtype(), ScalarType::Float32) << "the bounds promote as Python numbers";
+  EXPECT_EQ(call(Op::clamp, i, int64_t{0}, IValue()).dtype(), ScalarType::Int64);
+  EXPECT_EQ(call(Op::clamp_min, make({2}, ScalarType::Bool, {1, 0}), int64_t{0}).dtype(), ScalarType::Int64);
+  expect_error<Error>([&] { call(Op::clamp, f, IValue(), IValue()); }, "At least one of 'min' or 'max' must not be None");
+  expect_error<NotImplementedError>([&] { call(Op::clamp_max, make({2}, ScalarType::Bool, {1, 0}), true); },
+                                    "\"clamp_max_scalar_cpu\" not implemented for 'Bool'");
+  expect_error<Error>([&] { call(Op::clamp, make({2}, ScalarType::Float16, {1, 0}), IValue(), 1e6); },
+                      "cannot be converted to type at::Half without overflow");
 }
 
 // [SECTION] Comparisons -------------------------------------------------------------------

@@ -5,8 +5,9 @@ call on the CPU and on the device, and the device's result must equal the
 CPU's bit for bit on sim:0 (Note [One kernel body, two devices],
 floors/kernels/device_loops.h); on cuda:0, where there is one, the same but
 for a few units in the last place where CUDA's math library computes (exp,
-log, tanh, sigmoid, pow, randn). Then what a user meets: `x + 1` on a device,
-mixed devices, moving tensors with to() and copy_(), views and contiguous().
+log, tanh, sigmoid, sin, cos, pow, randn). Then what a user meets: `x + 1` on
+a device, mixed devices, moving tensors with to() and copy_(), views and
+contiguous().
 Reductions, products and indexing are in test_device_reduce.py.
 """
 import numpy as np
@@ -18,7 +19,8 @@ from test_ops import parse_sample
 
 KINDS = {"unary", "binary", "comparison", "view", "factory", "copy", "in_place", "inplace"}
 COVERED = sorted(k for k, op in OPS_BY_KEY.items() if op["kind"] in KINDS and k not in ("index", "index_put_"))
-CUDA_ULPS = dict.fromkeys(["exp", "log", "tanh", "sigmoid", "pow.Tensor_Tensor", "pow.Tensor_Scalar", "randn"], 8)
+CUDA_ULPS = dict.fromkeys(["exp", "log", "tanh", "sigmoid", "sin", "cos", "pow.Tensor_Tensor", "pow.Tensor_Scalar",
+                           "randn"], 8)
 
 
 def cuda_available():

@@ -98,6 +98,12 @@ def _index_put_(x, indices, values, accumulate=False):
     return out
 
 
+def _clamp(x, min=None, max=None):
+    """PyTorch's expression: x < min ? min : x, then max < y ? max : y (NaN elements stay NaN)."""
+    y = x if min is None else np.where(x < min, min, x)
+    return y if max is None else np.where(max < y, max, y)
+
+
 def _expand(x, size):
     size = [x.shape[i - len(size) + x.ndim] if s == -1 else s for i, s in enumerate(size)]
     return np.broadcast_to(x, size)
@@ -122,6 +128,8 @@ NUMPY_REFERENCE = {
     "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
+    "sin": np.sin, "cos": np.cos,
+    "clamp": _clamp, "clamp_min": lambda x, min: _clamp(x, min=min), "clamp_max": lambda x, max: _clamp(x, max=max),
     # reductions
     "sum": lambda x, dim=None, keepdim=False: np.sum(
         x, axis=_axes(x, dim), keepdims=keepdim, dtype=np.float64 if x.dtype.kind == "f" else np.int64),
@@ -160,7 +168,9 @@ NUMPY_REFERENCE = {
     "zero_": np.zeros_like,
 }
 
-FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh"}  # int64 and bool inputs give float32
+FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos"}  # int64 and bool inputs give float32
+# The bounds the unary sweep gives the ops that take Scalars besides self.
+UNARY_ARGS = {"clamp": (-1.5, 2.5), "clamp_min": (-1,), "clamp_max": (2,)}
 
 
 def result_type(*operands):
@@ -276,17 +286,20 @@ def compute(a, b, ct):
 @pytest.mark.parametrize("name", UNARY)
 def test_unary(name, dtype, make):
     fn = getattr(descent, name)
+    args = UNARY_ARGS.get(name, ())
     for shape, layout in itertools.product(SHAPES, LAYOUTS):
         x, a = make(shape, dtype, layout, OPS[name]["domain"])
         if (name, dtype) in UNSUPPORTED:
             with pytest.raises(RuntimeError):
-                fn(x)
+                fn(x, *args)
             continue
         out_dtype = F if name in FLOAT_ONLY and not dtype.is_floating_point else dtype
+        if name in UNARY_ARGS and not dtype.is_floating_point:  # the bounds promote as Python numbers
+            out_dtype = F if any(isinstance(v, float) for v in args) else I
         a = a.astype(np_dtype(out_dtype))
-        expected = NUMPY_REFERENCE[name](a.astype(np.float64) if out_dtype.is_floating_point else a)
-        check(fn(x), expected, out_dtype)
-        check(getattr(x, name)(), expected, out_dtype)  # the method
+        expected = NUMPY_REFERENCE[name](a.astype(np.float64) if out_dtype.is_floating_point else a, *args)
+        check(fn(x, *args), expected, out_dtype)
+        check(getattr(x, name)(*args), expected, out_dtype)  # the method
 
 
 @pytest.mark.parametrize("db", DTYPES, ids=dtype_id)
