@@ -74,6 +74,9 @@ def test_the_ctx_is_the_node():
     assert y.grad_fn is y.grad_fn
     assert isinstance(y.grad_fn, descent.autograd.Node)
     assert type(y.grad_fn).__name__ == "KeepBackward"
+    z = y * 2  # downstream, the chain leads back to the same object
+    assert z.grad_fn.next_functions[0][0] is seen[0]
+    assert z.grad_fn.next_functions[0][0].next_functions[0][0].name() == "AccumulateGrad"
 
 
 def test_gradcheck_float64():
