@@ -119,6 +119,8 @@ enum class Domain : uint8_t { Any, Positive };
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "10")                                                                        \
   _(arange_start_step, "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "1; 7.5; 0.5")                                                               \
+  _(linspace, "aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",         \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "-2.5; 7.25; 33")                                                            \
   _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, "[4, 33]")                                                                   \
   _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
@@ -257,6 +259,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 67, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 68, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

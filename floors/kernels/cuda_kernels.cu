@@ -46,6 +46,9 @@ void fill(const Tensor& out, Scalar value) { CudaBuild::fill({out.device()}, out
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   CudaBuild::arange({out.device()}, out, start, step, istart, istep);
 }
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  CudaBuild::linspace({out.device()}, out, start, end);
+}
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   CudaBuild::random({out.device()}, out, normal, seed, offset);
 }

@@ -252,6 +252,18 @@ struct ArangeLoop : LoopBase {
   }
 };
 
+// linspace's element i, into a contiguous output: the CPU kernel's functor
+// (LinspaceF, elementwise.h).
+template <class T>
+struct LinspaceLoop : LoopBase {
+  T* out;
+  LinspaceF<T> f;
+  DESCENT_HD void element(int64_t i) const { out[i] = f(i); }
+  DESCENT_HD void vector(int64_t i0) const {
+    for (int j = 0; j < kVecElems; ++j) element(i0 + j);
+  }
+};
+
 // rand and randn: element i is counter offset + i of the counter-based
 // generator (Note [Counter-based random numbers], random.h).
 template <class T>
@@ -476,6 +488,20 @@ struct Build {
     });
   }
 
+  static void linspace(const Launch& launch, const Tensor& out, const Scalar& start, const Scalar& end) {
+    visit_dtype(out.dtype(), [&]<typename T>() {
+      if constexpr (std::is_same_v<T, bool>) {
+        throw Error("device::linspace: no bool linspace");  // the boxed kernel refuses it first
+      } else {
+        LinspaceLoop<T> loop;
+        loop.n = out.numel();
+        loop.out = out.data<T>();
+        loop.f = linspace_fn<T>(start, end, out.numel());
+        launch(loop_launch(kernel_name("", Op::linspace, out.dtype(), out.dtype()), "aten::linspace", loop), loop);
+      }
+    });
+  }
+
   static void random(const Launch& launch, const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
     visit_dtype(out.dtype(), [&]<typename T>() {
       if constexpr (is_float_v<T>) {
@@ -504,6 +530,7 @@ struct Build {
   void copy(const Tensor& src, const Tensor& dst);                                                \
   void fill(const Tensor& out, Scalar value);                                                     \
   void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);       \
+  void linspace(const Tensor& out, const Scalar& start, const Scalar& end);                       \
   void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
 namespace sim {
 DESCENT_DEVICE_LOOPS

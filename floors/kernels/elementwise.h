@@ -226,4 +226,42 @@ void visit_compare(Op op, Fn&& fn) {
   }
 }
 
+// [SECTION] linspace ------------------------------------------------------------------
+
+// Element i of linspace(start, end, steps), steps >= 2, filled from both ends
+// as PyTorch's CPU kernel fills it (Note [linspace fills from both ends],
+// factories.cpp): float32 and float64 step in their own type with one fused
+// multiply-add, int64 steps in double (and truncates), float16 and bfloat16
+// round every operation to their 16 bits, as c10::Half's operators do.
+template <class T>
+struct LinspaceF {
+  using Step = std::conditional_t<std::is_integral_v<T>, double, T>;
+  T start, end;
+  Step step;
+  int64_t steps;
+  DESCENT_HD T operator()(int64_t i) const {
+    const bool first_half = i < steps / 2;
+    const int64_t k = first_half ? i : steps - i - 1;  // steps from the nearer end
+    if constexpr (is_reduced_float_v<T>) {
+      const T d = T(float(step) * float(T(float(k))));
+      return first_half ? T(float(start) + float(d)) : T(float(end) - float(d));
+    } else if constexpr (std::is_integral_v<T>) {
+      const double v = first_half ? std::fma(step, double(k), double(start)) : std::fma(-step, double(k), double(end));
+      return T(v);
+    } else {
+      return first_half ? std::fma(step, T(k), start) : std::fma(-step, T(k), end);
+    }
+  }
+};
+// The functor for a dtype: start and end converted with Scalar's check
+// (Note [Checked scalar conversion]), the step computed once, on the host.
+template <class T>
+LinspaceF<T> linspace_fn(const Scalar& start, const Scalar& end, int64_t steps) {
+  LinspaceF<T> f{start.to<T>("linspace", "start"), end.to<T>("linspace", "end"), {}, steps};
+  if constexpr (is_reduced_float_v<T>) f.step = T(float(T(float(f.end) - float(f.start))) / float(T(float(steps - 1))));
+  else if constexpr (std::is_integral_v<T>) f.step = (double(f.end) - double(f.start)) / double(steps - 1);
+  else f.step = (f.end - f.start) / T(steps - 1);
+  return f;
+}
+
 }  // namespace descent::kernels

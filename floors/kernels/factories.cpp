@@ -1,4 +1,4 @@
-// Factory kernels: empty, zeros, ones, full, arange, rand, randn.
+// Factory kernels: empty, zeros, ones, full, arange, linspace, rand, randn.
 //
 // They reach the CPU, Sim or CUDA kernel through BackendSelect
 // (floors/dispatch/backend_select.cpp), which read their `device` argument:
@@ -140,6 +140,61 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// Note [linspace fills from both ends]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// linspace(start, end, steps) is float32 unless a dtype is given (as
+// PyTorch's default dtype, whatever the bounds). PyTorch's CPU kernel
+// computes step = (end - start) / (steps - 1) once, then element i as
+// start + step * i for the first half (i < steps / 2) and end - step *
+// (steps - 1 - i) for the second, so both ends come out exact and the error
+// of the steps is spread from both sides. In which type, and how rounded, is
+// what makes its values what they are, so descent repeats it (LinspaceF,
+// elementwise.h), on every device:
+//   - float32 and float64: step in the type itself; the compiler contracts
+//     start + step * i into one fused multiply-add, so descent calls
+//     std::fma. Measured on the H200 host (PyTorch 2.11): linspace(-pi, pi,
+//     2000) equals a fused computation in all 2000 float32 elements and an
+//     unfused one in only 1350; std::fma rounds once on every compiler,
+//     flag and device (CUDA's fma is IEEE too), so sim:0 and cuda:N give
+//     the CPU's bits;
+//   - int64: step in double, the element truncated to int64;
+//   - float16 and bfloat16: every operation rounds to 16 bits, i converted
+//     to the type too, as c10::Half's and c10::BFloat16's operators do
+//     (so linspace(0, 1, 3000) in float16 repeats values near its end,
+//     as PyTorch's does).
+// start and end are converted to the dtype with Scalar's check first (an
+// infinite end of an int64 linspace raises, as in PyTorch). steps == 1
+// gives [start] and steps == 0 an empty tensor, for every dtype; longer
+// linspaces of bool have no kernel ("linspace_cpu" not implemented for 'Bool').
+// PyTorch's CUDA kernel has its own formula; on the H200 host it gave the
+// CPU's float32 values for linspace(-pi, pi, 2000).
+void linspace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const Scalar start = s[0].to_scalar(), end = s[1].to_scalar();
+  const int64_t steps = s[2].to_int();
+  DESCENT_CHECK(steps >= 0, Error, "number of steps must be non-negative");
+  const ScalarType dt = dtype_arg(s, kDefaultFloat);
+  DESCENT_CHECK(steps < 2 || dt != ScalarType::Bool, NotImplementedError, "\"linspace_cpu\" not implemented for 'Bool'");
+  Tensor out = make_output(span, s, {steps}, dt);
+  if (steps == 1) {
+    visit_dtype(dt, [&]<typename T>() {
+      T x = start.to<T>(op.python_name, "start");
+      if (on_device(out)) return device::fill(out, start);
+      *out.data<T>() = x;
+    });
+  } else if (steps > 1) {
+    visit_dtype(dt, [&]<typename T>() {
+      if constexpr (!std::is_same_v<T, bool>) {
+        const LinspaceF<T> f = linspace_fn<T>(start, end, steps);  // the checks, before any launch
+        if (on_device(out)) return device::linspace(out, start, end);
+        T* p = out.data<T>();
+        for (int64_t i = 0; i < steps; ++i) p[i] = f(i);
+      }
+    });
+  }
+  s.set_result(std::move(out));
+}
+
 void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   ScalarType dt = dtype_arg(s, kDefaultFloat);
@@ -168,6 +223,7 @@ void register_factory_kernels(Library& m) {
   for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) m.impl(op, fill_kernel);
   m.impl(Op::arange, arange_kernel);
   m.impl(Op::arange_start_step, arange_kernel);
+  m.impl(Op::linspace, linspace_kernel);
   m.impl(Op::rand, random_kernel);
   m.impl(Op::randn, random_kernel);
 }

@@ -174,6 +174,8 @@ void copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; conver
 void fill(const Tensor& out, Scalar value);
 // arange into a contiguous out: start + i * step in double for a float dtype, istart + i * istep (wrapping) otherwise.
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);
+// linspace(start, end, out.numel()) into a contiguous out of at least 2 elements (LinspaceF, elementwise.h).
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end);
 // rand (uniform in [0, 1)) or randn into a contiguous float out, from counters offset, offset + 1, ...
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
 // The variant a device loop reports on the kernel span: "sim" or "cuda".

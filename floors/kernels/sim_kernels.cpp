@@ -72,6 +72,9 @@ void fill(const Tensor& out, Scalar value) { SimBuild::fill({out.device()}, out,
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   SimBuild::arange({out.device()}, out, start, step, istart, istep);
 }
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  SimBuild::linspace({out.device()}, out, start, end);
+}
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   SimBuild::random({out.device()}, out, normal, seed, offset);
 }
@@ -117,6 +120,9 @@ void copy(const Tensor& src, const Tensor& dst) {
 void fill(const Tensor& out, Scalar value) { DESCENT_ON_DEVICE(out.device(), fill(out, value)); }
 void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
   DESCENT_ON_DEVICE(out.device(), arange(out, start, step, istart, istep));
+}
+void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
+  DESCENT_ON_DEVICE(out.device(), linspace(out, start, end));
 }
 void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
   DESCENT_ON_DEVICE(out.device(), random(out, normal, seed, offset));

@@ -282,7 +282,7 @@ TEST(OpTable, FactoriesEndWithDtypeAndDevice) {
     EXPECT_TRUE(device.kwarg_only && device.has_default && device.default_value.is_none()) << e.name;
     for (const SchemaArg& a : args) EXPECT_NE(a.type, ArgType::Tensor) << e.name << " takes no tensor";
   }
-  EXPECT_EQ(factories, 8);
+  EXPECT_EQ(factories, 9);
 }
 
 TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {

@@ -1,18 +1,21 @@
 // Tests for the factory kernels and the random number generator
 // (floors/kernels/factories.cpp, random.h): dtype inference of empty, zeros,
-// ones and full; arange's values and errors; rand and randn reproducible after
+// ones and full; arange's values and errors; linspace's values, as
+// PyTorch's (Note [linspace fills from both ends]); rand and randn reproducible after
 // manual_seed and fresh on successive calls (Note [Counter-based random
 // numbers]); Philox4x32-10 against the Random123 known-answer vector and an
 // implementation written here from the paper.
 //
 // [SECTION] Fill factories
 // [SECTION] arange
+// [SECTION] linspace
 // [SECTION] Philox
 // [SECTION] rand and randn
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -164,6 +167,51 @@ TEST(Arange, Errors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("arange()"), std::string::npos) << e.what();
   }
+}
+
+// [SECTION] linspace ---------------------------------------------------------------------
+
+// Note [linspace fills from both ends]: float32 elements are fused
+// multiply-adds from the nearer end; four of them as PyTorch 2.11 gave them
+// on the H200 host, by their bits.
+TEST(Linspace, FillsFromBothEndsWithFusedStepsAsPytorch) {
+  const double pi = 3.141592653589793;
+  Tensor t = call(Op::linspace, -pi, pi, 2000);
+  ASSERT_EQ(t.dtype(), ScalarType::Float32);
+  ASSERT_EQ(t.numel(), 2000);
+  const float* p = t.data<float>();
+  const float start = float(-pi), end = float(pi), step = (end - start) / 1999.0f;
+  for (int i = 0; i < 2000; ++i) {
+    const float want = i < 1000 ? std::fma(step, float(i), start) : std::fma(-step, float(1999 - i), end);
+    ASSERT_EQ(p[i], want) << i;
+  }
+  auto bits = [&](int i) { uint32_t b; std::memcpy(&b, &p[i], 4); return b; };
+  EXPECT_EQ(bits(0), 0xc0490fdbu);
+  EXPECT_EQ(bits(1), 0xc048dc5cu);
+  EXPECT_EQ(bits(999), 0xbacdfd58u);
+  EXPECT_EQ(bits(1001), 0x3b9a7e1cu);
+  EXPECT_EQ(bits(1999), 0x40490fdbu);
+  // int64 steps in double and truncates; float16 rounds every operation to 16 bits.
+  EXPECT_EQ(values(call(Op::linspace, -2.5, 7.25, 33, ScalarType::Int64)),
+            (std::vector<double>{-2, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2,
+                                 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 7}));
+  const std::vector<double> h = values(call(Op::linspace, -pi, pi, 2000, ScalarType::Float16));
+  EXPECT_EQ(std::vector<double>(h.begin() + 997, h.begin() + 1003),
+            (std::vector<double>{-0.0078125, -0.005859375, -0.001953125, 0.001953125, 0.005859375, 0.0078125}));
+}
+
+TEST(Linspace, ShortOnesDtypesAndErrors) {
+  EXPECT_EQ(values(call(Op::linspace, 2, 5, 1)), (std::vector<double>{2}));
+  EXPECT_EQ(call(Op::linspace, 2, 5, 0).numel(), 0);
+  EXPECT_EQ(values(call(Op::linspace, 0, 1, 1, ScalarType::Bool)), (std::vector<double>{0}));
+  EXPECT_EQ(call(Op::linspace, 0, 10, 5).dtype(), ScalarType::Float32) << "the default dtype, whatever the bounds";
+  EXPECT_EQ(values(call(Op::linspace, 0, 10, 5)), (std::vector<double>{0, 2.5, 5, 7.5, 10}));
+  expect_runtime_error([&] { call(Op::linspace, 2, 5, -1); }, "number of steps must be non-negative");
+  EXPECT_THROW(call(Op::linspace, 0, 1, 5, ScalarType::Bool), NotImplementedError);
+  expect_runtime_error([&] { call(Op::linspace, 0, INFINITY, 3, ScalarType::Int64); },
+                       "end cannot be converted to type int64_t without overflow");
+  expect_runtime_error([&] { call(Op::linspace, 0, 1e6, 3, ScalarType::Float16); },
+                       "cannot be converted to type at::Half without overflow");
 }
 
 // [SECTION] Philox ---------------------------------------------------------------------

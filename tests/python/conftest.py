@@ -61,6 +61,7 @@ UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bo
                ("matmul", descent.bool), ("mm", descent.bool), ("bmm", descent.bool), ("dot", descent.bool),
                ("mv", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
                ("randn", descent.bool), ("randn", descent.int64), ("abs", descent.bool), ("relu", descent.bool),
+               ("linspace", descent.bool),
                ("pow.Tensor_Tensor" if "pow.Tensor_Tensor" in OPS_BY_KEY else "pow", descent.bool)}
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.
 SHAPES = [(), (1,), (0,), (5,), (2, 3), (0, 3), (3, 0), (1, 4), (3, 1, 4), (2, 3, 4), (2, 1, 3, 2)]

@@ -179,7 +179,7 @@ def test_bad_device_string(spec):
 @pytest.mark.parametrize("op", FACTORIES, ids=lambda op: op["name"])
 def test_factories_on_devices(op):
     """Factories on sim:0 (and "sim") give device tensors; a device this machine lacks raises RuntimeError naming it."""
-    args = {"aten::arange": (5,), "aten::arange.start_step": (1, 5)}.get(op["name"], ([2, 3],))
+    args = {"aten::arange": (5,), "aten::arange.start_step": (1, 5), "aten::linspace": (0, 1, 5)}.get(op["name"], ([2, 3],))
     if op["name"] == "aten::full":
         args = ([2], 1.0)
     fn = getattr(descent, op["python_name"])

@@ -65,6 +65,19 @@ def _arange(start, end=None, step=1, *, dtype=None, device=None):
     return np.asarray(values).astype(np_dtype(dtype))
 
 
+def _linspace(start, end, steps, *, dtype=None, device=None):
+    """float64 values of both ends' formula (Note [linspace fills from both ends]); test_tutorial_ops.py checks the bits."""
+    dtype = dtype or F
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+    if steps == 1:
+        return np.array([start], dtype=np_dtype(dtype))
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps)
+    values = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    return (values if dtype.is_floating_point else np.trunc(values)).astype(np_dtype(dtype))
+
+
 def _factory(fill):
     def f(size, fill_value=None, *, dtype=None, device=None):
         value = fill if fill_value is None else fill_value
@@ -113,7 +126,7 @@ NUMPY_REFERENCE = {
     # factories (rand/randn/empty: only shape and dtype are compared here;
     # test_factories.py checks the random values statistically)
     "empty": _factory(0), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
-    "arange": _arange, "arange.start_step": _arange,
+    "arange": _arange, "arange.start_step": _arange, "linspace": _linspace,
     "rand": _factory(0.5), "randn": _factory(0.0),
     # elementwise
     "add": lambda a, b, alpha=1: a + alpha * b,
