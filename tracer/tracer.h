@@ -67,7 +67,7 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 7: node, edges, saved, ...)
+constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 8: node, edges, saved, ...)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {

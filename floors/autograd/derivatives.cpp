@@ -21,9 +21,13 @@
 // (variable_type.cpp) insists on exactly these:
 //   - factories and comparisons, whose results never require grad (their
 //     Autograd keys fall through, as c10 registers them);
-//   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to), whose
-//     gradient comes from the ops they decompose into (Note [Composite ops
-//     decompose]).
+//   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to,
+//     flatten, linear), whose gradient comes from the ops they decompose
+//     into (Note [Composite ops decompose]).
+// A node has one input per tensor argument, and one per tensor of a
+// Tensor[] (cat's), in order; a formula may read the first three of them
+// (addmm's self, mat1 and mat2), each saved only where an input that needs
+// a gradient reads it, as PyTorch's generated code saves them.
 // A gradient leaves a formula in the shape of the op's result broadcast as
 // the op broadcast it: the engine sums it down to the input's own shape and
 // casts it to the input's dtype (Note [Validating a node's outputs],
@@ -52,11 +56,13 @@ Tensor sum_to(const Tensor& grad, const DimVector& sizes) {
 struct BackwardContext {
   FormulaNode& n;
   Tensor g;          // the gradient of the op's (first) result
-  Tensor out[2];     // what the formula sets: the gradient of each tensor input
+  TensorList out;    // what the formula sets: the gradient of each tensor input
 
+  int num_inputs() const { return int(n.tensor_inputs.size()); }
   bool needs(int k) const { return n.next_edges[k].valid(); }
-  Tensor self() const { return n.self.unpack(&n); }
-  Tensor other() const { return n.other.unpack(&n); }
+  Tensor input(int k) const { return n.inputs_saved[k].unpack(&n); }  // a saved tensor input, k < kSavedInputs
+  Tensor self() const { return input(0); }
+  Tensor other() const { return input(1); }
   Tensor result() const { return n.result.unpack(&n); }
   Tensor result1() const { return n.result1.unpack(&n); }
   const IValue& arg(int i) const { return n.args[i]; }
@@ -228,6 +234,19 @@ void mm_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = call(Op::mm, c.g, call(Op::t, c.other()));
   if (c.needs(1)) c.out[1] = call(Op::mm, call(Op::t, c.self()), c.g);
 }
+// PyTorch's maybe_multiply: g itself when the factor is 1.
+Tensor times(const Tensor& g, const Scalar& s) { return s.to_double() == 1 ? g : mul(g, scalar_tensor(s)); }
+// addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * mat1 @ mat2:
+// self's gradient is beta * g (summed down to self's shape by the engine),
+// mat1's alpha * g @ mat2^T, mat2's alpha * mat1^T @ g (PyTorch's
+// mm_mat1_backward and mm_mat2_backward). mat1 is saved for mat2's gradient
+// and mat2 for mat1's, as AddmmBackward0 saves them.
+void addmm_backward(BackwardContext& c) {
+  const Scalar beta = c.arg(3).to_scalar(), alpha = c.arg(4).to_scalar();
+  if (c.needs(0)) c.out[0] = times(c.g, beta);
+  if (c.needs(1)) c.out[1] = times(call(Op::mm, c.g, call(Op::t, c.input(2))), alpha);
+  if (c.needs(2)) c.out[2] = times(call(Op::mm, call(Op::t, c.input(1)), c.g), alpha);
+}
 void bmm_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = call(Op::bmm, c.g, call(Op::transpose, c.other(), 1, 2));
   if (c.needs(1)) c.out[1] = call(Op::bmm, call(Op::transpose, c.self(), 1, 2), c.g);
@@ -279,8 +298,44 @@ void index_put_backward(BackwardContext& c) {
   }
   if (c.needs(1)) c.out[1] = call(Op::index, c.g, c.arg(1));
 }
+// cat: each input's gradient is its slice of g along dim (PyTorch's
+// cat_tensors_backward); a skipped 1-D tensor of size 0 (Note [cat's checks],
+// register_cpu.cpp) gets zeros of its shape. Nothing is saved but the sizes.
+void cat_backward(BackwardContext& c) {
+  auto skipped = [&](int k) { return c.sizes(k).size() == 1 && c.sizes(k)[0] == 0; };
+  int first = 0;
+  while (first < c.num_inputs() && skipped(first)) ++first;
+  if (first == c.num_inputs()) {  // every input was skipped: each gets its empty gradient
+    for (int k = 0; k < c.num_inputs(); ++k)
+      if (c.needs(k)) c.out[k] = zeros(c.sizes(k), c.g.dtype(), c.g.device());
+    return;
+  }
+  const int64_t d = wrap_dim(c.arg(1).to_int(), c.sizes(first).size(), "cat");
+  int64_t at = 0;
+  for (int k = 0; k < c.num_inputs(); ++k) {
+    if (skipped(k)) {
+      if (c.needs(k)) c.out[k] = zeros(c.sizes(k), c.g.dtype(), c.g.device());
+      continue;
+    }
+    const int64_t size = c.sizes(k)[int(d)];
+    if (c.needs(k)) c.out[k] = call(Op::slice, c.g, d, at, at + size, int64_t{1});
+    at += size;
+  }
+}
 void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
 void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
+// mse_loss: d/dself = norm * (self - target) * g, d/dtarget its negative,
+// norm = 2 / (elements averaged) for the mean, 2 otherwise (PyTorch's
+// mse_loss_backward; its norm counts self's elements, which are these when the
+// shapes match, and it refuses the target's gradient when target was broadcast).
+void mse_loss_backward(BackwardContext& c) {
+  const int64_t reduction = c.arg(2).to_int();
+  const Tensor diff = sub(c.self(), c.other());
+  const double norm = reduction == 1 ? 2.0 / double(diff.numel()) : 2.0;
+  const Tensor grad = mul(mul(diff, number(norm)), c.g);
+  if (c.needs(0)) c.out[0] = grad;
+  if (c.needs(1)) c.out[1] = neg(grad);
+}
 void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
   if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
   if (c.needs(1)) c.out[1] = c.g;
@@ -294,7 +349,7 @@ void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dty
 namespace {
 constexpr uint8_t kNone = 0;
 constexpr Derivative kDerivatives[] = {
-    // op               node                      input 0's grad reads, input 1's   formula
+    // op               node                      input 0's grad reads, input 1's, 2's   formula
     {Op::add, "AddBackward0", {kNone, kNone}, add_backward},
     {Op::sub, "SubBackward0", {kNone, kNone}, sub_backward},
     {Op::mul, "MulBackward0", {kOther, kSelf}, mul_backward},
@@ -320,7 +375,9 @@ constexpr Derivative kDerivatives[] = {
     {Op::mean_dim, "MeanBackward1", {kNone, kNone}, mean_dim_backward},
     {Op::max, "MaxBackward1", {kSelf | kResult, kNone}, max_backward},
     {Op::max_dim, "MaxBackward0", {kResult1, kNone}, max_dim_backward},
+    {Op::mse_loss, "MseLossBackward0", {kSelf | kOther, kSelf | kOther}, mse_loss_backward},
     {Op::mm, "MmBackward0", {kOther, kSelf}, mm_backward},
+    {Op::addmm, "AddmmBackward0", {kNone, kInput2, kOther}, addmm_backward},
     {Op::bmm, "BmmBackward0", {kOther, kSelf}, bmm_backward},
     {Op::dot, "DotBackward0", {kOther, kSelf}, dot_backward},
     {Op::mv, "MvBackward0", {kOther, kSelf}, mv_backward},
@@ -335,6 +392,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
     {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward},
+    {Op::cat, "CatBackward0", {kNone, kNone}, cat_backward},
     {Op::index, "IndexBackward0", {kNone, kNone}, index_backward},
     {Op::index_put_, "IndexPutBackward0", {kNone, kNone}, index_put_backward},
     // In place: the same nodes as the out-of-place ops (PyTorch names them
@@ -363,7 +421,7 @@ const Derivative* derivative_of(Op op) {
 FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), derivative(d), op(e) {}
 
 TensorList FormulaNode::apply(TensorList&& grads) {
-  BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), {}};
+  BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), TensorList(next_edges.size())};
   if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype, inputs[0].device);  // no gradient reached this result
   derivative.formula(c);
   TensorList out(next_edges.size());
@@ -373,17 +431,20 @@ TensorList FormulaNode::apply(TensorList&& grads) {
 }
 
 void FormulaNode::release_saved_variables() {
-  for (SavedVariable* v : {&self, &other, &result, &result1})
+  for (SavedVariable& v : inputs_saved)
+    if (v.defined()) v.reset();
+  for (SavedVariable* v : {&result, &result1})
     if (v->defined()) v->reset();
 }
 
+// The saved values by the names the schema gives them: "self, other" for
+// mul, "mat1, mat2" for addmm (PyTorch's _saved_mat1, _saved_mat2).
 std::string FormulaNode::saved_names() const {
   std::string s;
   auto add = [&](const SavedVariable& v, const char* n) {
     if (v.defined()) s += (s.empty() ? "" : ", ") + std::string(n);
   };
-  add(self, "self");
-  add(other, "other");
+  for (int k = 0; k < kSavedInputs && k < int(input_names.size()); ++k) add(inputs_saved[k], input_names[size_t(k)]);
   add(result, "result");
   add(result1, "indices");
   return s;

@@ -18,8 +18,9 @@
 //      requires grad, a view of one); a write through any other view is
 //      recorded on the view's base (Note [In-place on a view]);
 //   2. makes the node (FormulaNode, named as PyTorch names it), with one
-//      edge per tensor input: the input's grad_fn, its AccumulateGrad, or
-//      None (Note [The graph autograd records]);
+//      edge per tensor input, each tensor of a Tensor[] one too (cat's): the
+//      input's grad_fn, its AccumulateGrad, or None (Note [The graph
+//      autograd records]);
 //   3. saves the inputs the formula reads (Note [One derivative per op]);
 //   4. runs the op below autograd (c10's AutoDispatchBelowADInplaceOrView:
 //      the ops the kernels call inside record nothing), with the key set
@@ -48,11 +49,22 @@ const char* no_graph_reason() { return grad_mode_enabled() ? "none: no input req
 
 void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span);
 
+// Whether stack slot i is a Tensor[] of the op's schema: its tensors are
+// inputs of the node, one edge each (cat's), where a Tensor?[]'s (index's
+// indices) are arguments the formula reads.
+bool is_tensor_inputs(const OpEntry& op, const Stack& s, int i) {
+  return s[i].is_tensor_list() && i < int(op.schema.args.size()) &&
+         op.schema.args[size_t(i)].type == ArgType::TensorList;
+}
+
 void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
   bool any = false;
-  for (int i = 0; i < s.size(); ++i)
+  for (int i = 0; i < s.size(); ++i) {
     if (s[i].is_tensor()) any |= s[i].to_tensor().requires_grad();
+    if (is_tensor_inputs(op, s, i))
+      for (const Tensor& t : s[i].to_tensor_list()) any |= t.requires_grad();
+  }
   if (!any || !grad_mode_enabled()) {
     span.arg("graph", no_graph_reason());
     AutoDispatchBelowADInplaceOrView guard;
@@ -101,25 +113,32 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
   const Ref<Node> node(fn);
   fn->next_edges.reserve(2);
   // The edges, the inputs' shapes, and the arguments the formula reads.
-  Tensor inputs[2];
+  Tensor inputs[kSavedInputs];
+  auto add_input = [&](const Tensor& t, const char* name) {
+    const size_t k = fn->tensor_inputs.size();
+    if (k < size_t(kSavedInputs)) inputs[k] = t;
+    fn->tensor_inputs.push_back(GradMeta{t.sizes(), t.dtype(), t.device()});
+    fn->input_names.push_back(name);
+    fn->next_edges.push_back(gradient_edge(t));
+  };
   for (int i = 0; i < s.size(); ++i) {
-    if (!s[i].is_tensor()) {
+    const char* name = op.schema.args[size_t(i)].name.c_str();  // lives as long as the op table
+    if (s[i].is_tensor()) {
+      add_input(s[i].to_tensor(), name);
+    } else if (is_tensor_inputs(op, s, i)) {
+      for (const Tensor& t : s[i].to_tensor_list()) add_input(t, name);
+    } else {
       fn->args.push(s[i]);
       continue;
     }
-    DESCENT_CHECK(fn->num_tensor_inputs < 2, Error, op.name, ": autograd supports ops of at most two tensor inputs");
-    const Tensor& t = s[i].to_tensor();
-    const int k = fn->num_tensor_inputs++;
-    inputs[k] = t;
-    fn->tensor_inputs[k] = GradMeta{t.sizes(), t.dtype(), t.device()};
-    fn->next_edges.push_back(gradient_edge(t));
     fn->args.push(IValue());
   }
   uint8_t saves = 0;
-  for (int k = 0; k < fn->num_tensor_inputs; ++k)
+  for (int k = 0; k < kSavedInputs && k < int(fn->tensor_inputs.size()); ++k)
     if (fn->next_edges[k].valid()) saves |= d->saves_for[k];
-  if (saves & kSelf) fn->self = SavedVariable(inplace ? call(Op::clone, inputs[0]) : inputs[0], false);
-  if (saves & kOther) fn->other = SavedVariable(inputs[1], false);
+  if (saves & kSelf) fn->inputs_saved[0] = SavedVariable(inplace ? call(Op::clone, inputs[0]) : inputs[0], false);
+  if (saves & kOther) fn->inputs_saved[1] = SavedVariable(inputs[1], false);
+  if (saves & kInput2) fn->inputs_saved[2] = SavedVariable(inputs[2], false);
   {
     AutoDispatchBelowADInplaceOrView guard;
     redispatch_boxed(op, below_autograd(ks), s);
@@ -140,8 +159,8 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
     span.arg("edges", trace::intern(edge_names(*fn)));
     // The ids of the nodes the edges lead to (-1 for None), so that a reader
     // of the trace (the app's graph panel) can draw the graph.
-    static constexpr const char* kEdgeKeys[] = {"edge0_id", "edge1_id"};
-    for (size_t k = 0; k < fn->next_edges.size() && k < 2; ++k)
+    static constexpr const char* kEdgeKeys[] = {"edge0_id", "edge1_id", "edge2_id"};
+    for (size_t k = 0; k < fn->next_edges.size() && k < 3; ++k)
       span.arg(kEdgeKeys[k], fn->next_edges[k].valid() ? int64_t(fn->next_edges[k].fn->id) : int64_t{-1});
     const std::string saved = fn->saved_names();
     span.arg("saved", trace::intern(saved.empty() ? "nothing" : saved));

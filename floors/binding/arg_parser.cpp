@@ -38,7 +38,11 @@
 //   - int: an int or a numpy int, or a 0-d integer tensor; a tensor of any
 //     other shape or dtype is a mismatch ("must be int, not Tensor").
 //   - int[]: ints, or anything with __index__ (a one-element int tensor).
-//   - Tensor?[]: a tuple or list of tensors and Nones (index's indices).
+//   - Tensor?[]: a tuple or list of tensors and Nones (index's indices);
+//     Tensor[]: a tuple or list of tensors (cat's), any number of them.
+// A function's first argument `self` may also be given by keyword as
+// `input`, as PyTorch's Python signatures call it (mse_loss(input=x, ...));
+// messages keep the schema's name.
 // An object whose __index__ or __float__ raises is a mismatch too, and its
 // exception is kept: the TypeError that names the argument has it as its
 // __cause__. KeyboardInterrupt, SystemExit and MemoryError are not mismatches:
@@ -266,19 +270,30 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, 
       out = IValue(v);
       return true;
     }
-    case ArgType::TensorList: {  // Tensor?[]: a tuple or list of tensors and Nones
-      if (!PyTuple_Check(o) && !PyList_Check(o)) break;
+    case ArgType::OptionalTensorList:  // Tensor?[]: a tuple or list of tensors and Nones
+    case ArgType::TensorList: {        // Tensor[]: a tuple or list of tensors
+      if (!PyTuple_Check(o) && !PyList_Check(o)) {
+        if (a.type == ArgType::TensorList) {  // PyTorch's words for cat(x)
+          err = str("argument '", a.name, "' (position ", pos + 1 - shift, ") must be tuple of Tensors, not ",
+                    type_name(o));
+          return false;
+        }
+        break;
+      }
+      const bool nones = a.type == ArgType::OptionalTensorList;
       const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-      if (n > kMaxDims) {
+      if (nones && n > kMaxDims) {
         err = str("argument '", a.name, "' has ", n, " elements; descent indexes at most ", kMaxDims, " dimensions");
         return false;
       }
       OptionalTensorList list;
       for (Py_ssize_t k = 0; k < n; ++k) {
         PyObject* item = PySequence_Fast_GET_ITEM(o, k);
-        if (item != Py_None && !is_tensor(item)) {
-          err = str("argument '", a.name, "' must be tuple of Tensors, but found element of type ", type_name(item),
-                    " at pos ", k);
+        if (!is_tensor(item) && !(nones && item == Py_None)) {
+          err = nones ? str("argument '", a.name, "' must be tuple of Tensors, but found element of type ",
+                            type_name(item), " at pos ", k)
+                      : str("expected Tensor as element ", k, " in argument ", pos - shift, ", but got ",
+                            type_name(item));
           return false;
         }
         list.push_back(item == Py_None ? Tensor() : unwrap(item));
@@ -353,6 +368,9 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
     const std::string name = utf8_text(PyTuple_GET_ITEM(kwnames, k));
     size_t j = 0;
     while (j < sargs.size() && sargs[j].name != name) ++j;
+    // A function's `self` may be given as `input`, the name PyTorch's Python
+    // signatures give it (torch._C._nn.mse_loss(input=x, target=y)).
+    if (j == sargs.size() && shift == 0 && name == "input" && !sargs.empty() && sargs[0].name == "self") j = 0;
     if (j == sargs.size()) {
       err = str(op.schema.name, "() got an unexpected keyword argument '", name, "'");
       return false;

@@ -162,7 +162,21 @@ std::vector<PyMethodDef>& op_defs() {
   return defs;
 }
 
+PyModuleDef nn_module_def = {PyModuleDef_HEAD_INIT, "descent._C._nn",
+                             "the ops PyTorch keeps in torch._C._nn (python_module: nn), which "
+                             "torch.nn.functional calls",
+                             -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+
+// One function per overload group: in _C, or in _C._nn for the rows whose
+// Python module is NN (Note [One op table]), as PyTorch's torch._C._nn.
 bool add_op_functions(PyObject* m) {
+  PyObject* nn = PyModule_Create(&nn_module_def);
+  if (!nn || PyModule_AddObject(m, "_nn", nn) < 0) {
+    Py_XDECREF(nn);
+    return false;
+  }
+  // `import descent._C._nn` finds it too.
+  if (PyDict_SetItemString(PyImport_GetModuleDict(), "descent._C._nn", nn) < 0) return false;
   const auto& groups = overload_groups();
   op_defs().resize(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -175,7 +189,11 @@ bool add_op_functions(PyObject* m) {
     if (!index) return false;
     PyObject* fn = PyCFunction_NewEx(&d, index, nullptr);
     Py_DECREF(index);
-    if (!fn || PyModule_AddObject(m, d.ml_name, fn) < 0) return false;
+    PyObject* home = groups[i].overloads[0]->python_module == PythonModule::NN ? nn : m;
+    if (!fn || PyModule_AddObject(home, d.ml_name, fn) < 0) {
+      Py_XDECREF(fn);
+      return false;
+    }
   }
   return true;
 }
@@ -481,12 +499,13 @@ PyObject* py_ops(PyObject*, PyObject*) {
     // The node autograd records for it (Note [One derivative per op]); a composite's come from its parts.
     const autograd::Derivative* der = autograd::derivative_of(op.id);
     const char* node = der ? der->node : std::string_view(op.dispatch).find("Composite") == 0 ? "(its parts')" : "";
-    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+    PyObject* d = Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
                                 op.python_name, "overload", op.schema.overload.c_str(), "profiler_name",
                                 op.profiler_name, "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind",
                                 kKinds[int(op.kind)], "exactness",
                                 op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
-                                op.domain == Domain::Any ? "any" : "positive", "sample", op.sample, "derivative",
+                                op.domain == Domain::Any ? "any" : "positive", "python_module",
+                                op.python_module == PythonModule::NN ? "nn" : "", "sample", op.sample, "derivative",
                                 node);
     if (!d || PyList_Append(list, d) < 0) {
       Py_XDECREF(d);
@@ -642,7 +661,7 @@ PyMethodDef module_methods[] = {
     {"_scalar_tensor", py_scalar_tensor, METH_O, "a 0-d wrapped-number tensor from a Python number"},
     {"_set_tensor_class", py_set_tensor_class, METH_O, "registers descent.Tensor as the class of new tensors"},
     {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},
-    {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, sample"},
+    {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, python_module, sample"},
     {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
     {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
     {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},

@@ -27,7 +27,8 @@
 //     against the very overloads _C.add has, so `x.add(y, alpha=2)` and
 //     `descent.add(x, y, alpha=2)` are one call; its errors count positions
 //     without self, as PyTorch's method form does ("add(): argument 'other'
-//     (position 1) must be Tensor, not str"). A C method gets no closure, so
+//     (position 1) must be Tensor, not str"). The ops of torch._C._nn
+//     (mse_loss) are no methods, as in PyTorch. A C method gets no closure, so
 //     group I's method is the trampoline method<I>, instantiated for every
 //     index the table can have: where torchgen writes THPVariable_add,
 //     the compiler writes method<0>. Names with a leading underscore
@@ -415,9 +416,13 @@ const OverloadGroup* find_group(const char* name) {
   throw Error(str("Tensor's operators: the op table has no '", name, "'"));
 }
 
+// A method where the first argument is `Tensor self`, as aten's `variants:
+// method`: not the private ops (_to_copy) and not the ops of torch._C._nn
+// (there is no Tensor.mse_loss).
 bool takes_self(const OverloadGroup& g) {
   const auto& args = g.overloads[0]->schema.args;
-  return !args.empty() && args[0].type == ArgType::Tensor && args[0].name == "self" && g.name[0] != '_';
+  return !args.empty() && args[0].type == ArgType::Tensor && args[0].name == "self" && g.name[0] != '_' &&
+         g.overloads[0]->python_module == PythonModule::Torch;
 }
 
 bool has_method(const PyMethodDef* defs, const std::string& name) {

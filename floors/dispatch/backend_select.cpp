@@ -41,7 +41,7 @@ void backend_select(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
 
 void register_backend_select_kernels(Library& m) {
   // Every factory's schema ends with `Device? device` (a dispatch test checks it).
-#define DESCENT_REGISTER_FACTORY(id, schema, dispatch, kind, exact, domain, sample) \
+#define DESCENT_REGISTER_FACTORY(id, schema, dispatch, kind, exact, domain, module, sample) \
   if (OpKind::kind == OpKind::Factory) m.impl(Op::id, backend_select);
   DESCENT_FORALL_OPS(DESCENT_REGISTER_FACTORY)
 #undef DESCENT_REGISTER_FACTORY

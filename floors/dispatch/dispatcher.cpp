@@ -19,11 +19,12 @@ struct OpRow {
   OpKind kind;
   Exactness exactness;
   Domain domain;
+  PythonModule module;
   const char* sample;
 };
 constexpr OpRow kRows[] = {
-#define DESCENT_OP_ROW(id, schema, dispatch, kind, exact, domain, sample) \
-  {Op::id, schema, dispatch, OpKind::kind, Exactness::exact, Domain::domain, sample},
+#define DESCENT_OP_ROW(id, schema, dispatch, kind, exact, domain, module, sample) \
+  {Op::id, schema, dispatch, OpKind::kind, Exactness::exact, Domain::domain, PythonModule::module, sample},
     DESCENT_FORALL_OPS(DESCENT_OP_ROW)
 #undef DESCENT_OP_ROW
 };
@@ -42,6 +43,7 @@ std::array<OpEntry, kNumOps>& table() {
       e.kind = row.kind;
       e.exactness = row.exactness;
       e.domain = row.domain;
+      e.python_module = row.module;
       e.sample = row.sample;
       e.dispatch = row.dispatch;
       e.schema = parse_schema(row.schema);
@@ -256,12 +258,19 @@ InferenceMode::~InferenceMode() {
 // giving the set below its own key.
 DispatchKeySet compute_key_set(const OpEntry&, const Stack& stack) {
   DispatchKeySet ks;
+  bool empty_list = false;
   for (int i = 0; i < stack.size(); ++i) {
     if (stack[i].is_tensor()) ks = ks | stack[i].to_tensor().impl()->keys;
-    if (stack[i].is_tensor_list())  // aten::index's indices count too, as in c10's multi_dispatch_key_set
+    if (stack[i].is_tensor_list()) {  // index's indices and cat's tensors too, as c10's multi_dispatch_key_set
+      empty_list |= stack[i].to_tensor_list().size() == 0;
       for (const Tensor& t : stack[i].to_tensor_list())
         if (t.defined()) ks = ks | t.impl()->keys;
+    }
   }
+  // A call whose tensors would all be in an empty list (cat([])) names no
+  // backend: it goes to the CPU's, whose kernel raises the op's own error
+  // ("torch.cat(): expected a non-empty list of Tensors"), as in PyTorch.
+  if (empty_list && ks.highest_backend() == BackendComponent::Invalid) ks = tensor_keys(BackendComponent::CPU, false);
   return apply_local_keys(ks);
 }
 

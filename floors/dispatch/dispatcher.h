@@ -36,6 +36,7 @@ struct OpEntry {
   OpKind kind;
   Exactness exactness;
   Domain domain;
+  PythonModule python_module = PythonModule::Torch;  // descent._C, or descent._C._nn (Note [One op table])
   const char* sample;         // a small valid call (Note [One op table])
   const char* dispatch;       // the keys declared to have kernels: "CPU", "CompositeImplicitAutograd" (Note [One op table])
   Schema schema;

@@ -24,6 +24,8 @@ void IValue::copy_from(const IValue& o) {
   }
 }
 
+void IValue::destroy_list() { u_.tl.~OptionalTensorList(); }
+
 const char* IValue::tag_name() const {
   switch (tag_) {
     case Tag::None: return "None";
@@ -34,7 +36,7 @@ const char* IValue::tag_name() const {
     case Tag::IntList: return "int[]";
     case Tag::ScalarType: return "dtype";
     case Tag::Device: return "Device";
-    case Tag::TensorList: return "Tensor?[]";
+    case Tag::TensorList: return "Tensor[]";
   }
   return "?";
 }
@@ -87,13 +89,8 @@ Device IValue::to_device() const {
 }
 
 const OptionalTensorList& IValue::to_tensor_list() const {
-  DESCENT_EXPECT_TAG(tag_ == Tag::TensorList, "Tensor?[]");
+  DESCENT_EXPECT_TAG(tag_ == Tag::TensorList, "Tensor[]");
   return u_.tl;
-}
-
-void OptionalTensorList::push_back(Tensor t) {
-  DESCENT_CHECK(n_ < kMaxDims, IndexError, "too many indices: descent indexes at most ", kMaxDims, " dimensions");
-  v_[n_++] = std::move(t);
 }
 
 void Stack::too_many_values() { throw Error(str("a call may have at most ", kMaxStack, " arguments")); }

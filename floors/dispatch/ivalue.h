@@ -8,6 +8,7 @@
 
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "floors/core/device.h"
 #include "floors/core/scalar.h"
@@ -15,20 +16,21 @@
 
 namespace descent {
 
-// A Tensor?[] argument (aten::index's and index_put_'s indices): up to
-// kMaxDims tensors, each of which may be None (an undefined Tensor here), in
-// a fixed array as DimVector holds its ints, so an IValue needs no heap.
+// A list of tensors, one argument: aten's Tensor?[] (index's and
+// index_put_'s indices), whose elements may be None (an undefined Tensor
+// here), or its Tensor[] (cat's tensors), whose elements never are. Any
+// length: cat may join a hundred tensors (an index list is held to a
+// tensor's dims by the ops that take one).
 class OptionalTensorList {
  public:
-  int size() const { return n_; }
-  const Tensor& operator[](int i) const { return v_[i]; }
-  const Tensor* begin() const { return v_; }
-  const Tensor* end() const { return v_ + n_; }
-  void push_back(Tensor t);  // None as Tensor(); raises IndexError past kMaxDims
+  int size() const { return int(v_.size()); }
+  const Tensor& operator[](int i) const { return v_[size_t(i)]; }
+  const Tensor* begin() const { return v_.data(); }
+  const Tensor* end() const { return v_.data() + v_.size(); }
+  void push_back(Tensor t) { v_.push_back(std::move(t)); }  // None as Tensor()
 
  private:
-  Tensor v_[kMaxDims];
-  int n_ = 0;
+  std::vector<Tensor> v_;
 };
 
 // Note [Borrowed arguments]
@@ -101,11 +103,12 @@ class IValue {
  private:
   void destroy() {
     if (tag_ == Tag::Tensor && !borrowed_) u_.t.~Tensor();
-    if (tag_ == Tag::TensorList) u_.tl.~OptionalTensorList();
+    if (tag_ == Tag::TensorList) destroy_list();
     tag_ = Tag::None;
     borrowed_ = false;
   }
   void copy_from(const IValue& o);
+  void destroy_list();  // out of line: lists are rare, and GCC then sees no union member it cannot prove built
   // Inline: every argument of every call is moved onto its stack.
   void move_from(IValue&& o) noexcept {
     if (o.tag_ == Tag::Tensor) {

@@ -44,8 +44,8 @@ struct Cursor {
 
 struct TypeName { std::string_view name; ArgType type; };
 constexpr TypeName kTypes[] = {
-    // Longer names first where one is a prefix of another (Tensor?[], Tensor; ScalarType, Scalar).
-    {"Tensor?[]", ArgType::TensorList},
+    // Longer names first where one is a prefix of another (Tensor?[], Tensor[], Tensor; ScalarType, Scalar).
+    {"Tensor?[]", ArgType::OptionalTensorList}, {"Tensor[]", ArgType::TensorList},
     {"Tensor", ArgType::Tensor}, {"ScalarType", ArgType::ScalarType}, {"Scalar", ArgType::Scalar},
     {"int[]", ArgType::IntList}, {"int", ArgType::Int},               {"bool", ArgType::Bool},  // int[1]: see read_type
     {"Device", ArgType::Device}, {"float", ArgType::Float},
@@ -100,6 +100,8 @@ IValue parse_default(Cursor& c, const SchemaArg& a) {
     return IValue();
   }
   if (w == "True" || w == "False") return IValue(w == "True");
+  // The loss functions' `int reduction=Mean`: at::Reduction's values, as PyTorch's schema parser reads them.
+  if (a.type == ArgType::Int && (w == "Mean" || w == "Sum")) return IValue(int64_t{w == "Mean" ? 1 : 2});
   char* end = nullptr;
   if (w.find_first_of(".e") == std::string::npos) {
     long long v = std::strtoll(w.c_str(), &end, 10);
@@ -160,7 +162,7 @@ Schema parse_schema(std::string_view text) {
     }
     SchemaArg a;
     if (!read_type(c, &a.type))
-      c.fail("expected a type (Tensor, Tensor?[], Scalar, int, int[], bool, float, ScalarType, Device)");
+      c.fail("expected a type (Tensor, Tensor[], Tensor?[], Scalar, int, int[], bool, float, ScalarType, Device)");
     if (a.type == ArgType::Tensor) parse_alias(c, &a.alias, &a.is_write, &a.alias_after);
     a.optional = c.eat("?");
     a.name = c.word();

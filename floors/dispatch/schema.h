@@ -28,8 +28,12 @@ namespace descent {
 // The parser records the set ("a"), whether it is written ("!"), and the set
 // after "->" ("*"); the kernels do not read them, the binding and autograd may.
 
-// TensorList is aten's Tensor?[]: a list of tensors, each of which may be None (aten::index's indices).
-enum class ArgType : uint8_t { Tensor, Scalar, Int, Bool, IntList, ScalarType, Device, Float, TensorList };
+// TensorList is aten's Tensor[] (cat's tensors), OptionalTensorList its
+// Tensor?[]: a list of tensors each of which may be None (index's indices).
+// Both arrive as one IValue holding an OptionalTensorList (ivalue.h).
+enum class ArgType : uint8_t {
+  Tensor, Scalar, Int, Bool, IntList, ScalarType, Device, Float, TensorList, OptionalTensorList
+};
 
 struct SchemaArg {
   std::string name;

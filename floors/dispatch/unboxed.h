@@ -53,8 +53,14 @@ const void* signature_id() {
 
 namespace detail {
 inline DispatchKeySet keys_of_arg(const Tensor& t) { return t.defined() ? t.impl()->keys : DispatchKeySet(); }
+inline DispatchKeySet keys_of_arg(const OptionalTensorList& l) {  // every tensor of a list, as compute_key_set
+  DispatchKeySet ks;
+  for (const Tensor& t : l) ks = ks | keys_of_arg(t);
+  return ks;
+}
 inline DispatchKeySet keys_of_arg(const IValue& v) {  // a typed call whose arguments are IValues (tests)
-  return v.is_tensor() ? keys_of_arg(v.to_tensor()) : DispatchKeySet();
+  if (v.is_tensor()) return keys_of_arg(v.to_tensor());
+  return v.is_tensor_list() ? keys_of_arg(v.to_tensor_list()) : DispatchKeySet();
 }
 template <typename T>
 DispatchKeySet keys_of_arg(const T&) {

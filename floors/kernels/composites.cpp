@@ -3,7 +3,8 @@
 //
 // [SECTION] matmul
 // [SECTION] Copies: contiguous and to
-// [SECTION] reshape
+// [SECTION] reshape and flatten
+// [SECTION] linear
 // [SECTION] Registration
 //
 // Note [Composite ops decompose]
@@ -19,8 +20,9 @@
 //     keys. The call runs it at AutogradCPU, above autograd, so every op it
 //     calls goes through autograd itself: the op needs no derivative, its
 //     gradient comes from its parts.
-// matmul, contiguous, to and reshape are CompositeImplicitAutograd in
-// PyTorch and here. That is why `x @ w` on 2-D tensors has grad_fn
+// matmul, contiguous, to, reshape, flatten and linear are
+// CompositeImplicitAutograd in PyTorch and here. That is why `x @ w` on 2-D
+// tensors has grad_fn
 // MmBackward0, not a MatmulBackward (PyTorch's own facts,
 // shared/fixtures/pytorch-h200/facts.json: "x@w": "MmBackward0(...)"),
 // x.reshape(12) of a contiguous x is ViewBackward0, and x.contiguous() of a
@@ -31,10 +33,11 @@
 // no loop, only calls.
 //
 // The decompositions are PyTorch's (at::native::matmul, contiguous, to,
-// reshape), with these simplifications:
+// reshape, flatten, linear), with these simplifications:
 //   - matmul's 1-D @ 2-D removes the unsqueezed dim with _unsafe_view, where
 //     PyTorch calls squeeze_(0) on mm's output: descent has no squeeze, and
-//     either way the result is no view;
+//     either way the result is no view (so linear of a 1-D input without a
+//     bias ends in UnsafeViewBackward0 where PyTorch's ends in SqueezeBackward4);
 //   - matmul folds a >= 3-D self @ a 1-D or 2-D other into one mv or mm, as
 //     PyTorch does; every other batched case expands, reshapes to 3-D and
 //     calls bmm (PyTorch also folds 1-D/2-D @ >= 3-D by transposing, when
@@ -151,20 +154,78 @@ void to_composite(const OpEntry&, DispatchKeySet, Stack& s) {
   s.set_result(call(Op::_to_copy, x, s[1], s[2]));
 }
 
-// [SECTION] reshape -----------------------------------------------------------------
+// [SECTION] reshape and flatten --------------------------------------------------------
 
 // at::native::reshape: a view when strides can express the shape (PyTorch's
 // computeStride, view_strides here), else _unsafe_view of a contiguous clone.
-void reshape_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
-  const Tensor& x = s[0].to_tensor();
-  const DimVector sizes = infer_size(op.python_name, s[1].to_int_list(), x.numel());
+Tensor reshape(const char* op, const Tensor& x, const DimVector& shape) {
+  const DimVector sizes = infer_size(op, shape, x.numel());
   DimVector strides;
-  if (view_strides(x.sizes(), x.strides(), sizes, &strides)) {
-    s.set_result(call(Op::view, x, sizes));
-    return;
-  }
+  if (view_strides(x.sizes(), x.strides(), sizes, &strides)) return call(Op::view, x, sizes);
   Tensor copy = call(Op::clone, x);
-  s.set_result(shaping([&] { return call(Op::_unsafe_view, copy, sizes); }));
+  return shaping([&] { return call(Op::_unsafe_view, copy, sizes); });
+}
+
+void reshape_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
+  s.set_result(reshape(op.python_name, s[0].to_tensor(), s[1].to_int_list()));
+}
+
+// at::native::flatten (flatten.using_ints): dims start_dim..end_dim as one,
+// by reshape's own code, called directly as PyTorch calls native::reshape,
+// so the trace shows aten::flatten over aten::view (or aten::clone and
+// aten::_unsafe_view) and the gradient is ViewBackward0 (or
+// UnsafeViewBackward0 over CloneBackward0): there is no FlattenBackward. A
+// 0-d tensor becomes [1]; start_dim == end_dim returns self itself.
+void flatten_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
+  const Tensor& x = s[0].to_tensor();
+  const int start = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
+  const int end = wrap_dim(s[2].to_int(), x.dim(), op.python_name);
+  DESCENT_CHECK(start <= end, Error, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (x.dim() == 0) return s.set_result(reshape(op.python_name, x, DimVector{1}));
+  if (start == end) return returns_self(s);
+  DimVector shape;
+  int64_t joined = 1;  // the product of the joined sizes, not -1: [0, 1, 3, 0] flattened 1..2 is [0, 3, 0]
+  for (int d = 0; d < x.dim(); ++d) {
+    if (d < start || d > end) shape.push_back(x.sizes()[d]);
+    else joined *= x.sizes()[d];
+    if (d == end) shape.push_back(joined);
+  }
+  s.set_result(reshape(op.python_name, x, shape));
+}
+
+// [SECTION] linear --------------------------------------------------------------------------
+
+// at::native::linear, as PyTorch 2.11 decomposes it:
+//   - a 2-D input with a bias: addmm(bias, input, weight.t()), one fused op
+//     (AddmmBackward0 with TBackward0 under it);
+//   - a contiguous input with a 1-D bias: the same on the input reshaped to
+//     2-D, viewed back (ViewBackward0 over AddmmBackward0: _flatten_nd_linear);
+//   - otherwise matmul(input, weight.t()), then add_(bias) in place for a
+//     bias, whose node is AddBackward0.
+// The checks are the ops' own (mm's, addmm's, expand's), after linear's one
+// of its own.
+void linear_composite(const OpEntry&, DispatchKeySet, Stack& s) {
+  const Tensor& input = s[0].to_tensor();
+  const Tensor& weight = s[1].to_tensor();
+  DESCENT_CHECK(input.dim() != 0 && weight.dim() != 0, Error, "both arguments to linear need to be at least 1D, "
+                "but they are ", input.dim(), "D and ", weight.dim(), "D");
+  if (s[2].is_none()) return s.set_result(call(Op::matmul, input, call(Op::t, weight)));
+  const Tensor& bias = s[2].to_tensor();
+  if (input.dim() == 2) return s.set_result(call(Op::addmm, bias, input, call(Op::t, weight)));
+  if (input.is_contiguous() && bias.dim() == 1) {
+    DimVector rows_of = input.sizes();
+    const int64_t last = rows_of[rows_of.size() - 1];
+    rows_of.resize(rows_of.size() - 1);
+    const Tensor rows = call(Op::reshape, input, DimVector{numel_of(rows_of), last});
+    const Tensor out = call(Op::addmm, bias, rows, call(Op::t, weight));
+    rows_of.push_back(out.sizes()[1]);
+    return s.set_result(shaping([&] { return call(Op::view, out, rows_of); }));
+  }
+  Tensor out = call(Op::matmul, input, call(Op::t, weight));
+  const char* ran = last_variant();
+  call(Op::add_, out, bias);
+  last_variant() = ran;
+  s.set_result(std::move(out));
 }
 
 }  // namespace
@@ -182,6 +243,8 @@ void register_composite_kernels(Library& m) {
   m.impl(Op::contiguous, kernels::contiguous_composite);
   m.impl(Op::to, kernels::to_composite);
   m.impl(Op::reshape, kernels::reshape_composite);
+  m.impl(Op::flatten, kernels::flatten_composite);
+  m.impl(Op::linear, kernels::linear_composite);
 }
 
 }  // namespace descent

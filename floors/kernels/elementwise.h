@@ -80,7 +80,9 @@ struct LogF : UnaryFn<LogF>, FloatOnly { template <class T> DESCENT_HD T eval(T 
 struct SqrtF : UnaryFn<SqrtF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sqrt(x); } };
 // relu propagates NaN, like PyTorch's clamp_min(0).
 struct ReluF : UnaryFn<ReluF> { template <class T> DESCENT_HD T eval(T x) const { return x > T(0) || x != x ? x : T(0); } };
-struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); } };
+struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly {
+  template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); }
+};
 struct TanhF : UnaryFn<TanhF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
 struct SinF : UnaryFn<SinF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sin(x); } };
 struct CosF : UnaryFn<CosF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::cos(x); } };
@@ -183,6 +185,24 @@ struct PowF : BinaryFn<PowF> {
   }
 };
 
+// mse_loss's element, (a - b)^2, as PyTorch's mse kernel computes it: in the
+// element's own type, so a float16 or bfloat16 difference is rounded before
+// it is squared. (Floats only: the kernel refuses the other dtypes.)
+struct MseF {
+  template <class T>
+  DESCENT_HD T operator()(T a, T b, opmath_t<T>) const {
+    if constexpr (is_reduced_float_v<T>) {
+      const T d = T(float(a) - float(b));
+      return T(float(d) * float(d));
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a != b;
+    } else {
+      const T d = plus(a, times(b, T(-1)));
+      return times(d, d);
+    }
+  }
+};
+
 template <typename Fn>
 void visit_binary(Op op, Fn&& fn) {
   switch (op) {
@@ -191,6 +211,7 @@ void visit_binary(Op op, Fn&& fn) {
     case Op::mul: return fn(MulF{});
     case Op::div: return fn(DivF{});
     case Op::pow: return fn(PowF{});
+    case Op::mse_loss: return fn(MseF{});
     default: throw Error("visit_binary: not a binary op");
   }
 }

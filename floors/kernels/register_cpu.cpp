@@ -373,6 +373,41 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.push(finish_reduction(idx, reduced, keepdim));
 }
 
+// aten::mse_loss(self, target, reduction=Mean): as PyTorch's kernel, the
+// squared differences (a binary loop of MseF, elementwise.h: broadcast and
+// promoted as a binary op, floats only: "mse_cpu" not implemented for
+// 'Long'), then for reduction 1 or 2 aten::mean or aten::sum of them, called
+// through the dispatcher, so the trace shows them beneath this kernel.
+// PyTorch asserts reduction is 0, 1 or 2 (an internal assert); descent says
+// so in words.
+void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& a = s[0].to_tensor();
+  const Tensor& b = s[1].to_tensor();
+  const int64_t reduction = s[2].to_int();
+  DESCENT_CHECK(reduction >= 0 && reduction <= 2, Error, "mse_loss(): reduction must be 0 (none), 1 (mean) or 2 "
+                "(sum), but got ", reduction);
+  const Device dev = common_device(op.python_name, a, b);
+  const ScalarType ct = result_type(a, b);
+  DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
+  const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
+  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Tensor loss = empty_tensor(shape, ct, dev);
+  begin(span, loss);
+  const Scalar one(int64_t{1});
+  run_loop(span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
+           [&] { return optimized_binary(op.id, ca.get(), cb.get(), loss, one); },
+           [&] { reference_binary(op.id, ca.get(), cb.get(), loss, one); });
+  if (reduction == 0) {
+    s.set_result(std::move(loss));
+    return;
+  }
+  const char* ran = last_variant();
+  Tensor r = call(reduction == 1 ? Op::mean : Op::sum, loss, IValue());
+  if (std::strcmp(ran, "optimized") != 0) last_variant() = ran;  // "optimized" only when both loops were
+  s.set_result(std::move(r));
+}
+
 // [SECTION] Matrix product -------------------------------------------------------
 
 // A dtype as c10's TypeMeta prints it (GCC's name of the C++ type), which is
@@ -387,6 +422,23 @@ const char* type_meta_name(ScalarType t) {
     case ScalarType::BFloat16: return "c10::BFloat16";
   }
   return "?";
+}
+
+// out[B, M, N] = A[B, M, K] x Bm[B, K, N] (views of the operands, any
+// strides), in dtype ct on `dev`: the register tiles when they apply (Note
+// [Register-blocked matmul]), else the reference loop, or the device's.
+Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, ScalarType ct, Device dev) {
+  Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, dev);
+  begin(span, out);
+  run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
+           [&] {
+             Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
+             Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
+             return optimized_matmul(ca, cb, out);
+           },
+           [&] { reference_matmul(A, Bm, out); });
+  if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
+  return out;
 }
 
 // bmm and mv have no dtype check of their own in PyTorch: their CPU kernels
@@ -471,17 +523,78 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
       result = {a2.sizes()[0]};
       break;
   }
-  Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, a.device());
-  begin(span, out);
-  run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
-           [&] {
-             Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
-             Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
-             return optimized_matmul(ca, cb, out);
-           },
-           [&] { reference_matmul(A, Bm, out); });
-  if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
+  const Tensor out = batched_product(span, A, Bm, ct, a.device());
   s.set_result(out.as_strided(result, contiguous_strides(result), 0));
+}
+
+// The elementwise loop of `f` (add or mul, elementwise.h) without a span of
+// its own: the part of a kernel that runs after its main loop (addmm's
+// epilogue), which reports that loop's variant. b may be a CPU scalar.
+void elementwise_step(Op f, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
+  if (out.device().type != DeviceType::CPU) return device::binary(f, a, b, out, alpha);
+  if (!(want_optimized() && optimized_binary(f, a, b, out, alpha))) reference_binary(f, a, b, out, alpha);
+}
+
+// A 0-d CPU tensor of dtype t holding v (converted with Scalar's check): a
+// Python number as the loops take it.
+Tensor scalar_of(const Scalar& v, ScalarType t) {
+  Tensor r = empty_tensor({}, t, Device{});
+  visit_dtype(t, [&]<typename T>() { *r.data<T>() = v.to<T>(); });
+  r.impl()->wrapped_number = true;
+  return r;
+}
+
+// aten::addmm(self, mat1, mat2, *, beta=1, alpha=1): beta * self + alpha *
+// (mat1 @ mat2), self broadcast to the product's [n, p], with PyTorch's checks
+// in its order (addmm's meta function, then the expand of self). The product
+// is mm's loop, into the output; then, in place there, out = term + alpha *
+// out by add's element function, where term is self (beta 1), beta * self
+// (mul's), or nothing (beta 0: self is not read, so its NaNs do not spread,
+// as PyTorch documents). PyTorch's CPU addmm hands all of it to a BLAS gemm,
+// whose order of roundings differs: its values agree to the last bits, not
+// bit for bit; the integer ones exactly (beta and alpha converted to int64
+// as PyTorch converts them, truncated).
+void addmm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const Tensor& m1 = s[1].to_tensor();
+  const Tensor& m2 = s[2].to_tensor();
+  const Scalar beta = s[3].to_scalar(), alpha = s[4].to_scalar();
+  check_same_device(op.python_name, m1, m2);
+  check_same_device(op.python_name, self, m1);
+  DESCENT_CHECK(self.dtype() == m2.dtype(), Error, "self and mat2 must have the same dtype, but got ",
+                type_word(self.dtype()), " and ", type_word(m2.dtype()));
+  DESCENT_CHECK(m1.dtype() == m2.dtype(), Error, "mat1 and mat2 must have the same dtype, but got ",
+                type_word(m1.dtype()), " and ", type_word(m2.dtype()));
+  DESCENT_CHECK(m1.dim() == 2, Error, "mat1 must be a matrix, got ", m1.dim(), "-D tensor");
+  DESCENT_CHECK(m2.dim() == 2, Error, "mat2 must be a matrix, got ", m2.dim(), "-D tensor");
+  const int64_t n = m1.sizes()[0], k = m1.sizes()[1], p = m2.sizes()[1];
+  DESCENT_CHECK(k == m2.sizes()[0], Error, "mat1 and mat2 shapes cannot be multiplied (", n, "x", k, " and ",
+                m2.sizes()[0], "x", p, ")");
+  const ScalarType ct = m1.dtype();
+  DESCENT_CHECK(ct != ScalarType::Bool, NotImplementedError, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  const Tensor term = call(Op::expand, self, DimVector{n, p});
+  // beta and alpha as the loops take them, checked before anything runs (Note [Checked scalar conversion]).
+  const Tensor beta_t = expand_to(scalar_of(beta, ct), {n, p}), alpha_t = expand_to(scalar_of(alpha, ct), {n, p});
+  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });
+  const DimVector &sa = m1.strides(), &sb = m2.strides();
+  const Tensor A = m1.as_strided({1, n, k}, {0, sa[0], sa[1]}, m1.offset());
+  const Tensor Bm = m2.as_strided({1, k, p}, {0, sb[0], sb[1]}, m2.offset());
+  const Tensor prod = batched_product(span, A, Bm, ct, m1.device());
+  Tensor out = prod.as_strided({n, p}, {p, 1}, 0);
+  const Scalar one(int64_t{1});
+  const double b = beta.to_double();
+  if (b == 0) {  // alpha * product
+    if (alpha.to_double() != 1) elementwise_step(Op::mul, out, alpha_t, out, one);
+  } else {  // (beta * self) + alpha * product
+    Tensor scaled = term;
+    if (b != 1) {
+      scaled = empty_tensor({n, p}, ct, m1.device());
+      elementwise_step(Op::mul, term, beta_t, scaled, one);
+    }
+    elementwise_step(Op::add, scaled, out, out, alpha);
+  }
+  s.set_result(std::move(out));
 }
 
 // [SECTION] Copies --------------------------------------------------------------------
@@ -563,6 +676,84 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   }
   Tensor out = empty_tensor(x.sizes(), dt, dev);
   copy_into(span, x, out);
+  s.set_result(std::move(out));
+}
+
+// Note [cat's checks]
+// ~~~~~~~~~~~~~~~~~~~
+// aten::cat(tensors, dim=0) joins tensors along dim, with PyTorch's checks in
+// its order: no 0-d tensor ("zero-dimensional tensor (at position 1) cannot
+// be concatenated"); dim wrapped by the first tensor that is not a 1-D
+// tensor of size 0 (IndexError when out of range); a non-empty list
+// (ValueError "torch.cat(): expected a non-empty list of Tensors"); every
+// tensor on one device; then every tensor but those 1-D empty ones with the
+// first one's number of dims and, but along dim, its sizes. The 1-D empty
+// tensors are skipped, a rule PyTorch keeps from when a size-[0] tensor was
+// the only empty one (cat([zeros(0), ones(2, 3)]) is [2, 3]); they still take
+// part in the dtype, which is the list's promotion (Note [Type promotion]:
+// int64 and float32 give float32). The result is contiguous; each input is
+// copied into its slice of it by the copy loop of the device, which casts
+// (one kernel per input, where PyTorch's CUDA cat copies several in one).
+// The span says "optimized" when every copy took the fast path (dim 0 and
+// contiguous inputs), else "reference"; the gradient is each input's slice
+// of the result's (CatBackward0, derivatives.cpp).
+void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const OptionalTensorList& ts = s[0].to_tensor_list();
+  int64_t dim = s[1].to_int();
+  for (int i = 0; i < ts.size(); ++i)
+    DESCENT_CHECK(ts[i].dim() > 0, Error, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+  auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; };
+  int first = 0;
+  while (first < ts.size() && skipped(ts[first])) ++first;
+  if (first < ts.size()) dim = wrap_dim(dim, ts[first].dim(), op.python_name);
+  DESCENT_CHECK(ts.size() > 0, ValueError, "torch.cat(): expected a non-empty list of Tensors");
+  for (int i = 1; i < ts.size(); ++i) check_same_device(op.python_name, ts[0], ts[i]);
+  std::vector<const Tensor*> all;
+  for (const Tensor& t : ts) all.push_back(&t);
+  const ScalarType dt = result_type(all.data(), int(all.size()));
+  DimVector sizes = {0};
+  if (first < ts.size()) {
+    const Tensor& ref = ts[first];
+    int64_t along = 0;
+    for (int i = 0; i < ts.size(); ++i) {
+      const Tensor& t = ts[i];
+      if (skipped(t)) continue;
+      DESCENT_CHECK(t.dim() == ref.dim(), Error, "Tensors must have same number of dimensions: got ", ref.dim(),
+                    " and ", t.dim());
+      for (int d = 0; d < t.dim(); ++d)
+        DESCENT_CHECK(d == dim || t.sizes()[d] == ref.sizes()[d], Error, "Sizes of tensors must match except in "
+                      "dimension ", dim, ". Expected size ", ref.sizes()[d], " but got size ", t.sizes()[d],
+                      " for tensor number ", i, " in the list.");
+      along += t.sizes()[int(dim)];
+    }
+    sizes = ref.sizes();
+    sizes[int(dim)] = along;
+  }
+  Tensor out = empty_tensor(sizes, dt, ts[0].device());
+  begin(span, out);
+  const bool on_device = out.device().type != DeviceType::CPU;
+  bool all_optimized = true;
+  int64_t at = 0;
+  for (const Tensor& t : ts) {
+    if (skipped(t) || t.numel() == 0) {
+      if (!skipped(t)) at += t.sizes()[int(dim)];
+      continue;
+    }
+    const Tensor part = out.as_strided(t.sizes(), out.strides(), out.offset() + at * out.strides()[int(dim)]);
+    at += t.sizes()[int(dim)];
+    if (on_device) {
+      device::copy(t, part);
+    } else if (!(want_optimized() && optimized_copy(t, part))) {
+      reference_copy(t, part);
+      all_optimized = false;
+    }
+  }
+  const char* v = on_device                          ? device::variant(out.device())
+                  : all_optimized && want_optimized() ? "optimized"
+                                                      : "reference";
+  last_variant() = v;
+  span.arg("variant", v);
   s.set_result(std::move(out));
 }
 
@@ -759,12 +950,20 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // registered at CPU, Sim and CUDA alike, for the keys the row declares.
 BoxedKernel cpu_kernel(Op op, OpKind kind) {
   switch (kind) {
-    case OpKind::Unary: return op == Op::clamp || op == Op::clamp_min || op == Op::clamp_max ? clamp_kernel : unary_kernel;
+    case OpKind::Unary:
+      return op == Op::clamp || op == Op::clamp_min || op == Op::clamp_max ? clamp_kernel : unary_kernel;
     case OpKind::Binary: return binary_kernel;
     case OpKind::Comparison: return compare_kernel;
-    case OpKind::Matmul: return product_kernel;
-    case OpKind::Reduction: return op == Op::max || op == Op::max_dim ? max_kernel : sum_kernel;
-    case OpKind::Copy: return op == Op::_to_copy ? to_copy_kernel : op == Op::index ? index_kernel : clone_kernel;
+    case OpKind::Matmul: return op == Op::addmm ? addmm_kernel : product_kernel;
+    case OpKind::Reduction:
+      return op == Op::max || op == Op::max_dim ? max_kernel : op == Op::mse_loss ? mse_loss_kernel : sum_kernel;
+    case OpKind::Copy:
+      switch (op) {
+        case Op::_to_copy: return to_copy_kernel;
+        case Op::index: return index_kernel;
+        case Op::cat: return cat_kernel;
+        default: return clone_kernel;
+      }
     case OpKind::InPlace:
       switch (op) {
         case Op::copy_: return copy__kernel;
@@ -805,8 +1004,8 @@ bool declares(const char* dispatch, DispatchKey key) {
 // the boxed kernel of its kind: one kernel for every backend, whose loop
 // alone depends on the device (Note [One kernel body, two devices]).
 void register_backend_kernels(Library& m) {
-#define DESCENT_REGISTER_BACKEND(id, schema, dispatch, kind, exact, domain, sample) \
-  if (declares(dispatch, m.key()))                                                \
+#define DESCENT_REGISTER_BACKEND(id, schema, dispatch, kind, exact, domain, module, sample) \
+  if (declares(dispatch, m.key()))                                                        \
     if (auto k = kernels::cpu_kernel(Op::id, OpKind::kind)) m.impl(Op::id, kernels::with_typed(Op::id, k));
   DESCENT_FORALL_OPS(DESCENT_REGISTER_BACKEND)
 #undef DESCENT_REGISTER_BACKEND

@@ -1,6 +1,7 @@
 // The verifier: reference against optimized, on the op table's sample calls.
 #include "floors/kernels/verifier.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -108,18 +109,35 @@ DimVector parse_ints(const std::string& list) {  // "[4, 6]"
   return v;
 }
 
-// "(None, I[5, -1])": a Tensor?[] of None and int64 tensors holding the values written.
-OptionalTensorList parse_index_list(const std::string& text) {
+// A sample's random tensor "T[4, 6]" (or its transpose, "T[6, 4]^T") of the dtype under test.
+Tensor sample_tensor(const std::string& arg, ScalarType dtype, Domain domain, uint64_t seed, uint64_t salt) {
+  const bool transposed = arg.size() > 2 && arg.substr(arg.size() - 2) == "^T";
+  Tensor t = random_tensor(parse_ints(arg), dtype, domain, seed, salt);
+  return transposed ? call(Op::transpose, t, 0, 1) : t;
+}
+
+// "(None, I[5, -1])": a Tensor?[] of None and int64 tensors holding the
+// values written; "(T[3, 6], T[6, 5]^T)": a Tensor[] of random tensors.
+OptionalTensorList parse_tensor_list(const std::string& text, ScalarType dtype, Domain domain, uint64_t seed,
+                                     uint64_t& salt) {
   OptionalTensorList list;
-  for (size_t pos = 1; pos < text.size();) {
-    const size_t none = text.find("None", pos), ints = text.find("I[", pos);
-    if (none == std::string::npos && ints == std::string::npos) break;
-    if (none < ints) {
+  size_t pos = 1;
+  while (pos < text.size()) {
+    const size_t none = text.find("None", pos), ints = text.find("I[", pos), rand = text.find("T[", pos);
+    const size_t next = std::min({none, ints, rand});
+    if (next == std::string::npos) break;
+    if (next == none) {
       list.push_back(Tensor());
       pos = none + 4;
       continue;
     }
-    const size_t close = text.find(']', ints);
+    size_t close = text.find(']', next);
+    if (next == rand) {
+      if (text.compare(close + 1, 2, "^T") == 0) close += 2;
+      list.push_back(sample_tensor(text.substr(next, close + 1 - next), dtype, domain, seed, ++salt));
+      pos = close + 1;
+      continue;
+    }
     const DimVector v = parse_ints(text.substr(ints + 1, close - ints));
     Tensor t = empty_tensor({v.size()}, ScalarType::Int64, Device{});
     for (int i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
@@ -142,14 +160,11 @@ Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
     pos = semi == std::string::npos ? text.size() + 1 : semi + 1;
     ScalarType st;
     if (arg.rfind("T[", 0) == 0) {
-      bool transposed = arg.size() > 2 && arg.substr(arg.size() - 2) == "^T";
-      Tensor t = random_tensor(parse_ints(arg), dtype, op.domain, seed, ++salt);
-      if (transposed) t = call(Op::transpose, t, 0, 1);
-      s.push(t);
+      s.push(sample_tensor(arg, dtype, op.domain, seed, ++salt));
     } else if (arg.rfind("[", 0) == 0) {
       s.push(parse_ints(arg));
     } else if (arg.rfind("(", 0) == 0) {
-      s.push(parse_index_list(arg));
+      s.push(parse_tensor_list(arg, dtype, op.domain, seed, salt));
     } else if (arg == "None") {
       s.push(IValue());
     } else if (arg == "True" || arg == "False") {
@@ -258,14 +273,21 @@ DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   return DeviceBound::Exact;
 }
 
+// Whether the op adds to its product and rounds once more (addmm's self,
+// linear's bias): one more rounding of the result's dtype either way.
+bool adds_after_product(const OpEntry& op) { return op.id == Op::addmm || op.id == Op::linear; }
+
 // Note [Device matmul bound]: (gamma_K + gamma_K') (|A| |B|) per output
 // element, |A| |B| in float64; gamma_K' with twice float32's roundoff for
-// the tensor cores of a float16 or bfloat16 product on CUDA.
+// the tensor cores of a float16 or bfloat16 product on CUDA. The operands are
+// the first two tensors, addmm's mat1 and mat2 (linear's |A||B| is linear of
+// them without the bias).
 Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device device) {
-  const Tensor& a = args[0].to_tensor();
+  const int first = op.id == Op::addmm ? 1 : 0;
+  const Tensor& a = args[first].to_tensor();
   const Tensor abs_a = call(Op::abs, call(Op::to, a, ScalarType::Float64));
-  const Tensor abs_b = call(Op::abs, call(Op::to, args[1].to_tensor(), ScalarType::Float64));
-  Tensor prod = call(Op::contiguous, call(op.id, abs_a, abs_b));
+  const Tensor abs_b = call(Op::abs, call(Op::to, args[first + 1].to_tensor(), ScalarType::Float64));
+  Tensor prod = call(Op::contiguous, op.id == Op::addmm ? call(Op::mm, abs_a, abs_b) : call(op.id, abs_a, abs_b));
   const double k = double(a.sizes()[a.dim() - 1]);
   const double k_eps = k * acc_eps_of(dt);
   const double k_dev = k_eps * (is_reduced_floating(dt) && device.type == DeviceType::CUDA ? 2.0 : 1.0);
@@ -273,6 +295,27 @@ Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device
   double* p = prod.data<double>();
   for (int64_t i = 0; i < prod.numel(); ++i) p[i] *= scale;
   return prod;
+}
+
+// What a summing reduction adds, in float64, which dims it reduces and
+// whether it divides by their count: the input of sum and mean; for
+// mse_loss, the squared differences, over every element (its sample takes
+// the mean), each a little larger than computed (it was rounded to the dtype).
+struct Summands {
+  Tensor x;
+  IValue dims;
+  bool mean;
+};
+Summands summands_of(const OpEntry& op, const Stack& args, ScalarType dt) {
+  const Tensor x = call(Op::to, args[0].to_tensor(), ScalarType::Float64);
+  if (op.id == Op::mse_loss) {
+    const Tensor d = call(Op::sub, x, call(Op::to, args[1].to_tensor(), ScalarType::Float64));
+    const Tensor sq = call(Op::mul, call(Op::mul, d, d), scalar_tensor(Scalar(1.0 + 4.0 * eps_of(dt))));
+    const IValue& reduction = args.size() > 2 ? args[2] : op.schema.args[2].default_value;
+    return {sq, IValue(), reduction.to_int() == 1};
+  }
+  const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
+  return {x, by_dim ? args[1] : IValue(), op.id == Op::mean || op.id == Op::mean_dim};
 }
 
 // Bit for bit, except that any NaN equals any NaN: a NaN's sign and payload
@@ -365,15 +408,13 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
     } else if (kind == DeviceBound::Product) {
       bound = product_bound(op, args, a.dtype(), device);
     } else {  // (gamma_d + gamma_d') sum|x| per output, over n for mean
-      const Tensor& x = args[0].to_tensor();
-      const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
-      bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)),
-                                        by_dim ? args[1] : IValue(), true));
-      const int64_t outputs = bound.numel(), n = outputs ? x.numel() / outputs : 0;
+      const Summands x = summands_of(op, args, a.dtype());
+      bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, x.x), x.dims, true));
+      const int64_t outputs = bound.numel(), n = outputs ? x.x.numel() / outputs : 0;
       const double e = acc_eps_of(a.dtype());
       const double d = double(cascade_depth(n)) * e, dd = double(device::device_sum_depth(n, outputs)) * e;
       double scale = d / (1.0 - d) + dd / (1.0 - dd);
-      if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) scale /= double(n);
+      if (x.mean && n > 0) scale /= double(n);
       double* p = bound.data<double>();
       for (int64_t i = 0; i < bound.numel(); ++i) p[i] *= scale;
     }
@@ -381,8 +422,12 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
       const double x = a64.data<double>()[i], y = b64.data<double>()[i];
-      // The Ulps bound already holds the rounding to the dtype.
-      const double allowed = bound.data<double>()[i] + (kind == DeviceBound::Ulps ? 0.0 : final_rounding(a.dtype(), x, y));
+      // The Ulps bound already holds the rounding to the dtype; addmm and
+      // linear round once more after their product.
+      const double after =
+          adds_after_product(op) ? 2.0 * eps_of(a.dtype()) * std::max(std::fabs(x), std::fabs(y)) : 0.0;
+      const double allowed = bound.data<double>()[i] + after +
+                             (kind == DeviceBound::Ulps ? 0.0 : final_rounding(a.dtype(), x, y));
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, allowed);
       const bool both_nan = std::isnan(a64.data<double>()[i]) && std::isnan(b64.data<double>()[i]);
@@ -455,17 +500,14 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device
       continue;
     }
     // Note [Summation bound]: per element, 2 gamma_d sum|x| with d = cascade_depth(n) (over n for mean).
-    const Tensor& x = args[0].to_tensor();
-    const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
-    Tensor abs_sum = call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)), by_dim ? args[1] : IValue(),
-                          true);
-    abs_sum = call(Op::contiguous, abs_sum);
-    int64_t n = abs_sum.numel() ? x.numel() / abs_sum.numel() : 0;
+    const Summands x = summands_of(op, args, a.dtype());
+    Tensor abs_sum = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, x.x), x.dims, true));
+    int64_t n = abs_sum.numel() ? x.x.numel() / abs_sum.numel() : 0;
     Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double d_eps = double(cascade_depth(n)) * acc_eps_of(a.dtype());
       double bound = 2.0 * d_eps / (1.0 - d_eps) * abs_sum.data<double>()[i];
-      if ((op.id == Op::mean || op.id == Op::mean_dim) && n > 0) bound /= double(n);
+      if (x.mean && n > 0) bound /= double(n);
       double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
       bound += final_rounding(a.dtype(), a64.data<double>()[i], b64.data<double>()[i]);
       v.max_abs_diff = std::max(v.max_abs_diff, diff);

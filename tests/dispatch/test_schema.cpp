@@ -114,13 +114,20 @@ TEST(Schema, ParsesEveryTypeAndOptional) {
   EXPECT_EQ(s.num_positional(), 12);
 }
 
-// aten::index's Tensor?[]: a list of optional tensors, one IValue holding them.
+// aten::index's Tensor?[]: a list of optional tensors, one IValue holding
+// them; aten::cat's Tensor[] arrives the same way, any number of them.
 TEST(Schema, ParsesATensorList) {
   Schema s = parse_schema("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor");
   ASSERT_EQ(s.args.size(), 2u);
-  EXPECT_EQ(s.args[1].type, ArgType::TensorList);
+  EXPECT_EQ(s.args[1].type, ArgType::OptionalTensorList);
   EXPECT_EQ(s.args[1].type_str(), "Tensor?[]");
   EXPECT_FALSE(s.args[1].optional);
+  Schema cat = parse_schema("aten::cat(Tensor[] tensors, int dim=0) -> Tensor");
+  EXPECT_EQ(cat.args[0].type, ArgType::TensorList);
+  EXPECT_EQ(cat.args[0].type_str(), "Tensor[]");
+  OptionalTensorList many;
+  for (int i = 0; i < 3 * kMaxDims; ++i) many.push_back(scalar_tensor(Scalar(int64_t{i})));
+  EXPECT_EQ(IValue(many).to_tensor_list().size(), 3 * kMaxDims) << "a list is as long as it needs";
   OptionalTensorList l;
   l.push_back(Tensor());
   l.push_back(scalar_tensor(Scalar(int64_t{2})));
@@ -129,7 +136,15 @@ TEST(Schema, ParsesATensorList) {
   EXPECT_EQ(copy.to_tensor_list().size(), 2);
   EXPECT_FALSE(copy.to_tensor_list()[0].defined());
   EXPECT_TRUE(copy.to_tensor_list()[1].is_same(v.to_tensor_list()[1]));
-  EXPECT_STREQ(copy.tag_name(), "Tensor?[]");
+  EXPECT_STREQ(copy.tag_name(), "Tensor[]");
+}
+
+// The loss functions' reduction=Mean (and Sum): at::Reduction's values.
+TEST(Schema, ReadsTheReductionNamesAsTheirValues) {
+  Schema s = parse_schema("aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor");
+  EXPECT_EQ(s.args[2].default_value.to_int(), 1);
+  EXPECT_EQ(parse_schema("f(Tensor x, int r=Sum) -> Tensor").args[1].default_value.to_int(), 2);
+  EXPECT_THROW(parse_schema("f(Tensor x, float r=Mean) -> Tensor"), Error);
 }
 
 TEST(Schema, ParsesDefaultValuesOfEachKind) {
@@ -312,10 +327,16 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
 #ifdef DESCENT_HAVE_CUDA
     EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite || dispatch.find("CUDA") != std::string_view::npos) << e.name;
 #endif
-    if (!factory) {
+    if (!factory) {  // `Tensor self`, but where aten names it otherwise: cat's `Tensor[] tensors`, linear's `input`
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
-      EXPECT_EQ(e.schema.args[0].type, ArgType::Tensor) << e.name;
-      EXPECT_EQ(e.schema.args[0].name, "self") << e.name;
+      const SchemaArg& first = e.schema.args[0];
+      if (e.id == Op::cat) {
+        EXPECT_EQ(first.type, ArgType::TensorList) << e.name;
+        EXPECT_EQ(first.name, "tensors") << e.name;
+      } else {
+        EXPECT_EQ(first.type, ArgType::Tensor) << e.name;
+        EXPECT_EQ(first.name, e.id == Op::linear ? "input" : "self") << e.name;
+      }
     }
     // Every argument after the first with a default also has one (defaults are filled from the end).
     bool seen_default = false;

@@ -128,7 +128,15 @@ void sweep(Device d) {
     for (ScalarType dt : kDtypes) {
       SCOPED_TRACE(std::string(op.name) + " " + dtype_name(dt) + " on " + d.str());
       Stack cpu = kernels::sample_call(op, dt, 17), dev;
-      for (int i = 0; i < cpu.size(); ++i) dev.push(cpu[i].is_tensor() ? IValue(same_layout_on(cpu[i].to_tensor(), d)) : cpu[i]);
+      for (int i = 0; i < cpu.size(); ++i) {
+        if (cpu[i].is_tensor_list()) {  // cat's tensors, each on the device
+          OptionalTensorList l;
+          for (const Tensor& t : cpu[i].to_tensor_list()) l.push_back(t.defined() ? same_layout_on(t, d) : t);
+          dev.push(l);
+          continue;
+        }
+        dev.push(cpu[i].is_tensor() ? IValue(same_layout_on(cpu[i].to_tensor(), d)) : cpu[i]);
+      }
       if (op.kind == OpKind::Factory) {  // sample_call ends a factory's arguments with the dtype
         while (dev.size() < int(op.schema.args.size()) - 1) dev.push(IValue());
         dev.push(d);

@@ -82,8 +82,8 @@ const ScalarType kAll[] = {ScalarType::Bool, ScalarType::Int64, ScalarType::Floa
 // [SECTION] The verifier on each device --------------------------------------------------------
 
 TEST(DeviceReduceMatmul, VerifierHoldsForEveryOpAndDtype) {
-  const Op ops[] = {Op::sum, Op::sum_dim, Op::mean, Op::mean_dim, Op::max, Op::max_dim, Op::matmul,
-                    Op::mm, Op::bmm, Op::dot, Op::mv, Op::index, Op::index_put_};
+  const Op ops[] = {Op::sum, Op::sum_dim, Op::mean, Op::mean_dim, Op::max, Op::max_dim, Op::mse_loss, Op::matmul,
+                    Op::mm, Op::addmm, Op::bmm, Op::dot, Op::mv, Op::linear, Op::index, Op::index_put_, Op::cat};
   for (Device d : devices())
     for (Op op : ops)
       for (ScalarType dt : kAll)
@@ -107,6 +107,9 @@ TEST(DeviceReduceMatmul, VerifierStatesItsClaims) {
   EXPECT_EQ(claim(Op::max_dim, ScalarType::Float32), "bit-for-bit");
   EXPECT_EQ(claim(Op::index_put_, ScalarType::Float32), "bit-for-bit");
   EXPECT_EQ(claim(Op::mean, ScalarType::Int64), "unsupported");  // mean of integers is an error, as on the CPU
+  EXPECT_EQ(claim(Op::addmm, ScalarType::Float32), "bound");
+  EXPECT_EQ(claim(Op::mse_loss, ScalarType::Float32), "bound");
+  EXPECT_EQ(claim(Op::cat, ScalarType::Float32), "bit-for-bit");
 }
 
 // [SECTION] Sums and means ------------------------------------------------------------------------

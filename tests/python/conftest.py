@@ -55,13 +55,22 @@ def op_key(op):
 
 
 OPS_BY_KEY = {op_key(op): op for op in descent._C._ops()}
+
+
+def op_function(op):
+    """The Python function of a row of the op table: descent.add, or descent._C._nn.linear
+    for the ops PyTorch keeps in torch._C._nn (python_module: nn)."""
+    return getattr(descent._C._nn if op["python_module"] == "nn" else descent, op["python_name"])
+
+
 UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bool), ("mean", descent.int64),
                ("mean.dim", descent.bool), ("mean.dim", descent.int64), ("sub_", descent.bool),
                ("div_", descent.bool), ("div_", descent.int64),
                ("matmul", descent.bool), ("mm", descent.bool), ("bmm", descent.bool), ("dot", descent.bool),
                ("mv", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
                ("randn", descent.bool), ("randn", descent.int64), ("abs", descent.bool), ("relu", descent.bool),
-               ("linspace", descent.bool),
+               ("linspace", descent.bool), ("addmm", descent.bool), ("linear", descent.bool),
+               ("mse_loss", descent.bool), ("mse_loss", descent.int64),
                ("pow.Tensor_Tensor" if "pow.Tensor_Tensor" in OPS_BY_KEY else "pow", descent.bool)}
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.
 SHAPES = [(), (1,), (0,), (5,), (2, 3), (0, 3), (3, 0), (1, 4), (3, 1, 4), (2, 3, 4), (2, 1, 3, 2)]

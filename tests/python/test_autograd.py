@@ -137,13 +137,53 @@ TORCH_GRAD_FN_OF_NEW_OPS = {
     "x.clamp_min(0)": "ClampMinBackward0(AccumulateGrad)",
     "x.clamp_max(0)": "ClampMaxBackward0(AccumulateGrad)",
     "x1.unsqueeze(-1).pow(p)": "PowBackward1(UnsqueezeBackward0(AccumulateGrad), None)",
+    "addmm(b, x, w.t())": "AddmmBackward0(AccumulateGrad, AccumulateGrad, TBackward0(AccumulateGrad))",
+    "linear(x, w, b)": "AddmmBackward0(AccumulateGrad, AccumulateGrad, TBackward0(AccumulateGrad))",
+    "linear(x, w)": "MmBackward0(AccumulateGrad, TBackward0(AccumulateGrad))",
+    "linear(x3, w, b)": "ViewBackward0(AddmmBackward0(AccumulateGrad, ViewBackward0(AccumulateGrad), "
+                        "TBackward0(AccumulateGrad)))",
+    "linear(x1, w, b)": "ViewBackward0(AddmmBackward0(AccumulateGrad, ViewBackward0(AccumulateGrad), "
+                        "TBackward0(AccumulateGrad)))",
+    "linear(x3.transpose(0, 1), w, b)": "AddBackward0(UnsafeViewBackward0(MmBackward0(UnsafeViewBackward0("
+                                        "CloneBackward0(TransposeBackward0(AccumulateGrad))), "
+                                        "TBackward0(AccumulateGrad))), AccumulateGrad)",
+    "linear(x, w, b.unsqueeze(0))": "AddmmBackward0(UnsqueezeBackward0(AccumulateGrad), AccumulateGrad, "
+                                    "TBackward0(AccumulateGrad))",
+    "linear(x3, w, b.expand(3, 2))": "AddBackward0(UnsafeViewBackward0(MmBackward0(ViewBackward0(AccumulateGrad), "
+                                     "TBackward0(AccumulateGrad))), ExpandBackward0(AccumulateGrad))",
+    "x3.flatten()": "ViewBackward0(AccumulateGrad)",
+    "x3.flatten(0, 1)": "ViewBackward0(AccumulateGrad)",
+    "x3.transpose(0, 1).flatten()": "UnsafeViewBackward0(CloneBackward0(TransposeBackward0(AccumulateGrad)))",
+    "x3.flatten(1, 1)": None,
+    "mse_loss(x, m)": "MseLossBackward0(AccumulateGrad, AccumulateGrad)",
+    "mse_loss(x, 2 * x.detach(), 2)": "MseLossBackward0(AccumulateGrad, None)",
+    "cat([x, m])": "CatBackward0(AccumulateGrad, AccumulateGrad)",
+    "cat([x, m, randn(3, 2)], 1)": "CatBackward0(AccumulateGrad, AccumulateGrad, None)",
 }
 NEW_EXPRESSIONS = {
     "x.sin()": lambda v: v["x"].sin(), "x.cos()": lambda v: v["x"].cos(),
     "x.clamp(-1, 1)": lambda v: v["x"].clamp(-1, 1), "x.clamp(min=0)": lambda v: v["x"].clamp(min=0),
     "x.clamp_min(0)": lambda v: v["x"].clamp_min(0), "x.clamp_max(0)": lambda v: v["x"].clamp_max(0),
     "x1.unsqueeze(-1).pow(p)": lambda v: v["x1"].unsqueeze(-1).pow(descent.tensor([1, 2, 3])),
+    "addmm(b, x, w.t())": lambda v: descent.addmm(v["b"], v["x"], v["w"].t()),
+    "linear(x, w, b)": lambda v: NN.linear(v["x"], v["w"], v["b"]),
+    "linear(x, w)": lambda v: NN.linear(v["x"], v["w"]),
+    "linear(x3, w, b)": lambda v: NN.linear(v["x3"], v["w"], v["b"]),
+    "linear(x1, w, b)": lambda v: NN.linear(v["x1"], v["w"], v["b"]),
+    "linear(x3.transpose(0, 1), w, b)": lambda v: NN.linear(v["x3"].transpose(0, 1), v["w"], v["b"]),
+    "linear(x, w, b.unsqueeze(0))": lambda v: NN.linear(v["x"], v["w"], v["b"].unsqueeze(0)),
+    "linear(x3, w, b.expand(3, 2))": lambda v: NN.linear(v["x3"], v["w"], v["b"].expand(3, 2)),
+    "x3.flatten()": lambda v: v["x3"].flatten(), "x3.flatten(0, 1)": lambda v: v["x3"].flatten(0, 1),
+    "x3.transpose(0, 1).flatten()": lambda v: v["x3"].transpose(0, 1).flatten(),
+    "x3.flatten(1, 1)": lambda v: v["x3"].flatten(1, 1),
+    "mse_loss(x, m)": lambda v: NN.mse_loss(v["x"], v["m"]),
+    "mse_loss(x, 2 * x.detach(), 2)": lambda v: NN.mse_loss(v["x"], 2 * v["x"].detach(), 2),
+    "cat([x, m])": lambda v: descent.cat([v["x"], v["m"]]),
+    "cat([x, m, randn(3, 2)], 1)": lambda v: descent.cat([v["x"], v["m"], descent.randn(3, 2)], 1),
 }
+
+
+NN = descent._C._nn
 
 
 def new_op_values():
@@ -155,6 +195,35 @@ def new_op_values():
 def test_the_new_ops_record_pytorchs_nodes(expr):
     assert set(NEW_EXPRESSIONS) == set(TORCH_GRAD_FN_OF_NEW_OPS)
     assert chain(NEW_EXPRESSIONS[expr](new_op_values())) == TORCH_GRAD_FN_OF_NEW_OPS[expr]
+
+
+def test_the_new_nodes_save_what_pytorchs_save():
+    """AddmmBackward0 saves mat1 and mat2 (each only where the other's gradient needs it), MseLossBackward0
+    self and target, the clamps and sin/cos self, CatBackward0 no tensor: the trace's `saved` argument."""
+    v = new_op_values()
+    c = descent.randn(3, 2)
+    with descent.trace() as t:
+        descent.addmm(v["b"], v["x"], v["w"].t())
+        descent.addmm(v["b"], v["x"].detach(), v["w"].t())
+        NN.mse_loss(v["x"], v["m"])
+        v["x"].clamp(0, 1), v["x"].sin()
+        descent.cat([v["x"], c], 1)
+    saved = [(s["args"]["node"], s["args"]["saved"]) for s in t.result.spans()
+             if s["floor_name"] == "autograd" and s["args"].get("graph") == "recorded"]
+    assert saved == [("TBackward0", "nothing"), ("AddmmBackward0", "mat1, mat2"),
+                     ("TBackward0", "nothing"), ("AddmmBackward0", "mat1"),
+                     ("MseLossBackward0", "self, target"), ("ClampBackward1", "self"), ("SinBackward0", "self"),
+                     ("CatBackward0", "nothing")]
+
+
+def test_a_node_of_three_inputs_names_its_third_edge_in_the_trace():
+    v = new_op_values()
+    with descent.trace() as t:
+        descent.addmm(v["b"], v["x"], v["m"].t()[:, :2])
+    recorded = {s["args"]["node"]: s["args"] for s in t.result.spans() if s["args"].get("graph") == "recorded"}
+    addmm = recorded["AddmmBackward0"]
+    assert addmm["edges"] == "AccumulateGrad, AccumulateGrad, SliceBackward0"
+    assert addmm["edge2_id"] == recorded["SliceBackward0"]["node_id"]
 
 
 def test_a_leaf_has_an_accumulate_grad_whose_variable_is_the_leaf():
@@ -217,6 +286,19 @@ CASES = {
     "clamp": (lambda a: a.clamp(-0.5, 0.7) + a.clamp(min=0.2) + a.clamp(max=-0.1), lambda: (rand(4, 5),)),
     "clamp_min": (lambda a: a.clamp_min(0.1), lambda: (rand(4, 5),)),
     "clamp_max": (lambda a: descent.clamp_max(a.T, -0.2), lambda: (rand(4, 5),)),
+    "addmm": (lambda s, a, b: descent.addmm(s, a, b.T, beta=0.5, alpha=2) + descent.addmm(s, a, b.T),
+              lambda: (rand(3), rand(2, 4), rand(3, 4))),
+    "linear": (lambda x, w, b: descent._C._nn.linear(x, w, b).sum(0) + descent._C._nn.linear(x.transpose(0, 1), w, b)
+               .sum(1) + descent._C._nn.linear(x[0], w) + descent._C._nn.linear(x[1], w, b.sum()),
+               lambda: (rand(4, 3, 5), rand(2, 5), rand(2))),
+    "mse_loss": (lambda a, b: descent._C._nn.mse_loss(a, b) + descent._C._nn.mse_loss(a, b, 2) * 0.5
+                 + descent._C._nn.mse_loss(a.T, b.T, 0).sum(0) + descent._C._nn.mse_loss(a, b[0]).sum(),
+                 lambda: (rand(3, 4), rand(3, 4))),
+    "cat": (lambda a, b, c: descent.cat([a, b.T, c], 1).sum(1) + descent.cat([a.T, b]).sum(0)[:3]
+            + descent.cat([descent.zeros(0, dtype=D), c, a], 1).sum(1),
+            lambda: (rand(3, 2), rand(4, 3), rand(3, 1))),
+    "flatten": (lambda a: a.transpose(0, 1).flatten(1) * a.flatten(0, 1).sum() + a.flatten(-2).sum(1).sum(),
+                lambda: (rand(2, 3, 4),)),
     "sum": (lambda a: a.sum(), lambda: (rand(3, 5),)),
     "sum.dim_IntList": (lambda a: a.sum([0, 2], keepdim=True) + a.sum(-1).sum(), lambda: (rand(3, 2, 5),)),
     "mean": (lambda a: a.mean(), lambda: (rand(3, 5),)),

@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype, to_np
+from conftest import (ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype,
+                      op_function, to_np)
 
 OPS = OPS_BY_KEY  # "add", "max.dim", ...: conftest.op_key
 B, I, F, D = descent.bool, descent.int64, descent.float32, descent.float64
@@ -117,6 +118,18 @@ def _clamp(x, min=None, max=None):
     return y if max is None else np.where(max < y, max, y)
 
 
+def _flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return x.reshape(x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
+
+
+def _mse_loss(a, b, reduction=1):
+    sq = (a - b) ** 2
+    return sq if reduction == 0 else sq.mean() if reduction == 1 else sq.sum()
+
+
 def _expand(x, size):
     size = [x.shape[i - len(size) + x.ndim] if s == -1 else s for i, s in enumerate(size)]
     return np.broadcast_to(x, size)
@@ -152,6 +165,10 @@ NUMPY_REFERENCE = {
     "max": np.max,
     "max.dim": _max_dim,
     "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul, "dot": np.dot, "mv": np.matmul,
+    "addmm": lambda s, a, b, beta=1, alpha=1: beta * s + alpha * (a @ b),
+    "linear": lambda x, w, b=None: x @ w.T + (0 if b is None else b),
+    "mse_loss": _mse_loss,
+    "cat": lambda tensors, dim=0: np.concatenate(tensors, axis=dim),
     # views
     "view": lambda x, size: x.reshape(size),
     "_unsafe_view": lambda x, size: x.reshape(size),
@@ -163,6 +180,7 @@ NUMPY_REFERENCE = {
     "slice": _slice,
     "select": lambda x, dim, index: np.take(x, index, axis=dim),
     "unsqueeze": lambda x, dim: np.expand_dims(x, dim % (x.ndim + 1)),
+    "flatten": _flatten,
     # copies
     "contiguous": np.ascontiguousarray,
     "clone": np.copy,
@@ -221,7 +239,8 @@ def test_op_table_columns():
         assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
         assert op["schema"].startswith(op["name"] + "("), op
         assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
-        assert callable(getattr(descent, op["python_name"]))
+        assert callable(op_function(op))
+        assert hasattr(descent, op["python_name"]) == (op["python_module"] != "nn"), op  # nn ops: descent._C._nn only
         if op["kind"] == "factory":  # BackendSelect reads the last argument
             assert op["schema"].endswith("Device? device=None) -> Tensor"), op
 
@@ -235,12 +254,16 @@ def parse_sample(sample, dtype, domain, rng):
         if text.startswith("T["):
             shape = [int(v) for v in text[2:text.index("]")].split(",")]
             t, a = make_tensor(rng, shape, dtype, "contiguous", domain)
-            if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]
-                t, a = t.transpose(0, 1), a.T
+            if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]: its dims 0 and 1 swapped
+                t, a = t.transpose(0, 1), np.swapaxes(a, 0, 1)
             args.append(t), np_args.append(a)
         elif text.startswith("["):
             v = [int(s) for s in text[1:-1].split(",")]
             args.append(v), np_args.append(v)
+        elif text.startswith("(T["):  # (T[3, 6], T[6, 5]^T): a Tensor[] of random tensors
+            items = re.findall(r"T\[[^\]]*\](?:\^T)?", text)
+            pairs = [parse_sample(i, dtype, domain, rng) for i in items]
+            args.append([a[0] for a, _ in pairs]), np_args.append([n[0] for _, n in pairs])
         elif text.startswith("("):  # (None, I[5, -1]): a Tensor?[] of None and int64 tensors of those values
             items = re.findall(r"None|I\[[^\]]*\]", text)
             v = [None if i == "None" else np.array([int(s) for s in i[2:-1].split(",")]) for i in items]
@@ -261,7 +284,7 @@ def test_sample_call(name, dtype, rng):
     op = OPS[name]
     args, np_args = parse_sample(op["sample"], dtype, op["domain"], rng)
     kwargs = {"dtype": dtype} if op["kind"] == "factory" else {}
-    fn = getattr(descent, op["python_name"])
+    fn = op_function(op)
     if (name, dtype) in UNSUPPORTED:  # a RuntimeError, as PyTorch's dtype checks raise
         with pytest.raises(RuntimeError):
             fn(*args, **kwargs)

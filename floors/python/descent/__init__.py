@@ -28,10 +28,14 @@ long = int64
 _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
+# but those PyTorch keeps in torch._C._nn (python_module: nn), which stay in
+# descent._C._nn, as torch.linear does not exist and torch._C._nn.linear does.
 __all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
            "set_num_threads", "get_num_threads", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled"]
 for _op in _C._ops():
+    if _op["python_module"] == "nn":
+        continue
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
 
