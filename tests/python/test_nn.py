@@ -246,6 +246,23 @@ def test_requires_grad_and_to():
         m.to(descent.int64)
 
 
+def test_a_model_moved_to_sim_trains_there():
+    descent.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    cpu_weight = m[0].weight.tolist()
+    assert m.to("sim:0") is m
+    assert {str(p.device) for p in m.parameters()} == {"sim:0"}
+    assert m[0].weight.tolist() == cpu_weight and type(m[0].weight) is nn.Parameter
+    x = descent.ones(4, 3, device="sim:0")
+    loss = nn.MSELoss()(m(x), descent.zeros(4, 2, device="sim:0"))
+    loss.backward()
+    assert str(m[0].weight.grad.device) == "sim:0"
+    descent.optim.SGD(m.parameters(), lr=0.1).step()
+    assert m[0].weight.tolist() != cpu_weight
+    m.cpu()
+    assert {str(p.device) for p in m.parameters()} == {"cpu"}
+
+
 # [SECTION] Printing -------------------------------------------------------------------------
 
 def test_repr_of_the_tutorial_models():
