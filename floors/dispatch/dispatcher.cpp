@@ -245,8 +245,10 @@ InferenceMode::~InferenceMode() {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A call's key set is computed fresh every time, as c10 computes it:
 //   1. the union of the key sets of its tensor arguments, those in a
-//      Tensor?[] list too (a CPU tensor contributes CPU, ADInplaceOrView,
-//      AutogradCPU and AutocastCPU, whether or not it requires grad: tensor.cpp);
+//      Tensor[] or Tensor?[] list too (a CPU tensor contributes CPU,
+//      ADInplaceOrView, AutogradCPU and AutocastCPU, whether or not it
+//      requires grad: tensor.cpp); a call whose only list is empty gets a
+//      CPU tensor's keys;
 //   2. plus the keys this thread includes (BackendSelect and ADInplaceOrView
 //      by default, so a factory, with no tensor, still has a key to run);
 //   3. minus the keys this thread excludes (every Autocast key by default;
