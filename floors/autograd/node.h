@@ -80,6 +80,11 @@ struct Node : RefCounted {
   // retain_grad(): results of this node that keep their gradient in .grad,
   // by output_nr. Not owned: the tensor's AutogradMeta removes itself when it dies.
   std::vector<std::pair<int, TensorImpl*>> retained;
+  // The Python object that stands for this node, where the binding gave it
+  // one (a custom autograd.Function's ctx, owned by the node): PyTorch's
+  // Node::pyobj_. Null for the nodes of the op table, whose Python objects
+  // are made anew at each x.grad_fn.
+  void* pyobj = nullptr;
   bool remove_hook(int id);
 
   // The gradients of the forward op's inputs from those of its outputs.

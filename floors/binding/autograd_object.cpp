@@ -2,8 +2,9 @@
 // is_leaf, retain_grad, detach, hooks), the graph's nodes as Python objects,
 // and the engine's entry point, _C._run_backward.
 //
-// [SECTION] Python functions as hooks
 // [SECTION] Nodes
+// [SECTION] Python functions as hooks
+// [SECTION] Node methods
 // [SECTION] Tensor attributes
 // [SECTION] The engine's entry point
 #include <memory>
@@ -13,80 +14,24 @@
 
 namespace descent::binding {
 
-namespace {
-
 using autograd::Node;
 
-// [SECTION] Python functions as hooks ---------------------------------------------------
+// [SECTION] Nodes -----------------------------------------------------------------------
 
-// Owns a Python callable for a hook that may run, and be dropped, without
-// the GIL held (backward releases it): both take it first.
-struct PyCallable {
-  explicit PyCallable(PyObject* f) : fn(f) { Py_INCREF(f); }
-  ~PyCallable() {
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF(fn);
-    PyGILState_Release(g);
+PyTypeObject g_node_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.Node"};
+
+PyObject* node_object(const Ref<Node>& n) {
+  if (!n) Py_RETURN_NONE;
+  if (n->pyobj) {  // a custom Function's node: its ctx (Note [A custom Function's node])
+    auto* o = static_cast<PyObject*>(n->pyobj);
+    Py_INCREF(o);
+    return o;
   }
-  PyObject* fn;
-};
-
-struct Gil {
-  PyGILState_STATE g = PyGILState_Ensure();
-  ~Gil() { PyGILState_Release(g); }
-};
-
-// A Python exception raised by a hook, made with the GIL held: taken out of
-// the thread that raised it, which may be a device's worker (Note [Which
-// thread runs a node], engine.cpp), carried through the engine as this C++
-// exception, and raised again on the thread that called backward.
-struct PythonHookError : Error {
-  PythonHookError() : Error("a hook raised") {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value && tb) PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    exception = std::shared_ptr<PyObject>(value, [](PyObject* o) {
-      Gil gil;
-      Py_XDECREF(o);
-    });
-  }
-  // Sets it as the calling thread's Python error (the GIL held).
-  void restore() const {
-    PyObject* value = exception.get();
-    if (!value) {
-      PyErr_SetString(PyExc_RuntimeError, "a hook raised an exception that was lost");
-      return;
-    }
-    Py_INCREF(value);
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value)), value);
-    Py_DECREF(value);
-  }
-  std::shared_ptr<PyObject> exception;
-};
-
-// What a hook returned: None keeps the gradient, a Tensor replaces it.
-Tensor hook_result(PyObject* r, const char* what) {
-  if (!r) throw PythonHookError();
-  struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{r};
-  if (r == Py_None) return Tensor();
-  DESCENT_CHECK(is_tensor(r), TypeError, what, " must return None or a Tensor, not ", Py_TYPE(r)->tp_name);
-  return unwrap(r);
-}
-
-autograd::GradHook tensor_hook(PyObject* fn) {
-  auto f = std::make_shared<PyCallable>(fn);
-  return [f](const Tensor& g) -> Tensor {
-    if (!g.defined()) return Tensor();
-    Gil gil;
-    PyObject* arg = wrap(g);
-    if (!arg) throw PythonHookError();
-    PyObject* r = PyObject_CallOneArg(f->fn, arg);
-    Py_DECREF(arg);
-    return hook_result(r, "a tensor hook");
-  };
+  auto* o = PyObject_New(NodeObject, &g_node_type);
+  if (!o) return nullptr;
+  new (&o->node) Ref<Node>(n);
+  o->cdata = nullptr;
+  return reinterpret_cast<PyObject*>(o);
 }
 
 // A tuple of tensors (None for an undefined one), as node hooks receive them.
@@ -104,9 +49,47 @@ PyObject* tensor_tuple(const autograd::TensorList& ts) {
   return t;
 }
 
+namespace {
+
+// [SECTION] Python functions as hooks ---------------------------------------------------
+
+// Owns a Python callable for a hook that may run, and be dropped, without
+// the GIL held (backward releases it): both take it first.
+struct PyCallable {
+  explicit PyCallable(PyObject* f) : fn(f) { Py_INCREF(f); }
+  ~PyCallable() {
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF(fn);
+    PyGILState_Release(g);
+  }
+  PyObject* fn;
+};
+
+// What a hook returned: None keeps the gradient, a Tensor replaces it.
+Tensor hook_result(PyObject* r, const char* what) {
+  if (!r) throw PythonError();
+  struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{r};
+  if (r == Py_None) return Tensor();
+  DESCENT_CHECK(is_tensor(r), TypeError, what, " must return None or a Tensor, not ", Py_TYPE(r)->tp_name);
+  return unwrap(r);
+}
+
+autograd::GradHook tensor_hook(PyObject* fn) {
+  auto f = std::make_shared<PyCallable>(fn);
+  return [f](const Tensor& g) -> Tensor {
+    if (!g.defined()) return Tensor();
+    Gil gil;
+    PyObject* arg = wrap(g);
+    if (!arg) throw PythonError();
+    PyObject* r = PyObject_CallOneArg(f->fn, arg);
+    Py_DECREF(arg);
+    return hook_result(r, "a tensor hook");
+  };
+}
+
 // A hook's returned tuple replacing `ts` element by element (None keeps one).
 void replace_from(PyObject* r, autograd::TensorList& ts, const char* what) {
-  if (!r) throw PythonHookError();
+  if (!r) throw PythonError();
   struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{r};
   if (r == Py_None) return;
   DESCENT_CHECK(PyTuple_Check(r) && size_t(PyTuple_GET_SIZE(r)) == ts.size(), TypeError, what,
@@ -119,32 +102,26 @@ void replace_from(PyObject* r, autograd::TensorList& ts, const char* what) {
   }
 }
 
-// [SECTION] Nodes -----------------------------------------------------------------------
+// [SECTION] Node methods ----------------------------------------------------------------
 
-// A graph node seen from Python (torch.autograd.graph.Node): x.grad_fn,
-// and the nodes of its next_functions.
-struct NodeObject {
-  PyObject_HEAD
-  Ref<Node> node;
-};
-PyTypeObject g_node_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.Node"};
-
-PyObject* node_object(const Ref<Node>& n) {
-  if (!n) Py_RETURN_NONE;
-  auto* o = PyObject_New(NodeObject, &g_node_type);
-  if (!o) return nullptr;
-  new (&o->node) Ref<Node>(n);
-  return reinterpret_cast<PyObject*>(o);
+Node& node_of(PyObject* o) {
+  auto* n = reinterpret_cast<NodeObject*>(o);
+  if (n->node) return *n->node;
+  // A custom Function's ctx whose forward recorded no node, or whose graph is gone.
+  DESCENT_CHECK(n->cdata, Error, "this ", Py_TYPE(o)->tp_name, " object is no node of a graph: its Function's "
+                "forward recorded none (no input required grad), or the graph it belonged to is gone");
+  return *n->cdata;
 }
-Node& node_of(PyObject* o) { return *reinterpret_cast<NodeObject*>(o)->node; }
 
 void node_dealloc(PyObject* o) {
   reinterpret_cast<NodeObject*>(o)->node.~Ref<Node>();
-  PyObject_Free(o);
+  Py_TYPE(o)->tp_free(o);
 }
 // As torch prints one: <AddBackward0 object at 0x7f...>
 PyObject* node_repr(PyObject* o) { return PyUnicode_FromFormat("<%s object at %p>", node_of(o).name, &node_of(o)); }
-PyObject* node_name(PyObject* o, PyObject*) { return PyUnicode_FromString(node_of(o).name); }
+PyObject* node_name(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).name); DESCENT_PY_CATCH(nullptr)
+}
 PyObject* node_richcompare(PyObject* a, PyObject* b, int op) {
   if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &g_node_type) Py_RETURN_NOTIMPLEMENTED;
   const bool eq = &node_of(a) == &node_of(b);
@@ -154,6 +131,7 @@ Py_hash_t node_hash(PyObject* o) { return Py_hash_t(reinterpret_cast<uintptr_t>(
 
 // ((node or None, input_nr), ...): where each input's gradient goes next.
 PyObject* node_next_functions(PyObject* o, void*) {
+  DESCENT_PY_TRY
   const auto& edges = node_of(o).next_edges;
   PyObject* t = PyTuple_New(Py_ssize_t(edges.size()));
   if (!t) return nullptr;
@@ -167,19 +145,24 @@ PyObject* node_next_functions(PyObject* o, void*) {
     PyTuple_SET_ITEM(t, Py_ssize_t(i), pair);
   }
   return t;
+  DESCENT_PY_CATCH(nullptr)
 }
 // AccumulateGrad.variable: the leaf it writes .grad into.
 PyObject* node_variable(PyObject* o, void*) {
+  DESCENT_PY_TRY
   Node& n = node_of(o);
   if (!n.is_accumulate_grad()) {
     PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute 'variable'", n.name);
     return nullptr;
   }
   return wrap(Tensor(static_cast<autograd::AccumulateGrad&>(n).variable));
+  DESCENT_PY_CATCH(nullptr)
 }
-PyObject* node_saved(PyObject* o, void*) { return PyUnicode_FromString(node_of(o).saved_names().c_str()); }
+PyObject* node_saved(PyObject* o, void*) {
+  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).saved_names().c_str()); DESCENT_PY_CATCH(nullptr)
+}
 
-// descent.autograd.RemovableHandle, set by autograd.py: what register_hook returns.
+// descent.autograd.RemovableHandle, set by descent/autograd/__init__.py: what register_hook returns.
 PyObject* g_handle_class = nullptr;
 PyObject* handle(PyObject* owner, int id) {
   if (!g_handle_class) return PyLong_FromLong(id);
@@ -365,7 +348,7 @@ PyObject* py_run_backward(PyObject*, PyObject* args) {
     GilRelease release;  // device threads run nodes too, and Python hooks take the GIL where they run
     if (inputs == Py_None) autograd::backward(roots, root_grads, opts);
     else out = autograd::grad(roots, root_grads, in, opts);
-  } catch (const PythonHookError& e) {
+  } catch (const PythonError& e) {
     e.restore();
     return nullptr;
   }
@@ -391,7 +374,7 @@ PyMethodDef module_functions[] = {
 
 bool init_autograd(PyObject* m, PyTypeObject* tensor_type) {
   g_node_type.tp_basicsize = sizeof(NodeObject);
-  g_node_type.tp_flags = Py_TPFLAGS_DEFAULT;
+  g_node_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;  // _C._FunctionBase derives from it
   g_node_type.tp_doc = "A node of the autograd graph (torch.autograd.graph.Node): x.grad_fn.";
   g_node_type.tp_dealloc = node_dealloc;
   g_node_type.tp_repr = node_repr;

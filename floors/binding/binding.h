@@ -14,18 +14,36 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <memory>
+
 #include <optional>
 
 #include <unistd.h>
 #include <string>
 #include <vector>
 
+#include "floors/autograd/node.h"
 #include "floors/dispatch/dispatcher.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {
 
 // [SECTION] Python objects for C++ values ---------------------------------------
+
+// Owns one reference to a Python object, dropped at the end of its scope
+// (PyTorch's THPObjectPtr). `p` may be null.
+struct PyRef {
+  explicit PyRef(PyObject* o = nullptr) : p(o) {}
+  ~PyRef() { Py_XDECREF(p); }
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* release() {
+    PyObject* o = p;
+    p = nullptr;
+    return o;
+  }
+  PyObject* p;
+};
 
 // The instance layout of _C.TensorBase (and of descent.Tensor, its Python subclass).
 // `tensor` is constructed by wrap(), the only way such an object is made
@@ -56,6 +74,25 @@ bool init_value_types(PyObject* module);   // dtype, device, return types
 bool init_trace_type(PyObject* module);
 // The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
 bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
+// A graph node seen from Python (torch.autograd.graph.Node): x.grad_fn and the
+// nodes of its next_functions. An ordinary node's object is made anew each
+// time and owns the node (`node`); a custom Function's node is instead seen
+// through its ctx, an object of a subclass of _C._FunctionBase that the node
+// owns and that points back at it weakly (`cdata`, cleared when the node
+// dies): Note [A custom Function's node] (python_function.cpp).
+struct NodeObject {
+  PyObject_HEAD
+  Ref<autograd::Node> node;
+  autograd::Node* cdata = nullptr;
+};
+extern PyTypeObject g_node_type;  // _C.Node
+// The Python object of a node (new reference): the node's own (Node::pyobj)
+// when it has one, else a new _C.Node; None for a null node.
+PyObject* node_object(const Ref<autograd::Node>& n);
+// _C._FunctionBase and the node of a custom autograd.Function (python_function.cpp).
+bool init_python_function(PyObject* module);
+// A tuple of tensors, None for an undefined one (new reference).
+PyObject* tensor_tuple(const std::vector<Tensor>& ts);
 // The trace::Trace inside a descent._C.Trace object (borrowed: valid while `o`
 // lives), or nullptr when `o` is not one. For the app, which embeds Python and
 // reads the Trace objects the package returns without copying them.
@@ -136,6 +173,48 @@ void set_python_error();
 // only moment CPython may end it with pthread_exit's forced unwind.
 extern thread_local bool t_taking_gil;
 extern PyObject* g_oom_error;  // descent.OutOfMemoryError, a RuntimeError
+
+// Holds the GIL for its scope, whether or not this thread held it already:
+// for C++ that calls Python from wherever it runs (the backward engine).
+struct Gil {
+  PyGILState_STATE g = PyGILState_Ensure();
+  ~Gil() { PyGILState_Release(g); }
+  Gil() = default;
+  Gil(const Gil&) = delete;
+  Gil& operator=(const Gil&) = delete;
+};
+
+// A Python exception raised by Python code the runtime called (a hook, a
+// custom Function's backward), made where it was raised, with the GIL held:
+// the exception is taken out of that thread, which may be a device's worker
+// (Note [Which thread runs a node], engine.cpp), carried through the C++
+// frames between as this, and raised again by restore() on the thread that
+// called in (py_run_backward); set_python_error keeps a Python error that is
+// still set.
+struct PythonError : Error {
+  PythonError() : Error("a Python function raised") {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    exception = std::shared_ptr<PyObject>(value, [](PyObject* o) {
+      Gil gil;
+      Py_XDECREF(o);
+    });
+  }
+  // Sets it as the calling thread's Python error (the GIL held).
+  void restore() const {
+    PyObject* value = exception.get();
+    if (!value) {
+      PyErr_SetString(PyExc_RuntimeError, "a Python function raised an exception that was lost");
+      return;
+    }
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value)), value);
+  }
+  std::shared_ptr<PyObject> exception;
+};
 
 // Releases the GIL for its scope: other Python threads run while the kernel does.
 // A daemon thread that comes back while the interpreter is exiting would be

@@ -34,6 +34,8 @@ void set_python_error() {
   if (PyErr_Occurred()) return;  // a Python error is already set (e.g. by a conversion)
   try {
     throw;
+  } catch (const PythonError& e) {
+    e.restore();  // the exception Python code raised, on whichever thread it ran
   } catch (const alloc::OutOfMemoryError& e) {
     PyErr_SetString(g_oom_error, e.what());
   } catch (const TypeError& e) {
@@ -199,11 +201,6 @@ bool add_op_functions(PyObject* m) {
 }
 
 // [SECTION] Building tensors from Python data ------------------------------------------
-
-struct PyRef {  // owns one reference
-  PyObject* p;
-  ~PyRef() { Py_XDECREF(p); }
-};
 
 // A leaf that is not a Python number but has .item() -- a one-element descent
 // tensor, a numpy scalar or 0-d array -- stands for that number, as in
@@ -706,7 +703,7 @@ PyMODINIT_FUNC PyInit__C() {
                                           PyExc_RuntimeError, nullptr);
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !init_value_types(m) ||
-      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_trace_type(m) ||
+      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) || !init_trace_type(m) ||
       !init_devices(m) || !init_library(m)) {
     Py_DECREF(m);
     return nullptr;

@@ -83,11 +83,6 @@ namespace {
 
 // [SECTION] One call from a method or an operator -------------------------------------
 
-struct PyRef {  // owns one reference
-  PyObject* p = nullptr;
-  ~PyRef() { Py_XDECREF(p); }
-};
-
 // A numpy array (not a tensor): what numpy's __array_interface__ marks.
 bool is_array_operand(PyObject* o) {
   return !is_tensor(o) && PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__array_interface__");

@@ -345,6 +345,33 @@ PyObject* m_is_same(PyObject* o, PyObject* other) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// Tensor._make_subclass(cls, data, require_grad=False): a new object of
+// `cls`, a subclass of Tensor (nn.Parameter), over data's memory and version
+// counter, outside any graph, requiring grad as asked: what torch's
+// Parameter.__new__ calls.
+PyObject* m_make_subclass(PyObject*, PyObject* args) {
+  PyObject *cls, *data;
+  int requires_grad = 0;
+  if (!PyArg_ParseTuple(args, "OO|p:_make_subclass", &cls, &data, &requires_grad)) return nullptr;
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), g_tensor_base)) {
+    PyErr_Format(PyExc_TypeError, "cls must be a type (got %s)", Py_TYPE(cls)->tp_name);
+    return nullptr;
+  }
+  if (!is_tensor(data)) {
+    PyErr_Format(PyExc_TypeError, "_make_subclass(): data must be a Tensor, not %s", Py_TYPE(data)->tp_name);
+    return nullptr;
+  }
+  DESCENT_PY_TRY
+  Tensor t = autograd::detach(unwrap(data));
+  autograd::set_requires_grad(t, requires_grad);
+  auto* type = reinterpret_cast<PyTypeObject*>(cls);
+  PyObject* o = type->tp_alloc(type, 0);
+  if (!o) return nullptr;
+  new (&reinterpret_cast<TensorObject*>(o)->tensor) Tensor(std::move(t));
+  return o;
+  DESCENT_PY_CATCH(nullptr)
+}
+
 PyGetSetDef tensor_getset[] = {
     {"data", get_data, nullptr, "the same memory outside the graph, with a version counter of its own", nullptr},
     {"_version", get_version, nullptr, "how many in-place writes its memory has had (shared with its views)", nullptr},
@@ -368,6 +395,8 @@ PyMethodDef tensor_methods[] = {
     {"_is_same", m_is_same, METH_O, "whether both are one tensor (one TensorImpl)"},
     {"requires_grad_", m_requires_grad_, METH_VARARGS, "sets requires_grad in place"},
     {"is_inference", m_is_inference, METH_NOARGS, "whether it was made in inference mode (no autograd keys)"},
+    {"_make_subclass", m_make_subclass, METH_VARARGS | METH_STATIC,
+     "_make_subclass(cls, data, require_grad=False): data's memory as a new object of a Tensor subclass"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -236,14 +236,25 @@ PyObject* py_load_trace(PyObject*, PyObject* path) {
   DESCENT_PY_TRY return new_trace_object(trace::load_any(p)); DESCENT_PY_CATCH(nullptr)
 }
 
-// _span_begin(floor, name) -> index (-1 when tracing is off); _span_end(index).
+// _span_begin(floor, name, site=0) -> index (-1 when tracing is off); _span_end(index).
+// `site` is what _register_site returned for the Python code opening the span.
 PyObject* py_span_begin(PyObject*, PyObject* args) {
   int floor;
   const char* name;
-  if (!PyArg_ParseTuple(args, "is", &floor, &name)) return nullptr;
+  unsigned int site = 0;
+  if (!PyArg_ParseTuple(args, "is|I", &floor, &name, &site)) return nullptr;
   if (floor < 1 || floor >= trace::kNumFloors) return PyErr_Format(PyExc_ValueError, "no floor %d", floor);
+  if (site > trace::site_count()) return PyErr_Format(PyExc_ValueError, "no source site %u", site);
   if (!trace::enabled()) return PyLong_FromLong(-1);
-  return PyLong_FromLongLong(trace::begin_span(trace::Floor(floor), trace::intern(name)));
+  return PyLong_FromLongLong(trace::begin_span(trace::Floor(floor), trace::intern(name), uint16_t(site)));
+}
+// _register_site(file, line, function) -> site: a source site for spans opened
+// from Python (Note [Span source sites]); `file` relative to the repository.
+PyObject* py_register_site(PyObject*, PyObject* args) {
+  const char *file, *function;
+  unsigned int line;
+  if (!PyArg_ParseTuple(args, "sIs:_register_site", &file, &line, &function)) return nullptr;
+  DESCENT_PY_TRY return PyLong_FromUnsignedLong(trace::register_site(file, line, function)); DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_span_end(PyObject*, PyObject* arg) {
   const long long i = PyLong_AsLongLong(arg);
@@ -411,7 +422,8 @@ PyMethodDef trace_functions[] = {
      "(Note [Nested recordings])"},
     {"_trace_dropped", py_trace_dropped, METH_NOARGS, "spans the running recording has dropped so far"},
     {"_load_trace", py_load_trace, METH_O, "reads a trace file: descent's format or Chrome JSON (PyTorch profiler too)"},
-    {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name) -> index"},
+    {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name, site=0) -> index"},
+    {"_register_site", py_register_site, METH_VARARGS, "_register_site(file, line, function) -> a source site for _span_begin"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},
     {"_set_profile_hook", py_set_profile_hook, METH_VARARGS, "_set_profile_hook(on, package_dir, skip_file)"},
     {"_run_statement", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_run_statement)), METH_FASTCALL,

@@ -594,3 +594,25 @@ def test_a_span_left_open_across_stop_and_start_cannot_close_a_new_one():
     new = [s for s in spans if s["name"] == "new"][0]
     children = [s for s in spans if s["parent"] == new["id"]]
     assert children and all(c["end_ns"] <= new["end_ns"] for c in children)
+
+
+def test_a_span_the_package_opens_names_its_source_site():
+    from descent import tracing
+    C = descent._C
+
+    def opener():
+        pass
+
+    site = tracing.site_of(opener)
+    assert site > 0 and tracing.site_of(opener) == site  # registered once
+    with descent.trace() as t:
+        with tracing.span("a named range", site):
+            descent.ones(2)
+    spans = t.result.spans()
+    s, = [s for s in spans if s["name"] == "a named range"]
+    assert s["floor"] == 1 and s["line"] == opener.__code__.co_firstlineno
+    assert s["file"].endswith(opener.__code__.co_filename.rsplit("/", 1)[1])
+    assert any(x["name"] == "aten::ones" and x["start_ns"] >= s["start_ns"] for x in spans)
+    with pytest.raises(ValueError, match="no source site"):
+        C._span_begin(1, "x", 60000)
+    assert C._span_begin(1, "untraced", site) == -1  # tracing off: nothing opened

@@ -77,6 +77,7 @@ from .grad_mode import (  # noqa: E402
 )
 from .tracing import trace  # noqa: E402
 from . import autograd  # noqa: E402,F401
+from . import nn, optim  # noqa: E402,F401
 from . import cuda, sim  # noqa: E402,F401
 from . import library, ops  # noqa: E402,F401  (torch.library and torch.ops)
 

@@ -3,6 +3,7 @@
     loss.backward()                              # gradients into every leaf's .grad
     descent.autograd.grad(loss, [w, b])          # gradients returned, .grad untouched
     descent.autograd.gradcheck(f, (x, w))        # formulas against finite differences
+    class F(descent.autograd.Function): ...      # an op with its own forward and backward (function.py)
 
 The graph is recorded on the way down by the Autograd kernels (floor 4,
 floors/autograd/variable_type.cpp) and walked here by the engine
@@ -10,8 +11,10 @@ floors/autograd/variable_type.cpp) and walked here by the engine
 """
 import itertools
 
-from . import _C
-from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them)
+from .. import _C
+from ..grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them)
+
+from .function import Function, FunctionCtx  # noqa: F401
 
 Node = _C.Node
 
