@@ -67,7 +67,7 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 8;  // per span; more are ignored (floor 4 records 8: decided_at, node, edges, saved, ...)
+constexpr int kMaxArgs = 12;  // per span; more are ignored (a recorded node: graph, node, node_id, edges, edge ids, saved, decided_at)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {

@@ -92,7 +92,8 @@ TEST(Tracer, ArgsRoundTripAndExtraArgsAreIgnored) {
     s.arg("scale", 2.5);
     s.arg("contiguous", true);
     s.arg("device", intern(std::string("cpu:") + "0"));
-    static const char* kFill[] = {"f4", "f5", "f6", "f7", "f8", "f9"};
+    static const char* kFill[] = {"f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11"};
+    static_assert(std::size(kFill) >= kMaxArgs - 4);
     for (int k = 4; k < kMaxArgs; ++k) s.arg(kFill[k - 4], int64_t{k});
     s.arg("dropped", int64_t{7});  // beyond kMaxArgs
   }
