@@ -3,7 +3,7 @@
 on torch.cuda and prints torch.cuda.memory_stats() after it as JSON, so that it
 can be compared with the values descent's test derives by hand from PyTorch's
 rules (CachingAllocatorScript.ScriptedSequenceGivesPyTorchsStatistics in
-tests/allocator/test_caching_allocator.cpp). Run it on a CUDA host, in a fresh
+tests/allocator/test_caching_policy.cpp). Run it on a CUDA host, in a fresh
 process (nothing else may have used the device's caching allocator):
 
     python3 tools/allocator-vs-torch.py            # the JSON
@@ -19,7 +19,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "tests", "allocator", "data", "script.txt")
-TEST = os.path.join(ROOT, "tests", "allocator", "test_caching_allocator.cpp")
+TEST = os.path.join(ROOT, "tests", "allocator", "test_caching_policy.cpp")
 
 
 def read_script(path):
