@@ -67,6 +67,7 @@ void check_once_differentiable(const char* name, const Tensor& g) {
 
 CopySlices::CopySlices(const GradMeta& base, ViewGeometry v, Ref<Node> f)
     : Node("CopySlices"), view(std::move(v)), fn(std::move(f)) {
+  qualified = "torch::autograd::CopySlices";
   inputs.push_back(base);
 }
 

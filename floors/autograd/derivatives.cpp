@@ -452,4 +452,13 @@ std::string FormulaNode::saved_names() const {
   return s;
 }
 
+bool FormulaNode::saved_value(std::string_view name, Tensor& out) {
+  SavedVariable* v = name == "result" ? &result : name == "indices" ? &result1 : nullptr;
+  for (int k = 0; !v && k < kSavedInputs && k < int(input_names.size()); ++k)
+    if (name == input_names[size_t(k)]) v = &inputs_saved[k];
+  if (!v || !v->defined()) return false;
+  out = v->unpack(this);
+  return true;
+}
+
 }  // namespace descent::autograd

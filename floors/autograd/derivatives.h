@@ -44,6 +44,7 @@ struct FormulaNode final : Node {
   TensorList apply(TensorList&& grads) override;
   void release_saved_variables() override;
   std::string saved_names() const override;
+  bool saved_value(std::string_view name, Tensor& out) override;
 
   const Derivative& derivative;
   const OpEntry& op;

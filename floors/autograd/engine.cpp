@@ -142,7 +142,10 @@ class ReadyQueue {
 // [SECTION] Running the graph ----------------------------------------------------------
 
 struct GraphRoot final : Node {
-  GraphRoot(TensorList g, std::vector<Edge> edges) : Node("GraphRoot"), grads(std::move(g)) { next_edges = std::move(edges); }
+  GraphRoot(TensorList g, std::vector<Edge> edges) : Node("GraphRoot"), grads(std::move(g)) {
+    next_edges = std::move(edges);
+    qualified = "torch::autograd::GraphRoot";
+  }
   TensorList apply(TensorList&&) override { return grads; }
   TensorList grads;
 };
@@ -292,7 +295,8 @@ void pass_on(Node& n, TensorList& out, GraphTask& task) {
 }
 
 void run_node(Node& n, TensorList&& in, GraphTask& task) {
-  const char* span_name = trace::enabled() ? trace::intern(str("autograd::engine::evaluate_function: ", n.name)) : "";
+  const char* span_name =
+      trace::enabled() ? trace::intern(str("autograd::engine::evaluate_function: ", n.full_name())) : "";
   trace::ScopedSpan span(trace::Floor::Autograd, span_name);
   if (span.active()) {
     // On a device's thread: an arrow from the caller's span that waits for it (the app follows it down).

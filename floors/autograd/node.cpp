@@ -204,6 +204,7 @@ std::string type_and_shape(const Tensor& t) {
 // [SECTION] AccumulateGrad -----------------------------------------------------------
 
 AccumulateGrad::AccumulateGrad(Ref<TensorImpl> leaf) : Node("AccumulateGrad"), variable(std::move(leaf)) {
+  qualified = "torch::autograd::AccumulateGrad";
   sequence_nr = std::numeric_limits<uint64_t>::max();  // as in PyTorch: runs as soon as it is ready
   inputs.push_back(GradMeta{variable->sizes, variable->dtype, variable->device});
 }

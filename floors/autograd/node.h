@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "floors/core/tensor.h"
@@ -83,8 +84,18 @@ struct Node : RefCounted {
   // The Python object that stands for this node, where the binding gave it
   // one (a custom autograd.Function's ctx, owned by the node): PyTorch's
   // Node::pyobj_. Null for the nodes of the op table, whose Python objects
-  // are made anew at each x.grad_fn.
+  // have their own (py_weak below).
   void* pyobj = nullptr;
+  // The Python object the binding made for a node of the table, borrowed and
+  // cleared when it dies, so that y.grad_fn is y.grad_fn (Note [A class per
+  // node], autograd_object.cpp).
+  void* py_weak = nullptr;
+  // PyTorch's Node::name() where it is not the class's name: the nodes
+  // written by hand in torch/csrc/autograd are named with their C++
+  // namespace ("torch::autograd::AccumulateGrad"), and so are their
+  // evaluate_function spans in the profiler. Null: `name`.
+  const char* qualified = nullptr;
+  const char* full_name() const { return qualified ? qualified : name; }
   bool remove_hook(int id);
 
   // The gradients of the forward op's inputs from those of its outputs.
@@ -94,6 +105,9 @@ struct Node : RefCounted {
   virtual void release_saved_variables() {}
   // For the trace and repr: the names of the saved values ("self, other").
   virtual std::string saved_names() const { return ""; }
+  // The saved value named `name` ("self", "result"), unpacked, as PyTorch's
+  // grad_fn._saved_self reads it; false when the node saved none by that name.
+  virtual bool saved_value(std::string_view name, Tensor& out) { (void)name; (void)out; return false; }
   virtual bool is_accumulate_grad() const { return false; }
 };
 

@@ -8,6 +8,9 @@
 // [SECTION] Tensor attributes
 // [SECTION] The engine's entry point
 #include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "floors/autograd/engine.h"
 #include "floors/binding/binding.h"
@@ -20,6 +23,41 @@ using autograd::Node;
 
 PyTypeObject g_node_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.Node"};
 
+// Note [A class per node]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// In PyTorch every kind of node has a Python class of its own, named as the
+// node: type(y.grad_fn) is <class 'MulBackward0'>, a subclass of
+// torch.autograd.graph.Node, and a node has one Python object, so
+// `y.grad_fn is y.grad_fn`. descent makes a node's class the first time a
+// node of that name is wrapped (a subclass of _C.Node made from a spec, kept
+// for the life of the process), and keeps a borrowed pointer to the node's
+// object on the node (Node::py_weak), cleared when the object dies. A custom
+// Function's node is its ctx instead (Note [A custom Function's node]).
+namespace {
+void node_class_dealloc(PyObject* o);
+}
+
+PyTypeObject* node_class(const char* name) {
+  // Keyed "builtins.MulBackward0": the class's __module__ is builtins, so it prints as <class 'MulBackward0'>, as
+  // PyTorch's do, and its tp_name (error messages) is the part after the dot. The key outlives the class.
+  static constexpr std::string_view kModule = "builtins.";
+  static auto* classes = new std::unordered_map<std::string, PyTypeObject*>;
+  auto [it, made] = classes->try_emplace(std::string(kModule) + name, nullptr);
+  if (!made) return it->second;
+  PyType_Slot slots[] = {{Py_tp_dealloc, reinterpret_cast<void*>(node_class_dealloc)}, {0, nullptr}};
+  PyType_Spec spec{it->first.c_str(), 0, 0, Py_TPFLAGS_DEFAULT, slots};
+  PyObject* bases = PyTuple_Pack(1, reinterpret_cast<PyObject*>(&g_node_type));
+  PyObject* cls = bases ? PyType_FromSpecWithBases(&spec, bases) : nullptr;
+  Py_XDECREF(bases);
+  if (!cls) {
+    classes->erase(it);
+    return nullptr;
+  }
+  it->second = reinterpret_cast<PyTypeObject*>(cls);  // the map's reference
+  it->second->tp_name = it->first.c_str() + kModule.size();
+  return it->second;
+}
+
 PyObject* node_object(const Ref<Node>& n) {
   if (!n) Py_RETURN_NONE;
   if (n->pyobj) {  // a custom Function's node: its ctx (Note [A custom Function's node])
@@ -27,10 +65,18 @@ PyObject* node_object(const Ref<Node>& n) {
     Py_INCREF(o);
     return o;
   }
-  auto* o = PyObject_New(NodeObject, &g_node_type);
+  if (n->py_weak) {  // Note [A class per node]
+    auto* o = static_cast<PyObject*>(n->py_weak);
+    Py_INCREF(o);
+    return o;
+  }
+  PyTypeObject* cls = node_class(n->name);
+  if (!cls) return nullptr;
+  auto* o = reinterpret_cast<NodeObject*>(cls->tp_alloc(cls, 0));
   if (!o) return nullptr;
   new (&o->node) Ref<Node>(n);
   o->cdata = nullptr;
+  n->py_weak = o;
   return reinterpret_cast<PyObject*>(o);
 }
 
@@ -114,16 +160,44 @@ Node& node_of(PyObject* o) {
 }
 
 void node_dealloc(PyObject* o) {
-  reinterpret_cast<NodeObject*>(o)->node.~Ref<Node>();
+  Ref<Node>& n = reinterpret_cast<NodeObject*>(o)->node;
+  if (n && n->py_weak == o) n->py_weak = nullptr;  // Note [A class per node]
+  n.~Ref<Node>();
   Py_TYPE(o)->tp_free(o);
+}
+void node_class_dealloc(PyObject* o) {  // an instance of a class made by node_class: a heap type's own reference
+  PyTypeObject* type = Py_TYPE(o);
+  node_dealloc(o);
+  Py_DECREF(type);
 }
 // As torch prints one: <AddBackward0 object at 0x7f...>
 PyObject* node_repr(PyObject* o) { return PyUnicode_FromFormat("<%s object at %p>", node_of(o).name, &node_of(o)); }
+// PyTorch's Node::name(): the class's name, or the C++ one of a node written by hand (torch::autograd::AccumulateGrad).
 PyObject* node_name(PyObject* o, PyObject*) {
-  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).name); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).full_name()); DESCENT_PY_CATCH(nullptr)
+}
+PyObject* node_sequence_nr(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyLong_FromUnsignedLongLong(node_of(o).sequence_nr); DESCENT_PY_CATCH(nullptr)
+}
+// grad_fn._saved_self, ._saved_other, ._saved_result, ...: what the node saved, by its schema name, as PyTorch's
+// generated nodes expose it.
+PyObject* node_getattro(PyObject* o, PyObject* attr) {
+  PyObject* found = PyObject_GenericGetAttr(o, attr);
+  if (found || !PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(attr)) return found;
+  const char* a = PyUnicode_AsUTF8(attr);
+  if (!a || std::string_view(a).substr(0, 7) != "_saved_") return nullptr;
+  PyErr_Clear();
+  DESCENT_PY_TRY
+  Tensor t;
+  if (!node_of(o).saved_value(std::string_view(a).substr(7), t)) {
+    PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%s'", Py_TYPE(o)->tp_name, a);
+    return nullptr;
+  }
+  return wrap(t);
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* node_richcompare(PyObject* a, PyObject* b, int op) {
-  if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &g_node_type) Py_RETURN_NOTIMPLEMENTED;
+  if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(b, &g_node_type)) Py_RETURN_NOTIMPLEMENTED;
   const bool eq = &node_of(a) == &node_of(b);
   return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
@@ -208,7 +282,8 @@ PyObject* node_remove_hook(PyObject* o, PyObject* id) {
 }
 
 PyMethodDef node_methods[] = {
-    {"name", node_name, METH_NOARGS, "the node's name, as PyTorch names it: AddBackward0"},
+    {"name", node_name, METH_NOARGS, "the node's name, as PyTorch names it: AddBackward0, torch::autograd::AccumulateGrad"},
+    {"_sequence_nr", node_sequence_nr, METH_NOARGS, "the node's creation order on its thread (backward runs the later first)"},
     {"register_hook", node_register_hook, METH_O, "hook(grad_inputs, grad_outputs) after the node runs; returns a handle"},
     {"register_prehook", node_register_prehook, METH_O, "hook(grad_outputs) before the node runs; returns a handle"},
     {"_remove_hook", node_remove_hook, METH_O, "removes a hook by id"},
@@ -378,6 +453,7 @@ bool init_autograd(PyObject* m, PyTypeObject* tensor_type) {
   g_node_type.tp_doc = "A node of the autograd graph (torch.autograd.graph.Node): x.grad_fn.";
   g_node_type.tp_dealloc = node_dealloc;
   g_node_type.tp_repr = node_repr;
+  g_node_type.tp_getattro = node_getattro;
   g_node_type.tp_richcompare = node_richcompare;
   g_node_type.tp_hash = node_hash;
   g_node_type.tp_methods = node_methods;

@@ -40,7 +40,7 @@ def chain(t):
         if node is None:
             return "None"
         kids = [rec(fn) for fn, _ in node.next_functions]
-        return node.name() + (f"({', '.join(kids)})" if kids else "")
+        return type(node).__name__ + (f"({', '.join(kids)})" if kids else "")
     return None if t.grad_fn is None else rec(t.grad_fn)
 
 
@@ -411,7 +411,8 @@ def test_an_in_place_op_through_a_view_is_differentiated_at_the_view():
     z = descent.zeros(3, dtype=D)
     w = rand(3)
     z[0] = w[0]                                            # a leaf that does not require grad, written through a view
-    assert z.grad_fn.name() == "CopySlices" and z.requires_grad
+    assert z.grad_fn.name() == "torch::autograd::CopySlices" and type(z.grad_fn).__name__ == "CopySlices"
+    assert z.requires_grad
 
 
 # [SECTION] A view read after its base was written (Note [A view's grad_fn after an in-place write])
@@ -716,7 +717,7 @@ def test_the_trace_shows_the_graph_recorded_and_walked_on_floor_4():
     walked = [s["name"] for s in floor4 if s["name"].startswith("autograd::engine::evaluate_function")]
     assert walked == ["autograd::engine::evaluate_function: SumBackward0",   # one root: no GraphRoot, as PyTorch
                       "autograd::engine::evaluate_function: MulBackward0",
-                      "autograd::engine::evaluate_function: AccumulateGrad"]
+                      "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"]   # PyTorch's name()
     by_id = {s["id"]: s for s in spans}
     mul_node = next(s for s in floor4 if s["name"].endswith("MulBackward0"))
     beneath = [s["name"] for s in spans if s["parent"] == mul_node["id"] and s["floor_name"] == "dispatch"]
@@ -730,7 +731,7 @@ def test_several_roots_start_at_a_graph_root_and_create_graph_sums_out_of_place(
     with descent.trace() as t:
         descent.autograd.backward([(x * 2).sum(), (x * 3).sum()])
     walked = [s["name"] for s in t.result.spans() if s["name"].startswith("autograd::engine::evaluate_function")]
-    assert walked[0] == "autograd::engine::evaluate_function: GraphRoot"
+    assert walked[0] == "autograd::engine::evaluate_function: torch::autograd::GraphRoot"
     assert x.grad.tolist() == [5.0, 5.0]
     y = x * x
     (g,) = descent.autograd.grad(y.sum(), x, create_graph=True)
@@ -881,3 +882,33 @@ def test_descent_verify_autograd_runs_the_pairs():
     r = subprocess.run(cmd + ["verify", "--autograd"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("6 of 6 verdicts hold")
+
+
+# [SECTION] Nodes as Python objects (Note [A class per node]) ----------------------------------
+
+def test_a_node_has_a_class_of_its_own_and_one_object():
+    x = descent.ones(2, requires_grad=True)
+    w = descent.ones(2, requires_grad=True)
+    y = x * w
+    assert type(y.grad_fn).__name__ == "MulBackward0" and repr(type(y.grad_fn)) == "<class 'MulBackward0'>"
+    assert isinstance(y.grad_fn, descent._C.Node) and y.grad_fn is y.grad_fn
+    acc = y.grad_fn.next_functions[0][0]
+    # PyTorch 2.11 (H200 host): the class is AccumulateGrad, name() the C++ one
+    assert type(acc).__name__ == "AccumulateGrad" and acc.name() == "torch::autograd::AccumulateGrad"
+    assert acc is y.grad_fn.next_functions[0][0] and acc.variable is x
+    assert (x * 1).grad_fn._sequence_nr() > y.grad_fn._sequence_nr()   # made later on this thread
+    assert repr(y) == "tensor([1., 1.], grad_fn=<MulBackward0>)"
+
+
+def test_a_node_shows_what_it_saved_by_pytorchs_names():
+    x = descent.ones(2, requires_grad=True)
+    w = descent.full([2], 3.0, requires_grad=True)
+    y = x * w
+    assert y.grad_fn._saved_self is x and y.grad_fn._saved_other is w
+    z = x.exp()
+    assert z.grad_fn._saved_result.tolist() == z.tolist()
+    with pytest.raises(AttributeError, match="'MulBackward0' object has no attribute '_saved_result'"):
+        y.grad_fn._saved_result
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.grad_fn._saved_self

@@ -76,7 +76,7 @@ def test_the_ctx_is_the_node():
     assert type(y.grad_fn).__name__ == "KeepBackward"
     z = y * 2  # downstream, the chain leads back to the same object
     assert z.grad_fn.next_functions[0][0] is seen[0]
-    assert z.grad_fn.next_functions[0][0].next_functions[0][0].name() == "AccumulateGrad"
+    assert z.grad_fn.next_functions[0][0].next_functions[0][0].name() == "torch::autograd::AccumulateGrad"
 
 
 def test_gradcheck_float64():

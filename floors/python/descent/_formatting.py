@@ -158,7 +158,7 @@ def tensor_repr(t):
             suffixes.append(f"dtype={t.dtype!r}")
     # As torch prints them: a result autograd recorded names its node, a leaf says it requires grad.
     if owner.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{owner.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{type(owner.grad_fn).__name__}>")   # the class's name, as torch's _tensor_str
     elif owner.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(PREFIX + body, suffixes)
