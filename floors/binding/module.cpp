@@ -7,9 +7,11 @@
 // [SECTION] Building tensors from Python data
 // [SECTION] Everything else
 // [SECTION] Module init
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,9 +118,9 @@ bool has_keyword(PyObject* kwnames, const char* name) {
   return false;
 }
 
-// The function behind _C.add, _C.max, ...: `self` is the overload group's index.
-PyObject* op_function(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
-  const OverloadGroup& g = overload_groups()[PyLong_AsSize_t(self)];
+// The function behind _C.add, _C.max, ...: group `index` of the overloads.
+PyObject* op_function(size_t index, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const OverloadGroup& g = overload_groups()[index];
   DESCENT_PY_TRY
   trace::ScopedSpan span(trace::Floor::Binding, g.overloads[0]->schema.name.c_str());
   nargs = PyVectorcall_NARGS(nargs);
@@ -164,6 +166,29 @@ std::vector<PyMethodDef>& op_defs() {
   return defs;
 }
 
+// Note [Module functions of a type object]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's torch.randn is a method of a class, torch._C._VariableFunctions,
+// bound to the class object: repr(torch.randn) is "<built-in method randn of
+// type object at 0x...>", and lesson 0 shows it. descent binds its op
+// functions to a class of the same name the same way; torch._C._nn's are
+// the module's functions ("<built-in function linear>"), as descent._C._nn's.
+// With the class (or the module) as `self`, a function finds its overload
+// group by its own address: one small C function per group, made from a
+// template (op_function_at<I>), at most kNumOps of them.
+template <size_t I>
+PyObject* op_function_at(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return op_function(I, args, nargs, kwnames);
+}
+using FastFunction = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);
+template <size_t... I>
+constexpr std::array<FastFunction, sizeof...(I)> op_function_table(std::index_sequence<I...>) {
+  return {&op_function_at<I>...};
+}
+constexpr auto kOpFunctions = op_function_table(std::make_index_sequence<kNumOps>{});
+
+PyTypeObject g_variable_functions = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C._VariableFunctionsClass"};
+
 PyModuleDef nn_module_def = {PyModuleDef_HEAD_INIT, "descent._C._nn",
                              "the ops PyTorch keeps in torch._C._nn (python_module: nn), which "
                              "torch.nn.functional calls",
@@ -179,19 +204,24 @@ bool add_op_functions(PyObject* m) {
   }
   // `import descent._C._nn` finds it too.
   if (PyDict_SetItemString(PyImport_GetModuleDict(), "descent._C._nn", nn) < 0) return false;
+  g_variable_functions.tp_flags = Py_TPFLAGS_DEFAULT;
+  g_variable_functions.tp_doc = "the class whose methods are descent's op functions (torch._C._VariableFunctionsClass)";
+  if (PyType_Ready(&g_variable_functions) < 0) return false;
+  Py_INCREF(&g_variable_functions);
+  if (PyModule_AddObject(m, "_VariableFunctions", reinterpret_cast<PyObject*>(&g_variable_functions)) < 0) return false;
   const auto& groups = overload_groups();
+  DESCENT_CHECK(groups.size() <= kOpFunctions.size(), Error, "more overload groups than op functions");
   op_defs().resize(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
     PyMethodDef& d = op_defs()[i];
     d.ml_name = groups[i].overloads[0]->schema.name.c_str();  // lives as long as the op table
-    d.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(op_function));
+    d.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(kOpFunctions[i]));
     d.ml_flags = METH_FASTCALL | METH_KEYWORDS;
     d.ml_doc = groups[i].overloads[0]->schema.text.c_str();
-    PyObject* index = PyLong_FromSize_t(i);
-    if (!index) return false;
-    PyObject* fn = PyCFunction_NewEx(&d, index, nullptr);
-    Py_DECREF(index);
-    PyObject* home = groups[i].overloads[0]->python_module == PythonModule::NN ? nn : m;
+    const bool in_nn = groups[i].overloads[0]->python_module == PythonModule::NN;
+    // Note [Module functions of a type object]
+    PyObject* fn = PyCFunction_NewEx(&d, in_nn ? nn : reinterpret_cast<PyObject*>(&g_variable_functions), nullptr);
+    PyObject* home = in_nn ? nn : m;
     if (!fn || PyModule_AddObject(home, d.ml_name, fn) < 0) {
       Py_XDECREF(fn);
       return false;

@@ -250,3 +250,10 @@ def test_operators_with_unrelated_types_answer_as_python_does():
         t < None
     with raises(TypeError, "add(): argument 'other' (position 2) must be Tensor, not NoneType"):
         descent.add(t, None)  # the function still names the argument
+
+
+def test_an_op_function_prints_as_pytorchs():
+    # PyTorch 2.11 (tests/python/data/torch_facts_h200.txt): '<built-in method randn of type object at 0x...>'
+    assert repr(descent.randn).startswith("<built-in method randn of type object at 0x")
+    assert descent.randn.__self__ is descent._C._VariableFunctions
+    assert repr(descent._C._nn.linear) == "<built-in function linear>"   # torch._C._nn's are module functions

@@ -350,6 +350,7 @@ except ValueError:
 def test_record_stream_defers_reuse():
     s = descent.sim.Stream()
     x = descent.ones(256, device=SIM)
+    s.wait_stream(descent.sim.current_stream())   # x is filled on the default stream: s must not read it before
     x.record_stream(s)
     with descent.sim.stream(s):
         y = x * 2
