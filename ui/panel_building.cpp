@@ -122,6 +122,7 @@ TextFit fit_text(const std::string& text, float width, int max_lines) {
     };
     while (last.size() > 1 && w(joined() + " ...") > width) last.pop_back();
     if (w(joined() + " ...") > width) last.clear();  // not even one word: the dots alone
+    while (!last.empty() && trimmed(last.back()).empty()) last.pop_back();  // "a  b": the second space
     if (!last.empty()) last.back() = trimmed(last.back()) + " ";
     last.push_back("...");
   }
