@@ -114,6 +114,17 @@ struct Running {
   bool stopped = false;       // KeyboardInterrupt raised: the run is ending
 };
 
+// A text and the width it was given on screen, for the state dump: issue 23,
+// readable on a projector (a tab's label, a floor's decision line). `shown`
+// is what was drawn (shortened at a word, with "...", where the space is
+// short); clipped: something drawn is wider than the space it was given.
+struct TextFit {
+  std::string text, shown;
+  float width = 0, given = 0;  // pixels: the widest line drawn, and the space for it
+  bool shortened = false;      // `shown` leaves words out (the full text is a hover away)
+  bool clipped() const { return width > given + 0.5f; }
+};
+
 struct App {
   Options options;
   Loaded loaded;
@@ -163,8 +174,7 @@ struct App {
 
   bool presenter = false;
   bool show_help = false;
-  RightTab right_tab = RightTab::Detail;
-  bool tab_request = false;  // select right_tab on the next frame (ImGui owns the tab otherwise)
+  RightTab right_tab = RightTab::Detail;  // the tab shown on the right (main.cpp draws the tabs as buttons)
   std::string banner;  // a message the user must see (bad file, missing asset)
   std::string open_path;   // the Open/Save path field
   std::string file_title;  // what the file popup is asking for
@@ -173,6 +183,9 @@ struct App {
   // Filled by the panels each frame, for the state dump and the tests.
   std::array<ImVec4, kBuildingFloors + 1> floor_rects{};  // x0, y0, x1, y1 in pixels
   std::array<std::string, kBuildingFloors + 1> floor_texts;  // the decision line each floor showed
+  std::array<TextFit, kBuildingFloors + 1> floor_fits;       // each floor's decision line (or skip reason) as drawn
+  std::vector<TextFit> tab_labels;                           // the right panel's tab labels as drawn
+  TextFit timeline_header;                                   // the timeline's header line as drawn
   ImVec4 device_strip_rect{};                             // the building's device strip (zero when not drawn)
   std::string device_strip_text;                          // what the strip said the device was doing
   std::vector<std::string> echoes;                        // kernels the strip showed running (the token's echo)

@@ -140,27 +140,62 @@ constexpr ImGuiWindowFlags kPanelFlags =
     ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
     ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings;
 
+// The right panel's tabs, each label whole on a projector (issue 23): ImGui's
+// tab bar shrinks tabs that do not fit and cuts their labels ("Compare with
+// Py..."), so the tabs are buttons in the tab colours: the full labels on one
+// row when they fit, else the short ones, wrapped onto a second row when even
+// those do not fit (presenter mode at 1280x720).
+struct RightTabDef {
+  const char* label;
+  const char* short_label;
+  RightTab which;
+  void (*draw)(App&);
+};
+constexpr RightTabDef kRightTabs[] = {
+    {"Detail", "Detail", RightTab::Detail, draw_detail},
+    {"Memory", "Memory", RightTab::Memory, draw_memory},
+    {"Compare with PyTorch", "Compare", RightTab::Compare, draw_compare},
+    {"Autograd graph", "Graph", RightTab::Graph, draw_graph},
+    {"Streams", "Streams", RightTab::Streams, draw_streams},
+    {"Notes", "Notes", RightTab::Notes, draw_notes},
+};
+
 void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
+  app.tab_labels.clear();
   if (ImGui::Begin("Floor detail##right", nullptr, kPanelFlags)) {
-    if (ImGui::BeginTabBar("##tabs")) {
-      auto tab = [&](const char* name, RightTab which, void (*draw)(App&)) {
-        const ImGuiTabItemFlags flags = app.right_tab == which && app.tab_request ? ImGuiTabItemFlags_SetSelected : 0;
-        if (ImGui::BeginTabItem(name, nullptr, flags)) {
-          if (!app.tab_request) app.right_tab = which;
-          draw(app);
-          ImGui::EndTabItem();
-        }
-      };
-      tab("Detail", RightTab::Detail, draw_detail);
-      tab("Memory", RightTab::Memory, draw_memory);
-      tab("Compare with PyTorch", RightTab::Compare, draw_compare);
-      tab("Autograd graph", RightTab::Graph, draw_graph);
-      tab("Streams", RightTab::Streams, draw_streams);
-      tab("Notes", RightTab::Notes, draw_notes);
-      app.tab_request = false;
-      ImGui::EndTabBar();
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float left = ImGui::GetCursorPosX(), right = left + ImGui::GetContentRegionAvail().x;
+    float row = -st.ItemSpacing.x;
+    for (const RightTabDef& t : kRightTabs) row += ImGui::CalcTextSize(t.label).x + 2 * st.FramePadding.x + st.ItemSpacing.x;
+    const bool use_short = row > right - left;
+    for (const RightTabDef& t : kRightTabs) {
+      const char* label = use_short ? t.short_label : t.label;
+      const float text_w = ImGui::CalcTextSize(label).x;
+      if (&t != kRightTabs) {
+        ImGui::SameLine();
+        if (ImGui::GetCursorPosX() + text_w + 2 * st.FramePadding.x > right) ImGui::NewLine();
+      }
+      const bool on = app.right_tab == t.which;
+      ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(on ? ImGuiCol_TabActive : ImGuiCol_Tab));
+      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImGui::GetStyleColorVec4(ImGuiCol_TabHovered));
+      ImGui::PushStyleColor(ImGuiCol_ButtonActive, ImGui::GetStyleColorVec4(ImGuiCol_TabActive));
+      if (ImGui::Button(label)) app.right_tab = t.which;
+      ImGui::PopStyleColor(3);
+      // The label's space: the button's inside, up to the panel's right edge.
+      const float x0 = ImGui::GetItemRectMin().x + st.FramePadding.x;
+      const float x1 = std::min(ImGui::GetItemRectMax().x - st.FramePadding.x,
+                                ImGui::GetWindowPos().x + right - st.FramePadding.x);
+      TextFit fit;
+      fit.text = fit.shown = label;
+      fit.width = text_w;
+      fit.given = x1 - x0;
+      app.tab_labels.push_back(std::move(fit));
+    }
+    ImGui::Separator();
+    for (const RightTabDef& t : kRightTabs) {
+      if (t.which == app.right_tab) t.draw(app);
     }
   }
   ImGui::End();
@@ -186,6 +221,7 @@ void draw_banner(App& app, ImVec2 display) {
 void draw_frame(App& app, const Fonts& fonts) {
   ImGuiIO& io = ImGui::GetIO();
   app.panels_drawn.clear();
+  app.timeline_header = TextFit{};  // the timeline fills it, when drawn
   ImGui::PushFont(app.presenter ? fonts.presenter : fonts.normal);
   handle_keys(app);
   const ImVec2 d = io.DisplaySize;
@@ -287,7 +323,6 @@ int run(int argc, char** argv) {
   if (o.panel == "streams") app.right_tab = RightTab::Streams;
   if (o.panel == "notes") app.right_tab = RightTab::Notes;
   if (!o.note.empty()) open_note(app, o.note);
-  app.tab_request = true;
 
   // A trace file is read on a second thread while the window and Python start.
   std::string read_error;
@@ -385,7 +420,6 @@ int run(int argc, char** argv) {
     show_loaded(app, std::move(empty));
   }
   if (!o.compare_file.empty() && !open_compare_file(app, o.compare_file)) trace_error = app.banner;
-  app.tab_request = true;
   if (o.step >= 0) app.play.scrub(app.story, static_cast<size_t>(o.step));
   if (o.bench_frames) {
     app.play.playing = true;

@@ -59,6 +59,96 @@ std::string decisions_line(const trace::Span& sp) {
   return s;
 }
 
+// A text in at most `max_lines` lines of at most `width` pixels: lines break
+// after a space, or inside a word too wide for a line after one of ",|=/(:";
+// when the text needs more lines, the last one ends at a whole word with
+// "..." (the building shows the full text on hover). Never cut mid-word: a
+// single word wider than the line stays whole, and the TextFit says clipped.
+TextFit fit_text(const std::string& text, float width, int max_lines) {
+  TextFit fit;
+  fit.text = text;
+  fit.given = width;
+  auto w = [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; };
+  auto trimmed = [](std::string t) {
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    return t;
+  };
+  // The pieces a line may break after.
+  std::vector<std::string> pieces;
+  std::string cur;
+  for (char c : text) {
+    cur += c;
+    if (c == ' ') {
+      pieces.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) pieces.push_back(cur);
+  std::vector<std::string> split;
+  for (const std::string& p : pieces) {
+    if (w(trimmed(p)) <= width) {
+      split.push_back(p);
+      continue;
+    }
+    std::string part;
+    for (char c : p) {
+      part += c;
+      if (std::string(",|=/(:").find(c) != std::string::npos) {
+        split.push_back(part);
+        part.clear();
+      }
+    }
+    if (!part.empty()) split.push_back(part);
+  }
+  std::vector<std::vector<std::string>> lines;
+  std::string line;
+  for (const std::string& p : split) {
+    if (!lines.empty() && w(trimmed(line + p)) <= width) {
+      lines.back().push_back(p);
+      line += p;
+    } else {
+      lines.push_back({p});
+      line = p;
+    }
+  }
+  if (static_cast<int>(lines.size()) > max_lines) {
+    lines.resize(static_cast<size_t>(std::max(max_lines, 1)));
+    fit.shortened = true;
+    std::vector<std::string>& last = lines.back();
+    auto joined = [&] {
+      std::string t;
+      for (const std::string& p : last) t += p;
+      return trimmed(t);
+    };
+    while (last.size() > 1 && w(joined() + " ...") > width) last.pop_back();
+    if (w(joined() + " ...") > width) last.clear();  // not even one word: the dots alone
+    while (!last.empty() && trimmed(last.back()).empty()) last.pop_back();  // "a  b": the second space
+    if (!last.empty()) last.back() = trimmed(last.back()) + " ";
+    last.push_back("...");
+  }
+  for (const std::vector<std::string>& l : lines) {
+    std::string t;
+    for (const std::string& p : l) t += p;
+    t = trimmed(t);
+    fit.width = std::max(fit.width, w(t));
+    fit.shown += (fit.shown.empty() ? "" : "\n") + t;
+  }
+  return fit;
+}
+
+// Draws a fitted text's lines from `y` down; returns the y below them.
+float draw_fit(ImDrawList* dl, const TextFit& fit, float x, float y, ImU32 col) {
+  const float line_h = ImGui::GetTextLineHeight();
+  size_t start = 0;
+  while (start <= fit.shown.size() && !fit.shown.empty()) {
+    const size_t end = std::min(fit.shown.find('\n', start), fit.shown.size());
+    dl->AddText(ImVec2(x, y), col, fit.shown.c_str() + start, fit.shown.c_str() + end);
+    y += line_h;
+    start = end + 1;
+  }
+  return y;
+}
+
 void hatch(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col) {
   const float step = 14.0f;
   for (float x = a.x - (b.y - a.y); x < b.x; x += step) {
@@ -229,9 +319,14 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
     dl->AddText(ImVec2(a.x + 16, a.y + (band_h - line_h) * 0.5f - 2), ink, label);
     // The shaft.
     dl->AddRectFilled(ImVec2(x_shaft, a.y), ImVec2(x_shaft + shaft_w, b.y), IM_COL32(20, 21, 26, 255));
-    // What the floor did.
+    // What the floor did, in the lines the band has: each text fitted at
+    // word boundaries (fit_text), and whatever was shortened shows whole on hover.
+    const float text_w = b.x - kMarginPx - x_text;
+    const int lines = std::max(1, static_cast<int>((b.y - a.y - 2) / line_h));
+    float y = a.y + std::min(4.0f, (b.y - a.y - lines * line_h) * 0.5f);
     dl->PushClipRect(ImVec2(x_text, a.y), ImVec2(b.x - kMarginPx, b.y), true);
-    float y = a.y + 4;
+    std::string full;  // the tooltip's text, when something was shortened
+    bool shortened = false;
     if (v.span != SIZE_MAX) {
       const trace::Span& sp = app.trace().spans[v.span];
       std::string head = sp.name;
@@ -240,37 +335,49 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
       // Floors 7 and 8 say what they decided in words (stream, queue, grid, the wait).
       std::string d = device_decision(app.trace(), app.streams, v.span);
       if (d.empty()) d = decisions_line(sp);
-      // A short band (the device strip takes room) puts the name and the times on one line.
-      const bool one_line = !d.empty() && b.y - a.y < 3 * line_h + 8;
-      if (one_line) {
-        dl->AddText(ImVec2(x_text, y), ink, head.c_str());
-        dl->AddText(ImVec2(x_text + ImGui::CalcTextSize(head.c_str()).x + 14, y), lit ? kInk : kMuted,
-                    timing_line(app, v.span).c_str());
-        y += line_h;
-      } else {
-        dl->AddText(ImVec2(x_text, y), ink, head.c_str());
-        y += line_h;
-        if (y + line_h <= b.y) {
-          dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, timing_line(app, v.span).c_str());
-          y += line_h;
-        }
+      const std::string timing = timing_line(app, v.span);
+      // The decision first: a band of one line shows it alone (the name and
+      // the times are a hover away), of two the name (with the times if they
+      // fit) above it, of three or more the name, the times, then the decision.
+      const int d_lines = d.empty() ? 0 : lines >= 3 ? lines - 2 : 1;
+      const int head_lines = lines - d_lines;
+      shortened = head_lines == 0;
+      if (head_lines == 1) {
+        TextFit h = fit_text(head + "   " + timing, text_w, 1);
+        shortened = h.shortened;
+        if (h.shortened) h = fit_text(head, text_w, 1);  // no room for the times beside it
+        y = draw_fit(dl, h, x_text, y, ink);
+      } else if (head_lines >= 2) {
+        const TextFit h = fit_text(head, text_w, 1), t = fit_text(timing, text_w, 1);
+        y = draw_fit(dl, h, x_text, y, ink);
+        y = draw_fit(dl, t, x_text, y, lit ? kInk : kMuted);
+        shortened = h.shortened || t.shortened;
       }
       app.floor_texts[f] = d;
-      if (!d.empty() && y + line_h <= b.y) {
-        const float wrap = b.x - kMarginPx - x_text;
-        dl->AddText(nullptr, 0.0f, ImVec2(x_text, y), lit ? kInk : kMuted, d.c_str(), nullptr, wrap);
-        y += ImGui::CalcTextSize(d.c_str(), nullptr, false, wrap).y;
-      }
+      TextFit df = fit_text(d, text_w, d_lines);
+      if (!d.empty()) y = draw_fit(dl, df, x_text, y, lit ? kInk : kMuted);
+      shortened = shortened || df.shortened;
+      app.floor_fits[f] = std::move(df);
       if (v.spans_in_call > 1 && y + line_h <= b.y) {
         const std::string n = std::to_string(v.spans_in_call) + " spans on this floor in this call";
         dl->AddText(ImVec2(x_text, y), lit ? kInk : kMuted, n.c_str());
       }
+      full = head + "\n" + timing + (d.empty() ? "" : "\n" + d);
     } else {
       app.floor_texts[f].clear();
-      const std::string why = "skipped: " + v.skip_reason;
-      dl->AddText(nullptr, 0.0f, ImVec2(x_text, y), kMuted, why.c_str(), nullptr, b.x - kMarginPx - x_text);
+      full = "skipped: " + v.skip_reason;
+      app.floor_fits[f] = fit_text(full, text_w, lines);
+      draw_fit(dl, app.floor_fits[f], x_text, y, kMuted);
+      shortened = app.floor_fits[f].shortened;
     }
     dl->PopClipRect();
+    if (shortened && ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(ImVec2(x_text, a.y), b)) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+      ImGui::TextUnformatted(full.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
   }
 
   // The basement: the device's streams at the playback's moment, and while

@@ -41,7 +41,6 @@ void open_note(App& app, const std::string& name) {
   app.notes.selected = k;
   app.notes.scroll_to = true;
   app.right_tab = RightTab::Notes;
-  app.tab_request = true;
 }
 
 void draw_notes(App& app) {

@@ -279,9 +279,28 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     app.timeline_followed_step = SIZE_MAX;
   }
   ImGui::SameLine();
-  ImGui::TextDisabled("%s shown of %s | wheel: zoom, drag: pan, W/S A/D F while hovered",
-                      duration_text(static_cast<int64_t>(app.view_end_ns - app.view_start_ns)).c_str(),
-                      duration_text(x.max_ns() - x.min_ns()).c_str());
+  // What is shown, with as much of the hint as fits beside the "N rects" at the right end.
+  const std::string shown = duration_text(static_cast<int64_t>(app.view_end_ns - app.view_start_ns)),
+                    whole = duration_text(x.max_ns() - x.min_ns());
+  const std::string headers[] = {shown + " shown of " + whole + " | wheel: zoom, drag: pan, W/S A/D F while hovered",
+                                 shown + " of " + whole + " | wheel, drag, W/S A/D F", shown + " of " + whole};
+  const float header_x = ImGui::GetCursorScreenPos().x;
+  const float window_right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const float room = window_right - header_x - ImGui::CalcTextSize("000000 rects").x - 12;
+  const std::string* header = &headers[2];
+  for (const std::string& h : headers) {
+    if (ImGui::CalcTextSize(h.c_str()).x <= room) {
+      header = &h;
+      break;
+    }
+  }
+  ImGui::TextDisabled("%s", header->c_str());
+  app.timeline_header = TextFit{};
+  app.timeline_header.text = headers[0];
+  app.timeline_header.shown = *header;
+  app.timeline_header.shortened = header != &headers[0];
+  app.timeline_header.width = ImGui::CalcTextSize(header->c_str()).x;
+  app.timeline_header.given = window_right - header_x;
 
   // The axis, then the rows in a child that scrolls vertically.
   const ImVec2 axis_pos = ImGui::GetCursorScreenPos();
@@ -494,7 +513,11 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   char status[64];
   std::snprintf(status, sizeof status, "%zu rects", items_drawn);
   const ImVec2 sz = ImGui::CalcTextSize(status);
-  top->AddText(ImVec2(axis_pos.x + width - sz.x - 4, header_y + 2), kMuted, status);
+  const float status_x = axis_pos.x + width - sz.x - 4;
+  if (status_x >= header_x + app.timeline_header.width + 8) {  // never over the header's own text
+    top->AddText(ImVec2(status_x, header_y + 2), kMuted, status);
+    app.timeline_header.given = status_x - 8 - header_x;
+  }
   ImGui::End();
 }
 

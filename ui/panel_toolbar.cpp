@@ -55,7 +55,7 @@ void file_popup(App& app, FileAction& action) {
     try {
       switch (FileAction(app.file_action)) {
         case FileAction::Open: open_trace_file(app, app.open_path); break;
-        case FileAction::Compare: open_compare_file(app, app.open_path); app.tab_request = true; break;
+        case FileAction::Compare: open_compare_file(app, app.open_path); break;
         case FileAction::Save: trace::save(app.trace(), app.open_path); break;
         case FileAction::SaveChrome: trace::save_chrome_json(app.trace(), app.open_path); break;
         case FileAction::None: break;
@@ -115,7 +115,6 @@ void handle_keys(App& app) {
   for (int k = 0; k < 6; ++k) {
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
       app.right_tab = tabs[k];
-      app.tab_request = true;
     }
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_N, false) && app.has_steps()) {

@@ -96,6 +96,15 @@ std::string arg_json(const trace::ArgValue& v) {
   return out;
 }
 
+// A text as drawn in the space it was given (issue 23: readable on a projector).
+std::string fit_json(const TextFit& f) {
+  char widths[96];
+  std::snprintf(widths, sizeof widths, ", \"width\": %.0f, \"given\": %.0f", f.width, f.given);
+  return "{\"text\": " + quoted(f.text) + ", \"shown\": " + quoted(f.shown) + widths +
+         ", \"shortened\": " + (f.shortened ? "true" : "false") + ", \"clipped\": " +
+         (f.clipped() ? "true" : "false") + "}";
+}
+
 const char* state_name(FloorState s) {
   switch (s) {
     case FloorState::Active: return "active";
@@ -297,6 +306,7 @@ std::string state_json(const App& app, std::string* stable) {
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
            ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
            ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(app.floor_texts[f]) +
+           ", \"decision_fit\": " + fit_json(app.floor_fits[f]) +
            ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
     }
@@ -307,6 +317,10 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"panels\": [";
   for (size_t k = 0; k < app.panels_drawn.size(); ++k) o += (k ? ", " : "") + quoted(app.panels_drawn[k]);
   o += "],\n";
+  o += "  \"tabs\": [";
+  for (size_t k = 0; k < app.tab_labels.size(); ++k) o += (k ? ", " : "") + fit_json(app.tab_labels[k]);
+  o += "],\n";
+  o += "  \"timeline_header\": " + fit_json(app.timeline_header) + ",\n";
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   o += device_json(app);
   o += explanation_json(app);
