@@ -4,9 +4,10 @@
 //
 // For any bytes, from_descent_format() either raises TraceFormatError that
 // names the source first, or returns a Trace that survives what descent does
-// with it (fuzz.h, use_loaded_trace): saved again it round-trips exactly;
-// when its spans form a tree it prints and exports to Chrome JSON. Any other
-// exception, a crash, a hang, or an ASan or UBSan report is a bug.
+// with it (fuzz.h, use_loaded_trace): saved again it round-trips exactly,
+// and it prints and exports to Chrome JSON whether or not its spans form a
+// tree (the file says any ids, parents and times). Any other exception, a
+// crash, a hang, or an ASan or UBSan report is a bug.
 //
 // Corpus: tests/fuzz/corpus/descent_format (the H200 trace of
 // tests/tracer/data and small files that use every line type, escape and

@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string printed = s.full_name() + s.qualified_name();
   for (const SchemaArg& a : s.args) {
     FUZZ_CHECK(!a.name.empty(), "a schema argument without a name");
-    FUZZ_CHECK(!a.has_default || !a.default_value.is_none() || a.optional, "a None default on a type that is not optional");
+    FUZZ_CHECK(!a.has_default || !a.default_value.is_none() || a.optional,
+               "a None default on a type that is not optional");
     printed += a.type_str();
   }
   FUZZ_CHECK(s.num_positional() <= static_cast<int>(s.args.size()), "more positional arguments than arguments");
