@@ -20,6 +20,22 @@
 // Perfetto keep a trace's extra data. from_chrome_json() (load_chrome.cpp)
 // reads it all back. The format is described in Google's "Trace Event
 // Format" document.
+//
+// Note [Chrome export times from a base]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A span's times are nanoseconds of the steady clock, which counts from the
+// machine's boot. Chrome JSON writes microseconds, and a reader holds them in
+// a double: past 2^42 us (51 days of uptime) a double of microseconds no
+// longer holds every nanosecond, and a quarter of the spans of a trace
+// recorded then read back a nanosecond or more away (half of them past 102
+// days). So "ts" counts from a base, the earliest start rounded down to a
+// whole microsecond, and otherData holds the base as an integer
+// ("ts_base_ns", which JSON readers keep exact) for from_chrome_json() to
+// add back: the file reads back exactly for any trace shorter than 51 days.
+// Viewers show the times from the base. Found while writing tests/fuzz's
+// check that the export reads back as it was written (fuzz.h); the fuzz
+// corpora hold a trace recorded after 300 days of uptime.
+#include <algorithm>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
@@ -40,6 +56,7 @@ namespace {
 constexpr int kPid = 1;  // the host process: descent
 constexpr int kFirstDevicePid = 100;  // the first device's process; the others follow in name order
 constexpr uint32_t kFirstTid = 1;  // "tid" of the Trace's thread 0
+constexpr int64_t kNsPerUs = 1000;
 
 std::string tid_of(uint32_t thread) { return std::to_string(uint64_t{thread} + kFirstTid); }
 
@@ -182,13 +199,13 @@ void append_us(std::string& out, int64_t ns) {
 
 // [SECTION] Events -------------------------------------------------------------
 
-void append_span_event(std::string& out, const Span& s, int pid) {
+void append_span_event(std::string& out, const Span& s, int pid, int64_t base_ns) {
   out += "{\"name\":";
   append_json_string(out, s.name);
   out += ",\"cat\":";
   append_json_string(out, category_of(s));
   out += ",\"ph\":\"X\",\"ts\":";
-  append_us(out, s.start_ns);
+  append_us(out, s.start_ns - base_ns);
   out += ",\"dur\":";
   append_us(out, s.duration_ns());
   out += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + tid_of(s.thread) + ",\"args\":{";
@@ -234,14 +251,14 @@ void append_name_event(std::string& out, const char* what, int pid, const uint32
 // child starts at the same time; other readers bind by time.
 // A launch's arrow to its device work ("ac2g") has Kineto's category too.
 void append_flow_events(std::string& out, const Flow& f, uint64_t number, const Span& from, size_t from_index,
-                        const Span& to, size_t to_index, const Processes& processes) {
+                        const Span& to, size_t to_index, const Processes& processes, int64_t base_ns) {
   const auto one = [&](const char* phase, const Span& s, size_t index) {
     out += ",\n{\"name\":";
     append_json_string(out, f.name);
     out += f.name == "ac2g" ? ",\"cat\":\"ac2g\",\"ph\":\"" : ",\"cat\":\"flow\",\"ph\":\"";
     out += phase;
     out += "\",\"id\":" + std::to_string(number) + ",\"ts\":";
-    append_us(out, s.start_ns);
+    append_us(out, s.start_ns - base_ns);
     out += ",\"pid\":" + std::to_string(processes.of(s.thread)) + ",\"tid\":" + tid_of(s.thread);
     if (phase[0] == 'f') out += ",\"bp\":\"e\"";
     out += ",\"args\":{\"span\":" + std::to_string(index) + "}}";
@@ -271,9 +288,17 @@ std::string to_chrome_json(const Trace& t) {
     append_name_event(out, "thread_name", processes.of(tid), &tid,
                       it != t.metadata.end() ? it->second : "thread " + std::to_string(tid));
   }
+  // Note [Chrome export times from a base]. A trace with a time before 0
+  // (only an edited file has one) keeps base 0, so no subtraction overflows.
+  int64_t base_ns = 0;
+  if (!t.spans.empty()) {
+    base_ns = t.spans.front().start_ns;
+    for (const Span& s : t.spans) base_ns = std::min(base_ns, s.start_ns);
+    base_ns = base_ns < 0 ? 0 : base_ns - base_ns % kNsPerUs;
+  }
   for (const Span& s : t.spans) {
     out += ",\n";
-    append_span_event(out, s, processes.of(s.thread));
+    append_span_event(out, s, processes.of(s.thread), base_ns);
   }
   if (!t.flows.empty()) {
     std::unordered_map<uint64_t, size_t> index_of;  // span id -> position
@@ -283,14 +308,15 @@ std::string to_chrome_json(const Trace& t) {
       const auto to = index_of.find(t.flows[k].to);
       if (from == index_of.end() || to == index_of.end()) continue;  // a flow to nowhere draws nothing
       append_flow_events(out, t.flows[k], k + 1, t.spans[from->second], from->second, t.spans[to->second], to->second,
-                         processes);
+                         processes, base_ns);
     }
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{";
   out += "\"span_cost_ns\":";
   append_json_value(out, t.span_cost_ns);
+  out += ",\"ts_base_ns\":" + std::to_string(base_ns);
   for (const auto& [key, value] : t.metadata) {
-    if (key == "span_cost_ns") continue;  // no duplicate keys
+    if (key == "span_cost_ns" || key == "ts_base_ns") continue;  // no duplicate keys
     out += ',';
     append_json_string(out, key);
     out += ':';

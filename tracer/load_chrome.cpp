@@ -40,7 +40,8 @@
 //       tool recorded as a complete event is lost.
 // Files written by to_chrome_json() name the floor in "cat" (device work:
 // Kineto's categories above, on rows the metadata names) and are read back
-// as they were. Chrome events have no parent field: parents are rebuilt per
+// as they were, their times from the base in otherData's "ts_base_ns" (Note
+// [Chrome export times from a base] in export_chrome.cpp). Chrome events have no parent field: parents are rebuilt per
 // row from time containment (Note [Parents from time containment]).
 //
 // Note [Parents from time containment]
@@ -286,6 +287,7 @@ class Loader {
     Trace t;
     place_spans(t);
     link_flows(t);
+    add_base(t);
     fill_metadata(t, root);
     return t;
   }
@@ -533,6 +535,25 @@ class Loader {
     }
   }
 
+  // descent's export writes times from a base (Note [Chrome export times
+  // from a base] in export_chrome.cpp); files written before it have none.
+  void add_base(Trace& t) const {
+    const Value* base = descent_ ? descent_data_->find("ts_base_ns") : nullptr;
+    if (base == nullptr) return;
+    if (!base->is_number() || !base->is_integer()) {
+      const std::string what =
+          base->is_number() ? "a number with a fraction or past int64" : json::type_name(base->type());
+      err_.file("\"ts_base_ns\" is " + what + ", expected an integer (nanoseconds)");
+    }
+    for (Span& s : t.spans) {
+      if (__builtin_add_overflow(s.start_ns, base->as_int(), &s.start_ns) ||
+          __builtin_add_overflow(s.end_ns, base->as_int(), &s.end_ns)) {
+        err_.file("\"ts_base_ns\" " + std::to_string(base->as_int()) + " puts span \"" + s.name.substr(0, 60) +
+                  "\" out of range (past 292 years)");
+      }
+    }
+  }
+
   // [SECTION] Metadata -----------------------------------------------------------------
 
   void fill_metadata(Trace& t, const Value& root) {
@@ -541,7 +562,9 @@ class Loader {
       const Value& meta = *descent_data_;
       for (size_t k = 0; k < meta.size(); ++k) {
         const Value& v = meta.value(k);
-        if (meta.key(k) != "span_cost_ns") {
+        if (meta.key(k) == "ts_base_ns") {
+          continue;  // add_base()
+        } else if (meta.key(k) != "span_cost_ns") {
           m[std::string(meta.key(k))] = text_of(v);
         } else if (v.is_number()) {
           t.span_cost_ns = v.as_double();

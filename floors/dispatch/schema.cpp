@@ -152,6 +152,10 @@ Schema parse_schema(std::string_view text) {
   size_t dot = full.find('.');
   s.name = full.substr(0, dot);
   if (dot != std::string::npos) s.overload = full.substr(dot + 1);
+  if (s.name.empty() || (dot != std::string::npos && s.overload.empty())) {
+    c.pos -= full.size();  // the message points at the name
+    c.fail(s.name.empty() ? "expected the op's name before its overload ('.')" : "expected an overload name after '.'");
+  }
   c.expect("(");
   bool kwarg_only = false;
   while (!c.eat(")")) {

@@ -229,6 +229,10 @@ TEST(Schema, MalformedSchemasNameTheColumn) {
   expect_bad("f(Tensor a,) -> Tensor", 11, "expected a type");
   expect_bad("f(Tensor) -> Tensor", 8, "expected a name");
   expect_bad("(Tensor a) -> Tensor", 0, "expected a name");
+  // Found by tests/fuzz (fuzz_schema): a name that is only an overload, or an overload left empty.
+  expect_bad("aten::.nde(Tensor a) -> Tensor", 6, "expected the op's name before its overload");
+  expect_bad(".x(Tensor a) -> Tensor", 0, "expected the op's name");
+  expect_bad("aten::add.(Tensor a) -> Tensor", 6, "expected an overload name after '.'");
   expect_bad("f Tensor a) -> Tensor", 2, "expected '('");
   expect_bad("f(Tensor a) -> (Tensor x", 24, "expected ')'");
   expect_bad("f(Tensor a Tensor b) -> Tensor", 11, "expected ','");

@@ -307,6 +307,36 @@ TEST(ChromeLoad, DescentExportNumbersThreadsFromOneAndKeepsItsDataInOtherData) {
   EXPECT_EQ(from_chrome_json(json).spans.back().thread, 2u);
 }
 
+// Note [Chrome export times from a base]: a steady clock past 2^42 us (51
+// days of uptime) is more than a double of microseconds holds to the ns.
+TEST(ChromeLoad, DescentExportRoundTripsAfterYearsOfUptime) {
+  for (const int64_t uptime_ns : {int64_t{60} * 86'400'000'000'000, int64_t{3} * 365 * 86'400'000'000'000 + 5'000'000}) {
+    Trace t = sample_trace();
+    for (Span& s : t.spans) s.start_ns += uptime_ns, s.end_ns += uptime_ns;
+    const std::string json = to_chrome_json(t);
+    // From the base: the first start, to the whole microsecond.
+    EXPECT_EQ(count(json, "\"ts\":0.123,\"dur\":9.000,"), 1u) << json;
+    Trace back = from_chrome_json(json, "export.json");
+    back.metadata.erase("source.format");
+    EXPECT_EQ(back, t) << uptime_ns;
+  }
+}
+
+TEST(ChromeLoad, DescentExportBaseMustBeAnIntegerInRange) {
+  const auto with_base = [](const std::string& base) {
+    return R"({"traceEvents":[{"name":"x","cat":"python","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}],
+               "otherData":{"span_cost_ns":1,"ts_base_ns":)" + base + "}}";
+  };
+  EXPECT_EQ(from_chrome_json(with_base("5000")).spans[0].start_ns, 6000);
+  EXPECT_EQ(error_of([&] { from_chrome_json(with_base("\"5\""), "b.json"); }),
+            "b.json: \"ts_base_ns\" is string, expected an integer (nanoseconds)");
+  EXPECT_EQ(error_of([&] { from_chrome_json(with_base("1.5"), "b.json"); }),
+            "b.json: \"ts_base_ns\" is a number with a fraction or past int64, expected an integer (nanoseconds)");
+  EXPECT_EQ(error_of([&] { from_chrome_json(with_base("9223372036854775000"), "b.json"); }),
+            "b.json: \"ts_base_ns\" 9223372036854775000 puts span \"x\" out of range (past 292 years)");
+  EXPECT_EQ(from_chrome_json(with_base("0")).metadata.count("ts_base_ns"), 0u);
+}
+
 TEST(ChromeLoad, OlderDescentExportsWithMetadataAndTidsFromZeroStillLoad) {
   const std::string json = R"({"traceEvents":[
       {"name":"x","cat":"python","ph":"X","ts":1.000,"dur":2.000,"pid":1,"tid":0,"args":{"floor":1}},
