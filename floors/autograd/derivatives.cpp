@@ -392,6 +392,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::slice, "SliceBackward0", {kNone, kNone}, slice_backward},
     {Op::select, "SelectBackward0", {kNone, kNone}, select_backward},
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
+    {Op::alias, "AliasBackward0", {kNone, kNone}, identity_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
     {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward},
     {Op::cat, "CatBackward0", {kNone, kNone}, cat_backward},

@@ -238,6 +238,8 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 0; 2")                                                                        \
   _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",                                                                \
     "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 1")                                                                           \
+  _(alias, "aten::alias(Tensor(a) self) -> Tensor(a)",                                                                                 \
+    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")                                                                              \
   _(flatten, "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",                                \
     "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[2, 3, 4]^T; 1; 2")                                                        \
   /* copies */                                                                                                                         \
@@ -279,6 +281,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 73, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 74, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

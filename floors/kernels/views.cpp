@@ -228,6 +228,12 @@ DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
+// x[...]: the same view of the same memory, a new tensor (torch's THPVariable_getitem calls at::alias).
+DESCENT_VIEW_KERNEL(alias_kernel) {
+  DESCENT_VIEW_BEGIN
+  set_view(span, s, x, x.as_strided(x.sizes(), x.strides(), x.offset()));
+}
+
 }  // namespace
 
 void register_view_kernels(Library& m) {
@@ -240,6 +246,7 @@ void register_view_kernels(Library& m) {
   m.impl(Op::slice, slice_kernel);
   m.impl(Op::select, select_kernel);
   m.impl(Op::unsqueeze, unsqueeze_kernel);
+  m.impl(Op::alias, alias_kernel);
 }
 
 }  // namespace descent::kernels

@@ -306,7 +306,7 @@ TEST(DefaultFallthrough, OnlyOpsWithoutADerivativeFallThroughAutogradAndOnlyBook
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;
   }
   EXPECT_EQ(inplace, 8) << "add_, sub_, mul_, div_, copy_, fill_, zero_, index_put_";
-  EXPECT_EQ(views, 8) << "view, transpose, t, permute, expand, slice, select, unsqueeze";
+  EXPECT_EQ(views, 9) << "view, transpose, t, permute, expand, slice, select, unsqueeze, alias";
 }
 
 // Note [ADInplaceOrView]: the key's kernels bump the version of a tensor

@@ -320,6 +320,7 @@ CASES = {
     "slice": (lambda a: a[:, 1:5:2], lambda: (rand(3, 6),)),
     "select": (lambda a: a[1], lambda: (rand(3, 6),)),
     "unsqueeze": (lambda a: a.unsqueeze(1), lambda: (rand(3, 6),)),
+    "alias": (lambda a: a[...] * 2, lambda: (rand(3, 6),)),
     "contiguous": (lambda a: a.T.contiguous(), lambda: (rand(3, 6),)),
     "clone": (lambda a: a.clone(), lambda: (rand(3, 6),)),
     "to": (lambda a: a.to(descent.float64), lambda: (rand(3, 2),)),
@@ -912,3 +913,10 @@ def test_a_node_shows_what_it_saved_by_pytorchs_names():
     y.sum().backward()
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         y.grad_fn._saved_self
+
+
+def test_indexing_with_an_ellipsis_is_an_alias():
+    # PyTorch 2.11 (tests/python/data/torch_facts_h200.txt): x[...] is AliasBackward0, x[:] a slice
+    x = descent.ones(2, requires_grad=True)
+    assert type(x[...].grad_fn).__name__ == "AliasBackward0" and x[...]._base is x
+    assert type(x[:].grad_fn).__name__ == "SliceBackward0"

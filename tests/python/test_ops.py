@@ -180,6 +180,7 @@ NUMPY_REFERENCE = {
     "slice": _slice,
     "select": lambda x, dim, index: np.take(x, index, axis=dim),
     "unsqueeze": lambda x, dim: np.expand_dims(x, dim % (x.ndim + 1)),
+    "alias": lambda x: x,
     "flatten": _flatten,
     # copies
     "contiguous": np.ascontiguousarray,

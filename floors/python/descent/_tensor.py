@@ -173,8 +173,8 @@ class Tensor(_C.TensorBase):
         out, indices = self._apply_basic_indices(index)
         if indices:
             return _C.index(out, indices)
-        if out is self and self.dim() > 0:  # x[:] or x[...]: still a new view, as torch's (its node: AliasBackward0)
-            out = _C.slice(self, 0, None, None, 1)
+        if out is self:  # x[...] is at::alias in torch's THPVariable_getitem (AliasBackward0); x[:] is a full slice
+            out = _C.alias(self) if index is Ellipsis or self.dim() == 0 else _C.slice(self, 0, None, None, 1)
         return out
 
     def _apply_basic_indices(self, index):
