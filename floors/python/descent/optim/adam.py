@@ -1,8 +1,7 @@
 """descent.optim.Adam, as torch.optim.Adam."""
 from .. import _C
 from .._tensor import Tensor
-from ..grad_mode import enable_grad
-from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _get_value, _lerp_, _maximum_, _single_tensor_only,
+from .optimizer import (Optimizer, _evaluate_closure, _addcdiv_, _addcmul_, _get_value, _lerp_, _maximum_, _single_tensor_only,
                         _use_grad_for_differentiable, _zeros_like)
 
 __all__ = ["Adam", "adam"]
@@ -59,10 +58,7 @@ class Adam(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One update; closure (optional) re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
         for group in self.param_groups:
             params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
             beta1, beta2 = group["betas"]

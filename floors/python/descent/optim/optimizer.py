@@ -16,8 +16,8 @@ from itertools import chain
 
 from .. import _C
 from .._tensor import Tensor
-from ..grad_mode import set_grad_enabled
-from ..nn.modules.module import _typename
+from ..grad_mode import enable_grad, set_grad_enabled
+from ..nn.modules.module import _reset_grad, _typename
 from ..tracing import site_of, span
 
 __all__ = ["Optimizer", "required"]
@@ -31,6 +31,15 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+
+def _evaluate_closure(closure):
+    """The loss a step's closure returns, evaluated with grad mode on (None without a closure), as each of
+    torch's optimizers does at the top of its step."""
+    if closure is None:
+        return None
+    with enable_grad():
+        return closure()
 
 
 def _use_grad_for_differentiable(func):
@@ -209,15 +218,7 @@ class Optimizer:
                   _ZERO_GRAD_SITE):
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is not None:
-                        if set_to_none:
-                            p.grad = None
-                        else:
-                            if p.grad.grad_fn is not None:
-                                p.grad.detach_()
-                            else:
-                                p.grad.requires_grad_(False)
-                            p.grad.zero_()
+                    _reset_grad(p, set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient."""

@@ -1,8 +1,7 @@
 """descent.optim.RMSprop, as torch.optim.RMSprop."""
 from .. import _C
 from .._tensor import Tensor
-from ..grad_mode import enable_grad
-from .optimizer import (Optimizer, _addcdiv_, _addcmul_, _lerp_, _single_tensor_only, _use_grad_for_differentiable,
+from .optimizer import (Optimizer, _evaluate_closure, _addcdiv_, _addcmul_, _lerp_, _single_tensor_only, _use_grad_for_differentiable,
                         _zeros_like)
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -59,10 +58,7 @@ class RMSprop(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One update; closure (optional) re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
         for group in self.param_groups:
             params_with_grad, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps = [], [], [], [], [], []
             self._init_group(group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs,

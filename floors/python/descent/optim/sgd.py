@@ -1,7 +1,6 @@
 """descent.optim.SGD: stochastic gradient descent, optionally with momentum, as torch.optim.SGD."""
 from .._tensor import Tensor
-from ..grad_mode import enable_grad
-from .optimizer import Optimizer, _single_tensor_only, _use_grad_for_differentiable
+from .optimizer import Optimizer, _evaluate_closure, _single_tensor_only, _use_grad_for_differentiable
 
 __all__ = ["SGD", "sgd"]
 
@@ -42,10 +41,7 @@ class SGD(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One update; closure (optional) re-evaluates the model and returns the loss."""
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
         for group in self.param_groups:
             params, grads, momentum_buffer_list = [], [], []
             self._init_group(group, params, grads, momentum_buffer_list)

@@ -27,6 +27,21 @@ from ..parameter import Parameter
 __all__ = ["Module"]
 
 
+def _reset_grad(p, set_to_none):
+    """zero_grad for one parameter (Module's and Optimizer's): .grad to None, or zeroed in place and
+    detached from any graph, as torch's zero_grad does."""
+    if p.grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+        return
+    if p.grad.grad_fn is not None:
+        p.grad.detach_()
+    else:
+        p.grad.requires_grad_(False)
+    p.grad.zero_()
+
+
 def _typename(obj):
     """What PyTorch's error messages call an object's type (torch.typename):
     descent.FloatTensor for a float32 tensor, int for an int, a class's module
@@ -433,15 +448,7 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Resets the gradients of all parameters: to None (the default), or to zeros in place."""
         for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+            _reset_grad(p, set_to_none)
 
     # [SECTION] Moving and casting -------------------------------------------------------
 
