@@ -74,7 +74,11 @@ constexpr auto kStateThrottle = std::chrono::milliseconds(100);  // --state: rew
 // down, and the step it asked for was lost. Key events are queued here
 // instead and handed to ImGui's backend a frame at a time: within one frame
 // each key changes state at most once, so every press is seen by the frame
-// that follows it (what ImGui 1.87's own input queue does).
+// that follows it (what ImGui 1.87's own input queue does). A modifier (Ctrl,
+// Shift, Alt, Super) never changes in the same frame as another key: under
+// load X can deliver "c down, Ctrl up" together, and ImGui, which reads Ctrl
+// once a frame, would see a plain C where Ctrl+C was pressed (the Stop key
+// lost, as the tests saw in the sanitizer build).
 struct KeyEvent {
   int key, scancode, action, mods;
 };
@@ -86,12 +90,21 @@ void queue_key(GLFWwindow*, int key, int scancode, int action, int mods) {
 
 // Hands ImGui the queued events up to the first that would change a key
 // already changed in this frame; the rest wait for the next frame.
+bool is_modifier(int key) {
+  return key >= GLFW_KEY_LEFT_SHIFT && key <= GLFW_KEY_RIGHT_SUPER;  // GLFW numbers the eight together
+}
+
 void feed_keys(GLFWwindow* window) {
   std::vector<int> changed;
+  bool modifier_changed = false, other_changed = false;
   while (!g_key_queue.empty()) {
     const KeyEvent e = g_key_queue.front();
-    if (e.action != GLFW_REPEAT && std::find(changed.begin(), changed.end(), e.key) != changed.end()) break;
-    if (e.action != GLFW_REPEAT) changed.push_back(e.key);
+    if (e.action != GLFW_REPEAT) {
+      if (std::find(changed.begin(), changed.end(), e.key) != changed.end()) break;
+      if (is_modifier(e.key) ? other_changed : modifier_changed) break;
+      changed.push_back(e.key);
+      (is_modifier(e.key) ? modifier_changed : other_changed) = true;
+    }
     g_key_queue.pop_front();
     ImGui_ImplGlfw_KeyCallback(window, e.key, e.scancode, e.action, e.mods);
   }
