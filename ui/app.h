@@ -26,6 +26,7 @@
 #include "tracer/trace.h"
 #include "ui/explain.h"
 #include "ui/graph.h"
+#include "ui/lesson.h"
 #include "ui/memory_model.h"
 #include "ui/playback.h"
 #include "ui/story.h"
@@ -56,6 +57,10 @@ struct Options {
   double timeout_s = 60;       // --timeout: headless, the code's run stops after this many seconds (exit 124)
   bool expect_error = false;   // --expect-error: headless, the code raising is what is expected (exit 0)
   bool bench_stop = false;     // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
+  std::string lesson;          // --lesson NAME: open this lesson (its name, number or file)
+  int lesson_step = 1;         // --lesson-step K: at its step K (from 1)
+  std::vector<std::string> answers;  // --answer A (repeatable): answer the step's questions in order
+  std::string check_file;      // --check FILE.py: check this code as the step's exercise
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -77,6 +82,7 @@ struct Loaded {
   std::string error;                          // the exception the code raised, if any
   MemoryStats before, after;                  // the CPU allocator's
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
+  std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
   // The call as the panels read it, built by prepare_loaded on the thread
   // that made the trace (a million spans take a while: never on the window's
   // thread when it can be helped); show_loaded builds whatever is missing.
@@ -92,7 +98,7 @@ struct ConsoleLine {
   std::string text;
 };
 
-enum class RightTab { Detail, Memory, Compare, Graph, Streams, Notes };
+enum class RightTab { Detail, Memory, Compare, Graph, Streams, Notes, Lesson };
 
 // The Notes tab (panel_notes.cpp): the search typed and the Note shown.
 struct NotesView {
@@ -112,6 +118,7 @@ struct Running {
   double seconds = 0;
   uint64_t spans = 0;         // the most seen (the count goes to 0 while the recording is collected)
   bool stopped = false;       // KeyboardInterrupt raised: the run is ending
+  bool lesson = false;        // a lesson request (lesson.h), not the user's code
 };
 
 // A text and the width it was given on screen, for the state dump: issue 23,
@@ -167,6 +174,7 @@ struct App {
   size_t explained_span = SIZE_MAX;
   std::weak_ptr<const trace::Trace> explained_of;
   NotesView notes;
+  LessonView lesson;  // the Lesson tab (lesson.h)
 
   // The device's streams in `loaded.trace` (show_loaded builds it): the
   // building's device strip and the streams panel (Note [The queue at time t]).

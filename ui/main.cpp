@@ -27,6 +27,7 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <sstream>
 #include <vector>
 
 #include "floors/core/log.h"
@@ -171,13 +172,16 @@ constexpr RightTabDef kRightTabs[] = {
     {"Autograd graph", "Graph", RightTab::Graph, draw_graph},
     {"Streams", "Streams", RightTab::Streams, draw_streams},
     {"Notes", "Notes", RightTab::Notes, draw_notes},
+    {"Lesson", "Lesson", RightTab::Lesson, draw_lesson},
 };
 
 void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   app.tab_labels.clear();
-  if (ImGui::Begin("Floor detail##right", nullptr, kPanelFlags)) {
+  // The title names what the panel holds (### keeps the window's identity).
+  const char* title = app.right_tab == RightTab::Lesson ? "Lesson###right" : "Floor detail###right";
+  if (ImGui::Begin(title, nullptr, kPanelFlags)) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float left = ImGui::GetCursorPosX(), right = left + ImGui::GetContentRegionAvail().x;
     float row = -st.ItemSpacing.x;
@@ -242,9 +246,17 @@ void draw_frame(App& app, const Fonts& fonts) {
   draw_toolbar(app, ImVec2(0, 0), ImVec2(d.x, bar));
   const float body = d.y - bar;
   if (app.presenter) {
-    const float left = d.x * 0.60f;
+    // A lesson's text shares the projector evenly with the building.
+    const float left = d.x * (app.right_tab == RightTab::Lesson ? 0.52f : 0.60f);
     draw_building(app, ImVec2(0, bar), ImVec2(left, body));
     draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
+  } else if (app.right_tab == RightTab::Lesson) {
+    // A lesson's text needs the height: the right column is all Lesson tab
+    // (its exercise editor is the prompt while it is open).
+    const float left = d.x * 0.56f, top = body * 0.60f;
+    draw_building(app, ImVec2(0, bar), ImVec2(left, top));
+    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
+    draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
   } else {
     const float left = d.x * 0.56f, top = body * 0.60f;
     draw_building(app, ImVec2(0, bar), ImVec2(left, top));
@@ -402,7 +414,7 @@ int run(int argc, char** argv) {
       app.banner = trace_error = read_error;
     }
   }
-  const bool run_code = python_ok && (!from_file || (o.bench_stop && !o.code.empty()));
+  const bool run_code = python_ok && o.lesson.empty() && (!from_file || (o.bench_stop && !o.code.empty()));
   bool timed_out = false;
   if (run_code) {
     const std::string code = o.code.empty() ? kSampleCode : o.code;
@@ -424,6 +436,53 @@ int run(int argc, char** argv) {
         }
       }
       poll_run(app);
+    }
+  }
+  std::string lesson_error;  // --lesson: a lesson that could not be opened, an answer or check that failed
+  if (python_ok && !o.lesson.empty()) {
+    app.right_tab = RightTab::Lesson;
+    lesson_catalog(app);
+    lesson_open(app, o.lesson, o.lesson_step - 1);
+    if (headless) {  // each request in turn, waited for: the step, then the answers, then the check
+      auto serve = [&] {
+        while (!timed_out && (app.running.active || lesson_pump(app))) {
+          if (!python_wait(o.timeout_s)) {
+            timed_out = true;
+            stop_run(app);
+            python_wait_stopped(kStopGraceSeconds, kFinishAfterStopSeconds);
+          }
+          poll_run(app);
+        }
+      };
+      serve();
+      const int first = app.lesson.open() ? app.lesson.next_question() : -1;
+      for (size_t a = 0; a < o.answers.size(); ++a) {
+        const int k = first + static_cast<int>(a);
+        if (first < 0 || k >= static_cast<int>(app.lesson.predictions.size())) {
+          lesson_error = "--answer: the step has " + std::to_string(app.lesson.predictions.size()) +
+                         " question(s), not " + std::to_string(o.answers.size());
+          break;
+        }
+        lesson_answer(app, k, o.answers[a]);
+        serve();
+      }
+      if (!o.check_file.empty()) {
+        std::ifstream in(o.check_file, std::ios::binary);
+        std::stringstream code;
+        code << in.rdbuf();
+        if (!in) {
+          lesson_error = "--check: cannot read '" + o.check_file + "'";
+        } else if (!app.lesson.exercise) {
+          lesson_error = "--check: the step has no exercise";
+        } else {
+          app.lesson.exercise->editor = code.str();
+          lesson_check(app, code.str());
+          serve();
+        }
+      }
+      if (!app.lesson.problem.empty()) lesson_error = app.lesson.problem;
+      if (!app.lesson.open() && lesson_error.empty()) lesson_error = "--lesson: the lesson did not open";
+      if (!lesson_error.empty()) app.banner = lesson_error;
     }
   }
   if (!app.loaded.trace) {  // nothing to show yet: an empty building, and the banner or the status line says why
@@ -469,6 +528,7 @@ int run(int argc, char** argv) {
     const Clock::time_point now = Clock::now();
     const bool was_running = app.running.active;
     const bool run_ended = poll_run(app);
+    lesson_pump(app);  // the Lesson tab's next request, when the Python thread is free
     const double dt = headless ? (o.play ? kHeadlessFrameSeconds : 0.0)
                                : std::chrono::duration<double>(now - last).count();
     last = now;
@@ -551,6 +611,7 @@ int run(int argc, char** argv) {
       fail(124, why);
     }
     if (!trace_error.empty()) fail(2, first_line(trace_error));
+    if (!lesson_error.empty()) fail(2, first_line(lesson_error));
     if (!python_ok && !from_file) fail(1, "Python could not start: " + first_line(python_error));
     if (run_code && !timed_out) {
       if (!app.loaded.error.empty() && !o.expect_error) {

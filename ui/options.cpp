@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
     "                   [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
-    "                   [--bench-stop]\n"
+    "                   [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
     "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 
@@ -107,6 +107,21 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
         error = "--note: no Note named '" + o.note + "' in this build's sources (the Notes tab lists them)";
         return false;
       }
+    } else if (a == "--lesson") {
+      if (!(v = value("a lesson's name or number (descent lesson lists them)"))) return false;
+      o.lesson = v;
+    } else if (a == "--lesson-step") {
+      if (!(v = value("a step number"))) return false;
+      if (!parse_int(v, 1, 1 << 20, o.lesson_step)) {
+        error = "--lesson-step: expected a step number from 1, got '" + std::string(v) + "'";
+        return false;
+      }
+    } else if (a == "--answer") {
+      if (!(v = value("an answer (a choice's number, letter or text, or a typed answer)"))) return false;
+      o.answers.push_back(v);
+    } else if (a == "--check") {
+      if (!(v = value("a Python file"))) return false;
+      o.check_file = v;
     } else if (a == "--step") {
       if (!(v = value("a step number"))) return false;
       if (!parse_int(v, 0, 1 << 30, o.step)) {
@@ -140,6 +155,14 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
   }
   if (!o.code.empty() && !o.trace_file.empty() && !o.bench_stop) {  // benchmarking a Stop, the trace plays meanwhile
     error = "--code and --trace: give one or the other";
+    return false;
+  }
+  if (!o.lesson.empty() && (!o.code.empty() || !o.trace_file.empty())) {
+    error = "--lesson: a lesson runs its own code; leave out --code and --trace";
+    return false;
+  }
+  if (o.lesson.empty() && (!o.answers.empty() || !o.check_file.empty() || o.lesson_step != 1)) {
+    error = "--lesson-step, --answer and --check need --lesson NAME";
     return false;
   }
   if (o.bench_stop && o.bench_frames == 0) {

@@ -25,7 +25,11 @@ constexpr const char* kKeyHelp =
     "+ / -         faster / slower\n"
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
-    "1 2 3 4 5 6   right panel: detail / memory / compare / autograd graph / streams / Notes\n"
+    "1 ... 7       right panel: detail / memory / compare / autograd graph / streams / Notes / Lesson\n"
+    "L             the Lesson tab: the lessons, with your progress\n"
+    "  in a lesson: Right / Left  next / previous step;  1-9  answer the question;\n"
+    "               R  reveal the answer (a class's question);  E  edit the exercise,\n"
+    "               then Ctrl+Enter  check it,  Ctrl+H  a hint,  Esc  leave the editor\n"
     "N             open the Note the step's explanation cites (the Notes tab)\n"
     "F2            type into the Python console (Esc leaves it)\n"
     "S / Ctrl+C    stop the code running (KeyboardInterrupt in it)\n"
@@ -89,6 +93,7 @@ void handle_keys(App& app) {
   // is computed from the frame before): an item must also be active now.
   const bool typing = io.WantTextInput && ImGui::IsAnyItemActive();
   if (typing || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
+  if (lesson_keys(app)) return;  // the Lesson tab's own keys first (panel_lesson.cpp)
   const Story& s = app.story;
   const size_t before = app.step();
   if (pressed(GLFW_KEY_DOWN) || pressed(GLFW_KEY_J)) app.play.step_down(s);
@@ -110,9 +115,10 @@ void handle_keys(App& app) {
     app.leave_console_frames = 0;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
-  const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory,  RightTab::Compare,
-                           RightTab::Graph,   RightTab::Streams, RightTab::Notes};
-  for (int k = 0; k < 6; ++k) {
+  const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory,  RightTab::Compare, RightTab::Graph,
+                           RightTab::Streams, RightTab::Notes,   RightTab::Lesson};
+  if (ImGui::IsKeyPressed(GLFW_KEY_L, false)) app.right_tab = RightTab::Lesson;
+  for (int k = 0; k < 7; ++k) {
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
       app.right_tab = tabs[k];
     }
@@ -139,6 +145,17 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
         if (ImGui::MenuItem("Compare with PyTorch's trace...")) action = FileAction::Compare;
         if (ImGui::MenuItem("Save trace (.descent)...")) action = FileAction::Save;
         if (ImGui::MenuItem("Save as Chrome JSON...")) action = FileAction::SaveChrome;
+        ImGui::EndMenu();
+      }
+      if (ImGui::BeginMenu("Lessons")) {
+        if (ImGui::MenuItem("All lessons", "L")) {
+          app.right_tab = RightTab::Lesson;
+          if (app.lesson.open()) lesson_close(app);
+        }
+        for (const LessonEntry& e : app.lesson.catalog) {
+          const std::string label = std::to_string(e.number) + "  " + (e.title.empty() ? e.name : e.title);
+          if (ImGui::MenuItem(label.c_str(), nullptr, false, e.error.empty())) lesson_open(app, e.name, 0);
+        }
         ImGui::EndMenu();
       }
       if (ImGui::BeginMenu("View")) {

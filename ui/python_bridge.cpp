@@ -180,6 +180,7 @@ struct Job {
   uint64_t id;
   std::string code;
   int repeat;
+  bool lesson = false;  // `code` is a lesson request (descent._app.lesson), not code to run
 };
 
 // Guarded by `m` unless said otherwise.
@@ -337,13 +338,18 @@ bool start_interpreter(std::string& error) {
   return true;
 }
 
-// Runs `code` traced (descent._app.run); with the GIL.
-Loaded run_code(const std::string& code, int repeat) {
+// Runs the job: code traced (descent._app.run) or a lesson request
+// (descent._app.lesson, whose reply goes in Loaded::lesson); with the GIL.
+Loaded run_job(const Job& job) {
   Loaded l;
+  const std::string& code = job.code;
   l.label = code;
-  PyObject* r = PyObject_CallMethod(g_app_module, "run", "s#i", code.data(), (Py_ssize_t)code.size(), repeat);
+  PyObject* r = job.lesson ? PyObject_CallMethod(g_app_module, "lesson", "s#", code.data(), (Py_ssize_t)code.size())
+                           : PyObject_CallMethod(g_app_module, "run", "s#i", code.data(), (Py_ssize_t)code.size(),
+                                                 job.repeat);
+  if (job.lesson) l.lesson = "{}";  // a lesson reply, even when the request failed
   if (!r || !PyDict_Check(r)) {
-    l.error = r ? "descent._app.run returned something other than a dict" : take_python_error();
+    l.error = r ? "descent._app returned something other than a dict" : take_python_error();
     Py_XDECREF(r);
     l.trace = std::make_shared<trace::Trace>();
     return l;
@@ -353,6 +359,7 @@ Loaded run_code(const std::string& code, int repeat) {
   l.before = memory_item(r, "before");
   l.after = memory_item(r, "after");
   l.devices = devices_item(r);
+  if (job.lesson) l.lesson = str_item(r, "lesson");
   PyObject* t = PyDict_GetItemString(r, "trace");  // borrowed
   if (const trace::Trace* tr = t ? binding::trace_of(t) : nullptr) {
     // Shares the Trace inside the Python object: the object lives as long as
@@ -406,7 +413,7 @@ void python_thread_main() {
       release_pending();
       if (job) {
         g_running_id.store(job->id);
-        result = run_code(job->code, job->repeat);
+        result = run_job(*job);
         g_running_id.store(0);
       }
       saved = PyEval_SaveThread();
@@ -494,16 +501,21 @@ bool python_stop(double grace_s) {
   return true;
 }
 
-bool python_submit(const std::string& code, int repeat) {
+namespace {
+bool submit(const std::string& code, int repeat, bool lesson) {
   std::lock_guard lock(g.m);
   if (g.busy || g.quit || (g.started && !g.start_ok)) return false;
   g.busy = true;
   g.busy_id = ++g.last_id;
   g.submitted = Clock::now();
-  g.job = Job{g.busy_id, code, repeat};
+  g.job = Job{g.busy_id, code, repeat, lesson};
   g.wake.notify_one();
   return true;
 }
+}  // namespace
+
+bool python_submit(const std::string& code, int repeat) { return submit(code, repeat, false); }
+bool python_submit_lesson(const std::string& request) { return submit(request, 1, true); }
 
 bool python_take_result(Loaded& out) {
   std::optional<Loaded> r;

@@ -79,6 +79,10 @@ bool python_stop(double grace_s = 2.0);
 // Queues `code` to run traced (descent._app.run) on the Python thread. False
 // when a run is still in progress (one at a time) or Python did not start.
 bool python_submit(const std::string& code, int repeat = 1);
+// Queues a lesson request (JSON, descent._app.lesson: open a step, answer,
+// check an exercise) the same way: one job at a time, its reply in
+// Loaded::lesson, with the trace of the code it ran (an empty trace when none).
+bool python_submit_lesson(const std::string& request);
 // The finished run's result, taken once: true with `out` filled when ready.
 // Never a Python exception: a syntax error, a raising statement or a stop
 // (KeyboardInterrupt) comes back in Loaded::error, with the trace of what ran.

@@ -53,6 +53,11 @@ bool poll_run(App& app) {
   if (!python_take_result(l)) return false;
   const Running r = app.running;
   app.running.active = false;
+  if (r.stop_asked) app.last_stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - r.stop_at).count();
+  if (r.lesson) {  // the Lesson tab asked: its reply fills the tab (lesson.cpp)
+    lesson_apply(app, std::move(l));
+    return true;
+  }
   if (!l.output.empty()) app.console.push_back({ConsoleLine::Output, l.output});
   if (!l.error.empty()) app.console.push_back({ConsoleLine::Error, l.error});
   // A statement that ran nothing (an assignment of a constant, a syntax
@@ -60,7 +65,6 @@ bool poll_run(App& app) {
   if (!r.from_console || !l.trace->spans.empty()) show_loaded(app, std::move(l));
   if (r.from_console) app.focus_console = true;  // the prompt is back, with the keyboard
   app.console_scroll = true;
-  if (r.stop_asked) app.last_stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - r.stop_at).count();
   return true;
 }
 

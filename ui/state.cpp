@@ -268,6 +268,45 @@ std::string memory_json(const App& app) {
 
 }  // namespace
 
+// The Lesson tab (lesson.h): what the tests read to follow a lesson.
+std::string lesson_json(const App& app) {
+  const LessonView& v = app.lesson;
+  auto b = [](bool x) { return std::string(x ? "true" : "false"); };
+  std::string o = "  \"lesson\": {\"tab\": " + b(app.right_tab == RightTab::Lesson) +
+                  ", \"catalog\": " + std::to_string(v.catalog.size()) + ", \"picked\": " + std::to_string(v.picked) +
+                  ", \"open\": " + b(v.open()) +
+                  ", \"busy\": " + b(!v.in_flight.empty() || !v.queue.empty()) + ", \"problem\": " + quoted(v.problem);
+  o += ", \"progress\": [";
+  for (size_t k = 0; k < v.catalog.size(); ++k) {
+    const LessonEntry& e = v.catalog[k];
+    o += std::string(k ? ", " : "") + "{\"name\": " + quoted(e.name) + ", \"seen\": " + std::to_string(e.seen) +
+         ", \"right\": " + std::to_string(e.right) + ", \"answered\": " + std::to_string(e.answered) +
+         ", \"passed\": " + std::to_string(e.passed) + ", \"error\": " + quoted(e.error) + "}";
+  }
+  o += "]";
+  if (v.open()) {
+    o += ", \"name\": " + quoted(v.name) + ", \"step\": " + std::to_string(v.step) +
+         ", \"steps\": " + std::to_string(v.step_titles.size()) + ", \"title\": " + quoted(v.step_title) +
+         ", \"asking\": " + b(v.asking()) + ", \"seen\": " + std::to_string(v.seen.size());
+    o += ", \"predictions\": [";
+    for (size_t k = 0; k < v.predictions.size(); ++k) {
+      const LessonPrediction& p = v.predictions[k];
+      o += std::string(k ? ", " : "") + "{\"ask\": " + quoted(p.ask) + ", \"answered\": " + b(p.answered) +
+           ", \"revealed\": " + b(p.revealed) + ", \"right\": " + b(p.right) +
+           ", \"answer\": " + quoted(p.done() ? p.answer_text : "") + ", \"evidence_span\": " +
+           std::to_string(p.evidence_span) + "}";
+    }
+    o += "]";
+    if (v.exercise) {
+      const LessonExercise& e = *v.exercise;
+      o += ", \"exercise\": {\"checked\": " + b(e.checked) + ", \"passed\": " + b(e.passed) +
+           ", \"reason\": " + quoted(e.reason) + ", \"hints_shown\": " + std::to_string(e.hints_shown) +
+           ", \"editor\": " + quoted(e.editor) + ", \"editing\": " + b(v.editor_active) + "}";
+    }
+  }
+  return o + "},\n";
+}
+
 std::string state_json(const App& app, std::string* stable) {
   std::string o;
   o += "  \"source\": " + quoted(app.loaded.label) + ",\n";
@@ -332,6 +371,7 @@ std::string state_json(const App& app, std::string* stable) {
          ", \"state\": " + quoted(app.graph_states[k]) + ", \"layer\": " + std::to_string(n.layer) + "}";
   }
   o += "],\n";
+  o += lesson_json(app);
   o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
   o += "  \"banner\": " + quoted(app.banner) + ",\n";
   o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";

@@ -142,6 +142,49 @@ def test_run_step_returns_plain_data():
     assert L.progress.of("dispatcher")["predictions"] == {"0.0": True}  # the first answer counts
 
 
+def test_teacher_notes_stay_out_of_the_prose():
+    """A ```teacher block is the teacher's alone: kept apart from the prose the class sees."""
+    text = ("# T\n\n```lesson\nteaches: t\nassumes: a\n```\n\n## One\n\nSeen by all.\n\n```teacher\n"
+            "Ask first.\n```\n\n```run cpu\ny = descent.ones(2)\n```\n\n```teacher\nThen reveal.\n```\n")
+    step = F.parse(text, "t.md").steps[0]
+    assert step.prose == "Seen by all." and step.teacher == "Ask first.\n\nThen reveal."
+    with pytest.raises(F.LessonError, match=r"t.md:12: expected nothing after ```teacher"):
+        F.parse(text.replace("```teacher\nAsk", "```teacher x\nAsk"), "t.md")
+    assert L.load("map").steps[0].teacher  # the first lesson has notes for the class's first question
+
+
+def test_the_apps_lesson_requests():
+    """descent._app.lesson, what the app's Lesson tab asks: no answer before it is judged, a reveal that
+    records nothing, an exercise checked with its trace, and errors as replies, never raised."""
+    from descent import _app
+
+    def ask(**req):
+        r = _app.lesson(json.dumps(req))
+        return r, json.loads(r["lesson"])
+
+    _, cat = ask(do="catalog")
+    assert cat["kind"] == "catalog" and [e["name"] for e in cat["lessons"]][:2] == ["map", "python-to-cpp"]
+    r, step = ask(do="open", name="autograd", step=0)
+    assert step["kind"] == "step" and r["trace"] is not None and step["looks"][0]["span_id"] > 0
+    assert step["lesson"]["intro"] and step["predictions"][0]["choices"][0] == "MulBackward0"
+    assert "answer" not in json.dumps(step["predictions"])  # nothing gives the answer away
+    _, rev = ask(do="reveal", k=1)
+    assert rev["revealed"] and rev["answer_text"] == "self, other" and rev["right"] is None
+    _, ans = ask(do="answer", k=0, typed="2")
+    assert ans["right"] is False and ans["answer_text"] == "MulBackward0" and ans["evidence_span_id"] > 0
+    assert ans["progress"]["predictions"] == {"0.0": False}  # the reveal recorded nothing
+    ask(do="open", name="map", step=5)
+    r, chk = ask(do="check", code="y = descent.ones(4, device=device) * 2")
+    assert chk["passed"] and r["trace"] is not None and chk["progress"]["exercises"] == {"5": True}
+    for req, words in (({"do": "open", "name": "nope"}, "no lesson called 'nope'"),
+                       ({"do": "open", "name": "map", "step": 40}, "not 41"),
+                       ({"do": "answer", "k": 9}, "no prediction 10"),
+                       ({"do": "dance"}, "unknown lesson request")):
+        _, bad = ask(**req)
+        assert bad["kind"] == "error" and words in bad["error"], bad
+    assert json.loads(_app.lesson("not json")["lesson"])["kind"] == "error"
+
+
 def test_catalog_lists_every_lesson_and_a_broken_one(tmp_path):
     for p in LESSON_FILES[:2]:
         (tmp_path / os.path.basename(p)).write_text(open(p, encoding="utf-8").read())

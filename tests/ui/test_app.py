@@ -672,10 +672,10 @@ def test_no_tab_label_or_decision_line_is_clipped(tmp_path, saved_trace, size, p
     state, png, _ = run_app(tmp_path, *args, name=f"{call}_{size}_{presenter}")
     assert state["token_floor"] == (3 if call == "sample" else 8)
     tabs = state["tabs"]
-    assert len(tabs) == 6, tabs
+    assert len(tabs) == 7, tabs
     for t in tabs:
         assert not t["clipped"] and t["shown"] == t["text"], t
-    assert {t["text"] for t in tabs} >= {"Detail", "Memory", "Streams", "Notes"}
+    assert {t["text"] for t in tabs} >= {"Detail", "Memory", "Streams", "Notes", "Lesson"}
     for row in state["floors"]:
         fit = row["decision_fit"]
         assert not fit["clipped"], (row["floor"], fit)

@@ -15,6 +15,7 @@ file is read (Note [The lesson format]):
     ```exercise                     goal:, check: (1+), hint: (1+), device:, limit:
     ```start                        the exercise's starting code (follows it)
     ```solution                     its reference solution (follows it)
+    ```teacher                      notes for the teacher: never on the projected window
 
 Any other fenced block (```python, ```text) is prose, shown as it is.
 
@@ -45,7 +46,8 @@ from . import selector as _selector
 DEVICES = ("cpu", "gpu")
 CODE_BLOCKS = ("setup", "run", "start", "solution")
 DATA_BLOCKS = ("lesson", "look", "predict", "exercise")
-BLOCKS = CODE_BLOCKS + DATA_BLOCKS
+TEXT_BLOCKS = ("teacher",)
+BLOCKS = CODE_BLOCKS + DATA_BLOCKS + TEXT_BLOCKS
 PREDICT_KEYS = ("ask", "choices", "answer", "tolerance", "explain")
 EXERCISE_KEYS = ("goal", "check", "hint", "device", "limit")
 LESSON_KEYS = ("teaches", "assumes")
@@ -102,6 +104,7 @@ class Step:
     looks: list = field(default_factory=list)        # [Selector]
     predictions: list = field(default_factory=list)  # [Prediction]
     exercise: Exercise = None
+    teacher: str = ""  # the teacher's notes: the app prints them in its terminal, off the projector
 
 
 @dataclass
@@ -253,6 +256,11 @@ class _Parser:
                 if args:
                     self.fail(at, f"expected nothing after ```exercise, found {_show(args)}")
                 step.exercise = pending_exercise = self.exercise(body, body_line, at)
+            elif kind == "teacher":
+                if args:
+                    self.fail(at, f"expected nothing after ```teacher, found {_show(args)}")
+                text = "\n".join(body).strip("\n")
+                step.teacher = f"{step.teacher}\n\n{text}" if step.teacher else text
             elif kind == "lesson":
                 self.fail(at, "a lesson has one ```lesson block, right after its title")
             else:  # start, solution

@@ -1,0 +1,134 @@
+// A lesson in the app (issue 21): what the Lesson tab shows, and the
+// requests that fill it.
+//
+// Note [Lessons in the app]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// The lessons are read, run and judged by the Python package
+// (descent.lessons), so the terminal and the app can never disagree about
+// what a step ran or which answer is right. The app asks through the same
+// Python thread that runs the console's code (Note [The Python thread]): a
+// request is JSON (descent._app.lesson: catalog, open, answer, reveal, check,
+// reset), queued here and submitted when no code is running; the reply comes
+// back with the trace of what the request ran (a step's code, a student's
+// exercise), which the app shows as it shows any run. The reply never holds a
+// prediction's answer before the student has answered (or the teacher has
+// revealed it), so nothing on screen gives it away. Opening a step parks the
+// token on the span its first `look` selector names, and a revealed answer
+// can park it on its evidence: the student is shown where in the trace the
+// answer was read. Progress is kept by descent.lessons.progress, in the
+// user's data folder (XDG), shared with `descent lesson`.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace descent::ui {
+
+struct App;
+struct Loaded;
+
+// One lesson of the catalog, with the student's progress in it.
+struct LessonEntry {
+  std::string name, title, teaches, error;  // error: the file does not parse ("" when it does)
+  int number = -1;
+  int steps = 0, predictions = 0, exercises = 0;
+  int seen = 0, right = 0, answered = 0, passed = 0;  // progress
+};
+
+struct LessonPrediction {
+  std::string ask, kind, problem;  // kind: choice, number or text; problem: the answer cannot be computed
+  std::vector<std::string> choices;
+  std::string input;               // a typed answer, being typed
+  // Once answered (or revealed):
+  bool answered = false, revealed = false;
+  bool right = false;
+  std::string typed, answer_text, explain, evidence;
+  uint64_t evidence_span = 0;      // the span the answer was read from (0: none)
+  bool done() const { return answered || revealed; }
+};
+
+struct LessonExercise {
+  std::string goal, start, solution, device;
+  std::vector<std::string> hints;
+  double limit_s = 0;
+  std::string editor;              // the student's code
+  int hints_shown = 0;
+  bool solution_shown = false;
+  bool checked = false, passed = false;
+  std::string reason, output, error;
+  double seconds = 0;
+};
+
+struct LessonLook {
+  std::string selector, problem;
+  uint64_t span = 0;               // the span it names in the step's trace (0: it names none)
+};
+
+struct LessonView {
+  // The catalog (the picker), loaded once and after a reset.
+  std::vector<LessonEntry> catalog;
+  bool catalog_asked = false;
+  std::string progress_file;
+  int picked = 0;                  // the picker's selected row
+
+  // The open lesson and step (step < 0: none open; the picker shows).
+  std::string name, title, teaches, assumes, intro;
+  std::vector<std::string> step_titles;
+  int step = -1;
+  std::string step_title, prose, teacher, device, code, output, error, raised;
+  bool expected_raise = false;
+  std::vector<LessonLook> looks;
+  std::vector<LessonPrediction> predictions;
+  std::optional<LessonExercise> exercise;
+  std::vector<int> seen;           // steps of this lesson the student has opened
+
+  std::string problem;             // the last request's error (a lesson that does not parse, ...)
+  std::deque<std::string> queue;   // requests waiting for the Python thread
+  std::string in_flight;           // the "do" of the request being served ("" when none)
+  int first_open_step = -1;        // the step a request to open is for (shown while it runs)
+  bool focus_editor = false;       // give the exercise editor the keyboard next frame
+  bool editor_active = false;      // the editor had the keyboard in the last frame (the state dump)
+  int scroll_to = -1;              // bring this question into view next frame (kScrollTo* for the others)
+  static constexpr int kScrollToTop = -2, kScrollToExercise = -3;
+
+  bool open() const { return step >= 0; }
+  // A question is waiting for its answer: what the trace would give away
+  // stays hidden until then (the building's floors ahead of the token).
+  bool asking() const { return open() && next_question() >= 0; }
+  // The first prediction not answered yet (-1: none).
+  int next_question() const;
+};
+
+// Requests (queued; sent when no code runs).
+void lesson_catalog(App& app);
+void lesson_open(App& app, const std::string& name, int step);
+void lesson_answer(App& app, int k, const std::string& typed);
+void lesson_reveal(App& app, int k);
+void lesson_check(App& app, const std::string& code);
+void lesson_reset(App& app);
+void lesson_close(App& app);  // back to the picker (nothing is asked of Python)
+
+// Each frame, before poll_run: submits the next request when the Python
+// thread is free. True when one was submitted.
+bool lesson_pump(App& app);
+// A lesson request's reply (Loaded::lesson), taken by poll_run: fills the
+// view, and shows the trace when the request ran code.
+void lesson_apply(App& app, Loaded l);
+
+// Parks the token on a span of the trace on screen (its step going down).
+bool park_on_span(App& app, uint64_t span_id);
+// Parks it where the open step points (Note [Lessons in the app]).
+void park_for_step(App& app);
+
+// The Lesson tab (panel_lesson.cpp).
+void draw_lesson(App& app);
+// The lesson's keys (panel_lesson.cpp): Right/Left for the next and previous
+// step, 1-9 to answer a question, R to reveal, E to edit the exercise (whose
+// editor takes Ctrl+Enter to check and Ctrl+H for a hint). True when a key
+// was taken.
+bool lesson_keys(App& app);
+
+}  // namespace descent::ui
