@@ -299,12 +299,15 @@ void lesson_apply(App& app, Loaded l) {
     show_loaded(app, std::move(l));
     if (kind == "step") park_for_step(app);
   }
-  // An answer is shown with its evidence: the token goes to the span it was read from.
-  if (kind == "answer") {
+  // The last answer is shown with its evidence: the token goes to the span
+  // it was read from. While another question waits, the token stays where
+  // the floors ahead are hidden (the evidence's span could answer it); the
+  // answer's "show it in the building" parks it there all the same.
+  if (kind == "answer" && !v.asking()) {
     const int k = static_cast<int>(num(r, "k", -1));
     if (k >= 0 && k < static_cast<int>(v.predictions.size()) && v.predictions[k].evidence_span) {
       park_on_span(app, v.predictions[k].evidence_span);
-    } else if (!v.asking()) {
+    } else {
       park_for_step(app);
     }
   }

@@ -335,11 +335,14 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
       // Floors 7 and 8 say what they decided in words (stream, queue, grid, the wait).
       std::string d = device_decision(app.trace(), app.streams, v.span);
       if (d.empty()) d = decisions_line(sp);
-      // A lesson's question waits for its answer: what lies ahead is not given away.
+      std::string timing = timing_line(app, v.span);
+      // A lesson's question waits for its answer: what lies ahead (a span's
+      // name, its decisions) is not given away (Note [Lessons in the app]).
       if (v.state == FloorState::Ahead && app.right_tab == RightTab::Lesson && app.lesson.asking()) {
-        d = "? (answer the Lesson tab's question first)";
+        head = "next: ?";
+        timing.clear();
+        d = "(answer the Lesson tab's question first)";
       }
-      const std::string timing = timing_line(app, v.span);
       // The decision first: a band of one line shows it alone (the name and
       // the times are a hover away), of two the name (with the times if they
       // fit) above it, of three or more the name, the times, then the decision.

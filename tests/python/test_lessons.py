@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -284,9 +285,19 @@ def test_cli_handout(tmp_path):
     r = run_cli("map", "--handout", str(out), tmp_path=tmp_path)
     assert r.returncode == 0, r.stderr
     lesson = L.load("map")
-    files = sorted(os.listdir(out))
+    files = sorted(f for f in os.listdir(out) if f.endswith(".md"))
     assert files == ["index.md"] + [f"step-{k:02d}.md" for k in range(1, len(lesson.steps) + 1)]
     step1 = (out / "step-01.md").read_text()
+    # Each step that runs code has the app's picture of it, where the app is built and can draw.
+    from descent.__main__ import app_path
+    if os.access(app_path(), os.X_OK) and (os.environ.get("DISPLAY") or shutil.which("xvfb-run")):
+        shots = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+        assert shots == [f"step-{k + 1:02d}.png" for k, st in enumerate(lesson.steps) if st.run is not None], r.stdout
+        assert "](step-01.png)" in step1
+        with open(out / "step-01.png", "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert "no pictures of the steps" in r.stdout
     assert "```text\n" in step1 and "*LaunchKernel" not in step1.split("## Answers")[0].split("```text")[0]
     assert "LaunchKernel  kernel=mul_float32" in step1  # the trace tree
     assert "## Answers (from this run)" in step1 and "mul_float32" in step1.split("## Answers")[1]

@@ -73,17 +73,22 @@ def test_a_lesson_from_the_picker_answered_with_keys_and_its_progress_kept(tmp_p
         ahead = [f for f in s["floors"] if f["state"] == "ahead"]
         assert ahead and all("answer the Lesson tab's question" in f["decision"] for f in ahead), ahead
         assert not any("MulBackward0" in f["decision"] for f in s["floors"])
-        # Wrong: MulBackward1 (choice 2). The reveal names the right one and parks the token on the evidence.
+        # Wrong: MulBackward1 (choice 2). The reveal names the right one; the floors ahead stay hidden while
+        # the second question waits (the same span holds its answer).
+        token = s["span"]["id"]
         xdotool(xserver, "key", "2")
         s = wait_state(state, lambda s: lesson(s)["predictions"][0]["answered"] and idle(s))
         first = lesson(s)["predictions"][0]
-        assert first["right"] is False and first["answer"] == "MulBackward0"
-        assert s["span"]["id"] == first["evidence_span"] and s["token_floor"] == 4
-        assert any("node=MulBackward0" in f["decision"] for f in s["floors"])
-        # Right: "self, other" (choice 2 of the second question).
+        assert first["right"] is False and first["answer"] == "MulBackward0" and first["evidence_span"]
+        assert s["span"]["id"] == token and lesson(s)["asking"]
+        assert not any("saved=" in f["decision"] for f in s["floors"])
+        # Right: "self, other" (choice 2 of the second question). Now the token goes to the evidence.
         xdotool(xserver, "key", "2")
         s = wait_state(state, lambda s: lesson(s)["predictions"][1]["answered"] and idle(s))
-        assert lesson(s)["predictions"][1]["right"] is True and not lesson(s)["asking"]
+        second = lesson(s)["predictions"][1]
+        assert second["right"] is True and not lesson(s)["asking"]
+        assert s["span"]["id"] == second["evidence_span"] and s["token_floor"] == 4
+        assert any("node=MulBackward0" in f["decision"] for f in s["floors"])
         # Right arrow: the next step, its code run and traced.
         xdotool(xserver, "key", "Right")
         s = wait_state(state, lambda s: lesson(s)["open"] and lesson(s)["step"] == 1 and idle(s))
@@ -147,10 +152,11 @@ def test_headless_a_prediction_before_and_after_its_answer(tmp_path):
     s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "autograd", env=env, name="before")
     assert lesson(s)["asking"] and lesson(s)["predictions"][0]["answer"] == ""  # nothing given away
     s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "autograd", "--answer", "MulBackward0",
-                      env=env, name="after")
-    p = lesson(s)["predictions"][0]
-    assert p["answered"] and p["right"] and p["answer"] == "MulBackward0"
-    assert s["span"]["id"] == p["evidence_span"]
+                      "--answer", "a", env=env, name="after")
+    first, second = lesson(s)["predictions"]
+    assert first["answered"] and first["right"] and first["answer"] == "MulBackward0"
+    assert second["answered"] and not second["right"] and second["answer"] == "self, other"
+    assert s["span"]["id"] == second["evidence_span"]
 
 
 def test_headless_lesson_bad_input_is_named(tmp_path):

@@ -124,6 +124,17 @@ def _step_json(lesson, k, r):
     }
 
 
+def _evidence(prediction, p):
+    """The evidence of an answer as the app shows it: the span and the one argument the answer was read
+    from ("[4 autograd] aten::mul  node=MulBackward0"), not the span's whole line, whose other arguments
+    can be the next question's answer; the whole line when the answer is not one argument."""
+    sel, span = prediction.answer.selector, p["evidence_span"]
+    if sel is None or not sel.arg or not span or sel.arg not in span["args"]:
+        return p["evidence"]
+    from .lessons.selector import text_of
+    return f"[{span['floor']} {span['floor_name']}] {span['name']}  {sel.arg}={text_of(span['args'][sel.arg])}"
+
+
 def lesson(request):
     """A lesson request from the app (ui/lesson.cpp), as JSON text {"do": ...}:
       catalog                      every lesson with its progress
@@ -176,11 +187,12 @@ def lesson(request):
             if not 0 <= i < len(r["predictions"]):
                 return reply({"kind": "error", "error": f"step {k + 1} has no prediction {i + 1}"})
             p = r["predictions"][i]
+            evidence = _evidence(les.steps[k].predictions[i], p)
             if do == "answer":
                 a = L.answer(les, k, i, str(req.get("typed", "")), r)
             else:
                 a = {"right": None, "answer_text": p["answer_text"], "evidence": p["evidence"], "explain": p["explain"]}
-            a.update(kind="answer", k=i, revealed=do == "reveal", typed=str(req.get("typed", "")),
+            a.update(kind="answer", k=i, revealed=do == "reveal", typed=str(req.get("typed", "")), evidence=evidence,
                      evidence_span_id=_span_id(p["evidence_span"]), problem=p["problem"])
             return reply(a)
         if do == "check":

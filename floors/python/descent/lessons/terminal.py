@@ -323,14 +323,44 @@ def cmd_validate(where):
 
 # [SECTION] The handout -------------------------------------------------------------------------------------
 
-def cmd_handout(lesson, out_dir):
-    """Writes index.md and one step-K.md per step: the prose, the code, its trace tree, the questions with the
-    answers this run gave (at the bottom), and the exercise with its hints."""
+def _step_picture(lesson, i, path):
+    """The app's picture of step i with its question asked (headless, on a virtual display where there is
+    none), or the reason there is none. Progress goes to a folder of its own: a handout opens no step for
+    the student."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from descent.__main__ import app_path
+    app = app_path()
+    if not os.access(app, os.X_OK):
+        return "the app is not built here"
+    argv = [app, "--size", "1280x720", "--lesson", lesson.path, "--lesson-step", str(i + 1), "--screenshot", path]
+    if not os.environ.get("DISPLAY"):
+        if not shutil.which("xvfb-run"):
+            return "no display, and xvfb-run is not installed"
+        argv = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24 -noreset"] + argv
+    with tempfile.TemporaryDirectory() as data:
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, XDG_DATA_HOME=data))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"the app did not draw it: {e}"
+    if p.returncode != 0 or not os.path.exists(path):
+        return f"the app did not draw it: {(p.stderr or p.stdout).strip().splitlines()[-1:] or p.returncode}"
+    return ""
+
+
+def cmd_handout(lesson, out_dir, pictures=True):
+    """Writes index.md and one step-K.md per step: the prose, the app's picture of the step (where the app
+    is built), the code, its trace tree, the questions with the answers this run gave (at the bottom), and
+    the exercise with its hints."""
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         print(f"descent lesson: cannot write into {out_dir}: {e.strerror}", file=sys.stderr)
         return 2
+    no_pictures = ""
     number = f"Lesson {lesson.number}: " if lesson.number is not None else ""
     index = [f"# {number}{lesson.title}", "", f"**What it teaches:** {lesson.teaches}", "",
              f"**What it assumes:** {lesson.assumes}", ""]
@@ -344,6 +374,11 @@ def cmd_handout(lesson, out_dir):
         if step.prose:
             md += [step.prose, ""]
         answers = []
+        if step.run is not None and pictures and not no_pictures:
+            picture = f"step-{i + 1:02d}.png"
+            no_pictures = _step_picture(lesson, i, os.path.join(out_dir, picture))
+            if not no_pictures:
+                md += [f"![The app at this step: the building, the timeline and the question]({picture})", ""]
         if step.run is not None:
             r = run_step(lesson, i)
             md += [f"Run on `{r['device']}`:", "", "```python", r["code"].rstrip(), "```", ""]
@@ -379,4 +414,6 @@ def cmd_handout(lesson, out_dir):
     with open(os.path.join(out_dir, "index.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(index).rstrip() + "\n")
     print(f"wrote {len(written) + 1} files into {out_dir} (index.md, {os.path.basename(written[0])} ...)")
+    if pictures and no_pictures:
+        print(f"(no pictures of the steps: {no_pictures})")
     return 0
