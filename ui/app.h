@@ -83,6 +83,7 @@ struct Loaded {
   MemoryStats before, after;                  // the CPU allocator's
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
   std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
+  std::string code;                           // the code that made it, when it can be run again ("" for a file or a lesson)
   // The call as the panels read it, built by prepare_loaded on the thread
   // that made the trace (a million spans take a while: never on the window's
   // thread when it can be helped); show_loaded builds whatever is missing.

@@ -37,16 +37,16 @@ constexpr float kStripLaneLines = 1.5f;     // a stream's row, in text lines
 
 float ease(float x) { return x * x * (3 - 2 * x); }  // smoothstep
 
+// Every time says whether it is cold (a first call: Note [Cold and warm
+// times] in story.h) or a warm median.
 std::string timing_line(const App& app, size_t span) {
   const Timing t = timing_of(app.story, span);
-  std::string s = duration_text(t.inclusive_ns) + " inclusive, " + duration_text(t.self_ns) + " self";
+  const std::string times = duration_text(t.inclusive_ns) + " inclusive, " + duration_text(t.self_ns) + " self";
   if (t.warm_samples > 0) {
-    s += "  (warm median of " + std::to_string(t.warm_samples) + "; first call " +
-         duration_text(t.cold_inclusive_ns) + ")";
-  } else if (app.story.lines.size() < app.story.roots.size()) {
-    s += "  (a single call)";
+    return "warm " + times + "  (median of " + std::to_string(t.warm_samples) + "; cold first call " +
+           duration_text(t.cold_inclusive_ns) + ")";
   }
-  return s;
+  return "cold " + times;
 }
 
 std::string decisions_line(const trace::Span& sp) {

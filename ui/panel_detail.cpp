@@ -122,12 +122,24 @@ void draw_detail(App& app) {
               st.down ? "going down into it" : "coming back up out of it");
   ImGui::PopStyleColor();
   ImGui::TextWrapped("%s", sp.name.c_str());
-  ImGui::Text("%s inclusive, %s self, thread %u", duration_text(t.inclusive_ns).c_str(),
-              duration_text(t.self_ns).c_str(), sp.thread);
-  if (t.warm_samples > 0) {
-    ImGui::Text("median of %d warm calls; the first (cold) call took %s", t.warm_samples,
-                duration_text(t.cold_inclusive_ns).c_str());
+  ImGui::Text("%s %s inclusive, %s self, thread %u", t.warm_samples > 0 ? "warm" : "cold",
+              duration_text(t.inclusive_ns).c_str(), duration_text(t.self_ns).c_str(), sp.thread);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("inclusive: this span with everything under it\nself: this span alone, its children's time "
+                      "taken out");
   }
+  // What the words mean, where the times first appear (Note [Cold and warm times], story.h).
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  if (t.warm_samples > 0) {
+    ImGui::TextWrapped("the median of %d warm calls of this line; the first (cold) call took %s. Inclusive: the "
+                       "span with everything under it; self: the span alone.",
+                       t.warm_samples, duration_text(t.cold_inclusive_ns).c_str());
+  } else if (!app.presenter) {
+    ImGui::TextWrapped("cold: a first call, slowed by empty caches and one-time set-up; R runs the line %d times "
+                       "to show the warm median. Inclusive: the span with everything under it; self: the span "
+                       "alone.", kWarmRuns);
+  }
+  ImGui::PopStyleColor();
   if (app.trace().span_cost_ns > 0 && !app.presenter) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextWrapped("includes the tracer's own cost, about %.0f ns per span", app.trace().span_cost_ns);

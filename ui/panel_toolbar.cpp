@@ -25,6 +25,8 @@ constexpr const char* kKeyHelp =
     "+ / -         faster / slower\n"
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
+    "R             run the code on screen 5 times: warm medians beside the cold first call\n"
+    "M             to the run with the median warm time (after W or --repeat)\n"
     "1 ... 7       right panel: detail / memory / compare / autograd graph / streams / Notes / Lesson\n"
     "L             the Lesson tab: the lessons, with your progress\n"
     "  in a lesson: Right / Left  next / previous step;  1-9  answer the question;\n"
@@ -109,6 +111,21 @@ void handle_keys(App& app) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
+  // R: the code on screen run again, kWarmRuns times, for warm medians beside
+  // the cold time; M: the run with the median warm time (Note [Cold and warm
+  // times]). (W is the timeline's zoom while the mouse is over it.)
+  if (ImGui::IsKeyPressed(GLFW_KEY_R, false) && !app.running.active) {
+    if (app.loaded.code.empty()) {
+      app.console.push_back({ConsoleLine::Info, "(R runs the code on screen again; this call came from a file or "
+                                                "a lesson, so there is no code to run: type it in the console)"});
+    } else {
+      start_run(app, app.loaded.code, kWarmRuns, /*from_console=*/false);
+    }
+  }
+  if (ImGui::IsKeyPressed(GLFW_KEY_M, false) && app.has_steps()) {
+    app.play.playing = false;
+    app.play.scrub(s, median_run_step(s, app.step()));
+  }
   if (ImGui::IsKeyPressed(GLFW_KEY_S, false) && !io.KeyCtrl) stop_run(app);
   if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) {
     app.focus_console = true;
@@ -210,6 +227,12 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
     if (app.has_steps()) {
       const Step& st = s.steps[app.step()];
       const trace::Span& sp = app.trace().spans[st.span];
+      const RunOf run = run_of_step(s, app.step());
+      if (run.n > 1) {  // the line ran several times: which run is on screen (Note [Cold and warm times])
+        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "run %zu of %zu%s", run.k, run.n,
+                           run.k == 1 ? " (cold)" : "");
+        ImGui::SameLine();
+      }
       ImGui::Text("%zu / %zu  floor %d, %s %s", app.step() + 1, s.steps.size(), token_floor(s, app.step()),
                   st.down ? "down into" : "up from", sp.name.c_str());
     } else {

@@ -348,6 +348,7 @@ Loaded run_job(const Job& job) {
                            : PyObject_CallMethod(g_app_module, "run", "s#i", code.data(), (Py_ssize_t)code.size(),
                                                  job.repeat);
   if (job.lesson) l.lesson = "{}";  // a lesson reply, even when the request failed
+  else l.code = code;
   if (!r || !PyDict_Check(r)) {
     l.error = r ? "descent._app returned something other than a dict" : take_python_error();
     Py_XDECREF(r);

@@ -329,6 +329,8 @@ std::string state_json(const App& app, std::string* stable) {
   if (app.has_steps()) {
     const Step& st = app.story.steps[app.step()];
     o += "  \"direction\": " + quoted(st.down ? "down" : "up") + ",\n";
+    const RunOf run = run_of_step(app.story, app.step());
+    o += "  \"run\": [" + std::to_string(run.k) + ", " + std::to_string(run.n) + "],\n";
     o += "  \"token_floor\": " + std::to_string(token_floor(app.story, app.step())) + ",\n";
     o += "  \"span\": " + span_json(app, st.span) + ",\n";
     const auto floors = floors_at(app.story, app.step());

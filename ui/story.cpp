@@ -421,4 +421,28 @@ Timing timing_of(const Story& s, size_t span) {
   return t;
 }
 
+RunOf run_of_step(const Story& s, size_t step) {
+  RunOf r;
+  if (step >= s.steps.size() || s.roots.empty()) return r;
+  const size_t root = root_of_step(s, step);
+  const std::vector<size_t>& line = s.lines[s.line_of_root[root]];
+  r.n = line.size();
+  r.k = static_cast<size_t>(std::find(line.begin(), line.end(), root) - line.begin()) + 1;
+  return r;
+}
+
+size_t median_run_step(const Story& s, size_t step) {
+  if (step >= s.steps.size() || s.roots.empty()) return step;
+  const size_t root = root_of_step(s, step);
+  const std::vector<size_t>& line = s.lines[s.line_of_root[root]];
+  if (line.size() < 3) return step;
+  std::vector<size_t> warm(line.begin() + 1, line.end());  // positions in `roots`, the cold first left out
+  const auto time = [&](size_t r) { return s.trace->spans[s.roots[r]].duration_ns(); };
+  std::sort(warm.begin(), warm.end(), [&](size_t a, size_t b) { return time(a) < time(b); });
+  const size_t to = warm[(warm.size() - 1) / 2];
+  const size_t offset = step - s.down_step[s.roots[root]];
+  const size_t first = s.down_step[s.roots[to]], last = s.up_step[s.roots[to]];
+  return std::min(first + offset, last);
+}
+
 }  // namespace descent::ui

@@ -133,7 +133,20 @@ size_t root_of_span(const Story& s, size_t i);
 // the times are as measured, the tracer's cost included (the detail panel
 // says how much). At most kMaxWarmSamples calls are read per span, so a loop
 // of a million calls stays cheap to draw.
+//
+// Note [Cold and warm times]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The first call of a line is cold: its kernels' code and data are not in the
+// caches yet, the allocator has no block to reuse, lazy set-up (a thread pool,
+// a device context) happens inside it, and fresh pages fault in. A warm call,
+// the same line run again, shows what the line costs in a loop, often ten
+// times less. The app labels every time cold or warm; R runs the line on
+// screen kWarmRuns times so the warm median shows beside the cold time, the
+// step bar says which run is on screen ("run 2 of 5"), and M goes to the run
+// whose time is the median of the warm ones. Inclusive is a span with
+// everything under it; self is the span alone, its children's time taken out.
 constexpr size_t kMaxWarmSamples = 100;
+constexpr int kWarmRuns = 5;
 struct Timing {
   int64_t inclusive_ns = 0;
   int64_t self_ns = 0;
@@ -141,5 +154,16 @@ struct Timing {
   int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when warm_samples > 0)
 };
 Timing timing_of(const Story& s, size_t span);
+
+// Which run of its line the call at `step` is: {k, n} with k from 1 ({1, 1}
+// for a line run once). Note [Cold and warm times].
+struct RunOf {
+  size_t k = 1, n = 1;
+};
+RunOf run_of_step(const Story& s, size_t step);
+// The step in the run of the same line whose inclusive time is the median of
+// the warm runs (all but the first), at the same place in its run as `step`
+// is in its own; `step` itself when the line ran fewer than three times.
+size_t median_run_step(const Story& s, size_t step);
 
 }  // namespace descent::ui
