@@ -1,6 +1,7 @@
 // descent Trace: a finished recording as plain data (no UI types).
 //
 // [SECTION] Model
+// [SECTION] Source fingerprints
 // [SECTION] Queries
 // [SECTION] Export and load
 //
@@ -11,6 +12,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -67,6 +69,45 @@ struct Trace {
   std::map<std::string, std::string> metadata;    // e.g. "device" -> "sim:0 (simulated)"
   bool operator==(const Trace&) const = default;
 };
+
+// [SECTION] Source fingerprints -----------------------------------------------
+
+// Note [Source fingerprints]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A span names the file and line that opened it (and where it decided), and
+// the app shows that line from the sources it embeds. A trace saved by one
+// build and opened by another would show whatever that line holds now: after
+// an edit, a different function. So libdescent carries a fingerprint of each
+// of its source files (the first 16 hex digits of its SHA-256, written at
+// build time by tools/hash_sources.cmake), and a recording puts the
+// fingerprint of every file its spans name in its metadata, as
+// "source.<path>" (saved and loaded with the trace, in descent's format and
+// in Chrome JSON's otherData). The app shows a line only when the trace's
+// fingerprint of its file is the one of the sources it embeds; otherwise it
+// says that the file has changed since the recording, or that the trace,
+// made before fingerprints or elsewhere, cannot say which version it saw.
+namespace fingerprints {  // written by tools/hash_sources.cmake
+struct Entry {
+  std::string_view path, fingerprint;
+};
+extern const Entry kEntries[];
+extern const size_t kCount;
+}  // namespace fingerprints
+constexpr std::string_view kSourceMetaPrefix = "source.";
+// This build's fingerprint of `path` ("floors/dispatch/dispatcher.cpp"); ""
+// when the file is not one of its sources.
+std::string_view source_fingerprint(std::string_view path);
+// Puts the fingerprint of every file t's spans name (their site and their
+// decided_at) in t.metadata.
+void add_source_fingerprints(Trace& t);
+// Whether this build's text of `file` is the one t was recorded with.
+enum class SourceMatch {
+  Same,        // the fingerprints agree: this build's lines are the trace's
+  Changed,     // they differ: the file has changed since the recording
+  Unknown,     // t holds no fingerprint of the file (recorded before fingerprints, or elsewhere)
+  NotOurs,     // this build has no such source
+};
+SourceMatch source_match(const Trace& t, std::string_view file);
 
 // [SECTION] Queries -----------------------------------------------------------
 

@@ -805,6 +805,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   t.metadata["tracer.span_self_cost_ns"] = std::to_string(g_span_self_cost_ns.load());
   dropped = dropped > dropped_before ? dropped - dropped_before : 0;
   if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
+  add_source_fingerprints(t);  // Note [Source fingerprints]
   return t;
 }
 

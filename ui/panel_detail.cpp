@@ -17,12 +17,30 @@ namespace {
 constexpr int kExcerptBefore = 3, kExcerptAfter = 8;  // lines around the line shown
 const ImVec4 kTitle(1.0f, 0.85f, 0.3f, 1.0f);  // the explanation's title and the line shown
 
-void source_excerpt(const SourcePlace& at) {
+void source_excerpt(const trace::Trace& t, const SourcePlace& at) {
 #if DESCENT_HAVE_SOURCES
   const std::string_view text = trace::embedded_source(at.file);
   if (text.empty()) {
     ImGui::TextDisabled("(this file's source is not embedded in the app)");
     return;
+  }
+  // Only the lines the trace was recorded with (Note [Source fingerprints]).
+  switch (trace::source_match(t, at.file)) {
+    case trace::SourceMatch::Same: break;
+    case trace::SourceMatch::Changed:
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.6f, 0.4f, 1.0f));
+      ImGui::TextWrapped("%s has changed since this trace was recorded: its line %u then is not shown, since this "
+                         "build's line %u may be another line now.", at.file.c_str(), at.line, at.line);
+      ImGui::PopStyleColor();
+      return;
+    case trace::SourceMatch::Unknown:
+    case trace::SourceMatch::NotOurs:
+      ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.6f, 0.4f, 1.0f));
+      ImGui::TextWrapped("This trace holds no fingerprint of %s (it was recorded before descent kept them): "
+                         "below is this build's line %u, which may not be the line that ran.", at.file.c_str(),
+                         at.line);
+      ImGui::PopStyleColor();
+      break;
   }
   std::istringstream in{std::string(text)};
   std::string line;
@@ -37,6 +55,7 @@ void source_excerpt(const SourcePlace& at) {
   }
   if (mono) ImGui::PopFont();
 #else
+  (void)t;
   (void)at;
   ImGui::TextDisabled("This build embeds no sources.");
 #endif
@@ -44,7 +63,7 @@ void source_excerpt(const SourcePlace& at) {
 
 // The source to show: the line that decided, where the span recorded one
 // (Note [Where a span decided]), else the line that opened it.
-void source_view(const trace::Span& sp, const Explanation& e) {
+void source_view(const trace::Trace& t, const trace::Span& sp, const Explanation& e) {
   if (e.decided.file.empty()) {
     ImGui::TextDisabled("No source location recorded for this span (user code, or a file from elsewhere).");
     return;
@@ -55,7 +74,7 @@ void source_view(const trace::Span& sp, const Explanation& e) {
   } else {
     ImGui::Text("%s:%u", e.decided.file.c_str(), e.decided.line);
   }
-  source_excerpt(e.decided);
+  source_excerpt(t, e.decided);
 }
 
 // The explanation: its title, the Notes that cover it (buttons that open
@@ -163,7 +182,7 @@ void draw_detail(App& app) {
   }
   if (!app.presenter) {
     ImGui::Separator();
-    source_view(sp, e);
+    source_view(app.trace(), sp, e);
     if (!e.kind.empty()) {
       ImGui::Separator();
       if (ImGui::CollapsingHeader("What this floor is for")) {

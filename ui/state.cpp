@@ -130,6 +130,17 @@ std::string span_json(const App& app, size_t i) {
   return out + "}}";
 }
 
+// Whether the trace's version of `file` is this build's (Note [Source fingerprints]).
+std::string source_match_name(const App& app, const std::string& file) {
+  switch (trace::source_match(app.trace(), file)) {
+    case trace::SourceMatch::Same: return "same";
+    case trace::SourceMatch::Changed: return "changed";
+    case trace::SourceMatch::Unknown: return "unknown";
+    case trace::SourceMatch::NotOurs: return "not ours";
+  }
+  return "";
+}
+
 // The current span's explanation (ui/explain.h) and the Notes tab.
 std::string explanation_json(const App& app) {
   std::string o = "  \"explanation\": ";
@@ -150,7 +161,8 @@ std::string explanation_json(const App& app) {
     o += "{\"kind\": " + quoted(e.kind) + ", \"title\": " + quoted(e.title) + ", \"sentences\": " +
          list(e.sentences) + ", \"notes\": " + list(e.notes) + ", \"pytorch\": " + places + "], \"source\": " +
          quoted(e.decided.file.empty() ? "" : e.decided.file + ":" + std::to_string(e.decided.line)) +
-         ", \"decided_recorded\": " + (e.decided_recorded ? "true" : "false") + "},\n";
+         ", \"decided_recorded\": " + (e.decided_recorded ? "true" : "false") +
+         ", \"source_match\": " + quoted(e.decided.file.empty() ? "" : source_match_name(app, e.decided.file)) + "},\n";
   }
   const NoteIndex& notes = embedded_notes();
   o += "  \"notes\": {\"count\": " + std::to_string(notes.notes.size()) + ", \"shown\": " +

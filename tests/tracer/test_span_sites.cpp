@@ -6,6 +6,7 @@
 // [SECTION] Recorded spans
 // [SECTION] File formats
 // [SECTION] Embedded sources
+// [SECTION] Source fingerprints
 // [SECTION] Cost
 #include <gtest/gtest.h>
 
@@ -210,6 +211,45 @@ TEST(EmbeddedSources, ARecordedSiteNamesTheLineThatOpenedTheSpan) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
+}
+
+// [SECTION] Source fingerprints (Note [Source fingerprints] in trace.h) -------------------
+
+TEST(SourceFingerprints, ARecordingNamesTheVersionOfEveryFileItsSpansPointAt) {
+  Tensor a = call(Op::ones, DimVector{2});
+  start();
+  Tensor c = call(Op::add, a, a);
+  const Trace t = stop();
+  int files = 0;
+  for (const Span& s : t.spans) {
+    if (s.file.empty()) continue;
+    const auto it = t.metadata.find(std::string(kSourceMetaPrefix) + s.file);
+    ASSERT_NE(it, t.metadata.end()) << s.file;
+    EXPECT_EQ(it->second.size(), 16u);
+    EXPECT_EQ(it->second, source_fingerprint(s.file));
+    EXPECT_EQ(source_match(t, s.file), SourceMatch::Same);
+    ++files;
+  }
+  EXPECT_GE(files, 2);
+  // A decided_at's file is fingerprinted too (the dispatcher decides in dispatcher.cpp).
+  EXPECT_EQ(t.metadata.count(std::string(kSourceMetaPrefix) + "floors/dispatch/dispatcher.cpp"), 1u);
+  // The fingerprints survive a save and a load, in both formats.
+  EXPECT_EQ(from_descent_format(to_descent_format(t)).metadata, t.metadata);
+  const Trace chrome = from_chrome_json(to_chrome_json(t));
+  EXPECT_EQ(source_match(chrome, t.spans.front().file), SourceMatch::Same);
+}
+
+TEST(SourceFingerprints, AChangedFileOrAnOldTraceIsNeverTakenForThisBuilds) {
+  Trace t;
+  const std::string file = "floors/allocator/caching_allocator.cpp";
+  ASSERT_FALSE(source_fingerprint(file).empty());
+  EXPECT_EQ(source_match(t, file), SourceMatch::Unknown);  // recorded before fingerprints
+  t.metadata[std::string(kSourceMetaPrefix) + file] = "0123456789abcdef";
+  EXPECT_EQ(source_match(t, file), SourceMatch::Changed);
+  t.metadata[std::string(kSourceMetaPrefix) + file] = std::string(source_fingerprint(file));
+  EXPECT_EQ(source_match(t, file), SourceMatch::Same);
+  EXPECT_EQ(source_match(t, "no/such/file.cpp"), SourceMatch::NotOurs);
+  EXPECT_TRUE(source_fingerprint("ui/main.cpp").empty());  // the app opens no spans
 }
 
 // [SECTION] Cost ------------------------------------------------------------------------
