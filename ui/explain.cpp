@@ -349,6 +349,7 @@ Explanation dispatch_span(const At& a) {
            "Dispatcher::redispatch records nothing), so its trace has one " + a.sp.name + " where descent shows two: "
            "descent shows the redispatch on purpose, to make the walk down the keys visible.");
     note(e, "Dispatch key priority");
+    note(e, "A span per redispatch");
     if (p && p->floor == Floor::Autograd) note(e, "What an Autograd kernel does");
     if (p && str(*p, "kernel") == "ADInplaceOrView") note(e, "ADInplaceOrView");
     if (p && str(*p, "kernel") == "BackendSelect") note(e, "Computing the key set");
