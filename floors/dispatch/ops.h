@@ -95,6 +95,25 @@
 //   aten declares it CompositeExplicitAutograd; descent declares the backends
 //   its one kernel serves, which calls aten::sub (Note [Reflected operators],
 //   floors/binding/tensor_methods.cpp).
+//
+// Note [Leaf kernels where aten decomposes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Some ops that are one kernel here are, in aten, a kernel that calls other
+// ops, and torch.profiler shows those ops beneath them. descent's trace shows
+// one kernel span for each of these:
+// - ones and full: aten::empty then fill_; zeros: empty then zero_; rand:
+//   empty then uniform_; randn: empty then normal_. descent's factory kernels
+//   (floors/kernels/factories.cpp) allocate and write the values themselves.
+// - mean on the CPU: aten::sum then div_ on its result; descent's sum kernel
+//   divides in its own loop (register_cpu.cpp). (aten's CUDA mean is one
+//   reduction kernel, as descent's device mean is.)
+// - relu: aten::clamp_min(self, 0); descent's relu is its own unary kernel
+//   (ReluF, elementwise.h), with ReluBackward0 either way.
+// - t: aten::transpose, which calls as_strided; descent's t kernel makes the
+//   view itself (views.cpp), and descent has no as_strided op.
+// Where descent does decompose as aten does, the row says so: the
+// CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
+// beneath it) and mse_loss (mean or sum beneath it).
 #pragma once
 
 #include <cstdint>
