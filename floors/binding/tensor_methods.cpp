@@ -480,7 +480,8 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
       Method& m = ms[i];
       m.group = &g;
       m.python_name = "Tensor." + g.name;
-      if (!std::all_of(g.overloads.begin(), g.overloads.end(), [](const OpEntry* o) { return self_first(*o); })) {  // x.pow(...): not pow.Scalar
+      // x.pow(...) parses pow.Tensor_Scalar and pow.Tensor_Tensor, not pow.Scalar (2 ** x).
+      if (!std::all_of(g.overloads.begin(), g.overloads.end(), [](const OpEntry* o) { return self_first(*o); })) {
         m.self_group.name = g.name;
         for (const OpEntry* o : g.overloads)
           if (self_first(*o)) m.self_group.overloads.push_back(o);
