@@ -217,10 +217,14 @@ Explanation binding_op(const At& a) {
   if (!python.empty()) {
     std::string s = "The call came in through " + python + ", a C function of the tensor's base class generated from "
                     "the op table, as PyTorch generates its Tensor methods.";
-    if (contains(python, "__r")) s += " A reflected operator (2 - x) puts the Python number first: it becomes self.";
+    const bool reflected = contains(python, "__rsub__") || contains(python, "__rtruediv__") || contains(python, "__rpow__");
+    if (reflected)
+      s += " A reflected operator runs what torch/_tensor.py's does: 2 - x is rsub(x, 2), 2 / x is x.reciprocal() * 2, "
+           "2 ** x is pow(2, x).";
     if (contains(python, "__i")) s += " An augmented assignment (x += 1) calls the in-place overload and keeps x.";
     say(e, s);
     note(e, "Tensor methods from the op table");
+    if (reflected) note(e, "Reflected operators");
   }
   // A Python number among the arguments: the binding's own cpu_alloc, before the dispatcher.
   int64_t wrapped = 0, read = 0;  // cpu_allocs of 8 bytes (a number) and of other sizes (an array read)
@@ -345,6 +349,7 @@ Explanation dispatch_span(const At& a) {
            "Dispatcher::redispatch records nothing), so its trace has one " + a.sp.name + " where descent shows two: "
            "descent shows the redispatch on purpose, to make the walk down the keys visible.");
     note(e, "Dispatch key priority");
+    note(e, "A span per redispatch");
     if (p && p->floor == Floor::Autograd) note(e, "What an Autograd kernel does");
     if (p && str(*p, "kernel") == "ADInplaceOrView") note(e, "ADInplaceOrView");
     if (p && str(*p, "kernel") == "BackendSelect") note(e, "Computing the key set");

@@ -63,6 +63,12 @@
 //  - The destructor returns every segment, live blocks included, and releases
 //    pending events without waiting: an allocator must outlive the DataPtrs it
 //    handed out (device allocators live as long as the process).
+//  - Of PYTORCH_CUDA_ALLOC_CONF's options only max_split_size_mb is modelled
+//    (rule 5; read from DESCENT_ALLOC_CONF). Not modelled:
+//    garbage_collection_threshold (cached blocks freed before the device is
+//    full; here only rule 10 frees them), roundup_power2_divisions (every size
+//    rounds to 512 B, rule 1) and expandable_segments (a segment never grows;
+//    the snapshot says is_expandable False). floors/allocator/README.md too.
 //
 // [SECTION] Allocation
 // [SECTION] Out of memory

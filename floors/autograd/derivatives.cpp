@@ -38,6 +38,7 @@
 #include "floors/autograd/derivatives.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "floors/dispatch/dispatcher.h"
 
@@ -123,6 +124,13 @@ void sub_backward(BackwardContext& c) {
   c.out[0] = c.g;
   if (c.needs(1)) c.out[1] = alpha.to_double() == 1 ? neg(c.g) : mul(c.g, number(-alpha.to_double()));
 }
+// rsub(self, other, alpha) = other - alpha * self (RsubBackward1, rsub.Scalar):
+// -g * alpha, PyTorch's maybe_multiply(-grad, alpha).
+void rsub_backward(BackwardContext& c) {
+  const Scalar alpha = c.arg(2).to_scalar();
+  const Tensor ng = neg(c.g);
+  c.out[0] = alpha.to_double() == 1 ? ng : mul(ng, scalar_tensor(alpha));
+}
 void mul_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = mul(c.g, c.other());
   if (c.needs(1)) c.out[1] = mul(c.g, c.self());
@@ -154,6 +162,21 @@ void pow_backward(BackwardContext& c) {
   }
   if (c.needs(1)) c.out[1] = mul(c.g, mul(c.result(), call(Op::log, c.self())));
 }
+// base ** x for a number base (PowBackward2, pow.Scalar): g * base^x * log(base),
+// PyTorch's pow_backward_exponent. For base 0 PyTorch takes 0 where x >= 0
+// (where 0 * -inf would be NaN) with at::where; descent has no where op, and
+// writes the 0s with index_put_ under that bool mask instead: the same values,
+// NaN exponents included.
+void pow_scalar_base_backward(BackwardContext& c) {
+  const double base = c.arg(0).to_scalar().to_double();
+  Tensor d = mul(c.result(), number(std::log(base)));
+  if (base == 0) {
+    OptionalTensorList mask;
+    mask.push_back(call(Op::ge, c.self(), number(0)));
+    call(Op::index_put_, d, mask, zeros({}, d.dtype(), d.device()), false);
+  }
+  c.out[0] = mul(c.g, d);
+}
 void neg_backward(BackwardContext& c) { c.out[0] = neg(c.g); }
 void abs_backward(BackwardContext& c) {  // g * sgn(x), sgn(0) = 0
   const Tensor x = c.self();
@@ -174,6 +197,10 @@ void sigmoid_backward(BackwardContext& c) {
 void tanh_backward(BackwardContext& c) {
   const Tensor y = c.result();
   c.out[0] = mul(c.g, sub(number(1), mul(y, y)));
+}
+void reciprocal_backward(BackwardContext& c) {  // -g * result^2, as derivatives.yaml writes it
+  const Tensor y = c.result();
+  c.out[0] = mul(neg(c.g), mul(y, y));
 }
 void sin_backward(BackwardContext& c) { c.out[0] = mul(c.g, call(Op::cos, c.self())); }
 void cos_backward(BackwardContext& c) { c.out[0] = mul(c.g, neg(call(Op::sin, c.self()))); }
@@ -358,6 +385,8 @@ constexpr Derivative kDerivatives[] = {
     {Op::div, "DivBackward0", {kOther, kSelf | kOther}, div_backward},
     {Op::pow_scalar, "PowBackward0", {kSelf, kNone}, pow_scalar_backward},
     {Op::pow, "PowBackward1", {kSelf | kOther, kSelf | kResult}, pow_backward},
+    {Op::pow_scalar_base, "PowBackward2", {kSelf | kResult, kNone}, pow_scalar_base_backward},
+    {Op::rsub, "RsubBackward1", {kNone, kNone}, rsub_backward},
     {Op::neg, "NegBackward0", {kNone, kNone}, neg_backward},
     {Op::abs, "AbsBackward0", {kSelf, kNone}, abs_backward},
     {Op::exp, "ExpBackward0", {kResult, kNone}, exp_backward},
@@ -368,6 +397,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::tanh, "TanhBackward0", {kResult, kNone}, tanh_backward},
     {Op::sin, "SinBackward0", {kSelf, kNone}, sin_backward},
     {Op::cos, "CosBackward0", {kSelf, kNone}, cos_backward},
+    {Op::reciprocal, "ReciprocalBackward0", {kResult, kNone}, reciprocal_backward},
     {Op::clamp, "ClampBackward1", {kSelf, kNone}, clamp_backward},
     {Op::clamp_min, "ClampMinBackward0", {kSelf, kNone}, clamp_backward},
     {Op::clamp_max, "ClampMaxBackward0", {kSelf, kNone}, clamp_backward},

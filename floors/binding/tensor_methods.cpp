@@ -40,9 +40,9 @@
 //     them to Python as TensorBase.__add__, __radd__, .... CPython calls
 //     nb_add for both `x + 1` and `1 + x`, operands as written; when the
 //     tensor is on the right, __radd__ and __rmul__ are add(self, number)
-//     as PyTorch's, and __rsub__, __rtruediv__ and __rpow__ first make the
-//     number a 0-d wrapped number (an array a tensor, as tensor() reads it),
-//     the left operand, which torch/_tensor.py does in Python. As in
+//     as PyTorch's, and __rsub__, __rtruediv__ and __rpow__ run what
+//     torch/_tensor.py's do in Python: rsub, reciprocal then mul, and
+//     pow.Scalar (Note [Reflected operators]). As in
 //     PyTorch, an operand the op does not take (a TypeError from parsing)
 //     makes the operator return NotImplemented, so `t + None` raises
 //     Python's own "unsupported operand type(s)" and `t == None` is False;
@@ -70,6 +70,7 @@
 //     (to_non_blocking).
 // x.view(2, 3), x.permute(1, 0) and x.expand(3, 4) need nothing of their own:
 // parse_args gathers loose ints into a trailing int[] as it does for ones(2, 3).
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -111,6 +112,7 @@ struct Method {
   // Form::Reduction: the dim overload with `dim` defaulting to None, and a group of it alone.
   std::unique_ptr<OpEntry> reading;
   OverloadGroup reading_group;
+  OverloadGroup self_group;  // the group's overloads that take `Tensor self`, where some do not (pow.Scalar)
 };
 std::vector<Method>& methods() {  // by overload group index
   static std::vector<Method> m;
@@ -265,6 +267,7 @@ struct OperatorGroups {
   const OverloadGroup *add, *sub, *mul, *div, *pow, *matmul, *neg, *abs;
   const OverloadGroup *eq, *ne, *lt, *le, *gt, *ge;
   const OverloadGroup *add_, *sub_, *mul_, *div_;
+  const OverloadGroup *rsub, *reciprocal;  // the reflected operators' (Note [Reflected operators])
 } g_ops;
 
 // Which operand an operator first makes a tensor.
@@ -326,13 +329,35 @@ PyObject* reflected(const OverloadGroup* g, const char* name, const char* rname,
 
 PyObject* nb_add(PyObject* a, PyObject* b) { return commutative(g_ops.add, "Tensor.__add__", "Tensor.__radd__", a, b); }
 PyObject* nb_mul(PyObject* a, PyObject* b) { return commutative(g_ops.mul, "Tensor.__mul__", "Tensor.__rmul__", a, b); }
-PyObject* nb_sub(PyObject* a, PyObject* b) { return reflected(g_ops.sub, "Tensor.__sub__", "Tensor.__rsub__", a, b); }
+// Note [Reflected operators]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A number on the left of -, / and ** runs what torch/_tensor.py's
+// reflected operators run, so that the trace and the graph are PyTorch's:
+//   - 2 - t is rsub(t, 2): aten::rsub.Scalar, whose kernel calls aten::sub
+//     (RsubBackward1, not SubBackward0);
+//   - 2 / t is t.reciprocal() * 2: aten::reciprocal, then aten::mul
+//     (MulBackward0 over ReciprocalBackward0, not DivBackward0), so the
+//     result is 2 times the rounded 1/t, which may differ from 2/t in the last bit;
+//   - 2 ** t is pow(2, t): aten::pow.Scalar (PowBackward2, not PowBackward1).
+// Both spans of 2 / t carry python=Tensor.__rtruediv__. A numpy array on the
+// left is made a tensor and takes sub, div or pow.Tensor_Tensor, as before
+// (descent's rsub has only the Scalar overload).
+PyObject* nb_sub(PyObject* a, PyObject* b) {
+  if (is_tensor(a) || is_array_operand(a)) return reflected(g_ops.sub, "Tensor.__sub__", "Tensor.__rsub__", a, b);
+  return or_not_implemented(operator_call(g_ops.rsub, "Tensor.__rsub__", b, a));
+}
 PyObject* nb_div(PyObject* a, PyObject* b) {
-  return reflected(g_ops.div, "Tensor.__truediv__", "Tensor.__rtruediv__", a, b);
+  if (is_tensor(a) || is_array_operand(a))
+    return reflected(g_ops.div, "Tensor.__truediv__", "Tensor.__rtruediv__", a, b);
+  PyRef r;
+  r.p = operator_call(g_ops.reciprocal, "Tensor.__rtruediv__", b, nullptr);
+  if (!r.p) return or_not_implemented(nullptr);
+  return or_not_implemented(operator_call(g_ops.mul, "Tensor.__rtruediv__", r.p, a));
 }
 PyObject* nb_pow(PyObject* a, PyObject* b, PyObject* modulo) {
   if (modulo != Py_None) Py_RETURN_NOTIMPLEMENTED;  // pow(t, 2, 5)
-  return reflected(g_ops.pow, "Tensor.__pow__", "Tensor.__rpow__", a, b);
+  if (is_tensor(a) || is_array_operand(a)) return reflected(g_ops.pow, "Tensor.__pow__", "Tensor.__rpow__", a, b);
+  return or_not_implemented(operator_call(g_ops.pow, "Tensor.__rpow__", a, b));  // pow.Scalar(2, t)
 }
 // matmul takes no numbers (ones(2) @ 2 is a TypeError, as in PyTorch); a
 // numpy array on either side is read as tensor() reads it.
@@ -419,9 +444,13 @@ const OverloadGroup* find_group(const char* name) {
 // A method where the first argument is `Tensor self`, as aten's `variants:
 // method`: not the private ops (_to_copy) and not the ops of torch._C._nn
 // (there is no Tensor.mse_loss).
+// rsub is aten's `variants: function` too: torch.rsub, no Tensor.rsub.
+bool self_first(const OpEntry& op) {
+  const auto& args = op.schema.args;
+  return !args.empty() && args[0].type == ArgType::Tensor && args[0].name == "self";
+}
 bool takes_self(const OverloadGroup& g) {
-  const auto& args = g.overloads[0]->schema.args;
-  return !args.empty() && args[0].type == ArgType::Tensor && args[0].name == "self" && g.name[0] != '_' &&
+  return self_first(*g.overloads[0]) && g.name[0] != '_' && g.name != "rsub" &&
          g.overloads[0]->python_module == PythonModule::Torch;
 }
 
@@ -440,7 +469,7 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
     g_ops = {find_group("add"), find_group("sub"), find_group("mul"), find_group("div"), find_group("pow"),
              find_group("matmul"), find_group("neg"), find_group("abs"), find_group("eq"), find_group("ne"),
              find_group("lt"), find_group("le"), find_group("gt"), find_group("ge"), find_group("add_"),
-             find_group("sub_"), find_group("mul_"), find_group("div_")};
+             find_group("sub_"), find_group("mul_"), find_group("div_"), find_group("rsub"), find_group("reciprocal")};
     auto& ms = methods();
     ms.resize(groups.size());
     auto& defs = method_defs();
@@ -451,6 +480,13 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
       Method& m = ms[i];
       m.group = &g;
       m.python_name = "Tensor." + g.name;
+      // x.pow(...) parses pow.Tensor_Scalar and pow.Tensor_Tensor, not pow.Scalar (2 ** x).
+      if (!std::all_of(g.overloads.begin(), g.overloads.end(), [](const OpEntry* o) { return self_first(*o); })) {
+        m.self_group.name = g.name;
+        for (const OpEntry* o : g.overloads)
+          if (self_first(*o)) m.self_group.overloads.push_back(o);
+        m.group = &m.self_group;
+      }
       if (g.name == "to") m.form = Form::To;
       if ((g.name == "sum" || g.name == "mean") && g.overloads.size() == 2) {
         m.form = Form::Reduction;

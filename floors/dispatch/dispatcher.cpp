@@ -332,6 +332,19 @@ void call_boxed(const OpEntry& e, Stack& stack) {
   run_kernel(e, compute_key_set(e, stack), stack, span);
 }
 
+// Note [A span per redispatch]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Here descent differs from PyTorch on purpose. PyTorch records an op once:
+// Dispatcher::call opens the op's RecordFunction (what torch.profiler shows
+// as `aten::add`), and Dispatcher::redispatch opens none, so the Autograd
+// kernel passing the call down to the CPU kernel adds no event. descent opens
+// a floor-3 span for every redispatch as well (`aten::add redispatch=true
+// keyset=CPU`), because that walk down the key set is what this floor
+// teaches: one `x + y` with an input that requires grad shows `aten::add`
+// two or three times here, once per kernel that ran. To compare with
+// torch.profiler, count only the span without redispatch=true. (A kernel
+// that calls another op through call() — rsub's sub, mse_loss's mean — opens
+// a first span, as PyTorch opens a RecordFunction for it.)
 void redispatch_boxed(const OpEntry& e, DispatchKeySet keys, Stack& stack) {
   trace::ScopedSpan span(trace::Floor::Dispatch, e.profiler_name);
   span.arg("redispatch", true);

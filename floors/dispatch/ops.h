@@ -90,6 +90,30 @@
 //   row comes first, so the binding tries it first), whose gradient
 //   (PowBackward0) has one edge, where pow.Tensor_Tensor's (PowBackward1) has two.
 // - fill_ has only fill_.Scalar (no fill_.Tensor).
+// - rsub has only rsub.Scalar (2 - x; no rsub.Tensor), and is a function
+//   only, as aten's `variants: function` makes it: torch.rsub, no Tensor.rsub.
+//   aten declares it CompositeExplicitAutograd; descent declares the backends
+//   its one kernel serves, which calls aten::sub (Note [Reflected operators],
+//   floors/binding/tensor_methods.cpp).
+//
+// Note [Leaf kernels where aten decomposes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Some ops that are one kernel here are, in aten, a kernel that calls other
+// ops, and torch.profiler shows those ops beneath them. descent's trace shows
+// one kernel span for each of these:
+// - ones and full: aten::empty then fill_; zeros: empty then zero_; rand:
+//   empty then uniform_; randn: empty then normal_. descent's factory kernels
+//   (floors/kernels/factories.cpp) allocate and write the values themselves.
+// - mean on the CPU: aten::sum then div_ on its result; descent's sum kernel
+//   divides in its own loop (register_cpu.cpp). (aten's CUDA mean is one
+//   reduction kernel, as descent's device mean is.)
+// - relu: aten::clamp_min(self, 0); descent's relu is its own unary kernel
+//   (ReluF, elementwise.h), with ReluBackward0 either way.
+// - t: aten::transpose, which calls as_strided; descent's t kernel makes the
+//   view itself (views.cpp), and descent has no as_strided op.
+// Where descent does decompose as aten does, the row says so: the
+// CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
+// beneath it) and mse_loss (mean or sum beneath it).
 #pragma once
 
 #include <cstdint>
@@ -148,6 +172,10 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", Binary, Exact, Positive, Torch, "T[4, 33]; 2.5")                                                                 \
   _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
     "CPU, Sim, CUDA", Binary, Exact, Positive, Torch, "T[4, 33]; T[4, 33]")                                                            \
+  _(pow_scalar_base, "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor",                                                       \
+    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "2.5; T[4, 33]")                                                                      \
+  _(rsub, "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",                                                    \
+    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; 2.5")                                                                      \
   _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
     "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
   _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
@@ -181,6 +209,8 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
   _(cos, "aten::cos(Tensor self) -> Tensor",                                                                                           \
     "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
+  _(reciprocal, "aten::reciprocal(Tensor self) -> Tensor",                                                                             \
+    "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")                                                                       \
   _(clamp, "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",                                                   \
     "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                 \
   _(clamp_min, "aten::clamp_min(Tensor self, Scalar min) -> Tensor",                                                                   \
@@ -281,6 +311,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 74, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 77, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

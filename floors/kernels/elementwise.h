@@ -86,6 +86,9 @@ struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly {
 struct TanhF : UnaryFn<TanhF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
 struct SinF : UnaryFn<SinF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sin(x); } };
 struct CosF : UnaryFn<CosF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::cos(x); } };
+// reciprocal: 1 / x, as PyTorch's kernel divides (exact IEEE division, so no ulps
+// between devices); an integer input is float32 first, as aten's reciprocal(int) is.
+struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return T(1) / x; } };
 
 // clamp, clamp_min and clamp_max: the bounds that were given, as Scalars
 // (Note [clamp's bounds], register_cpu.cpp).
@@ -130,6 +133,7 @@ void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
     case Op::tanh: return fn(TanhF{});
     case Op::sin: return fn(SinF{});
     case Op::cos: return fn(CosF{});
+    case Op::reciprocal: return fn(ReciprocalF{});
     case Op::clamp:
     case Op::clamp_min:
     case Op::clamp_max:

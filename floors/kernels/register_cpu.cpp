@@ -236,10 +236,24 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   return out;
 }
 
-// The boxed kernel of add, sub, mul, div and pow (both overloads): arguments from the stack.
+// The boxed kernel of add, sub, mul, div, pow (three overloads) and rsub:
+// arguments from the stack. A Scalar operand becomes a 0-d wrapped number
+// (Note [Reflected operators], tensor_methods.cpp): x ** 2 and 2 ** x run
+// pow's loop here, as aten's pow.Tensor_Scalar and pow.Scalar kernels do;
+// rsub(x, 2, alpha), 2 - alpha * x, calls aten::sub through the dispatcher,
+// as aten's rsub.Scalar kernel does, so the trace shows sub beneath it.
 void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
-  if (op.id == Op::pow_scalar) {  // x ** 2: the exponent as a 0-d wrapped number, then pow's loop
-    Tensor out = binary_op(op_entry(Op::pow), s[0].to_tensor(), scalar_tensor(s[1].to_scalar()), Scalar(int64_t{1}));
+  const Scalar one(int64_t{1});
+  if (op.id == Op::pow_scalar || op.id == Op::pow_scalar_base) {
+    const bool base = op.id == Op::pow_scalar_base;
+    const Tensor a = base ? scalar_tensor(s[0].to_scalar()) : s[0].to_tensor();
+    const Tensor b = base ? s[1].to_tensor() : scalar_tensor(s[1].to_scalar());
+    s.set_result(binary_op(op_entry(Op::pow), a, b, one));
+    return;
+  }
+  if (op.id == Op::rsub) {
+    ScopedSpan span(Floor::Kernels, op.profiler_name);
+    Tensor out = call(Op::sub, scalar_tensor(s[1].to_scalar()), s[0].to_tensor(), s[2].to_scalar());
     s.set_result(std::move(out));
     return;
   }

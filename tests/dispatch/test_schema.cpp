@@ -331,10 +331,14 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
 #ifdef DESCENT_HAVE_CUDA
     EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite || dispatch.find("CUDA") != std::string_view::npos) << e.name;
 #endif
-    if (!factory) {  // `Tensor self`, but where aten names it otherwise: cat's `Tensor[] tensors`, linear's `input`
+    if (!factory) {  // `Tensor self`, but where aten names it otherwise: cat's `Tensor[] tensors`, linear's `input`,
+                     // and pow.Scalar's `Scalar self` (2 ** x), whose tensor is its second argument
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
       const SchemaArg& first = e.schema.args[0];
-      if (e.id == Op::cat) {
+      if (e.id == Op::pow_scalar_base) {
+        EXPECT_EQ(first.type, ArgType::Scalar) << e.name;
+        EXPECT_EQ(e.schema.args[1].type, ArgType::Tensor) << e.name;
+      } else if (e.id == Op::cat) {
         EXPECT_EQ(first.type, ArgType::TensorList) << e.name;
         EXPECT_EQ(first.name, "tensors") << e.name;
       } else {

@@ -187,6 +187,7 @@ TEST(Unary, EveryOpMatchesFloat64Reference) {
       {Op::tanh, [](double x) { return std::tanh(x); }, false, 4},
       {Op::sin, [](double x) { return std::sin(x); }, false, 4},
       {Op::cos, [](double x) { return std::cos(x); }, false, 4},
+      {Op::reciprocal, [](double x) { return 1 / x; }, true, 1},  // correctly rounded division
   };
   for (const Case& c : cases) {
     for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64}) {

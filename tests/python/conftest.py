@@ -70,7 +70,7 @@ UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bo
                ("mv", descent.bool), ("rand", descent.bool), ("rand", descent.int64),
                ("randn", descent.bool), ("randn", descent.int64), ("abs", descent.bool), ("relu", descent.bool),
                ("linspace", descent.bool), ("addmm", descent.bool), ("linear", descent.bool),
-               ("mse_loss", descent.bool), ("mse_loss", descent.int64),
+               ("mse_loss", descent.bool), ("mse_loss", descent.int64), ("rsub", descent.bool),
                ("pow.Tensor_Tensor" if "pow.Tensor_Tensor" in OPS_BY_KEY else "pow", descent.bool)}
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.
 SHAPES = [(), (1,), (0,), (5,), (2, 3), (0, 3), (3, 0), (1, 4), (3, 1, 4), (2, 3, 4), (2, 1, 3, 2)]

@@ -148,13 +148,15 @@ NUMPY_REFERENCE = {
     "div": lambda a, b: np.true_divide(a, b),
     "pow.Tensor_Tensor": _pow,
     "pow.Tensor_Scalar": lambda a, e: _pow(a, np.asarray(e)),
+    "pow.Scalar": lambda b, e: _pow(np.asarray(b), e),
+    "rsub": lambda a, other, alpha=1: other - alpha * a,
     "eq": np.equal, "lt": np.less, "gt": np.greater,
     "ne": np.not_equal, "le": np.less_equal, "ge": np.greater_equal,
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
-    "sin": np.sin, "cos": np.cos,
+    "sin": np.sin, "cos": np.cos, "reciprocal": lambda x: 1 / x,
     "clamp": _clamp, "clamp_min": lambda x, min: _clamp(x, min=min), "clamp_max": lambda x, max: _clamp(x, max=max),
     # reductions
     "sum": lambda x, dim=None, keepdim=False: np.sum(
@@ -200,7 +202,7 @@ NUMPY_REFERENCE = {
     "zero_": np.zeros_like,
 }
 
-FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos"}  # int64 and bool inputs give float32
+FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "reciprocal"}  # int64 and bool inputs give float32
 # The bounds the unary sweep gives the ops that take Scalars besides self.
 UNARY_ARGS = {"clamp": (-1.5, 2.5), "clamp_min": (-1,), "clamp_max": (2,)}
 
@@ -307,8 +309,10 @@ def test_sample_call(name, dtype, rng):
 # [SECTION] Elementwise ----------------------------------------------------------------
 
 UNARY = sorted(n for n, op in OPS.items() if op["kind"] == "unary")
-# Two tensors (pow.Tensor_Scalar, whose exponent is a number, is tested by its sample call and test_pow_scalar).
-BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison") and "Scalar exponent" not in op["schema"])
+# Two tensors (pow.Tensor_Scalar, pow.Scalar and rsub.Scalar, which take a number, are tested by their
+# sample calls, test_pow_scalar and test_reflected_ops.py).
+BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison")
+                and not re.search(r"Scalar (exponent|self|other)", op["schema"]))
 BROADCAST_PAIRS = [((3, 1, 4), (5, 4)), ((), ()), ((2, 3), ()), ((), (4,)), ((0, 3), (1, 3)),
                    ((4, 1), (1, 5)), ((2, 1, 3), (2, 4, 1)), ((3,), (3,)), ((0,), ())]
 

@@ -19,13 +19,14 @@ def raises(error, *words):
 
 
 def method_ops():
-    """The Python names of the ops whose first argument is `Tensor self`, save the _underscored ones
-    and those of torch._C._nn (python_module: nn: there is no Tensor.mse_loss)."""
+    """The Python names of the ops whose first argument is `Tensor self`, save the _underscored ones,
+    those of torch._C._nn (python_module: nn: there is no Tensor.mse_loss) and rsub (aten's
+    `variants: function`: torch.rsub, no Tensor.rsub)."""
     names = set()
     for op in descent._C._ops():
         args = op["schema"].split("(", 1)[1]
         if re.match(r"Tensor(\([a-z]!?\))? self\b", args) and not op["python_name"].startswith("_") \
-                and op["python_module"] != "nn":
+                and op["python_module"] != "nn" and op["python_name"] != "rsub":
             names.add(op["python_name"])
     return sorted(names)
 
@@ -164,7 +165,7 @@ def test_trace_shows_the_crossing_on_floor_2():
         x += 1
     floor2 = [s for s in t.result.spans() if s["floor"] == 2]
     assert [(s["name"], s["args"].get("python"), s["parent"]) for s in floor2] == [
-        ("add", "Tensor.__add__", 0), ("sub", "Tensor.__rsub__", 0), ("add", "Tensor.add", 0),
+        ("add", "Tensor.__add__", 0), ("rsub", "Tensor.__rsub__", 0), ("add", "Tensor.add", 0),
         ("add_", "Tensor.__iadd__", 0)]
     assert not [s for s in t.result.spans() if s["floor"] == 1]   # no Python of descent's in between
     rsub = floor2[1]
