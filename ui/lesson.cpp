@@ -247,6 +247,7 @@ bool lesson_pump(App& app) {
   const std::string request = v.queue.front();
   if (!python_submit_lesson(request)) return false;
   v.queue.pop_front();
+  v.submitted = std::chrono::steady_clock::now();
   const size_t at = request.find("\"do\": \"");
   v.in_flight = at == std::string::npos ? "?" : request.substr(at + 7, request.find('"', at + 7) - (at + 7));
   app.running = Running{};
@@ -298,6 +299,9 @@ void lesson_apply(App& app, Loaded l) {
     l.label = kind == "step" ? v.code : (v.exercise ? v.exercise->editor : "");
     show_loaded(app, std::move(l));
     if (kind == "step") park_for_step(app);
+  }
+  if (kind == "step") {
+    v.open_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - v.submitted).count();
   }
   // The last answer is shown with its evidence: the token goes to the span
   // it was read from. While another question waits, the token stays where

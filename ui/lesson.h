@@ -19,6 +19,7 @@
 // user's data folder (XDG), shared with `descent lesson`.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -89,6 +90,8 @@ struct LessonView {
   std::deque<std::string> queue;   // requests waiting for the Python thread
   std::string in_flight;           // the "do" of the request being served ("" when none)
   int first_open_step = -1;        // the step a request to open is for (shown while it runs)
+  std::chrono::steady_clock::time_point submitted;  // when the request in flight went to Python
+  double open_ms = -1;             // the last step's opening: request to story shown (run, trace, layout)
   bool focus_editor = false;       // give the exercise editor the keyboard next frame
   bool editor_active = false;      // the editor had the keyboard in the last frame (the state dump)
   int scroll_to = -1;              // bring this question into view next frame (kScrollTo* for the others)

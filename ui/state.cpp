@@ -300,6 +300,9 @@ std::string lesson_json(const App& app) {
     o += ", \"name\": " + quoted(v.name) + ", \"step\": " + std::to_string(v.step) +
          ", \"steps\": " + std::to_string(v.step_titles.size()) + ", \"title\": " + quoted(v.step_title) +
          ", \"asking\": " + b(v.asking()) + ", \"seen\": " + std::to_string(v.seen.size());
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", v.open_ms);
+    o += std::string(", \"open_ms\": ") + ms;
     o += ", \"predictions\": [";
     for (size_t k = 0; k < v.predictions.size(); ++k) {
       const LessonPrediction& p = v.predictions[k];
