@@ -26,6 +26,7 @@
 #include "tracer/trace.h"
 #include "ui/explain.h"
 #include "ui/graph.h"
+#include "ui/layout.h"
 #include "ui/lesson.h"
 #include "ui/memory_model.h"
 #include "ui/playback.h"
@@ -61,6 +62,7 @@ struct Options {
   int lesson_step = 1;         // --lesson-step K: at its step K (from 1)
   std::vector<std::string> answers;  // --answer A (repeatable): answer the step's questions in order
   std::string check_file;      // --check FILE.py: check this code as the step's exercise
+  float zoom = 0;              // --zoom F: the type's zoom (0: the remembered one; headless, 1)
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -182,6 +184,10 @@ struct App {
   StreamsModel streams;
 
   bool presenter = false;
+  AppLayout layout;               // zoom, borders, panels shown (Note [The remembered layout])
+  bool layout_changed = false;   // the user changed it: written out after the frame
+  float dpi_scale = 1.0f;        // the monitor's content scale
+  float ui_scale = 1.0f;         // the fonts' scale now: dpi_scale * layout.zoom
   bool show_help = false;
   RightTab right_tab = RightTab::Detail;  // the tab shown on the right (main.cpp draws the tabs as buttons)
   std::string banner;  // a message the user must see (bad file, missing asset)

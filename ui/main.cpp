@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -33,6 +34,7 @@
 #include "floors/core/log.h"
 #include "ui/app.h"
 #include "ui/damage.h"
+#include "ui/layout.h"
 #include "ui/python_bridge.h"
 
 namespace descent::ui {
@@ -116,18 +118,21 @@ struct Fonts {
   ImFont* presenter = nullptr;
 };
 
-Fonts load_fonts(App& app) {
+// The fonts at `scale` (the monitor's content scale times the zoom: Note
+// [The remembered layout]), built at that size so they stay sharp.
+Fonts load_fonts(App& app, float scale) {
   ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
   Fonts f;
   const char* sans = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
   const char* mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
   if (std::FILE* probe = std::fopen(sans, "rb")) {
     std::fclose(probe);
-    f.normal = io.Fonts->AddFontFromFileTTF(sans, kFontSize);
-    f.presenter = io.Fonts->AddFontFromFileTTF(sans, kPresenterFontSize);
+    f.normal = io.Fonts->AddFontFromFileTTF(sans, std::round(kFontSize * scale));
+    f.presenter = io.Fonts->AddFontFromFileTTF(sans, std::round(kPresenterFontSize * scale));
     if (std::FILE* m = std::fopen(mono, "rb")) {
       std::fclose(m);
-      io.Fonts->AddFontFromFileTTF(mono, kMonoSize);  // Fonts[2]: source and console
+      io.Fonts->AddFontFromFileTTF(mono, std::round(kMonoSize * scale));  // Fonts[2]: source and console
     }
   }
   if (!f.normal) {
@@ -139,13 +144,57 @@ Fonts load_fonts(App& app) {
   return f;
 }
 
-void style_colors() {
-  ImGui::StyleColorsDark();
-  ImGuiStyle& s = ImGui::GetStyle();
+// The style at `scale`: paddings and spacings grow with the type.
+void style_colors(float scale) {
+  ImGuiStyle s;
+  ImGui::StyleColorsDark(&s);
   s.WindowRounding = 0;
   s.FrameRounding = 3;
   s.WindowBorderSize = 1;
   s.Colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.10f, 0.12f, 1.0f);
+  s.ScaleAllSizes(scale);
+  ImGui::GetStyle() = s;
+}
+
+// Fonts and style at the scale the monitor and the zoom ask for, rebuilt
+// when it changes (between frames: the font texture is remade).
+void apply_scale(App& app, Fonts& fonts, float& built_scale, bool device_ready) {
+  const float scale = app.dpi_scale * app.layout.zoom;
+  if (std::abs(scale - built_scale) < 1e-3f) return;
+  built_scale = scale;
+  app.ui_scale = scale;
+  style_colors(scale);
+  fonts = load_fonts(app, scale);
+  if (device_ready) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+}
+
+// A border between two panels that the mouse can drag: `*share` is the
+// first panel's fraction of `extent` pixels. Returns true when a drag ended
+// (the layout is to be remembered).
+bool splitter(const char* id, ImVec2 pos, ImVec2 size, bool vertical, float* share, float extent) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
+  bool ended = false;
+  if (ImGui::Begin(id, nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground |
+                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+    ImGui::InvisibleButton("##drag", size);
+    if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
+      ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
+    }
+    if (ImGui::IsItemActive()) {
+      const ImVec2 delta = ImGui::GetIO().MouseDelta;
+      *share = std::clamp(*share + (vertical ? delta.x : delta.y) / extent, kMinSplit, kMaxSplit);
+    }
+    ended = ImGui::IsItemDeactivated();
+  }
+  ImGui::End();
+  ImGui::PopStyleVar(2);
+  return ended;
 }
 
 // [SECTION] Layout: one frame ----------------------------------------------------
@@ -242,7 +291,7 @@ void draw_frame(App& app, const Fonts& fonts) {
   ImGui::PushFont(app.presenter ? fonts.presenter : fonts.normal);
   handle_keys(app);
   const ImVec2 d = io.DisplaySize;
-  const float bar = app.presenter ? 96.0f : 64.0f;
+  const float bar = (app.presenter ? 96.0f : 64.0f) * app.ui_scale;
   draw_toolbar(app, ImVec2(0, 0), ImVec2(d.x, bar));
   const float body = d.y - bar;
   if (app.presenter) {
@@ -250,19 +299,26 @@ void draw_frame(App& app, const Fonts& fonts) {
     const float left = d.x * (app.right_tab == RightTab::Lesson ? 0.52f : 0.60f);
     draw_building(app, ImVec2(0, bar), ImVec2(left, body));
     draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
-  } else if (app.right_tab == RightTab::Lesson) {
-    // A lesson's text needs the height: the right column is all Lesson tab
-    // (its exercise editor is the prompt while it is open).
-    const float left = d.x * 0.56f, top = body * 0.60f;
-    draw_building(app, ImVec2(0, bar), ImVec2(left, top));
-    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
-    draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
   } else {
-    const float left = d.x * 0.56f, top = body * 0.60f;
+    // The borders can be dragged, and the timeline and the console hidden
+    // (Note [The remembered layout]). A lesson's text needs the height: with
+    // the Lesson tab, the right column is all of it (its exercise editor is
+    // the prompt while it is open).
+    AppLayout& l = app.layout;
+    const float left = std::round(d.x * l.split_x);
+    const float top = l.timeline ? std::round(body * l.split_y) : body;
+    const bool console = l.console && app.right_tab != RightTab::Lesson;
+    const float right_h = console ? top : body;
     draw_building(app, ImVec2(0, bar), ImVec2(left, top));
-    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, top));
-    draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
-    draw_console(app, ImVec2(left, bar + top), ImVec2(d.x - left, body - top));
+    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, right_h));
+    if (l.timeline) draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
+    if (console) draw_console(app, ImVec2(left, bar + right_h), ImVec2(d.x - left, body - right_h));
+    const float grip = 6.0f * app.ui_scale;
+    bool ended = splitter("##split_x", ImVec2(left - grip / 2, bar), ImVec2(grip, body), true, &l.split_x, d.x);
+    if (l.timeline || console) {
+      ended |= splitter("##split_y", ImVec2(0, bar + top - grip / 2), ImVec2(d.x, grip), false, &l.split_y, body);
+    }
+    if (ended) app.layout_changed = true;
   }
   draw_banner(app, d);
   ImGui::PopFont();
@@ -391,8 +447,21 @@ int run(int argc, char** argv) {
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   io.IniFilename = nullptr;  // the layout is the app's, not a file's
-  style_colors();
-  const Fonts fonts = load_fonts(app);
+  // The type follows the monitor (its content scale) and the zoom (Note [The
+  // remembered layout]); headless, only --zoom.
+  if (!headless) {
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window, &sx, &sy);
+    app.dpi_scale = std::clamp(sx, 0.5f, 4.0f);
+    std::string problem;
+    app.layout = load_layout(problem);
+    if (!problem.empty()) log::warn(problem);
+  }
+  if (o.zoom > 0) app.layout.zoom = o.zoom;
+  app.layout = clamped(app.layout);
+  Fonts fonts;
+  float built_scale = 0;
+  apply_scale(app, fonts, built_scale, /*device_ready=*/false);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
   glfwSetWindowRefreshCallback(window, window_exposed);
@@ -543,6 +612,7 @@ int run(int argc, char** argv) {
     }
 
     feed_keys(window);
+    apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -594,6 +664,11 @@ int run(int argc, char** argv) {
       if (frames >= o.bench_frames) break;
     }
     state_writer.update(app);
+    if (app.layout_changed && !headless) {  // remembered as soon as the user changes it
+      app.layout_changed = false;
+      std::string problem;
+      if (!save_layout(app.layout, problem)) log::warn(problem);
+    }
   }
   if (headless && !o.state_file.empty() && !write_text(o.state_file, state_json(app))) {
     std::fprintf(stderr, "descent app: cannot write the state to '%s'\n", o.state_file.c_str());

@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
     "                   [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
-    "                   [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
+    "                   [--zoom F] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
     "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 
@@ -107,6 +107,15 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
         error = "--note: no Note named '" + o.note + "' in this build's sources (the Notes tab lists them)";
         return false;
       }
+    } else if (a == "--zoom") {
+      if (!(v = value("a zoom factor"))) return false;
+      char* end = nullptr;
+      const float z = std::strtof(v, &end);
+      if (end == v || *end != '\0' || !(z >= kMinZoom && z <= kMaxZoom)) {
+        error = "--zoom: expected a factor from 0.5 to 3, got '" + std::string(v) + "'";
+        return false;
+      }
+      o.zoom = z;
     } else if (a == "--lesson") {
       if (!(v = value("a lesson's name or number (descent lesson lists them)"))) return false;
       o.lesson = v;

@@ -38,6 +38,10 @@ constexpr float kLabelMinPx = 28.0f;        // a span narrower than this has no 
 constexpr float kTextPadPx = 3.0f;          // label inset from the span's left edge
 constexpr float kTickSpacingPx = 110.0f;    // aimed distance between two labelled ticks
 constexpr float kWheelZoom = 0.8f;          // view width multiplied per wheel notch (in)
+// The sizes above are at zoom 1; draw_timeline sets the type's scale (Note
+// [The remembered layout]) and every size is read through px().
+float g_scale = 1.0f;
+float px(float at_zoom_one) { return at_zoom_one * g_scale; }
 constexpr double kKeyZoomPerSecond = 4.0;   // W/S: view width divided/multiplied per second
 constexpr double kKeyPanPerSecond = 1.0;    // A/D: view widths panned per second
 constexpr double kMinViewNs = 20.0;         // the deepest zoom: 20 ns across the panel
@@ -66,14 +70,14 @@ Layout layout_of(const TimelineIndex& x) {
   l.row_y.reserve(x.rows().size());
   for (const TimelineRow& r : x.rows()) {
     l.row_y.push_back(l.height);
-    l.height += kRowHeaderPx + kLanePx * static_cast<float>(r.depths) + kRowGapPx;
+    l.height += px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(r.depths) + px(kRowGapPx);
   }
   return l;
 }
 
 float lane_y(const TimelineIndex& x, const Layout& l, size_t lane) {
   const size_t row = x.row_of_lane(lane);
-  return l.row_y[row] + kRowHeaderPx + kLanePx * static_cast<float>(lane - x.rows()[row].first_lane);
+  return l.row_y[row] + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(lane - x.rows()[row].first_lane);
 }
 
 int colour_floor(trace::Floor f) {  // floor_color's argument: 1..9, 0 for none
@@ -151,9 +155,9 @@ void bring_into_view(App& app, size_t i) {
 
 // [SECTION] The time axis ---------------------------------------------------------------
 
-// A tick step of 1, 2 or 5 x 10^k ns, about kTickSpacingPx apart.
+// A tick step of 1, 2 or 5 x 10^k ns, about px(kTickSpacingPx) apart.
 double tick_step(double ns_per_pixel) {
-  const double raw = std::max(1.0, ns_per_pixel * kTickSpacingPx);
+  const double raw = std::max(1.0, ns_per_pixel * px(kTickSpacingPx));
   const double decade = std::pow(10.0, std::floor(std::log10(raw)));
   for (double m : {1.0, 2.0, 5.0}) {
     if (m * decade >= raw) return m * decade;
@@ -189,15 +193,15 @@ void draw_axis(ImDrawList* dl, const App& app, ImVec2 p0, float width, float row
   const double v0 = app.view_start_ns, npp = (app.view_end_ns - v0) / width;
   const double origin = static_cast<double>(app.timeline.min_ns());
   const double step = tick_step(npp);
-  dl->AddLine(ImVec2(p0.x, p0.y + kAxisPx - 1), ImVec2(p0.x + width, p0.y + kAxisPx - 1), kMuted);
+  dl->AddLine(ImVec2(p0.x, p0.y + px(kAxisPx) - 1), ImVec2(p0.x + width, p0.y + px(kAxisPx) - 1), kMuted);
   const double first = std::ceil((v0 - origin) / step) * step;
   for (double t = first; origin + t <= app.view_end_ns; t += step) {
     const float x = p0.x + static_cast<float>((origin + t - v0) / npp);
-    dl->AddLine(ImVec2(x, p0.y + kAxisPx - 7), ImVec2(x, p0.y + kAxisPx - 1), kMuted);
-    dl->AddLine(ImVec2(x, p0.y + kAxisPx), ImVec2(x, rows_bottom), kGrid);
+    dl->AddLine(ImVec2(x, p0.y + px(kAxisPx) - 7), ImVec2(x, p0.y + px(kAxisPx) - 1), kMuted);
+    dl->AddLine(ImVec2(x, p0.y + px(kAxisPx)), ImVec2(x, rows_bottom), kGrid);
     for (int k = 1; k < 5; ++k) {  // minor ticks
       const float xm = x + static_cast<float>(step / 5 * k / npp);
-      dl->AddLine(ImVec2(xm, p0.y + kAxisPx - 4), ImVec2(xm, p0.y + kAxisPx - 1), kMuted);
+      dl->AddLine(ImVec2(xm, p0.y + px(kAxisPx) - 4), ImVec2(xm, p0.y + px(kAxisPx) - 1), kMuted);
     }
     const std::string label = tick_label(t, step);
     dl->AddText(ImVec2(x + 3, p0.y + 2), kMuted, label.c_str());
@@ -248,6 +252,7 @@ void merged_tooltip(const TimelineItem& it) {
 // [SECTION] The panel ---------------------------------------------------------------------
 
 void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
+  g_scale = app.ui_scale;
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
@@ -304,7 +309,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
 
   // The axis, then the rows in a child that scrolls vertically.
   const ImVec2 axis_pos = ImGui::GetCursorScreenPos();
-  ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, kAxisPx));
+  ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, px(kAxisPx)));
   const ImVec2 child_size = ImGui::GetContentRegionAvail();
   const Layout layout = layout_of(x);
   const size_t current = app.current_span();
@@ -329,21 +334,21 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   if (follow_now) {  // the lane of the current span, vertically
     const float y = lane_y(x, layout, x.lane_of_span(current));
     const float view_h = clip1.y - clip0.y;
-    if (y < scroll_y || y + kLanePx > scroll_y + view_h) ImGui::SetScrollY(std::max(0.0f, y - view_h / 3));
+    if (y < scroll_y || y + px(kLanePx) > scroll_y + view_h) ImGui::SetScrollY(std::max(0.0f, y - view_h / 3));
   }
 
   // Input: only over the rows and the axis, never the header's buttons.
   const ImVec2 mouse = io.MousePos;
   const bool over_area = ImGui::IsWindowHovered() && mouse.x >= area0.x && mouse.x < area0.x + width;
   const bool over_axis = mouse.x >= axis_pos.x && mouse.x < axis_pos.x + width && mouse.y >= axis_pos.y &&
-                         mouse.y < axis_pos.y + kAxisPx &&
+                         mouse.y < axis_pos.y + px(kAxisPx) &&
                          ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
   const bool hovered = over_area || over_axis;
   double view_w = app.view_end_ns - app.view_start_ns;
   const double mouse_fraction = std::clamp(static_cast<double>(mouse.x - area0.x) / width, 0.0, 1.0);
   if (hovered && io.MouseWheel != 0) {
     if (io.KeyShift) {
-      ImGui::SetScrollY(scroll_y - io.MouseWheel * kLanePx * 3);
+      ImGui::SetScrollY(scroll_y - io.MouseWheel * px(kLanePx) * 3);
     } else {
       const double anchor = app.view_start_ns + mouse_fraction * view_w;
       set_width(app, view_w * std::pow(kWheelZoom, io.MouseWheel), anchor, mouse_fraction);
@@ -402,7 +407,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     if (t.spans[to].floor != trace::Floor::Device || t.spans[from].floor == trace::Floor::Device) continue;
     const double a = static_cast<double>(t.spans[from].end_ns), b = static_cast<double>(t.spans[to].start_ns);
     if (b <= a || b < v0 || a > v1) continue;
-    const float ym = area0.y + lane_y(x, layout, x.lane_of_span(to)) + kLanePx / 2 - 1;
+    const float ym = area0.y + lane_y(x, layout, x.lane_of_span(to)) + px(kLanePx) / 2 - 1;
     if (ym < clip0.y || ym > clip1.y) continue;
     dl->AddLine(ImVec2(x_of(a), ym), ImVec2(x_of(b), ym), floor_color(7, 0.9f), 3.0f);
     ++drawn;
@@ -419,13 +424,13 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     const TimelineRow& row = x.rows()[r];
     const float ry = area0.y + layout.row_y[r];
     if (ry > clip1.y) break;
-    if (ry + kRowHeaderPx + kLanePx * static_cast<float>(row.depths) < clip0.y) continue;
-    dl->AddRectFilled(ImVec2(area0.x, ry), ImVec2(area0.x + width, ry + kRowHeaderPx - 1), kRowBg);
+    if (ry + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(row.depths) < clip0.y) continue;
+    dl->AddRectFilled(ImVec2(area0.x, ry), ImVec2(area0.x + width, ry + px(kRowHeaderPx) - 1), kRowBg);
     const std::string header = row.label + "  (" + std::to_string(row.spans) + " spans)";
     dl->AddText(ImVec2(area0.x + 4, ry + 1), kMuted, header.c_str());
     for (size_t d = 0; d < row.depths; ++d) {
       const size_t lane = row.first_lane + d;
-      const float y0 = area0.y + lane_y(x, layout, lane), y1 = y0 + kLanePx - 1;
+      const float y0 = area0.y + lane_y(x, layout, lane), y1 = y0 + px(kLanePx) - 1;
       if (y1 < clip0.y || y0 > clip1.y) continue;
       auto draw_item = [&](const TimelineItem& it) {
         ++items_drawn;
@@ -437,12 +442,12 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
         } else {
           const ImU32 fill = floor_color(colour_floor(first.floor), 1.0f);
           dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
-          if (x1 - x0 >= kLabelMinPx) {
-            const float tx = std::max(x0, static_cast<float>(left)) + kTextPadPx;
-            const ImVec4 clip(tx, y0, std::min(x1, static_cast<float>(right)) - kTextPadPx, y1);
+          if (x1 - x0 >= px(kLabelMinPx)) {
+            const float tx = std::max(x0, static_cast<float>(left)) + px(kTextPadPx);
+            const ImVec4 clip(tx, y0, std::min(x1, static_cast<float>(right)) - px(kTextPadPx), y1);
             std::string label = first.name;
-            if (x1 - x0 > kLabelMinPx * 4) label += "  " + duration_text(first.duration_ns());
-            dl->AddText(font, font_px, ImVec2(tx, y0 + (kLanePx - font_px) / 2 - 1), label_colour(fill),
+            if (x1 - x0 > px(kLabelMinPx) * 4) label += "  " + duration_text(first.duration_ns());
+            dl->AddText(font, font_px, ImVec2(tx, y0 + (px(kLanePx) - font_px) / 2 - 1), label_colour(fill),
                         label.data(), label.data() + label.size(), 0.0f, &clip);
           }
         }
@@ -465,7 +470,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     const double a = static_cast<double>(to_device ? t.spans[from].end_ns : t.spans[from].start_ns);
     const double b = static_cast<double>(t.spans[to].start_ns);
     if (std::max(a, b) < v0 || std::min(a, b) > v1) continue;
-    const ImVec2 p(x_of(a), area0.y + lane_y(x, layout, x.lane_of_span(from)) + kLanePx / 2);
+    const ImVec2 p(x_of(a), area0.y + lane_y(x, layout, x.lane_of_span(from)) + px(kLanePx) / 2);
     const ImVec2 q(x_of(b), area0.y + lane_y(x, layout, x.lane_of_span(to)) + 1);
     if (std::max(p.y, q.y) < clip0.y || std::min(p.y, q.y) > clip1.y) continue;
     dl->AddLine(p, q, kFlow, 1.0f);
@@ -482,9 +487,9 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
       const float x0 = x_of(static_cast<double>(s.start_ns));
       const float x1 = std::max(x0 + 2.0f, x_of(static_cast<double>(s.end_ns)));
       if (i == current) {
-        dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + kLanePx), kCurrent, 0.0f, 0, 2.0f);
+        dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + px(kLanePx)), kCurrent, 0.0f, 0, 2.0f);
       } else {
-        dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + kLanePx - 1), kAncestor, 0.0f, 0, 1.0f);
+        dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + px(kLanePx) - 1), kAncestor, 0.0f, 0, 1.0f);
       }
       i = i < app.story.parent_index.size() ? app.story.parent_index[i] : SIZE_MAX;
     }
@@ -492,7 +497,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
 
   // Hover and click.
   if (have_hover) {
-    dl->AddRect(ImVec2(hover_x0, hover_y), ImVec2(hover_x1, hover_y + kLanePx - 1), kHover);
+    dl->AddRect(ImVec2(hover_x0, hover_y), ImVec2(hover_x1, hover_y + px(kLanePx) - 1), kHover);
     if (hovered_item.merged()) {
       merged_tooltip(hovered_item);
     } else {

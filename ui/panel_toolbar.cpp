@@ -7,6 +7,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>  // after imgui.h, which it needs
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ui/app.h"
@@ -23,6 +24,7 @@ constexpr const char* kKeyHelp =
     "End           to the last step\n"
     "PgDn / PgUp   scrub 10 steps on / back\n"
     "+ / -         faster / slower\n"
+    "Ctrl + / - / 0  larger / smaller type / as the monitor has it (remembered)\n"
     "T             teaching pace / real time (scaled)\n"
     "P             presenter mode (large type)\n"
     "R             run the code on screen 5 times: warm medians beside the cold first call\n"
@@ -88,6 +90,17 @@ void handle_keys(App& app) {
     app.focus_console = false;
     app.leave_console_frames = kLeaveConsoleFrames;
   }
+  // Ctrl + / Ctrl - / Ctrl 0: the zoom, wherever the keyboard is (Note [The
+  // remembered layout]); applied before the next frame.
+  if (io.KeyCtrl) {
+    float& z = app.layout.zoom;
+    const float was = z;
+    if (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false)) z *= kZoomStep;
+    if (ImGui::IsKeyPressed(GLFW_KEY_MINUS, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT, false)) z /= kZoomStep;
+    if (ImGui::IsKeyPressed(GLFW_KEY_0, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_0, false)) z = 1.0f;
+    z = std::clamp(z, kMinZoom, kMaxZoom);
+    if (z != was) app.layout_changed = true;
+  }
   // Ctrl+C stops the running code wherever the keyboard is (the prompt is
   // hidden while code runs, so it copies nothing then).
   if (app.running.active && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_C, false)) stop_run(app);
@@ -105,8 +118,8 @@ void handle_keys(App& app) {
   if (pressed(GLFW_KEY_END)) app.play.to_end(s);
   if (pressed(GLFW_KEY_PAGE_DOWN)) app.play.scrub(s, app.step() + 10);
   if (pressed(GLFW_KEY_PAGE_UP)) app.play.scrub(s, app.step() >= 10 ? app.step() - 10 : 0);
-  if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) app.play.faster();
-  if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) app.play.slower();
+  if (!io.KeyCtrl && (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD))) app.play.faster();
+  if (!io.KeyCtrl && (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT))) app.play.slower();
   if (ImGui::IsKeyPressed(GLFW_KEY_T, false)) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
@@ -177,6 +190,20 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
       }
       if (ImGui::BeginMenu("View")) {
         ImGui::MenuItem("Presenter mode", "P", &app.presenter);
+        if (ImGui::MenuItem("Timeline", nullptr, &app.layout.timeline)) app.layout_changed = true;
+        if (ImGui::MenuItem("Python console", nullptr, &app.layout.console)) app.layout_changed = true;
+        if (ImGui::MenuItem("Larger type", "Ctrl +")) {
+          app.layout.zoom = std::min(app.layout.zoom * kZoomStep, kMaxZoom);
+          app.layout_changed = true;
+        }
+        if (ImGui::MenuItem("Smaller type", "Ctrl -")) {
+          app.layout.zoom = std::max(app.layout.zoom / kZoomStep, kMinZoom);
+          app.layout_changed = true;
+        }
+        if (ImGui::MenuItem("Type as the monitor has it", "Ctrl 0")) {
+          app.layout.zoom = 1.0f;
+          app.layout_changed = true;
+        }
         ImGui::MenuItem("Keys", "F1", &app.show_help);
         ImGui::EndMenu();
       }

@@ -340,6 +340,15 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"pace\": " + quoted(app.play.pace == Pace::Teaching ? "teaching" : "real time") + ",\n";
   o += "  \"speed\": " + std::to_string(app.play.speed) + ",\n";
   o += "  \"presenter\": " + std::string(app.presenter ? "true" : "false") + ",\n";
+  {
+    const AppLayout& l = app.layout;
+    char layout[256];
+    std::snprintf(layout, sizeof layout,
+                  "  \"layout\": {\"zoom\": %.3f, \"ui_scale\": %.3f, \"split_x\": %.3f, \"split_y\": %.3f, "
+                  "\"timeline\": %s, \"console\": %s},\n",
+                  l.zoom, app.ui_scale, l.split_x, l.split_y, l.timeline ? "true" : "false", l.console ? "true" : "false");
+    o += layout;
+  }
   o += "  \"redraw\": " + quoted(app.redraw_damaged ? "damaged" : "full") + ",\n";
   if (app.has_steps()) {
     const Step& st = app.story.steps[app.step()];

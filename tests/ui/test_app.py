@@ -656,7 +656,7 @@ def floor_step(steps, by_id, floor):
     return next(k for k, st in enumerate(steps) if st[1] and token_floor(st, by_id) == floor)
 
 
-@pytest.mark.parametrize("size", ["1280x720", "1366x768", "1920x1080"])
+@pytest.mark.parametrize("size", ["1280x720", "1366x768", "1920x1080", "3840x2160", "3840x2160 zoom 2"])
 @pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
 @pytest.mark.parametrize("call", ["sample", "sim"])
 def test_no_tab_label_or_decision_line_is_clipped(tmp_path, saved_trace, size, presenter, call):
@@ -668,8 +668,10 @@ def test_no_tab_label_or_decision_line_is_clipped(tmp_path, saved_trace, size, p
     trace = saved_trace if call == "sample" else SIM_FIXTURE
     steps, by_id = expected_steps(trace)
     step = floor_step(steps, by_id, 3 if call == "sample" else 8)
+    size, _, zoom = size.partition(" zoom ")
     args = ["--trace", str(trace), "--step", str(step), "--size", size] + (["--presenter"] if presenter else [])
-    state, png, _ = run_app(tmp_path, *args, name=f"{call}_{size}_{presenter}")
+    args += ["--zoom", zoom] if zoom else []
+    state, png, _ = run_app(tmp_path, *args, name=f"{call}_{size}_{zoom}_{presenter}")
     assert state["token_floor"] == (3 if call == "sample" else 8)
     tabs = state["tabs"]
     assert len(tabs) == 7, tabs
