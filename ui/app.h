@@ -156,6 +156,7 @@ struct App {
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
   bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
   size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
+  float timeline_current_px = -1;                 // the current span's width as last drawn (-1: not drawn)
 
   // Graph panel: the autograd graph of `loaded.trace` (panel_graph.cpp builds it)
   AutogradGraph graph;
