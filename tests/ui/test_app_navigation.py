@@ -131,10 +131,11 @@ def test_ctrl_f_finds_spans_by_name(tmp_path, nav_trace, xserver):
         assert s["search"]["matches"] == len(found)
         assert s["search"]["label"] == f'{len(found)} spans named "MuL"'
         app.key("Return")
-        s = app.wait(lambda s: s["step"] == found[0])
+        s = app.wait(lambda s: s["step"] == found[0] and s["search"]["has_keys"])  # Enter lets go; it is taken back
         assert s["search"]["label"] == f"1 of {len(found)}" and "mul" in s["span"]["name"].lower()
         app.key("Return")  # Enter keeps finding: the field keeps the keyboard
-        app.wait(lambda s: s["step"] == found[1] and s["search"]["label"] == f"2 of {len(found)}")
+        app.wait(lambda s: s["step"] == found[1] and s["search"]["label"] == f"2 of {len(found)}"
+                 and s["search"]["has_keys"])
         app.key("F3")
         app.wait(lambda s: s["step"] == found[2] and s["search"]["label"] == f"3 of {len(found)}")
         app.key("shift+F3")
