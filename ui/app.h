@@ -29,6 +29,7 @@
 #include "ui/layout.h"
 #include "ui/lesson.h"
 #include "ui/memory_model.h"
+#include "ui/navigate.h"
 #include "ui/playback.h"
 #include "ui/story.h"
 #include "ui/streams_model.h"
@@ -110,6 +111,18 @@ struct NotesView {
   bool scroll_to = false;      // bring the selected name into view in the list
 };
 
+// The search by span name (Ctrl+F; panel_search.cpp, Note [Jumping through a story]).
+struct SearchView {
+  bool open = false;
+  bool focus = false;                             // give the field the keyboard on the next frame
+  bool has_keys = false;                          // whether the field had the keyboard in the last frame
+  std::string text;                               // what is typed
+  std::string searched;                           // the text `matches` is for
+  std::weak_ptr<const trace::Trace> searched_of;  // and the trace
+  std::vector<size_t> matches;                    // the steps down into spans named it (search_steps)
+  std::string label;                              // "3 of 17", "no span named ...", as last drawn
+};
+
 // The code running on the Python thread (Note [The Python thread]), while it runs.
 struct Running {
   bool active = false;
@@ -166,6 +179,12 @@ struct App {
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
   bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
   size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
+  float timeline_current_px = -1;                 // the current span's width as last drawn (-1: not drawn)
+
+  // Jumps and search (navigate.h): what the last jump said, at the step it said it.
+  SearchView search;
+  std::string jump_said;            // "no launch after this step" ("" when the jump moved)
+  size_t jump_said_at = SIZE_MAX;   // the step it was said at (shown only while the step stays)
 
   // Graph panel: the autograd graph of `loaded.trace` (panel_graph.cpp builds it)
   AutogradGraph graph;
@@ -271,6 +290,11 @@ const Explanation& current_explanation(App& app);       // panel_detail.cpp: the
 void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
 void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
 void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action
+std::string step_label(const App& app);                 // panel_toolbar.cpp: "12 / 30  floor 3, down into aten::add"
+void jump(App& app, JumpKind kind, bool forward);       // panel_search.cpp: to the next/previous step of a kind
+void search_next(App& app, bool forward);               // panel_search.cpp: to the next/previous span named the search
+void open_search(App& app);                             // panel_search.cpp: Ctrl+F
+void draw_search(App& app, ImVec2 pos);                 // panel_search.cpp: the search field, when open
 
 // [SECTION] Theme -----------------------------------------------------------------
 

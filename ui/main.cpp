@@ -589,7 +589,7 @@ int run(int argc, char** argv) {
         glfwPollEvents();
       }
     } else if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
-               !g_key_queue.empty()) {
+               app.search.focus || !g_key_queue.empty()) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing

@@ -46,6 +46,8 @@ constexpr double kKeyZoomPerSecond = 4.0;   // W/S: view width divided/multiplie
 constexpr double kKeyPanPerSecond = 1.0;    // A/D: view widths panned per second
 constexpr double kMinViewNs = 20.0;         // the deepest zoom: 20 ns across the panel
 constexpr double kFitMargin = 0.02;         // of the trace's duration, each side, on a fit
+constexpr double kCurrentMinPx = 40.0;      // following the step: the current span never drawn narrower...
+constexpr double kCurrentZoomPx = 80.0;     // ...else zoomed in around it to this width
 constexpr size_t kMaxFlowsDrawn = 4000;     // arrows per frame (a million-kernel trace stays cheap)
 constexpr size_t kMaxArgsShown = 16;        // tooltip lines of arguments
 
@@ -137,19 +139,27 @@ void set_width(App& app, double width, double anchor_ns, double anchor_fraction)
 }
 
 // Brings span `i` into view when it is not already: pans to centre it, or
-// zooms out to it when it is wider than the view.
-void bring_into_view(App& app, size_t i) {
+// zooms out to it when it is wider than the view. Then, when it would be
+// drawn narrower than kCurrentMinPx in a panel `panel_px` wide, zooms in
+// around it until it is kCurrentZoomPx (a 40-ns span in a 4-ms view is a
+// hundredth of a pixel: following it would follow nothing that can be seen).
+void bring_into_view(App& app, size_t i, double panel_px) {
   const trace::Span& s = app.trace().spans[i];
   const double a = static_cast<double>(s.start_ns), b = static_cast<double>(s.end_ns);
   const double width = app.view_end_ns - app.view_start_ns;
-  if (a >= app.view_start_ns && b <= app.view_end_ns) return;
-  if (b - a > width * 0.9) {
-    const double margin = std::max(1.0, (b - a) * 0.05);
-    app.view_start_ns = a - margin;
-    app.view_end_ns = b + margin;
-  } else {
-    app.view_start_ns = (a + b) / 2 - width / 2;
-    app.view_end_ns = app.view_start_ns + width;
+  if (a < app.view_start_ns || b > app.view_end_ns) {
+    if (b - a > width * 0.9) {
+      const double margin = std::max(1.0, (b - a) * 0.05);
+      app.view_start_ns = a - margin;
+      app.view_end_ns = b + margin;
+    } else {
+      app.view_start_ns = (a + b) / 2 - width / 2;
+      app.view_end_ns = app.view_start_ns + width;
+    }
+  }
+  const double view_w = app.view_end_ns - app.view_start_ns;
+  if (panel_px > 0 && (b - a) * panel_px / view_w < kCurrentMinPx) {
+    set_width(app, (b - a) * panel_px / kCurrentZoomPx, (a + b) / 2, 0.5);
   }
 }
 
@@ -314,10 +324,11 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   const Layout layout = layout_of(x);
   const size_t current = app.current_span();
 
-  // Follow: when the step changed, bring its span into view (both ways).
+  // Follow: when the step changed, bring its span into view (both ways), at
+  // a width that can be seen (the rows' width: the panel less a scrollbar).
   bool follow_now = false;
   if (app.timeline_follow && current != SIZE_MAX && app.step() != app.timeline_followed_step) {
-    bring_into_view(app, current);
+    bring_into_view(app, current, child_size.x - ImGui::GetStyle().ScrollbarSize);
     app.timeline_followed_step = app.step();
     follow_now = true;
   }
@@ -479,6 +490,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   }
 
   // The current span, bright, and the path of its ancestors.
+  app.timeline_current_px = -1;
   if (current != SIZE_MAX && current < t.spans.size()) {
     size_t i = current;
     for (int guard = 0; i != SIZE_MAX && guard < 4096; ++guard) {
@@ -487,6 +499,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
       const float x0 = x_of(static_cast<double>(s.start_ns));
       const float x1 = std::max(x0 + 2.0f, x_of(static_cast<double>(s.end_ns)));
       if (i == current) {
+        app.timeline_current_px = static_cast<float>(static_cast<double>(s.end_ns - s.start_ns) / npp);
         dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + px(kLanePx)), kCurrent, 0.0f, 0, 2.0f);
       } else {
         dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + px(kLanePx) - 1), kAncestor, 0.0f, 0, 1.0f);

@@ -2,7 +2,11 @@
 //
 // One key per action, the same in presenter mode (see kKeyHelp). Keys act
 // only when no text field has the keyboard, so typing in the console never
-// moves the token.
+// moves the token. Down and Up (J and K) go to the next step and the one
+// before, whichever way the token then moves (down into a span or up out of
+// one): the buttons say "Next" and "Back", the step's label says which way
+// the token went. The jumps (L, [ ], B, G, E) go to the next step of a kind,
+// with Shift the one before (Note [Jumping through a story], navigate.h).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_stdlib.h>  // after imgui.h, which it needs
@@ -16,28 +20,35 @@ namespace descent::ui {
 
 namespace {
 
-constexpr const char* kKeyHelp =
-    "Down / J      step down (the next step)\n"
-    "Up / K        step up (the step before)\n"
-    "Space         play / pause\n"
-    "Home          back to the start\n"
-    "End           to the last step\n"
-    "PgDn / PgUp   scrub 10 steps on / back\n"
-    "+ / -         faster / slower\n"
-    "Ctrl + / - / 0  larger / smaller type / as the monitor has it (remembered)\n"
-    "T             teaching pace / real time (scaled)\n"
-    "P             presenter mode (large type)\n"
-    "R             run the code on screen 5 times: warm medians beside the cold first call\n"
-    "M             to the run with the median warm time (after W or --repeat)\n"
-    "1 ... 7       right panel: detail / memory / compare / autograd graph / streams / Notes / Lesson\n"
-    "L             the Lesson tab: the lessons, with your progress\n"
-    "  in a lesson: Right / Left  next / previous step;  1-9  answer the question;\n"
-    "               R  reveal the answer (a class's question);  E  edit the exercise,\n"
-    "               then Ctrl+Enter  check it,  Ctrl+H  a hint,  Esc  leave the editor\n"
-    "N             open the Note the step's explanation cites (the Notes tab)\n"
-    "F2            type into the Python console (Esc leaves it)\n"
-    "S / Ctrl+C    stop the code running (KeyboardInterrupt in it)\n"
-    "F1 / H        this help";
+// The keys, as the help window lists them: a table, so the columns line up
+// in a proportional font, short enough for a projector's 1280x720.
+constexpr const char* kKeyHelp[][2] = {
+    {"Down / J", "next step (down into a span, or up out of one)"},
+    {"Up / K", "back a step"},
+    {". / Shift+.", "next / previous statement (a floor-1 span)"},
+    {"] / [", "next / previous floor change"},
+    {"B / Shift+B", "next / previous autograd node backward runs (floor 4)"},
+    {"G / Shift+G", "next / previous launch (floor 8)"},
+    {"E / Shift+E", "next / previous kernel (floor 5)"},
+    {"Ctrl+F", "find a span by name: Enter or F3 next, Shift+F3 back"},
+    {"Space", "play / pause"},
+    {"Home / End", "the start / the last step"},
+    {"PgDn / PgUp", "10 steps on / back"},
+    {"+ / -", "faster / slower"},
+    {"Ctrl + / - / 0", "larger / smaller type / as the monitor has it (remembered)"},
+    {"T", "teaching pace / real time (scaled)"},
+    {"P", "presenter mode (large type)"},
+    {"R", "run the code on screen 5 times: warm medians beside the cold first call"},
+    {"M", "to the run with the median warm time (after R or --repeat)"},
+    {"1 ... 7", "right panel: detail, memory, compare, graph, streams, Notes, Lesson"},
+    {"L", "the Lesson tab: the lessons, with your progress"},
+    {"  in a lesson", "Right / Left next / previous step; 1-9 answer; R reveal the answer"},
+    {"", "E edit the exercise; Ctrl+Enter check it; Ctrl+H a hint; Esc leave the editor"},
+    {"N", "the Note the step's explanation cites (Notes tab)"},
+    {"F2", "type into the Python console (Esc leaves it)"},
+    {"S / Ctrl+C", "stop the code running (KeyboardInterrupt in it)"},
+    {"F1 / H", "this help"},
+};
 
 bool pressed(int glfw_key) { return ImGui::IsKeyPressed(glfw_key, true); }
 constexpr int kLeaveConsoleFrames = 3;  // long enough for a focus request ImGui still holds
@@ -87,6 +98,7 @@ void handle_keys(App& app) {
   // acts on such a request a frame late): for a few frames the prompt is
   // made to let go whenever it has the keyboard (panel_console.cpp).
   if (ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
+    app.search.open = false;
     app.focus_console = false;
     app.leave_console_frames = kLeaveConsoleFrames;
   }
@@ -107,10 +119,14 @@ void handle_keys(App& app) {
   // io.WantTextInput alone lags a frame behind a text field letting go (it
   // is computed from the frame before): an item must also be active now.
   const bool typing = io.WantTextInput && ImGui::IsAnyItemActive();
-  if (typing || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
+  const bool popup = ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId);
+  const size_t before = app.step();
+  // Search: wherever the keyboard is (F3 from the search field itself).
+  if (!popup && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_F, false)) open_search(app);
+  if (!popup && pressed(GLFW_KEY_F3)) search_next(app, !io.KeyShift);
+  if (typing || popup) return;
   if (lesson_keys(app)) return;  // the Lesson tab's own keys first (panel_lesson.cpp)
   const Story& s = app.story;
-  const size_t before = app.step();
   if (pressed(GLFW_KEY_DOWN) || pressed(GLFW_KEY_J)) app.play.step_down(s);
   if (pressed(GLFW_KEY_UP) || pressed(GLFW_KEY_K)) app.play.step_up(s);
   if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) app.play.toggle(s);
@@ -153,11 +169,30 @@ void handle_keys(App& app) {
       app.right_tab = tabs[k];
     }
   }
+  // Jumps (Note [Jumping through a story]): forward, with Shift back.
+  if (!io.KeyCtrl) {
+    if (pressed(GLFW_KEY_PERIOD)) jump(app, JumpKind::Statement, !io.KeyShift);  // (L is the Lesson tab)
+    if (pressed(GLFW_KEY_RIGHT_BRACKET)) jump(app, JumpKind::Floor, true);
+    if (pressed(GLFW_KEY_LEFT_BRACKET)) jump(app, JumpKind::Floor, false);
+    if (pressed(GLFW_KEY_B)) jump(app, JumpKind::Node, !io.KeyShift);
+    if (pressed(GLFW_KEY_G)) jump(app, JumpKind::Launch, !io.KeyShift);
+    if (pressed(GLFW_KEY_E)) jump(app, JumpKind::Kernel, !io.KeyShift);
+  }
   if (ImGui::IsKeyPressed(GLFW_KEY_N, false) && app.has_steps()) {
     const Explanation& e = current_explanation(app);
     if (!e.notes.empty()) open_note(app, e.notes.front());
   }
   if (app.step() != before) app.timeline_follow = true;
+}
+
+std::string step_label(const App& app) {
+  if (!app.has_steps()) return "";
+  const Story& s = app.story;
+  const Step& st = s.steps[app.step()];
+  char head[64];
+  std::snprintf(head, sizeof head, "%zu / %zu  floor %d, ", app.step() + 1, s.steps.size(),
+                token_floor(s, app.step()));
+  return head + std::string(st.down ? "down into " : "up from ") + app.trace().spans[st.span].name;
 }
 
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
@@ -218,11 +253,13 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
     const Story& s = app.story;
     if (ImGui::Button("|<")) app.play.to_start();
     ImGui::SameLine();
-    if (ImGui::Button("Up")) app.play.step_up(s);
+    if (ImGui::Button("Back")) app.play.step_up(s);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Up, K)");
     ImGui::SameLine();
     if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
     ImGui::SameLine();
-    if (ImGui::Button("Down")) app.play.step_down(s);
+    if (ImGui::Button("Next")) app.play.step_down(s);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Down, J)");
     ImGui::SameLine();
     if (ImGui::Button(">|")) app.play.to_end(s);
     ImGui::SameLine();
@@ -252,16 +289,17 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
     const float text_end = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - keys_w - 16;
     ImGui::PushClipRect(at, ImVec2(text_end, at.y + ImGui::GetFrameHeight()), true);
     if (app.has_steps()) {
-      const Step& st = s.steps[app.step()];
-      const trace::Span& sp = app.trace().spans[st.span];
       const RunOf run = run_of_step(s, app.step());
       if (run.n > 1) {  // the line ran several times: which run is on screen (Note [Cold and warm times])
         ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "run %zu of %zu%s", run.k, run.n,
                            run.k == 1 ? " (cold)" : "");
         ImGui::SameLine();
       }
-      ImGui::Text("%zu / %zu  floor %d, %s %s", app.step() + 1, s.steps.size(), token_floor(s, app.step()),
-                  st.down ? "down into" : "up from", sp.name.c_str());
+      ImGui::TextUnformatted(step_label(app).c_str());
+      if (!app.jump_said.empty() && app.jump_said_at == app.step()) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.45f, 1.0f), "  %s", app.jump_said.c_str());
+      }
     } else {
       ImGui::TextDisabled("no steps: the trace is empty");
     }
@@ -271,11 +309,23 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
     file_popup(app, action);
   }
   ImGui::End();
+  draw_search(app, ImVec2(pos.x + 10, pos.y + size.y + 6));
   if (app.show_help) {
     ImGui::SetNextWindowPos(ImVec2(pos.x + size.x - 20, pos.y + size.y + 10), ImGuiCond_Always, ImVec2(1, 0));
+    const ImVec2 screen = ImGui::GetIO().DisplaySize;  // never past the window's edge: it scrolls instead
+    ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(screen.x - 40, screen.y - pos.y - size.y - 20));
     if (ImGui::Begin("Keys##help", &app.show_help,
                      ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
-      ImGui::TextUnformatted(kKeyHelp);
+      if (ImGui::BeginTable("##keys", 2, ImGuiTableFlags_SizingFixedFit)) {
+        for (const auto& [keys, what] : kKeyHelp) {
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(keys);
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(what);
+        }
+        ImGui::EndTable();
+      }
     }
     ImGui::End();
     app.panels_drawn.push_back("keys");

@@ -278,6 +278,24 @@ std::string memory_json(const App& app) {
   return o + "]},\n";
 }
 
+// Moving through the story (navigate.h): the step's label, what the last
+// jump said, the search, and the current span's width on the timeline.
+std::string navigation_json(const App& app) {
+  const SearchView& v = app.search;
+  char timeline[240];
+  std::snprintf(timeline, sizeof timeline,
+                "  \"timeline_view\": {\"start_ns\": %.0f, \"end_ns\": %.0f, \"whole_ns\": %lld, \"follow\": %s, "
+                "\"current_px\": %.1f},\n",
+                app.view_start_ns, app.view_end_ns, static_cast<long long>(app.timeline.max_ns() - app.timeline.min_ns()),
+                app.timeline_follow ? "true" : "false", app.timeline_current_px);
+  return "  \"step_label\": " + quoted(step_label(app)) + ",\n" + "  \"jump_said\": " +
+         quoted(app.jump_said_at == app.step() ? app.jump_said : std::string()) + ",\n" +
+         "  \"search\": {\"open\": " + (v.open ? "true" : "false") + ", \"has_keys\": " +
+         (v.has_keys ? "true" : "false") + ", \"text\": " + quoted(v.text) +
+         ", \"matches\": " + std::to_string(v.matches.size()) + ", \"label\": " + quoted(v.label) + "},\n" +
+         timeline;
+}
+
 }  // namespace
 
 // The Lesson tab (lesson.h): what the tests read to follow a lesson.
@@ -386,6 +404,7 @@ std::string state_json(const App& app, std::string* stable) {
   for (size_t k = 0; k < app.tab_labels.size(); ++k) o += (k ? ", " : "") + fit_json(app.tab_labels[k]);
   o += "],\n";
   o += "  \"timeline_header\": " + fit_json(app.timeline_header) + ",\n";
+  o += navigation_json(app);
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   o += device_json(app);
   o += explanation_json(app);
