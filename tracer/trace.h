@@ -81,7 +81,7 @@ struct Trace {
 // of its source files (the first 16 hex digits of its SHA-256, written at
 // build time by tools/hash_sources.cmake), and a recording puts the
 // fingerprint of every file its spans name in its metadata, as
-// "source.<path>" (saved and loaded with the trace, in descent's format and
+// "fingerprint.<path>" (saved and loaded with the trace, in descent's format and
 // in Chrome JSON's otherData). The app shows a line only when the trace's
 // fingerprint of its file is the one of the sources it embeds; otherwise it
 // says that the file has changed since the recording, or that the trace,
@@ -93,7 +93,7 @@ struct Entry {
 extern const Entry kEntries[];
 extern const size_t kCount;
 }  // namespace fingerprints
-constexpr std::string_view kSourceMetaPrefix = "source.";
+constexpr std::string_view kSourceMetaPrefix = "fingerprint.";
 // This build's fingerprint of `path` ("floors/dispatch/dispatcher.cpp"); ""
 // when the file is not one of its sources.
 std::string_view source_fingerprint(std::string_view path);

@@ -155,6 +155,13 @@ struct App {
   Playback play;
   std::shared_ptr<const trace::Trace> compare;  // PyTorch's trace, when one is open
   std::string compare_label;
+  // The compare view's match for the current span (panel_compare.cpp): the
+  // k-th call of the same name in the other trace, or why there is none.
+  struct CompareMatch {
+    std::string name, why;
+    size_t k = 0;               // which call of that name (from 1)
+    size_t other = SIZE_MAX;    // its index in compare->spans
+  } compare_match;
 
   Running running;            // the user's code on the Python thread (runner.cpp)
   double last_stop_ms = -1;   // the last Stop: from the key to the prompt back, in ms (-1: none yet)

@@ -2,6 +2,8 @@
 // JSON, placed on floors by the loader: Note [Placing PyTorch's events on
 // floors]) beside descent's trace of the same line, floor against floor.
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 #include <set>
 
 #include "ui/app.h"
@@ -46,6 +48,77 @@ void cell(const FloorSummary& fs) {
   ImGui::TextWrapped("%s", names.c_str());
 }
 
+// The calls of a span's name: spans so named whose parent is not (a
+// redispatch of aten::add opens aten::add inside aten::add, and PyTorch
+// records the op once: Note [A span per redispatch]), in start order.
+bool is_call(const trace::Trace& t, const trace::SpanIndex& index, size_t i) {
+  const size_t p = index.find(t.spans[i].parent);
+  return p == SIZE_MAX || t.spans[p].name != t.spans[i].name;
+}
+
+// Why PyTorch's profile has no event for a span on floor f.
+const char* why_absent(int f) {
+  switch (f) {
+    case 1: return "torch.profiler records Python statements only with with_stack=True; this file has none";
+    case 2: return "PyTorch's profiler has no span for the binding (THPVariable_* parsing its arguments)";
+    case 4: return "the forward's Autograd kernels are not recorded on their own; autograd shows in backward's "
+                   "nodes (autograd::engine::evaluate_function)";
+    case 5: return "PyTorch records the op (aten::...) but not which loop its kernel chose";
+    case 6: return "the CPU and caching allocators record nothing unless profile_memory=True";
+    default: return "PyTorch's profile has no event of that name";
+  }
+}
+
+// The other trace's event for the current span: the same name, its k-th call
+// where the current span is the k-th of its name here.
+App::CompareMatch match_step(const App& app) {
+  App::CompareMatch m;
+  const size_t cur = app.current_span();
+  if (cur == SIZE_MAX) return m;
+  const trace::Trace& t = app.trace();
+  const trace::SpanIndex index(t);
+  size_t call = cur;  // the outermost span of its redispatch chain
+  while (!is_call(t, index, call)) call = index.find(t.spans[call].parent);
+  m.name = t.spans[call].name;
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    if (t.spans[i].name == m.name && t.spans[i].thread == t.spans[call].thread && is_call(t, index, i)) {
+      ++m.k;
+      if (i == call) break;
+    }
+  }
+  const trace::Trace& o = *app.compare;
+  const trace::SpanIndex other_index(o);
+  std::vector<size_t> calls;
+  for (size_t i = 0; i < o.spans.size(); ++i) {
+    if (o.spans[i].name == m.name && is_call(o, other_index, i)) calls.push_back(i);
+  }
+  std::sort(calls.begin(), calls.end(), [&](size_t a, size_t b) { return o.spans[a].start_ns < o.spans[b].start_ns; });
+  if (calls.empty()) {
+    m.why = why_absent(building_floor(t.spans[call].floor));
+  } else {
+    m.other = calls[std::min(m.k, calls.size()) - 1];
+    if (m.k > calls.size()) m.why = "it has fewer calls of it: the last one is shown";
+  }
+  return m;
+}
+
+// Where and how PyTorch's file was made: a cold call on another machine.
+std::string provenance(const trace::Trace& o) {
+  const auto get = [&](const char* key) {
+    const auto it = o.metadata.find(key);
+    return it == o.metadata.end() ? std::string() : it->second;
+  };
+  std::string s = "Recorded by torch.profiler";
+  if (const std::string d = get("device"); !d.empty()) s += " on " + d;
+  if (const std::string ns = get("chrome.baseTimeNanoseconds"); !ns.empty()) {
+    const std::time_t secs = static_cast<std::time_t>(std::strtoll(ns.c_str(), nullptr, 10) / 1000000000LL);
+    char day[32];
+    if (std::tm tm{}; gmtime_r(&secs, &tm) && std::strftime(day, sizeof day, "%Y-%m-%d", &tm)) s += std::string(", ") + day;
+  }
+  return s + ": one call, cold, on that machine. Its times do not compare with descent's here (another machine, "
+             "and a warm median after R): compare which ops run and on which floors, not the microseconds.";
+}
+
 }  // namespace
 
 void draw_compare(App& app) {
@@ -74,13 +147,40 @@ void draw_compare(App& app) {
   ImGui::TextWrapped("descent: %s", app.loaded.label.c_str());
   ImGui::TextWrapped("%s: %s (%zu events, %zu flows)", other, app.compare_label.c_str(), app.compare->spans.size(),
                      app.compare->flows.size());
+  if (pytorch) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", provenance(*app.compare).c_str());
+    ImGui::PopStyleColor();
+  }
+  // The step: the current span, and the other trace's event that matches it.
+  app.compare_match = match_step(app);
+  const App::CompareMatch& m = app.compare_match;
+  int other_floor = 0;
+  if (!m.name.empty()) {
+    ImGui::Separator();
+    ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "Now: %s, its call %zu here", m.name.c_str(), m.k);
+    if (m.other != SIZE_MAX) {
+      const trace::Span& e = app.compare->spans[m.other];
+      other_floor = building_floor(e.floor);
+      ImGui::TextWrapped("%s: %s on floor %d (%s), %s%s%s", other, e.name.c_str(), other_floor,
+                         floor_title(other_floor), duration_text(e.duration_ns()).c_str(), m.why.empty() ? "" : "; ",
+                         m.why.c_str());
+    } else {
+      ImGui::TextWrapped("%s: nothing: %s.", other, m.why.c_str());
+    }
+  }
   if (!ImGui::BeginTable("##compare", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
   ImGui::TableSetupColumn("floor", ImGuiTableColumnFlags_WidthFixed, 120);
   ImGui::TableSetupColumn("descent");
   ImGui::TableSetupColumn(other);
   ImGui::TableHeadersRow();
+  const int here = app.has_steps() ? token_floor(app.story, app.step()) : 0;
   for (int f = 1; f <= 9; ++f) {
     ImGui::TableNextRow();
+    // The floor the token is on, and the floor of the other side's match, lit.
+    if (f == here || f == other_floor) {
+      ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(255, 210, 80, f == here ? 40 : 24));
+    }
     ImGui::TableNextColumn();
     ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(f));
     ImGui::Text("%d %s", f, floor_title(f));

@@ -406,6 +406,14 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"timeline_header\": " + fit_json(app.timeline_header) + ",\n";
   o += navigation_json(app);
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
+  {
+    const App::CompareMatch& m = app.compare_match;
+    const bool found = app.compare && m.other < app.compare->spans.size();
+    o += "  \"compare_match\": {\"name\": " + quoted(m.name) + ", \"k\": " + std::to_string(m.k) +
+         ", \"found\": " + (found ? "true" : "false") + ", \"floor\": " +
+         std::to_string(found ? building_floor(app.compare->spans[m.other].floor) : 0) +
+         ", \"why\": " + quoted(m.why) + "},\n";
+  }
   o += device_json(app);
   o += explanation_json(app);
   o += memory_json(app);

@@ -27,7 +27,7 @@ def test_a_line_is_shown_only_from_the_version_the_trace_was_recorded_with(tmp_p
     # The same trace, as if recorded by a build where that file was different.
     text = saved.read_text()
     changed = tmp_path / "changed.descent"
-    changed.write_text(re.sub(rf"^meta source\.{re.escape(file)} \S+$", f"meta source.{file} 0123456789abcdef",
+    changed.write_text(re.sub(rf"^meta fingerprint\.{re.escape(file)} \S+$", f"meta fingerprint.{file} 0123456789abcdef",
                               text, flags=re.M))
     assert changed.read_text() != text
     s, _, _ = run_app(tmp_path, "--trace", str(changed), "--step", "4", "--size", "1280x720", name="changed")
