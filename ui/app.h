@@ -55,6 +55,7 @@ struct Options {
   int frames = 3;              // --frames N: frames drawn before a screenshot
   bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
   std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams, notes)
+  bool fold_helpers = false;   // --fold-helpers: the beginner's story (Note [The beginner's story])
   std::string note;            // --note: open the Notes tab on this Note
   double timeout_s = 60;       // --timeout: headless, the code's run stops after this many seconds (exit 124)
   bool expect_error = false;   // --expect-error: headless, the code raising is what is expected (exit 0)
@@ -210,6 +211,7 @@ struct App {
   StreamsModel streams;
 
   bool presenter = false;
+  bool fold_helpers = false;     // the beginner's story (Note [The beginner's story]): V
   AppLayout layout;               // zoom, borders, panels shown (Note [The remembered layout])
   bool layout_changed = false;   // the user changed it: written out after the frame
   float dpi_scale = 1.0f;        // the monitor's content scale
@@ -252,6 +254,8 @@ struct App {
 void prepare_loaded(Loaded& l);
 // Shows `l` (resets the playback and the timeline view to the new call).
 void show_loaded(App& app, Loaded l);
+// The beginner's story on or off (Note [The beginner's story]), at the same moment of the call.
+void set_fold_helpers(App& app, bool fold);
 // Reads a trace file (descent's format or Chrome JSON) and checks that its
 // spans form a tree; nullptr with `error` set otherwise. Touches no App, so
 // it can run on another thread.

@@ -398,6 +398,7 @@ int run(int argc, char** argv) {
   const Options& o = app.options;
   const bool headless = !o.screenshot.empty();
   app.presenter = o.presenter;
+  app.fold_helpers = o.fold_helpers;  // before the first story is built
   if (o.panel == "memory") app.right_tab = RightTab::Memory;
   if (o.panel == "compare") app.right_tab = RightTab::Compare;
   if (o.panel == "graph") app.right_tab = RightTab::Graph;

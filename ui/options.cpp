@@ -15,7 +15,7 @@ constexpr const char* kUsage =
     "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
     "                   [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
-    "                   [--zoom F] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
+    "                   [--zoom F] [--fold-helpers] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
     "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 
@@ -48,6 +48,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& error) {
       o.presenter = true;
     } else if (a == "--bench-pan") {
       o.bench_pan = true;
+    } else if (a == "--fold-helpers") {
+      o.fold_helpers = true;
     } else if (a == "--play") {
       o.play = true;
     } else if (a == "--expect-error") {

@@ -38,6 +38,7 @@ constexpr const char* kKeyHelp[][2] = {
     {"Ctrl + / - / 0", "larger / smaller / usual type (remembered)"},
     {"T", "teaching pace / real time (scaled)"},
     {"P", "presenter mode (large type)"},
+    {"V", "fold helper spans and redispatches (a beginner's story)"},
     {"R", "run the code 5 times: warm medians beside the cold call"},
     {"M", "to the run with the median warm time"},
     {"1 ... 7", "right panel: detail, memory, compare, graph, streams, Notes, Lesson"},
@@ -140,6 +141,7 @@ void handle_keys(App& app) {
     app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_P, false)) app.presenter = !app.presenter;
+  if (ImGui::IsKeyPressed(GLFW_KEY_V, false)) set_fold_helpers(app, !app.fold_helpers);
   // R: the code on screen run again, kWarmRuns times, for warm medians beside
   // the cold time; M: the run with the median warm time (Note [Cold and warm
   // times]). (W is the timeline's zoom while the mouse is over it.)
@@ -225,6 +227,8 @@ void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
       }
       if (ImGui::BeginMenu("View")) {
         ImGui::MenuItem("Presenter mode", "P", &app.presenter);
+        bool fold = app.fold_helpers;
+        if (ImGui::MenuItem("Fold helper spans (beginner)", "V", &fold)) set_fold_helpers(app, fold);
         if (ImGui::MenuItem("Timeline", nullptr, &app.layout.timeline)) app.layout_changed = true;
         if (ImGui::MenuItem("Python console", nullptr, &app.layout.console)) app.layout_changed = true;
         if (ImGui::MenuItem("Larger type", "Ctrl +")) {

@@ -16,7 +16,8 @@ void prepare_loaded(Loaded& l) {
 
 void show_loaded(App& app, Loaded l) {
   app.loaded = std::move(l);
-  app.story = app.loaded.story ? std::move(*app.loaded.story) : build_story(*app.loaded.trace);
+  app.story = app.loaded.story && !app.fold_helpers ? std::move(*app.loaded.story)
+                                                    : build_story(*app.loaded.trace, app.fold_helpers);
   app.streams = app.loaded.streams ? std::move(*app.loaded.streams) : build_streams(*app.loaded.trace);
   if (app.loaded.timeline) {  // ensure_index (panel_timeline.cpp) finds it built
     app.timeline = std::move(*app.loaded.timeline);
@@ -40,6 +41,27 @@ void show_loaded(App& app, Loaded l) {
     }
     app.view_start_ns = static_cast<double>(lo);
     app.view_end_ns = static_cast<double>(std::max(hi, lo + 1));
+  }
+}
+
+void set_fold_helpers(App& app, bool fold) {
+  if (app.fold_helpers == fold || !app.loaded.trace) {
+    app.fold_helpers = fold;
+    return;
+  }
+  // The same moment in the other story: the current span, or the nearest
+  // span above it that the other story tells.
+  size_t span = app.current_span();
+  const bool down = app.has_steps() && app.story.steps[app.step()].down;
+  app.fold_helpers = fold;
+  app.story = build_story(*app.loaded.trace, fold);
+  while (span != SIZE_MAX && span < app.story.down_step.size() && app.story.down_step[span] == SIZE_MAX) {
+    span = app.story.parent_index[span];
+  }
+  if (span != SIZE_MAX && span < app.story.down_step.size()) {
+    app.play.scrub(app.story, down ? app.story.down_step[span] : app.story.up_step[span]);
+  } else {
+    app.play.to_start();
   }
 }
 
@@ -358,6 +380,7 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"pace\": " + quoted(app.play.pace == Pace::Teaching ? "teaching" : "real time") + ",\n";
   o += "  \"speed\": " + std::to_string(app.play.speed) + ",\n";
   o += "  \"presenter\": " + std::string(app.presenter ? "true" : "false") + ",\n";
+  o += "  \"fold_helpers\": " + std::string(app.fold_helpers ? "true" : "false") + ",\n";
   {
     const AppLayout& l = app.layout;
     char layout[256];

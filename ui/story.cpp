@@ -97,7 +97,21 @@ int building_floor(trace::Floor f) {
   return f == trace::Floor::Device ? kBuildingFloors : 0;
 }
 
-Story build_story(const trace::Trace& t) {
+bool is_helper_span(const Story& s, size_t i) {
+  const size_t p = s.parent_index[i];
+  if (p == SIZE_MAX) return false;  // a root is the statement itself
+  const trace::Span& sp = s.trace->spans[i];
+  const trace::Span& parent = s.trace->spans[p];
+  if (sp.floor == trace::Floor::Python && parent.floor == trace::Floor::Python) return true;  // a Python helper
+  // A redispatch: above it, among the spans of the same name (the op's
+  // dispatch, its Autograd kernel), one on its own floor already.
+  for (size_t a = p; a != SIZE_MAX && s.trace->spans[a].name == sp.name; a = s.parent_index[a]) {
+    if (s.trace->spans[a].floor == sp.floor) return true;
+  }
+  return false;
+}
+
+Story build_story(const trace::Trace& t, bool fold_helpers) {
   Story s;
   s.trace = &t;
   const size_t n = t.spans.size();
@@ -158,11 +172,12 @@ Story build_story(const trace::Trace& t) {
   struct Frame {
     size_t span;
     size_t next_child;
+    bool folded;  // a helper with no steps of its own (Note [The beginner's story])
   };
   std::vector<Frame> stack;
   s.steps.reserve(2 * n);
   for (size_t root : s.roots) {
-    stack.push_back({root, 0});
+    stack.push_back({root, 0, false});
     s.down_step[root] = s.steps.size();
     s.steps.push_back({root, true, t.spans[root].start_ns});
     while (!stack.empty()) {
@@ -170,12 +185,17 @@ Story build_story(const trace::Trace& t) {
       if (f.next_child < s.children(f.span).size()) {
         const size_t c = s.children(f.span)[f.next_child++];
         s.depth[c] = static_cast<int>(stack.size());
-        s.down_step[c] = s.steps.size();
-        s.steps.push_back({c, true, t.spans[c].start_ns});
-        stack.push_back({c, 0});
+        const bool fold = fold_helpers && is_helper_span(s, c);
+        if (!fold) {
+          s.down_step[c] = s.steps.size();
+          s.steps.push_back({c, true, t.spans[c].start_ns});
+        }
+        stack.push_back({c, 0, fold});
       } else {
-        s.up_step[f.span] = s.steps.size();
-        s.steps.push_back({f.span, false, t.spans[f.span].end_ns});
+        if (!f.folded) {
+          s.up_step[f.span] = s.steps.size();
+          s.steps.push_back({f.span, false, t.spans[f.span].end_ns});
+        }
         stack.pop_back();
       }
     }

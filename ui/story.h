@@ -84,9 +84,25 @@ struct Story {
   std::vector<std::vector<size_t>> lines;      // per distinct line (root name): its roots' positions
 };
 
+// Note [The beginner's story]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A student new to the floors does not need every span the runtime opens:
+// the package's own Python helpers under a statement (floor-1 spans inside a
+// floor-1 span, such as Tensor.backward under `loss.backward()`) and each
+// redispatch of an op (aten::add inside aten::add: PyTorch records the op
+// once, Note [A span per redispatch]). Folded, such a span has no steps of
+// its own: the story goes from its parent straight to its children, which
+// are told as usual, and the timeline still draws it. V (View > Fold helper
+// spans) switches between the whole story and the folded one: the 34 steps
+// of `descent.ones(2, 2) + 1` are 30 folded, the 102 of a small backward
+// pass 78.
+//
 // Builds the story of the trace's first thread (the one that ran the user's
 // code: thread 0 when it has spans). An empty trace gives an empty story.
-Story build_story(const trace::Trace& t);
+// `fold_helpers`: Note [The beginner's story].
+Story build_story(const trace::Trace& t, bool fold_helpers = false);
+// Whether span i is a helper the beginner's story folds into its parent.
+bool is_helper_span(const Story& s, size_t i);
 
 // Floor the token is on at a step: the span's floor going down; the parent's
 // floor coming up (floor 1 once it has left a root: the result is back in
