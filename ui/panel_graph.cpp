@@ -7,20 +7,6 @@
 
 namespace descent::ui {
 
-namespace {
-
-const char* state_word(NodeState s) {
-  switch (s) {
-    case NodeState::Ahead: return "ahead";
-    case NodeState::Recorded: return "recorded";
-    case NodeState::Running: return "running";
-    case NodeState::Done: return "done";
-  }
-  return "";
-}
-
-}  // namespace
-
 void draw_graph(App& app) {
   app.panels_drawn.push_back("graph");
   if (app.graph_of.lock() != app.loaded.trace) {  // built once per trace
