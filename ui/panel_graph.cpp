@@ -185,7 +185,8 @@ void draw_graph(App& app) {
       const float w = ImGui::CalcTextSize(label.c_str()).x;
       const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
       const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
-      dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());
+      dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
+      dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());  // on a dark ground, legible over an edge
       app.graph_none_labels[k] = label;
     }
     if (ImGui::IsMouseHoveringRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w))) hovered = int(k);
