@@ -23,8 +23,9 @@
 // A student knows a leaf as `x`, not as "AccumulateGrad". C++ cannot know a
 // Python name, so the name is joined on afterwards, by the leaf's data_ptr():
 // the recording span's edge_data_ptrs gives, per edge, the data_ptr of the
-// leaf an AccumulateGrad edge reaches ("0x5f1e2a40, -"), and descent._app.run,
-// once the code has run, looks through the user's namespace for the names
+// leaf an AccumulateGrad edge reaches ("0x5f1e2a40, -"), and descent.tracing.run
+// (which the app, the lessons and `descent trace` run code through), once the
+// code has run, looks through the code's namespace for the names
 // that hold a leaf requiring grad (the variables, and the parameters of the
 // modules there: "model.weight") and writes them into the trace's metadata
 // as autograd.leaf_names ("0x5f1e2a40=x; 0x5f1e2b80=w"), so a saved trace
@@ -32,8 +33,8 @@
 // graph (a leaf's AccumulateGrad dies with it, its id with it). What it
 // cannot see: a leaf no name holds any more (reassigned, or made inline), a
 // leaf freed whose memory a later leaf reuses (the later one's name is
-// shown), and code run outside the app (descent trace): those leaves stay
-// "AccumulateGrad" with their shape.
+// shown), and code traced by other means (a `with descent.trace()` block):
+// those leaves stay "AccumulateGrad" with their shape.
 #pragma once
 
 #include <cstdint>

@@ -63,28 +63,6 @@ def _watched(body):
             "devices": devices}
 
 
-def _leaf_names(env):
-    """The names in `env` that hold a leaf requiring grad, by the leaf's data_ptr() in hex: the
-    variables (x, w) and the parameters of the modules there (model.weight). Note [Naming the
-    leaves] in ui/graph.h: the floor-4 spans record the data_ptr of the leaf each edge reaches."""
-    from .nn.modules.module import Module
-    names = {}
-
-    def add(name, v):
-        if isinstance(v, _C.TensorBase) and v.requires_grad and v.is_leaf:
-            names.setdefault(hex(v.data_ptr()), []).append(name)
-
-    for name, v in list(env.items()):
-        if name.startswith("_"):
-            continue
-        if isinstance(v, Module):
-            for pname, p in v.named_parameters():
-                add(f"{name}.{pname}", p)
-        else:
-            add(name, v)
-    return "; ".join(f"{ptr}={', '.join(n)}" for ptr, n in names.items())
-
-
 def run(code, repeat=1):
     """Runs `code` traced, `repeat` times (each statement a floor-1 span each
     time, so the app can show warm medians). Returns a dict: trace (a Trace,
@@ -103,8 +81,6 @@ def run(code, repeat=1):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
                 result, exc = tracing.run(code, env=namespace(), repeat=repeat)
-                if result is not None:  # the graph panel names the leaves from it (ui/graph.h)
-                    result.set_metadata("autograd.leaf_names", _leaf_names(namespace()))
                 if exc is not None:
                     error = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
             except SyntaxError as e:
