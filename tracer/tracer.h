@@ -67,7 +67,7 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 12;  // per span; more are ignored (a recorded node: graph, node, node_id, edges, edge ids, saved, decided_at)
+constexpr int kMaxArgs = 12;  // per span; more are ignored (a recorded node: graph, node, node_id, edges, edge ids, saved, input_shapes, edge_data_ptrs, decided_at)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {

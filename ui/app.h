@@ -198,6 +198,9 @@ struct App {
   AutogradGraph graph;
   std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
   std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
+  std::vector<GraphEdge> graph_edges_drawn;        // the edges drawn at that step, parallel ones apart (state dump)
+  std::vector<std::string> graph_none_labels;      // per node, the label drawn for its None edges ("" none)
+  std::vector<std::string> graph_legend;           // the legend's entries as drawn
 
   // The explanation of the current span (panel_detail.cpp), kept while the span stays the same.
   Explanation explanation;

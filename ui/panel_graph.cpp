@@ -1,5 +1,8 @@
 // The graph panel: the autograd graph being recorded as the forward runs,
 // then backward climbing it node by node (Note [The graph in the trace], graph.h).
+// A legend names the states; each is told apart by its fill's hue, its
+// outline, a mark and its word, not by shades of one colour. Hovering over a
+// node shows node_details(): what it saved and the gradients' shapes.
 #include <algorithm>
 
 #include "ui/app.h"
@@ -9,14 +12,71 @@ namespace descent::ui {
 
 namespace {
 
-const char* state_word(NodeState s) {
+// How a node in each state is drawn: fill, outline, outline width, ink.
+struct StateStyle {
+  ImU32 fill, outline;
+  float width;
+  ImU32 ink;
+};
+StateStyle style_of(NodeState s) {
   switch (s) {
-    case NodeState::Ahead: return "ahead";
-    case NodeState::Recorded: return "recorded";
-    case NodeState::Running: return "running";
-    case NodeState::Done: return "done";
+    case NodeState::Running: return {floor_color(4), IM_COL32(255, 255, 255, 255), 3.0f, IM_COL32(20, 20, 20, 255)};
+    case NodeState::Done: return {IM_COL32(38, 104, 84, 255), IM_COL32(120, 210, 170, 255), 1.0f, IM_COL32(235, 235, 235, 255)};
+    default: return {IM_COL32(60, 60, 70, 255), floor_color(4), 1.0f, IM_COL32(235, 235, 235, 255)};
   }
-  return "";
+}
+
+// The state's mark in a box's corner: a hollow ring (recorded), a triangle
+// pointing up the graph (running), a tick (done).
+void draw_mark(ImDrawList* dl, NodeState s, ImVec2 c, float r, ImU32 col) {
+  switch (s) {
+    case NodeState::Recorded: dl->AddCircle(c, r * 0.8f, col, 12, 1.5f); break;
+    case NodeState::Running:
+      dl->AddTriangleFilled(ImVec2(c.x, c.y - r), ImVec2(c.x - r, c.y + r * 0.8f), ImVec2(c.x + r, c.y + r * 0.8f), col);
+      break;
+    case NodeState::Done:
+      dl->AddLine(ImVec2(c.x - r, c.y), ImVec2(c.x - r * 0.3f, c.y + r * 0.7f), col, 2.0f);
+      dl->AddLine(ImVec2(c.x - r * 0.3f, c.y + r * 0.7f), ImVec2(c.x + r, c.y - r * 0.8f), col, 2.0f);
+      break;
+    case NodeState::Ahead: break;
+  }
+}
+
+void draw_box(ImDrawList* dl, NodeState s, ImVec2 a, ImVec2 b) {
+  const StateStyle st = style_of(s);
+  dl->AddRectFilled(a, b, st.fill, 4.0f);
+  dl->AddRect(a, b, st.outline, 4.0f, 0, st.width);
+}
+
+// The legend: a small box per state as the graph draws it, its word, its
+// meaning on hover; wrapped where the panel is narrow.
+void draw_legend(App& app) {
+  app.graph_legend.clear();
+  const float h = ImGui::GetTextLineHeight(), gap = h, swatch = h * 1.6f;
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float line_w = 0.0f;
+  for (NodeState s : {NodeState::Recorded, NodeState::Running, NodeState::Done, NodeState::Ahead}) {
+    const std::string label = s == NodeState::Ahead ? "ahead: not drawn until recorded" : state_word(s);
+    const float w = (s == NodeState::Ahead ? 0.0f : swatch + style.ItemSpacing.x) + ImGui::CalcTextSize(label.c_str()).x;
+    if (line_w > 0.0f && line_w + gap + w <= avail) {
+      ImGui::SameLine(0.0f, gap);
+      line_w += gap + w;
+    } else {
+      line_w = w;
+    }
+    if (s != NodeState::Ahead) {
+      ImGui::Dummy(ImVec2(swatch, h));
+      const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      draw_box(dl, s, a, b);
+      draw_mark(dl, s, ImVec2(a.x + h * 0.8f, a.y + h * 0.5f), h * 0.3f, style_of(s).ink);
+      ImGui::SameLine();
+    }
+    ImGui::TextUnformatted(label.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_meaning(s));
+    app.graph_legend.push_back(label);
+  }
 }
 
 }  // namespace
@@ -28,6 +88,9 @@ void draw_graph(App& app) {
     app.graph_of = app.loaded.trace;
   }
   const AutogradGraph& g = app.graph;
+  app.graph_edges_drawn.clear();
+  app.graph_none_labels.assign(g.nodes.size(), std::string());
+  app.graph_legend.clear();
   if (g.nodes.empty()) {
     ImGui::TextWrapped(
         "No autograd graph in this call: nothing required grad. Try\n"
@@ -54,16 +117,18 @@ void draw_graph(App& app) {
   }
   if (running) {
     ImGui::TextWrapped("backward is running %s (node %lld): its formula's kernels run beneath it on floors 3 and 5",
-                       running->name.c_str(), static_cast<long long>(running->id));
+                       running->title().c_str(), static_cast<long long>(running->id));
   } else {
     ImGui::TextWrapped("%d of %zu nodes recorded so far; backward has run %d.%s", recorded, g.nodes.size(), done,
                        g.truncated ? " (the most recent nodes only)" : "");
   }
+  draw_legend(app);
   // Layers top to bottom: the loss's node first, the leaves' AccumulateGrad last.
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float avail = std::max(200.0f, ImGui::GetContentRegionAvail().x);
-  const float box_h = ImGui::GetTextLineHeight() * 2.3f, gap_y = box_h * 0.55f;
+  const float line_h = ImGui::GetTextLineHeight();
+  const float box_h = line_h * 2.3f, gap_y = line_h * 2.2f;  // room for a None edge's label under a box
   const float col_w = avail / float(std::max(1, g.widest));
   const float box_w = std::min(col_w - 10.0f, ImGui::GetFontSize() * 11.0f);
   auto box_of = [&](const GraphNode& n) {
@@ -71,45 +136,74 @@ void draw_graph(App& app) {
     const float y = origin.y + 6.0f + float(n.layer) * (box_h + gap_y);
     return ImVec4(x, y, x + box_w, y + box_h);
   };
-  // Edges first, under the boxes: from a node down to where its gradient goes.
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    if (states[k] == NodeState::Ahead) continue;
-    const ImVec4 a = box_of(g.nodes[k]);
-    for (int64_t to : g.nodes[k].next) {
-      const int j = to >= 0 ? g.find(to) : -1;
-      if (j < 0) continue;
-      const ImVec4 b = box_of(g.nodes[size_t(j)]);
-      const bool flowed = states[k] == NodeState::Done || states[k] == NodeState::Running;
-      dl->AddLine(ImVec2((a.x + a.z) * 0.5f, a.w), ImVec2((b.x + b.z) * 0.5f, b.y),
-                  flowed ? floor_color(4) : IM_COL32(150, 150, 150, 160), flowed ? 3.0f : 1.5f);
+  // Edges first, under the boxes: from a node down to where its gradient goes,
+  // one line per use, parallel ones side by side with a count ("x2").
+  const float spread = std::max(6.0f, line_h * 0.5f);
+  for (const GraphEdge& e : g.edges) {
+    if (states[e.from] == NodeState::Ahead) continue;
+    const ImVec4 a = box_of(g.nodes[e.from]), b = box_of(g.nodes[e.to]);
+    const float dx = (float(e.parallel) - float(e.parallel_count - 1) * 0.5f) * spread;
+    const bool flowed = states[e.from] == NodeState::Done || states[e.from] == NodeState::Running;
+    const ImVec2 p0((a.x + a.z) * 0.5f + dx, a.w), p1((b.x + b.z) * 0.5f + dx, b.y);
+    dl->AddLine(p0, p1, flowed ? floor_color(4) : IM_COL32(150, 150, 150, 200), flowed ? 3.0f : 1.5f);
+    if (e.parallel_count > 1 && e.parallel == e.parallel_count - 1) {  // once per pair of nodes
+      const std::string count = "x" + std::to_string(e.parallel_count);
+      const ImVec2 sz = ImGui::CalcTextSize(count.c_str());
+      const ImVec2 at((p0.x + p1.x) * 0.5f + spread, (p0.y + p1.y) * 0.5f - sz.y * 0.5f);
+      dl->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + sz.x + 2, at.y + sz.y), IM_COL32(30, 30, 36, 230), 3.0f);
+      dl->AddText(at, IM_COL32(235, 235, 235, 255), count.c_str());
     }
+    app.graph_edges_drawn.push_back(e);
   }
+  int hovered = -1;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     if (states[k] == NodeState::Ahead) continue;
     const GraphNode& n = g.nodes[k];
     const ImVec4 r = box_of(n);
-    const ImU32 fill = states[k] == NodeState::Running ? floor_color(4)
-                       : states[k] == NodeState::Done  ? floor_color(4, 0.45f)
-                                                       : IM_COL32(60, 60, 70, 255);
-    dl->AddRectFilled(ImVec2(r.x, r.y), ImVec2(r.z, r.w), fill, 4.0f);
-    dl->AddRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w), floor_color(4), 4.0f, 0, states[k] == NodeState::Running ? 3.0f : 1.0f);
-    const ImU32 ink = states[k] == NodeState::Running ? IM_COL32(20, 20, 20, 255) : IM_COL32(235, 235, 235, 255);
-    dl->PushClipRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w), true);
-    dl->AddText(ImVec2(r.x + 6, r.y + 3), ink, n.name.c_str());
-    const std::string sub = std::string(state_word(states[k])) + (n.saved.empty() ? "" : "  saved: " + n.saved);
-    dl->AddText(ImVec2(r.x + 6, r.y + 3 + ImGui::GetTextLineHeight()), ink, sub.c_str());
+    const bool leaf = n.recorded_span == SIZE_MAX;
+    draw_box(dl, states[k], ImVec2(r.x, r.y), ImVec2(r.z, r.w));
+    const ImU32 ink = style_of(states[k]).ink;
+    draw_mark(dl, states[k], ImVec2(r.z - line_h * 0.6f, r.y + line_h * 0.6f), line_h * 0.3f, ink);
+    dl->PushClipRect(ImVec2(r.x, r.y), ImVec2(r.z - line_h * 1.1f, r.w), true);
+    dl->AddText(ImVec2(r.x + 6, r.y + 3), ink, n.title().c_str());
+    std::string sub = state_word(states[k]);
+    if (leaf) sub = (n.variable.empty() ? n.shape : std::string("AccumulateGrad")) + "  " + sub;
+    else if (!n.saved.empty()) sub += "  saved: " + n.saved;
+    dl->AddText(ImVec2(r.x + 6, r.y + 3 + line_h), ink, sub.c_str());
     dl->PopClipRect();
-    // None edges: a short stub, labelled, as next_functions prints them.
+    // None edges: a short stub ending in a bar, and what it means, as far as the column has room.
     int none = 0;
     for (int64_t to : n.next) none += to < 0;
-    if (none) dl->AddText(ImVec2(r.z - ImGui::CalcTextSize("None").x - 4, r.w + 2), IM_COL32(170, 170, 170, 255), "None");
+    if (none) {
+      const ImU32 grey = IM_COL32(170, 170, 170, 255);
+      const ImVec2 s0(r.z - line_h * 0.6f, r.w), s1(s0.x, r.w + line_h * 0.7f);
+      dl->AddLine(s0, s1, grey, 1.5f);
+      dl->AddLine(ImVec2(s1.x - 4, s1.y), ImVec2(s1.x + 4, s1.y), grey, 2.0f);
+      std::string label = std::string(kNoGradient) + (none > 1 ? " (x" + std::to_string(none) + ")" : "");
+      const float room = col_w - 8.0f;
+      if (ImGui::CalcTextSize(label.c_str()).x > room) label = none > 1 ? "no gradient (x" + std::to_string(none) + ")" : "no gradient";
+      const float w = ImGui::CalcTextSize(label.c_str()).x;
+      const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
+      const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
+      dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
+      dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());  // on a dark ground, legible over an edge
+      app.graph_none_labels[k] = label;
+    }
+    if (ImGui::IsMouseHoveringRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w))) hovered = int(k);
   }
   ImGui::Dummy(ImVec2(avail, float(g.layers) * (box_h + gap_y) + 10.0f));
+  if (hovered >= 0 && ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem)) {
+    ImGui::BeginTooltip();
+    for (const std::string& line : node_details(g, size_t(hovered))) ImGui::TextUnformatted(line.c_str());
+    ImGui::EndTooltip();
+  }
   ImGui::Separator();
   ImGui::TextWrapped(
       "Each box is a node autograd recorded on floor 4 as an op ran (its name is PyTorch's); a line goes from a "
       "node to where its gradient flows next: the node that made that input, or the AccumulateGrad of a leaf, "
-      "which writes .grad. loss.backward() runs them from the top down, each once all its gradients have arrived.");
+      "which writes .grad, named by the variable that holds it. A tensor used twice gets two lines (x2). "
+      "loss.backward() runs the nodes from the top down, each once all its gradients have arrived. Hover over a "
+      "node for what it saved and its gradients' shapes.");
 }
 
 }  // namespace descent::ui

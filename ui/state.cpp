@@ -318,6 +318,41 @@ std::string navigation_json(const App& app) {
          timeline;
 }
 
+// The graph panel at this step, when it was drawn: the nodes (Note [The graph
+// in the trace]; the leaves named, Note [Naming the leaves]), the edges drawn,
+// one per use, and the legend.
+std::string graph_json(const App& app) {
+  const AutogradGraph& g = app.graph;
+  auto list = [](const std::vector<std::string>& v) {
+    std::string o = "[";
+    for (size_t k = 0; k < v.size(); ++k) o += (k ? ", " : "") + quoted(v[k]);
+    return o + "]";
+  };
+  std::string o = "  \"graph\": [";
+  for (size_t k = 0; k < g.nodes.size() && k < app.graph_states.size(); ++k) {
+    const GraphNode& n = g.nodes[k];
+    std::string next;
+    for (size_t e = 0; e < n.next.size(); ++e) next += (e ? ", " : "") + std::to_string(n.next[e]);
+    o += std::string(k ? ",\n    " : "\n    ") + "{\"id\": " + std::to_string(n.id) + ", \"name\": " + quoted(n.name) +
+         ", \"title\": " + quoted(n.title()) + ", \"state\": " + quoted(app.graph_states[k]) +
+         ", \"layer\": " + std::to_string(n.layer) + ", \"variable\": " + quoted(n.variable) +
+         ", \"shape\": " + quoted(n.shape) + ", \"saved\": " + quoted(n.saved) + ", \"next\": [" + next +
+         "], \"input_shapes\": " + list(n.input_shapes) + ", \"grads_in\": " + quoted(n.grads_in) +
+         ", \"grads_out\": " + quoted(n.grads_out) + ", \"none_label\": " +
+         quoted(k < app.graph_none_labels.size() ? app.graph_none_labels[k] : std::string()) +
+         ", \"details\": " + list(node_details(g, k)) + "}";
+  }
+  o += "],\n  \"graph_edges\": [";
+  for (size_t k = 0; k < app.graph_edges_drawn.size(); ++k) {
+    const GraphEdge& e = app.graph_edges_drawn[k];
+    if (e.from >= g.nodes.size() || e.to >= g.nodes.size()) continue;  // drawn from another trace's graph
+    o += std::string(k ? ", " : "") + "{\"from\": " + std::to_string(g.nodes[e.from].id) +
+         ", \"to\": " + std::to_string(g.nodes[e.to].id) + ", \"slot\": " + std::to_string(e.slot) +
+         ", \"parallel\": " + std::to_string(e.parallel) + ", \"of\": " + std::to_string(e.parallel_count) + "}";
+  }
+  return o + "],\n  \"graph_legend\": " + list(app.graph_legend) + ",\n";
+}
+
 }  // namespace
 
 // The Lesson tab (lesson.h): what the tests read to follow a lesson.
@@ -440,13 +475,7 @@ std::string state_json(const App& app, std::string* stable) {
   o += device_json(app);
   o += explanation_json(app);
   o += memory_json(app);
-  o += "  \"graph\": [";  // the graph panel's nodes at this step, when it was drawn
-  for (size_t k = 0; k < app.graph.nodes.size() && k < app.graph_states.size(); ++k) {
-    const GraphNode& n = app.graph.nodes[k];
-    o += std::string(k ? ", " : "") + "{\"id\": " + std::to_string(n.id) + ", \"name\": " + quoted(n.name) +
-         ", \"state\": " + quoted(app.graph_states[k]) + ", \"layer\": " + std::to_string(n.layer) + "}";
-  }
-  o += "],\n";
+  o += graph_json(app);
   o += lesson_json(app);
   o += "  \"error\": " + quoted(app.loaded.error) + ",\n";
   o += "  \"banner\": " + quoted(app.banner) + ",\n";

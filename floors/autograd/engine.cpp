@@ -273,14 +273,21 @@ void accumulate(Tensor& slot, Tensor&& g) {
 
 // Hands a node's outputs to the input buffers of the nodes its edges lead to,
 // and queues each node that has all its gradients now on its device's thread.
-void pass_on(Node& n, TensorList& out, GraphTask& task) {
+// `sent`, when given, gets the shapes sent along the edges, as validated:
+// "[2, 2], None" (None: no gradient goes along that edge).
+void pass_on(Node& n, TensorList& out, GraphTask& task, std::string* sent = nullptr) {
   DESCENT_CHECK(out.size() == n.next_edges.size() || n.next_edges.empty(), Error, "Function ", n.name,
                 " returned an incorrect number of gradients (expected ", n.next_edges.size(), ", got ", out.size(), ")");
   std::lock_guard<std::mutex> lock(task.mutex);
   for (size_t i = 0; i < n.next_edges.size(); ++i) {
     const Edge& e = n.next_edges[i];
-    if (!e.valid() || !out[i].defined()) continue;
+    if (sent && i) *sent += ", ";
+    if (!e.valid() || !out[i].defined()) {
+      if (sent) *sent += "None";
+      continue;
+    }
     Tensor g = validate(n, i, std::move(out[i]), e);
+    if (sent) *sent += g.shape_str();
     TensorList& buf = task.buffers[e.fn.get()];
     buf.resize(std::max(buf.size(), e.fn->inputs.size()));
     accumulate(buf[e.input_nr], std::move(g));
@@ -292,6 +299,14 @@ void pass_on(Node& n, TensorList& out, GraphTask& task) {
     queue_for(task, it == task.buffers.end() ? Device{} : device_of(it->second))
         .push({e.fn->sequence_nr, e.fn.get(), &task});
   }
+}
+
+// The shapes of a list of gradients, for the node's span: "[2, 2], None"
+// (None: no gradient, an undefined tensor).
+std::string grad_shapes(const TensorList& grads) {
+  std::string s;
+  for (const Tensor& g : grads) s += (s.empty() ? "" : ", ") + (g.defined() ? g.shape_str() : std::string("None"));
+  return s;
 }
 
 void run_node(Node& n, TensorList&& in, GraphTask& task) {
@@ -306,6 +321,10 @@ void run_node(Node& n, TensorList&& in, GraphTask& task) {
     span.arg("node_id", int64_t(n.id));
     const std::string saved = n.saved_names();
     if (!saved.empty()) span.arg("saved", trace::intern(saved));
+    // The gradients arriving (one per forward output; PyTorch's hooks call
+    // them grad_outputs) and, below, those sent on (one per edge, as
+    // validated, Note [Validating a node's outputs]: grad_inputs).
+    span.arg("grads_in", trace::intern(grad_shapes(in)));
   }
   for (auto& [nr, impl] : n.retained) retain(impl, in[size_t(nr)]);
   for (auto& [id, hook] : n.pre_hooks) {
@@ -320,7 +339,9 @@ void run_node(Node& n, TensorList&& in, GraphTask& task) {
     (void)id;
     hook(out, copy_of_in);
   }
-  pass_on(n, out, task);
+  std::string sent;  // an AccumulateGrad has no edges: it sends nothing on, and its span says nothing of it
+  pass_on(n, out, task, span.active() && !n.next_edges.empty() ? &sent : nullptr);
+  if (span.active() && !n.next_edges.empty()) span.arg("grads_out", trace::intern(sent));
 }
 
 // Runs one ready node of `task` on this thread; the last node to finish wakes the caller.

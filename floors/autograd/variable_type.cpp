@@ -30,6 +30,8 @@
 //      result comes to require grad; an in-place op moves self's history
 //      onto the new node (its old grad_fn is now the node's edge);
 //   6. saves the result if the formula reads it.
+#include <cstdio>
+
 #include "floors/autograd/copy_slices.h"
 #include "floors/autograd/derivatives.h"
 #include "floors/dispatch/library.h"
@@ -93,6 +95,31 @@ bool check_inplace(const Tensor& self) {
 std::string edge_names(const Node& n) {
   std::string s;
   for (const Edge& e : n.next_edges) s += (s.empty() ? "" : ", ") + std::string(e.valid() ? e.fn->name : "None");
+  return s;
+}
+
+// The shapes of the node's tensor inputs, one per edge: "[2, 3], [3]".
+std::string input_shapes(const FormulaNode& n) {
+  std::string s;
+  for (const GradMeta& m : n.tensor_inputs) s += (s.empty() ? "" : ", ") + m.sizes.str();
+  return s;
+}
+
+// Per edge, the data_ptr() of the leaf an AccumulateGrad edge leads to, "-"
+// for any other edge: "0x5f1e2a40, -". See Note [Naming the leaves].
+std::string edge_data_ptrs(const Node& n) {
+  std::string s;
+  for (const Edge& e : n.next_edges) {
+    s += s.empty() ? "" : ", ";
+    if (e.valid() && e.fn->is_accumulate_grad()) {
+      char buf[32];
+      const void* p = Tensor(static_cast<const AccumulateGrad&>(*e.fn).variable).data_ptr();
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+      s += buf;
+    } else {
+      s += "-";
+    }
+  }
   return s;
 }
 
@@ -164,6 +191,10 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
       span.arg(kEdgeKeys[k], fn->next_edges[k].valid() ? int64_t(fn->next_edges[k].fn->id) : int64_t{-1});
     const std::string saved = fn->saved_names();
     span.arg("saved", trace::intern(saved.empty() ? "nothing" : saved));
+    // For the graph panel: the inputs' shapes (the profiler's input_shapes)
+    // and which leaves the edges reach (Note [Naming the leaves]).
+    span.arg("input_shapes", trace::intern(input_shapes(*fn)));
+    span.arg("edge_data_ptrs", trace::intern(edge_data_ptrs(*fn)));
   }
 }
 

@@ -184,6 +184,30 @@ def test_the_graph_panel_records_then_walks_the_graph(tmp_path):
     assert [n["layer"] for n in state["graph"]] == [3, 4, 4, 2, 1, 0]
 
 
+def test_the_graph_panel_draws_every_use_names_the_leaves_and_has_a_legend(tmp_path):
+    """x @ x: two edges from MmBackward0 to x's AccumulateGrad, the leaf named x
+    with its shape (Note [Naming the leaves], ui/graph.h), a legend of the
+    states, the gradients' shapes for the hover, and a None edge in words."""
+    code = "x = descent.ones(2, 2, requires_grad=True)\nc = descent.ones(1)\n" \
+           "loss = (x @ x).sum() * c\nloss.backward()"
+    state, png, _ = run_app(tmp_path, "--code", code, "--panel", "graph", "--step", "100000", name="xx")
+    nodes = {n["name"]: n for n in state["graph"]}
+    assert list(nodes) == ["MmBackward0", "AccumulateGrad", "SumBackward0", "MulBackward0"]
+    leaf, mm, mul = nodes["AccumulateGrad"], nodes["MmBackward0"], nodes["MulBackward0"]
+    assert (leaf["variable"], leaf["shape"], leaf["title"]) == ("x", "[2, 2]", "x [2, 2]")
+    assert mm["next"] == [leaf["id"], leaf["id"]]
+    to_x = [e for e in state["graph_edges"] if e["from"] == mm["id"] and e["to"] == leaf["id"]]
+    assert [(e["slot"], e["parallel"], e["of"]) for e in to_x] == [(0, 0, 2), (1, 1, 2)], "both uses drawn, apart"
+    assert state["graph_legend"] == ["recorded", "running", "done", "ahead: not drawn until recorded"]
+    assert {n["state"] for n in state["graph"]} == {"done"}
+    assert (mm["grads_in"], mm["grads_out"]) == ("[2, 2]", "[2, 2], [2, 2]")
+    assert "gradient in: [2, 2]" in mm["details"] and "out 1 [2, 2]: to x [2, 2]" in mm["details"]
+    assert mul["next"][1] == -1
+    assert mul["none_label"].startswith("no gradient")
+    assert "out 1 [1]: no gradient: the input does not require grad" in mul["details"]
+    assert not any(d.endswith("None") for n in state["graph"] for d in n["details"])
+
+
 def test_the_reference_pair_side_by_side(tmp_path):
     """descent/pairs.py: the hand-written backward's trace beside autograd's, in the compare view."""
     hand = tmp_path / "hand.dtrace"

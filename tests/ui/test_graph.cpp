@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "floors/autograd/engine.h"
 #include "floors/dispatch/dispatcher.h"
 #include "tracer/tracer.h"
@@ -74,6 +77,82 @@ TEST(Graph, StatesFollowTheStepThroughRecordingAndBackward) {
   EXPECT_EQ(states_at(mul_run, true), "RRRRdd") << "stepping up out of its run: done";
   EXPECT_EQ(states_at(span_named(t, "aten::neg")), "dddddd") << "after backward every node has run";
   EXPECT_EQ(states_at(SIZE_MAX), "AAAAAA");
+}
+
+// "0x5f1e2a40": a data_ptr as descent._app.run writes it (Python's hex()).
+std::string hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+  return buf;
+}
+
+TEST(Graph, AnEdgePerUseTheLeavesNamedAndTheGradientsShapes) {
+  // loss = (x @ x).sum() * c, c not requiring grad; then backward.
+  Tensor x = call(Op::ones, DimVector{2, 2}, IValue(), IValue());
+  Tensor c = call(Op::ones, DimVector{1}, IValue(), IValue());
+  autograd::set_requires_grad(x, true);
+  trace::start();
+  Tensor loss = call(Op::mul, call(Op::sum, call(Op::mm, x, x), IValue()), c);
+  autograd::backward({loss}, {Tensor()}, {});
+  trace::Trace t = trace::stop();
+  t.metadata["autograd.leaf_names"] = hex(x.data_ptr()) + "=x; 0x1=gone";  // Note [Naming the leaves]
+  const AutogradGraph g = build_graph(t);
+  std::vector<std::string> titles;
+  for (const GraphNode& n : g.nodes) titles.push_back(n.title());
+  EXPECT_EQ(titles, (std::vector<std::string>{"MmBackward0", "x [2, 2]", "SumBackward0", "MulBackward0"}));
+  const GraphNode& mm = g.nodes[0];
+  const GraphNode& leaf = g.nodes[1];
+  EXPECT_EQ(leaf.name, "AccumulateGrad");
+  EXPECT_EQ(leaf.variable, "x");
+  EXPECT_EQ(leaf.shape, "[2, 2]");
+  EXPECT_EQ(mm.next, (std::vector<int64_t>{leaf.id, leaf.id})) << "x @ x: two uses of x, two edges";
+  EXPECT_EQ(mm.input_shapes, (std::vector<std::string>{"[2, 2]", "[2, 2]"}));
+  ASSERT_EQ(g.edges.size(), 4u) << "mm's two to x, sum's to mm, mul's to sum";
+  EXPECT_EQ(g.edges[0].from, 0u);
+  EXPECT_EQ(g.edges[0].to, 1u);
+  EXPECT_EQ(g.edges[0].parallel, 0);
+  EXPECT_EQ(g.edges[1].parallel, 1);
+  EXPECT_EQ(g.edges[0].parallel_count, 2);
+  EXPECT_EQ(g.edges[1].parallel_count, 2);
+  EXPECT_EQ(g.edges[2].parallel_count, 1);
+  // The gradients as backward passed them: one in per output, one out per edge.
+  EXPECT_EQ(mm.grads_in, "[2, 2]");
+  EXPECT_EQ(mm.grads_out, "[2, 2], [2, 2]");
+  EXPECT_EQ(leaf.grads_in, "[2, 2]");
+  EXPECT_EQ(leaf.grads_out, "") << "AccumulateGrad writes .grad and sends nothing on";
+  const GraphNode& mul = g.nodes[3];
+  EXPECT_EQ(mul.next.size(), 2u);
+  EXPECT_EQ(mul.next[1], -1) << "c does not require grad";
+  EXPECT_EQ(mul.grads_out, "[], None");
+  // The hover's lines say it in words, "None" never bare.
+  const std::vector<std::string> details = node_details(g, 3);
+  bool said = false;
+  for (const std::string& line : details) {
+    said |= line == "out 1 [1]: " + std::string(kNoGradient);
+    EXPECT_EQ(line.find(": None"), std::string::npos) << line;
+  }
+  EXPECT_TRUE(said) << "the None edge explained";
+  const std::vector<std::string> leaf_details = node_details(g, 1);
+  EXPECT_NE(leaf_details[0].find("adds the gradient into x.grad"), std::string::npos) << leaf_details[0];
+  EXPECT_EQ(leaf_details[1], "gradient in: [2, 2]");
+  EXPECT_EQ(node_details(g, 0)[2], "gradient in: [2, 2]");
+  EXPECT_EQ(node_details(g, 0)[3], "out 0 [2, 2]: to x [2, 2]");
+}
+
+TEST(Graph, WithoutNamesALeafKeepsItsShapeAndTheStatesTheirWords) {
+  const trace::Trace t = traced_backward();  // no autograd.leaf_names: not run through descent._app
+  const AutogradGraph g = build_graph(t);
+  EXPECT_EQ(g.nodes[1].variable, "");
+  EXPECT_EQ(g.nodes[1].shape, "[2, 2]");
+  EXPECT_EQ(g.nodes[1].title(), "AccumulateGrad");
+  std::vector<std::string> words, meanings;
+  for (NodeState s : kNodeStates) {
+    words.push_back(state_word(s));
+    meanings.push_back(state_meaning(s));
+  }
+  EXPECT_EQ(words, (std::vector<std::string>{"ahead", "recorded", "running", "done"}));
+  std::sort(meanings.begin(), meanings.end());
+  EXPECT_EQ(std::unique(meanings.begin(), meanings.end()), meanings.end()) << "a meaning per state";
 }
 
 TEST(Graph, AnEmptyOrForeignTraceHasNoGraph) {

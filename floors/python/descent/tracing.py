@@ -179,7 +179,33 @@ def run(code, env=None, echo=print, repeat=1):
     t.result.set_metadata("trace.runs", str(repeat))
     if statement_cost is not None:
         t.result.set_metadata("tracer.statement_self_cost_ns", f"{statement_cost:.1f}")
+    names = leaf_names(env)
+    if names:  # the app's graph names the leaves from it (Note [Naming the leaves], ui/graph.h)
+        t.result.set_metadata("autograd.leaf_names", names)
     return t.result, error
+
+
+def leaf_names(env):
+    """The names in `env` that hold a leaf requiring grad, by the leaf's data_ptr() in hex:
+    "0x5f1e2a40=x, y; 0x5f1e2b80=model.weight" -- the variables, and the parameters of the
+    modules there. Note [Naming the leaves] in ui/graph.h: the floor-4 spans record the
+    data_ptr of the leaf each edge reaches, and the graph joins the two."""
+    from .nn.modules.module import Module
+    names = {}
+
+    def add(name, v):
+        if isinstance(v, _C.TensorBase) and v.requires_grad and v.is_leaf:
+            names.setdefault(hex(v.data_ptr()), []).append(name)
+
+    for name, v in list(env.items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(v, Module):
+            for pname, p in v.named_parameters():
+                add(f"{name}.{pname}", p)
+        else:
+            add(name, v)
+    return "; ".join(f"{ptr}={', '.join(n)}" for ptr, n in names.items())
 
 
 def _statement_self_cost_ns(env, samples=501, rounds=3):
