@@ -53,6 +53,7 @@ std::string decisions_line(const trace::Span& sp) {
   std::string s;
   for (const trace::SpanArg& a : sp.args) {
     if (a.key == trace::kDecidedAt) continue;  // a source line: the detail panel's source view shows it
+    if (a.key == "edge_data_ptrs") continue;   // addresses, for naming the graph's leaves: noise on a floor
     if (!s.empty()) s += "  ";
     s += a.key + "=" + arg_text(a.value);
   }
