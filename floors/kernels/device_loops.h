@@ -309,12 +309,50 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // [SECTION] Building a loop from tensors (host) ----------------------------------------
 
 
+// Note [A CPU scalar on a device op]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// In `x + 1` with x on sim:0 or cuda:0, the 1 is a 0-d CPU tensor (a
+// wrapped number, Note [Type promotion]). PyTorch does not move it to the
+// GPU: TensorIteratorBase::compute_types lets a 0-d CPU tensor be an operand
+// of a CUDA op ("is_cpu_scalar"), and gpu_kernel_with_scalars reads its value
+// on the host and passes it to the kernel as an argument, so the profiler
+// shows aten::add over one cudaLaunchKernel and nothing else. descent does
+// the same:
+//   - the boxed kernel (register_cpu.cpp) lets a CPU 0-d tensor join a device
+//     tensor (common_device) and leaves it on the host in its own dtype: for
+//     a device loop, Operand (kernels.h) casts it with no aten::to;
+//   - input() below reads its one element on the host when the loop is
+//     built and converts it to the computation dtype T with cast_element,
+//     the very function the CPU's cast (aten::to's copy loop) uses, so the
+//     value the kernel gets is the CPU path's bit for bit;
+//   - the value travels in the loop struct (In::value, ptr null): the
+//     kernel's arguments, copied at the launch, never host memory.
+// One difference stays: PyTorch converts the number to the op's opmath type
+// (float for a float16 tensor), descent to the tensor's dtype first, as its
+// own CPU path does, so sim:0 and the CPU agree bit for bit.
+//
+// Mixed dtypes between two device tensors (f32 + i64 on sim:0) are not
+// loaded with a cast: the boxed kernel still casts the other operand with
+// aten::to (a copy kernel) before the op's kernel, where PyTorch runs one
+// kernel that converts as it loads (TensorIterator's common dtype, the
+// "dynamic casting" path of gpu_kernel). Casting on load here would need the
+// loop structs to carry each input's own dtype: In<T> would become a pointer
+// and a dtype, and every load a switch over six dtypes (or a loop template
+// per pair of dtypes, 36 of each binary op, compiled twice, for g++ and
+// nvcc), in the one body every elementwise op shares; the 4-wide vector load
+// would need a converting twin. That is PyTorch's own price (its
+// LoadWithCast), and a later change; the extra copy kernel is what a
+// learner sees in the meantime.
+
 // An input of a loop on `dev`: t's memory there, or the value of a CPU
-// scalar (one element, any strides 0), read now on the host.
+// scalar (one element, any strides 0), read now on the host and converted
+// to T as a cast would (Note [A CPU scalar on a device op]).
 template <class T>
 In<T> input(const Tensor& t, Device dev) {
   if (t.device() == dev) return {t.data<T>(), T()};
-  return {nullptr, *t.data<T>()};
+  T value{};
+  visit_dtype(t.dtype(), [&]<typename S>() { value = cast_element<T>(*t.data<S>()); });
+  return {nullptr, value};
 }
 
 // The offsets of N operands (the output first), each of `sizes`; a CPU
@@ -432,7 +470,8 @@ struct Build {
 
   static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
     const Device dev = out.device();
-    visit_dtype(a.dtype(), [&]<typename T>() {
+    const ScalarType ct = a.device() == dev ? a.dtype() : b.dtype();  // a CPU scalar keeps its own dtype
+    visit_dtype(ct, [&]<typename T>() {
       visit_compare(op, [&](auto f) {
         CompareLoop<T, decltype(f)> loop;
         loop.f = f;
@@ -445,7 +484,7 @@ struct Build {
         const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
         const size_t vb[3] = {sizeof(Vec<bool>), sizeof(Vec<T>), sizeof(Vec<T>)};
         loop.vectorized = vectorizable<3>(loop.off, ptrs, vb);
-        launch(loop_launch(kernel_name("", op, a.dtype(), a.dtype()), op_entry(op).profiler_name, loop), loop);
+        launch(loop_launch(kernel_name("", op, ct, ct), op_entry(op).profiler_name, loop), loop);
       });
     });
   }

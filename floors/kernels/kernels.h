@@ -109,11 +109,15 @@ Tensor cast(const Tensor& t, ScalarType dtype);
 // An input of an elementwise kernel in the computation dtype and the broadcast
 // shape: `t` itself, borrowed, when it already is both (the common case: no
 // reference count is touched, which is an atomic instruction each time), else
-// a cast and/or broadcast view of it, held here.
+// a cast and/or broadcast view of it, held here. For a loop on a device
+// (`dev` not the CPU), a CPU scalar keeps its own dtype: the device loop
+// converts its one value on the host (Note [A CPU scalar on a device op],
+// device_loops.h), so no aten::to runs for it.
 class Operand {
  public:
-  Operand(const Tensor& t, ScalarType dtype, const DimVector& shape) : borrowed_(&t) {
-    if (t.dtype() != dtype) owned_ = cast(t, dtype);
+  Operand(const Tensor& t, ScalarType dtype, const DimVector& shape, Device dev = Device{}) : borrowed_(&t) {
+    const bool host_value = dev.type != DeviceType::CPU && t.device().type == DeviceType::CPU && t.dim() == 0;
+    if (t.dtype() != dtype && !host_value) owned_ = cast(t, dtype);
     if (t.sizes() != shape) owned_ = expand_to(owned_.defined() ? owned_ : t, shape);
   }
   const Tensor& get() const { return owned_.defined() ? owned_ : *borrowed_; }

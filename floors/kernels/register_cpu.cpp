@@ -227,7 +227,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_tensor(shape, ct, dev);
   begin(span, out);
   run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
@@ -282,7 +282,7 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Device dev = common_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_tensor(shape, ScalarType::Bool, dev);
   begin(span, out);
   // One CPU loop only: comparisons are not a hot path.
@@ -409,7 +409,7 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const ScalarType ct = result_type(a, b);
   DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
   const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor loss = empty_tensor(shape, ct, dev);
   begin(span, loss);
   const Scalar one(int64_t{1});
@@ -905,7 +905,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error,
                 "For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
-  Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes());
+  Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes(), self.device());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);
   run_loop(span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
