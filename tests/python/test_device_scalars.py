@@ -4,6 +4,11 @@ for the same line on an H200 (issue 17, "No false lessons"):
 - `x + 1` on a device is aten::add over one launch: the 1 stays on the host
   and reaches the kernel as a value (Note [A CPU scalar on a device op],
   floors/kernels/device_loops.h); no aten::to moves it.
+- `.item()` is aten::item -> aten::_local_scalar_dense -> cudaMemcpyAsync ->
+  cudaStreamSynchronize, and `.cpu()` aten::to -> aten::_to_copy ->
+  aten::empty(_strided), aten::copy_ -> cudaMemcpyAsync ->
+  cudaStreamSynchronize: the copy queued first, then one wait (Note [Reading
+  a device tensor waits], floors/binding/device_object.cpp).
 
 Each runs on sim:0 and, where there is a GPU, on cuda:0; the values must be
 the CPU's bit for bit on sim:0.
@@ -77,3 +82,82 @@ def test_a_cpu_scalar_gives_the_cpu_bits_with_no_copy(device, line, dtype):
         g, w = got.to("cpu").to(descent.float64).tolist(), want.to(descent.float64).tolist()
         assert np.allclose(g, w, rtol=1e-2, equal_nan=True), (g, w)
 
+
+# [SECTION] Reading a device tensor: the copy queued, then one wait --------------------------------
+
+def dedupe(names):
+    """Consecutive repeats dropped: a dispatch span and its kernel's span are one op."""
+    return [n for i, n in enumerate(names) if i == 0 or names[i - 1] != n]
+
+
+def waits_and_copies(trace):
+    return [n for f, n in in_order(trace) if f == "streams" and not n.startswith("wait for the devices")]
+
+
+def memcpy(device):
+    return "cudaMemcpyAsync" if device.startswith("cuda") else "simMemcpyAsync"
+
+
+def span(trace, floor, name):
+    found = [s for s in trace.spans() if s["floor_name"] == floor and s["name"] == name]
+    assert len(found) == 1, (floor, name, trace.format_tree())
+    return found[0]
+
+
+def inside(inner, outer):
+    return outer["start_ns"] <= inner["start_ns"] and inner["end_ns"] <= outer["end_ns"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_item_is_local_scalar_dense_a_copy_then_one_wait(device):
+    y = descent.ones(64, device=device).sum()
+    with descent.trace() as t:
+        v = y.item()
+    assert v == 64.0 and type(v) is float
+    tr = t.result
+    assert dedupe(op_names(tr)) == ["aten::item", "aten::_local_scalar_dense"], tr.format_tree()
+    assert waits_and_copies(tr) == [memcpy(device), ".item()"], tr.format_tree()  # queued, then waited for
+    wait = span(tr, "streams", ".item()")
+    assert wait["args"]["api"] == ("cudaStreamSynchronize" if device.startswith("cuda") else "simStreamSynchronize")
+    assert inside(wait, span(tr, "kernels", "aten::_local_scalar_dense"))  # as PyTorch's, under the op
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cpu_is_to_copy_empty_and_copy_then_one_wait(device):
+    x = descent.ones(3, device=device) * 2
+    with descent.trace() as t:
+        c = x.cpu()
+    assert c.device == descent.device("cpu") and c.tolist() == [2.0] * 3
+    tr = t.result
+    assert dedupe(op_names(tr)) == ["aten::to", "aten::_to_copy", "aten::empty", "aten::copy_"], tr.format_tree()
+    assert waits_and_copies(tr) == [memcpy(device), ".cpu()"], tr.format_tree()
+    assert inside(span(tr, "streams", ".cpu()"), span(tr, "kernels", "aten::copy_"))
+
+
+@pytest.mark.parametrize("read, why, values", [(lambda x: x.tolist(), ".tolist()", [1.0, 2.0]),
+                                               (lambda x: x.to(descent.float64).tolist(), ".tolist()", [1.0, 2.0]),
+                                               (lambda x: x.to("cpu", descent.int64), "synchronize", None),
+                                               (lambda x: x.t().t().cpu(), ".cpu()", None)])
+def test_every_read_copies_before_it_waits(read, why, values):
+    x = descent.tensor([1.0, 2.0]).to("sim:0")
+    with descent.trace() as t:
+        got = read(x)
+    streams = waits_and_copies(t.result)
+    assert streams.index("simMemcpyAsync") < streams.index(why), t.result.format_tree()
+    if values is not None:
+        assert got == values
+
+
+def test_item_on_the_cpu_is_the_same_two_ops_with_no_wait():
+    with descent.trace() as t:
+        v = descent.tensor([True]).item()
+    assert v is True
+    assert dedupe(op_names(t.result))[-2:] == ["aten::item", "aten::_local_scalar_dense"]
+    assert waits_and_copies(t.result) == []
+
+
+def test_item_checks_its_one_element_as_pytorch_does():
+    with pytest.raises(RuntimeError, match="a Tensor with 2 elements cannot be converted to Scalar"):
+        descent.ones(2, device="sim:0").item()
+    assert descent.tensor([7]).to("sim:0").item() == 7
+    assert descent.tensor(2.5, dtype=descent.bfloat16).to("sim:0").item() == 2.5
