@@ -286,7 +286,7 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor out = empty_tensor(shape, ScalarType::Bool, dev);
   begin(span, out);
   // One CPU loop only: comparisons are not a hot path.
-  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out); }, [] { return false; },
+  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
            [&] { reference_compare(op.id, ca.get(), cb.get(), out); });
   s.set_result(std::move(out));
 }

@@ -4,6 +4,8 @@ for the same line on an H200 (issue 17, "No false lessons"):
 - `x + 1` on a device is aten::add over one launch: the 1 stays on the host
   and reaches the kernel as a value (Note [A CPU scalar on a device op],
   floors/kernels/device_loops.h); no aten::to moves it.
+- `f32 + i64` on a device is one kernel that converts as it loads, as
+  PyTorch's dynamic-casting elementwise kernel: no aten::to, no copy kernel.
 - `.item()` is aten::item -> aten::_local_scalar_dense -> cudaMemcpyAsync ->
   cudaStreamSynchronize, and `.cpu()` aten::to -> aten::_to_copy ->
   aten::empty(_strided), aten::copy_ -> cudaMemcpyAsync ->
@@ -81,6 +83,57 @@ def test_a_cpu_scalar_gives_the_cpu_bits_with_no_copy(device, line, dtype):
     else:  # cuda's pow is its math library's, which may differ in the last place
         g, w = got.to("cpu").to(descent.float64).tolist(), want.to(descent.float64).tolist()
         assert np.allclose(g, w, rtol=1e-2, equal_nan=True), (g, w)
+
+
+
+# [SECTION] Mixed dtypes on a device: one kernel, converting as it loads -----------------------
+
+F, D, H, B, I, Z = (descent.float32, descent.float64, descent.float16, descent.bfloat16, descent.int64,
+                    descent.bool)
+VALUES = [0.25, -1.5, 3.0, 1e-3, 7.0, -0.0, 2.5, 1000.0]
+
+
+def typed(dtype, shape=(8,)):
+    t = descent.tensor(VALUES).reshape(shape)
+    return (t > 0) if dtype is Z else t.to(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("pair", [(F, I), (I, F), (H, F), (B, D), (Z, I), (F, Z), (H, B), (I, D)],
+                         ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.parametrize("line, b_shape", [
+    (lambda a, b: a + b, (2, 4)), (lambda a, b: a * b, (2, 4)), (lambda a, b: a / b, (2, 4)),
+    (lambda a, b: a < b, (2, 4)), (lambda a, b: a == b, (2, 4)), (lambda a, b: a.t() + b, (4, 2)),
+    (lambda a, b: a + b[0], (2, 4))], ids=["add", "mul", "div", "lt", "eq", "strided", "broadcast"])
+def test_mixed_dtypes_are_one_kernel_casting_as_it_loads(device, pair, line, b_shape):
+    a, b = typed(pair[0], (2, 4)), typed(pair[1], b_shape)
+    want = line(a, b)
+    da, db = a.to(device), b.to(device)
+    with descent.trace() as t:
+        got = line(da, db)
+    names = op_names(t.result)
+    assert "aten::to" not in names and "aten::_to_copy" not in names, t.result.format_tree()
+    assert len(launches(t.result)) == 1, t.result.format_tree()
+    assert got.dtype is want.dtype and got.shape == want.shape
+    if device == "sim:0" or pair not in ((H, F), (B, D), (H, B)):
+        assert bits(got) == bits(want), (got, want)
+    else:
+        g, w = got.to("cpu").to(D).tolist(), want.to(D).tolist()
+        assert np.allclose(g, w, rtol=1e-3, equal_nan=True), (g, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_in_place_and_mse_loss_cast_as_they_load(device):
+    x, i = typed(F).to(device), typed(I).to(device)
+    x.add_(i, alpha=2)
+    want = typed(F).add_(typed(I), alpha=2)
+    assert bits(x) == bits(want)
+    h, f = typed(H).to(device), typed(F).to(device) * 0.5
+    with descent.trace() as t:
+        loss = descent.nn.functional.mse_loss(h, f, reduction="none")
+    assert "aten::to" not in op_names(t.result), t.result.format_tree()
+    want = descent.nn.functional.mse_loss(typed(H), typed(F) * 0.5, reduction="none")
+    assert loss.dtype is F and bits(loss) == bits(want)
 
 
 # [SECTION] Reading a device tensor: the copy queued, then one wait --------------------------------
