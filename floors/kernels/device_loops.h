@@ -352,8 +352,8 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // shows aten::add over one cudaLaunchKernel and nothing else. descent does
 // the same:
 //   - the boxed kernel (register_cpu.cpp) lets a CPU 0-d tensor join a device
-//     tensor (common_device) and leaves it on the host in its own dtype: for
-//     a device loop, Operand (kernels.h) casts it with no aten::to;
+//     tensor (common_device), and for a device loop Operand (kernels.h)
+//     leaves it on the host in its own dtype: no aten::to;
 //   - input() below reads its one element on the host when the loop is
 //     built and converts it to the computation dtype T with cast_element,
 //     the very function the CPU's cast (aten::to's copy loop) uses, so the
@@ -378,8 +378,10 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // takes no 16-byte vector loads (its inputs' elements are not T's size), as
 // PyTorch's dynamic-casting kernel is not its vectorized one. One loop per
 // op and T covers every source dtype, so the kernels compiled grow by one
-// per (op, T), not by the 36 pairs of dtypes. Unary ops that compute in
-// float (exp of an int64 tensor) still cast first, with aten::to.
+// per (op, T), not by the 36 pairs of dtypes. What still casts first, with
+// aten::to and a copy kernel, where PyTorch casts as it loads: unary ops
+// that compute in float (exp of an int64 tensor) and clamp's self promoted
+// by its bounds; those loops take In<T> only.
 
 // An input of a loop on `dev`: t's memory there, or the value of a CPU
 // scalar (one element, any strides 0), read now on the host and converted
