@@ -283,8 +283,10 @@ Explanation binding_backward(const At&) {
 Explanation binding_read(const At& a) {
   Explanation e = make("binding.read", a.sp.name + " reads a device tensor's values on the host");
   say(e, "The values of a device tensor are not in host memory, and the kernels that compute them may still be "
-         "queued. So " + a.sp.name + " crossed into C++ here, waits for the device's current stream (the floor-7 "
-         "span named " + a.sp.name + " under it), then copies the values over with aten::to.");
+         "queued. So " + a.sp.name + " crossed into C++ here and reads them through an op (aten::item -> "
+         "aten::_local_scalar_dense for .item(), aten::to -> aten::_to_copy -> aten::copy_ otherwise), which queues "
+         "the copy on the device's current stream behind those kernels and then waits for the stream once (the "
+         "floor-7 span named " + a.sp.name + "), as PyTorch's cudaMemcpyAsync then cudaStreamSynchronize.");
   note(e, "Reading a device tensor waits");
   pytorch(e, "aten/src/ATen/native/Scalar.cpp", "item, _local_scalar_dense");
   pytorch(e, "aten/src/ATen/native/cuda/CUDAScalar.cu", "_local_scalar_dense_cuda: a copy and a wait for the stream");
@@ -1057,6 +1059,17 @@ Explanation device_span(const At& a) {
 
 // [SECTION] Explaining -------------------------------------------------------------
 
+// Whether a floor-7 span named `why` lies under span i, at any depth: a read
+// (".item()", ".cpu()") waits inside the op that copies (Note [Reading a
+// device tensor waits]).
+bool read_waits_under(const At& a, size_t i, const std::string& why) {
+  for (size_t c : a.s.children(i)) {
+    const Span& sp = a.t().spans[c];
+    if ((sp.floor == Floor::Streams && sp.name == why) || read_waits_under(a, c, why)) return true;
+  }
+  return false;
+}
+
 Explanation explain_at(const At& a) {
   const Span& sp = a.sp;
   switch (sp.floor) {
@@ -1065,9 +1078,7 @@ Explanation explain_at(const At& a) {
       if (has(sp, "overload")) return binding_op(a);
       if (sp.name == "tensor") return binding_tensor(a);
       if (sp.name == "_run_backward") return binding_backward(a);
-      for (size_t c : a.children()) {  // a read that waits: a floor-7 wait of the same name under it
-        if (a.t().spans[c].floor == Floor::Streams && a.t().spans[c].name == sp.name) return binding_read(a);
-      }
+      if (read_waits_under(a, a.i, sp.name)) return binding_read(a);  // a floor-7 wait of the same name under it
       return {};
     case Floor::Dispatch: return dispatch_span(a);
     case Floor::Autograd:

@@ -105,9 +105,13 @@ bool init_devices(PyObject* module);
 bool init_library(PyObject* module);
 extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
 extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
-// t itself on the CPU; else a CPU copy through aten::to after the host waited
-// for t's device in a floor-7 span named `why` (Note [Reading a device tensor waits]).
+// t itself on the CPU; else a CPU copy through aten::to, whose copy is
+// queued on t's stream and then waited for in a floor-7 span named `why`
+// (Note [Reading a device tensor waits]).
 Tensor host_copy(const Tensor& t, const char* why, bool record_grad = false);
+// t's one element through aten::item (-> aten::_local_scalar_dense), the
+// device's wait named `why`: a Scalar IValue (Double, Int or Bool).
+IValue read_item(const Tensor& t, const char* why);
 
 // [SECTION] Argument parsing against a schema -------------------------------------
 

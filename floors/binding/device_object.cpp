@@ -384,19 +384,23 @@ PyObject* py_set_sim_memory_capacity(PyObject*, PyObject* n) {
 // computed yet: the kernels that make them sit in the stream's queue (Note
 // [Streams and the two clocks], streams.h). So everything that shows a device
 // tensor's values on the host -- repr and print, .item() (and through it
-// bool(), float(), int()), .tolist(), .cpu() -- does two things, as PyTorch
-// does in _local_scalar_dense and copy_:
+// bool(), float(), int()), .tolist(), .cpu() -- does what PyTorch does:
 //   0. a floor-2 span named for the reason opens: the read crossed into C++;
-//   1. the host waits for the device's current stream, in a floor-7 span
-//      named for the reason (".item()", ".tolist()", ".cpu()", "print"), so a
-//      trace says why the program stopped there and for how long;
-//   2. the elements come over through the op table's own copy, aten::to ->
-//      aten::_to_copy with device=cpu (floor 5's copy between devices,
-//      Note [Copies between devices]), which any other caller would use.
+//   1. an op of the table reads the values: .item() is aten::item ->
+//      aten::_local_scalar_dense, the others aten::to -> aten::_to_copy ->
+//      aten::empty, aten::copy_ with device=cpu (floor 5's copy between
+//      devices, Note [Copies between devices]);
+//   2. that op queues the copy on the device's current stream, behind the
+//      kernels that compute the values (cudaMemcpyAsync; simMemcpyAsync on
+//      sim:0), and the host then waits for the stream once
+//      (cudaStreamSynchronize), in a floor-7 span named for the reason
+//      (".item()", ".tolist()", ".cpu()", "print": streams::ReadReason),
+//      so a trace says why the program stopped there and for how long.
+// The one wait covers every kernel queued before and the copy itself. As in
+// torch.profiler, the copy's launch comes first and the wait after it: the
+// host does not wait for the queue to drain before asking for the copy.
 // Only .cpu() is differentiable (its result's grad_fn is ToCopyBackward0, as
-// in PyTorch); the others read values and record no graph.
-// The wait of step 1 is the long one: it covers every kernel queued before.
-// The copy's own wait afterwards covers only the copy itself. numpy() and
+// in PyTorch); the others read values and record no graph. numpy() and
 // the buffer protocol do neither: as in PyTorch, they refuse a device tensor
 // (TypeError: "can't convert sim:0 device type tensor to numpy. Use
 // Tensor.cpu() to copy the tensor to host memory first.") rather than hide a
@@ -405,9 +409,20 @@ Tensor host_copy(const Tensor& t, const char* why, bool record_grad) {
   if (t.device().type == DeviceType::CPU) return t;
   trace::ScopedSpan span(trace::Floor::Binding, why);  // where the read crossed into C++: Tensor.item, ...
   GilRelease release;
-  streams::synchronize(streams::current_stream(t.device()), why);
+  streams::ReadReason reason(why);
   AutoGradMode mode(record_grad && grad_mode_enabled());  // reading values records no graph; x.cpu() does
   return call(Op::to, t, IValue(), IValue(Device{}), false);
+}
+
+IValue read_item(const Tensor& t, const char* why) {
+  std::optional<trace::ScopedSpan> span;  // a read that waits: a device tensor's
+  if (t.device().type != DeviceType::CPU) span.emplace(trace::Floor::Binding, why);
+  GilRelease release;
+  streams::ReadReason reason(why);
+  Stack s;
+  s.push(IValue::borrow(t));
+  call_boxed(Op::item, s);
+  return std::move(s[0]);
 }
 
 namespace {

@@ -523,8 +523,8 @@ PyObject* py_manual_seed(PyObject*, PyObject* arg) {
 
 PyObject* py_ops(PyObject*, PyObject*) {
   static const char* kKinds[] = {"factory", "unary",  "binary", "comparison", "reduction",
-                                 "matmul",  "view",   "copy",   "inplace"};
-  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::InPlace) + 1);
+                                 "matmul",  "view",   "copy",   "inplace", "read"};
+  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Read) + 1);
   PyObject* list = PyList_New(0);
   if (!list) return nullptr;
   for (const OpEntry& op : all_ops()) {

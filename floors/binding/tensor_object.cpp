@@ -162,7 +162,17 @@ PyObject* wrap(Tensor t) {
   return o;
 }
 
+// A Scalar result (item, _local_scalar_dense) as the Python number of its type.
+PyObject* scalar_to_py(const IValue& v) {
+  switch (v.tag()) {
+    case IValue::Tag::Bool: return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::Int: return PyLong_FromLongLong(v.to_int());
+    default: return PyFloat_FromDouble(v.to_double());
+  }
+}
+
 PyObject* wrap_results(const OpEntry& op, Stack& s) {
+  if (s.size() == 1 && s[0].is_scalar()) return scalar_to_py(s[0]);
   if (s.size() == 1) return wrap(std::move(s[0].owned_tensor()));
   PyObject* tup = PyStructSequence_New(g_max_type);  // the one op with two results is max.dim
   if (!tup) return nullptr;
@@ -248,13 +258,11 @@ PyObject* element_to_py(const Tensor& t, int64_t off) {
   return nullptr;
 }
 
+// Tensor.item(): aten::item, which reads the element through
+// aten::_local_scalar_dense (Note [Reading a device tensor waits], device_object.cpp).
 PyObject* m_item(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
-  Tensor t = unwrap(o);
-  DESCENT_CHECK(t.numel() == 1, Error, "a Tensor with ", t.numel(),
-                " elements cannot be converted to Scalar");
-  t = host_copy(t, ".item()");  // Note [Reading a device tensor waits] (device_object.cpp)
-  return element_to_py(t, 0);
+  return scalar_to_py(read_item(unwrap(o), ".item()"));
   DESCENT_PY_CATCH(nullptr)
 }
 

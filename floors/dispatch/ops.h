@@ -90,6 +90,10 @@
 //   row comes first, so the binding tries it first), whose gradient
 //   (PowBackward0) has one edge, where pow.Tensor_Tensor's (PowBackward1) has two.
 // - fill_ has only fill_.Scalar (no fill_.Tensor).
+// - item is a function as well (descent.item(x)), where aten's `variants:
+//   method` makes it Tensor.item only: the binding makes a function of every
+//   row. It and _local_scalar_dense return a Scalar, the one non-Tensor
+//   return the schemas have (kind Read).
 // - rsub has only rsub.Scalar (2 - x; no rsub.Tensor), and is a function
 //   only, as aten's `variants: function` makes it: torch.rsub, no Tensor.rsub.
 //   aten declares it CompositeExplicitAutograd; descent declares the backends
@@ -130,6 +134,7 @@ enum class OpKind : uint8_t {
   View,        // new sizes/strides over the same storage, no element copied
   Copy,        // copies elements (dtype conversion, contiguous, the elements indices pick)
   InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
+  Read,        // reads one element into a host Scalar (-> Scalar): no tensor result, no gradient
 };
 enum class Exactness : uint8_t { Exact, Reordered };
 // Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
@@ -283,6 +288,11 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[6, 4]^T")                                                                            \
   _(cat, "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",                                                                          \
     "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "(T[3, 6], T[5, 6], T[1, 6]); 0")                                                       \
+  /* reads: one element's value to the host, a Scalar (Note [Reading a device tensor waits], device_object.cpp) */                       \
+  _(item, "aten::item(Tensor self) -> Scalar",                                                                                         \
+    "CompositeImplicitAutograd", Read, Exact, Any, Torch, "T[1]")                                                                      \
+  _(_local_scalar_dense, "aten::_local_scalar_dense(Tensor self) -> Scalar",                                                           \
+    "CPU, Sim, CUDA", Read, Exact, Any, Torch, "T[1]")                                                                                 \
   /* indexing: the elements that index tensors pick, read or written (Note [Advanced indexing], indexing.cpp) */                        \
   _(index, "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",                                                             \
     "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                      \
@@ -311,6 +321,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 77, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 79, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -180,6 +180,11 @@ Schema parse_schema(std::string_view text) {
   c.expect("->");
   auto one_return = [&](bool in_tuple) {
     SchemaReturn r;
+    if (!in_tuple && c.eat("Scalar")) {  // a read's one value (item): no alias, no name
+      r.is_scalar = true;
+      s.returns.push_back(std::move(r));
+      return;
+    }
     c.expect("Tensor");
     std::string after;
     parse_alias(c, &r.alias, &r.is_write, &after);

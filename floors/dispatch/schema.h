@@ -49,6 +49,7 @@ struct SchemaArg {
 };
 
 struct SchemaReturn {
+  bool is_scalar = false;     // "-> Scalar" (item, _local_scalar_dense); otherwise a Tensor
   std::string name;           // "values", or "" when unnamed
   std::string alias;          // "a" for -> Tensor(a) / Tensor(a!), "" otherwise
   bool is_write = false;

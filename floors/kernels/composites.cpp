@@ -3,6 +3,7 @@
 //
 // [SECTION] matmul
 // [SECTION] Copies: contiguous and to
+// [SECTION] item
 // [SECTION] reshape and flatten
 // [SECTION] linear
 // [SECTION] Registration
@@ -154,6 +155,20 @@ void to_composite(const OpEntry&, DispatchKeySet, Stack& s) {
   s.set_result(call(Op::_to_copy, x, s[1], s[2]));
 }
 
+// [SECTION] item ---------------------------------------------------------------------
+
+// at::native::item: the one element, read by _local_scalar_dense (which,
+// for a device tensor, copies it to the host and waits: Note [Reading a
+// device tensor waits], floors/binding/device_object.cpp).
+void item_composite(const OpEntry&, DispatchKeySet, Stack& s) {
+  const Tensor& x = s[0].to_tensor();
+  DESCENT_CHECK(x.numel() == 1, Error, "a Tensor with ", x.numel(), " elements cannot be converted to Scalar");
+  Stack inner;
+  inner.push(x);
+  call_boxed(Op::_local_scalar_dense, inner);
+  s.set_result(std::move(inner[0]));
+}
+
 // [SECTION] reshape and flatten --------------------------------------------------------
 
 // at::native::reshape: a view when strides can express the shape (PyTorch's
@@ -242,6 +257,7 @@ void register_composite_kernels(Library& m) {
   m.impl(Op::matmul, kernels::matmul_composite);
   m.impl(Op::contiguous, kernels::contiguous_composite);
   m.impl(Op::to, kernels::to_composite);
+  m.impl(Op::item, kernels::item_composite);
   m.impl(Op::reshape, kernels::reshape_composite);
   m.impl(Op::flatten, kernels::flatten_composite);
   m.impl(Op::linear, kernels::linear_composite);

@@ -38,8 +38,8 @@ void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   CudaBuild::binary({out.device()}, op, a, b, out, alpha);
 }
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  CudaBuild::compare({out.device()}, op, a, b, out);
+void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
+  CudaBuild::compare({out.device()}, op, a, b, out, ct);
 }
 void copy(const Tensor& src, const Tensor& dst) { CudaBuild::copy({dst.device()}, src, dst); }
 void fill(const Tensor& out, Scalar value) { CudaBuild::fill({out.device()}, out, value); }

@@ -72,6 +72,29 @@ struct In {
   DESCENT_HD T at(int64_t off) const { return ptr ? ptr[off] : value; }
 };
 
+// An input whose elements are of another dtype than the loop's T, converted
+// as each is loaded (Note [A CPU scalar on a device op]): device memory of
+// dtype `from`, or (ptr null) one value, as In. The switch is on a value
+// every thread of the launch shares, so a GPU's threads never diverge on it.
+template <class T>
+struct CastIn {
+  const void* ptr;
+  T value;
+  ScalarType from;
+  DESCENT_HD T at(int64_t off) const {
+    if (!ptr) return value;
+    switch (from) {
+      case ScalarType::Bool: return cast_element<T>(static_cast<const bool*>(ptr)[off]);
+      case ScalarType::Int64: return cast_element<T>(static_cast<const int64_t*>(ptr)[off]);
+      case ScalarType::Float32: return cast_element<T>(static_cast<const float*>(ptr)[off]);
+      case ScalarType::Float64: return cast_element<T>(static_cast<const double*>(ptr)[off]);
+      case ScalarType::Float16: return cast_element<T>(static_cast<const Half*>(ptr)[off]);
+      case ScalarType::BFloat16: return cast_element<T>(static_cast<const BFloat16*>(ptr)[off]);
+    }
+    return value;
+  }
+};
+
 // Where each of N operands (the output first) keeps the element with
 // row-major position `linear`. When no operand is strided (ndim == 0) the
 // offset is linear * step: step 1 for a contiguous operand, 0 for one
@@ -125,6 +148,15 @@ DESCENT_HD Vec<T> load_vec(const In<T>& in, int64_t step, int64_t i0) {
   return r;
 }
 
+// The same four through a converting load, one by one (a cast loop is
+// never vectorized: its inputs' elements differ in size from T's).
+template <class T>
+DESCENT_HD Vec<T> load_vec(const CastIn<T>& in, int64_t step, int64_t i0) {
+  Vec<T> r;
+  for (int j = 0; j < kVecElems; ++j) r.v[j] = in.at(step ? i0 + j : 0);
+  return r;
+}
+
 template <class T>
 DESCENT_HD void store_vec(T* p, const Vec<T>& r) {
 #ifdef __CUDA_ARCH__
@@ -161,11 +193,12 @@ struct UnaryLoop : LoopBase {
   }
 };
 
-template <class T, class F>
+// I: In<T>, or CastIn<T> when an input's dtype is not T (cast_input).
+template <class T, class F, class I = In<T>>
 struct BinaryLoop : LoopBase {
   F f;
   T* out;
-  In<T> a, b;
+  I a, b;
   opmath_t<T> alpha;  // float for float16 and bfloat16 (BinaryFn, elementwise.h)
   Offsets<3> off;
   DESCENT_HD void element(int64_t i) const {
@@ -180,11 +213,11 @@ struct BinaryLoop : LoopBase {
   }
 };
 
-template <class T, class F>
+template <class T, class F, class I = In<T>>
 struct CompareLoop : LoopBase {
   F f;
   bool* out;
-  In<T> a, b;
+  I a, b;
   Offsets<3> off;
   DESCENT_HD void element(int64_t i) const {
     int64_t o[3];
@@ -309,12 +342,70 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // [SECTION] Building a loop from tensors (host) ----------------------------------------
 
 
+// Note [A CPU scalar on a device op]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// In `x + 1` with x on sim:0 or cuda:0, the 1 is a 0-d CPU tensor (a
+// wrapped number, Note [Type promotion]). PyTorch does not move it to the
+// GPU: TensorIteratorBase::compute_types lets a 0-d CPU tensor be an operand
+// of a CUDA op ("is_cpu_scalar"), and gpu_kernel_with_scalars reads its value
+// on the host and passes it to the kernel as an argument, so the profiler
+// shows aten::add over one cudaLaunchKernel and nothing else. descent does
+// the same:
+//   - the boxed kernel (register_cpu.cpp) lets a CPU 0-d tensor join a device
+//     tensor (common_device), and for a device loop Operand (kernels.h)
+//     leaves it on the host in its own dtype: no aten::to;
+//   - input() below reads its one element on the host when the loop is
+//     built and converts it to the computation dtype T with cast_element,
+//     the very function the CPU's cast (aten::to's copy loop) uses, so the
+//     value the kernel gets is the CPU path's bit for bit;
+//   - the value travels in the loop struct (In::value, ptr null): the
+//     kernel's arguments, copied at the launch, never host memory.
+// One difference stays: PyTorch converts the number to the op's opmath type
+// (float for a float16 tensor), descent to the tensor's dtype first, as its
+// own CPU path does, so sim:0 and the CPU agree bit for bit.
+//
+// Mixed dtypes between device tensors (f32 + i64 on sim:0) are the same
+// story one step further: PyTorch runs one kernel that converts each element
+// as it loads it (TensorIterator's common dtype, the "dynamic casting" path
+// of gpu_kernel: unrolled_elementwise_kernel with LoadWithCast), where a
+// cast first would be a copy kernel (aten::to) and a second launch. descent
+// does the same for its binary ops and comparisons: Operand leaves a device
+// operand in its own dtype, and when one differs from the loop's T the
+// builder makes the loop with CastIn<T> inputs (casts_on_load), whose load
+// switches over the six dtypes and converts with cast_element, as the CPU's
+// cast does, so the values are the CPU path's bit for bit. The switch is on
+// a value the whole launch shares (no divergence on a GPU); a cast loop
+// takes no 16-byte vector loads (its inputs' elements are not T's size), as
+// PyTorch's dynamic-casting kernel is not its vectorized one. One loop per
+// op and T covers every source dtype, so the kernels compiled grow by one
+// per (op, T), not by the 36 pairs of dtypes. What still casts first, with
+// aten::to and a copy kernel, where PyTorch casts as it loads: unary ops
+// that compute in float (exp of an int64 tensor) and clamp's self promoted
+// by its bounds; those loops take In<T> only.
+
 // An input of a loop on `dev`: t's memory there, or the value of a CPU
-// scalar (one element, any strides 0), read now on the host.
+// scalar (one element, any strides 0), read now on the host and converted
+// to T as a cast would (Note [A CPU scalar on a device op]).
 template <class T>
 In<T> input(const Tensor& t, Device dev) {
   if (t.device() == dev) return {t.data<T>(), T()};
-  return {nullptr, *t.data<T>()};
+  T value{};
+  visit_dtype(t.dtype(), [&]<typename S>() { value = cast_element<T>(*t.data<S>()); });
+  return {nullptr, value};
+}
+
+// The same, converting as it loads: t's memory on `dev` read as its own
+// dtype, or a CPU scalar's value converted now.
+template <class T>
+CastIn<T> cast_input(const Tensor& t, Device dev) {
+  if (t.device() == dev) return {t.data_ptr(), T(), t.dtype()};
+  return {nullptr, input<T>(t, dev).value, t.dtype()};
+}
+
+// Whether a loop in dtype ct over these inputs must convert as it loads: an
+// input on the device in another dtype (Note [A CPU scalar on a device op]).
+inline bool casts_on_load(const Tensor& a, const Tensor& b, ScalarType ct, Device dev) {
+  return (a.device() == dev && a.dtype() != ct) || (b.device() == dev && b.dtype() != ct);
 }
 
 // The offsets of N operands (the output first), each of `sizes`; a CPU
@@ -411,41 +502,53 @@ struct Build {
 
   static void binary(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
     const Device dev = out.device();
+    const bool cast = casts_on_load(a, b, out.dtype(), dev);
     visit_dtype(out.dtype(), [&]<typename T>() {
       visit_binary(op, [&](auto f) {
-        BinaryLoop<T, decltype(f)> loop;
-        loop.f = f;
-        loop.n = out.numel();
-        loop.out = out.data<T>();
-        loop.a = input<T>(a, dev);
-        loop.b = input<T>(b, dev);
-        loop.alpha = alpha.to<opmath_t<T>>();
-        const Tensor* ts[3] = {&out, &a, &b};
-        loop.off = make_offsets<3>(out.sizes(), ts, dev);
-        const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
-        const size_t vb[3] = {sizeof(Vec<T>), sizeof(Vec<T>), sizeof(Vec<T>)};
-        loop.vectorized = vectorizable<3>(loop.off, ptrs, vb);
-        launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+        auto build = [&]<class I>(auto in) {
+          BinaryLoop<T, decltype(f), I> loop;
+          loop.f = f;
+          loop.n = out.numel();
+          loop.out = out.data<T>();
+          loop.a = in(a);
+          loop.b = in(b);
+          loop.alpha = alpha.to<opmath_t<T>>();
+          const Tensor* ts[3] = {&out, &a, &b};
+          loop.off = make_offsets<3>(out.sizes(), ts, dev);
+          const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
+          const size_t vb[3] = {sizeof(Vec<T>), sizeof(Vec<T>), sizeof(Vec<T>)};
+          loop.vectorized = !cast && vectorizable<3>(loop.off, ptrs, vb);
+          launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+        };
+        if (cast) build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
+        else build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
       });
     });
   }
 
-  static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  // ct: the dtype the comparison is made in (the operands' promoted one).
+  static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out,
+                      ScalarType ct) {
     const Device dev = out.device();
-    visit_dtype(a.dtype(), [&]<typename T>() {
+    const bool cast = casts_on_load(a, b, ct, dev);
+    visit_dtype(ct, [&]<typename T>() {
       visit_compare(op, [&](auto f) {
-        CompareLoop<T, decltype(f)> loop;
-        loop.f = f;
-        loop.n = out.numel();
-        loop.out = out.data<bool>();
-        loop.a = input<T>(a, dev);
-        loop.b = input<T>(b, dev);
-        const Tensor* ts[3] = {&out, &a, &b};
-        loop.off = make_offsets<3>(out.sizes(), ts, dev);
-        const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
-        const size_t vb[3] = {sizeof(Vec<bool>), sizeof(Vec<T>), sizeof(Vec<T>)};
-        loop.vectorized = vectorizable<3>(loop.off, ptrs, vb);
-        launch(loop_launch(kernel_name("", op, a.dtype(), a.dtype()), op_entry(op).profiler_name, loop), loop);
+        auto build = [&]<class I>(auto in) {
+          CompareLoop<T, decltype(f), I> loop;
+          loop.f = f;
+          loop.n = out.numel();
+          loop.out = out.data<bool>();
+          loop.a = in(a);
+          loop.b = in(b);
+          const Tensor* ts[3] = {&out, &a, &b};
+          loop.off = make_offsets<3>(out.sizes(), ts, dev);
+          const void* ptrs[3] = {loop.out, loop.a.ptr, loop.b.ptr};
+          const size_t vb[3] = {sizeof(Vec<bool>), sizeof(Vec<T>), sizeof(Vec<T>)};
+          loop.vectorized = !cast && vectorizable<3>(loop.off, ptrs, vb);
+          launch(loop_launch(kernel_name("", op, ct, ct), op_entry(op).profiler_name, loop), loop);
+        };
+        if (cast) build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
+        else build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
       });
     });
   }
@@ -532,7 +635,7 @@ struct Build {
 #define DESCENT_DEVICE_LOOPS                                                                      \
   void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);              \
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);          \
-  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);                       \
+  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);        \
   void copy(const Tensor& src, const Tensor& dst);                                                \
   void fill(const Tensor& out, Scalar value);                                                     \
   void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);       \

@@ -109,11 +109,15 @@ Tensor cast(const Tensor& t, ScalarType dtype);
 // An input of an elementwise kernel in the computation dtype and the broadcast
 // shape: `t` itself, borrowed, when it already is both (the common case: no
 // reference count is touched, which is an atomic instruction each time), else
-// a cast and/or broadcast view of it, held here.
+// a cast and/or broadcast view of it, held here. For a loop on a device
+// (`dev` not the CPU) nothing is cast: the device loop converts as it loads,
+// a CPU scalar's one value on the host, a device tensor's elements in the
+// kernel (Note [A CPU scalar on a device op], device_loops.h), so no
+// aten::to runs and no copy kernel is launched.
 class Operand {
  public:
-  Operand(const Tensor& t, ScalarType dtype, const DimVector& shape) : borrowed_(&t) {
-    if (t.dtype() != dtype) owned_ = cast(t, dtype);
+  Operand(const Tensor& t, ScalarType dtype, const DimVector& shape, Device dev = Device{}) : borrowed_(&t) {
+    if (t.dtype() != dtype && dev.type == DeviceType::CPU) owned_ = cast(t, dtype);
     if (t.sizes() != shape) owned_ = expand_to(owned_.defined() ? owned_ : t, shape);
   }
   const Tensor& get() const { return owned_.defined() ? owned_ : *borrowed_; }
@@ -169,7 +173,7 @@ void set_matmul_isa(std::string_view name);  // ValueError naming the choices fo
 namespace device {
 void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
+void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);  // out is bool; in dtype ct
 void copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
 void fill(const Tensor& out, Scalar value);
 // arange into a contiguous out: start + i * step in double for a float dtype, istart + i * istep (wrapping) otherwise.

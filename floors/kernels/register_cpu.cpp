@@ -227,7 +227,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_tensor(shape, ct, dev);
   begin(span, out);
   run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
@@ -282,11 +282,11 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Device dev = common_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_tensor(shape, ScalarType::Bool, dev);
   begin(span, out);
   // One CPU loop only: comparisons are not a hot path.
-  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out); }, [] { return false; },
+  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
            [&] { reference_compare(op.id, ca.get(), cb.get(), out); });
   s.set_result(std::move(out));
 }
@@ -409,7 +409,7 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const ScalarType ct = result_type(a, b);
   DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
   const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
-  Operand ca(a, ct, shape), cb(b, ct, shape);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor loss = empty_tensor(shape, ct, dev);
   begin(span, loss);
   const Scalar one(int64_t{1});
@@ -629,44 +629,80 @@ void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
 // Between the host and a device, a copy moves bytes, not elements:
 // streams::copy_bytes moves one contiguous block on the device's current
 // stream (cudaMemcpyAsync on CUDA, a task on the worker on sim:0; floor 7)
-// and converts nothing. So `to` and `copy_` make the elements contiguous
-// first, on the side where that is cheap, and convert a dtype on the device:
+// and converts nothing. As in aten, x.to(device) is aten::to ->
+// aten::_to_copy, which makes an empty result there (aten::empty; aten's is
+// empty_strided) and calls aten::copy_ into it; copy_ between devices makes
+// the elements contiguous first, on the side where that is cheap, and
+// converts a dtype where PyTorch's blocking copy does:
 //   host to device: a contiguous copy on the host when x is strided (a CPU
 //     loop), the bytes, then a cast kernel on the device if the dtype changes;
-//   device to host: a contiguous copy and the cast in one kernel on the
-//     device when either is needed, then the bytes; copy_bytes waits for the
-//     stream first, so the host reads finished elements;
+//   device to host: a contiguous copy on the device when x is strided, the
+//     bytes, then the cast on the host if the dtype changes; copy_bytes
+//     queues the bytes and then waits for the stream, so the host reads
+//     finished elements (cudaMemcpyAsync, then cudaStreamSynchronize);
 //   one device to another (sim:0 to cuda:0, cuda:0 to cuda:1): through the
 //     host, as two copies (descent makes no peer-to-peer copies).
+// When self is contiguous and has src's sizes and dtype the bytes land in
+// self itself; otherwise in a contiguous block that copy_ then writes into
+// self, through self's strides and broadcasting it, with the copy loop of
+// self's device.
 // From pinned host memory (x.pin_memory()) the device reads the bytes when
 // the copy runs, not before copy_bytes returns (Note [Pinned host memory],
 // floors/streams/host_memory.cpp): the host then waits for the copy in a
 // floor-7 span "copy from pinned memory", unless the caller asked for
 // non_blocking (copy_'s argument; Tensor.to(..., non_blocking=True) comes
-// here through copy_, as aten's _to_copy does), as PyTorch's copy_ waits.
-// copy_ then writes the moved elements into self, through self's strides
-// and broadcasting them, with the copy loop of self's device.
-Tensor move_to(const Tensor& x, Device dev, ScalarType dt, bool non_blocking = false) {
+// here through copy_), as PyTorch's copy_ waits.
+// x's elements, contiguous, in dtype dt on `dev` (in `into` when given: a
+// contiguous tensor there of x's sizes and dtype dt).
+Tensor move_to(const Tensor& x, Device dev, ScalarType dt, bool non_blocking = false, const Tensor* into = nullptr) {
   const bool to_host = dev.type == DeviceType::CPU, from_host = x.device().type == DeviceType::CPU;
-  if (!to_host && !from_host) return move_to(move_to(x, Device{}, x.dtype()), dev, dt);
+  if (!to_host && !from_host) return move_to(move_to(x, Device{}, x.dtype()), dev, dt, false, into);
   Tensor src = x;
-  if (to_host ? (!x.is_contiguous() || dt != x.dtype()) : !x.is_contiguous()) {
+  if (!x.is_contiguous()) {
     ScopedSpan span(Floor::Kernels, to_host ? "contiguous on the device" : "contiguous on the host");
-    src = empty_tensor(x.sizes(), to_host ? dt : x.dtype(), x.device());
+    src = empty_tensor(x.sizes(), x.dtype(), x.device());
     copy_into(span, x, src);
   }
-  Tensor moved = empty_tensor(x.sizes(), src.dtype(), dev);
+  const bool cast_after = dt != x.dtype();
+  Tensor moved = into && !cast_after ? *into : empty_tensor(x.sizes(), src.dtype(), dev);
   const size_t nbytes = size_t(src.numel()) * element_size(src.dtype());
   const bool pinned = from_host && src.storage()->pinned;
   if (nbytes > 0) {
     streams::copy_bytes(moved.data_ptr(), dev, src.data_ptr(), src.device(), nbytes, pinned);
     if (pinned && !non_blocking) streams::synchronize(streams::current_stream(dev), "copy from pinned memory");
   }
-  if (moved.dtype() == dt) return moved;
-  ScopedSpan span(Floor::Kernels, "cast on the device");
-  Tensor out = empty_tensor(x.sizes(), dt, dev);
+  if (!cast_after) return moved;
+  ScopedSpan span(Floor::Kernels, to_host ? "cast on the host" : "cast on the device");
+  Tensor out = into ? *into : empty_tensor(x.sizes(), dt, dev);
   copy_into(span, moved, out);
   return out;
+}
+
+// aten::_local_scalar_dense(self) -> Scalar: self's one element as a Scalar
+// (float64 for a floating dtype, int64, bool), what .item() returns. On a
+// device, as PyTorch's _local_scalar_dense_cuda: the element's bytes are
+// queued on the current stream behind the kernels that compute it
+// (cudaMemcpyAsync, simMemcpyAsync), then the host waits for that stream
+// once (cudaStreamSynchronize), in a floor-7 span named for the read
+// (streams::ReadReason, Note [Reading a device tensor waits]).
+void local_scalar_dense_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& x = s[0].to_tensor();
+  DESCENT_CHECK(x.numel() == 1, Error, "a Tensor with ", x.numel(), " elements cannot be converted to Scalar");
+  begin(span, x);
+  alignas(8) unsigned char element[8];
+  streams::copy_bytes(element, Device{}, x.data_ptr(), x.device(), element_size(x.dtype()));
+  Scalar v;
+  visit_dtype(x.dtype(), [&]<typename T>() {
+    T e;
+    std::memcpy(&e, element, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) v = Scalar(e);
+    else if constexpr (std::is_same_v<T, int64_t>) v = Scalar(e);
+    else if constexpr (is_reduced_float_v<T>) v = Scalar(double(float(e)));
+    else v = Scalar(double(e));
+  });
+  span.arg("variant", x.device().type == DeviceType::CPU ? "read on the host" : "copied to the host");
+  s.set_result(IValue(v));
 }
 
 // aten::clone: a row-major copy. (contiguous is a composite that calls it, composites.cpp.)
@@ -685,11 +721,13 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& x = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? x.dtype() : s[1].to_scalar_type();
   Device dev = s[2].is_none() ? x.device() : s[2].to_device();
-  if (!(dev == x.device())) {  // Note [Copies between devices]
+  if (!(dev == x.device())) {  // Note [Copies between devices]: as aten's, empty there, then copy_
     if (span.active()) span.arg("dtype", dtype_name(dt)), span.arg("numel", x.numel());
+    Tensor out = call(Op::empty, x.sizes(), dt, dev);
+    call(Op::copy_, out, x);
     span.arg("variant", "between devices");
     last_variant() = "between devices";
-    s.set_result(move_to(x, dev, dt));
+    s.set_result(std::move(out));
     return;
   }
   Tensor out = empty_tensor(x.sizes(), dt, dev);
@@ -905,7 +943,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error,
                 "For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
-  Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes());
+  Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes(), self.device());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);
   run_loop(span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
@@ -925,8 +963,15 @@ void copy__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   if (!(self.device() == src.device())) {  // Note [Copies between devices]: move src over, then copy there
     check_no_internal_overlap(self);
     check_output_shape(op.python_name, self, src);
-    Tensor moved = move_to(src, self.device(), src.dtype(), s[2].to_bool());
-    copy_into(span, expand_to(moved, self.sizes()), self);
+    const bool direct = self.is_contiguous() && self.sizes() == src.sizes();  // the bytes land in self
+    if (direct) {
+      move_to(src, self.device(), self.dtype(), s[2].to_bool(), &self);
+      span.arg("variant", "between devices");
+      last_variant() = "between devices";
+    } else {
+      Tensor moved = move_to(src, self.device(), src.dtype(), s[2].to_bool());
+      copy_into(span, expand_to(moved, self.sizes()), self);
+    }
     s.set_result(Tensor(self));
     return;
   }
@@ -990,6 +1035,7 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
         case Op::index_put_: return index_put_kernel;
         default: return inplace_binary_kernel;
       }
+    case OpKind::Read: return local_scalar_dense_kernel;  // item is a composite (composites.cpp)
     case OpKind::View:
     case OpKind::Factory: break;  // views.cpp, factories.cpp
   }

@@ -64,8 +64,8 @@ void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   SimBuild::binary({out.device()}, op, a, b, out, alpha);
 }
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  SimBuild::compare({out.device()}, op, a, b, out);
+void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
+  SimBuild::compare({out.device()}, op, a, b, out, ct);
 }
 void copy(const Tensor& src, const Tensor& dst) { SimBuild::copy({dst.device()}, src, dst); }
 void fill(const Tensor& out, Scalar value) { SimBuild::fill({out.device()}, out, value); }
@@ -101,8 +101,8 @@ void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds
 void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
   DESCENT_ON_DEVICE(out.device(), binary(op, a, b, out, alpha));
 }
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  DESCENT_ON_DEVICE(out.device(), compare(op, a, b, out));
+void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
+  DESCENT_ON_DEVICE(out.device(), compare(op, a, b, out, ct));
 }
 // A copy between two contiguous tensors of one dtype on one device moves
 // bytes, not elements: a device-to-device memcpy on the current stream

@@ -253,6 +253,10 @@ std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, co
   *ran = last_variant();
   std::vector<Tensor> out;
   for (int i = 0; i < s.size(); ++i) {
+    if (s[i].is_scalar()) {  // item, _local_scalar_dense: the Scalar as a 0-d CPU tensor of its type
+      out.push_back(scalar_tensor(s[i].to_scalar(), false));
+      continue;
+    }
     Tensor r = call(Op::contiguous, s[i].to_tensor());
     out.push_back(r.device().type == DeviceType::CPU ? r : same_layout_on(r, Device{}));
   }

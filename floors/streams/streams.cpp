@@ -135,10 +135,19 @@ int64_t sim_enqueue(const Stream& s, std::function<void()> task) { return SimRun
 
 // [SECTION] Copies --------------------------------------------------------------------
 
+namespace {
+thread_local const char* t_read_reason = nullptr;
+}  // namespace
+
+ReadReason::ReadReason(const char* why) : previous_(t_read_reason) { t_read_reason = why; }
+ReadReason::~ReadReason() { t_read_reason = previous_; }
+const char* ReadReason::current() { return t_read_reason ? t_read_reason : "synchronize"; }
+
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool pinned,
                 const char* why) {
   using Kind = DeviceRuntime::CopyKind;
   if (nbytes == 0) return;
+  if (why == nullptr) why = ReadReason::current();
   const bool dst_host = dst_device.type == DeviceType::CPU, src_host = src_device.type == DeviceType::CPU;
   if (dst_host && src_host) {
     std::memcpy(dst, src, nbytes);

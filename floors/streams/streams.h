@@ -122,14 +122,33 @@ void synchronize(Device d, const char* why = "synchronize");
 void synchronize(const Stream& s, const char* why = "stream_synchronize");
 
 // A copy of nbytes between two memories, on the current stream of the device
-// side (traced on floor 7 as "memcpy_h2d"/"memcpy_d2h"/"memcpy_d2d", with the
-// device's own span on the device row). Device-to-host waits for the stream
-// first (floor-7 "synchronize" span), so the bytes are there on return.
-// `why` names the wait of a device-to-host copy (".cpu()", ".item()").
-// Pinned host memory makes a host-to-device or device-to-host copy
-// asynchronous (non_blocking), as in PyTorch: the caller synchronizes.
+// side (traced on floor 7 as cudaMemcpyAsync or simMemcpyAsync, with the
+// device's own span on the device row). Device-to-host queues the copy, then
+// waits for the stream (a floor-7 span), so the bytes are there on return:
+// cudaMemcpyAsync then cudaStreamSynchronize, as PyTorch's copy_ does.
+// `why` names that wait; null: the thread's ReadReason (".cpu()",
+// ".item()"), else "synchronize". Pinned host memory makes a host-to-device
+// or device-to-host copy asynchronous (non_blocking), as in PyTorch: the
+// caller synchronizes.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool pinned = false,
-                const char* why = "synchronize");
+                const char* why = nullptr);
+
+// Why the host reads a device's memory, while one lives on this thread: the
+// name of the wait of every device-to-host copy made meanwhile (".item()",
+// "print"), so that the one wait of a read says what the program was doing
+// when it stopped (Note [Reading a device tensor waits],
+// floors/binding/device_object.cpp). They nest; the innermost names.
+class ReadReason {
+ public:
+  explicit ReadReason(const char* why);
+  ~ReadReason();
+  ReadReason(const ReadReason&) = delete;
+  ReadReason& operator=(const ReadReason&) = delete;
+  static const char* current();  // "synchronize" when none lives
+
+ private:
+  const char* previous_;
+};
 
 // Note [Which op faulted]
 // ~~~~~~~~~~~~~~~~~~~~~~~

@@ -192,6 +192,8 @@ NUMPY_REFERENCE = {
     "index_put_": _index_put_,
     "to": lambda x, dtype=None, device=None, copy=False: x.astype(np_dtype(dtype)) if dtype else x.copy(),
     "_to_copy": lambda x, dtype=None, device=None: x.astype(np_dtype(dtype)) if dtype else x.copy(),
+    # reads: the one element as a Python number
+    "item": lambda x: x.item(), "_local_scalar_dense": lambda x: x.item(),
     # in place: the result in self's dtype (test_inplace.py checks the writing itself)
     "copy_": lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype),
     "add_": lambda a, b, alpha=1: (a + alpha * b).astype(a.dtype),
@@ -238,7 +240,7 @@ def test_every_op_has_a_reference():
 def test_op_table_columns():
     for name, op in OPS.items():
         assert op["kind"] in ("factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy",
-                              "inplace")
+                              "inplace", "read")
         assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
         assert op["schema"].startswith(op["name"] + "("), op
         assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
@@ -296,7 +298,9 @@ def test_sample_call(name, dtype, rng):
     if name in FLOAT_ONLY and not dtype.is_floating_point:  # computed in float32
         np_args = [np_args[0].astype(np.float32).astype(np.float64)]
     expected = NUMPY_REFERENCE[name](*np_args, **kwargs)
-    if name == "max.dim":
+    if op["kind"] == "read":  # a Python number of the element's kind, the element exactly
+        assert type(got) is type(expected) and got == expected, (got, expected)  # numpy's item(): bool, int, float
+    elif name == "max.dim":
         check(got.values, expected[0], got.values.dtype)
         check(got.indices, expected[1], I)
     elif name in ("empty", "rand", "randn"):
