@@ -3,6 +3,7 @@
 // shows it is panel_lesson.cpp.
 #include "ui/lesson.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tracer/json.h"
@@ -227,7 +228,24 @@ void lesson_answer(App& app, int k, const std::string& typed) {
 void lesson_reveal(App& app, int k) { ask(app, "{\"do\": \"reveal\", \"k\": " + std::to_string(k) + "}"); }
 
 void lesson_check(App& app, const std::string& code) {
+  if (LessonView& v = app.lesson; v.exercise) {  // the editor's history: each Check's code, kept
+    std::vector<std::string>& a = v.exercise->attempts;
+    if (a.empty() || a.back() != code) a.push_back(code);
+    v.exercise->attempt_shown = -1;
+  }
   ask(app, "{\"do\": \"check\", \"code\": " + quoted(code) + "}");
+}
+
+void lesson_attempt(App& app, int delta) {
+  if (!app.lesson.exercise) return;
+  LessonExercise& e = *app.lesson.exercise;
+  const int n = static_cast<int>(e.attempts.size());
+  if (n == 0) return;
+  // From the editor: the last Check is "here" when the editor still holds it.
+  const int from = e.attempt_shown >= 0 ? e.attempt_shown : e.editor == e.attempts.back() ? n - 1 : n;
+  const int to = std::clamp(from + delta, 0, n - 1);
+  e.attempt_shown = to;
+  e.editor = e.attempts[to];
 }
 
 void lesson_reset(App& app) {

@@ -56,6 +56,8 @@ struct LessonExercise {
   std::vector<std::string> hints;
   double limit_s = 0;
   std::string editor;              // the student's code
+  std::vector<std::string> attempts;  // the code of each Check, oldest first (the editor's history)
+  int attempt_shown = -1;          // the attempt put back in the editor (-1: none)
   int hints_shown = 0;
   bool solution_shown = false;
   bool checked = false, passed = false;
@@ -111,6 +113,8 @@ void lesson_open(App& app, const std::string& name, int step);
 void lesson_answer(App& app, int k, const std::string& typed);
 void lesson_reveal(App& app, int k);
 void lesson_check(App& app, const std::string& code);
+// Puts an earlier (-1) or later (+1) Check's code back in the editor.
+void lesson_attempt(App& app, int delta);
 void lesson_reset(App& app);
 void lesson_close(App& app);  // back to the picker (nothing is asked of Python)
 
@@ -130,8 +134,8 @@ void park_for_step(App& app);
 void draw_lesson(App& app);
 // The lesson's keys (panel_lesson.cpp): Right/Left for the next and previous
 // step, 1-9 to answer a question, R to reveal, E to edit the exercise (whose
-// editor takes Ctrl+Enter to check and Ctrl+H for a hint). True when a key
-// was taken.
+// editor takes Ctrl+Enter to check and Ctrl+H for a hint), Alt+Up / Alt+Down
+// for the code of an earlier / later Check. True when a key was taken.
 bool lesson_keys(App& app);
 
 }  // namespace descent::ui

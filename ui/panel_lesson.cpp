@@ -307,6 +307,21 @@ void draw_exercise(App& app) {
   if (ImGui::Button(e.solution_shown ? "Hide the solution" : "Show a solution")) e.solution_shown = !e.solution_shown;
   ImGui::SameLine();
   if (ImGui::Button("Start over")) e.editor = e.start;
+  if (!e.attempts.empty()) {  // the editor's history: the code of each Check
+    const int n = static_cast<int>(e.attempts.size());
+    const int at = e.attempt_shown < 0 ? n : e.attempt_shown;
+    ImGui::BeginDisabled(at <= 0);
+    if (ImGui::SmallButton("< earlier")) lesson_attempt(app, -1);
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(at >= n - 1);
+    if (ImGui::SmallButton("later >")) lesson_attempt(app, +1);
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::TextColored(kQuiet, "%s", e.attempt_shown < 0
+                                         ? (std::to_string(n) + " checked so far (Alt+Up for the code of one)").c_str()
+                                         : ("check " + std::to_string(at + 1) + " of " + std::to_string(n)).c_str());
+  }
   if (busy && v.in_flight == "check") ImGui::TextColored(kQuiet, "checking...");
   if (e.checked) {
     ImGui::PushStyleColor(ImGuiCol_Text, e.passed ? kRight : kWrong);
@@ -403,6 +418,11 @@ bool lesson_keys(App& app) {
   const int q = v.next_question();
   if (q < 0 && v.exercise && ImGui::IsKeyPressed(GLFW_KEY_E, false)) {
     v.focus_editor = true;
+    return true;
+  }
+  if (q < 0 && v.exercise && io.KeyAlt && (ImGui::IsKeyPressed(GLFW_KEY_UP, false) ||
+                                           ImGui::IsKeyPressed(GLFW_KEY_DOWN, false))) {
+    lesson_attempt(app, ImGui::IsKeyPressed(GLFW_KEY_UP, false) ? -1 : +1);
     return true;
   }
   if (q >= 0 && !io.KeyCtrl) {

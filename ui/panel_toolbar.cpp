@@ -45,6 +45,7 @@ constexpr const char* kKeyHelp[][2] = {
     {"L", "the Lesson tab: the lessons, with your progress"},
     {"  in a lesson", "Right / Left: next / previous step; 1-9 answer; R reveal"},
     {"", "E edit the exercise; Ctrl+Enter check; Ctrl+H hint"},
+    {"", "Alt+Up / Alt+Down: the code of an earlier / later check"},
     {"N", "the Note the step's explanation cites (Notes tab)"},
     {"F2", "type into the Python console (Esc leaves it)"},
     {"S / Ctrl+C", "stop the code running (KeyboardInterrupt in it)"},

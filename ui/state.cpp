@@ -391,7 +391,9 @@ std::string lesson_json(const App& app) {
       const LessonExercise& e = *v.exercise;
       o += ", \"exercise\": {\"checked\": " + b(e.checked) + ", \"passed\": " + b(e.passed) +
            ", \"reason\": " + quoted(e.reason) + ", \"hints_shown\": " + std::to_string(e.hints_shown) +
-           ", \"editor\": " + quoted(e.editor) + ", \"editing\": " + b(v.editor_active) + "}";
+           ", \"editor\": " + quoted(e.editor) + ", \"editing\": " + b(v.editor_active) +
+           ", \"attempts\": " + std::to_string(e.attempts.size()) + ", \"attempt_shown\": " +
+           std::to_string(e.attempt_shown) + "}";
     }
   }
   return o + "},\n";

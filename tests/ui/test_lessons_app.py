@@ -138,6 +138,13 @@ def test_an_exercise_with_a_hint_checked_failing_then_passing(tmp_path, xserver)
         xdotool(xserver, "key", "ctrl+Return")
         s = wait_state(state, lambda s: lesson(s)["exercise"]["passed"] and idle(s), timeout=60)
         assert "the goal is met" in lesson(s)["exercise"]["reason"]
+        assert lesson(s)["exercise"]["attempts"] == 2  # the editor's history: each Check's code
+        xdotool(xserver, "key", "alt+Up")
+        s = wait_state(state, lambda s: lesson(s)["exercise"]["attempt_shown"] == 0)
+        assert lesson(s)["exercise"]["editor"].strip() == "y = descent.ones(4) * 2"  # the first, failing, code
+        xdotool(xserver, "key", "alt+Down")
+        s = wait_state(state, lambda s: lesson(s)["exercise"]["attempt_shown"] == 1)
+        assert lesson(s)["exercise"]["editor"].strip() == SOLUTION
         assert any(f["floor"] == 8 and f["span"] for f in s["floors"])  # the student's code reached the device
     finally:
         stop(app)

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from test_app import APP, CLI, child_env, run_app
+from test_app import APP, CLI, run_app
 
 pytestmark = pytest.mark.skipif(not (APP and CLI), reason="the app is not built here")
 
@@ -18,7 +18,7 @@ def explanation(state):
 def test_a_line_is_shown_only_from_the_version_the_trace_was_recorded_with(tmp_path):
     saved = tmp_path / "ones.descent"
     subprocess.run([CLI, "trace", "descent.ones(2) + 1", "--save", str(saved)], check=True, capture_output=True,
-                   env=child_env(), timeout=120)
+                   timeout=120)  # (the test's own environment: a sanitizer build's Python needs its preload)
     s, _, _ = run_app(tmp_path, "--trace", str(saved), "--step", "4", "--size", "1280x720", name="same")
     source = explanation(s)["source"]
     assert source and explanation(s)["source_match"] == "same"
@@ -36,7 +36,7 @@ def test_a_line_is_shown_only_from_the_version_the_trace_was_recorded_with(tmp_p
 def test_a_trace_recorded_before_fingerprints_says_it_cannot_tell(tmp_path):
     saved = tmp_path / "ones.descent"
     subprocess.run([CLI, "trace", "descent.ones(2) + 1", "--save", str(saved)], check=True, capture_output=True,
-                   env=child_env(), timeout=120)
+                   timeout=120)  # (the test's own environment: a sanitizer build's Python needs its preload)
     old = tmp_path / "old.descent"  # as a build before fingerprints wrote it
     old.write_text("".join(line for line in saved.read_text().splitlines(keepends=True)
                            if not line.startswith("meta fingerprint.")))
