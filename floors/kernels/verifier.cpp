@@ -270,7 +270,8 @@ constexpr double kCudaMathUlps = 8;
 DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   if (!is_floating(result)) return DeviceBound::Exact;
   const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::tanh || op.id == Op::sigmoid ||
-                    op.id == Op::sin || op.id == Op::cos || op.id == Op::pow || op.id == Op::pow_scalar;
+                    op.id == Op::sin || op.id == Op::cos || op.id == Op::pow || op.id == Op::pow_scalar ||
+                    op.id == Op::pow_scalar_base;
   if (libm && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
   if (op.kind == OpKind::Matmul) return DeviceBound::Product;
   if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;

@@ -115,6 +115,7 @@ double cuda_ulps(const OpEntry& op) {
     case Op::sigmoid:
     case Op::pow:
     case Op::pow_scalar:
+    case Op::pow_scalar_base:
     case Op::randn: return 8;
     default: return 0;
   }
