@@ -79,7 +79,7 @@ def test_replay_descent_trace_recorded_on_the_h200(tmp_path):
     for floor in range(1, 9):
         assert any(re.match(rf"\s*\[{floor} ", ln) for ln in lines), f"floor {floor} missing:\n{r.stdout}"
     assert any("[8 launch   ] cudaLaunchKernel  kernel=add_float32" in ln for ln in lines), r.stdout
-    assert re.search(r"-> device: .*BinaryLoop<float, descent::kernels::AddF>.* after the launch began", r.stdout), r.stdout
+    assert re.search(r"-> device: .*BinaryLoop<float, descent::kernels::AddF[,>].* after the launch began", r.stdout), r.stdout
     assert any(ln.startswith("[9 device   ]") for ln in lines), r.stdout
     chrome = tmp_path / "h200.json"
     assert run_cli("replay", str(path), "--chrome", str(chrome)).returncode == 0

@@ -403,7 +403,7 @@ def test_kernel_selector_finds_cuda_kernels_by_correlation():
                                                 "h200_cuda_add.descent"))
     spans = F._selector.Spans(trace)
     add = F._selector.Selector.parse("floor=9 kernel=add_float32").one(spans)
-    assert "BinaryLoop<float, descent::kernels::AddF>" in add.name and add.args["correlation"] == 2
+    assert "BinaryLoop<float, descent::kernels::AddF," in add.name and add.args["correlation"] == 2
     launch = F._selector.Selector.parse("floor=8 span=*LaunchKernel kernel=fill_*").one(spans)
     assert launch.name == "cudaLaunchKernel" and launch.args["kernel"] == "fill_float32"
     assert len(F._selector.Selector.parse("floor=9 kernel=*_float32").all(spans)) == 2
