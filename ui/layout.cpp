@@ -3,6 +3,7 @@
 #include "ui/layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,7 @@ AppLayout load_layout(std::string& problem) {
   if (!in) return l;  // never saved: the defaults
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a file saved with CRLF line ends
     if (line.empty() || line[0] == '#') continue;
     const size_t eq = line.find('=');
     std::string key = eq == std::string::npos ? line : line.substr(0, eq);
@@ -40,7 +42,7 @@ AppLayout load_layout(std::string& problem) {
     value.erase(0, value.find_first_not_of(" \t"));
     char* end = nullptr;
     const float number = std::strtof(value.c_str(), &end);
-    const bool is_number = end && end != value.c_str() && *end == '\0';
+    const bool is_number = end && end != value.c_str() && *end == '\0' && std::isfinite(number);
     const bool is_flag = value == "true" || value == "false";
     bool ok = true;
     if (key == "zoom" && is_number) l.zoom = number;

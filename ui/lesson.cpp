@@ -218,14 +218,24 @@ void lesson_catalog(App& app) {
 
 void lesson_open(App& app, const std::string& name, int step) {
   app.lesson.first_open_step = step;
+  app.lesson.closed = false;
   ask(app, "{\"do\": \"open\", \"name\": " + quoted(name) + ", \"step\": " + std::to_string(step) + "}");
 }
 
-void lesson_answer(App& app, int k, const std::string& typed) {
-  ask(app, "{\"do\": \"answer\", \"k\": " + std::to_string(k) + ", \"typed\": " + quoted(typed) + "}");
+// The step a request is about: Python refuses it when another step is open
+// there by then (a Next clicked before the answer went).
+std::string for_step(const LessonView& v) {
+  return ", \"name\": " + quoted(v.name) + ", \"step\": " + std::to_string(v.step);
 }
 
-void lesson_reveal(App& app, int k) { ask(app, "{\"do\": \"reveal\", \"k\": " + std::to_string(k) + "}"); }
+void lesson_answer(App& app, int k, const std::string& typed) {
+  ask(app, "{\"do\": \"answer\", \"k\": " + std::to_string(k) + ", \"typed\": " + quoted(typed) +
+               for_step(app.lesson) + "}");
+}
+
+void lesson_reveal(App& app, int k) {
+  ask(app, "{\"do\": \"reveal\", \"k\": " + std::to_string(k) + for_step(app.lesson) + "}");
+}
 
 void lesson_check(App& app, const std::string& code) {
   if (LessonView& v = app.lesson; v.exercise) {  // the editor's history: each Check's code, kept
@@ -233,7 +243,7 @@ void lesson_check(App& app, const std::string& code) {
     if (a.empty() || a.back() != code) a.push_back(code);
     v.exercise->attempt_shown = -1;
   }
-  ask(app, "{\"do\": \"check\", \"code\": " + quoted(code) + "}");
+  ask(app, "{\"do\": \"check\", \"code\": " + quoted(code) + for_step(app.lesson) + "}");
 }
 
 void lesson_attempt(App& app, int delta) {
@@ -256,6 +266,7 @@ void lesson_reset(App& app) {
 
 void lesson_close(App& app) {
   app.lesson.step = -1;
+  app.lesson.closed = true;
   lesson_catalog(app);  // the picker shows the progress made
 }
 
@@ -292,6 +303,10 @@ void lesson_apply(App& app, Loaded l) {
     return;
   }
   const std::string kind = str(r, "kind");
+  if (kind.empty()) {  // descent._app.lesson itself failed (a stop while it ran, Python not started)
+    v.problem = l.error.empty() ? "the lesson request failed" : l.error;
+    return;
+  }
   if (kind != "catalog") v.problem.clear();  // (the picker, listed after a failed open, keeps saying why)
   if (kind == "error") {
     v.problem = str(r, "error");
@@ -299,6 +314,7 @@ void lesson_apply(App& app, Loaded l) {
     return;
   }
   if (kind == "catalog") apply_catalog(v, r);
+  if (kind == "step" && v.closed) return;  // closed while it opened
   if (kind == "step") apply_step(app, r);
   if (kind == "answer") apply_answer(v, r);
   if (kind == "check") apply_check(v, r);
@@ -315,6 +331,7 @@ void lesson_apply(App& app, Loaded l) {
   // the token where its first selector points.
   if ((kind == "step" || kind == "check") && !l.trace->spans.empty()) {
     l.label = kind == "step" ? v.code : (v.exercise ? v.exercise->editor : "");
+    if (kind == "step") v.step_trace = l.trace;
     show_loaded(app, std::move(l));
     if (kind == "step") park_for_step(app);
   }
@@ -340,7 +357,8 @@ void lesson_apply(App& app, Loaded l) {
 // question waits, one floor above it (its parent, going down), so the floor
 // that decides is still ahead of the token and its decision still hidden.
 void park_for_step(App& app) {
-  const auto& spans = app.trace().spans;
+  if (!app.lesson.step_trace) return;
+  const auto& spans = app.lesson.step_trace->spans;
   for (const LessonLook& look : app.lesson.looks) {
     if (!look.span) continue;
     uint64_t target = look.span;
@@ -354,12 +372,24 @@ void park_for_step(App& app) {
 }
 
 bool park_on_span(App& app, uint64_t span_id) {
+  const LessonView& v = app.lesson;
+  if (!v.step_trace || span_id == 0) return false;
+  if (app.loaded.trace != v.step_trace) {  // ids restart in every recording: the step's own trace first
+    Loaded l;
+    l.trace = v.step_trace;
+    l.label = v.code;
+    show_loaded(app, std::move(l));
+  }
   const auto& spans = app.trace().spans;
   for (size_t i = 0; i < spans.size(); ++i) {
     if (spans[i].id != span_id) continue;
-    if (i >= app.story.down_step.size() || app.story.down_step[i] == SIZE_MAX) return false;
+    size_t at = i;  // folded in the beginner's story: the nearest span above that is told
+    while (at != SIZE_MAX && at < app.story.down_step.size() && app.story.down_step[at] == SIZE_MAX) {
+      at = app.story.parent_index[at];
+    }
+    if (at == SIZE_MAX || at >= app.story.down_step.size()) return false;
     app.play.playing = false;
-    app.play.scrub(app.story, app.story.down_step[i]);
+    app.play.scrub(app.story, app.story.down_step[at]);
     app.timeline_follow = true;
     return true;
   }

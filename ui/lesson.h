@@ -22,9 +22,14 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace descent::trace {
+struct Trace;
+}
 
 namespace descent::ui {
 
@@ -76,6 +81,8 @@ struct LessonView {
   bool catalog_asked = false;
   std::string progress_file;
   int picked = 0;                  // the picker's selected row
+  bool ask_forget = false;         // Delete was pressed: ask whether to forget the progress
+  bool closed = false;             // back to the picker: a step still opening is not shown
 
   // The open lesson and step (step < 0: none open; the picker shows).
   std::string name, title, teaches, assumes, intro;
@@ -88,6 +95,7 @@ struct LessonView {
   std::optional<LessonExercise> exercise;
   std::vector<int> seen;           // steps of this lesson the student has opened
 
+  std::shared_ptr<const trace::Trace> step_trace;  // the step's run: its span ids are the looks' and answers'
   std::string problem;             // the last request's error (a lesson that does not parse, ...)
   std::deque<std::string> queue;   // requests waiting for the Python thread
   std::string in_flight;           // the "do" of the request being served ("" when none)
@@ -125,7 +133,9 @@ bool lesson_pump(App& app);
 // view, and shows the trace when the request ran code.
 void lesson_apply(App& app, Loaded l);
 
-// Parks the token on a span of the trace on screen (its step going down).
+// Parks the token on a span of the open step's trace (its step going down),
+// showing that trace again first when another replaced it (a Check, the
+// console); a span the beginner's story folds parks on the nearest one above.
 bool park_on_span(App& app, uint64_t span_id);
 // Parks it where the open step points (Note [Lessons in the app]).
 void park_for_step(App& app);

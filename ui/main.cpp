@@ -306,17 +306,23 @@ void draw_frame(App& app, const Fonts& fonts) {
     // the prompt while it is open).
     AppLayout& l = app.layout;
     const float left = std::round(d.x * l.split_x);
-    const float top = l.timeline ? std::round(body * l.split_y) : body;
     const bool console = l.console && app.right_tab != RightTab::Lesson;
-    const float right_h = console ? top : body;
-    draw_building(app, ImVec2(0, bar), ImVec2(left, top));
+    const float top = l.timeline || console ? std::round(body * l.split_y) : body;  // where the lower panels begin
+    const float building_h = l.timeline ? top : body, right_h = console ? top : body;
+    draw_building(app, ImVec2(0, bar), ImVec2(left, building_h));
     draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, right_h));
     if (l.timeline) draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
-    if (console) draw_console(app, ImVec2(left, bar + right_h), ImVec2(d.x - left, body - right_h));
+    if (console) {
+      draw_console(app, ImVec2(left, bar + top), ImVec2(d.x - left, body - top));
+    } else {  // an Escape or F2 meant for the prompt has nothing to act on
+      app.focus_console = false;
+      app.leave_console_frames = 0;
+    }
     const float grip = 6.0f * app.ui_scale;
     bool ended = splitter("##split_x", ImVec2(left - grip / 2, bar), ImVec2(grip, body), true, &l.split_x, d.x);
-    if (l.timeline || console) {
-      ended |= splitter("##split_y", ImVec2(0, bar + top - grip / 2), ImVec2(d.x, grip), false, &l.split_y, body);
+    if (l.timeline || console) {  // the border under the panels that have one below them
+      const float x0 = l.timeline ? 0 : left, x1 = console ? d.x : left;
+      ended |= splitter("##split_y", ImVec2(x0, bar + top - grip / 2), ImVec2(x1 - x0, grip), false, &l.split_y, body);
     }
     if (ended) app.layout_changed = true;
   }

@@ -6,7 +6,7 @@
 #include <imgui_stdlib.h>  // after imgui.h, which it needs
 
 #include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <string>
 
 #include "ui/app.h"
@@ -130,16 +130,17 @@ void draw_picker(App& app) {
     ImGui::PopID();
   }
   ImGui::Separator();
-  if (ImGui::Button("Forget my progress...")) ImGui::OpenPopup("forget");
+  if (ImGui::Button("Forget my progress... (Delete)") || v.ask_forget) ImGui::OpenPopup("forget");
+  v.ask_forget = false;
   if (ImGui::BeginPopup("forget")) {
     ImGui::Text("Forget the progress of every lesson?");
     ImGui::TextColored(kQuiet, "%s", v.progress_file.c_str());
-    if (ImGui::Button("Forget it")) {
+    if (ImGui::Button("Forget it (Enter)") || ImGui::IsKeyPressed(GLFW_KEY_ENTER, false)) {
       lesson_reset(app);
       ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (ImGui::Button("Keep it")) ImGui::CloseCurrentPopup();
+    if (ImGui::Button("Keep it (Esc)") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
 }
@@ -151,11 +152,12 @@ void draw_header(App& app) {
   const int n = static_cast<int>(v.step_titles.size());
   if (ImGui::Button("Lessons")) lesson_close(app);
   ImGui::SameLine();
-  ImGui::BeginDisabled(v.step <= 0);
+  const bool busy = !v.in_flight.empty() || !v.queue.empty();  // one request at a time, for the step on screen
+  ImGui::BeginDisabled(v.step <= 0 || busy);
   if (ImGui::Button("< Back")) lesson_open(app, v.name, v.step - 1);
   ImGui::EndDisabled();
   ImGui::SameLine();
-  ImGui::BeginDisabled(v.step + 1 >= n);
+  ImGui::BeginDisabled(v.step + 1 >= n || busy);
   if (ImGui::Button("Next >")) lesson_open(app, v.name, v.step + 1);
   ImGui::EndDisabled();
   ImGui::SameLine();
@@ -220,7 +222,7 @@ void draw_prediction(App& app, int k) {
   ImGui::TextColored(kHeading, "Predict (%d of %zu)", k + 1, v.predictions.size());
   ImGui::TextWrapped("%s", plain(p.ask).c_str());
   if (!p.problem.empty()) ImGui::TextColored(kWrong, "This question cannot be judged here: %s", p.problem.c_str());
-  const bool waiting = v.in_flight == "answer" || v.in_flight == "reveal";
+  const bool waiting = !v.in_flight.empty() || !v.queue.empty();
   if (!p.done()) {
     if (!p.choices.empty()) {
       for (size_t c = 0; c < p.choices.size(); ++c) {
@@ -243,9 +245,10 @@ void draw_prediction(App& app, int k) {
   }
   if (p.answered) {
     std::string yours = p.typed;
-    if (!p.choices.empty() && !yours.empty() && std::isdigit(static_cast<unsigned char>(yours[0]))) {
-      const size_t c = static_cast<size_t>(std::stoi(yours)) - 1;
-      if (c < p.choices.size()) yours = p.choices[c];
+    size_t c = 0;  // a choice's number (a letter or the text itself are shown as typed)
+    const auto [end, ec] = std::from_chars(yours.data(), yours.data() + yours.size(), c);
+    if (ec == std::errc() && end == yours.data() + yours.size() && c >= 1 && c <= p.choices.size()) {
+      yours = p.choices[c - 1];
     }
     ImGui::PushStyleColor(ImGuiCol_Text, p.right ? kRight : kWrong);
     ImGui::TextWrapped("%s You said: %s", p.right ? "Right." : "Not this time.", plain(yours).c_str());
@@ -277,7 +280,8 @@ void draw_exercise(App& app) {
   ImGui::TextWrapped("%s", plain(e.goal).c_str());
   ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
   ImGui::TextWrapped("E (or a click) to edit the code: it runs on %s, for at most %g s. Ctrl+Enter checks it, "
-                     "Ctrl+H gives a hint, Esc leaves the editor (your code stays).", e.device.c_str(), e.limit_s);
+                     "Ctrl+H gives a hint, Ctrl+Shift+S shows a solution, Esc leaves the editor (your code stays).",
+                     e.device.c_str(), e.limit_s);
   ImGui::PopStyleColor();
   if (v.focus_editor) {
     ImGui::SetKeyboardFocusHere();
@@ -304,7 +308,10 @@ void draw_exercise(App& app) {
   if (ImGui::Button("Hint")) ++e.hints_shown;
   ImGui::EndDisabled();
   ImGui::SameLine();
-  if (ImGui::Button(e.solution_shown ? "Hide the solution" : "Show a solution")) e.solution_shown = !e.solution_shown;
+  if (ImGui::Button(e.solution_shown ? "Hide the solution" : "Show a solution") ||
+      (ImGui::GetIO().KeyCtrl && ImGui::GetIO().KeyShift && ImGui::IsKeyPressed(GLFW_KEY_S, false))) {
+    e.solution_shown = !e.solution_shown;
+  }
   ImGui::SameLine();
   if (ImGui::Button("Start over")) e.editor = e.start;
   if (!e.attempts.empty()) {  // the editor's history: the code of each Check
@@ -396,6 +403,10 @@ bool lesson_keys(App& app) {
   if (!v.open()) {
     const int n = static_cast<int>(v.catalog.size());
     if (n == 0) return false;
+    if (ImGui::IsKeyPressed(GLFW_KEY_DELETE, false)) {  // Forget my progress (asked first)
+      v.ask_forget = true;
+      return true;
+    }
     if (ImGui::IsKeyPressed(GLFW_KEY_DOWN, true)) v.picked = std::min(v.picked + 1, n - 1);
     else if (ImGui::IsKeyPressed(GLFW_KEY_UP, true)) v.picked = std::max(v.picked - 1, 0);
     else if (ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER, false)) {
@@ -405,8 +416,14 @@ bool lesson_keys(App& app) {
     }
     return true;
   }
-  if (!v.in_flight.empty() || !v.queue.empty()) return false;  // one request at a time
   const int n = static_cast<int>(v.step_titles.size());
+  if (!v.in_flight.empty() || !v.queue.empty()) {  // one request at a time: the lesson's keys wait, and do nothing else
+    for (int k = GLFW_KEY_1; k <= GLFW_KEY_9; ++k) {
+      if (ImGui::IsKeyPressed(k, false)) return true;
+    }
+    return ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false) || ImGui::IsKeyPressed(GLFW_KEY_LEFT, false) ||
+           ImGui::IsKeyPressed(GLFW_KEY_R, false);
+  }
   if (ImGui::IsKeyPressed(GLFW_KEY_RIGHT, false) && v.step + 1 < n) {
     lesson_open(app, v.name, v.step + 1);
     return true;
@@ -427,9 +444,9 @@ bool lesson_keys(App& app) {
   }
   if (q >= 0 && !io.KeyCtrl) {
     const LessonPrediction& p = v.predictions[q];
-    for (size_t c = 0; c < p.choices.size() && c < 9; ++c) {
+    for (size_t c = 0; c < 9 && !p.choices.empty(); ++c) {  // a question's digits are its, even past its choices
       if (ImGui::IsKeyPressed(GLFW_KEY_1 + static_cast<int>(c), false)) {
-        lesson_answer(app, q, std::to_string(c + 1));
+        if (c < p.choices.size()) lesson_answer(app, q, std::to_string(c + 1));
         return true;
       }
     }

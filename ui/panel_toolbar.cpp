@@ -44,7 +44,8 @@ constexpr const char* kKeyHelp[][2] = {
     {"1 ... 7", "right panel: detail, memory, compare, graph, streams, Notes, Lesson"},
     {"L", "the Lesson tab: the lessons, with your progress"},
     {"  in a lesson", "Right / Left: next / previous step; 1-9 answer; R reveal"},
-    {"", "E edit the exercise; Ctrl+Enter check; Ctrl+H hint"},
+    {"", "E edit the exercise; Ctrl+Enter check; Ctrl+H hint; Ctrl+Shift+S solution"},
+    {"  the lessons", "Up / Down, Enter open; Delete forget my progress (asked first)"},
     {"", "Alt+Up / Alt+Down: the code of an earlier / later check"},
     {"N", "the Note the step's explanation cites (Notes tab)"},
     {"F2", "type into the Python console (Esc leaves it)"},
@@ -163,7 +164,9 @@ void handle_keys(App& app) {
     app.focus_console = true;
     app.leave_console_frames = 0;
   }
-  if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || ImGui::IsKeyPressed(GLFW_KEY_H, false)) app.show_help = !app.show_help;
+  if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || (!io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_H, false))) {
+    app.show_help = !app.show_help;  // (Ctrl+H is a lesson's hint)
+  }
   const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory,  RightTab::Compare, RightTab::Graph,
                            RightTab::Streams, RightTab::Notes,   RightTab::Lesson};
   if (ImGui::IsKeyPressed(GLFW_KEY_L, false)) app.right_tab = RightTab::Lesson;

@@ -27,6 +27,8 @@ void show_loaded(App& app, Loaded l) {
   }
   app.loaded.story.reset();
   app.loaded.streams.reset();
+  app.search.searched.clear();  // steps of the story shown before
+  app.jump_said.clear();
   app.loaded.timeline.reset();
   app.play.playing = false;
   app.play.position = 0;
@@ -55,6 +57,8 @@ void set_fold_helpers(App& app, bool fold) {
   const bool down = app.has_steps() && app.story.steps[app.step()].down;
   app.fold_helpers = fold;
   app.story = build_story(*app.loaded.trace, fold);
+  app.search.searched.clear();  // its matches are steps of the other story
+  app.jump_said.clear();
   while (span != SIZE_MAX && span < app.story.down_step.size() && app.story.down_step[span] == SIZE_MAX) {
     span = app.story.parent_index[span];
   }

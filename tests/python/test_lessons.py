@@ -177,6 +177,8 @@ def test_the_apps_lesson_requests():
     ask(do="open", name="map", step=5)
     r, chk = ask(do="check", code="y = descent.ones(4, device=device) * 2")
     assert chk["passed"] and r["trace"] is not None and chk["progress"]["exercises"] == {"5": True}
+    _, other = ask(do="answer", k=0, typed="1", name="autograd", step=0)  # meant for a step no longer open
+    assert other["kind"] == "error" and "step 6 of map is open now" in other["error"]
     for req, words in (({"do": "open", "name": "nope"}, "no lesson called 'nope'"),
                        ({"do": "open", "name": "map", "step": 40}, "not 41"),
                        ({"do": "answer", "k": 9}, "no prediction 10"),

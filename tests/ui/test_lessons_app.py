@@ -104,6 +104,12 @@ def test_a_lesson_from_the_picker_answered_with_keys_and_its_progress_kept(tmp_p
         s = wait_state(state, lambda s: lesson(s)["catalog"] >= 10 and idle(s))
         kept = next(e for e in lesson(s)["progress"] if e["name"] == "autograd")
         assert kept["seen"] == 2 and kept["answered"] == 2 and kept["right"] == 1, kept
+        # Delete asks, Enter forgets: every lesson back to nothing done.
+        xdotool(xserver, "key", "Delete")
+        time.sleep(0.3)
+        xdotool(xserver, "key", "Return")
+        s = wait_state(state, lambda s: idle(s) and all(e["seen"] == 0 for e in lesson(s)["progress"]))
+        assert not lesson(s)["open"]
     finally:
         stop(app)
 

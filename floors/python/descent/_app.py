@@ -182,6 +182,9 @@ def lesson(request):
         les, k, r = _open["lesson"], _open["step"], _open["result"]
         if les is None:
             return reply({"kind": "error", "error": "no lesson is open"})
+        if "step" in req and (req.get("name"), req["step"]) != (les.name, k):
+            return reply({"kind": "error", "error": f"that was for step {int(req['step']) + 1} of "
+                                                     f"{req.get('name')}; step {k + 1} of {les.name} is open now"})
         if do in ("answer", "reveal"):
             i = int(req["k"])
             if not 0 <= i < len(r["predictions"]):
