@@ -186,9 +186,15 @@ bool splitter(const char* id, ImVec2 pos, ImVec2 size, bool vertical, float* sha
     if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
       ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
     }
+    // The border follows the pointer from where the drag began (not frame by
+    // frame: a frame that missed a motion would lose it for good).
+    ImGuiStorage* kept = ImGui::GetStateStorage();
+    const ImGuiID at_start = ImGui::GetID("##share_at_start");
+    if (ImGui::IsItemActivated()) kept->SetFloat(at_start, *share);
     if (ImGui::IsItemActive()) {
-      const ImVec2 delta = ImGui::GetIO().MouseDelta;
-      *share = std::clamp(*share + (vertical ? delta.x : delta.y) / extent, kMinSplit, kMaxSplit);
+      const ImVec2 drag = ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f);
+      *share = std::clamp(kept->GetFloat(at_start, *share) + (vertical ? drag.x : drag.y) / extent, kMinSplit,
+                          kMaxSplit);
     }
     ended = ImGui::IsItemDeactivated();
   }
