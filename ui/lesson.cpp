@@ -17,27 +17,12 @@ namespace {
 
 // [SECTION] Requests ------------------------------------------------------------------
 
-// `text` as a JSON string, quotes included.
+// `text` as a JSON string, quotes included (the trace's writer: bytes that are
+// not UTF-8 become U+FFFD, which Python's json reads).
 std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", c);
-          out += esc;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  trace::append_json_string(out, text);
+  return out;
 }
 
 void ask(App& app, std::string request) { app.lesson.queue.push_back(std::move(request)); }
@@ -260,8 +245,7 @@ void lesson_attempt(App& app, int delta) {
 
 void lesson_reset(App& app) {
   ask(app, R"({"do": "reset"})");
-  if (app.lesson.open()) ask(app, "{\"do\": \"open\", \"name\": " + quoted(app.lesson.name) +
-                                      ", \"step\": " + std::to_string(app.lesson.step) + "}");
+  if (app.lesson.open()) lesson_open(app, app.lesson.name, app.lesson.step);
 }
 
 void lesson_close(App& app) {

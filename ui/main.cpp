@@ -394,6 +394,27 @@ struct StateWriter {
 
 // [SECTION] main ------------------------------------------------------------------
 
+// Headless: waits for the run in progress (code, or a lesson's request) and
+// takes its result. False when it ran past `timeout_s` and was stopped; a run
+// that does not stop when asked ends the process (exit 124).
+bool finish_run(App& app, double timeout_s) {
+  bool in_time = true;
+  if (!python_wait(timeout_s)) {
+    in_time = false;
+    stop_run(app);
+    if (!python_wait_stopped(kStopGraceSeconds, kFinishAfterStopSeconds)) {
+      std::fprintf(stderr,
+                   "descent app: the code still ran after --timeout %g s and did not stop when asked "
+                   "(it is inside C code that does not return, or it caught KeyboardInterrupt); exiting\n",
+                   timeout_s);
+      std::fflush(nullptr);
+      std::_Exit(124);  // the Python thread cannot be ended: no orderly exit
+    }
+  }
+  poll_run(app);
+  return in_time;
+}
+
 void glfw_error(int code, const char* text) { log::warn("GLFW error ", code, ": ", text); }
 
 DamageTracker g_damage;
@@ -505,19 +526,7 @@ int run(int argc, char** argv) {
     // Headless, and benchmarking frames of the call, the code's end is waited
     // for; in a window it runs while the window draws.
     if (headless || (o.bench_frames && !o.bench_stop)) {
-      if (!python_wait(headless ? o.timeout_s : 1e7)) {
-        timed_out = true;
-        stop_run(app);
-        if (!python_wait_stopped(kStopGraceSeconds, kFinishAfterStopSeconds)) {
-          std::fprintf(stderr,
-                       "descent app: the code still ran after --timeout %g s and did not stop when asked "
-                       "(it is inside C code that does not return, or it caught KeyboardInterrupt); exiting\n",
-                       o.timeout_s);
-          std::fflush(nullptr);
-          std::_Exit(124);  // the Python thread cannot be ended: no orderly exit
-        }
-      }
-      poll_run(app);
+      timed_out = !finish_run(app, headless ? o.timeout_s : 1e7);
     }
   }
   std::string lesson_error;  // --lesson: a lesson that could not be opened, an answer or check that failed
@@ -527,14 +536,7 @@ int run(int argc, char** argv) {
     lesson_open(app, o.lesson, o.lesson_step - 1);
     if (headless) {  // each request in turn, waited for: the step, then the answers, then the check
       auto serve = [&] {
-        while (!timed_out && (app.running.active || lesson_pump(app))) {
-          if (!python_wait(o.timeout_s)) {
-            timed_out = true;
-            stop_run(app);
-            python_wait_stopped(kStopGraceSeconds, kFinishAfterStopSeconds);
-          }
-          poll_run(app);
-        }
+        while (!timed_out && (app.running.active || lesson_pump(app))) timed_out = !finish_run(app, o.timeout_s);
       };
       serve();
       const int first = app.lesson.open() ? app.lesson.next_question() : -1;

@@ -153,7 +153,16 @@ void draw_compare(App& app) {
     ImGui::PopStyleColor();
   }
   // The step: the current span, and the other trace's event that matches it.
-  app.compare_match = match_step(app);
+  // Matched once per span on screen and pair of traces (a Kineto file can hold millions of events).
+  static const trace::Trace *matched_left = nullptr, *matched_right = nullptr;
+  static size_t matched_span = SIZE_MAX;
+  if (matched_left != app.loaded.trace.get() || matched_right != app.compare.get() ||
+      matched_span != app.current_span()) {
+    app.compare_match = match_step(app);
+    matched_left = app.loaded.trace.get();
+    matched_right = app.compare.get();
+    matched_span = app.current_span();
+  }
   const App::CompareMatch& m = app.compare_match;
   int other_floor = 0;
   if (!m.name.empty()) {
