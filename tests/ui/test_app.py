@@ -416,15 +416,21 @@ def xdotool(display, *args):
     subprocess.run(["xdotool", *args], check=True, env=child_env(DISPLAY=display), timeout=30)
 
 
+def focus_window(display):
+    """Gives the app's window on `display` the keyboard; returns its id."""
+    win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
+                         env=child_env(DISPLAY=display), timeout=30).stdout.split()[0]
+    xdotool(display, "windowfocus", "--sync", win)
+    return win
+
+
 def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
     state_path = tmp_path / "live.json"
     app = subprocess.Popen([APP, "--trace", str(saved_trace), "--state", str(state_path), "--size", "1600x1000"],
                            env=child_env(DISPLAY=xserver), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_state(state_path, lambda s: s["step"] == 0)
-        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
-        xdotool(xserver, "windowfocus", "--sync", win)
+        focus_window(xserver)
         for key in ("Down", "Down", "Down", "Up"):
             xdotool(xserver, "key", key)
             time.sleep(0.15)
@@ -744,9 +750,7 @@ def test_an_endless_loop_typed_in_the_console_is_stopped_by_the_stop_key(tmp_pat
                            env=child_env(DISPLAY=xserver), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         s = wait_state(state_path, lambda s: s["running"] is None and s["source"] == SAMPLE and s["steps"] > 4)
-        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
-        xdotool(xserver, "windowfocus", "--sync", win)
+        focus_window(xserver)
         type_statement(xserver, "while True: pass")
         first = wait_state(state_path, lambda s: s["running"] is not None and s["run_seconds"] > 0.3)
         assert first["running"] == {"code": "while True: pass", "from_console": True, "stopping": False}

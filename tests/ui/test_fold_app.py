@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from test_app import APP, CLI, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, focus_window, CLI, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
@@ -25,9 +25,7 @@ def test_v_folds_and_unfolds_at_the_same_moment(tmp_path, xserver):
                            env=child_env(DISPLAY=xserver), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
-        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
-        xdotool(xserver, "windowfocus", "--sync", win)
+        focus_window(xserver)
         xdotool(xserver, "key", "Next")
         wait_state(state, lambda s: s["step"] == 10)
         xdotool(xserver, "key", "Next")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from test_app import APP, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, focus_window, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
@@ -29,12 +29,6 @@ def start(tmp_path, display, *args):
                            env=child_env(DISPLAY=display, XDG_DATA_HOME=str(tmp_path / "data")),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return app, state
-
-
-def focus(display):
-    win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                         env=child_env(DISPLAY=display), timeout=30).stdout.split()[0]
-    xdotool(display, "windowfocus", "--sync", win)
 
 
 def stop(app):
@@ -57,7 +51,7 @@ def test_a_lesson_from_the_picker_answered_with_keys_and_its_progress_kept(tmp_p
     app, state = start(tmp_path, xserver, "--code", SAMPLE)
     try:
         wait_state(state, lambda s: s["running"] is None and s["steps"] > 4)
-        focus(xserver)
+        focus_window(xserver)
         xdotool(xserver, "key", "l")
         s = wait_state(state, lambda s: lesson(s)["tab"] and lesson(s)["catalog"] >= 10 and idle(s))
         names = [e["name"] for e in lesson(s)["progress"]]
@@ -99,7 +93,7 @@ def test_a_lesson_from_the_picker_answered_with_keys_and_its_progress_kept(tmp_p
     app, state = start(tmp_path, xserver, "--code", SAMPLE)
     try:
         wait_state(state, lambda s: s["running"] is None and s["steps"] > 4)
-        focus(xserver)
+        focus_window(xserver)
         xdotool(xserver, "key", "l")
         s = wait_state(state, lambda s: lesson(s)["catalog"] >= 10 and idle(s))
         kept = next(e for e in lesson(s)["progress"] if e["name"] == "autograd")
@@ -119,7 +113,7 @@ def test_an_exercise_with_a_hint_checked_failing_then_passing(tmp_path, xserver)
     try:
         s = wait_state(state, lambda s: lesson(s)["open"] and idle(s) and "exercise" in lesson(s), timeout=60)
         assert lesson(s)["step"] == 5 and lesson(s)["exercise"]["checked"] is False
-        focus(xserver)
+        focus_window(xserver)
         xdotool(xserver, "key", "ctrl+h")
         wait_state(state, lambda s: lesson(s)["exercise"]["hints_shown"] == 1)
         # The starting code fails its goal.

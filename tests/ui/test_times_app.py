@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from test_app import APP, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, focus_window, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
@@ -26,9 +26,7 @@ def test_r_runs_the_line_again_warm_and_m_goes_to_the_median_run(tmp_path, xserv
     try:
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
         assert s["run"] == [1, 1]
-        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                             env=child_env(DISPLAY=xserver), timeout=30).stdout.split()[0]
-        xdotool(xserver, "windowfocus", "--sync", win)
+        focus_window(xserver)
         xdotool(xserver, "key", "r")
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 5 * 34)
         assert s["run"] == [1, 5] and s["step"] == 0 and s["span"]["warm_samples"] == 4
@@ -62,9 +60,7 @@ def test_zoom_keys_are_remembered(tmp_path, xserver):
     try:
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
         assert s["layout"]["zoom"] == 1.0 and s["layout"]["split_x"] == 0.56
-        win = subprocess.run(["xdotool", "search", "--sync", "--name", "^descent$"], capture_output=True, text=True,
-                             env=env, timeout=30).stdout.split()[0]
-        xdotool(xserver, "windowfocus", "--sync", win)
+        focus_window(xserver)
         xdotool(xserver, "key", "ctrl+equal")
         xdotool(xserver, "key", "ctrl+equal")
         s = wait_state(state, lambda s: s["layout"]["zoom"] > 1.2 and s["layout"]["ui_scale"] > 1.2)
