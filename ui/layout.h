@@ -5,8 +5,9 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A classroom's screens differ (a 1280x720 projector, a 4K monitor), so the
 // type follows the monitor and the teacher: the fonts are built at the
-// window's content scale as the app starts (GLFW's, the monitor's DPI over
-// 96; a window moved to another monitor keeps it) times a zoom that
+// window's content scale (GLFW's, the monitor's DPI over 96; read as the
+// app starts and again when the window moves to a monitor of another
+// density, from the laptop's panel to the projector) times a zoom that
 // Ctrl + and Ctrl - change in steps of 10% and Ctrl 0 puts back; the fonts are
 // rebuilt at the new size rather than stretched, so they stay sharp. The
 // borders between the building, the right panel, the timeline and the console

@@ -113,6 +113,55 @@ void feed_keys(GLFWwindow* window) {
   }
 }
 
+// The mouse, the same way. Under load X can deliver "move onto the border,
+// press, move on" between two frames; ImGui 1.86 reads the pointer once a
+// frame, where it is now, so the press landed where the pointer had gone
+// and a border's drag never began (the layout test under CI's load). Moves
+// and button changes are queued; a frame takes the moves up to and
+// including one button change, and sees the pointer where that press or
+// release happened. The moves after it wait for the next frame.
+struct MouseEvent {
+  bool move;
+  double x, y;             // a move: where the pointer went
+  int button, action, mods;  // a button change
+};
+std::deque<MouseEvent> g_mouse_queue;
+struct {
+  bool known = false;
+  double x = 0, y = 0;
+  bool down[3] = {false, false, false};
+} g_mouse;
+
+void queue_move(GLFWwindow*, double x, double y) { g_mouse_queue.push_back({true, x, y, 0, 0, 0}); }
+void queue_button(GLFWwindow*, int button, int action, int mods) {
+  g_mouse_queue.push_back({false, 0, 0, button, action, mods});
+}
+
+void feed_mouse(GLFWwindow* window) {
+  while (!g_mouse_queue.empty()) {
+    const MouseEvent e = g_mouse_queue.front();
+    g_mouse_queue.pop_front();
+    if (e.move) {
+      g_mouse = {true, e.x, e.y, {g_mouse.down[0], g_mouse.down[1], g_mouse.down[2]}};
+      continue;
+    }
+    if (e.button >= 0 && e.button < 3) g_mouse.down[e.button] = e.action == GLFW_PRESS;
+    ImGui_ImplGlfw_MouseButtonCallback(window, e.button, e.action, e.mods);
+    break;
+  }
+}
+
+// After the backend's NewFrame, which read the pointer and the buttons as
+// they are now: what the queue says they were at this frame's event.
+void apply_mouse() {
+  ImGuiIO& io = ImGui::GetIO();
+  if (!g_mouse.known || io.MousePos.x == -FLT_MAX) return;  // not over a focused window
+  io.MousePos = ImVec2(static_cast<float>(g_mouse.x), static_cast<float>(g_mouse.y));
+  for (int b = 0; b < 3; ++b) io.MouseDown[b] = g_mouse.down[b];
+}
+
+bool input_waiting() { return !g_key_queue.empty() || !g_mouse_queue.empty(); }
+
 struct Fonts {
   ImFont* normal = nullptr;
   ImFont* presenter = nullptr;
@@ -155,6 +204,12 @@ void style_colors(float scale) {
   s.ScaleAllSizes(scale);
   ImGui::GetStyle() = s;
 }
+
+// The window moved to a monitor of another density (a laptop's panel to the
+// projector): its content scale changes, and the type follows at the next
+// frame.
+float g_moved_content_scale = 0;
+void content_scale_changed(GLFWwindow*, float sx, float) { g_moved_content_scale = sx; }
 
 // Fonts and style at the scale the monitor and the zoom ask for, rebuilt
 // when it changes (between frames: the font texture is remade).
@@ -487,6 +542,7 @@ int run(int argc, char** argv) {
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window, &sx, &sy);
     app.dpi_scale = std::clamp(sx, 0.5f, 4.0f);
+    glfwSetWindowContentScaleCallback(window, content_scale_changed);
     std::string problem;
     app.layout = load_layout(problem);
     if (!problem.empty()) log::warn(problem);
@@ -498,6 +554,8 @@ int run(int argc, char** argv) {
   apply_scale(app, fonts, built_scale, /*device_ready=*/false);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
+  glfwSetMouseButtonCallback(window, queue_button);  // and the mouse's, the same way
+  glfwSetCursorPosCallback(window, queue_move);
   glfwSetWindowRefreshCallback(window, window_exposed);
   app.redraw_damaged = !o.redraw_full && probe_retained_back_buffer(swap_window, window);
   ImGui_ImplOpenGL3_Init("#version 330 core");
@@ -598,13 +656,13 @@ int run(int argc, char** argv) {
       // (the status line's clock moves), sooner when a key or the mouse
       // wakes the loop; the wait leaves the cores to the code.
       const double wait = kRunningFrameSeconds - std::chrono::duration<double>(Clock::now() - last).count();
-      if (wait > 0 && g_key_queue.empty()) {
+      if (wait > 0 && !input_waiting()) {
         glfwWaitEventsTimeout(wait);
       } else {
         glfwPollEvents();
       }
     } else if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
-               app.search.focus || !g_key_queue.empty()) {
+               app.search.focus || input_waiting()) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing
@@ -627,9 +685,12 @@ int run(int argc, char** argv) {
     }
 
     feed_keys(window);
-    apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame
+    feed_mouse(window);
+    if (g_moved_content_scale > 0) app.dpi_scale = std::clamp(std::exchange(g_moved_content_scale, 0.0f), 0.5f, 4.0f);
+    apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame, or a new monitor
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    apply_mouse();
     ImGui::NewFrame();
     draw_frame(app, fonts);
     ImGui::Render();

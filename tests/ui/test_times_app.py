@@ -46,7 +46,7 @@ def test_r_runs_the_line_again_warm_and_m_goes_to_the_median_run(tmp_path, xserv
 
 # [SECTION] The remembered layout (Note [The remembered layout], ui/layout.h) ------------------
 
-def test_zoom_keys_are_remembered(tmp_path, xserver):
+def test_zoom_keys_and_a_dragged_border_are_remembered(tmp_path, xserver):
     env = child_env(DISPLAY=xserver, XDG_CONFIG_HOME=str(tmp_path / "config"))
     state = tmp_path / "live.json"
 
@@ -60,24 +60,34 @@ def test_zoom_keys_are_remembered(tmp_path, xserver):
     try:
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
         assert s["layout"]["zoom"] == 1.0 and s["layout"]["split_x"] == 0.56
-        focus_window(xserver)
+        win = focus_window(xserver)
         xdotool(xserver, "key", "ctrl+equal")
         xdotool(xserver, "key", "ctrl+equal")
         s = wait_state(state, lambda s: s["layout"]["zoom"] > 1.2 and s["layout"]["ui_scale"] > 1.2)
         assert abs(s["layout"]["ui_scale"] - 1.21) < 0.01 and s["speed"] == 1.0  # Ctrl+= is not "faster"
+        # Drag the border between the building and the right panel 128 px to the right: the moves
+        # and the press may reach the app between two frames (ui/main.cpp, feed_mouse).
+        x, y = int(1280 * 0.56), 300
+        xdotool(xserver, "mousemove", "--window", win, str(x), str(y))
+        xdotool(xserver, "mousedown", "1")
+        for k in range(1, 9):
+            xdotool(xserver, "mousemove", "--window", win, str(x + 16 * k), str(y))
+        s = wait_state(state, lambda s: s["layout"]["split_x"] > 0.65)
+        xdotool(xserver, "mouseup", "1")
+        assert abs(s["layout"]["split_x"] - 0.66) < 0.02
         conf = tmp_path / "config" / "descent" / "app.conf"
-        deadline = time.time() + 30  # written after the frame that changed it
-        while time.time() < deadline and not (conf.exists() and "zoom = 1.21" in conf.read_text()):
+        deadline = time.time() + 30  # written after the frame that ended the drag
+        while time.time() < deadline and not (conf.exists() and "split_x = 0.66" in conf.read_text()):
             time.sleep(0.1)
     finally:
         app.terminate()
         app.wait(timeout=10)
     conf = (tmp_path / "config" / "descent" / "app.conf").read_text()
-    assert "zoom = 1.21" in conf, conf
+    assert "zoom = 1.21" in conf and "split_x = 0.66" in conf, conf
     app = start()
     try:
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
-        assert abs(s["layout"]["zoom"] - 1.21) < 0.001
+        assert abs(s["layout"]["zoom"] - 1.21) < 0.001 and abs(s["layout"]["split_x"] - 0.66) < 0.02
     finally:
         app.terminate()
         app.wait(timeout=10)
