@@ -402,7 +402,7 @@ TEST(Matmul, VariantsAgreeBitForBitAndErrorsAreRaised) {
 
 // Note [Register-blocked matmul]: every vector unit this CPU has, on shapes
 // that take every path (whole tiles of MR rows, leftover rows, one-vector
-// tiles, the i-k-j columns, several blocks of k with a partial last one, a
+// tiles, the last columns in registers, several blocks of k with a partial last one, a
 // range of rows that crosses batches), with zeros of both signs and
 // infinities among the inputs, gives the reference's bits on 1 and 3 threads.
 TEST(Matmul, RegisterTilesGiveTheReferenceBitsOnEveryVectorUnit) {
@@ -410,7 +410,10 @@ TEST(Matmul, RegisterTilesGiveTheReferenceBitsOnEveryVectorUnit) {
   struct Shape {
     int64_t batch, m, k, n;
   };
-  const Shape shapes[] = {{1, 13, 600, 87}, {1, 6, 256, 64}, {3, 5, 257, 33}, {2, 1, 40, 100}, {1, 25, 3, 7}};
+  // The last three: columns fewer than a vector, summed in registers eight rows at a time (Linear(3, 1)'s
+  // product and its rows left over, and 17 columns: one vector tile and one such column).
+  const Shape shapes[] = {{1, 13, 600, 87}, {1, 6, 256, 64}, {3, 5, 257, 33}, {2, 1, 40, 100},
+                          {1, 25, 3, 7},    {1, 2003, 3, 1}, {2, 19, 5, 17}};
   const std::string widest = kernels::matmul_isa();
   const int saved_threads = kernels::get_num_threads();
   for (const std::string& isa : kernels::matmul_isas()) {

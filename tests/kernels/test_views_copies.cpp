@@ -14,6 +14,7 @@
 
 #include "floors/allocator/allocator.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/parallel.h"
 #include "kernel_test_util.h"
 
 namespace descent {
@@ -143,6 +144,39 @@ TEST(Copies, CloneAlwaysCopies) {
   EXPECT_EQ(x.data<int64_t>()[0], 0) << "the clone does not alias its source";
   Tensor ct = call(Op::clone, call(Op::transpose, x, 0, 1));
   EXPECT_EQ(values(ct), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+}
+
+// A strided source into a contiguous destination takes the optimized loop
+// (optimized.cpp, strided_into_contiguous) and gives the reference's values,
+// converted or not, on 1 and 3 threads (a thread's range starts mid-row).
+TEST(Copies, StridedSourcesTakeTheOptimizedLoopAndMatchTheReference) {
+  std::mt19937_64 rng(91);
+  const Tensor x = random_tensor({37, 41, 5}, ScalarType::Float32, rng);
+  const Tensor sources[] = {
+      call(Op::transpose, x, 0, 1),
+      call(Op::permute, x, DimVector{2, 0, 1}),
+      call(Op::slice, x, 1, 3, 40, 2),
+      call(Op::expand, call(Op::slice, x, 0, 0, 1), DimVector{6, 41, 5}),
+      call(Op::select, x, 2, 4),
+  };
+  const int saved_threads = kernels::get_num_threads();
+  for (const Tensor& src : sources) {
+    for (ScalarType to : {ScalarType::Float32, ScalarType::Float64}) {
+      Tensor want = empty_tensor(src.sizes(), to, Device{});
+      {
+        kernels::VariantGuard g(kernels::Variant::Reference);
+        call(Op::copy_, want, src);
+      }
+      for (int threads : {1, 3}) {
+        kernels::set_num_threads(threads);
+        Tensor got = empty_tensor(src.sizes(), to, Device{});
+        call(Op::copy_, got, src);
+        EXPECT_STREQ(kernels::last_variant(), "optimized") << src.sizes().str();
+        EXPECT_EQ(values(got), values(want)) << src.sizes().str() << " threads=" << threads;
+      }
+    }
+  }
+  kernels::set_num_threads(saved_threads);
 }
 
 TEST(Copies, ToConvertsDtypes) {
