@@ -1011,6 +1011,33 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(Tensor(self));
 }
 
+// aten::fill_.Tensor(self, value): value's one element into every element of
+// self, as PyTorch's kernel (Fill.cpp) does it: value must be 0-d; on self's
+// device it is copied in by aten::copy_, which broadcasts it (a clone of it
+// first when it shares self's memory); from another device (a CPU number
+// into a sim:0 or cuda:0 self) it is read by aten::item and filled.
+void fill_tensor_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const Tensor& value = s[1].to_tensor();
+  DESCENT_CHECK(value.dim() == 0, Error, "fill_ only supports 0-dimension value tensor but got tensor with ",
+                value.dim(), " dimensions.");
+  if (self.device() == value.device()) {
+    call(Op::copy_, self, self.storage() == value.storage() ? call(Op::clone, value) : value);
+    s.set_result(Tensor(self));
+    return;
+  }
+  Stack read;
+  read.push(value);
+  call_boxed(Op::item, read);
+  const Scalar v = read[0].to_scalar();
+  visit_dtype(self.dtype(), [&]<typename T>() { (void)v.to<T>(op.python_name, "value"); });
+  begin(span, self);
+  run_loop(span, self, [&] { device::fill(self, v); }, [&] { return optimized_fill(self, v); },
+           [&] { reference_fill(self, v); });
+  s.set_result(Tensor(self));
+}
+
 }  // namespace
 
 // [SECTION] Registration -----------------------------------------------------------
@@ -1038,6 +1065,7 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
         case Op::copy_: return copy__kernel;
         case Op::fill_:
         case Op::zero_: return fill__kernel;
+        case Op::fill_tensor_: return fill_tensor_kernel;
         case Op::index_put_: return index_put_kernel;
         default: return inplace_binary_kernel;
       }
