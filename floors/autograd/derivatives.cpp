@@ -24,7 +24,7 @@
 //     Autograd kernel records nothing and runs the op below autograd, as
 //     PyTorch's generated kernels for eq, lt, ... do);
 //   - CompositeImplicitAutograd ops (matmul, reshape, contiguous, to,
-//     flatten, linear), whose gradient comes from the ops they decompose
+//     flatten, linear, lift_fresh), whose gradient comes from the ops they decompose
 //     into (Note [Composite ops decompose]).
 // A node has one input per tensor argument, and one per tensor of a
 // Tensor[] (cat's), in order; a formula may read the first three of them
@@ -370,6 +370,10 @@ void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient re
   if (c.needs(1)) c.out[1] = c.g;
 }
 void overwrite_backward(BackwardContext& c) { c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0)); }  // fill_, zero_
+void fill_tensor_backward(BackwardContext& c) {  // fill_.Tensor: value reached every element of self
+  if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
+  if (c.needs(1)) c.out[1] = call(Op::sum, c.g, IValue());
+}
 
 }  // namespace
 
@@ -436,6 +440,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::div_, "DivBackward0", {kOther, kSelf | kOther}, div_backward},
     {Op::copy_, "CopyBackwards", {kNone, kNone}, copy_backward},
     {Op::fill_, "FillBackward0", {kNone, kNone}, overwrite_backward},
+    {Op::fill_tensor_, "FillBackward1", {kNone, kNone}, fill_tensor_backward},
     {Op::zero_, "ZeroBackward0", {kNone, kNone}, overwrite_backward},
 };
 }  // namespace

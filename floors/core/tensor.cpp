@@ -136,6 +136,10 @@ alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
 }
 
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
+  return empty_tensor(sizes, contiguous_strides(sizes), dtype, device);
+}
+
+Tensor empty_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
   // Every size is checked before any is multiplied, and a 0 anywhere makes
   // the tensor empty, so zeros(2**49, 0) is as good as zeros(0, 2**49).
   bool empty = false;
@@ -148,7 +152,7 @@ Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
     DESCENT_CHECK(empty || (!__builtin_mul_overflow(n, s, &n) && n <= (int64_t(1) << 48)), Error,
                   "Trying to create a tensor of ", sizes.str(), " ", dtype_name(dtype), ": too many elements");
   auto storage = Ref<StorageImpl>::make(allocate_bytes(size_t(n) * element_size(dtype), device), device);
-  return Tensor(Ref<TensorImpl>::make(std::move(storage), dtype, sizes, contiguous_strides(sizes), 0));
+  return Tensor(Ref<TensorImpl>::make(std::move(storage), dtype, sizes, strides, 0));
 }
 
 }  // namespace descent

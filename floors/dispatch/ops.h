@@ -115,6 +115,11 @@
 //   (ReluF, elementwise.h), with ReluBackward0 either way.
 // - t: aten::transpose, which calls as_strided; descent's t kernel makes the
 //   view itself (views.cpp), and descent has no as_strided op.
+// - lift_fresh: CompositeExplicitAutograd in aten, with a derivative of its
+//   own (LiftFreshBackward0, the identity); here a composite that returns
+//   self, as aten's kernel does, so no node is recorded. Its one caller is
+//   __setitem__ with a Python number (Note [x[i] = v as PyTorch writes it],
+//   floors/python/descent/_tensor.py), whose fresh 0-d value never requires grad.
 // Where descent does decompose as aten does, the row says so: the
 // CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
 // beneath it) and mse_loss (mean or sum beneath it).
@@ -275,6 +280,8 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 1")                                                                           \
   _(alias, "aten::alias(Tensor(a) self) -> Tensor(a)",                                                                                 \
     "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")                                                                              \
+  _(lift_fresh, "aten::lift_fresh(Tensor(a) self) -> Tensor(a)",                                                                       \
+    "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[4, 6]")                                                                   \
   _(flatten, "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",                                \
     "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[2, 3, 4]^T; 1; 2")                                                        \
   /* copies */                                                                                                                         \
@@ -311,6 +318,8 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 6]; T[6, 1]^T")                                                                \
   _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",                                                          \
     "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; 2.5")                                                                     \
+  _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",                                                   \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[]")                                                                     \
   _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)",                                                                               \
     "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")
 
@@ -321,6 +330,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 79, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 81, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -155,6 +155,11 @@ void to_composite(const OpEntry&, DispatchKeySet, Stack& s) {
   s.set_result(call(Op::_to_copy, x, s[1], s[2]));
 }
 
+// at::native::lift_fresh: self. PyTorch's __setitem__ calls it on the 0-d
+// tensor it makes of a Python number (x[0] = 5); here it is the span that
+// says so in the trace (Note [x[i] = v as PyTorch writes it], _tensor.py).
+void lift_fresh_composite(const OpEntry&, DispatchKeySet, Stack& s) { returns_self(s); }
+
 // [SECTION] item ---------------------------------------------------------------------
 
 // at::native::item: the one element, read by _local_scalar_dense (which,
@@ -257,6 +262,7 @@ void register_composite_kernels(Library& m) {
   m.impl(Op::matmul, kernels::matmul_composite);
   m.impl(Op::contiguous, kernels::contiguous_composite);
   m.impl(Op::to, kernels::to_composite);
+  m.impl(Op::lift_fresh, kernels::lift_fresh_composite);
   m.impl(Op::item, kernels::item_composite);
   m.impl(Op::reshape, kernels::reshape_composite);
   m.impl(Op::flatten, kernels::flatten_composite);

@@ -96,12 +96,14 @@ struct CastIn {
 };
 
 // Where each of N operands (the output first) keeps the element with
-// row-major position `linear`. When no operand is strided (ndim == 0) the
-// offset is linear * step: step 1 for a contiguous operand, 0 for one
-// element broadcast to all. Otherwise the sizes and strides of the merged
-// dims (adjacent dims that are contiguous with each other in every operand
-// count as one, so fewer divisions) give it, as strided_offset() does on
-// the CPU (kernels.h): Note [Views and strides] again, on the device.
+// position `linear` in the loop's order (the output's memory order, which
+// make_offsets chose; any order will do, as long as every operand uses the
+// same). When no operand is strided (ndim == 0) the offset is linear *
+// step: step 1 for an operand laid out like the output, 0 for one element
+// broadcast to all. Otherwise the sizes and strides of the merged dims
+// (adjacent dims that are contiguous with each other in every operand count
+// as one, so fewer divisions) give it, as strided_offset() does on the CPU
+// (kernels.h): Note [Views and strides] again, on the device.
 template <int N>
 struct Offsets {
   int ndim = 0;
@@ -409,41 +411,48 @@ inline bool casts_on_load(const Tensor& a, const Tensor& b, ScalarType ct, Devic
 }
 
 // The offsets of N operands (the output first), each of `sizes`; a CPU
-// scalar counts as one element broadcast (step 0).
+// scalar counts as one element broadcast (step 0). The dims are walked in
+// the output's memory order, its largest stride outermost (row-major for a
+// contiguous output, the inputs' order for one that follows them: Note
+// [Output strides follow the inputs], layout.cpp), so that a permuted but
+// dense set of operands merges into one run and takes the fast path.
 template <int N>
 Offsets<N> make_offsets(const DimVector& sizes, const Tensor* const (&ts)[N], Device dev) {
   Offsets<N> o;
-  const DimVector contiguous = contiguous_strides(sizes);
-  bool strided = false;
-  for (int k = 0; k < N; ++k) {
-    bool linear = true, single = ts[k]->device() != dev;
-    for (int d = 0; d < sizes.size() && !single; ++d) {
-      if (sizes[d] == 1) continue;
-      linear &= ts[k]->strides()[d] == contiguous[d];
-    }
-    bool zero = true;
-    for (int d = 0; d < sizes.size() && !single; ++d) zero &= sizes[d] == 1 || ts[k]->strides()[d] == 0;
-    single |= zero;
-    o.step[k] = single ? 0 : 1;
-    strided |= !single && !linear;
-  }
-  if (!strided) return o;
-  // Dims of size 1 drop out; then, right to left, a dim merges into the one
-  // after it when every operand steps over that one whole.
-  int nd = 0;
+  auto stride_of = [&](int k, int d) { return ts[k]->device() != dev ? int64_t(0) : ts[k]->strides()[d]; };
+  // Dims of size 1 drop out; the others by the output's stride, largest
+  // first (an insertion sort that keeps ties in order).
+  int order[kMaxDims], m = 0;
+  const DimVector& out_strides = ts[0]->strides();
   for (int d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;
-    auto stride_of = [&](int k) { return ts[k]->device() != dev ? int64_t(0) : ts[k]->strides()[d]; };
+    int i = m++;
+    for (; i > 0 && out_strides[order[i - 1]] < out_strides[d]; --i) order[i] = order[i - 1];
+    order[i] = d;
+  }
+  // Then, outermost to innermost, a dim merges into the one before it when
+  // every operand steps over that one whole.
+  int nd = 0;
+  for (int i = 0; i < m; ++i) {
+    const int d = order[i];
     bool merge = nd > 0;
-    for (int k = 0; k < N && merge; ++k) merge = o.strides[k][nd - 1] == stride_of(k) * sizes[d];
+    for (int k = 0; k < N && merge; ++k) merge = o.strides[k][nd - 1] == stride_of(k, d) * sizes[d];
     if (merge) {
       o.sizes[nd - 1] *= sizes[d];
-      for (int k = 0; k < N; ++k) o.strides[k][nd - 1] = stride_of(k);
+      for (int k = 0; k < N; ++k) o.strides[k][nd - 1] = stride_of(k, d);
     } else {
       o.sizes[nd] = sizes[d];
-      for (int k = 0; k < N; ++k) o.strides[k][nd] = stride_of(k);
+      for (int k = 0; k < N; ++k) o.strides[k][nd] = stride_of(k, d);
       ++nd;
     }
+  }
+  // One run in which every operand steps by 1 or 0 (or no run: one
+  // element): no division at all, offset = linear * step.
+  bool linear = nd <= 1;
+  for (int k = 0; k < N && linear && nd == 1; ++k) linear = o.strides[k][0] == 0 || o.strides[k][0] == 1;
+  if (linear) {
+    for (int k = 0; k < N; ++k) o.step[k] = nd == 1 ? o.strides[k][0] : 0;
+    return o;
   }
   o.ndim = nd;
   return o;
@@ -453,7 +462,7 @@ Offsets<N> make_offsets(const DimVector& sizes, const Tensor* const (&ts)[N], De
 // and each pointer stepped through aligned for a Vec of its type.
 template <int N>
 bool vectorizable(const Offsets<N>& o, const void* const (&ptrs)[N], const size_t (&vec_bytes)[N]) {
-  if (o.ndim != 0) return false;
+  if (o.ndim != 0 || o.step[0] != 1) return false;  // runs of four are stored at out + i0
   for (int k = 0; k < N; ++k)
     if (o.step[k] == 1 && reinterpret_cast<uintptr_t>(ptrs[k]) % vec_bytes[k] != 0) return false;
   return true;

@@ -13,6 +13,7 @@
 // one (contiguous fast paths), when its preconditions hold.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,15 +59,23 @@ DimVector infer_size(const char* op, const DimVector& req, int64_t numel);
 // or false when none do (PyTorch's computeStride; views.cpp).
 bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, const DimVector& sizes, DimVector* out);
 
+// The strides of an elementwise op's fresh output of `shape`: its inputs'
+// memory order, as PyTorch's TensorIterator chooses it (Note [Output strides
+// follow the inputs], layout.cpp); contiguous when they all are.
+DimVector output_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs);
+// An uninitialised output of `shape` laid out by output_strides.
+Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device, std::initializer_list<const Tensor*> inputs);
+
+// Whether `t` covers one block of memory without gaps or overlaps, in some
+// order of its dims (x.T, a permuted contiguous tensor): a sum of all of it
+// is then a sum over that block, and an elementwise loop over operands laid
+// out alike a loop over flat arrays (optimized.cpp; the CPU's and the
+// devices' sums both ask).
+bool dense(const Tensor& t);
+
 // Offset in elements of the element with row-major position `linear` in
 // `sizes`, read through `strides`. The heart of every reference loop: it says
 // in one place what Note [Views and strides] says in words.
-// Whether `t` covers one block of memory without gaps or overlaps, in some
-// order of its dims (x.T, a permuted contiguous tensor): a sum of all of it
-// is then a sum over that block (optimized.cpp; the CPU's and the devices'
-// sums both ask).
-bool dense(const Tensor& t);
-
 inline int64_t strided_offset(int64_t linear, const DimVector& sizes, const DimVector& strides) {
   int64_t off = 0;
   for (int d = sizes.size() - 1; d >= 0; --d) {
@@ -117,14 +126,17 @@ Tensor cast(const Tensor& t, ScalarType dtype);
 class Operand {
  public:
   Operand(const Tensor& t, ScalarType dtype, const DimVector& shape, Device dev = Device{}) : borrowed_(&t) {
-    if (t.dtype() != dtype && dev.type == DeviceType::CPU) owned_ = cast(t, dtype);
-    if (t.sizes() != shape) owned_ = expand_to(owned_.defined() ? owned_ : t, shape);
+    if (t.dtype() != dtype && dev.type == DeviceType::CPU) cast_ = cast(t, dtype);
+    if (t.sizes() != shape) expanded_ = expand_to(unexpanded(), shape);
   }
-  const Tensor& get() const { return owned_.defined() ? owned_ : *borrowed_; }
+  const Tensor& get() const { return expanded_.defined() ? expanded_ : unexpanded(); }
+  // Before broadcasting: what the output's layout is chosen from (Note
+  // [Output strides follow the inputs], layout.cpp).
+  const Tensor& unexpanded() const { return cast_.defined() ? cast_ : *borrowed_; }
 
  private:
   const Tensor* borrowed_;
-  Tensor owned_;
+  Tensor cast_, expanded_;
 };
 
 // [SECTION] The loops --------------------------------------------------------------

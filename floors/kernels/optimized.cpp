@@ -31,7 +31,21 @@ namespace descent::kernels {
 
 namespace {
 
-bool contiguous_like(const Tensor& t, const Tensor& out) { return t.is_contiguous() && t.sizes() == out.sizes(); }
+// Whether `out` is one block of memory (contiguous, or dense in another
+// order of its dims: an output that follows its inputs' layout, Note [Output
+// strides follow the inputs] in layout.cpp). Its elements are then out's
+// data_ptr()[0, numel) in some order, and ...
+bool flat(const Tensor& out) { return out.is_contiguous() || dense(out); }
+// ... an operand of out's sizes and strides (over the dims of size > 1: the
+// others are never stepped) has its element for out's element i at [i] too,
+// so a loop can run over flat arrays whatever the order of the dims.
+bool laid_out_like(const Tensor& t, const Tensor& out) {
+  if (!(t.sizes() == out.sizes())) return false;
+  if (t.is_contiguous() && out.is_contiguous()) return true;
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] != 1 && t.strides()[d] != out.strides()[d]) return false;
+  return true;
+}
 // One element broadcast to every position (every stride 0, but a dim of
 // size 1 may keep its own): x + 1, or a bias expanded to a column.
 bool single(const Tensor& t) {
@@ -80,7 +94,7 @@ bool dense(const Tensor& t) {
 // [SECTION] Elementwise --------------------------------------------------------
 
 bool optimized_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
-  if (!contiguous_like(in, out) || !out.is_contiguous()) return false;
+  if (!flat(out) || !laid_out_like(in, out)) return false;
   visit_dtype(out.dtype(), [&]<typename T>() {
     visit_unary<T>(op, bounds, [&](auto f) {
       const T* in_data = in.data<T>();
@@ -95,11 +109,11 @@ bool optimized_unary(Op op, const Tensor& in, const Tensor& out, const ClampBoun
   return true;
 }
 
-// Three shapes are fast: both inputs contiguous like out, or one of them a
-// single element (a scalar broadcast: x + 1).
+// Three shapes are fast: both inputs laid out like a flat out, or one of
+// them a single element (a scalar broadcast: x + 1).
 bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
-  if (!out.is_contiguous()) return false;
-  const bool ca = contiguous_like(a, out), cb = contiguous_like(b, out);
+  if (!flat(out)) return false;
+  const bool ca = laid_out_like(a, out), cb = laid_out_like(b, out);
   if (!((ca || single(a)) && (cb || single(b)))) return false;
   visit_dtype(out.dtype(), [&]<typename T>() {
     visit_binary(op, [&](auto f) {
@@ -177,8 +191,9 @@ void strided_into_contiguous(const S* src, const DimVector& sizes, const DimVect
 }
 
 bool optimized_copy(const Tensor& src, const Tensor& dst) {
-  if (!dst.is_contiguous() || src.sizes() != dst.sizes()) return false;
-  if (!contiguous_like(src, dst)) {
+  if (!(src.sizes() == dst.sizes())) return false;
+  if (!(flat(dst) && laid_out_like(src, dst))) {  // strided: into a contiguous dst only
+    if (!dst.is_contiguous()) return false;
     visit_dtype(dst.dtype(), [&]<typename D>() {
       visit_dtype(src.dtype(), [&]<typename S>() {
         const S* src_data = src.data<S>();
@@ -214,7 +229,7 @@ bool optimized_copy(const Tensor& src, const Tensor& dst) {
 }
 
 bool optimized_fill(const Tensor& out, Scalar value) {
-  if (!out.is_contiguous()) return false;
+  if (!flat(out)) return false;
   visit_dtype(out.dtype(), [&]<typename T>() {
     const T v = value.to<T>();
     T* data = out.data<T>();

@@ -123,7 +123,7 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(op.id == Op::abs && x.dtype() == ScalarType::Bool), NotImplementedError,
                 "\"abs_cpu\" not implemented for 'Bool'");
   if (float_only(op.id) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
-  Tensor out = empty_tensor(x.sizes(), x.dtype(), x.device());
+  Tensor out = empty_output(x.sizes(), x.dtype(), x.device(), {&x});  // Note [Output strides follow the inputs]
   begin(span, out);
   run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
            [&] { reference_unary(op.id, x, out); });
@@ -174,9 +174,9 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const auto is_nan = [](const Scalar& v) { return v.is_floating() && std::isnan(v.to_double()); };
   const bool nan_fill = (op.id == Op::clamp && b.has_lo && b.has_hi && (is_nan(b.lo) || is_nan(b.hi))) ||
                         (op.id == Op::clamp_min && is_nan(b.lo)) || (op.id == Op::clamp_max && is_nan(b.hi));
-  Tensor out = empty_tensor(x.sizes(), dt, x.device());
-  begin(span, out);
   if (nan_fill) {
+    Tensor out = empty_output(x.sizes(), dt, x.device(), {&x});
+    begin(span, out);
     const Scalar nan(std::numeric_limits<double>::quiet_NaN());
     run_loop(span, out, [&] { device::fill(out, nan); }, [&] { return optimized_fill(out, nan); },
              [&] { reference_fill(out, nan); });
@@ -187,7 +187,9 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                 b.has_lo && b.has_hi ? "clamp_scalar_cpu" : b.has_lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu",
                 "\" not implemented for 'Bool'");
   visit_dtype(dt, [&]<typename T>() { visit_unary<T>(op.id, b, [](auto) {}); });  // the bounds' checks, before any launch
-  const Tensor xc = cast(x, dt);
+  const Tensor xc = cast(x, dt);  // keeps x's layout when x is dense (_to_copy)
+  Tensor out = empty_output(x.sizes(), dt, x.device(), {&xc});
+  begin(span, out);
   run_loop(span, out, [&] { device::unary(op.id, xc, out, b); }, [&] { return optimized_unary(op.id, xc, out, b); },
            [&] { reference_unary(op.id, xc, out, b); });
   s.set_result(std::move(out));
@@ -228,7 +230,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
-  Tensor out = empty_tensor(shape, ct, dev);
+  Tensor out = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
   run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
            [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
@@ -283,7 +285,7 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType ct = result_type(a, b);
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
-  Tensor out = empty_tensor(shape, ScalarType::Bool, dev);
+  Tensor out = empty_output(shape, ScalarType::Bool, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
   // One CPU loop only: comparisons are not a hot path.
   run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
@@ -410,7 +412,7 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
   const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
-  Tensor loss = empty_tensor(shape, ct, dev);
+  Tensor loss = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, loss);
   const Scalar one(int64_t{1});
   run_loop(span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
@@ -716,6 +718,10 @@ void clone_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // aten::_to_copy (self, *, dtype, device): always a new tensor. aten::to is a
 // composite that returns self when nothing changes and calls this otherwise.
+// On the same device the copy keeps a dense self's strides (x.t().double()
+// is laid out as x.t()), as aten's does with its default memory format,
+// preserve; any other self gives a row-major copy (Note [Output strides
+// follow the inputs], layout.cpp). Between devices the copy is row-major.
 void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
@@ -730,7 +736,7 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     s.set_result(std::move(out));
     return;
   }
-  Tensor out = empty_tensor(x.sizes(), dt, dev);
+  Tensor out = dense(x) ? empty_tensor(x.sizes(), x.strides(), dt, dev) : empty_tensor(x.sizes(), dt, dev);
   copy_into(span, x, out);
   s.set_result(std::move(out));
 }
@@ -1005,6 +1011,33 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(Tensor(self));
 }
 
+// aten::fill_.Tensor(self, value): value's one element into every element of
+// self, as PyTorch's kernel (Fill.cpp) does it: value must be 0-d; on self's
+// device it is copied in by aten::copy_, which broadcasts it (a clone of it
+// first when it shares self's memory); from another device (a CPU number
+// into a sim:0 or cuda:0 self) it is read by aten::item and filled.
+void fill_tensor_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const Tensor& value = s[1].to_tensor();
+  DESCENT_CHECK(value.dim() == 0, Error, "fill_ only supports 0-dimension value tensor but got tensor with ",
+                value.dim(), " dimensions.");
+  if (self.device() == value.device()) {
+    call(Op::copy_, self, self.storage() == value.storage() ? call(Op::clone, value) : value);
+    s.set_result(Tensor(self));
+    return;
+  }
+  Stack read;
+  read.push(value);
+  call_boxed(Op::item, read);
+  const Scalar v = read[0].to_scalar();
+  visit_dtype(self.dtype(), [&]<typename T>() { (void)v.to<T>(op.python_name, "value"); });
+  begin(span, self);
+  run_loop(span, self, [&] { device::fill(self, v); }, [&] { return optimized_fill(self, v); },
+           [&] { reference_fill(self, v); });
+  s.set_result(Tensor(self));
+}
+
 }  // namespace
 
 // [SECTION] Registration -----------------------------------------------------------
@@ -1032,6 +1065,7 @@ BoxedKernel cpu_kernel(Op op, OpKind kind) {
         case Op::copy_: return copy__kernel;
         case Op::fill_:
         case Op::zero_: return fill__kernel;
+        case Op::fill_tensor_: return fill_tensor_kernel;
         case Op::index_put_: return index_put_kernel;
         default: return inplace_binary_kernel;
       }

@@ -305,7 +305,7 @@ TEST(DefaultFallthrough, OnlyOpsWithoutADerivativeFallThroughAutogradAndOnlyBook
     EXPECT_EQ(e.is_fallthrough(DispatchKey::ADInplaceOrView), !(mutable_op || view_op)) << e.name;
     EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), e.kind != OpKind::Factory) << e.name;
   }
-  EXPECT_EQ(inplace, 8) << "add_, sub_, mul_, div_, copy_, fill_, zero_, index_put_";
+  EXPECT_EQ(inplace, 9) << "add_, sub_, mul_, div_, copy_, fill_ (.Scalar and .Tensor), zero_, index_put_";
   EXPECT_EQ(views, 9) << "view, transpose, t, permute, expand, slice, select, unsqueeze, alias";
 }
 

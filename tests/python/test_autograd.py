@@ -324,6 +324,7 @@ CASES = {
     "select": (lambda a: a[1], lambda: (rand(3, 6),)),
     "unsqueeze": (lambda a: a.unsqueeze(1), lambda: (rand(3, 6),)),
     "alias": (lambda a: a[...] * 2, lambda: (rand(3, 6),)),
+    "lift_fresh": (lambda a: descent.lift_fresh(a * 1) * 2, lambda: (rand(3),)),
     "contiguous": (lambda a: a.T.contiguous(), lambda: (rand(3, 6),)),
     "clone": (lambda a: a.clone(), lambda: (rand(3, 6),)),
     "to": (lambda a: a.to(descent.float64), lambda: (rand(3, 2),)),
@@ -333,7 +334,8 @@ CASES = {
     "mul_": (lambda a, b: (a * 1).mul_(b), lambda: (rand(3), rand(3))),
     "div_": (lambda a, b: (a * 1).div_(b), lambda: (rand(3), rand(3, positive=True))),
     "copy_": (lambda a, b: (a * 1).copy_(b), lambda: (rand(3, 2), rand(2))),
-    "fill_": (lambda a: (a * 2).fill_(1.5) * a, lambda: (rand(3),)),
+    "fill_.Scalar": (lambda a: (a * 2).fill_(1.5) * a, lambda: (rand(3),)),
+    "fill_.Tensor": (lambda a, v: (a * 2).fill_(v * 3) * a, lambda: (rand(3), rand())),
     "zero_": (lambda a: (a * 2).zero_() + a, lambda: (rand(3),)),
     "index": (lambda a: a[[2, 0, 2]] + a[:, descent.tensor([True, False, True, True])].sum(), lambda: (rand(3, 4),)),
     "index_put_": (lambda a, v: descent.index_put_(a * 1, [descent.tensor([0, 2])], v)
@@ -355,7 +357,7 @@ def test_gradcheck(name):
 
 
 # Ops whose formulas call only differentiable ops: their second derivatives too.
-TWICE = [n for n in DIFFERENTIABLE if n not in ("copy_", "fill_", "zero_", "pow.Tensor_Tensor")]
+TWICE = [n for n in DIFFERENTIABLE if n not in ("copy_", "fill_.Scalar", "fill_.Tensor", "zero_", "pow.Tensor_Tensor")]
 
 
 @pytest.mark.parametrize("name", TWICE)

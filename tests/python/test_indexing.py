@@ -166,6 +166,55 @@ def test_write_into_a_view_writes_the_base():
     assert x.tolist() == [[0, 0, 0, 0], [1, 0, 0, 1], [1, 0, 0, 1]]
 
 
+# [SECTION] What a write runs: PyTorch's ops, in PyTorch's order ------------------------
+
+def dispatched(t):
+    """The ops a trace called, in order: floor-3 spans that are not a redispatch of the one above."""
+    return [s["name"] for s in t.result.spans() if s["floor"] == 3 and not s["args"].get("redispatch")]
+
+
+@pytest.mark.parametrize("shape, index, value, ops, want", [
+    # A number: a 0-d CPU tensor of x's dtype through aten::lift_fresh, then the view, then fill_ (whose
+    # kernel copies the 0-d value in, Fill.cpp) or, when the view is 0-d too, copy_ (TensorIndexing.h copy_to).
+    ((2, 3), 0, lambda: 5, ["lift_fresh", "select", "fill_", "copy_"], [[5] * 3, [0] * 3]),
+    ((3,), 0, lambda: 5, ["lift_fresh", "select", "copy_"], [5, 0, 0]),
+    ((3,), slice(1, 3), lambda: 7, ["lift_fresh", "slice", "fill_", "copy_"], [0, 7, 7]),
+    ((3,), slice(None), lambda: 2, ["lift_fresh", "fill_", "copy_"], [2, 2, 2]),  # `:` is no slice
+    ((2, 3), (1, None), lambda: 4, ["lift_fresh", "select", "unsqueeze", "fill_", "copy_"], [[0] * 3, [4] * 3]),
+    # A tensor: no lift_fresh; copy_ when the shapes match, else view (leading 1-dims), expand, copy_.
+    ((2, 3), 0, lambda: descent.tensor([1.0, 2.0, 3.0]), ["select", "copy_"], [[1, 2, 3], [0] * 3]),
+    ((2, 3), 1, lambda: descent.ones(1, 3), ["select", "view", "copy_"], [[0] * 3, [1] * 3]),
+    ((2, 3), 0, lambda: descent.tensor([6.0]), ["select", "view", "expand", "copy_"], [[6] * 3, [0] * 3]),
+    ((2, 3), 0, lambda: descent.tensor(9.0), ["select", "fill_", "copy_"], [[9] * 3, [0] * 3]),
+])
+def test_a_write_runs_pytorchs_ops(shape, index, value, ops, want):
+    x = descent.zeros(*shape)
+    v = value()
+    with descent.trace() as t:
+        x[index] = v
+    assert dispatched(t) == ["aten::" + op for op in ops]
+    assert x.tolist() == want
+
+
+def test_a_number_written_on_a_device_is_read_on_the_host_by_fill():
+    """fill_.Tensor with a CPU value and a device self reads the value with item (Fill.cpp), as on CUDA."""
+    x = descent.zeros(2, 3, device="sim:0")
+    with descent.trace() as t:
+        x[1] = 2.5
+    assert dispatched(t) == ["aten::lift_fresh", "aten::select", "aten::fill_", "aten::item",
+                             "aten::_local_scalar_dense"]
+    assert x.tolist() == [[0.0] * 3, [2.5] * 3]
+
+
+def test_a_number_is_converted_to_the_tensors_dtype_first():
+    x = descent.zeros(3, dtype=descent.int64)
+    x[1:] = 2.7  # truncated, as PyTorch's scalar_tensor_static converts it
+    assert x.tolist() == [0, 2, 2]
+    b = descent.zeros(2, dtype=descent.bool)
+    b[0] = 3
+    assert b.tolist() == [True, False]
+
+
 # [SECTION] Errors, with PyTorch's classes and words ---------------------------------
 
 @pytest.mark.parametrize("index,error,message", [

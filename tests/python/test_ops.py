@@ -183,6 +183,7 @@ NUMPY_REFERENCE = {
     "select": lambda x, dim, index: np.take(x, index, axis=dim),
     "unsqueeze": lambda x, dim: np.expand_dims(x, dim % (x.ndim + 1)),
     "alias": lambda x: x,
+    "lift_fresh": lambda x: x,
     "flatten": _flatten,
     # copies
     "contiguous": np.ascontiguousarray,
@@ -200,7 +201,8 @@ NUMPY_REFERENCE = {
     "sub_": lambda a, b, alpha=1: (a - alpha * b).astype(a.dtype),
     "mul_": lambda a, b: (a * b).astype(a.dtype),
     "div_": lambda a, b: np.true_divide(a, b).astype(a.dtype),
-    "fill_": lambda a, value: np.full_like(a, value),
+    "fill_.Scalar": lambda a, value: np.full_like(a, value),
+    "fill_.Tensor": lambda a, value: np.full_like(a, value),
     "zero_": np.zeros_like,
 }
 
@@ -257,7 +259,7 @@ def parse_sample(sample, dtype, domain, rng):
     args, np_args = [], []
     for text in (s.strip() for s in sample.split(";")):
         if text.startswith("T["):
-            shape = [int(v) for v in text[2:text.index("]")].split(",")]
+            shape = [int(v) for v in text[2:text.index("]")].split(",") if v.strip()]  # T[]: 0-d
             t, a = make_tensor(rng, shape, dtype, "contiguous", domain)
             if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]: its dims 0 and 1 swapped
                 t, a = t.transpose(0, 1), np.swapaxes(a, 0, 1)

@@ -139,8 +139,11 @@ def test_variant_reference_and_auto():
     descent.set_kernel_variant("auto")
     x + x
     assert descent._C._last_variant() == "optimized"
-    x.T + x.T                                     # the fast path needs contiguous inputs
+    y = descent.ones(5, 4)
+    x.T + y                                       # the fast path needs inputs laid out like the output
     assert descent._C._last_variant() == "reference"
+    x.T + x.T                                     # ... which may be transposed, as both are here
+    assert descent._C._last_variant() == "optimized"
     x + 1                                         # ... or a broadcast scalar
     assert descent._C._last_variant() == "optimized"
     descent.set_kernel_variant("optimized")

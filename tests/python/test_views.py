@@ -82,6 +82,7 @@ VIEW_CASES = [
     ("permute-of-stepped", (4, 6), lambda t: t[::2, 1::3].permute(1, 0), lambda a: a[::2, 1::3].T),
     ("unsqueeze", (2, 3), lambda t: t.unsqueeze(1), lambda a: a[:, None]),
     ("alias", (2, 3), lambda t: t[...], lambda a: a[...]),
+    ("lift_fresh", (2, 3), lambda t: descent.lift_fresh(t), lambda a: a),  # self itself, as aten's
     ("unsqueeze-last", (2, 3), lambda t: t.unsqueeze(-1), lambda a: a[..., None]),
     ("unsqueeze-0d", (), lambda t: t.unsqueeze(0), lambda a: a[None]),
     ("unsqueeze-of-transposed", (3, 4), lambda t: t.T.unsqueeze(1), lambda a: a.T[:, None]),

@@ -38,31 +38,51 @@ class Tensor(_C.TensorBase):
     __array_priority__ = 1000
 
     def __setitem__(self, index, value):
-        """t[i] = v, as torch's __setitem__: the ints, slices, None and ... of i pick a
-        view of t, into which a tensor is copy_'d (broadcast and cast) and a number is
-        filled (fill_); integer and bool tensors or lists in i make it one
-        aten::index_put_ instead (Note [Advanced indexing], floors/kernels/indexing.cpp).
-        Either way the value's leading 1-dims are dropped first, as PyTorch drops
-        them (t[0] = ones(1, 3) into a (2, 3) tensor)."""
-        view, indices = self._apply_basic_indices(index)
+        """t[i] = v, as torch's __setitem__ (THPVariable_setitem): the ints, slices, None
+        and ... of i pick a view of t, and the value goes into it by PyTorch's ops;
+        integer and bool tensors or lists in i make it one aten::index_put_ instead
+        (Note [Advanced indexing], floors/kernels/indexing.cpp). See Note [x[i] = v
+        as PyTorch writes it] below for the ops, in order."""
+        # Note [x[i] = v as PyTorch writes it]
+        # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+        # torch/csrc/autograd/python_variable_indexing.cpp (THPVariable_setitem,
+        # valueToTensor) and aten/src/ATen/TensorIndexing.h (set_item, copy_to):
+        #   1. a Python number becomes a 0-d CPU tensor of t's dtype (made without
+        #      an op: scalar_tensor_static), then goes through aten::lift_fresh,
+        #      before the index is read; a tensor value is taken as it is;
+        #   2. the index's views: aten::select for an int, aten::slice for a slice
+        #      that is not `:`, aten::unsqueeze for None (applySlicing);
+        #   3. copy_to(view, value): aten::copy_ when the shapes are equal; else
+        #      aten::fill_ (its Tensor overload) for a 0-d CPU value, whose kernel
+        #      copies it in with aten::copy_ (Fill.cpp); else aten::view to drop the
+        #      value's leading 1-dims, aten::expand to the view's shape when they
+        #      differ, then aten::copy_.
+        # So x[0] = 5 on a (2, 3) tensor is lift_fresh, select, fill_ (copy_ below
+        # it); on a (3,) tensor lift_fresh, select, copy_; x[1:3] = 0 lift_fresh,
+        # slice, fill_; x[0] = t select, then copy_ (t of the row's shape) or view,
+        # expand, copy_. Advanced indices: the value, its leading 1-dims dropped by
+        # aten::view when it has any, goes to aten::index_put_.
         if _is_array(value):  # a numpy array, read as tensor() reads it
             value = _C._tensor(value, None)
         if not isinstance(value, Tensor):
             if not (isinstance(value, (int, float, bool)) or hasattr(value, "__index__")
                     or hasattr(value, "__float__")):
                 raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
-            if not indices:
-                _C.fill_(view, value)
-                return
-            value = _C.full((), value, dtype=self.dtype)
-        shape = list(value.shape)
-        while shape and shape[0] == 1:
-            shape.pop(0)
-        if len(shape) < value.dim():
-            value = _C.view(value, shape)
+            value = _C.lift_fresh(_C._tensor(value, self.dtype))
+        view, indices = self._apply_basic_indices(index)
         if indices:
+            shape = _drop_leading_ones(value.shape)
+            if len(shape) < value.dim():
+                value = _C.view(value, shape)
             _C.index_put_(view, indices, value)
+        elif view.shape == value.shape:
+            _C.copy_(view, value)
+        elif value.dim() == 0 and value.device.type == "cpu":
+            _C.fill_(view, value)
         else:
+            value = _C.view(value, _drop_leading_ones(value.shape))
+            if view.shape != value.shape:
+                value = _C.expand(value, list(view.shape))
             _C.copy_(view, value)
 
     # Autograd, as torch/_tensor.py has it in Python: the engine and the
@@ -266,6 +286,15 @@ def _sequence_is_tuple(index):
     if len(index) >= 32:
         return False
     return any(isinstance(i, (Tensor, list, tuple, slice)) or _is_array(i) or i is None or i is Ellipsis for i in index)
+
+
+def _drop_leading_ones(shape):
+    """A value's shape without its leading 1-dims, as PyTorch's slicePrefix1sSize drops them
+    (t[0] = ones(1, 3) into a (2, 3) tensor)."""
+    shape = list(shape)
+    while shape and shape[0] == 1:
+        shape.pop(0)
+    return shape
 
 
 def _is_index_list(i):
