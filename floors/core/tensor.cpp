@@ -135,13 +135,12 @@ alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
   return device_allocate_bytes(nbytes, device);
 }
 
-Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
-  return empty_tensor(sizes, contiguous_strides(sizes), dtype, device);
-}
+namespace {
 
-Tensor empty_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
-  // Every size is checked before any is multiplied, and a 0 anywhere makes
-  // the tensor empty, so zeros(2**49, 0) is as good as zeros(0, 2**49).
+// The number of elements of `sizes`, each size checked before any is
+// multiplied; a 0 anywhere makes the tensor empty, so zeros(2**49, 0) is as
+// good as zeros(0, 2**49).
+int64_t checked_numel(const DimVector& sizes, ScalarType dtype) {
   bool empty = false;
   for (int64_t s : sizes) {
     DESCENT_CHECK(s >= 0, Error, "Trying to create tensor with negative dimension ", s, ": ", sizes.str());
@@ -151,6 +150,31 @@ Tensor empty_tensor(const DimVector& sizes, const DimVector& strides, ScalarType
   for (int64_t s : sizes)
     DESCENT_CHECK(empty || (!__builtin_mul_overflow(n, s, &n) && n <= (int64_t(1) << 48)), Error,
                   "Trying to create a tensor of ", sizes.str(), " ", dtype_name(dtype), ": too many elements");
+  return n;
+}
+
+}  // namespace
+
+Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
+  checked_numel(sizes, dtype);  // before the strides are multiplied out
+  return empty_strided_tensor(sizes, contiguous_strides(sizes), dtype, device);
+}
+
+Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
+  DESCENT_CHECK(sizes.size() == strides.size(), Error, "mismatch in length of strides and shape");
+  const int64_t numel = checked_numel(sizes, dtype);
+  for (int64_t st : strides)
+    DESCENT_CHECK(st >= 0, Error, "as_strided: Negative strides are not supported at the moment, got strides: ",
+                  strides.str());
+  // The elements the strides reach: 1 + the sum of (size - 1) * stride.
+  int64_t n = numel == 0 ? 0 : 1;
+  for (int d = 0; d < sizes.size() && n > 0; ++d) {
+    int64_t reach = 0;
+    DESCENT_CHECK(!__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) && !__builtin_add_overflow(n, reach, &n) &&
+                      n <= (int64_t(1) << 48),
+                  Error, "Trying to create a tensor of ", sizes.str(), " with strides ", strides.str(),
+                  ": too many elements");
+  }
   auto storage = Ref<StorageImpl>::make(allocate_bytes(size_t(n) * element_size(dtype), device), device);
   return Tensor(Ref<TensorImpl>::make(std::move(storage), dtype, sizes, strides, 0));
 }

@@ -220,11 +220,11 @@ inline void bump_version(const Tensor& t) { t.version_counter().fetch_add(1, std
 // Allocates a contiguous tensor of `sizes` on `device` (through floor 6).
 // The elements are not initialised. Used by kernels and factories.
 Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device);
-// The same laid out by `strides`, which must cover one block of numel
-// elements in some order of the dims (a permutation of contiguous strides):
-// an elementwise op's output that follows its inputs' layout (Note [Output
-// strides follow the inputs], floors/kernels/layout.cpp).
-Tensor empty_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device);
+// The same laid out by `strides`, over new memory just large enough for the
+// elements they reach (aten::empty_strided; none may be negative): an
+// elementwise op's output that follows its inputs' layout (Note [Output
+// strides follow the inputs], floors/kernels/layout.cpp), _to_copy's result.
+Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device);
 
 // A 0-d tensor holding `s` in its own dtype (float64, int64 or bool); a
 // wrapped number (Note [Type promotion]) unless `wrapped` is false.

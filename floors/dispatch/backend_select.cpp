@@ -1,9 +1,15 @@
-// BackendSelect: factory functions pick their backend from their `device` argument.
+// BackendSelect: the ops that take a `device` argument pick their backend from it.
 //
 // A factory (empty, ones, arange...) has no tensor argument, so the key set
 // of its call holds no backend key. Its BackendSelect kernel reads the
-// `device` argument (cpu when absent), adds that backend's key and passes the
-// call down. See Note [Dispatch key priority].
+// `device` argument (cpu when absent, as c10's computeDispatchKey takes it),
+// adds that backend's key and passes the call down. An op with a tensor and
+// a device (_to_copy: x.to("sim")) gets the same kernel, as aten generates
+// one for every op with TensorOptions (RegisterBackendSelect.cpp): the
+// device's key joins the tensor's, and the higher of the two backends runs
+// (Note [Dispatch key priority]); its kernel copies either way.
+#include <string_view>
+
 #include "floors/dispatch/dispatcher.h"
 #include "floors/dispatch/library.h"
 #ifndef DESCENT_HAVE_CUDA
@@ -24,7 +30,7 @@ DispatchKey backend_key(Device d) {
 }
 
 void backend_select(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
-  // By schema, a factory's last argument is `Device? device`.
+  // By schema, the last argument is `Device? device` (a dispatch test checks it).
   const IValue& dev = stack[stack.size() - 1];
   Device d = dev.is_none() ? Device{} : dev.to_device();
 #ifndef DESCENT_HAVE_CUDA
@@ -40,11 +46,11 @@ void backend_select(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
 }  // namespace
 
 void register_backend_select_kernels(Library& m) {
-  // Every factory's schema ends with `Device? device` (a dispatch test checks it).
-#define DESCENT_REGISTER_FACTORY(id, schema, dispatch, kind, exact, domain, module, sample) \
-  if (OpKind::kind == OpKind::Factory) m.impl(Op::id, backend_select);
-  DESCENT_FORALL_OPS(DESCENT_REGISTER_FACTORY)
-#undef DESCENT_REGISTER_FACTORY
+  // Every row that declares BackendSelect (ops.h), whose schema ends with `Device? device`.
+#define DESCENT_REGISTER_BACKEND_SELECT(id, schema, dispatch, kind, exact, domain, module, sample) \
+  if (std::string_view(dispatch).starts_with("BackendSelect")) m.impl(Op::id, backend_select);
+  DESCENT_FORALL_OPS(DESCENT_REGISTER_BACKEND_SELECT)
+#undef DESCENT_REGISTER_BACKEND_SELECT
 }
 
 }  // namespace descent

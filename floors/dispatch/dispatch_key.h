@@ -43,8 +43,10 @@ constexpr int kNumBackends = 3;
 //   memory and do the actual work.
 // - BackendSelect: for factories (empty, ones, arange...), which have no
 //   tensor argument to take a backend from: its kernel reads the `device`
-//   argument and redispatches to that backend. Every call carries it (the
-//   thread includes it by default); other ops fall through it.
+//   argument and redispatches to that backend; _to_copy, which has a tensor
+//   and a device, adds the device's backend to the tensor's there. Every
+//   call carries it (the thread includes it by default); other ops fall
+//   through it.
 // - ADInplaceOrView: bumps the version counter of a tensor written in place
 //   and records a view's base, for autograd's checks. Every tensor carries
 //   it and the thread includes it; ops that neither write in place nor make

@@ -209,8 +209,9 @@ void clear_fallthrough(Op op, DispatchKey key) { mark_fallthrough(op, key, 0); }
 // op but the in-place and view ops falls through ADInplaceOrView (Note
 // [ADInplaceOrView]); c10 registers the same fallthrough fallback for
 // ADInplaceOrView, and for the Autograd keys of ops with no derivative. The Autocast keys fall through (descent has no autocast);
-// BackendSelect falls through for every op but the factories, which register
-// their own kernel there.
+// BackendSelect falls through for every op but those with a device argument
+// (the factories, empty_strided, _to_copy), which register their own kernel
+// there (backend_select.cpp).
 void register_fallbacks() {
   for (DispatchKey k : {DispatchKey::Autograd, DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU,
                         DispatchKey::AutocastCUDA, DispatchKey::AutocastSim, DispatchKey::BackendSelect}) {

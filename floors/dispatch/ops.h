@@ -23,10 +23,11 @@
 //   (a call on a device tensor then fails at dispatch, naming the op and
 //   the key). A composite declares CompositeImplicitAutograd: its one kernel, in
 //   floors/kernels/composites.cpp, calls other ops and is the op's only
-//   kernel (Note [Composite ops decompose]). The factories declare
-//   BackendSelect explicitly beside CPU: backend_select.cpp registers that
-//   kernel for every Factory row, and the declaration makes the check below
-//   cover it. Once every floor has registered, check_declared_kernels()
+//   kernel (Note [Composite ops decompose]). An op that takes a `device`
+//   argument and is not a composite (the factories, empty_strided,
+//   _to_copy: aten's rule, TensorOptions and not a _like op) declares
+//   BackendSelect beside its backends: backend_select.cpp registers that
+//   kernel for every row that declares it. Once every floor has registered, check_declared_kernels()
 //   (library.h) requires a kernel at each declared key (an alias key
 //   expanded through alias_runtime_keys; for a composite only the CPU slot
 //   is checked), and throws naming the operator and the key: a declared
@@ -153,6 +154,8 @@ enum class PythonModule : uint8_t { Torch, NN };
   /* factories: the device argument picks the backend */                                                                               \
   _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                                             \
+  _(empty_strided, "aten::empty_strided(int[] size, int[] stride, *, ScalarType? dtype=None, Device? device=None) -> Tensor",         \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]; [1, 4]")                                                     \
   _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                                             \
   _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
@@ -292,7 +295,7 @@ enum class PythonModule : uint8_t { Torch, NN };
   _(to, "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor(a)",            \
     "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 6]; float64")                                                          \
   _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
-    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[6, 4]^T")                                                                            \
+    "BackendSelect, CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[6, 4]^T")                                                                            \
   _(cat, "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",                                                                          \
     "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "(T[3, 6], T[5, 6], T[1, 6]); 0")                                                       \
   /* reads: one element's value to the host, a Scalar (Note [Reading a device tensor waits], device_object.cpp) */                       \
@@ -330,6 +333,6 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 81, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 82, "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

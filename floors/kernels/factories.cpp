@@ -84,6 +84,26 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// aten::empty_strided(size, stride, *, dtype, device): new memory laid out
+// by the given strides, its elements unset. aten's _to_copy makes its result
+// with it (the source's strides there; descent's are row-major: Note
+// [Copies between devices], register_cpu.cpp), and so does TensorIterator
+// when it allocates an output.
+void empty_strided_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const IValue& dev = s[s.size() - 1];
+  const ScalarType dt = dtype_arg(s, kDefaultFloat);
+  Tensor out = empty_strided_tensor(s[0].to_int_list(), s[1].to_int_list(), dt,
+                                    dev.is_none() ? Device{} : dev.to_device());
+  const char* v =
+      DESCENT_DECIDES(span, out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device()));
+  span.arg("dtype", dtype_name(dt));
+  span.arg("numel", out.numel());
+  span.arg("variant", v);
+  last_variant() = v;
+  s.set_result(std::move(out));
+}
+
 // The length of arange(start, end, step) for int64 bounds, exact: end - start
 // and |step| are taken as unsigned 64-bit numbers, which hold them whole even
 // at the ends of int64 (arange(-2**63, 2**63 - 1, 2**62)), where a double
@@ -222,6 +242,7 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 void register_factory_kernels(Library& m) {
   for (Op op : {Op::empty, Op::zeros, Op::ones, Op::full}) m.impl(op, fill_kernel);
+  m.impl(Op::empty_strided, empty_strided_kernel);
   m.impl(Op::arange, arange_kernel);
   m.impl(Op::arange_start_step, arange_kernel);
   m.impl(Op::linspace, linspace_kernel);

@@ -150,7 +150,7 @@ DimVector output_strides(const DimVector& shape, std::initializer_list<const Ten
 
 Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device,
                     std::initializer_list<const Tensor*> inputs) {
-  return empty_tensor(shape, output_strides(shape, inputs), dtype, device);
+  return empty_strided_tensor(shape, output_strides(shape, inputs), dtype, device);
 }
 
 }  // namespace descent::kernels

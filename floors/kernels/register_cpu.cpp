@@ -718,26 +718,24 @@ void clone_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 
 // aten::_to_copy (self, *, dtype, device): always a new tensor. aten::to is a
 // composite that returns self when nothing changes and calls this otherwise.
-// On the same device the copy keeps a dense self's strides (x.t().double()
-// is laid out as x.t()), as aten's does with its default memory format,
-// preserve; any other self gives a row-major copy (Note [Output strides
-// follow the inputs], layout.cpp). Between devices the copy is row-major.
+// As aten's: aten::empty_strided makes the result on the target device and
+// aten::copy_ fills it (Note [Copies between devices]). On the same device
+// the result keeps a dense self's strides (x.t().double() is laid out as
+// x.t()), as aten's does with its default memory format, preserve; any
+// other self, and every copy between devices, gives a row-major result (Note
+// [Output strides follow the inputs], layout.cpp).
 void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& x = s[0].to_tensor();
   ScalarType dt = s[1].is_none() ? x.dtype() : s[1].to_scalar_type();
   Device dev = s[2].is_none() ? x.device() : s[2].to_device();
-  if (!(dev == x.device())) {  // Note [Copies between devices]: as aten's, empty there, then copy_
-    if (span.active()) span.arg("dtype", dtype_name(dt)), span.arg("numel", x.numel());
-    Tensor out = call(Op::empty, x.sizes(), dt, dev);
-    call(Op::copy_, out, x);
-    span.arg("variant", "between devices");
-    last_variant() = "between devices";
-    s.set_result(std::move(out));
-    return;
-  }
-  Tensor out = dense(x) ? empty_tensor(x.sizes(), x.strides(), dt, dev) : empty_tensor(x.sizes(), dt, dev);
-  copy_into(span, x, out);
+  if (span.active()) span.arg("dtype", dtype_name(dt)), span.arg("numel", x.numel());
+  const bool keep = dev == x.device() && dense(x);
+  Tensor out = call(Op::empty_strided, x.sizes(), keep ? x.strides() : contiguous_strides(x.sizes()), dt, dev);
+  call(Op::copy_, out, x);
+  const char* v = dev == x.device() ? "copy" : "between devices";
+  span.arg("variant", v);
+  last_variant() = v;
   s.set_result(std::move(out));
 }
 

@@ -301,7 +301,28 @@ TEST(OpTable, FactoriesEndWithDtypeAndDevice) {
     EXPECT_TRUE(device.kwarg_only && device.has_default && device.default_value.is_none()) << e.name;
     for (const SchemaArg& a : args) EXPECT_NE(a.type, ArgType::Tensor) << e.name << " takes no tensor";
   }
-  EXPECT_EQ(factories, 9);
+  EXPECT_EQ(factories, 10);
+}
+
+// aten generates a BackendSelect kernel for every op with TensorOptions that
+// is not a _like op; in descent's table, every row that takes a device and
+// is not a composite declares it, and its schema ends with the device.
+TEST(OpTable, EveryOpWithADeviceArgumentSelectsItsBackend) {
+  int selecting = 0;
+  for (const OpEntry& e : all_ops()) {
+    bool takes_device = false;
+    for (const SchemaArg& a : e.schema.args) takes_device |= a.name == "device";
+    const std::string_view dispatch = e.dispatch;
+    const bool composite = dispatch == "CompositeImplicitAutograd";
+    const bool declared = dispatch.starts_with("BackendSelect");
+    EXPECT_EQ(declared, takes_device && !composite) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, declared) << e.name;
+    if (declared) {
+      ++selecting;
+      EXPECT_EQ(e.schema.args.back().name, "device") << e.name;
+    }
+  }
+  EXPECT_EQ(selecting, 11) << "ten factories and _to_copy";
 }
 
 TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
@@ -309,7 +330,8 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     bool factory = e.kind == OpKind::Factory;
     // A composite's one kernel sits at every Dense and Autograd key (Note [Composite ops decompose]).
     bool composite = std::string_view(e.dispatch) == "CompositeImplicitAutograd";
-    EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), !factory) << e.name;
+    const bool selects = std::string_view(e.dispatch).starts_with("BackendSelect");
+    EXPECT_EQ(e.is_fallthrough(DispatchKey::BackendSelect), !selects) << e.name;
     // Only the factories fall through autograd; a comparison has no derivative
     // but an Autograd kernel that records nothing, as PyTorch's (Note [One
     // derivative per op], floors/autograd/derivatives.cpp).
@@ -323,7 +345,7 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     // ADInplaceOrView runs for in-place and view ops, not composites (Note [ADInplaceOrView]).
     const bool bookkeeping = !composite && (e.schema.is_mutable() || e.schema.is_view());
     EXPECT_EQ(e.is_fallthrough(DispatchKey::ADInplaceOrView), !bookkeeping) << e.name;
-    EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, factory) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::BackendSelect) != nullptr, selects) << e.name;
     EXPECT_NE(e.kernel(DispatchKey::CPU), nullptr) << e.name << " has no CPU kernel";
     // The devices' kernels are there where the row declares them (the CUDA ones in a build with CUDA).
     const std::string_view dispatch = e.dispatch;

@@ -179,7 +179,8 @@ def test_bad_device_string(spec):
 @pytest.mark.parametrize("op", FACTORIES, ids=lambda op: op["name"])
 def test_factories_on_devices(op):
     """Factories on sim:0 (and "sim") give device tensors; a device this machine lacks raises RuntimeError naming it."""
-    args = {"aten::arange": (5,), "aten::arange.start_step": (1, 5), "aten::linspace": (0, 1, 5)}.get(op["name"], ([2, 3],))
+    args = {"aten::arange": (5,), "aten::arange.start_step": (1, 5), "aten::linspace": (0, 1, 5),
+            "aten::empty_strided": ([2, 3], [1, 2])}.get(op["name"], ([2, 3],))
     if op["name"] == "aten::full":
         args = ([2], 1.0)
     fn = getattr(descent, op["python_name"])
@@ -210,7 +211,7 @@ def test_more_than_8_dims(x):
 
 @pytest.mark.parametrize("name", SIZED_FACTORIES)
 def test_negative_size(name):
-    args = ([2, -3], 1.0) if name == "full" else ([2, -3],)
+    args = {"full": ([2, -3], 1.0), "empty_strided": ([2, -3], [3, 1])}.get(name, ([2, -3],))
     with raises(RuntimeError, "negative dimension", "-3"):
         getattr(descent, name)(*args)
 

@@ -186,9 +186,22 @@ def test_cpu_is_to_copy_empty_and_copy_then_one_wait(device):
         c = x.cpu()
     assert c.device == descent.device("cpu") and c.tolist() == [2.0] * 3
     tr = t.result
-    assert dedupe(op_names(tr)) == ["aten::to", "aten::_to_copy", "aten::empty", "aten::copy_"], tr.format_tree()
+    assert dedupe(op_names(tr)) == ["aten::to", "aten::_to_copy", "aten::empty_strided", "aten::copy_"], tr.format_tree()
     assert waits_and_copies(tr) == [memcpy(device), ".cpu()"], tr.format_tree()
     assert inside(span(tr, "streams", ".cpu()"), span(tr, "kernels", "aten::copy_"))
+
+
+def test_a_cast_on_the_cpu_is_to_copy_empty_strided_and_copy_selected_by_backend_select():
+    """x.double() as PyTorch runs it: aten::to -> aten::_to_copy -> aten::empty_strided, aten::copy_; _to_copy
+    stops at BackendSelect (aten's kernel for an op with TensorOptions), empty_strided is selected there too."""
+    x = descent.ones(2, 3)
+    with descent.trace() as t:
+        y = x.t().double()
+    assert y.dtype == descent.float64 and y.stride() == (1, 3)  # a dense source's strides kept, as aten's preserve
+    tr = t.result
+    assert dedupe(op_names(tr))[-4:] == ["aten::to", "aten::_to_copy", "aten::empty_strided", "aten::copy_"], tr.format_tree()
+    kernels = [s["args"].get("kernel") for s in tr.spans() if s["floor_name"] == "dispatch" and s["name"] == "aten::_to_copy"]
+    assert "BackendSelect" in kernels, kernels
 
 
 @pytest.mark.parametrize("read, why, values", [(lambda x: x.tolist(), ".tolist()", [1.0, 2.0]),

@@ -401,3 +401,15 @@ REPRS = [
 @pytest.mark.parametrize("make,expected", REPRS, ids=[e.split("\n")[0][:40] for _, e in REPRS])
 def test_repr(make, expected):
     assert repr(make()) == expected
+
+
+def test_empty_strided_lays_out_its_memory_by_the_strides_it_is_given():
+    """aten::empty_strided: the strides as given, memory for the elements they reach; PyTorch's errors."""
+    t = descent.empty_strided([2, 3], [1, 2])
+    assert t.shape == (2, 3) and t.stride() == (1, 2) and t.dtype == descent.float32
+    assert descent.empty_strided([4], [2], dtype=descent.int64).stride() == (2,)
+    assert descent.empty_strided([0, 3], [3, 1]).numel() == 0
+    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+        descent.empty_strided([2, 3], [1])
+    with pytest.raises(RuntimeError, match="Negative strides are not supported"):
+        descent.empty_strided([2], [-1])

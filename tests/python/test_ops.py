@@ -138,7 +138,7 @@ def _expand(x, size):
 NUMPY_REFERENCE = {
     # factories (rand/randn/empty: only shape and dtype are compared here;
     # test_factories.py checks the random values statistically)
-    "empty": _factory(0), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
+    "empty": _factory(0), "empty_strided": lambda size, stride, **kw: _factory(0)(size, **kw), "zeros": _factory(0), "ones": _factory(1), "full": _factory(None),
     "arange": _arange, "arange.start_step": _arange, "linspace": _linspace,
     "rand": _factory(0.5), "randn": _factory(0.0),
     # elementwise
@@ -305,7 +305,7 @@ def test_sample_call(name, dtype, rng):
     elif name == "max.dim":
         check(got.values, expected[0], got.values.dtype)
         check(got.indices, expected[1], I)
-    elif name in ("empty", "rand", "randn"):
+    elif name in ("empty", "empty_strided", "rand", "randn"):
         assert got.shape == expected.shape and got.dtype is dtype
     else:
         n = max(np_args[0].size, 1) if op["kind"] in ("reduction", "matmul") else 1

@@ -257,6 +257,9 @@ TEST(Explain, TheLineThatDecidedIsTheDecision) {
       const trace::Span& sp = n.trace.spans[i];
       const SourcePlace at = decided_at(sp);
       if (at.file.empty()) continue;
+      // A saved trace whose file has changed since (the H200 recording): the app shows no line for it
+      // (Note [Source fingerprints]), so there is none to check here.
+      if (trace::source_match(n.trace, at.file) == trace::SourceMatch::Changed) continue;
       floors.insert(trace::floor_name(sp.floor));
       const std::string_view text = trace::embedded_source(at.file);
       ASSERT_FALSE(text.empty()) << at.file << " is not embedded";
