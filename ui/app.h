@@ -312,9 +312,9 @@ void draw_search(App& app, ImVec2 pos);                 // panel_search.cpp: the
 
 // [SECTION] Theme -----------------------------------------------------------------
 
-// Each floor's colour (1..8; 9, the device's own row, shares 8's hue).
-ImU32 floor_color(int floor, float alpha = 1.0f);
-ImVec4 floor_color_vec(int floor);
+// Each floor's colour (the device's own row shares the launch floor's hue; None is grey).
+ImU32 floor_color(trace::Floor floor, float alpha = 1.0f);
+ImVec4 floor_color_vec(trace::Floor floor);
 const char* floor_title(int floor);   // "Python", "binding", ... as the building labels them
 // 850 ns, 12.3 us: trace::format_duration.
 std::string duration_text(int64_t ns);

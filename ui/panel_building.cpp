@@ -176,8 +176,8 @@ void draw_device_strip(App& app, ImDrawList* dl, ImVec2 a, ImVec2 b, float x_sha
   app.device_strip_rect = ImVec4(a.x, a.y, b.x, b.y);
   app.echoes.clear();
   dl->AddRectFilled(a, b, IM_COL32(24, 22, 36, 255));
-  dl->AddLine(a, ImVec2(b.x, a.y), floor_color(8), 2.0f);
-  dl->AddRectFilled(a, ImVec2(a.x + 8, b.y), floor_color(9, 0.6f));
+  dl->AddLine(a, ImVec2(b.x, a.y), floor_color(trace::Floor::Launch), 2.0f);
+  dl->AddRectFilled(a, ImVec2(a.x + 8, b.y), floor_color(trace::Floor::Device, 0.6f));
 
   size_t running = 0, queued = 0, done = 0, ahead = 0, total = 0;
   int64_t next_start = kNever;
@@ -206,15 +206,15 @@ void draw_device_strip(App& app, ImDrawList* dl, ImVec2 a, ImVec2 b, float x_sha
     };
     if (at.running != SIZE_MAX) {
       const DeviceWork& w = lane.work[at.running];
-      box(w, floor_color(9), kInk, "running ");
+      box(w, floor_color(trace::Floor::Device), kInk, "running ");
       app.echoes.push_back(w.name);
       // The token's echo: the call's kernel, down here on the device's clock.
       const ImVec2 c(x_shaft + shaft_w * 0.5f, y + row_h * 0.5f - 1);
       const float r = std::min(shaft_w, row_h) * 0.32f;
       dl->AddCircleFilled(c, r, IM_COL32(250, 250, 250, 110), 24);
-      dl->AddCircle(c, r, floor_color(9), 24, 3.0f);
+      dl->AddCircle(c, r, floor_color(trace::Floor::Device), 24, 3.0f);
     }
-    for (size_t k : at.queued) box(lane.work[k], floor_color(9, 0.22f), kPaper, "queued ");
+    for (size_t k : at.queued) box(lane.work[k], floor_color(trace::Floor::Device, 0.22f), kPaper, "queued ");
     if (!at.done.empty() && x < b.x - kMarginPx - 40) {
       const std::string d = "done: " + std::to_string(at.done.size());
       dl->AddText(ImVec2(x, y + (row_h - line_h) * 0.5f), kMuted, d.c_str());
@@ -300,19 +300,20 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
 
   for (int f = 1; f <= kBuildingFloors; ++f) {
     const FloorView& v = views[f];
+    const trace::Floor floor = static_cast<trace::Floor>(f);
     const ImVec2 a(o.x, o.y + roof + (f - 1) * band_h), b(x_end, a.y + band_h - 2);
     app.floor_rects[f] = ImVec4(a.x, a.y, b.x, b.y);
     const bool lit = v.state == FloorState::Active;
     ImU32 bg = IM_COL32(34, 36, 42, 255);
-    if (v.state == FloorState::Active) bg = floor_color(f);
-    if (v.state == FloorState::Visited) bg = floor_color(f, 0.30f);
-    if (v.state == FloorState::Ahead) bg = floor_color(f, 0.12f);
+    if (v.state == FloorState::Active) bg = floor_color(floor);
+    if (v.state == FloorState::Visited) bg = floor_color(floor, 0.30f);
+    if (v.state == FloorState::Ahead) bg = floor_color(floor, 0.12f);
     dl->AddRectFilled(a, b, bg);
     if (v.state == FloorState::Skipped) hatch(dl, ImVec2(x_shaft + shaft_w, a.y), b, IM_COL32(60, 62, 70, 255));
-    if (v.state == FloorState::Ahead) dl->AddRect(a, b, floor_color(f, 0.7f));
+    if (v.state == FloorState::Ahead) dl->AddRect(a, b, floor_color(floor, 0.7f));
     // The floor's own colour, always, on its label and its right edge.
-    dl->AddRectFilled(a, ImVec2(a.x + 8, b.y), floor_color(f));
-    dl->AddRectFilled(ImVec2(b.x - kMarginPx, a.y), b, floor_color(f, lit ? 1.0f : 0.55f));
+    dl->AddRectFilled(a, ImVec2(a.x + 8, b.y), floor_color(floor));
+    dl->AddRectFilled(ImVec2(b.x - kMarginPx, a.y), b, floor_color(floor, lit ? 1.0f : 0.55f));
     // Label: number and name.
     const ImU32 ink = lit ? kInk : kPaper;
     char label[48];
@@ -401,10 +402,10 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
     if (waits) {
       const float xb = x_end - kMarginPx - 10;
       const float top = o.y + roof + 6.5f * band_h;
-      dl->AddLine(ImVec2(xb, top), ImVec2(xb, y0 + line_h * 1.2f), floor_color(7), 3.0f);
-      dl->AddLine(ImVec2(xb - 14, top), ImVec2(xb, top), floor_color(7), 3.0f);
+      dl->AddLine(ImVec2(xb, top), ImVec2(xb, y0 + line_h * 1.2f), floor_color(trace::Floor::Streams), 3.0f);
+      dl->AddLine(ImVec2(xb - 14, top), ImVec2(xb, top), floor_color(trace::Floor::Streams), 3.0f);
       dl->AddTriangleFilled(ImVec2(xb - 6, y0 + line_h * 1.2f - 10), ImVec2(xb + 6, y0 + line_h * 1.2f - 10),
-                            ImVec2(xb, y0 + line_h * 1.2f), floor_color(7));
+                            ImVec2(xb, y0 + line_h * 1.2f), floor_color(trace::Floor::Streams));
     }
   }
 
@@ -419,7 +420,7 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
     const float r = std::min(shaft_w, band_h) * 0.36f;
     const ImVec2 c(x_shaft + shaft_w * 0.5f, y);
     dl->AddCircleFilled(c, r, IM_COL32(250, 250, 250, 255), 32);
-    dl->AddCircle(c, r, floor_color(std::max(f0, 1)), 32, 4.0f);
+    dl->AddCircle(c, r, floor_color(static_cast<trace::Floor>(std::max(f0, 1))), 32, 4.0f);
     const bool down = s.steps[k].down;
     const float h = r * 0.45f;  // an arrow: which way the call is going
     if (down) dl->AddTriangleFilled(ImVec2(c.x - h, c.y - h * 0.6f), ImVec2(c.x + h, c.y - h * 0.6f),

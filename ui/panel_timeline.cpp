@@ -82,11 +82,6 @@ float lane_y(const TimelineIndex& x, const Layout& l, size_t lane) {
   return l.row_y[row] + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(lane - x.rows()[row].first_lane);
 }
 
-int colour_floor(trace::Floor f) {  // floor_color's argument: 1..9, 0 for none
-  const int i = static_cast<int>(f);
-  return i >= 1 && i <= 9 ? i : 0;
-}
-
 ImU32 label_colour(ImU32 fill) {  // dark ink on a light fill, light on a dark one
   const ImVec4 c = ImGui::ColorConvertU32ToFloat4(fill);
   return 0.299f * c.x + 0.587f * c.y + 0.114f * c.z > 0.55f ? kInk : kPaper;
@@ -223,7 +218,7 @@ void draw_axis(ImDrawList* dl, const App& app, ImVec2 p0, float width, float row
 void span_tooltip(const App& app, size_t i) {
   const trace::Span& s = app.trace().spans[i];
   ImGui::BeginTooltip();
-  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(colour_floor(s.floor)));
+  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(s.floor));
   ImGui::TextUnformatted(s.name.c_str());
   ImGui::PopStyleColor();
   ImGui::Text("floor %d: %s", static_cast<int>(s.floor), trace::floor_name(s.floor));
@@ -420,7 +415,7 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     if (b <= a || b < v0 || a > v1) continue;
     const float ym = area0.y + lane_y(x, layout, x.lane_of_span(to)) + px(kLanePx) / 2 - 1;
     if (ym < clip0.y || ym > clip1.y) continue;
-    dl->AddLine(ImVec2(x_of(a), ym), ImVec2(x_of(b), ym), floor_color(7, 0.9f), 3.0f);
+    dl->AddLine(ImVec2(x_of(a), ym), ImVec2(x_of(b), ym), floor_color(trace::Floor::Streams, 0.9f), 3.0f);
     ++drawn;
   }
 
@@ -449,9 +444,9 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
         const float x1 = std::max(x0 + 1.0f, x_of(static_cast<double>(it.end_ns)));
         const trace::Span& first = t.spans[x.span_at(lane, it.first)];
         if (it.merged()) {
-          dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(colour_floor(first.floor), 0.5f));
+          dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(first.floor, 0.5f));
         } else {
-          const ImU32 fill = floor_color(colour_floor(first.floor), 1.0f);
+          const ImU32 fill = floor_color(first.floor, 1.0f);
           dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
           if (x1 - x0 >= px(kLabelMinPx)) {
             const float tx = std::max(x0, static_cast<float>(left)) + px(kTextPadPx);

@@ -444,7 +444,7 @@ std::string state_json(const App& app, std::string* stable) {
     for (int f = 1; f <= kBuildingFloors; ++f) {
       const FloorView& v = floors[f];
       const ImVec4 r = app.floor_rects[f];
-      const ImVec4 c = floor_color_vec(f);
+      const ImVec4 c = floor_color_vec(static_cast<trace::Floor>(f));
       char rect[160];
       std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f], \"color\": [%d, %d, %d]", r.x, r.y, r.z, r.w,
                     int(c.x * 255 + 0.5f), int(c.y * 255 + 0.5f), int(c.z * 255 + 0.5f));
