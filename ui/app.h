@@ -10,7 +10,7 @@
 // The app owns no runtime logic: it runs code through the embedded `descent`
 // package (python_bridge.h) and reads the trace::Trace objects it returns.
 // Each panel is a function of the App, drawn into the rectangle the layout
-// (main.cpp) gives it.
+// (frame.cpp) gives it.
 #pragma once
 
 #include <imgui.h>
@@ -220,7 +220,7 @@ struct App {
   float dpi_scale = 1.0f;        // the monitor's content scale
   float ui_scale = 1.0f;         // the fonts' scale now: dpi_scale * layout.zoom
   bool show_help = false;
-  RightTab right_tab = RightTab::Detail;  // the tab shown on the right (main.cpp draws the tabs as buttons)
+  RightTab right_tab = RightTab::Detail;  // the tab shown on the right (frame.cpp draws the tabs as buttons)
   std::string banner;  // a message the user must see (bad file, missing asset)
   std::string open_path;   // the Open/Save path field
   std::string file_title;  // what the file popup is asking for
@@ -289,6 +289,14 @@ std::string run_status(const App& app);
 
 // [SECTION] Panels (one file each) -----------------------------------------------
 
+// The windows the layout (frame.cpp) places: ImGui never moves, resizes,
+// folds or remembers them. A panel is also never raised over its
+// neighbours when it takes the focus (the toolbar and the banner may be).
+constexpr ImGuiWindowFlags kFixedWindowFlags =
+    ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings;
+constexpr ImGuiWindowFlags kPanelFlags = kFixedWindowFlags | ImGuiWindowFlags_NoBringToFrontOnFocus;
+
+void draw_frame(App& app, ImFont* font);                // frame.cpp: every panel in its place, in `font`
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
 void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
 void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
