@@ -29,6 +29,7 @@
 #include "ui/layout.h"
 #include "ui/lesson.h"
 #include "ui/memory_model.h"
+#include "ui/models.h"
 #include "ui/navigate.h"
 #include "ui/playback.h"
 #include "ui/story.h"
@@ -88,12 +89,10 @@ struct Loaded {
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
   std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
   std::string code;                           // the code that made it, when it can be run again ("" for a file or a lesson)
-  // The call as the panels read it, built by prepare_loaded on the thread
-  // that made the trace (a million spans take a while: never on the window's
-  // thread when it can be helped); show_loaded builds whatever is missing.
-  std::optional<Story> story;
-  std::optional<StreamsModel> streams;
-  std::optional<TimelineIndex> timeline;
+  // The call as the panels read it (models.h), built by prepare_loaded on the
+  // thread that made the trace (a million spans take a while: never on the
+  // window's thread when it can be helped); show_loaded builds them when missing.
+  std::optional<TraceModels> models;
 };
 
 // [SECTION] App state --------------------------------------------------------------
@@ -182,8 +181,7 @@ struct App {
   double view_start_ns = 0, view_end_ns = 1;
   bool timeline_follow = true;  // keep the current step in view
   int64_t hovered_span = -1;
-  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (panel_timeline.cpp builds it)
-  std::weak_ptr<const trace::Trace> timeline_of;  // the trace `timeline` was built from
+  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (show_loaded: models.h)
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
   bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
   size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
@@ -194,9 +192,8 @@ struct App {
   std::string jump_said;            // "no launch after this step" ("" when the jump moved)
   size_t jump_said_at = SIZE_MAX;   // the step it was said at (shown only while the step stays)
 
-  // Graph panel: the autograd graph of `loaded.trace` (panel_graph.cpp builds it)
+  // Graph panel: the autograd graph of `loaded.trace` (show_loaded: models.h)
   AutogradGraph graph;
-  std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
   std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
   std::vector<GraphEdge> graph_edges_drawn;        // the edges drawn at that step, parallel ones apart (state dump)
   std::vector<std::string> graph_none_labels;      // per node, the label drawn for its None edges ("" none)
@@ -209,7 +206,7 @@ struct App {
   NotesView notes;
   LessonView lesson;  // the Lesson tab (lesson.h)
 
-  // The device's streams in `loaded.trace` (show_loaded builds it): the
+  // The device's streams in `loaded.trace` (show_loaded: models.h): the
   // building's device strip and the streams panel (Note [The queue at time t]).
   StreamsModel streams;
 
@@ -252,10 +249,11 @@ struct App {
   int64_t now_ns() const { return time_at(story, play.position); }
 };
 
-// Builds `l`'s story, streams model and timeline index; touches no App, so
-// it runs on any thread (the Python thread, after a run).
+// Builds `l`'s models (models.h); touches no App, so it runs on any thread
+// (the Python thread, after a run).
 void prepare_loaded(Loaded& l);
-// Shows `l` (resets the playback and the timeline view to the new call).
+// Shows `l`: the App takes its models (built here when `l` came without),
+// and the playback and the timeline view are reset to the new call.
 void show_loaded(App& app, Loaded l);
 // The beginner's story on or off (Note [The beginner's story]), at the same moment of the call.
 void set_fold_helpers(App& app, bool fold);
@@ -300,7 +298,6 @@ void draw_frame(App& app, ImFont* font);                // frame.cpp: every pane
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
 void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
 void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
-std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t);  // panel_timeline.cpp: flows as span indices
 void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
 void draw_memory(App& app);                             // panel_memory.cpp: the allocators
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent

@@ -83,10 +83,6 @@ void draw_legend(App& app) {
 
 void draw_graph(App& app) {
   app.panels_drawn.push_back("graph");
-  if (app.graph_of.lock() != app.loaded.trace) {  // built once per trace
-    app.graph = build_graph(app.trace());
-    app.graph_of = app.loaded.trace;
-  }
   const AutogradGraph& g = app.graph;
   app.graph_edges_drawn.clear();
   app.graph_none_labels.assign(g.nodes.size(), std::string());

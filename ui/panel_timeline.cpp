@@ -2,7 +2,7 @@
 // per thread's device spans), spans stacked by depth and coloured by floor.
 //
 // [SECTION] Layout and constants
-// [SECTION] The index and the view (fit, follow, zoom, pan)
+// [SECTION] The view (fit, follow, zoom, pan)
 // [SECTION] The time axis
 // [SECTION] Tooltips
 // [SECTION] The panel
@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 
 #include "ui/app.h"
 
@@ -87,35 +86,7 @@ ImU32 label_colour(ImU32 fill) {  // dark ink on a light fill, light on a dark o
   return 0.299f * c.x + 0.587f * c.y + 0.114f * c.z > 0.55f ? kInk : kPaper;
 }
 
-// [SECTION] The index and the view (fit, follow, zoom, pan) -------------------------------
-
-}  // namespace
-
-std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t) {
-  std::vector<std::pair<size_t, size_t>> out;
-  if (t.flows.empty()) return out;
-  std::unordered_map<uint64_t, size_t> by_id;
-  by_id.reserve(t.spans.size());
-  for (size_t i = 0; i < t.spans.size(); ++i) by_id.emplace(t.spans[i].id, i);
-  for (const trace::Flow& f : t.flows) {
-    const auto a = by_id.find(f.from), b = by_id.find(f.to);
-    if (a != by_id.end() && b != by_id.end()) out.emplace_back(a->second, b->second);
-  }
-  return out;
-}
-
-namespace {
-
-// Builds the index when the trace changed (a new call, an opened file); a run's
-// index comes built (prepare_loaded, show_loaded).
-void ensure_index(App& app) {
-  if (app.timeline_of.lock() == app.loaded.trace) return;
-  const trace::Trace& t = *app.loaded.trace;
-  app.timeline = TimelineIndex::build(t, app.story.parent_index);
-  app.timeline_of = app.loaded.trace;
-  app.timeline_followed_step = SIZE_MAX;
-  app.timeline_flows = timeline_flows_of(t);
-}
+// [SECTION] The view (fit, follow, zoom, pan) ---------------------------------------------
 
 void fit(App& app) {
   const TimelineIndex& x = app.timeline;
@@ -274,7 +245,6 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
     ImGui::End();
     return;
   }
-  ensure_index(app);
   const TimelineIndex& x = app.timeline;
   const trace::Trace& t = app.trace();
   ImGuiIO& io = ImGui::GetIO();
