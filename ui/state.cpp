@@ -222,12 +222,13 @@ std::string device_json(const App& app) {
          ", \"running\": " + (a.running == SIZE_MAX ? std::string("null") : quoted(lane.work[a.running].name)) +
          ", \"done\": " + names(a.done) + ", \"queue_depth\": " + std::to_string(a.queue_depth) + "}";
   }
-  const ImVec4 r = app.device_strip_rect;
+  const DeviceStripLayout& strip = app.building.strip;
+  const ImVec4 r = strip.rect;
   char rect[96];
   std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f]", r.x, r.y, r.z, r.w);
-  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(app.device_strip_text) +
+  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(strip.text) +
        ", \"echoes\": [";
-  for (size_t k = 0; k < app.echoes.size(); ++k) o += (k ? ", " : "") + quoted(app.echoes[k]);
+  for (size_t k = 0; k < strip.echoes.size(); ++k) o += (k ? ", " : "") + quoted(strip.echoes[k]);
   o += "]},\n";
   o += "  \"timeline_rows\": [";
   for (size_t k = 0; k < app.timeline.rows().size(); ++k) o += (k ? ", " : "") + quoted(app.timeline.rows()[k].label);
@@ -447,7 +448,8 @@ std::string state_json(const App& app, std::string* stable) {
     o += "  \"floors\": [\n";
     for (int f = 1; f <= kBuildingFloors; ++f) {
       const FloorView& v = floors[f];
-      const ImVec4 r = app.floor_rects[f];
+      const FloorLayout& drawn = app.building.floors[f];
+      const ImVec4 r = drawn.rect;
       const ImVec4 c = floor_color_vec(static_cast<trace::Floor>(f));
       char rect[160];
       std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f], \"color\": [%d, %d, %d]", r.x, r.y, r.z, r.w,
@@ -456,8 +458,8 @@ std::string state_json(const App& app, std::string* stable) {
            ", \"state\": " + quoted(state_name(v.state)) +
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
            ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
-           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(app.floor_texts[f]) +
-           ", \"decision_fit\": " + fit_json(app.floor_fits[f]) +
+           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(drawn.decision) +
+           ", \"decision_fit\": " + fit_json(drawn.decision_fit) +
            ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
     }
