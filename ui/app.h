@@ -3,6 +3,8 @@
 // [SECTION] Options (the command line)
 // [SECTION] The loaded call
 // [SECTION] App state
+// [SECTION] The building's layout (building_layout.cpp)
+// [SECTION] The App
 // [SECTION] Running the user's code (runner.cpp)
 // [SECTION] Panels (one file each)
 // [SECTION] Theme
@@ -10,7 +12,7 @@
 // The app owns no runtime logic: it runs code through the embedded `descent`
 // package (python_bridge.h) and reads the trace::Trace objects it returns.
 // Each panel is a function of the App, drawn into the rectangle the layout
-// (main.cpp) gives it.
+// (frame.cpp) gives it.
 #pragma once
 
 #include <imgui.h>
@@ -29,6 +31,7 @@
 #include "ui/layout.h"
 #include "ui/lesson.h"
 #include "ui/memory_model.h"
+#include "ui/models.h"
 #include "ui/navigate.h"
 #include "ui/playback.h"
 #include "ui/story.h"
@@ -88,12 +91,10 @@ struct Loaded {
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
   std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
   std::string code;                           // the code that made it, when it can be run again ("" for a file or a lesson)
-  // The call as the panels read it, built by prepare_loaded on the thread
-  // that made the trace (a million spans take a while: never on the window's
-  // thread when it can be helped); show_loaded builds whatever is missing.
-  std::optional<Story> story;
-  std::optional<StreamsModel> streams;
-  std::optional<TimelineIndex> timeline;
+  // The call as the panels read it (models.h), built by prepare_loaded on the
+  // thread that made the trace (a million spans take a while: never on the
+  // window's thread when it can be helped); show_loaded builds them when missing.
+  std::optional<TraceModels> models;
 };
 
 // [SECTION] App state --------------------------------------------------------------
@@ -149,6 +150,97 @@ struct TextFit {
   bool clipped() const { return width > given + 0.5f; }
 };
 
+// [SECTION] The building's layout (building_layout.cpp) ----------------------------
+
+// The building as laid out at a step: where each floor's band, label and
+// text go, what the device strip shows and where, and where the token is.
+// Computed from the App (its story, playback, streams) and the font's
+// measures, without drawing: the building panel draws it, and the state
+// dump reports it (the rectangles, the decision lines as fitted, the strip).
+
+// A text fitted to its space (at word boundaries) and where its first line goes.
+struct PlacedText {
+  enum Ink { Main, Quiet, Muted };  // the floor's ink; the same on a lit floor, grey elsewhere; always grey
+  TextFit fit;
+  ImVec2 at;
+  Ink ink = Main;
+};
+
+struct FloorLayout {
+  FloorView view;                  // the floor at the step (story.h)
+  ImVec4 rect{};                   // the band: x0, y0, x1, y1 in pixels
+  std::string label;               // "3  dispatch", at label_at
+  ImVec2 label_at;
+  ImVec4 text_rect{};              // the space for its text, right of the shaft (clipped to it)
+  std::vector<PlacedText> texts;   // the name and times, the decision, the count; or the skip reason
+  std::string decision;            // the decision line ("" for a skipped floor)
+  TextFit decision_fit;            // the decision line (or the skip reason) as fitted
+  std::string full;                // everything it would say, shown on hover when `shortened`
+  bool shortened = false;
+};
+
+// A stream of the device strip: its label, its shaft, its work as boxes.
+struct StripLane {
+  struct Box {
+    std::string text;              // "running add_float32", "queued fill_float32"
+    ImVec2 p0, p1, text_at;
+    bool running = false;
+  };
+  std::string label;
+  ImVec2 label_at;
+  ImVec4 shaft{};                  // the lane's piece of the shaft
+  std::vector<Box> boxes;          // the running work first, then its queue
+  bool echo = false;               // the token's echo: the running kernel, on the device's clock
+  ImVec2 echo_centre;
+  float echo_radius = 0;
+  std::string done;                // "done: 3" ("" when nothing is done or there is no room)
+  ImVec2 done_at;
+};
+
+// The basement under floor 8 (a call on a device): the streams at the
+// playback's moment and a line saying what the device is doing.
+struct DeviceStripLayout {
+  bool shown = false;
+  ImVec4 rect{};                   // zero when not shown
+  std::vector<StripLane> lanes;
+  std::string text;                // "2 queued, not started yet; the host has moved on"
+  std::string title;               // "the device, on its own clock: " + text
+  ImVec2 title_at;
+  std::vector<std::string> echoes; // the kernels shown running
+  // While the host waits on the streams floor (.item(), synchronize): a
+  // bracket from that floor's middle down to the strip.
+  bool host_waits = false;
+  float bracket_x = 0, bracket_top = 0, bracket_bottom = 0;
+};
+
+struct TokenLayout {
+  bool shown = false;              // (no steps: no token)
+  ImVec2 centre;                   // between this step's floor and the next one's, as far as the playback has moved
+  float radius = 0;
+  trace::Floor floor = trace::Floor::Python;  // its ring's colour: the floor of the step
+  bool down = true;                // which way the call is going (the arrow)
+};
+
+struct BuildingLayout {
+  static constexpr float kMarginPx = 14.0f;  // right edge of each band: no text, the floor's colour only
+  ImVec2 origin, size;             // the panel's content
+  float line_h = 0, roof = 0, band_h = 0;
+  float x_shaft = 0, shaft_w = 0, x_text = 0, x_end = 0;
+  std::string roof_text;           // the line of Python being told, and its result once back up
+  ImVec2 roof_text_at;
+  std::array<FloorLayout, kBuildingFloors + 1> floors;  // 1..8
+  DeviceStripLayout strip;
+  TokenLayout token;
+  // The middle of floor f's band, where the token rides.
+  float floor_middle(int f) const { return origin.y + roof + (static_cast<float>(f) - 0.5f) * band_h; }
+};
+
+// Lays the building out in the rectangle at `origin` of `size` pixels, in the current font.
+struct App;
+BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size);
+
+// [SECTION] The App ------------------------------------------------------------------
+
 struct App {
   Options options;
   Loaded loaded;
@@ -182,8 +274,7 @@ struct App {
   double view_start_ns = 0, view_end_ns = 1;
   bool timeline_follow = true;  // keep the current step in view
   int64_t hovered_span = -1;
-  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (panel_timeline.cpp builds it)
-  std::weak_ptr<const trace::Trace> timeline_of;  // the trace `timeline` was built from
+  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (show_loaded: models.h)
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
   bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
   size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
@@ -194,9 +285,8 @@ struct App {
   std::string jump_said;            // "no launch after this step" ("" when the jump moved)
   size_t jump_said_at = SIZE_MAX;   // the step it was said at (shown only while the step stays)
 
-  // Graph panel: the autograd graph of `loaded.trace` (panel_graph.cpp builds it)
+  // Graph panel: the autograd graph of `loaded.trace` (show_loaded: models.h)
   AutogradGraph graph;
-  std::weak_ptr<const trace::Trace> graph_of;      // the trace `graph` was built from
   std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
   std::vector<GraphEdge> graph_edges_drawn;        // the edges drawn at that step, parallel ones apart (state dump)
   std::vector<std::string> graph_none_labels;      // per node, the label drawn for its None edges ("" none)
@@ -209,7 +299,7 @@ struct App {
   NotesView notes;
   LessonView lesson;  // the Lesson tab (lesson.h)
 
-  // The device's streams in `loaded.trace` (show_loaded builds it): the
+  // The device's streams in `loaded.trace` (show_loaded: models.h): the
   // building's device strip and the streams panel (Note [The queue at time t]).
   StreamsModel streams;
 
@@ -220,21 +310,16 @@ struct App {
   float dpi_scale = 1.0f;        // the monitor's content scale
   float ui_scale = 1.0f;         // the fonts' scale now: dpi_scale * layout.zoom
   bool show_help = false;
-  RightTab right_tab = RightTab::Detail;  // the tab shown on the right (main.cpp draws the tabs as buttons)
+  RightTab right_tab = RightTab::Detail;  // the tab shown on the right (frame.cpp draws the tabs as buttons)
   std::string banner;  // a message the user must see (bad file, missing asset)
   std::string open_path;   // the Open/Save path field
   std::string file_title;  // what the file popup is asking for
   int file_action = 0;     // which popup it is (panel_toolbar.cpp)
 
   // Filled by the panels each frame, for the state dump and the tests.
-  std::array<ImVec4, kBuildingFloors + 1> floor_rects{};  // x0, y0, x1, y1 in pixels
-  std::array<std::string, kBuildingFloors + 1> floor_texts;  // the decision line each floor showed
-  std::array<TextFit, kBuildingFloors + 1> floor_fits;       // each floor's decision line (or skip reason) as drawn
+  BuildingLayout building;                                   // the building as last drawn
   std::vector<TextFit> tab_labels;                           // the right panel's tab labels as drawn
   TextFit timeline_header;                                   // the timeline's header line as drawn
-  ImVec4 device_strip_rect{};                             // the building's device strip (zero when not drawn)
-  std::string device_strip_text;                          // what the strip said the device was doing
-  std::vector<std::string> echoes;                        // kernels the strip showed running (the token's echo)
   std::vector<std::string> panels_drawn;
   int memory_blocks_drawn = 0;              // blocks the memory panel drew (all devices)
   std::string memory_highlight_drawn;        // the state of the block it outlined ("" when none)
@@ -252,10 +337,11 @@ struct App {
   int64_t now_ns() const { return time_at(story, play.position); }
 };
 
-// Builds `l`'s story, streams model and timeline index; touches no App, so
-// it runs on any thread (the Python thread, after a run).
+// Builds `l`'s models (models.h); touches no App, so it runs on any thread
+// (the Python thread, after a run).
 void prepare_loaded(Loaded& l);
-// Shows `l` (resets the playback and the timeline view to the new call).
+// Shows `l`: the App takes its models (built here when `l` came without),
+// and the playback and the timeline view are reset to the new call.
 void show_loaded(App& app, Loaded l);
 // The beginner's story on or off (Note [The beginner's story]), at the same moment of the call.
 void set_fold_helpers(App& app, bool fold);
@@ -289,10 +375,17 @@ std::string run_status(const App& app);
 
 // [SECTION] Panels (one file each) -----------------------------------------------
 
+// The windows the layout (frame.cpp) places: ImGui never moves, resizes,
+// folds or remembers them. A panel is also never raised over its
+// neighbours when it takes the focus (the toolbar and the banner may be).
+constexpr ImGuiWindowFlags kFixedWindowFlags =
+    ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings;
+constexpr ImGuiWindowFlags kPanelFlags = kFixedWindowFlags | ImGuiWindowFlags_NoBringToFrontOnFocus;
+
+void draw_frame(App& app, ImFont* font);                // frame.cpp: every panel in its place, in `font`
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
 void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
 void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
-std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t);  // panel_timeline.cpp: flows as span indices
 void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
 void draw_memory(App& app);                             // panel_memory.cpp: the allocators
 void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
@@ -312,9 +405,9 @@ void draw_search(App& app, ImVec2 pos);                 // panel_search.cpp: the
 
 // [SECTION] Theme -----------------------------------------------------------------
 
-// Each floor's colour (1..8; 9, the device's own row, shares 8's hue).
-ImU32 floor_color(int floor, float alpha = 1.0f);
-ImVec4 floor_color_vec(int floor);
+// Each floor's colour (the device's own row shares the launch floor's hue; None is grey).
+ImU32 floor_color(trace::Floor floor, float alpha = 1.0f);
+ImVec4 floor_color_vec(trace::Floor floor);
 const char* floor_title(int floor);   // "Python", "binding", ... as the building labels them
 // 850 ns, 12.3 us: trace::format_duration.
 std::string duration_text(int64_t ns);

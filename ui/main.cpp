@@ -1,15 +1,22 @@
 // descent-app: watch one call descend the floors.
 //
-// [SECTION] Window and fonts
-// [SECTION] Layout: one frame
-// [SECTION] Screenshots
+// [SECTION] Input between frames
+// [SECTION] Fonts and the type's scale
+// [SECTION] Screenshots and the state dump
+// [SECTION] The benchmark modes
+// [SECTION] Setup: the window, ImGui, the call
+// [SECTION] The frame loop
+// [SECTION] Shutdown and the exit status
 // [SECTION] main
 //
-// The program: parse the command line, start the embedded Python on its own
-// thread (Note [The Python thread], python_bridge.h), load the call (run the
-// code there, or open a trace file), then draw frames until the window
-// closes, at full rate while code runs; or, headless, wait for the code (at
-// most --timeout), draw a few frames, write a PNG and the state, and exit.
+// The program reads as Dear ImGui's example_glfw_opengl3 does, run() at the
+// end: setup (parse the command line, open the window, set up ImGui, start
+// the embedded Python on its own thread, Note [The Python thread] in
+// python_bridge.h, and load the call: run the code there, or open a trace
+// file), the frame loop (draw frames until the window closes, at full rate
+// while code runs; headless, after waiting for the code, at most --timeout,
+// a few frames and a PNG), then shutdown (headless, the state and the exit
+// status). The panels of one frame are placed by frame.cpp.
 // Every path that can fail (no display, a bad file, Python that raises, code
 // that never ends) says so in the window's banner or in one line on stderr
 // with a non-zero exit status (Note [Headless exit statuses]), never by
@@ -67,7 +74,7 @@ constexpr auto kStateThrottle = std::chrono::milliseconds(100);  // --state: rew
 //   124  the code still ran after --timeout seconds (default 60): it was stopped
 // In a window none of these ends the app: the banner and the console say it.
 
-// [SECTION] Window and fonts ----------------------------------------------------
+// [SECTION] Input between frames ------------------------------------------------
 
 // Note [Key presses between frames]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -162,6 +169,8 @@ void apply_mouse() {
 
 bool input_waiting() { return !g_key_queue.empty() || !g_mouse_queue.empty(); }
 
+// [SECTION] Fonts and the type's scale -----------------------------------------------
+
 struct Fonts {
   ImFont* normal = nullptr;
   ImFont* presenter = nullptr;
@@ -226,172 +235,7 @@ void apply_scale(App& app, Fonts& fonts, float& built_scale, bool device_ready) 
   }
 }
 
-// A border between two panels that the mouse can drag: `*share` is the
-// first panel's fraction of `extent` pixels. Returns true when a drag ended
-// (the layout is to be remembered).
-bool splitter(const char* id, ImVec2 pos, ImVec2 size, bool vertical, float* share, float extent) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
-  bool ended = false;
-  if (ImGui::Begin(id, nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground |
-                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
-    ImGui::InvisibleButton("##drag", size);
-    if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
-      ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
-    }
-    // The border follows the pointer from where the drag began (not frame by
-    // frame: a frame that missed a motion would lose it for good).
-    ImGuiStorage* kept = ImGui::GetStateStorage();
-    const ImGuiID at_start = ImGui::GetID("##share_at_start");
-    if (ImGui::IsItemActivated()) kept->SetFloat(at_start, *share);
-    if (ImGui::IsItemActive()) {
-      const ImVec2 drag = ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f);
-      *share = std::clamp(kept->GetFloat(at_start, *share) + (vertical ? drag.x : drag.y) / extent, kMinSplit,
-                          kMaxSplit);
-    }
-    ended = ImGui::IsItemDeactivated();
-  }
-  ImGui::End();
-  ImGui::PopStyleVar(2);
-  return ended;
-}
-
-// [SECTION] Layout: one frame ----------------------------------------------------
-
-constexpr ImGuiWindowFlags kPanelFlags =
-    ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-    ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings;
-
-// The right panel's tabs, each label whole on a projector (issue 23): ImGui's
-// tab bar shrinks tabs that do not fit and cuts their labels ("Compare with
-// Py..."), so the tabs are buttons in the tab colours: the full labels on one
-// row when they fit, else the short ones, wrapped onto a second row when even
-// those do not fit (presenter mode at 1280x720).
-struct RightTabDef {
-  const char* label;
-  const char* short_label;
-  RightTab which;
-  void (*draw)(App&);
-};
-constexpr RightTabDef kRightTabs[] = {
-    {"Detail", "Detail", RightTab::Detail, draw_detail},
-    {"Memory", "Memory", RightTab::Memory, draw_memory},
-    {"Compare with PyTorch", "Compare", RightTab::Compare, draw_compare},
-    {"Autograd graph", "Graph", RightTab::Graph, draw_graph},
-    {"Streams", "Streams", RightTab::Streams, draw_streams},
-    {"Notes", "Notes", RightTab::Notes, draw_notes},
-    {"Lesson", "Lesson", RightTab::Lesson, draw_lesson},
-};
-
-void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  app.tab_labels.clear();
-  // The title names what the panel holds (### keeps the window's identity).
-  const char* title = app.right_tab == RightTab::Lesson ? "Lesson###right" : "Floor detail###right";
-  if (ImGui::Begin(title, nullptr, kPanelFlags)) {
-    const ImGuiStyle& st = ImGui::GetStyle();
-    const float left = ImGui::GetCursorPosX(), right = left + ImGui::GetContentRegionAvail().x;
-    float row = -st.ItemSpacing.x;
-    for (const RightTabDef& t : kRightTabs) row += ImGui::CalcTextSize(t.label).x + 2 * st.FramePadding.x + st.ItemSpacing.x;
-    const bool use_short = row > right - left;
-    for (const RightTabDef& t : kRightTabs) {
-      const char* label = use_short ? t.short_label : t.label;
-      const float text_w = ImGui::CalcTextSize(label).x;
-      if (&t != kRightTabs) {
-        ImGui::SameLine();
-        if (ImGui::GetCursorPosX() + text_w + 2 * st.FramePadding.x > right) ImGui::NewLine();
-      }
-      const bool on = app.right_tab == t.which;
-      ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(on ? ImGuiCol_TabActive : ImGuiCol_Tab));
-      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImGui::GetStyleColorVec4(ImGuiCol_TabHovered));
-      ImGui::PushStyleColor(ImGuiCol_ButtonActive, ImGui::GetStyleColorVec4(ImGuiCol_TabActive));
-      if (ImGui::Button(label)) app.right_tab = t.which;
-      ImGui::PopStyleColor(3);
-      // The label's space: the button's inside, up to the panel's right edge.
-      const float x0 = ImGui::GetItemRectMin().x + st.FramePadding.x;
-      const float x1 = std::min(ImGui::GetItemRectMax().x - st.FramePadding.x,
-                                ImGui::GetWindowPos().x + right - st.FramePadding.x);
-      TextFit fit;
-      fit.text = fit.shown = label;
-      fit.width = text_w;
-      fit.given = x1 - x0;
-      app.tab_labels.push_back(std::move(fit));
-    }
-    ImGui::Separator();
-    for (const RightTabDef& t : kRightTabs) {
-      if (t.which == app.right_tab) t.draw(app);
-    }
-  }
-  ImGui::End();
-}
-
-void draw_banner(App& app, ImVec2 display) {
-  if (app.banner.empty()) return;
-  const float w = std::min(display.x * 0.7f, 900.0f);
-  ImGui::SetNextWindowPos(ImVec2((display.x - w) * 0.5f, display.y * 0.3f));
-  ImGui::SetNextWindowSize(ImVec2(w, 0));
-  ImGui::PushStyleColor(ImGuiCol_WindowBg, ImVec4(0.35f, 0.08f, 0.08f, 0.97f));
-  if (ImGui::Begin("Message##banner", nullptr,
-                   ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                       ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_AlwaysAutoResize)) {
-    ImGui::TextWrapped("%s", app.banner.c_str());
-    if (ImGui::Button("OK (Enter)") || ImGui::IsKeyPressed(GLFW_KEY_ENTER, false)) app.banner.clear();
-  }
-  ImGui::End();
-  ImGui::PopStyleColor();
-  app.panels_drawn.push_back("banner");
-}
-
-void draw_frame(App& app, const Fonts& fonts) {
-  ImGuiIO& io = ImGui::GetIO();
-  app.panels_drawn.clear();
-  app.timeline_header = TextFit{};  // the timeline fills it, when drawn
-  ImGui::PushFont(app.presenter ? fonts.presenter : fonts.normal);
-  handle_keys(app);
-  const ImVec2 d = io.DisplaySize;
-  const float bar = (app.presenter ? 96.0f : 64.0f) * app.ui_scale;
-  draw_toolbar(app, ImVec2(0, 0), ImVec2(d.x, bar));
-  const float body = d.y - bar;
-  if (app.presenter) {
-    // A lesson's text shares the projector evenly with the building.
-    const float left = d.x * (app.right_tab == RightTab::Lesson ? 0.52f : 0.60f);
-    draw_building(app, ImVec2(0, bar), ImVec2(left, body));
-    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
-  } else {
-    // The borders can be dragged, and the timeline and the console hidden
-    // (Note [The remembered layout]). A lesson's text needs the height: with
-    // the Lesson tab, the right column is all of it (its exercise editor is
-    // the prompt while it is open).
-    AppLayout& l = app.layout;
-    const float left = std::round(d.x * l.split_x);
-    const bool console = l.console && app.right_tab != RightTab::Lesson;
-    const float top = l.timeline || console ? std::round(body * l.split_y) : body;  // where the lower panels begin
-    const float building_h = l.timeline ? top : body, right_h = console ? top : body;
-    draw_building(app, ImVec2(0, bar), ImVec2(left, building_h));
-    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, right_h));
-    if (l.timeline) draw_timeline(app, ImVec2(0, bar + top), ImVec2(left, body - top));
-    if (console) {
-      draw_console(app, ImVec2(left, bar + top), ImVec2(d.x - left, body - top));
-    } else {  // an Escape or F2 meant for the prompt has nothing to act on
-      app.focus_console = false;
-      app.leave_console_frames = 0;
-    }
-    const float grip = 6.0f * app.ui_scale;
-    bool ended = splitter("##split_x", ImVec2(left - grip / 2, bar), ImVec2(grip, body), true, &l.split_x, d.x);
-    if (l.timeline || console) {  // the border under the panels that have one below them
-      const float x0 = l.timeline ? 0 : left, x1 = console ? d.x : left;
-      ended |= splitter("##split_y", ImVec2(x0, bar + top - grip / 2), ImVec2(x1 - x0, grip), false, &l.split_y, body);
-    }
-    if (ended) app.layout_changed = true;
-  }
-  draw_banner(app, d);
-  ImGui::PopFont();
-}
-
-// [SECTION] Screenshots -----------------------------------------------------------
+// [SECTION] Screenshots and the state dump -------------------------------------------
 
 // Reads the back buffer (before the swap) into a PNG; false with a message.
 bool write_png(const std::string& path, int w, int h, std::string& error) {
@@ -412,24 +256,10 @@ bool write_text(const std::string& path, const std::string& text) {
   return static_cast<bool>(out << text);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// The first line of `text` (an error can be a traceback or a list of problems).
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-// The last non-empty line: "ZeroDivisionError: division by zero" from a traceback.
-std::string last_line(const std::string& text) {
-  size_t end = text.find_last_not_of("\n ");
-  if (end == std::string::npos) return text;
-  const size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
-}
-
-// The --state file, rewritten when the state changes; when only the clock in
-// it changes (the frame counter, a run's seconds), at most every kStateThrottle.
+// The --state file in a window, rewritten when the state changes; when only
+// the clock in it changes (the frame counter, a run's seconds), at most
+// every kStateThrottle. Headless, the state is written once, at the end
+// (headless_exit_status).
 struct StateWriter {
   std::string path, last_stable, last_full;
   Clock::time_point last_write{};
@@ -447,7 +277,167 @@ struct StateWriter {
   }
 };
 
-// [SECTION] main ------------------------------------------------------------------
+// [SECTION] The benchmark modes ---------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// --bench-frames N: the call played at 4x in a loop for N frames (with
+// --bench-pan, the timeline panned and zoomed each frame), each frame timed
+// to its glFinish; --bench-stop: N frames while the code runs, then Stop, and
+// the frames until the prompt is back (bench_app.py reads what report prints).
+struct Benchmark {
+  const Options& o;
+  std::vector<double> frame_ms;
+  std::vector<double> stopping_ms;  // --bench-stop: frames between Stop and the prompt
+  bool stopping = false;            // --bench-stop: Stop has been pressed
+  double first_frame_s = 0;
+
+  void start(App& app) const {
+    if (!o.bench_frames) return;
+    app.play.playing = true;
+    app.play.speed = 4;
+  }
+  // Before frame number `frames` is drawn: the playback looped, the timeline panned.
+  void before_frame(App& app, int frames) const {
+    if (o.bench_frames && !app.play.playing) app.play.toggle(app.story);  // loop while benchmarking
+    if (o.bench_pan) {  // pan by 2% of the view and zoom in and out around the middle
+      const double span = app.view_end_ns - app.view_start_ns;
+      const double shift = span * ((frames / 50) % 2 ? -0.02 : 0.02);
+      app.view_start_ns += shift;
+      app.view_end_ns += shift;
+      app.timeline_follow = false;
+    }
+  }
+  // After frame number `frames`, drawn in `ms`: true when the benchmark is over.
+  bool after_frame(App& app, int frames, double ms, bool run_ended, bool was_running) {
+    if (frames == 1) first_frame_s = std::chrono::duration<double>(Clock::now() - g_process_start).count();
+    if (o.bench_stop) {  // frames while the code runs, then Stop, then the time until the prompt is back
+      if (run_ended || (!was_running && !app.running.active)) return true;
+      (stopping ? stopping_ms : frame_ms).push_back(ms);
+      if (!stopping && static_cast<int>(frame_ms.size()) >= o.bench_frames) {
+        stopping = true;
+        stop_run(app);
+      }
+    } else if (o.bench_frames) {
+      frame_ms.push_back(ms);
+      if (frames >= o.bench_frames) return true;
+    }
+    return false;
+  }
+  void report(const App& app) const {
+    std::vector<double> sorted = frame_ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double p90 = sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10], max = sorted.empty() ? 0.0 : sorted.back();
+    if (o.bench_stop) {
+      const double stopping_max = stopping_ms.empty() ? 0.0 : *std::max_element(stopping_ms.begin(), stopping_ms.end());
+      std::printf("while the code ran: frames %zu  median %.2f ms  p90 %.2f ms  max %.2f ms  stop to prompt %.1f ms  "
+                  "frames meanwhile %zu, max %.2f ms  spans %zu\n",
+                  frame_ms.size(), median(frame_ms), p90, max, app.last_stop_ms, stopping_ms.size(), stopping_max,
+                  app.trace().spans.size());
+    } else if (o.bench_frames) {
+      std::printf("redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
+                  app.redraw_damaged ? "damaged" : "full", frame_ms.size(), app.trace().spans.size(), first_frame_s,
+                  median(frame_ms), p90, max);
+    }
+  }
+};
+
+// [SECTION] Setup: the window, ImGui, the call ---------------------------------------------
+
+void glfw_error(int code, const char* text) { log::warn("GLFW error ", code, ": ", text); }
+
+DamageTracker g_damage;
+void swap_window(void* w) { glfwSwapBuffers(static_cast<GLFWwindow*>(w)); }
+void window_exposed(GLFWwindow*) { g_damage.invalidate(); }  // the window system lost our pixels
+
+// What the command line asks of the App before anything is shown.
+void apply_options(App& app) {
+  const Options& o = app.options;
+  app.presenter = o.presenter;
+  app.fold_helpers = o.fold_helpers;  // before the first story is built
+  if (o.panel == "memory") app.right_tab = RightTab::Memory;
+  if (o.panel == "compare") app.right_tab = RightTab::Compare;
+  if (o.panel == "graph") app.right_tab = RightTab::Graph;
+  if (o.panel == "streams") app.right_tab = RightTab::Streams;
+  if (o.panel == "notes") app.right_tab = RightTab::Notes;
+  if (!o.note.empty()) open_note(app, o.note);
+}
+
+// An OpenGL 3.3 window (full screen on the primary monitor for a presenter);
+// nullptr, said on stderr, when there is no display or no such context.
+GLFWwindow* open_window(const App& app, bool headless) {
+  const Options& o = app.options;
+  glfwSetErrorCallback(glfw_error);
+  if (!glfwInit()) {
+    std::fprintf(stderr,
+                 "descent app: no display to open a window on (DISPLAY is not set or not reachable).\n"
+                 "  Headless: xvfb-run -a descent app --screenshot out.png ...; or: descent trace \"CODE\"\n");
+    return nullptr;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  if (headless) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+  GLFWmonitor* monitor = app.presenter && !headless && o.bench_frames == 0 ? glfwGetPrimaryMonitor() : nullptr;
+  int w = o.width, h = o.height;
+  if (monitor) {
+    const GLFWvidmode* mode = glfwGetVideoMode(monitor);
+    w = mode->width;
+    h = mode->height;
+  }
+  GLFWwindow* window = glfwCreateWindow(w, h, "descent", monitor, nullptr);
+  if (!window) {
+    std::fprintf(stderr, "descent app: cannot create an OpenGL 3.3 window (see the GLFW error above)\n");
+    glfwTerminate();
+  }
+  return window;
+}
+
+// ImGui's context, the type at the monitor's scale and the zoom, the
+// backends, and the input queued between frames (Note [Key presses between
+// frames]).
+void setup_imgui(App& app, GLFWwindow* window, bool headless, Fonts& fonts, float& built_scale) {
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // the layout is the app's, not a file's
+  // The type follows the monitor (its content scale) and the zoom (Note [The
+  // remembered layout]); headless, only --zoom.
+  if (!headless) {
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window, &sx, &sy);
+    app.dpi_scale = std::clamp(sx, 0.5f, 4.0f);
+    glfwSetWindowContentScaleCallback(window, content_scale_changed);
+    std::string problem;
+    app.layout = load_layout(problem);
+    if (!problem.empty()) log::warn(problem);
+  }
+  if (app.options.zoom > 0) app.layout.zoom = app.options.zoom;
+  app.layout = clamped(app.layout);
+  apply_scale(app, fonts, built_scale, /*device_ready=*/false);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
+  glfwSetMouseButtonCallback(window, queue_button);  // and the mouse's, the same way
+  glfwSetCursorPosCallback(window, queue_move);
+  glfwSetWindowRefreshCallback(window, window_exposed);
+  app.redraw_damaged = !app.options.redraw_full && probe_retained_back_buffer(swap_window, window);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+}
+
+// How loading the call went, for the banner and the headless exit status.
+struct Loading {
+  bool python_ok = false;
+  std::string python_error;
+  bool from_file = false;   // --trace
+  std::string trace_error;  // a --trace or --compare file that could not be opened
+  bool run_code = false;    // --code (or the sample) was run
+  bool timed_out = false;   // headless: it ran past --timeout
+  std::string lesson_error; // --lesson: a lesson that could not be opened, an answer or check that failed
+};
 
 // Headless: waits for the run in progress (code, or a lesson's request) and
 // takes its result. False when it ran past `timeout_s` and was stopped; a run
@@ -470,13 +460,223 @@ bool finish_run(App& app, double timeout_s) {
   return in_time;
 }
 
-void glfw_error(int code, const char* text) { log::warn("GLFW error ", code, ": ", text); }
+// --lesson, headless: each request in turn, waited for: the step, then the
+// answers (--answer), then the check (--check).
+void serve_lesson_headless(App& app, Loading& l) {
+  const Options& o = app.options;
+  auto serve = [&] {
+    while (!l.timed_out && (app.running.active || lesson_pump(app))) l.timed_out = !finish_run(app, o.timeout_s);
+  };
+  serve();
+  const int first = app.lesson.open() ? app.lesson.next_question() : -1;
+  for (size_t a = 0; a < o.answers.size(); ++a) {
+    const int k = first + static_cast<int>(a);
+    if (first < 0 || k >= static_cast<int>(app.lesson.predictions.size())) {
+      l.lesson_error = "--answer: the step has " + std::to_string(app.lesson.predictions.size()) +
+                       " question(s), not " + std::to_string(o.answers.size());
+      break;
+    }
+    lesson_answer(app, k, o.answers[a]);
+    serve();
+  }
+  if (!o.check_file.empty()) {
+    std::ifstream in(o.check_file, std::ios::binary);
+    std::stringstream code;
+    code << in.rdbuf();
+    if (!in) {
+      l.lesson_error = "--check: cannot read '" + o.check_file + "'";
+    } else if (!app.lesson.exercise) {
+      l.lesson_error = "--check: the step has no exercise";
+    } else {
+      app.lesson.exercise->editor = code.str();
+      lesson_check(app, code.str());
+      serve();
+    }
+  }
+  if (!app.lesson.problem.empty()) l.lesson_error = app.lesson.problem;
+  if (!app.lesson.open() && l.lesson_error.empty()) l.lesson_error = "--lesson: the lesson did not open";
+  if (!l.lesson_error.empty()) app.banner = l.lesson_error;
+}
 
-DamageTracker g_damage;
-void swap_window(void* w) { glfwSwapBuffers(static_cast<GLFWwindow*>(w)); }
-void window_exposed(GLFWwindow*) { g_damage.invalidate(); }  // the window system lost our pixels
+// The call on screen: the code (the sample by default) run on the Python
+// thread, a trace file read on the reading thread, or a lesson's step (and,
+// benchmarking a Stop, both a file and code: the trace plays while the code
+// runs); then the step and the playback the command line asks for.
+Loading load_call(App& app, std::future<std::shared_ptr<const trace::Trace>>& reading,
+                  const std::string& read_error, bool headless) {
+  const Options& o = app.options;
+  Loading l;
+  l.python_ok = python_started(l.python_error);
+  if (!l.python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + l.python_error;
+  l.from_file = reading.valid();  // (get() below leaves the future invalid)
+  if (l.from_file) {
+    if (auto t = reading.get()) {
+      show_trace_file(app, o.trace_file, std::move(t));
+    } else {
+      app.banner = l.trace_error = read_error;
+    }
+  }
+  l.run_code = l.python_ok && o.lesson.empty() && (!l.from_file || (o.bench_stop && !o.code.empty()));
+  if (l.run_code) {
+    const std::string code = o.code.empty() ? kSampleCode : o.code;
+    start_run(app, code, o.repeat, /*from_console=*/false);
+    if (!app.loaded.trace) app.loaded.label = code;  // on the toolbar while it runs
+    // Headless, and benchmarking frames of the call, the code's end is waited
+    // for; in a window it runs while the window draws.
+    if (headless || (o.bench_frames && !o.bench_stop)) {
+      l.timed_out = !finish_run(app, headless ? o.timeout_s : 1e7);
+    }
+  }
+  if (l.python_ok && !o.lesson.empty()) {
+    app.right_tab = RightTab::Lesson;
+    lesson_catalog(app);
+    lesson_open(app, o.lesson, o.lesson_step - 1);
+    if (headless) serve_lesson_headless(app, l);
+  }
+  if (!app.loaded.trace) {  // nothing to show yet: an empty building, and the banner or the status line says why
+    Loaded empty;
+    empty.trace = std::make_shared<trace::Trace>();
+    empty.label = app.loaded.label.empty() ? "(nothing open)" : app.loaded.label;
+    show_loaded(app, std::move(empty));
+  }
+  if (!o.compare_file.empty() && !open_compare_file(app, o.compare_file)) l.trace_error = app.banner;
+  if (o.step >= 0) app.play.scrub(app.story, static_cast<size_t>(o.step));
+  return l;
+}
 
+// [SECTION] The frame loop ------------------------------------------------------------------
+
+// Until the next frame is due: at once headless, benchmarking, playing, or
+// with the keyboard going to a field or input queued; a frame every
+// kRunningFrameSeconds while code runs (the status line's clock moves),
+// sooner when a key or the mouse wakes the loop, the wait leaving the cores
+// to the code; idle, up to a quarter second (no frames drawn for nothing).
+void wait_for_events(const App& app, bool headless, Clock::time_point last_frame) {
+  if (app.running.active && !headless) {
+    const double wait = kRunningFrameSeconds - std::chrono::duration<double>(Clock::now() - last_frame).count();
+    if (wait > 0 && !input_waiting()) {
+      glfwWaitEventsTimeout(wait);
+    } else {
+      glfwPollEvents();
+    }
+  } else if (headless || app.options.bench_frames || app.play.playing || app.focus_console ||
+             app.leave_console_frames > 0 || app.search.focus || input_waiting()) {
+    glfwPollEvents();
+  } else {
+    glfwWaitEventsTimeout(0.25);
+  }
+}
+
+// One frame into the back buffer: this frame's input, the type rebuilt if
+// its scale changed, every panel (draw_frame, frame.cpp), then drawn whole
+// or only where it changed (Note [Redrawing only what changed]).
+void render_frame(App& app, GLFWwindow* window, Fonts& fonts, float& built_scale) {
+  feed_keys(window);
+  feed_mouse(window);
+  if (g_moved_content_scale > 0) app.dpi_scale = std::clamp(std::exchange(g_moved_content_scale, 0.0f), 0.5f, 4.0f);
+  apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame, or a new monitor
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  apply_mouse();
+  ImGui::NewFrame();
+  draw_frame(app, app.presenter ? fonts.presenter : fonts.normal);
+  ImGui::Render();
+  int fw = 0, fh = 0;
+  glfwGetFramebufferSize(window, &fw, &fh);
+  if (fw != app.fb_width || fh != app.fb_height) g_damage.invalidate();
+  app.fb_width = fw;
+  app.fb_height = fh;
+  glViewport(0, 0, fw, fh);
+  static constexpr float kClear[4] = {0.06f, 0.06f, 0.07f, 1.0f};
+  ImDrawData* dd = ImGui::GetDrawData();
+  if (app.redraw_damaged) {
+    const std::vector<DamageRect> rects = g_damage.damage(dd);
+    double area = 0;
+    for (const DamageRect& r : rects) area += (r.x1 - r.x0) * (r.y1 - r.y0);
+    app.damaged_fraction = area / std::max(1.0f, dd->DisplaySize.x * dd->DisplaySize.y);
+    render_damaged(dd, rects, fh, kClear);
+  } else {
+    glClearColor(kClear[0], kClear[1], kClear[2], kClear[3]);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(dd);
+  }
+}
+
+// The layout, remembered as soon as the user changes it (a window's only).
+void remember_layout(App& app, bool headless) {
+  if (!app.layout_changed || headless) return;
+  app.layout_changed = false;
+  std::string problem;
+  if (!save_layout(app.layout, problem)) log::warn(problem);
+}
+
+// [SECTION] Shutdown and the exit status ------------------------------------------------------
+
+// The first line of `text` (an error can be a traceback or a list of problems).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+// The last non-empty line: "ZeroDivisionError: division by zero" from a traceback.
+std::string last_line(const std::string& text) {
+  size_t end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return text;
+  const size_t start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
+// Headless: the state written, then every way the run fell short said on
+// stderr, the first deciding the exit status (Note [Headless exit statuses]).
+int headless_exit_status(const App& app, const Loading& l, int exit_code) {
+  const Options& o = app.options;
+  if (!o.state_file.empty() && !write_text(o.state_file, state_json(app))) {
+    std::fprintf(stderr, "descent app: cannot write the state to '%s'\n", o.state_file.c_str());
+    exit_code = 1;
+  }
+  auto fail = [&](int status, const std::string& why) {
+    std::fprintf(stderr, "descent app: %s\n", why.c_str());
+    if (exit_code == 0) exit_code = status;
+  };
+  if (l.timed_out) {
+    char why[160];
+    std::snprintf(why, sizeof why, "the code still ran after --timeout %g s, so it was stopped (give a larger "
+                  "--timeout for longer code)", o.timeout_s);
+    fail(124, why);
+  }
+  if (!l.trace_error.empty()) fail(2, first_line(l.trace_error));
+  if (!l.lesson_error.empty()) fail(2, first_line(l.lesson_error));
+  if (!l.python_ok && !l.from_file) fail(1, "Python could not start: " + first_line(l.python_error));
+  if (l.run_code && !l.timed_out) {
+    if (!app.loaded.error.empty() && !o.expect_error) {
+      fail(1, "the code raised " + last_line(app.loaded.error) + " (--expect-error if that is what it should do)");
+    } else if (app.loaded.error.empty() && o.expect_error) {
+      fail(1, "--expect-error: the code raised nothing");
+    }
+  }
+  return exit_code;
+}
+
+// ImGui, the window, then Python: traces shared with Python objects go
+// before the interpreter does. Code still running that will not stop gets
+// no orderly end.
+int shutdown(App& app, GLFWwindow* window, int exit_code) {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  app.loaded = Loaded{};
+  app.story = Story{};
+  app.compare.reset();
+  if (!python_stop(kStopGraceSeconds)) {
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }
+  return exit_code;
+}
+
+// [SECTION] main ------------------------------------------------------------------------------
+
+// Setup, the frame loop, shutdown, as Dear ImGui's example_glfw_opengl3 reads.
 int run(int argc, char** argv) {
+  // Setup: the command line, the window and ImGui, then the call to show.
   App app;
   std::string error;
   if (!parse_options(argc, argv, app.options, error)) {
@@ -485,188 +685,36 @@ int run(int argc, char** argv) {
   }
   const Options& o = app.options;
   const bool headless = !o.screenshot.empty();
-  app.presenter = o.presenter;
-  app.fold_helpers = o.fold_helpers;  // before the first story is built
-  if (o.panel == "memory") app.right_tab = RightTab::Memory;
-  if (o.panel == "compare") app.right_tab = RightTab::Compare;
-  if (o.panel == "graph") app.right_tab = RightTab::Graph;
-  if (o.panel == "streams") app.right_tab = RightTab::Streams;
-  if (o.panel == "notes") app.right_tab = RightTab::Notes;
-  if (!o.note.empty()) open_note(app, o.note);
-
+  apply_options(app);
   // A trace file is read on a second thread while the window and Python start.
   std::string read_error;
   std::future<std::shared_ptr<const trace::Trace>> reading;
   if (!o.trace_file.empty()) {
     reading = std::async(std::launch::async, [&] { return read_trace_file(o.trace_file, read_error); });
   }
-
-  glfwSetErrorCallback(glfw_error);
-  if (!glfwInit()) {
-    std::fprintf(stderr,
-                 "descent app: no display to open a window on (DISPLAY is not set or not reachable).\n"
-                 "  Headless: xvfb-run -a descent app --screenshot out.png ...; or: descent trace \"CODE\"\n");
-    return 3;
-  }
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-  if (headless) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
-  GLFWmonitor* monitor = app.presenter && !headless && o.bench_frames == 0 ? glfwGetPrimaryMonitor() : nullptr;
-  int w = o.width, h = o.height;
-  if (monitor) {
-    const GLFWvidmode* mode = glfwGetVideoMode(monitor);
-    w = mode->width;
-    h = mode->height;
-  }
-  GLFWwindow* window = glfwCreateWindow(w, h, "descent", monitor, nullptr);
-  if (!window) {
-    std::fprintf(stderr, "descent app: cannot create an OpenGL 3.3 window (see the GLFW error above)\n");
-    glfwTerminate();
-    return 3;
-  }
+  GLFWwindow* window = open_window(app, headless);
+  if (!window) return 3;
   // Python starts on its own thread (Note [The Python thread]) while ImGui and
   // the fonts are set up, not sooner: its start calls setlocale(), which is
   // not thread-safe, and glfwInit reads the locale (X11's input method).
   python_start();
   glfwMakeContextCurrent(window);
   glfwSwapInterval(headless || o.bench_frames ? 0 : 1);
-
-  IMGUI_CHECKVERSION();
-  ImGui::CreateContext();
-  ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;  // the layout is the app's, not a file's
-  // The type follows the monitor (its content scale) and the zoom (Note [The
-  // remembered layout]); headless, only --zoom.
-  if (!headless) {
-    float sx = 1, sy = 1;
-    glfwGetWindowContentScale(window, &sx, &sy);
-    app.dpi_scale = std::clamp(sx, 0.5f, 4.0f);
-    glfwSetWindowContentScaleCallback(window, content_scale_changed);
-    std::string problem;
-    app.layout = load_layout(problem);
-    if (!problem.empty()) log::warn(problem);
-  }
-  if (o.zoom > 0) app.layout.zoom = o.zoom;
-  app.layout = clamped(app.layout);
   Fonts fonts;
   float built_scale = 0;
-  apply_scale(app, fonts, built_scale, /*device_ready=*/false);
-  ImGui_ImplGlfw_InitForOpenGL(window, true);
-  glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
-  glfwSetMouseButtonCallback(window, queue_button);  // and the mouse's, the same way
-  glfwSetCursorPosCallback(window, queue_move);
-  glfwSetWindowRefreshCallback(window, window_exposed);
-  app.redraw_damaged = !o.redraw_full && probe_retained_back_buffer(swap_window, window);
-  ImGui_ImplOpenGL3_Init("#version 330 core");
-
-  // The call on screen: the code (the sample by default) run on the Python
-  // thread, or a trace file (and, benchmarking a Stop, both: the trace plays
-  // while the code runs).
-  std::string python_error;
-  const bool python_ok = python_started(python_error);
-  if (!python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + python_error;
-  std::string trace_error;  // a --trace or --compare file that could not be opened
-  const bool from_file = reading.valid();  // (get() below leaves the future invalid)
-  if (from_file) {
-    if (auto t = reading.get()) {
-      show_trace_file(app, o.trace_file, std::move(t));
-    } else {
-      app.banner = trace_error = read_error;
-    }
-  }
-  const bool run_code = python_ok && o.lesson.empty() && (!from_file || (o.bench_stop && !o.code.empty()));
-  bool timed_out = false;
-  if (run_code) {
-    const std::string code = o.code.empty() ? kSampleCode : o.code;
-    start_run(app, code, o.repeat, /*from_console=*/false);
-    if (!app.loaded.trace) app.loaded.label = code;  // on the toolbar while it runs
-    // Headless, and benchmarking frames of the call, the code's end is waited
-    // for; in a window it runs while the window draws.
-    if (headless || (o.bench_frames && !o.bench_stop)) {
-      timed_out = !finish_run(app, headless ? o.timeout_s : 1e7);
-    }
-  }
-  std::string lesson_error;  // --lesson: a lesson that could not be opened, an answer or check that failed
-  if (python_ok && !o.lesson.empty()) {
-    app.right_tab = RightTab::Lesson;
-    lesson_catalog(app);
-    lesson_open(app, o.lesson, o.lesson_step - 1);
-    if (headless) {  // each request in turn, waited for: the step, then the answers, then the check
-      auto serve = [&] {
-        while (!timed_out && (app.running.active || lesson_pump(app))) timed_out = !finish_run(app, o.timeout_s);
-      };
-      serve();
-      const int first = app.lesson.open() ? app.lesson.next_question() : -1;
-      for (size_t a = 0; a < o.answers.size(); ++a) {
-        const int k = first + static_cast<int>(a);
-        if (first < 0 || k >= static_cast<int>(app.lesson.predictions.size())) {
-          lesson_error = "--answer: the step has " + std::to_string(app.lesson.predictions.size()) +
-                         " question(s), not " + std::to_string(o.answers.size());
-          break;
-        }
-        lesson_answer(app, k, o.answers[a]);
-        serve();
-      }
-      if (!o.check_file.empty()) {
-        std::ifstream in(o.check_file, std::ios::binary);
-        std::stringstream code;
-        code << in.rdbuf();
-        if (!in) {
-          lesson_error = "--check: cannot read '" + o.check_file + "'";
-        } else if (!app.lesson.exercise) {
-          lesson_error = "--check: the step has no exercise";
-        } else {
-          app.lesson.exercise->editor = code.str();
-          lesson_check(app, code.str());
-          serve();
-        }
-      }
-      if (!app.lesson.problem.empty()) lesson_error = app.lesson.problem;
-      if (!app.lesson.open() && lesson_error.empty()) lesson_error = "--lesson: the lesson did not open";
-      if (!lesson_error.empty()) app.banner = lesson_error;
-    }
-  }
-  if (!app.loaded.trace) {  // nothing to show yet: an empty building, and the banner or the status line says why
-    Loaded empty;
-    empty.trace = std::make_shared<trace::Trace>();
-    empty.label = app.loaded.label.empty() ? "(nothing open)" : app.loaded.label;
-    show_loaded(app, std::move(empty));
-  }
-  if (!o.compare_file.empty() && !open_compare_file(app, o.compare_file)) trace_error = app.banner;
-  if (o.step >= 0) app.play.scrub(app.story, static_cast<size_t>(o.step));
-  if (o.bench_frames) {
-    app.play.playing = true;
-    app.play.speed = 4;
-  }
+  setup_imgui(app, window, headless, fonts, built_scale);
+  const Loading loading = load_call(app, reading, read_error, headless);
+  Benchmark bench{o};
+  bench.start(app);
   if (o.play) app.play.playing = true;
 
-  std::vector<double> frame_ms;
-  double first_frame_s = 0;
-  int frames = 0;
-  StateWriter state_writer;
-  state_writer.path = o.state_file;
+  // The frame loop: events, the run's progress, the playback, then a frame;
+  // headless, the picture of the last frame.
+  StateWriter state_writer{o.state_file};
   Clock::time_point last = Clock::now();
-  int exit_code = 0;
-  bool bench_stopping = false;  // --bench-stop: Stop has been pressed
-  std::vector<double> stopping_ms;  // --bench-stop: frames between Stop and the prompt
+  int frames = 0, exit_code = 0;
   while (!glfwWindowShouldClose(window)) {
-    if (app.running.active && !headless) {
-      // Code runs on the Python thread: a frame every kRunningFrameSeconds
-      // (the status line's clock moves), sooner when a key or the mouse
-      // wakes the loop; the wait leaves the cores to the code.
-      const double wait = kRunningFrameSeconds - std::chrono::duration<double>(Clock::now() - last).count();
-      if (wait > 0 && !input_waiting()) {
-        glfwWaitEventsTimeout(wait);
-      } else {
-        glfwPollEvents();
-      }
-    } else if (headless || o.bench_frames || app.play.playing || app.focus_console || app.leave_console_frames > 0 ||
-               app.search.focus || input_waiting()) {
-      glfwPollEvents();
-    } else {
-      glfwWaitEventsTimeout(0.25);  // idle: no frames drawn for nothing
-    }
+    wait_for_events(app, headless, last);
     const Clock::time_point now = Clock::now();
     const bool was_running = app.running.active;
     const bool run_ended = poll_run(app);
@@ -675,49 +723,11 @@ int run(int argc, char** argv) {
                                : std::chrono::duration<double>(now - last).count();
     last = now;
     app.play.advance(app.story, dt);
-    if (o.bench_frames && !app.play.playing) app.play.toggle(app.story);  // loop while benchmarking
-    if (o.bench_pan) {  // pan by 2% of the view and zoom in and out around the middle
-      const double span = app.view_end_ns - app.view_start_ns;
-      const double shift = span * ((frames / 50) % 2 ? -0.02 : 0.02);
-      app.view_start_ns += shift;
-      app.view_end_ns += shift;
-      app.timeline_follow = false;
-    }
-
-    feed_keys(window);
-    feed_mouse(window);
-    if (g_moved_content_scale > 0) app.dpi_scale = std::clamp(std::exchange(g_moved_content_scale, 0.0f), 0.5f, 4.0f);
-    apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame, or a new monitor
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    apply_mouse();
-    ImGui::NewFrame();
-    draw_frame(app, fonts);
-    ImGui::Render();
-    int fw = 0, fh = 0;
-    glfwGetFramebufferSize(window, &fw, &fh);
-    if (fw != app.fb_width || fh != app.fb_height) g_damage.invalidate();
-    app.fb_width = fw;
-    app.fb_height = fh;
-    glViewport(0, 0, fw, fh);
-    static constexpr float kClear[4] = {0.06f, 0.06f, 0.07f, 1.0f};
-    ImDrawData* dd = ImGui::GetDrawData();
-    if (app.redraw_damaged) {
-      const std::vector<DamageRect> rects = g_damage.damage(dd);
-      double area = 0;
-      for (const DamageRect& r : rects) area += (r.x1 - r.x0) * (r.y1 - r.y0);
-      app.damaged_fraction = area / std::max(1.0f, dd->DisplaySize.x * dd->DisplaySize.y);
-      render_damaged(dd, rects, fh, kClear);
-    } else {
-      glClearColor(kClear[0], kClear[1], kClear[2], kClear[3]);
-      glClear(GL_COLOR_BUFFER_BIT);
-      ImGui_ImplOpenGL3_RenderDrawData(dd);
-    }
-    ++frames;
-    app.frames = static_cast<uint64_t>(frames);
-
+    bench.before_frame(app, frames);
+    render_frame(app, window, fonts, built_scale);
+    app.frames = static_cast<uint64_t>(++frames);
     if (headless && frames >= o.frames) {
-      if (!write_png(o.screenshot, fw, fh, error)) {
+      if (!write_png(o.screenshot, app.fb_width, app.fb_height, error)) {
         std::fprintf(stderr, "descent app: %s\n", error.c_str());
         exit_code = 1;
       }
@@ -725,83 +735,17 @@ int run(int argc, char** argv) {
     }
     glfwSwapBuffers(window);
     if (o.bench_frames) glFinish();  // the frame is drawn, not only queued
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - now).count();
-    app.frame_ms = ms;
-    if (frames == 1) first_frame_s = std::chrono::duration<double>(Clock::now() - g_process_start).count();
-    if (o.bench_stop) {  // frames while the code runs, then Stop, then the time until the prompt is back
-      if (run_ended || (!was_running && !app.running.active)) break;
-      (bench_stopping ? stopping_ms : frame_ms).push_back(ms);
-      if (!bench_stopping && static_cast<int>(frame_ms.size()) >= o.bench_frames) {
-        bench_stopping = true;
-        stop_run(app);
-      }
-    } else if (o.bench_frames) {
-      frame_ms.push_back(ms);
-      if (frames >= o.bench_frames) break;
-    }
+    app.frame_ms = std::chrono::duration<double, std::milli>(Clock::now() - now).count();
+    if (bench.after_frame(app, frames, app.frame_ms, run_ended, was_running)) break;
     state_writer.update(app);
-    if (app.layout_changed && !headless) {  // remembered as soon as the user changes it
-      app.layout_changed = false;
-      std::string problem;
-      if (!save_layout(app.layout, problem)) log::warn(problem);
-    }
+    remember_layout(app, headless);
   }
-  if (headless && !o.state_file.empty() && !write_text(o.state_file, state_json(app))) {
-    std::fprintf(stderr, "descent app: cannot write the state to '%s'\n", o.state_file.c_str());
-    exit_code = 1;
-  }
-  if (headless) {  // Note [Headless exit statuses]
-    auto fail = [&](int status, const std::string& why) {
-      std::fprintf(stderr, "descent app: %s\n", why.c_str());
-      if (exit_code == 0) exit_code = status;
-    };
-    if (timed_out) {
-      char why[160];
-      std::snprintf(why, sizeof why, "the code still ran after --timeout %g s, so it was stopped (give a larger "
-                    "--timeout for longer code)", o.timeout_s);
-      fail(124, why);
-    }
-    if (!trace_error.empty()) fail(2, first_line(trace_error));
-    if (!lesson_error.empty()) fail(2, first_line(lesson_error));
-    if (!python_ok && !from_file) fail(1, "Python could not start: " + first_line(python_error));
-    if (run_code && !timed_out) {
-      if (!app.loaded.error.empty() && !o.expect_error) {
-        fail(1, "the code raised " + last_line(app.loaded.error) + " (--expect-error if that is what it should do)");
-      } else if (app.loaded.error.empty() && o.expect_error) {
-        fail(1, "--expect-error: the code raised nothing");
-      }
-    }
-  }
-  if (o.bench_stop) {
-    std::vector<double> sorted = frame_ms;
-    std::sort(sorted.begin(), sorted.end());
-    const double stopping_max = stopping_ms.empty() ? 0.0 : *std::max_element(stopping_ms.begin(), stopping_ms.end());
-    std::printf("while the code ran: frames %zu  median %.2f ms  p90 %.2f ms  max %.2f ms  stop to prompt %.1f ms  "
-                "frames meanwhile %zu, max %.2f ms  spans %zu\n",
-                frame_ms.size(), median(frame_ms), sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10],
-                sorted.empty() ? 0.0 : sorted.back(), app.last_stop_ms, stopping_ms.size(), stopping_max,
-                app.trace().spans.size());
-  } else if (o.bench_frames) {
-    std::vector<double> sorted = frame_ms;
-    std::sort(sorted.begin(), sorted.end());
-    std::printf("redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
-                app.redraw_damaged ? "damaged" : "full", frame_ms.size(), app.trace().spans.size(), first_frame_s, median(frame_ms),
-                sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10], sorted.empty() ? 0.0 : sorted.back());
-  }
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
-  // Traces shared with Python objects go before the interpreter does.
-  app.loaded = Loaded{};
-  app.story = Story{};
-  app.compare.reset();
-  if (!python_stop(kStopGraceSeconds)) {  // code still running that would not stop: no orderly end for it
-    std::fflush(nullptr);
-    std::_Exit(exit_code);
-  }
-  return exit_code;
+
+  // Shutdown: the state and the exit status, the benchmark's numbers, then
+  // ImGui, the window and Python.
+  if (headless) exit_code = headless_exit_status(app, loading, exit_code);
+  bench.report(app);
+  return shutdown(app, window, exit_code);
 }
 
 }  // namespace

@@ -191,7 +191,7 @@ void draw_compare(App& app) {
       ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(255, 210, 80, f == here ? 40 : 24));
     }
     ImGui::TableNextColumn();
-    ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(f));
+    ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(static_cast<trace::Floor>(f)));
     ImGui::Text("%d %s", f, floor_title(f));
     ImGui::PopStyleColor();
     ImGui::TableNextColumn();

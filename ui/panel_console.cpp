@@ -45,9 +45,7 @@ void console_submit(App& app, const std::string& line) {
 void draw_console(App& app, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
-  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
-  if (!ImGui::Begin("Python console: each line runs traced##console", nullptr, flags)) {
+  if (!ImGui::Begin("Python console: each line runs traced##console", nullptr, kPanelFlags)) {
     ImGui::End();
     return;
   }

@@ -133,10 +133,9 @@ void draw_detail(App& app) {
   const size_t i = app.current_span();
   const trace::Span& sp = app.trace().spans[i];
   const Step& st = app.story.steps[app.step()];
-  const int f = building_floor(sp.floor);
   const Timing t = timing_of(app.story, i);
   const Explanation& e = current_explanation(app);
-  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(f));
+  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(sp.floor));
   ImGui::Text("Floor %d, %s  (%s)", static_cast<int>(sp.floor), floor_title(static_cast<int>(sp.floor)),
               st.down ? "going down into it" : "coming back up out of it");
   ImGui::PopStyleColor();

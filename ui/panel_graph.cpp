@@ -20,9 +20,9 @@ struct StateStyle {
 };
 StateStyle style_of(NodeState s) {
   switch (s) {
-    case NodeState::Running: return {floor_color(4), IM_COL32(255, 255, 255, 255), 3.0f, IM_COL32(20, 20, 20, 255)};
+    case NodeState::Running: return {floor_color(trace::Floor::Autograd), IM_COL32(255, 255, 255, 255), 3.0f, IM_COL32(20, 20, 20, 255)};
     case NodeState::Done: return {IM_COL32(38, 104, 84, 255), IM_COL32(120, 210, 170, 255), 1.0f, IM_COL32(235, 235, 235, 255)};
-    default: return {IM_COL32(60, 60, 70, 255), floor_color(4), 1.0f, IM_COL32(235, 235, 235, 255)};
+    default: return {IM_COL32(60, 60, 70, 255), floor_color(trace::Floor::Autograd), 1.0f, IM_COL32(235, 235, 235, 255)};
   }
 }
 
@@ -83,10 +83,6 @@ void draw_legend(App& app) {
 
 void draw_graph(App& app) {
   app.panels_drawn.push_back("graph");
-  if (app.graph_of.lock() != app.loaded.trace) {  // built once per trace
-    app.graph = build_graph(app.trace());
-    app.graph_of = app.loaded.trace;
-  }
   const AutogradGraph& g = app.graph;
   app.graph_edges_drawn.clear();
   app.graph_none_labels.assign(g.nodes.size(), std::string());
@@ -145,7 +141,7 @@ void draw_graph(App& app) {
     const float dx = (float(e.parallel) - float(e.parallel_count - 1) * 0.5f) * spread;
     const bool flowed = states[e.from] == NodeState::Done || states[e.from] == NodeState::Running;
     const ImVec2 p0((a.x + a.z) * 0.5f + dx, a.w), p1((b.x + b.z) * 0.5f + dx, b.y);
-    dl->AddLine(p0, p1, flowed ? floor_color(4) : IM_COL32(150, 150, 150, 200), flowed ? 3.0f : 1.5f);
+    dl->AddLine(p0, p1, flowed ? floor_color(trace::Floor::Autograd) : IM_COL32(150, 150, 150, 200), flowed ? 3.0f : 1.5f);
     if (e.parallel_count > 1 && e.parallel == e.parallel_count - 1) {  // once per pair of nodes
       const std::string count = "x" + std::to_string(e.parallel_count);
       const ImVec2 sz = ImGui::CalcTextSize(count.c_str());

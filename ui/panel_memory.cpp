@@ -63,7 +63,7 @@ bool begin_stats_table(const char* id) {
 // another stream in amber, cached and free in grey.
 ImU32 block_color(BlockState s) {
   switch (s) {
-    case BlockState::Allocated: return floor_color(6);
+    case BlockState::Allocated: return floor_color(trace::Floor::Allocator);
     case BlockState::PendingFree: return IM_COL32(235, 170, 40, 255);
     case BlockState::Free: return IM_COL32(90, 90, 96, 255);
   }
@@ -213,7 +213,7 @@ void draw_allocations(App& app) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float len = std::max(2.0f, w * static_cast<float>(bytes) / static_cast<float>(biggest));
-    dl->AddRectFilled(p, ImVec2(p.x + len, p.y + ImGui::GetTextLineHeight() - 2), floor_color(6, past ? 1.0f : 0.25f));
+    dl->AddRectFilled(p, ImVec2(p.x + len, p.y + ImGui::GetTextLineHeight() - 2), floor_color(trace::Floor::Allocator, past ? 1.0f : 0.25f));
     ImGui::Dummy(ImVec2(w, ImGui::GetTextLineHeight() - 2));
     ImGui::SameLine();
     std::string extra;

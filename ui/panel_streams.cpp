@@ -69,7 +69,7 @@ std::string depth_text(const DeviceWork& w) {
 
 void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   const LaneAt at = lane_at(lane, now);
-  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(9));
+  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(trace::Floor::Device));
   ImGui::TextUnformatted(lane.label.c_str());
   ImGui::PopStyleColor();
   ImGui::SameLine();
@@ -99,7 +99,7 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   size_t shown = 0;
   for (size_t k : at.queued) {
     if (x - box_w < o.x + 2) break;
-    work_box(dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(9, 0.25f), kPaper, lane.work[k].name,
+    work_box(dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(trace::Floor::Device, 0.25f), kPaper, lane.work[k].name,
              "queued, " + depth_text(lane.work[k]));
     x -= box_w + 4;
     ++shown;
@@ -113,11 +113,11 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
 
   // The device slot: the one running now.
   dl->AddRectFilled(ImVec2(q1 + 4, y0 - 2), ImVec2(s1 - 4, y1 + 2), kSlotBg, 4.0f);
-  dl->AddRect(ImVec2(q1 + 4, y0 - 2), ImVec2(s1 - 4, y1 + 2), floor_color(9), 4.0f, 0, 2.0f);
+  dl->AddRect(ImVec2(q1 + 4, y0 - 2), ImVec2(s1 - 4, y1 + 2), floor_color(trace::Floor::Device), 4.0f, 0, 2.0f);
   if (at.running != SIZE_MAX) {
     const DeviceWork& r = lane.work[at.running];
     const std::string sub = "running, " + duration_text(now - r.start_ns) + " in";
-    work_box(dl, ImVec2(q1 + 8, y0 + 2), ImVec2(s1 - 8, y1 - 2), floor_color(9), kInk, r.name, sub);
+    work_box(dl, ImVec2(q1 + 8, y0 + 2), ImVec2(s1 - 8, y1 - 2), floor_color(trace::Floor::Device), kInk, r.name, sub);
   } else {
     dl->AddText(ImVec2(q1 + 12, y0 + 4), kMuted, "device idle");
   }
@@ -132,7 +132,7 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
     const DeviceWork& d = lane.work[*it];
     const float alpha = 1.0f - static_cast<float>(std::min(0.85, static_cast<double>(now - d.end_ns) / fade_ns));
     if (x + box_w > o.x + w) break;
-    work_box(dl, ImVec2(x, y0), ImVec2(x + box_w, y1), floor_color(9, 0.35f * alpha),
+    work_box(dl, ImVec2(x, y0), ImVec2(x + box_w, y1), floor_color(trace::Floor::Device, 0.35f * alpha),
              ImGui::ColorConvertFloat4ToU32(ImVec4(0.88f, 0.89f, 0.92f, alpha)), d.name,
              "done " + duration_text(now - d.end_ns) + " ago");
     x += box_w + 4;
@@ -153,9 +153,9 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   dl->AddRectFilled(ImVec2(o.x, hy), ImVec2(o.x + w, hy1), IM_COL32(255, 255, 255, 10));
   for (const DeviceWork& d : lane.work) {
     const float xq = x_of(d.queued_ns), xs = x_of(d.start_ns == kNever ? range.hi : d.start_ns);
-    if (xs > xq) dl->AddLine(ImVec2(xq, (hy + hy1) * 0.5f), ImVec2(xs, (hy + hy1) * 0.5f), floor_color(7), 2.0f);
+    if (xs > xq) dl->AddLine(ImVec2(xq, (hy + hy1) * 0.5f), ImVec2(xs, (hy + hy1) * 0.5f), floor_color(trace::Floor::Streams), 2.0f);
     if (d.start_ns != kNever) {
-      dl->AddRectFilled(ImVec2(xs, hy + 2), ImVec2(std::max(xs + 2, x_of(d.end_ns)), hy1 - 2), floor_color(9));
+      dl->AddRectFilled(ImVec2(xs, hy + 2), ImVec2(std::max(xs + 2, x_of(d.end_ns)), hy1 - 2), floor_color(trace::Floor::Device));
     }
   }
   const float xn = x_of(now);

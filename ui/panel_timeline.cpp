@@ -2,9 +2,13 @@
 // per thread's device spans), spans stacked by depth and coloured by floor.
 //
 // [SECTION] Layout and constants
-// [SECTION] The index and the view (fit, follow, zoom, pan)
+// [SECTION] The view (fit, follow, zoom, pan)
 // [SECTION] The time axis
 // [SECTION] Tooltips
+// [SECTION] The header
+// [SECTION] Input: zoom, pan, fit
+// [SECTION] The rows
+// [SECTION] Flows and the ancestor path
 // [SECTION] The panel
 //
 // The wheel zooms around the cursor, a drag (left or middle button) pans, and
@@ -20,7 +24,6 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <unordered_map>
 
 #include "ui/app.h"
 
@@ -82,45 +85,12 @@ float lane_y(const TimelineIndex& x, const Layout& l, size_t lane) {
   return l.row_y[row] + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(lane - x.rows()[row].first_lane);
 }
 
-int colour_floor(trace::Floor f) {  // floor_color's argument: 1..9, 0 for none
-  const int i = static_cast<int>(f);
-  return i >= 1 && i <= 9 ? i : 0;
-}
-
 ImU32 label_colour(ImU32 fill) {  // dark ink on a light fill, light on a dark one
   const ImVec4 c = ImGui::ColorConvertU32ToFloat4(fill);
   return 0.299f * c.x + 0.587f * c.y + 0.114f * c.z > 0.55f ? kInk : kPaper;
 }
 
-// [SECTION] The index and the view (fit, follow, zoom, pan) -------------------------------
-
-}  // namespace
-
-std::vector<std::pair<size_t, size_t>> timeline_flows_of(const trace::Trace& t) {
-  std::vector<std::pair<size_t, size_t>> out;
-  if (t.flows.empty()) return out;
-  std::unordered_map<uint64_t, size_t> by_id;
-  by_id.reserve(t.spans.size());
-  for (size_t i = 0; i < t.spans.size(); ++i) by_id.emplace(t.spans[i].id, i);
-  for (const trace::Flow& f : t.flows) {
-    const auto a = by_id.find(f.from), b = by_id.find(f.to);
-    if (a != by_id.end() && b != by_id.end()) out.emplace_back(a->second, b->second);
-  }
-  return out;
-}
-
-namespace {
-
-// Builds the index when the trace changed (a new call, an opened file); a run's
-// index comes built (prepare_loaded, show_loaded).
-void ensure_index(App& app) {
-  if (app.timeline_of.lock() == app.loaded.trace) return;
-  const trace::Trace& t = *app.loaded.trace;
-  app.timeline = TimelineIndex::build(t, app.story.parent_index);
-  app.timeline_of = app.loaded.trace;
-  app.timeline_followed_step = SIZE_MAX;
-  app.timeline_flows = timeline_flows_of(t);
-}
+// [SECTION] The view (fit, follow, zoom, pan) ---------------------------------------------
 
 void fit(App& app) {
   const TimelineIndex& x = app.timeline;
@@ -223,7 +193,7 @@ void draw_axis(ImDrawList* dl, const App& app, ImVec2 p0, float width, float row
 void span_tooltip(const App& app, size_t i) {
   const trace::Span& s = app.trace().spans[i];
   ImGui::BeginTooltip();
-  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(colour_floor(s.floor)));
+  ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(s.floor));
   ImGui::TextUnformatted(s.name.c_str());
   ImGui::PopStyleColor();
   ImGui::Text("floor %d: %s", static_cast<int>(s.floor), trace::floor_name(s.floor));
@@ -257,44 +227,19 @@ void merged_tooltip(const TimelineItem& it) {
   ImGui::EndTooltip();
 }
 
-}  // namespace
+// [SECTION] The header -------------------------------------------------------------------
 
-// [SECTION] The panel ---------------------------------------------------------------------
-
-void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
-  g_scale = app.ui_scale;
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoScrollbar |
-                                 ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoBringToFrontOnFocus;
-  if (!ImGui::Begin("Timeline: every span of the call, by thread and depth##timeline", nullptr, flags)) {
-    ImGui::End();
-    return;
-  }
-  app.panels_drawn.push_back("timeline");
-  app.hovered_span = -1;
-  if (!app.loaded.trace || app.loaded.trace->spans.empty()) {
-    ImGui::TextDisabled("No spans to show: run a line in the console or open a trace.");
-    ImGui::End();
-    return;
-  }
-  ensure_index(app);
+// Fit, follow, and what is shown, with as much of the hint as fits beside the
+// "N rects" at the axis's right end (app.timeline_header: what was drawn).
+// Returns the x where its text begins.
+float draw_header(App& app) {
   const TimelineIndex& x = app.timeline;
-  const trace::Trace& t = app.trace();
-  ImGuiIO& io = ImGui::GetIO();
-  if (!(app.view_end_ns - app.view_start_ns >= 1.0)) fit(app);  // an empty or reversed view
-
-  // Header: fit, follow, what is shown.
-  ImDrawList* top = ImGui::GetWindowDrawList();  // the header and the axis (the rows have the child's)
-  const float header_y = ImGui::GetCursorScreenPos().y;
   if (ImGui::SmallButton("fit")) fit(app);
   ImGui::SameLine();
   if (ImGui::Checkbox("follow the step", &app.timeline_follow) && app.timeline_follow) {
     app.timeline_followed_step = SIZE_MAX;
   }
   ImGui::SameLine();
-  // What is shown, with as much of the hint as fits beside the "N rects" at the right end.
   const std::string shown = duration_text(static_cast<int64_t>(app.view_end_ns - app.view_start_ns)),
                     whole = duration_text(x.max_ns() - x.min_ns());
   const std::string headers[] = {shown + " shown of " + whole + " | wheel: zoom, drag: pan, W/S A/D F while hovered",
@@ -316,8 +261,289 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   app.timeline_header.shortened = header != &headers[0];
   app.timeline_header.width = ImGui::CalcTextSize(header->c_str()).x;
   app.timeline_header.given = window_right - header_x;
+  return header_x;
+}
 
-  // The axis, then the rows in a child that scrolls vertically.
+// What the level of detail drew, at the axis's right end (for the curious
+// and the benchmarks), never over the header's own text.
+void draw_rect_count(App& app, ImDrawList* top, ImVec2 header, ImVec2 axis_pos, float width, size_t items_drawn) {
+  char status[64];
+  std::snprintf(status, sizeof status, "%zu rects", items_drawn);
+  const ImVec2 sz = ImGui::CalcTextSize(status);
+  const float status_x = axis_pos.x + width - sz.x - 4;
+  if (status_x >= header.x + app.timeline_header.width + 8) {
+    top->AddText(ImVec2(status_x, header.y + 2), kMuted, status);
+    app.timeline_header.given = status_x - 8 - header.x;
+  }
+}
+
+// [SECTION] Input: zoom, pan, fit ---------------------------------------------------------
+
+// Where the pointer is: only the rows and the axis take the wheel, a drag
+// and the keys, never the header's buttons.
+struct Pointer {
+  ImVec2 mouse;
+  bool over_area = false;  // over the rows
+  bool hovered = false;    // over the rows or the axis
+  double fraction = 0;     // across the rows' width, 0..1
+};
+
+Pointer pointer_at(ImVec2 area0, float width, ImVec2 axis_pos) {
+  Pointer p;
+  p.mouse = ImGui::GetIO().MousePos;
+  p.over_area = ImGui::IsWindowHovered() && p.mouse.x >= area0.x && p.mouse.x < area0.x + width;
+  const bool over_axis = p.mouse.x >= axis_pos.x && p.mouse.x < axis_pos.x + width && p.mouse.y >= axis_pos.y &&
+                         p.mouse.y < axis_pos.y + px(kAxisPx) &&
+                         ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
+  p.hovered = p.over_area || over_axis;
+  p.fraction = std::clamp(static_cast<double>(p.mouse.x - area0.x) / width, 0.0, 1.0);
+  return p;
+}
+
+// The wheel zooms around the pointer (with Shift it scrolls the rows), a
+// drag pans both ways, a double-click or F fits, W/S zoom and A/D pan while
+// held. Zooming or panning by hand stops following the step.
+void handle_input(App& app, const Pointer& p, float width, float scroll_y) {
+  ImGuiIO& io = ImGui::GetIO();
+  const double view_w = app.view_end_ns - app.view_start_ns;
+  if (p.hovered && io.MouseWheel != 0) {
+    if (io.KeyShift) {
+      ImGui::SetScrollY(scroll_y - io.MouseWheel * px(kLanePx) * 3);
+    } else {
+      const double anchor = app.view_start_ns + p.fraction * view_w;
+      set_width(app, view_w * std::pow(kWheelZoom, io.MouseWheel), anchor, p.fraction);
+      app.timeline_follow = false;
+    }
+  }
+  if (p.hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Middle))) {
+    app.timeline_dragging = true;
+  }
+  if (app.timeline_dragging) {
+    if (ImGui::IsMouseDown(ImGuiMouseButton_Left) || ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
+      if (io.MouseDelta.x != 0 || io.MouseDelta.y != 0) {
+        const double shift = -static_cast<double>(io.MouseDelta.x) * view_w / width;
+        app.view_start_ns += shift;
+        app.view_end_ns += shift;
+        ImGui::SetScrollY(std::clamp(scroll_y - io.MouseDelta.y, 0.0f, ImGui::GetScrollMaxY()));
+        if (io.MouseDelta.x != 0) app.timeline_follow = false;
+      }
+    } else {
+      app.timeline_dragging = false;
+    }
+  }
+  if (p.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) fit(app);
+  if (p.hovered && !io.WantTextInput && !io.KeyCtrl) {
+    const double dt = std::min(0.1, static_cast<double>(io.DeltaTime));
+    const double zoom = std::pow(kKeyZoomPerSecond, dt);
+    const double anchor_fraction = p.over_area ? p.fraction : 0.5;
+    const double anchor = app.view_start_ns + anchor_fraction * view_w;
+    if (ImGui::IsKeyDown(GLFW_KEY_W)) set_width(app, view_w / zoom, anchor, anchor_fraction);
+    if (ImGui::IsKeyDown(GLFW_KEY_S)) set_width(app, view_w * zoom, anchor, anchor_fraction);
+    const double pan = view_w * kKeyPanPerSecond * dt;
+    if (ImGui::IsKeyDown(GLFW_KEY_A)) app.view_start_ns -= pan, app.view_end_ns -= pan;
+    if (ImGui::IsKeyDown(GLFW_KEY_D)) app.view_start_ns += pan, app.view_end_ns += pan;
+    if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) fit(app);
+    for (int k : {GLFW_KEY_W, GLFW_KEY_S, GLFW_KEY_A, GLFW_KEY_D}) {
+      if (ImGui::IsKeyDown(k)) app.timeline_follow = false;
+    }
+  }
+}
+
+// [SECTION] The rows ----------------------------------------------------------------------
+
+// The rows' area as this frame draws it: where it is on screen, what it
+// clips to, and the view's mapping from the trace's clock to x.
+struct RowsArea {
+  const TimelineIndex& x;
+  const trace::Trace& t;
+  const Layout& layout;
+  ImDrawList* dl;
+  ImVec2 area0;         // top-left of the scrolled content
+  float width;
+  ImVec2 clip0, clip1;  // the child window's visible rectangle
+  double v0, v1, npp;   // the view's window, and ns per pixel
+  // x of a time, clamped just outside the panel: no float trouble deep in a zoom.
+  float x_of(double ns) const {
+    const double left = area0.x, right = area0.x + width;
+    return static_cast<float>(std::clamp(left + (ns - v0) / npp, left - 4.0, right + 4.0));
+  }
+  float lane_top(size_t lane) const { return area0.y + lane_y(x, layout, lane); }
+};
+
+// The queues: work on a device row waited from its launch's end to its own
+// start, drawn on the row as a stroke under the spans (what another kernel
+// ran over, it waited behind): the gap between the two clocks (Note [The
+// queue at time t], streams_model.h; the tooltip gives the number).
+void draw_queues(const App& app, const RowsArea& r) {
+  const trace::Trace& t = r.t;
+  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
+    const auto [from, to] = app.timeline_flows[k];
+    if (t.spans[to].floor != trace::Floor::Device || t.spans[from].floor == trace::Floor::Device) continue;
+    const double a = static_cast<double>(t.spans[from].end_ns), b = static_cast<double>(t.spans[to].start_ns);
+    if (b <= a || b < r.v0 || a > r.v1) continue;
+    const float ym = r.lane_top(r.x.lane_of_span(to)) + px(kLanePx) / 2 - 1;
+    if (ym < r.clip0.y || ym > r.clip1.y) continue;
+    r.dl->AddLine(ImVec2(r.x_of(a), ym), ImVec2(r.x_of(b), ym), floor_color(trace::Floor::Streams, 0.9f), 3.0f);
+    ++drawn;
+  }
+}
+
+// The item under the pointer, as draw_rows found it.
+struct Hover {
+  bool found = false;
+  TimelineItem item;
+  float x0 = 0, x1 = 0, y = 0;
+};
+
+// One item of a lane: a span (its label when it is wide enough) or several
+// merged by the level of detail, thinner and paler.
+void draw_item(const RowsArea& r, size_t lane, float y0, float y1, const TimelineItem& it, const Pointer& p,
+               Hover& hover) {
+  const float x0 = r.x_of(static_cast<double>(it.start_ns));
+  const float x1 = std::max(x0 + 1.0f, r.x_of(static_cast<double>(it.end_ns)));
+  const trace::Span& first = r.t.spans[r.x.span_at(lane, it.first)];
+  if (it.merged()) {
+    r.dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(first.floor, 0.5f));
+  } else {
+    const ImU32 fill = floor_color(first.floor, 1.0f);
+    r.dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
+    if (x1 - x0 >= px(kLabelMinPx)) {
+      const float left = r.area0.x, right = r.area0.x + r.width;
+      const float tx = std::max(x0, left) + px(kTextPadPx);
+      const ImVec4 clip(tx, y0, std::min(x1, right) - px(kTextPadPx), y1);
+      std::string label = first.name;
+      if (x1 - x0 > px(kLabelMinPx) * 4) label += "  " + duration_text(first.duration_ns());
+      const float font_px = ImGui::GetFontSize();
+      r.dl->AddText(ImGui::GetFont(), font_px, ImVec2(tx, y0 + (px(kLanePx) - font_px) / 2 - 1), label_colour(fill),
+                    label.data(), label.data() + label.size(), 0.0f, &clip);
+    }
+  }
+  if (!hover.found && p.over_area && p.mouse.y >= y0 && p.mouse.y <= y1 && p.mouse.x >= x0 - 1 &&
+      p.mouse.x <= x1 + 1) {
+    hover = {true, it, x0, x1, y0};
+  }
+}
+
+// Each row: its label strip, then each lane in view through the index.
+// Returns the number of items drawn.
+size_t draw_rows(const RowsArea& r, const Pointer& p, Hover& hover) {
+  size_t items_drawn = 0;
+  for (size_t row_k = 0; row_k < r.x.rows().size(); ++row_k) {
+    const TimelineRow& row = r.x.rows()[row_k];
+    const float ry = r.area0.y + r.layout.row_y[row_k];
+    if (ry > r.clip1.y) break;
+    if (ry + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(row.depths) < r.clip0.y) continue;
+    r.dl->AddRectFilled(ImVec2(r.area0.x, ry), ImVec2(r.area0.x + r.width, ry + px(kRowHeaderPx) - 1), kRowBg);
+    const std::string header = row.label + "  (" + std::to_string(row.spans) + " spans)";
+    r.dl->AddText(ImVec2(r.area0.x + 4, ry + 1), kMuted, header.c_str());
+    for (size_t d = 0; d < row.depths; ++d) {
+      const size_t lane = row.first_lane + d;
+      const float y0 = r.lane_top(lane), y1 = y0 + px(kLanePx) - 1;
+      if (y1 < r.clip0.y || y0 > r.clip1.y) continue;
+      auto visit = [&](const TimelineItem& it) {
+        ++items_drawn;
+        draw_item(r, lane, y0, y1, it, p, hover);
+      };
+      r.x.visit_lane(lane, r.v0, r.v1, r.npp, visit);
+    }
+  }
+  return items_drawn;
+}
+
+// [SECTION] Flows and the ancestor path -----------------------------------------------------
+
+// An arrow from each launch to what it launched (its start). Work on a device
+// row is reached from the launch's end, when the host had control back (the
+// queue strokes show how long it then waited).
+void draw_flows(const App& app, const RowsArea& r) {
+  const trace::Trace& t = r.t;
+  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
+    const auto [from, to] = app.timeline_flows[k];
+    const bool to_device = t.spans[to].floor == trace::Floor::Device && t.spans[from].floor != trace::Floor::Device;
+    const double a = static_cast<double>(to_device ? t.spans[from].end_ns : t.spans[from].start_ns);
+    const double b = static_cast<double>(t.spans[to].start_ns);
+    if (std::max(a, b) < r.v0 || std::min(a, b) > r.v1) continue;
+    const ImVec2 p(r.x_of(a), r.lane_top(r.x.lane_of_span(from)) + px(kLanePx) / 2);
+    const ImVec2 q(r.x_of(b), r.lane_top(r.x.lane_of_span(to)) + 1);
+    if (std::max(p.y, q.y) < r.clip0.y || std::min(p.y, q.y) > r.clip1.y) continue;
+    r.dl->AddLine(p, q, kFlow, 1.0f);
+    r.dl->AddTriangleFilled(q, ImVec2(q.x - 4, q.y - 7), ImVec2(q.x + 4, q.y - 7), kFlow);
+    ++drawn;
+  }
+}
+
+// The current span outlined bright, and the path of its ancestors up to its
+// root; app.timeline_current_px: its width as drawn.
+void draw_ancestor_path(App& app, const RowsArea& r, size_t current) {
+  app.timeline_current_px = -1;
+  if (current == SIZE_MAX || current >= r.t.spans.size()) return;
+  size_t i = current;
+  for (int guard = 0; i != SIZE_MAX && guard < 4096; ++guard) {
+    const trace::Span& s = r.t.spans[i];
+    const float y0 = r.lane_top(r.x.lane_of_span(i));
+    const float x0 = r.x_of(static_cast<double>(s.start_ns));
+    const float x1 = std::max(x0 + 2.0f, r.x_of(static_cast<double>(s.end_ns)));
+    if (i == current) {
+      app.timeline_current_px = static_cast<float>(static_cast<double>(s.end_ns - s.start_ns) / r.npp);
+      r.dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + px(kLanePx)), kCurrent, 0.0f, 0, 2.0f);
+    } else {
+      r.dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + px(kLanePx) - 1), kAncestor, 0.0f, 0, 1.0f);
+    }
+    i = i < app.story.parent_index.size() ? app.story.parent_index[i] : SIZE_MAX;
+  }
+}
+
+// The hovered item outlined, its tooltip, and a click on a span scrubs the
+// playback to the step down into it.
+void hover_and_click(App& app, const RowsArea& r, const Hover& hover) {
+  if (!hover.found) return;
+  ImGuiIO& io = ImGui::GetIO();
+  r.dl->AddRect(ImVec2(hover.x0, hover.y), ImVec2(hover.x1, hover.y + px(kLanePx) - 1), kHover);
+  if (hover.item.merged()) {
+    merged_tooltip(hover.item);
+    return;
+  }
+  const size_t span = hover.item.span;
+  app.hovered_span = static_cast<int64_t>(span);
+  span_tooltip(app, span);
+  const bool clicked = ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+                       io.MouseDragMaxDistanceSqr[0] < io.MouseDragThreshold * io.MouseDragThreshold;
+  if (clicked && span < app.story.down_step.size() && app.story.down_step[span] != SIZE_MAX) {
+    app.play.scrub(app.story, app.story.down_step[span]);
+    app.timeline_follow = false;  // the toolbar's step keys turn it back on
+  }
+}
+
+}  // namespace
+
+// [SECTION] The panel ---------------------------------------------------------------------
+
+// The header, the axis, then the rows in a child that scrolls vertically:
+// input first (the view this frame draws is the one it leaves), then the
+// queues under the spans, the spans, the flows and the current span's path
+// over them, and the hover last.
+void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
+  g_scale = app.ui_scale;
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  const ImGuiWindowFlags flags = kPanelFlags | ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
+  if (!ImGui::Begin("Timeline: every span of the call, by thread and depth##timeline", nullptr, flags)) {
+    ImGui::End();
+    return;
+  }
+  app.panels_drawn.push_back("timeline");
+  app.hovered_span = -1;
+  if (!app.loaded.trace || app.loaded.trace->spans.empty()) {
+    ImGui::TextDisabled("No spans to show: run a line in the console or open a trace.");
+    ImGui::End();
+    return;
+  }
+  const TimelineIndex& x = app.timeline;
+  if (!(app.view_end_ns - app.view_start_ns >= 1.0)) fit(app);  // an empty or reversed view
+
+  ImDrawList* top = ImGui::GetWindowDrawList();  // the header and the axis (the rows have the child's)
+  const float header_y = ImGui::GetCursorScreenPos().y;
+  const float header_x = draw_header(app);
   const ImVec2 axis_pos = ImGui::GetCursorScreenPos();
   ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, px(kAxisPx)));
   const ImVec2 child_size = ImGui::GetContentRegionAvail();
@@ -334,208 +560,32 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   }
 
   ImGui::BeginChild("##timeline_rows", child_size, false, ImGuiWindowFlags_NoScrollWithMouse);
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 area0 = ImGui::GetCursorScreenPos();  // top-left of the scrolled content
+  const ImVec2 area0 = ImGui::GetCursorScreenPos();
   const float width = std::max(1.0f, ImGui::GetContentRegionAvail().x);
   const ImVec2 clip0 = ImGui::GetWindowPos();
   const ImVec2 clip1(clip0.x + ImGui::GetWindowSize().x, clip0.y + ImGui::GetWindowSize().y);
   const float scroll_y = ImGui::GetScrollY();
   ImGui::Dummy(ImVec2(width, layout.height));
-
   if (follow_now) {  // the lane of the current span, vertically
     const float y = lane_y(x, layout, x.lane_of_span(current));
     const float view_h = clip1.y - clip0.y;
     if (y < scroll_y || y + px(kLanePx) > scroll_y + view_h) ImGui::SetScrollY(std::max(0.0f, y - view_h / 3));
   }
 
-  // Input: only over the rows and the axis, never the header's buttons.
-  const ImVec2 mouse = io.MousePos;
-  const bool over_area = ImGui::IsWindowHovered() && mouse.x >= area0.x && mouse.x < area0.x + width;
-  const bool over_axis = mouse.x >= axis_pos.x && mouse.x < axis_pos.x + width && mouse.y >= axis_pos.y &&
-                         mouse.y < axis_pos.y + px(kAxisPx) &&
-                         ImGui::IsWindowHovered(ImGuiHoveredFlags_RootAndChildWindows);
-  const bool hovered = over_area || over_axis;
-  double view_w = app.view_end_ns - app.view_start_ns;
-  const double mouse_fraction = std::clamp(static_cast<double>(mouse.x - area0.x) / width, 0.0, 1.0);
-  if (hovered && io.MouseWheel != 0) {
-    if (io.KeyShift) {
-      ImGui::SetScrollY(scroll_y - io.MouseWheel * px(kLanePx) * 3);
-    } else {
-      const double anchor = app.view_start_ns + mouse_fraction * view_w;
-      set_width(app, view_w * std::pow(kWheelZoom, io.MouseWheel), anchor, mouse_fraction);
-      app.timeline_follow = false;
-    }
-  }
-  if (hovered && (ImGui::IsMouseClicked(ImGuiMouseButton_Left) || ImGui::IsMouseClicked(ImGuiMouseButton_Middle))) {
-    app.timeline_dragging = true;
-  }
-  if (app.timeline_dragging) {
-    if (ImGui::IsMouseDown(ImGuiMouseButton_Left) || ImGui::IsMouseDown(ImGuiMouseButton_Middle)) {
-      if (io.MouseDelta.x != 0 || io.MouseDelta.y != 0) {
-        const double shift = -static_cast<double>(io.MouseDelta.x) * view_w / width;
-        app.view_start_ns += shift;
-        app.view_end_ns += shift;
-        ImGui::SetScrollY(std::clamp(scroll_y - io.MouseDelta.y, 0.0f, ImGui::GetScrollMaxY()));
-        if (io.MouseDelta.x != 0) app.timeline_follow = false;
-      }
-    } else {
-      app.timeline_dragging = false;
-    }
-  }
-  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) fit(app);
-  if (hovered && !io.WantTextInput && !io.KeyCtrl) {
-    const double dt = std::min(0.1, static_cast<double>(io.DeltaTime));
-    const double zoom = std::pow(kKeyZoomPerSecond, dt);
-    const double anchor_fraction = over_area ? mouse_fraction : 0.5;
-    const double anchor = app.view_start_ns + anchor_fraction * view_w;
-    if (ImGui::IsKeyDown(GLFW_KEY_W)) set_width(app, view_w / zoom, anchor, anchor_fraction);
-    if (ImGui::IsKeyDown(GLFW_KEY_S)) set_width(app, view_w * zoom, anchor, anchor_fraction);
-    const double pan = view_w * kKeyPanPerSecond * dt;
-    if (ImGui::IsKeyDown(GLFW_KEY_A)) app.view_start_ns -= pan, app.view_end_ns -= pan;
-    if (ImGui::IsKeyDown(GLFW_KEY_D)) app.view_start_ns += pan, app.view_end_ns += pan;
-    if (ImGui::IsKeyPressed(GLFW_KEY_F, false)) fit(app);
-    for (int k : {GLFW_KEY_W, GLFW_KEY_S, GLFW_KEY_A, GLFW_KEY_D}) {
-      if (ImGui::IsKeyDown(k)) app.timeline_follow = false;
-    }
-  }
-
-  // The view as drawn this frame.
+  const Pointer pointer = pointer_at(area0, width, axis_pos);
+  handle_input(app, pointer, width, scroll_y);
   const double v0 = app.view_start_ns, v1 = app.view_end_ns;
-  view_w = v1 - v0;
-  const double npp = view_w / width;  // ns per pixel
-  const double left = area0.x, right = area0.x + width;
-  auto x_of = [&](double ns) {  // clamped just outside the panel: no float trouble deep in a zoom
-    return static_cast<float>(std::clamp(left + (ns - v0) / npp, left - 4.0, right + 4.0));
-  };
+  const RowsArea rows{x, app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0, clip1,
+                      v0, v1, (v1 - v0) / width};
   draw_axis(top, app, axis_pos, width, clip1.y);
-
-  // The queues: work on a device row waited from its launch's end to its own
-  // start, drawn on the row as a stroke under the spans (what another kernel
-  // ran over, it waited behind): the gap between the two clocks (Note [The
-  // queue at time t], streams_model.h; the tooltip gives the number).
-  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
-    const auto [from, to] = app.timeline_flows[k];
-    if (t.spans[to].floor != trace::Floor::Device || t.spans[from].floor == trace::Floor::Device) continue;
-    const double a = static_cast<double>(t.spans[from].end_ns), b = static_cast<double>(t.spans[to].start_ns);
-    if (b <= a || b < v0 || a > v1) continue;
-    const float ym = area0.y + lane_y(x, layout, x.lane_of_span(to)) + px(kLanePx) / 2 - 1;
-    if (ym < clip0.y || ym > clip1.y) continue;
-    dl->AddLine(ImVec2(x_of(a), ym), ImVec2(x_of(b), ym), floor_color(7, 0.9f), 3.0f);
-    ++drawn;
-  }
-
-  // Rows: the label strip, then each lane in view through the index.
-  TimelineItem hovered_item;
-  bool have_hover = false;
-  float hover_x0 = 0, hover_x1 = 0, hover_y = 0;
-  size_t items_drawn = 0;
-  const ImFont* font = ImGui::GetFont();
-  const float font_px = ImGui::GetFontSize();
-  for (size_t r = 0; r < x.rows().size(); ++r) {
-    const TimelineRow& row = x.rows()[r];
-    const float ry = area0.y + layout.row_y[r];
-    if (ry > clip1.y) break;
-    if (ry + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(row.depths) < clip0.y) continue;
-    dl->AddRectFilled(ImVec2(area0.x, ry), ImVec2(area0.x + width, ry + px(kRowHeaderPx) - 1), kRowBg);
-    const std::string header = row.label + "  (" + std::to_string(row.spans) + " spans)";
-    dl->AddText(ImVec2(area0.x + 4, ry + 1), kMuted, header.c_str());
-    for (size_t d = 0; d < row.depths; ++d) {
-      const size_t lane = row.first_lane + d;
-      const float y0 = area0.y + lane_y(x, layout, lane), y1 = y0 + px(kLanePx) - 1;
-      if (y1 < clip0.y || y0 > clip1.y) continue;
-      auto draw_item = [&](const TimelineItem& it) {
-        ++items_drawn;
-        const float x0 = x_of(static_cast<double>(it.start_ns));
-        const float x1 = std::max(x0 + 1.0f, x_of(static_cast<double>(it.end_ns)));
-        const trace::Span& first = t.spans[x.span_at(lane, it.first)];
-        if (it.merged()) {
-          dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(colour_floor(first.floor), 0.5f));
-        } else {
-          const ImU32 fill = floor_color(colour_floor(first.floor), 1.0f);
-          dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
-          if (x1 - x0 >= px(kLabelMinPx)) {
-            const float tx = std::max(x0, static_cast<float>(left)) + px(kTextPadPx);
-            const ImVec4 clip(tx, y0, std::min(x1, static_cast<float>(right)) - px(kTextPadPx), y1);
-            std::string label = first.name;
-            if (x1 - x0 > px(kLabelMinPx) * 4) label += "  " + duration_text(first.duration_ns());
-            dl->AddText(font, font_px, ImVec2(tx, y0 + (px(kLanePx) - font_px) / 2 - 1), label_colour(fill),
-                        label.data(), label.data() + label.size(), 0.0f, &clip);
-          }
-        }
-        if (!have_hover && over_area && mouse.y >= y0 && mouse.y <= y1 && mouse.x >= x0 - 1 && mouse.x <= x1 + 1) {
-          have_hover = true;
-          hovered_item = it;
-          hover_x0 = x0, hover_x1 = x1, hover_y = y0;
-        }
-      };
-      x.visit_lane(lane, v0, v1, npp, draw_item);
-    }
-  }
-
-  // Flows: an arrow from the launch to what it launched (its start). Work on
-  // a device row is reached from the launch's end, when the host had control
-  // back (the queue strokes above show how long it then waited).
-  for (size_t k = 0, drawn = 0; k < app.timeline_flows.size() && drawn < kMaxFlowsDrawn; ++k) {
-    const auto [from, to] = app.timeline_flows[k];
-    const bool to_device = t.spans[to].floor == trace::Floor::Device && t.spans[from].floor != trace::Floor::Device;
-    const double a = static_cast<double>(to_device ? t.spans[from].end_ns : t.spans[from].start_ns);
-    const double b = static_cast<double>(t.spans[to].start_ns);
-    if (std::max(a, b) < v0 || std::min(a, b) > v1) continue;
-    const ImVec2 p(x_of(a), area0.y + lane_y(x, layout, x.lane_of_span(from)) + px(kLanePx) / 2);
-    const ImVec2 q(x_of(b), area0.y + lane_y(x, layout, x.lane_of_span(to)) + 1);
-    if (std::max(p.y, q.y) < clip0.y || std::min(p.y, q.y) > clip1.y) continue;
-    dl->AddLine(p, q, kFlow, 1.0f);
-    dl->AddTriangleFilled(q, ImVec2(q.x - 4, q.y - 7), ImVec2(q.x + 4, q.y - 7), kFlow);
-    ++drawn;
-  }
-
-  // The current span, bright, and the path of its ancestors.
-  app.timeline_current_px = -1;
-  if (current != SIZE_MAX && current < t.spans.size()) {
-    size_t i = current;
-    for (int guard = 0; i != SIZE_MAX && guard < 4096; ++guard) {
-      const trace::Span& s = t.spans[i];
-      const float y0 = area0.y + lane_y(x, layout, x.lane_of_span(i));
-      const float x0 = x_of(static_cast<double>(s.start_ns));
-      const float x1 = std::max(x0 + 2.0f, x_of(static_cast<double>(s.end_ns)));
-      if (i == current) {
-        app.timeline_current_px = static_cast<float>(static_cast<double>(s.end_ns - s.start_ns) / npp);
-        dl->AddRect(ImVec2(x0 - 1, y0 - 1), ImVec2(x1 + 1, y0 + px(kLanePx)), kCurrent, 0.0f, 0, 2.0f);
-      } else {
-        dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y0 + px(kLanePx) - 1), kAncestor, 0.0f, 0, 1.0f);
-      }
-      i = i < app.story.parent_index.size() ? app.story.parent_index[i] : SIZE_MAX;
-    }
-  }
-
-  // Hover and click.
-  if (have_hover) {
-    dl->AddRect(ImVec2(hover_x0, hover_y), ImVec2(hover_x1, hover_y + px(kLanePx) - 1), kHover);
-    if (hovered_item.merged()) {
-      merged_tooltip(hovered_item);
-    } else {
-      app.hovered_span = static_cast<int64_t>(hovered_item.span);
-      span_tooltip(app, hovered_item.span);
-      const bool clicked = ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
-                           io.MouseDragMaxDistanceSqr[0] < io.MouseDragThreshold * io.MouseDragThreshold;
-      if (clicked &&
-          hovered_item.span < app.story.down_step.size() && app.story.down_step[hovered_item.span] != SIZE_MAX) {
-        app.play.scrub(app.story, app.story.down_step[hovered_item.span]);
-        app.timeline_follow = false;  // the toolbar's step keys turn it back on
-      }
-    }
-  }
+  draw_queues(app, rows);
+  Hover hover;
+  const size_t items_drawn = draw_rows(rows, pointer, hover);
+  draw_flows(app, rows);
+  draw_ancestor_path(app, rows, current);
+  hover_and_click(app, rows, hover);
   ImGui::EndChild();
-
-  // What the level of detail drew, at the axis's right end (for the curious and the benchmarks).
-  char status[64];
-  std::snprintf(status, sizeof status, "%zu rects", items_drawn);
-  const ImVec2 sz = ImGui::CalcTextSize(status);
-  const float status_x = axis_pos.x + width - sz.x - 4;
-  if (status_x >= header_x + app.timeline_header.width + 8) {  // never over the header's own text
-    top->AddText(ImVec2(status_x, header_y + 2), kMuted, status);
-    app.timeline_header.given = status_x - 8 - header_x;
-  }
+  draw_rect_count(app, top, ImVec2(header_x, header_y), axis_pos, width, items_drawn);
   ImGui::End();
 }
 

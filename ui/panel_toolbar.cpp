@@ -201,143 +201,164 @@ std::string step_label(const App& app) {
   return head + std::string(st.down ? "down into " : "up from ") + app.trace().spans[st.span].name;
 }
 
+namespace {
+
+// File, Lessons and View, then the run's status and Stop, and what is on screen.
+void draw_menu_bar(App& app, FileAction& action) {
+  if (!ImGui::BeginMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Open trace...")) action = FileAction::Open;
+    if (ImGui::MenuItem("Compare with PyTorch's trace...")) action = FileAction::Compare;
+    if (ImGui::MenuItem("Save trace (.descent)...")) action = FileAction::Save;
+    if (ImGui::MenuItem("Save as Chrome JSON...")) action = FileAction::SaveChrome;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Lessons")) {
+    if (ImGui::MenuItem("All lessons", "L")) {
+      app.right_tab = RightTab::Lesson;
+      if (app.lesson.open()) lesson_close(app);
+    }
+    for (const LessonEntry& e : app.lesson.catalog) {
+      const std::string label = std::to_string(e.number) + "  " + (e.title.empty() ? e.name : e.title);
+      if (ImGui::MenuItem(label.c_str(), nullptr, false, e.error.empty())) lesson_open(app, e.name, 0);
+    }
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    ImGui::MenuItem("Presenter mode", "P", &app.presenter);
+    bool fold = app.fold_helpers;
+    if (ImGui::MenuItem("Fold helper spans (beginner)", "V", &fold)) set_fold_helpers(app, fold);
+    if (ImGui::MenuItem("Timeline", nullptr, &app.layout.timeline)) app.layout_changed = true;
+    if (ImGui::MenuItem("Python console", nullptr, &app.layout.console)) app.layout_changed = true;
+    if (ImGui::MenuItem("Larger type", "Ctrl +")) {
+      app.layout.zoom = std::min(app.layout.zoom * kZoomStep, kMaxZoom);
+      app.layout_changed = true;
+    }
+    if (ImGui::MenuItem("Smaller type", "Ctrl -")) {
+      app.layout.zoom = std::max(app.layout.zoom / kZoomStep, kMinZoom);
+      app.layout_changed = true;
+    }
+    if (ImGui::MenuItem("Type as the monitor has it", "Ctrl 0")) {
+      app.layout.zoom = 1.0f;
+      app.layout_changed = true;
+    }
+    ImGui::MenuItem("Keys", "F1", &app.show_help);
+    ImGui::EndMenu();
+  }
+  if (app.running.active) {  // the code on the Python thread: shown in presenter mode too, where no console is
+    ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "  %s", run_status(app).c_str());
+    if (ImGui::SmallButton("Stop (S)")) stop_run(app);
+  }
+  ImGui::TextDisabled("  %s", app.loaded.label.size() > 90 ? (app.loaded.label.substr(0, 87) + "...").c_str()
+                                                             : app.loaded.label.c_str());
+  ImGui::EndMenuBar();
+}
+
+// Start, Back, Play, Next, End, the speed, the pace and the scrub bar.
+void draw_playback_buttons(App& app) {
+  const Story& s = app.story;
+  if (ImGui::Button("|<")) app.play.to_start();
+  ImGui::SameLine();
+  if (ImGui::Button("Back")) app.play.step_up(s);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Up, K)");
+  ImGui::SameLine();
+  if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
+  ImGui::SameLine();
+  if (ImGui::Button("Next")) app.play.step_down(s);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Down, J)");
+  ImGui::SameLine();
+  if (ImGui::Button(">|")) app.play.to_end(s);
+  ImGui::SameLine();
+  if (ImGui::Button("-")) app.play.slower();
+  ImGui::SameLine();
+  ImGui::Text("%gx", app.play.speed);
+  ImGui::SameLine();
+  if (ImGui::Button("+")) app.play.faster();
+  ImGui::SameLine();
+  char pace[48];
+  std::snprintf(pace, sizeof pace, app.play.pace == Pace::Teaching ? "teaching pace" : "real time, 1 us = %.1f s",
+                kRealTimeSecondsPerUs);
+  if (ImGui::Button(pace)) {
+    app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
+  }
+  ImGui::SameLine();
+  const int last = s.steps.empty() ? 0 : static_cast<int>(s.steps.size() - 1);
+  int step = static_cast<int>(app.step());
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.45f);
+  if (ImGui::SliderInt("##scrub", &step, 0, last, "step %d") && last > 0) {
+    app.play.scrub(s, static_cast<size_t>(step));
+    app.timeline_follow = true;
+  }
+}
+
+// Which run is on screen, the step's label and what the last jump said,
+// clipped short of the Keys button at the right end.
+void draw_step_label(App& app, float keys_w) {
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const float text_end = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - keys_w - 16;
+  ImGui::PushClipRect(at, ImVec2(text_end, at.y + ImGui::GetFrameHeight()), true);
+  if (app.has_steps()) {
+    const RunOf run = run_of_step(app.story, app.step());
+    if (run.n > 1) {  // the line ran several times: which run is on screen (Note [Cold and warm times])
+      ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "run %zu of %zu%s", run.k, run.n,
+                         run.k == 1 ? " (cold)" : "");
+      ImGui::SameLine();
+    }
+    ImGui::TextUnformatted(step_label(app).c_str());
+    if (!app.jump_said.empty() && app.jump_said_at == app.step()) {
+      ImGui::SameLine();
+      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.45f, 1.0f), "  %s", app.jump_said.c_str());
+    }
+  } else {
+    ImGui::TextDisabled("no steps: the trace is empty");
+  }
+  ImGui::PopClipRect();
+}
+
+// The list of keys (F1, or the Keys button), under the toolbar's right end.
+void draw_keys_help(App& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(ImVec2(pos.x + size.x - 20, pos.y + size.y + 10), ImGuiCond_Always, ImVec2(1, 0));
+  const ImVec2 screen = ImGui::GetIO().DisplaySize;  // never past the window's edge: it scrolls instead
+  ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(screen.x - 40, screen.y - pos.y - size.y - 20));
+  if (ImGui::Begin("Keys##help", &app.show_help,
+                   ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+    if (ImGui::BeginTable("##keys", 2, ImGuiTableFlags_SizingFixedFit)) {
+      for (const auto& [keys, what] : kKeyHelp) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(keys);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(what);
+      }
+      ImGui::EndTable();
+    }
+  }
+  ImGui::End();
+  app.panels_drawn.push_back("keys");
+}
+
+}  // namespace
+
 void draw_toolbar(App& app, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
-  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_MenuBar |
-                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoScrollbar;
+  const ImGuiWindowFlags flags =
+      kFixedWindowFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_MenuBar | ImGuiWindowFlags_NoScrollbar;
   static FileAction action = FileAction::None;
   if (ImGui::Begin("##toolbar", nullptr, flags)) {
     app.panels_drawn.push_back("toolbar");
-    if (ImGui::BeginMenuBar()) {
-      if (ImGui::BeginMenu("File")) {
-        if (ImGui::MenuItem("Open trace...")) action = FileAction::Open;
-        if (ImGui::MenuItem("Compare with PyTorch's trace...")) action = FileAction::Compare;
-        if (ImGui::MenuItem("Save trace (.descent)...")) action = FileAction::Save;
-        if (ImGui::MenuItem("Save as Chrome JSON...")) action = FileAction::SaveChrome;
-        ImGui::EndMenu();
-      }
-      if (ImGui::BeginMenu("Lessons")) {
-        if (ImGui::MenuItem("All lessons", "L")) {
-          app.right_tab = RightTab::Lesson;
-          if (app.lesson.open()) lesson_close(app);
-        }
-        for (const LessonEntry& e : app.lesson.catalog) {
-          const std::string label = std::to_string(e.number) + "  " + (e.title.empty() ? e.name : e.title);
-          if (ImGui::MenuItem(label.c_str(), nullptr, false, e.error.empty())) lesson_open(app, e.name, 0);
-        }
-        ImGui::EndMenu();
-      }
-      if (ImGui::BeginMenu("View")) {
-        ImGui::MenuItem("Presenter mode", "P", &app.presenter);
-        bool fold = app.fold_helpers;
-        if (ImGui::MenuItem("Fold helper spans (beginner)", "V", &fold)) set_fold_helpers(app, fold);
-        if (ImGui::MenuItem("Timeline", nullptr, &app.layout.timeline)) app.layout_changed = true;
-        if (ImGui::MenuItem("Python console", nullptr, &app.layout.console)) app.layout_changed = true;
-        if (ImGui::MenuItem("Larger type", "Ctrl +")) {
-          app.layout.zoom = std::min(app.layout.zoom * kZoomStep, kMaxZoom);
-          app.layout_changed = true;
-        }
-        if (ImGui::MenuItem("Smaller type", "Ctrl -")) {
-          app.layout.zoom = std::max(app.layout.zoom / kZoomStep, kMinZoom);
-          app.layout_changed = true;
-        }
-        if (ImGui::MenuItem("Type as the monitor has it", "Ctrl 0")) {
-          app.layout.zoom = 1.0f;
-          app.layout_changed = true;
-        }
-        ImGui::MenuItem("Keys", "F1", &app.show_help);
-        ImGui::EndMenu();
-      }
-      if (app.running.active) {  // the code on the Python thread: shown in presenter mode too, where no console is
-        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "  %s", run_status(app).c_str());
-        if (ImGui::SmallButton("Stop (S)")) stop_run(app);
-      }
-      ImGui::TextDisabled("  %s", app.loaded.label.size() > 90 ? (app.loaded.label.substr(0, 87) + "...").c_str()
-                                                                 : app.loaded.label.c_str());
-      ImGui::EndMenuBar();
-    }
-    const Story& s = app.story;
-    if (ImGui::Button("|<")) app.play.to_start();
-    ImGui::SameLine();
-    if (ImGui::Button("Back")) app.play.step_up(s);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Up, K)");
-    ImGui::SameLine();
-    if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
-    ImGui::SameLine();
-    if (ImGui::Button("Next")) app.play.step_down(s);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Down, J)");
-    ImGui::SameLine();
-    if (ImGui::Button(">|")) app.play.to_end(s);
-    ImGui::SameLine();
-    if (ImGui::Button("-")) app.play.slower();
-    ImGui::SameLine();
-    ImGui::Text("%gx", app.play.speed);
-    ImGui::SameLine();
-    if (ImGui::Button("+")) app.play.faster();
-    ImGui::SameLine();
-    char pace[48];
-    std::snprintf(pace, sizeof pace, app.play.pace == Pace::Teaching ? "teaching pace" : "real time, 1 us = %.1f s",
-                  kRealTimeSecondsPerUs);
-    if (ImGui::Button(pace)) {
-      app.play.pace = app.play.pace == Pace::Teaching ? Pace::RealTime : Pace::Teaching;
-    }
-    ImGui::SameLine();
-    const int last = s.steps.empty() ? 0 : static_cast<int>(s.steps.size() - 1);
-    int step = static_cast<int>(app.step());
-    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.45f);
-    if (ImGui::SliderInt("##scrub", &step, 0, last, "step %d") && last > 0) {
-      app.play.scrub(s, static_cast<size_t>(step));
-      app.timeline_follow = true;
-    }
+    draw_menu_bar(app, action);
+    draw_playback_buttons(app);
     ImGui::SameLine();
     const float keys_w = ImGui::CalcTextSize("Keys").x + 2 * ImGui::GetStyle().FramePadding.x;
-    const ImVec2 at = ImGui::GetCursorScreenPos();
-    const float text_end = ImGui::GetWindowPos().x + ImGui::GetWindowWidth() - keys_w - 16;
-    ImGui::PushClipRect(at, ImVec2(text_end, at.y + ImGui::GetFrameHeight()), true);
-    if (app.has_steps()) {
-      const RunOf run = run_of_step(s, app.step());
-      if (run.n > 1) {  // the line ran several times: which run is on screen (Note [Cold and warm times])
-        ImGui::TextColored(ImVec4(1.0f, 0.8f, 0.35f, 1.0f), "run %zu of %zu%s", run.k, run.n,
-                           run.k == 1 ? " (cold)" : "");
-        ImGui::SameLine();
-      }
-      ImGui::TextUnformatted(step_label(app).c_str());
-      if (!app.jump_said.empty() && app.jump_said_at == app.step()) {
-        ImGui::SameLine();
-        ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.45f, 1.0f), "  %s", app.jump_said.c_str());
-      }
-    } else {
-      ImGui::TextDisabled("no steps: the trace is empty");
-    }
-    ImGui::PopClipRect();
+    draw_step_label(app, keys_w);
     ImGui::SameLine(ImGui::GetWindowWidth() - keys_w - 10);
     if (ImGui::Button("Keys")) app.show_help = !app.show_help;
     file_popup(app, action);
   }
   ImGui::End();
   draw_search(app, ImVec2(pos.x + 10, pos.y + size.y + 6));
-  if (app.show_help) {
-    ImGui::SetNextWindowPos(ImVec2(pos.x + size.x - 20, pos.y + size.y + 10), ImGuiCond_Always, ImVec2(1, 0));
-    const ImVec2 screen = ImGui::GetIO().DisplaySize;  // never past the window's edge: it scrolls instead
-    ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(screen.x - 40, screen.y - pos.y - size.y - 20));
-    if (ImGui::Begin("Keys##help", &app.show_help,
-                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
-      if (ImGui::BeginTable("##keys", 2, ImGuiTableFlags_SizingFixedFit)) {
-        for (const auto& [keys, what] : kKeyHelp) {
-          ImGui::TableNextRow();
-          ImGui::TableNextColumn();
-          ImGui::TextUnformatted(keys);
-          ImGui::TableNextColumn();
-          ImGui::TextUnformatted(what);
-        }
-        ImGui::EndTable();
-      }
-    }
-    ImGui::End();
-    app.panels_drawn.push_back("keys");
-  }
+  if (app.show_help) draw_keys_help(app, pos, size);
 }
 
 }  // namespace descent::ui

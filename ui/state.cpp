@@ -1,6 +1,7 @@
 // Loading what the app shows, and the app's state as JSON (for --state and the tests).
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "ui/app.h"
 
@@ -9,27 +10,30 @@ namespace descent::ui {
 // [SECTION] Loading -----------------------------------------------------------
 
 void prepare_loaded(Loaded& l) {
-  if (!l.story) l.story = build_story(*l.trace);
-  if (!l.streams) l.streams = build_streams(*l.trace);
-  if (!l.timeline) l.timeline = TimelineIndex::build(*l.trace, l.story->parent_index);
+  if (!l.models) l.models = build_models(*l.trace, /*fold_helpers=*/false);
+}
+
+// The one place the App takes a trace's models (models.h).
+void take_models(App& app, TraceModels m) {
+  const trace::Trace& t = *app.loaded.trace;
+  if (m.folded != app.fold_helpers) m.story = build_story(t, app.fold_helpers);  // prepared before V was pressed
+  app.story = std::move(m.story);
+  app.streams = std::move(m.streams);
+  app.timeline = std::move(m.timeline);
+  app.timeline_flows = std::move(m.flows);
+  app.timeline_followed_step = SIZE_MAX;
+  app.graph = std::move(m.graph);
+  app.graph_states.clear();  // what the graph tab drew of the trace before
+  app.graph_edges_drawn.clear();
+  app.graph_none_labels.clear();
 }
 
 void show_loaded(App& app, Loaded l) {
   app.loaded = std::move(l);
-  app.story = app.loaded.story && !app.fold_helpers ? std::move(*app.loaded.story)
-                                                    : build_story(*app.loaded.trace, app.fold_helpers);
-  app.streams = app.loaded.streams ? std::move(*app.loaded.streams) : build_streams(*app.loaded.trace);
-  if (app.loaded.timeline) {  // ensure_index (panel_timeline.cpp) finds it built
-    app.timeline = std::move(*app.loaded.timeline);
-    app.timeline_of = app.loaded.trace;
-    app.timeline_followed_step = SIZE_MAX;
-    app.timeline_flows = timeline_flows_of(*app.loaded.trace);
-  }
-  app.loaded.story.reset();
-  app.loaded.streams.reset();
+  std::optional<TraceModels> m = std::exchange(app.loaded.models, std::nullopt);
+  take_models(app, m ? std::move(*m) : build_models(*app.loaded.trace, app.fold_helpers));
   app.search.searched.clear();  // steps of the story shown before
   app.jump_said.clear();
-  app.loaded.timeline.reset();
   app.play.playing = false;
   app.play.position = 0;
   app.hovered_span = -1;
@@ -218,12 +222,13 @@ std::string device_json(const App& app) {
          ", \"running\": " + (a.running == SIZE_MAX ? std::string("null") : quoted(lane.work[a.running].name)) +
          ", \"done\": " + names(a.done) + ", \"queue_depth\": " + std::to_string(a.queue_depth) + "}";
   }
-  const ImVec4 r = app.device_strip_rect;
+  const DeviceStripLayout& strip = app.building.strip;
+  const ImVec4 r = strip.rect;
   char rect[96];
   std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f]", r.x, r.y, r.z, r.w);
-  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(app.device_strip_text) +
+  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(strip.text) +
        ", \"echoes\": [";
-  for (size_t k = 0; k < app.echoes.size(); ++k) o += (k ? ", " : "") + quoted(app.echoes[k]);
+  for (size_t k = 0; k < strip.echoes.size(); ++k) o += (k ? ", " : "") + quoted(strip.echoes[k]);
   o += "]},\n";
   o += "  \"timeline_rows\": [";
   for (size_t k = 0; k < app.timeline.rows().size(); ++k) o += (k ? ", " : "") + quoted(app.timeline.rows()[k].label);
@@ -443,8 +448,9 @@ std::string state_json(const App& app, std::string* stable) {
     o += "  \"floors\": [\n";
     for (int f = 1; f <= kBuildingFloors; ++f) {
       const FloorView& v = floors[f];
-      const ImVec4 r = app.floor_rects[f];
-      const ImVec4 c = floor_color_vec(f);
+      const FloorLayout& drawn = app.building.floors[f];
+      const ImVec4 r = drawn.rect;
+      const ImVec4 c = floor_color_vec(static_cast<trace::Floor>(f));
       char rect[160];
       std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f], \"color\": [%d, %d, %d]", r.x, r.y, r.z, r.w,
                     int(c.x * 255 + 0.5f), int(c.y * 255 + 0.5f), int(c.z * 255 + 0.5f));
@@ -452,8 +458,8 @@ std::string state_json(const App& app, std::string* stable) {
            ", \"state\": " + quoted(state_name(v.state)) +
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
            ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
-           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(app.floor_texts[f]) +
-           ", \"decision_fit\": " + fit_json(app.floor_fits[f]) +
+           ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(drawn.decision) +
+           ", \"decision_fit\": " + fit_json(drawn.decision_fit) +
            ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
     }

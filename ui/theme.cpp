@@ -28,12 +28,12 @@ const ImVec4 kFloorColors[] = {
 
 }  // namespace
 
-ImVec4 floor_color_vec(int floor) {
-  if (floor < 0 || floor > 9) floor = 0;
-  return kFloorColors[floor];
+ImVec4 floor_color_vec(trace::Floor floor) {
+  const int i = static_cast<int>(floor);
+  return kFloorColors[i >= 0 && i < trace::kNumFloors ? i : 0];
 }
 
-ImU32 floor_color(int floor, float alpha) {
+ImU32 floor_color(trace::Floor floor, float alpha) {
   ImVec4 c = floor_color_vec(floor);
   c.w = alpha;
   return ImGui::ColorConvertFloat4ToU32(c);
