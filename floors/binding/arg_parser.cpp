@@ -218,9 +218,9 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, 
       }
       break;
     case ArgType::Int:
-      if (is_tensor(o)) {  // a 0-d integer tensor only, as PyTorch's int64 check
-        if (!is_number_tensor(o) || unwrap(o).dtype() != ScalarType::Int64) break;
-        out = IValue(*unwrap(o).data<int64_t>());
+      if (is_tensor(o)) {  // a 0-d integer tensor only (any integer dtype, not bool), as PyTorch's int64 check
+        if (!is_number_tensor(o) || !is_integral(unwrap(o).dtype(), false)) break;
+        out = IValue(tensor_scalar(unwrap(o)).to_int());
         return true;
       }
       if (is_int_like(o)) {

@@ -287,14 +287,16 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
 
 // One number into element pos, read the way the tensor's dtype needs it, as
 // PyTorch does: an int64 tensor takes an int exactly (and refuses one past
-// int64), a bool tensor takes the number's truth, and a floating tensor reads
+// int64), a narrower integer tensor one that fits it (a uint8 tensor also a
+// negative one down to -255, wrapped: tensor([-1], dtype=uint8) is 255; Note
+// [Checked scalar conversion]), a bool tensor takes the number's truth, and a floating tensor reads
 // every number as a double, so that an int past int64 among floats still fits:
 // tensor([1.5, 2**70]) is float32 1.1806e+21.
 void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
   PyRef leaf{leaf_number(obj)};
   PyObject* o = leaf.p;
   const bool integral = PyBool_Check(o) || is_int_like(o);
-  if (t.dtype() == ScalarType::Int64 && integral) {
+  if (is_integral(t.dtype(), false) && integral) {
     long long i = PyLong_AsLongLong(o);
     if (i == -1 && PyErr_Occurred()) {
       if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw ValueError("tensor(): could not read an int");
@@ -302,7 +304,9 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
       throw ValueError(str("Overflow when unpacking long long (tensor(): element ", pos,
                            " is an int that does not fit in int64)"));  // PyTorch's class and words
     }
-    t.data<int64_t>()[pos] = i;
+    visit_dtype(t.dtype(), [&]<typename T>() {
+      if constexpr (is_int_v<T>) t.data<T>()[pos] = Scalar(int64_t(i)).to<T>("tensor", "value");
+    });
   } else if (t.dtype() == ScalarType::Bool) {
     int truth = PyObject_IsTrue(o);
     if (truth < 0) throw ValueError("tensor(): could not read a bool");  // the Python error is kept
@@ -341,11 +345,12 @@ void fill(PyObject* o, const Tensor& t, int depth, int64_t& pos) {
 // Note [numpy arrays descent reads]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // tensor(array) reads an array of every integer and float dtype numpy has,
-// as PyTorch does, into the nearest dtype descent has: bool, int64, float16,
-// float32 and float64 as they are; int8, int16, int32, uint8, uint16, uint32
-// and uint64 as int64 (exactly: a uint64 past 2**63 - 1 is an error naming
-// it). PyTorch keeps int32 as int32 and so on; descent
-// has no such dtypes, so the values are kept and the width is not. Any other
+// as PyTorch does, into the nearest dtype descent has: bool, uint8, int8,
+// int16, int32, int64, float16, float32 and float64 as they are; uint16,
+// uint32 and uint64 as int64 (exactly: a uint64 past 2**63 - 1 is an error
+// naming it). PyTorch 2.3 and later keep those three as torch.uint16,
+// uint32 and uint64, dtypes with few kernels; descent has no such dtypes,
+// so the values are kept and the width is not. Any other
 // dtype (complex, object, datetime, strings) is a TypeError naming it, with
 // PyTorch's words ("can't convert np.ndarray of type numpy.complex64"); an
 // array in the other byte order is a ValueError, as in PyTorch.
@@ -405,6 +410,10 @@ Tensor tensor_from_buffer(PyObject* data) {
   else if (code == 'e') dt = ScalarType::Float16;
   else if (code == 'f') dt = ScalarType::Float32;
   else if (code == 'd') dt = ScalarType::Float64;
+  else if (is_signed && view.itemsize == 1) dt = ScalarType::Int8;
+  else if (is_signed && view.itemsize == 2) dt = ScalarType::Int16;
+  else if (is_signed && view.itemsize == 4) dt = ScalarType::Int32;
+  else if (is_unsigned && view.itemsize == 1) dt = ScalarType::UInt8;
   else if (is_signed || is_unsigned) dt = ScalarType::Int64;
   else refuse_array(data, fmt);
   DimVector sizes, strides;
@@ -415,7 +424,8 @@ Tensor tensor_from_buffer(PyObject* data) {
   }
   Tensor out = empty_tensor(sizes, dt, Device{});
   if (out.numel() == 0) return out;
-  const bool native = code == '?' || code == 'e' || code == 'f' || code == 'd' || ((is_signed) && view.itemsize == 8);
+  const bool native = code == '?' || code == 'e' || code == 'f' || code == 'd' ||
+                      (is_signed && element_size(dt) == size_t(view.itemsize)) || dt == ScalarType::UInt8;
   if (native) {
     // View the foreign memory as a tensor with its strides, then copy through the kernels.
     auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
@@ -424,20 +434,14 @@ Tensor tensor_from_buffer(PyObject* data) {
     return out;
   }
   auto same = [](auto x, int64_t) { return int64_t(x); };
-  if (is_signed) {
-    if (view.itemsize == 1) read_buffer<int8_t, int64_t>(view, out, same);
-    else if (view.itemsize == 2) read_buffer<int16_t, int64_t>(view, out, same);
-    else read_buffer<int32_t, int64_t>(view, out, same);
-  } else if (view.itemsize == 1) {
-    read_buffer<uint8_t, int64_t>(view, out, same);
-  } else if (view.itemsize == 2) {
+  if (view.itemsize == 2) {
     read_buffer<uint16_t, int64_t>(view, out, same);
   } else if (view.itemsize == 4) {
     read_buffer<uint32_t, int64_t>(view, out, same);
   } else {
     read_buffer<uint64_t, int64_t>(view, out, [](uint64_t x, int64_t k) {
       DESCENT_CHECK(x <= uint64_t(INT64_MAX), Error, "tensor(): element ", k, " of the uint64 array, ", x,
-                    ", does not fit in int64, descent's integer dtype");
+                    ", does not fit in int64, descent's widest integer dtype");
       return int64_t(x);
     });
   }
@@ -486,6 +490,25 @@ PyObject* py_scalar_tensor(PyObject*, PyObject* o) {
   DESCENT_PY_TRY
   DESCENT_CHECK(is_python_scalar(o), TypeError, "expected a Python number, got ", Py_TYPE(o)->tp_name);
   return wrap(scalar_to_tensor(o));
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// _C.promote_types(type1, type2): torch.promote_types, the dtype two
+// tensors of these dtypes give (Note [Type promotion], promotion.cpp).
+PyObject* py_promote_types(PyObject*, PyObject* args) {
+  PyObject *a, *b;
+  if (!PyArg_ParseTuple(args, "OO:promote_types", &a, &b)) return nullptr;
+  DESCENT_PY_TRY
+  PyObject* both[2] = {a, b};
+  ScalarType t[2];
+  for (int i = 0; i < 2; ++i) {
+    DESCENT_CHECK(Py_TYPE(both[i]) == &g_dtype_type, TypeError, "promote_types(): argument 'type", i + 1,
+                  "' (position ", i + 1, ") must be descent.dtype, not ", Py_TYPE(both[i])->tp_name);
+    t[i] = *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(both[i]) + sizeof(PyObject));
+  }
+  PyObject* r = dtype_object(kernels::promote_types_of(t[0], t[1]));
+  Py_INCREF(r);
+  return r;
   DESCENT_PY_CATCH(nullptr)
 }
 
@@ -691,6 +714,7 @@ PyObject* py_set_matmul_isa(PyObject*, PyObject* arg) {
 PyMethodDef module_methods[] = {
     {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
     {"_scalar_tensor", py_scalar_tensor, METH_O, "a 0-d wrapped-number tensor from a Python number"},
+    {"promote_types", py_promote_types, METH_VARARGS, "promote_types(type1, type2): the dtype the two promote to"},
     {"_set_tensor_class", py_set_tensor_class, METH_O, "registers descent.Tensor as the class of new tensors"},
     {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},
     {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, python_module, sample"},

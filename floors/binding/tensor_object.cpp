@@ -38,8 +38,13 @@ PyObject* dtype_repr(PyObject* o) {
 }
 PyObject* dtype_is_floating(PyObject* o, void*) { return PyBool_FromLong(is_floating(reinterpret_cast<DtypeObject*>(o)->t)); }
 PyObject* dtype_itemsize(PyObject* o, void*) { return PyLong_FromSize_t(element_size(reinterpret_cast<DtypeObject*>(o)->t)); }
+PyObject* dtype_is_signed(PyObject* o, void*) {  // as torch.dtype.is_signed: false for bool and uint8
+  const ScalarType t = reinterpret_cast<DtypeObject*>(o)->t;
+  return PyBool_FromLong(t != ScalarType::Bool && t != ScalarType::UInt8);
+}
 PyGetSetDef dtype_getset[] = {
     {"is_floating_point", dtype_is_floating, nullptr, "whether the dtype is a floating point type", nullptr},
+    {"is_signed", dtype_is_signed, nullptr, "whether the dtype holds negative numbers", nullptr},
     {"itemsize", dtype_itemsize, nullptr, "bytes per element", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
@@ -101,7 +106,8 @@ bool init_value_types(PyObject* m) {
   g_dtype_type.tp_flags = Py_TPFLAGS_DEFAULT;
   g_dtype_type.tp_repr = dtype_repr;
   g_dtype_type.tp_getset = dtype_getset;
-  g_dtype_type.tp_doc = "A tensor's element type: descent.float32, float64, int64 or bool.";
+  g_dtype_type.tp_doc = "A tensor's element type: descent.float32, float64, float16, bfloat16, int64, int32, int16, "
+                        "int8, uint8 or bool.";
   g_device_type.tp_basicsize = sizeof(DeviceObject);
   g_device_type.tp_flags = Py_TPFLAGS_DEFAULT;
   g_device_type.tp_new = device_new;
@@ -254,6 +260,10 @@ PyObject* element_to_py(const Tensor& t, int64_t off) {
     case ScalarType::Float64: return PyFloat_FromDouble(t.data<double>()[off]);
     case ScalarType::Float16: return PyFloat_FromDouble(float(t.data<Half>()[off]));
     case ScalarType::BFloat16: return PyFloat_FromDouble(float(t.data<BFloat16>()[off]));
+    case ScalarType::UInt8: return PyLong_FromLong(t.data<uint8_t>()[off]);
+    case ScalarType::Int8: return PyLong_FromLong(t.data<int8_t>()[off]);
+    case ScalarType::Int16: return PyLong_FromLong(t.data<int16_t>()[off]);
+    case ScalarType::Int32: return PyLong_FromLong(t.data<int32_t>()[off]);
   }
   return nullptr;
 }
@@ -414,6 +424,10 @@ const char* buffer_format(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "?";
     case ScalarType::Int64: return "q";
+    case ScalarType::Int32: return "i";
+    case ScalarType::Int16: return "h";
+    case ScalarType::Int8: return "b";
+    case ScalarType::UInt8: return "B";
     case ScalarType::Float32: return "f";
     case ScalarType::Float64: return "d";
     case ScalarType::Float16: return "e";

@@ -17,6 +17,10 @@ const char* dtype_name(ScalarType t) {
     case ScalarType::Float64: return "float64";
     case ScalarType::Float16: return "float16";
     case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::UInt8: return "uint8";
+    case ScalarType::Int8: return "int8";
+    case ScalarType::Int16: return "int16";
+    case ScalarType::Int32: return "int32";
   }
   return "?";
 }
@@ -29,6 +33,10 @@ const char* type_word(ScalarType t) {
     case ScalarType::Float64: return "Double";
     case ScalarType::Float16: return "Half";
     case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::UInt8: return "Byte";
+    case ScalarType::Int8: return "Char";
+    case ScalarType::Int16: return "Short";
+    case ScalarType::Int32: return "Int";
   }
   return "?";
 }
@@ -39,7 +47,9 @@ bool parse_dtype(std::string_view s, ScalarType* out) {
       {"bool", ScalarType::Bool},       {"int64", ScalarType::Int64},     {"long", ScalarType::Int64},
       {"float32", ScalarType::Float32}, {"float", ScalarType::Float32},   {"float64", ScalarType::Float64},
       {"double", ScalarType::Float64},  {"float16", ScalarType::Float16}, {"half", ScalarType::Float16},
-      {"bfloat16", ScalarType::BFloat16},
+      {"bfloat16", ScalarType::BFloat16}, {"int32", ScalarType::Int32},     {"int", ScalarType::Int32},
+      {"int16", ScalarType::Int16},     {"short", ScalarType::Int16},     {"int8", ScalarType::Int8},
+      {"uint8", ScalarType::UInt8},
   };
   for (const Name& n : kNames) {
     if (n.name == s) {

@@ -40,12 +40,17 @@ class Scalar {
 
   // Note [Checked scalar conversion]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-  // to<T>() converts the value to the C++ type T (bool, int64_t, float,
-  // double, Half, BFloat16) the way PyTorch's Scalar::to does: a value T
+  // to<T>() converts the value to the C++ type T (bool, an integer type,
+  // float, double, Half, BFloat16) the way PyTorch's Scalar::to does: a value T
   // cannot hold raises RuntimeError "value cannot be converted to type T
   // without overflow" instead of being undefined behaviour (a double cast to
-  // int64_t) or a silent infinity (1e300 cast to float). For an integer T
-  // that is NaN, the infinities and every double outside [-2^63, 2^63); for
+  // int64_t) or a silent infinity (1e300 cast to float). For int64_t that is
+  // NaN, the infinities and every double outside [-2^63, 2^63); for int32,
+  // int16, int8 and uint8, NaN, the infinities, a double outside [lowest,
+  // max] (127.5 is too much for int8: c10 compares the double with the
+  // bound), and an int outside [lowest, max], except that an unsigned type
+  // takes a negative int down to -max and wraps it (uint8: -1 is 255, -256
+  // raises), as c10's overflows() allows, so that alpha = -1 works; for
   // float, a finite double beyond float's largest; for Half (BFloat16), a
   // finite number beyond 65504 (3.39e38), an int64 included (NaN and the
   // infinities are floats too).
@@ -56,9 +61,21 @@ class Scalar {
   T to(const char* op = nullptr, const char* arg = "value") const {
     if constexpr (std::is_same_v<T, bool>) {
       return to_bool();
-    } else if constexpr (std::is_integral_v<T>) {
-      static_assert(std::is_same_v<T, int64_t>, "descent's only integer dtype is int64");
+    } else if constexpr (std::is_same_v<T, int64_t>) {
       return to_int(op, arg);
+    } else if constexpr (std::is_integral_v<T>) {  // int32, int16, int8, uint8
+      using L = std::numeric_limits<T>;
+      if (type_ == ScalarType::Float64) {
+        check_fits(v_.d >= double(L::lowest()) && v_.d <= double(L::max()), int_type_name<T>(), op, arg);  // NaN too
+        return T(v_.d);
+      }
+      const int64_t i = to_int();
+      // c10's overflows(): an unsigned type takes a negative int down to
+      // -max, wrapping it (uint8: -1 is 255), so that x - 1 is x + 255.
+      const bool fits = L::is_signed ? i >= int64_t(L::lowest()) && i <= int64_t(L::max())
+                                     : i <= int64_t(L::max()) && i >= -int64_t(L::max());
+      check_fits(fits, int_type_name<T>(), op, arg);
+      return T(i);  // modulo 2**bits (C++20), so -1 is 255
     } else if constexpr (std::is_same_v<T, float>) {
       if (type_ == ScalarType::Float64)
         check_fits(!std::isfinite(v_.d) || std::fabs(v_.d) <= double(std::numeric_limits<float>::max()), "float", op,
@@ -78,6 +95,14 @@ class Scalar {
   std::string str() const;
 
  private:
+  // The C++ type's name as c10's Scalar accessors give it ("int" for int32).
+  template <typename T>
+  static constexpr const char* int_type_name() {
+    if constexpr (std::is_same_v<T, int32_t>) return "int";
+    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+    else return "uint8_t";
+  }
   void check_fits(bool fits, const char* type, const char* op, const char* arg) const {
     DESCENT_CHECK(fits, Error, op ? op : "", op ? "(): " : "", arg, " cannot be converted to type ", type,
                   " without overflow (got ", str(), ")");

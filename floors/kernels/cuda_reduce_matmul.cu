@@ -35,6 +35,10 @@ __device__ inline int64_t shfl_down(int64_t v, int off) {
   return int64_t(__shfl_down_sync(0xffffffffu, (long long)v, off));
 }
 __device__ inline bool shfl_down(bool v, int off) { return __shfl_down_sync(0xffffffffu, int(v), off) != 0; }
+template <class T, std::enable_if_t<is_int_v<T> && sizeof(T) <= sizeof(int), int> = 0>
+__device__ inline T shfl_down(T v, int off) {  // int32, int16, int8, uint8: as an int, and back
+  return T(__shfl_down_sync(0xffffffffu, int(v), off));
+}
 template <class T, class = std::enable_if_t<is_reduced_float_v<T>>>
 __device__ inline T shfl_down(T v, int off) {  // float16 and bfloat16: their 16 bits
   T r;
@@ -111,6 +115,15 @@ void cuda_sum(const streams::Stream& s, ScalarType in, ScalarType out, const voi
   };
   if (in == ScalarType::Bool && out == ScalarType::Int64) return run.template operator()<bool, int64_t>();
   if (in == ScalarType::Int64 && out == ScalarType::Int64) return run.template operator()<int64_t, int64_t>();
+  // A narrower integer sums into int64, unless a dtype argument asked for its own (sum(x, dtype=torch.int32)).
+  if (in == ScalarType::Int32 && out == ScalarType::Int64) return run.template operator()<int32_t, int64_t>();
+  if (in == ScalarType::Int16 && out == ScalarType::Int64) return run.template operator()<int16_t, int64_t>();
+  if (in == ScalarType::Int8 && out == ScalarType::Int64) return run.template operator()<int8_t, int64_t>();
+  if (in == ScalarType::UInt8 && out == ScalarType::Int64) return run.template operator()<uint8_t, int64_t>();
+  if (in == ScalarType::Int32 && out == ScalarType::Int32) return run.template operator()<int32_t, int32_t>();
+  if (in == ScalarType::Int16 && out == ScalarType::Int16) return run.template operator()<int16_t, int16_t>();
+  if (in == ScalarType::Int8 && out == ScalarType::Int8) return run.template operator()<int8_t, int8_t>();
+  if (in == ScalarType::UInt8 && out == ScalarType::UInt8) return run.template operator()<uint8_t, uint8_t>();
   if (in == ScalarType::Float32 && out == ScalarType::Float32) return run.template operator()<float, float>();
   if (in == ScalarType::Float64 && out == ScalarType::Float64) return run.template operator()<double, double>();
   if (in == ScalarType::Float16 && out == ScalarType::Float16) return run.template operator()<Half, Half>();
@@ -450,6 +463,10 @@ void cuda_matmul(const streams::Stream& s, ScalarType dt, const void* a, const v
       return launch_tiled<GenericTile, float>(s, "matmul_tiled_64x64_float32", p, a, b, out);
     case ScalarType::Float64: return launch_tiled<GenericTile, double>(s, "matmul_tiled_64x64_float64", p, a, b, out);
     case ScalarType::Int64: return launch_tiled<GenericTile, int64_t>(s, "matmul_tiled_64x64_int64", p, a, b, out);
+    case ScalarType::Int32: return launch_tiled<GenericTile, int32_t>(s, "matmul_tiled_64x64_int32", p, a, b, out);
+    case ScalarType::Int16: return launch_tiled<GenericTile, int16_t>(s, "matmul_tiled_64x64_int16", p, a, b, out);
+    case ScalarType::Int8: return launch_tiled<GenericTile, int8_t>(s, "matmul_tiled_64x64_int8", p, a, b, out);
+    case ScalarType::UInt8: return launch_tiled<GenericTile, uint8_t>(s, "matmul_tiled_64x64_uint8", p, a, b, out);
     case ScalarType::Float16: return launch_tensor_core<Half>(s, p, a, b, out);
     case ScalarType::BFloat16: return launch_tensor_core<BFloat16>(s, p, a, b, out);
     case ScalarType::Bool: break;

@@ -90,6 +90,10 @@ struct CastIn {
       case ScalarType::Float64: return cast_element<T>(static_cast<const double*>(ptr)[off]);
       case ScalarType::Float16: return cast_element<T>(static_cast<const Half*>(ptr)[off]);
       case ScalarType::BFloat16: return cast_element<T>(static_cast<const BFloat16*>(ptr)[off]);
+      case ScalarType::UInt8: return cast_element<T>(static_cast<const uint8_t*>(ptr)[off]);
+      case ScalarType::Int8: return cast_element<T>(static_cast<const int8_t*>(ptr)[off]);
+      case ScalarType::Int16: return cast_element<T>(static_cast<const int16_t*>(ptr)[off]);
+      case ScalarType::Int32: return cast_element<T>(static_cast<const int32_t*>(ptr)[off]);
     }
     return value;
   }
@@ -374,13 +378,13 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // does the same for its binary ops and comparisons: Operand leaves a device
 // operand in its own dtype, and when one differs from the loop's T the
 // builder makes the loop with CastIn<T> inputs (casts_on_load), whose load
-// switches over the six dtypes and converts with cast_element, as the CPU's
+// switches over the ten dtypes and converts with cast_element, as the CPU's
 // cast does, so the values are the CPU path's bit for bit. The switch is on
 // a value the whole launch shares (no divergence on a GPU); a cast loop
 // takes no 16-byte vector loads (its inputs' elements are not T's size), as
 // PyTorch's dynamic-casting kernel is not its vectorized one. One loop per
 // op and T covers every source dtype, so the kernels compiled grow by one
-// per (op, T), not by the 36 pairs of dtypes. What still casts first, with
+// per (op, T), not by the 100 pairs of dtypes. What still casts first, with
 // aten::to and a copy kernel, where PyTorch casts as it loads: unary ops
 // that compute in float (exp of an int64 tensor) and clamp's self promoted
 // by its bounds; those loops take In<T> only.

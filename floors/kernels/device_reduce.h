@@ -167,7 +167,7 @@ inline int64_t device_sum_depth(int64_t n, int64_t outputs) {
 
 // [SECTION] A reduction over blocks ------------------------------------------------------
 
-// Sum: the running totals are T (int64 for a bool or int64 input: they
+// Sum: the running totals are T (int64 for a bool or integer input: they
 // wrap), float32 for float16 and bfloat16 (Note [Reduced-precision floats]).
 template <class T>
 struct SumOp {
@@ -194,7 +194,7 @@ struct MaxOp {
   DESCENT_HD Acc combine(Acc a, Acc b) const {
     if (a.k < 0) return b;
     if (b.k < 0) return a;
-    const bool an = a.v != a.v, bn = b.v != b.v;  // NaN (never for bool and int64)
+    const bool an = a.v != a.v, bn = b.v != b.v;  // NaN (never for bool and the integers)
     if (an || bn) return an && bn ? (a.k < b.k ? a : b) : an ? a : b;
     if (a.v > b.v) return a;
     if (b.v > a.v) return b;
@@ -313,7 +313,7 @@ struct MaxPartials {
 // steps (fma from <cmath>, correctly rounded), so sim:0 and cuda:N agree bit
 // for bit; against the CPU, each is within gamma_K * sum_k |a_ik| |b_kj| of
 // the exact product, so they differ by at most twice that (Note [Device
-// matmul bound], verifier.cpp). int64 wraps and is exact.
+// matmul bound], verifier.cpp). The integers wrap and are exact.
 //
 // How a block works (the same in the sim's body and the CUDA kernels): the
 // output is cut into tiles of BM x BN, one block each (blockIdx.z the batch);
@@ -340,13 +340,14 @@ struct MatmulPlan {
   int64_t sa[3] = {}, sb[3] = {};  // strides of a [batch, m, k] and b [batch, k, n]; out is contiguous
 };
 
-// One multiply-add step of an output: fused for floats, wrapping for int64
-// (a float16 or bfloat16 element is read as the float32 it is).
+// One multiply-add step of an output: fused for floats, wrapping for the
+// integers (a float16 or bfloat16 element is read as the float32 it is).
 DESCENT_HD inline float mul_add(float a, float b, float acc) { return fmaf(a, b, acc); }
 DESCENT_HD inline double mul_add(double a, double b, double acc) { return fma(a, b, acc); }
-DESCENT_HD inline int64_t mul_add(int64_t a, int64_t b, int64_t acc) { return wrap_add(acc, wrap_mul(a, b)); }
+template <class T, std::enable_if_t<is_int_v<T>, int> = 0>
+DESCENT_HD inline T mul_add(T a, T b, T acc) { return plus(acc, times(a, b)); }
 
-// The tiling of the general kernel (float64, int64, and float32 operands
+// The tiling of the general kernel (float64, the integers, and float32 operands
 // the fast kernel does not take): 64 x 64 tiles, k steps of 16, 4 x 4 outputs a thread.
 struct GenericTile {
   static constexpr int BM = 64, BN = 64, BK = 16, TM = 4, TN = 4;
@@ -458,7 +459,7 @@ DESCENT_HD void scatter_segment(const ScatterPlan& p, T* self, const T* values, 
   T e = self[p.target[s]];
   for (int64_t r = lo; r < hi; ++r) {
     const T x = values[p.values.offset(p.order[r])];
-    if constexpr (std::is_same_v<T, int64_t>) e = wrap_add(e, x);
+    if constexpr (is_int_v<T>) e = plus(e, x);
     else e = T(e + x);  // bool: or; float16 and bfloat16: in float32, rounded each time as the CPU's loop does
   }
   self[p.target[s]] = e;

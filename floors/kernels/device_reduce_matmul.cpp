@@ -225,6 +225,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
       return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float64", p, a.data<double>(), b.data<double>(), out.data<double>());
     case ScalarType::Int64:
       return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int64", p, a.data<int64_t>(), b.data<int64_t>(), out.data<int64_t>());
+    case ScalarType::Int32:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int32", p, a.data<int32_t>(), b.data<int32_t>(), out.data<int32_t>());
+    case ScalarType::Int16:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int16", p, a.data<int16_t>(), b.data<int16_t>(), out.data<int16_t>());
+    case ScalarType::Int8:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int8", p, a.data<int8_t>(), b.data<int8_t>(), out.data<int8_t>());
+    case ScalarType::UInt8:
+      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_uint8", p, a.data<uint8_t>(), b.data<uint8_t>(), out.data<uint8_t>());
     case ScalarType::Float16:
       return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float16", p, a.data<Half>(), b.data<Half>(), out.data<Half>());
     case ScalarType::BFloat16:

@@ -28,10 +28,13 @@ namespace descent::kernels {
 // instead of being undefined behaviour on overflow.
 DESCENT_HD inline int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 DESCENT_HD inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
-// a + b and a * b in T, wrapping for int64: the one place where the loops
-// (elementwise, sums, matrix products) choose between the two.
-template <class T> DESCENT_HD T plus(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_add(a, b); else return T(a + b); }
-template <class T> DESCENT_HD T times(T a, T b) { if constexpr (std::is_same_v<T, int64_t>) return wrap_mul(a, b); else return T(a * b); }
+// a + b and a * b in T, wrapping for every integer type: the one place where
+// the loops (elementwise, sums, matrix products) choose between the two. A
+// narrower integer wraps in int64 and keeps its low bits (C++20 converts
+// modulo 2**bits), which are the bits it would wrap to on its own: uint8's
+// 255 + 1 is 0, int32's 2**31 - 1 + 1 is -2**31, as in C and PyTorch.
+template <class T> DESCENT_HD T plus(T a, T b) { if constexpr (is_int_v<T>) return T(wrap_add(a, b)); else return T(a + b); }
+template <class T> DESCENT_HD T times(T a, T b) { if constexpr (is_int_v<T>) return T(wrap_mul(a, b)); else return T(a * b); }
 
 // An element converted to D the way a tensor cast converts it (to(), copy_,
 // type promotion): unchecked, as PyTorch's casts are (only Scalars are
@@ -39,12 +42,22 @@ template <class T> DESCENT_HD T times(T a, T b) { if constexpr (std::is_same_v<T
 // A float outside int64's range, NaN included, becomes INT64_MIN: what x86's
 // cvttsd2si gives, and so what PyTorch gives on x86 (a C++ cast of such a
 // value is undefined, and may give anything once the compiler knows it).
+// The narrower integers follow what x86 code compiled from PyTorch's casts
+// does: int32, int16 and int8 convert through a 32-bit cvttss2si (outside
+// int32's range, INT32_MIN) and keep the low bits (300.0 as int8 is 44);
+// uint8 converts through int64 as c10's static_cast_with_inter_type does
+// (-1.0 as uint8 is 255). A GPU's own conversion saturates instead; descent
+// casts alike on every device, so the verifier can hold them bit for bit.
 template <class D, class S>
 DESCENT_HD D cast_element(S x) {
   if constexpr (is_reduced_float_v<S> && !std::is_same_v<D, S>) {
     return cast_element<D>(float(x));
   } else if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
     return x >= S(-0x1p63) && x < S(0x1p63) ? int64_t(x) : INT64_MIN;
+  } else if constexpr (std::is_same_v<D, uint8_t> && std::is_floating_point_v<S>) {
+    return uint8_t(cast_element<int64_t>(x));
+  } else if constexpr (is_int_v<D> && std::is_floating_point_v<S>) {
+    return D(x >= S(-0x1p31) && x < S(0x1p31) ? int32_t(x) : INT32_MIN);
   } else {
     return static_cast<D>(x);
   }
@@ -68,11 +81,12 @@ struct FloatOnly {};
 template <class F>
 inline constexpr bool is_float_only_v = std::is_base_of_v<FloatOnly, F>;
 
+// -x of an integer wraps: -(-128) is -128 in int8, -1 is 255 in uint8, as in PyTorch.
 struct NegF : UnaryFn<NegF> { template <class T> DESCENT_HD T eval(T x) const {
-  if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return wrap_mul(x, -1); else return -x; } };
+  if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return T(wrap_mul(x, -1)); else return -x; } };
 // abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
 struct AbsF : UnaryFn<AbsF> { template <class T> DESCENT_HD T eval(T x) const {
-  if constexpr (std::is_same_v<T, bool>) return x;
+  if constexpr (std::is_unsigned_v<T>) return x;  // bool and uint8
   else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
   else return x < 0 ? NegF{}(x) : x; } };
 struct ExpF : UnaryFn<ExpF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::exp(x); } };
@@ -169,7 +183,7 @@ struct AddF : BinaryFn<AddF> { template <class T> DESCENT_HD T eval(T a, T b, T 
   if constexpr (std::is_same_v<T, bool>) return a || (alpha && b); else return plus(a, times(alpha, b)); } };
 struct SubF : BinaryFn<SubF> { template <class T> DESCENT_HD T eval(T a, T b, T alpha) const {
   if constexpr (std::is_same_v<T, bool>) return a;
-  else if constexpr (std::is_integral_v<T>) return wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)); else return a - alpha * b; } };
+  else if constexpr (std::is_integral_v<T>) return T(wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1))); else return a - alpha * b; } };
 struct MulF : BinaryFn<MulF> { template <class T> DESCENT_HD T eval(T a, T b, T) const {
   if constexpr (std::is_same_v<T, bool>) return a && b; else return times(a, b); } };
 struct DivF : BinaryFn<DivF> { template <class T> DESCENT_HD T eval(T a, T b, T) const { return a / b; } };  // floats only
@@ -180,10 +194,11 @@ struct PowF : BinaryFn<PowF> {
     } else if constexpr (std::is_same_v<T, bool>) {
       return a || !b;
     } else {  // integer power by squaring; a negative exponent as PyTorch's powi
-      if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+      if constexpr (std::is_signed_v<T>)
+        if (b < 0) return T(a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0);
       T r = 1;
-      for (T base = a, e = b; e > 0; e >>= 1, base = wrap_mul(base, base))
-        if (e & 1) r = wrap_mul(r, base);
+      for (T base = a, e = b; e > 0; e >>= 1, base = times(base, base))
+        if (e & 1) r = times(r, base);
       return r;
     }
   }
@@ -256,7 +271,7 @@ void visit_compare(Op op, Fn&& fn) {
 // Element i of linspace(start, end, steps), steps >= 2, filled from both ends
 // as PyTorch's CPU kernel fills it (Note [linspace fills from both ends],
 // factories.cpp): float32 and float64 step in their own type with one fused
-// multiply-add, int64 steps in double (and truncates), float16 and bfloat16
+// multiply-add, the integers step in double (and truncate), float16 and bfloat16
 // round every operation to their 16 bits, as c10::Half's operators do.
 template <class T>
 struct LinspaceF {

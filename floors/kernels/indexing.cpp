@@ -98,6 +98,30 @@ void expand_mask(const Tensor& mask, const Tensor& self, int first_dim, Tensor* 
   }
 }
 
+// The index tensors as the plan takes them: an int32 one as int64, a uint8
+// one as a bool mask (PyTorch's old byte masks, which it still takes with a
+// deprecation warning), converted on the host; the rest as they are (int8
+// and int16 are refused by plan_index, as PyTorch refuses them).
+OptionalTensorList long_or_bool(const OptionalTensorList& indices) {
+  OptionalTensorList out;
+  for (const Tensor& t : indices) {
+    const bool convert = t.defined() && t.device().type == DeviceType::CPU &&
+                         (t.dtype() == ScalarType::Int32 || t.dtype() == ScalarType::UInt8);
+    if (!convert) {
+      out.push_back(t);
+      continue;
+    }
+    Tensor c = empty_tensor(t.sizes(), t.dtype() == ScalarType::Int32 ? ScalarType::Int64 : ScalarType::Bool, Device{});
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const int64_t at = strided_offset(i, t.sizes(), t.strides());
+      if (t.dtype() == ScalarType::Int32) c.data<int64_t>()[i] = t.data<int32_t>()[at];
+      else c.data<bool>()[i] = t.data<uint8_t>()[at] != 0;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorList& indices) {
   int count = 0;  // the dims of self the indices cover
   for (const Tensor& t : indices) count += t.defined() && t.dtype() == ScalarType::Bool ? t.dim() : 1;
@@ -278,7 +302,8 @@ void index_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
   const bool dev = on_device(self);
-  const IndexPlan p = plan_index(op.python_name, self, dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list());
+  const IndexPlan p =
+      plan_index(op.python_name, self, long_or_bool(dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list()));
   Tensor out = empty_tensor(p.shape, self.dtype(), self.device());
   begin(span, out, p);
   if (dev) {
@@ -343,7 +368,7 @@ void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& self = s[0].to_tensor();
   const bool dev = on_device(self);
   OptionalTensorList indices;
-  for (const Tensor& t : dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list())
+  for (const Tensor& t : long_or_bool(dev ? host_indices(s[1].to_tensor_list()) : s[1].to_tensor_list()))
     indices.push_back(t.defined() && t.storage() == self.storage() ? call(Op::clone, t) : t);
   Tensor values = s[2].to_tensor();
   const bool accumulate = s[3].to_bool();
@@ -375,7 +400,7 @@ void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     for (int64_t i = 0; i < numel_of(p.shape); ++i) {
       T& e = dst[self_offset(p, self, i)];
       const T x = src[strided_offset(i, p.shape, v.strides())];
-      e = accumulate ? T(e + x) : x;
+      e = accumulate ? plus(e, x) : x;  // wrapping for the integers, as the device's scatter_segment
     }
   });
   s.set_result(Tensor(self));

@@ -109,6 +109,9 @@ int64_t cascade_depth(int64_t n);
 ScalarType result_type(const Tensor& a, const Tensor& b);
 // The same over n operands (cat's tensors; clamp's self and bounds).
 ScalarType result_type(const Tensor* const* operands, int n);
+// torch.promote_types: the dtype two tensors of dtypes a and b (both with
+// dimensions) promote to: the higher category, then the larger dtype.
+ScalarType promote_types_of(ScalarType a, ScalarType b);
 // PyTorch's canCast: whether a result of dtype `from` may be written into a
 // tensor of dtype `to` (not floating into integral or bool, not integral into bool).
 bool can_cast(ScalarType from, ScalarType to);

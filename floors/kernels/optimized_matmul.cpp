@@ -316,7 +316,7 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     parallel_for(0, B * M, grain_rows, [=](int64_t lo, int64_t hi) {
       if constexpr (std::is_floating_point_v<T>) {
         range_for<T>(isa)(a_data, b_data, out_data, M, K, N, lo, hi);
-      } else {  // int64 (bool is refused before): the i-k-j loop, wrapping as the reference does
+      } else {  // the integers (bool is refused before): the i-k-j loop, wrapping as the reference does
         for (int64_t r = lo; r < hi; ++r)
           columns_ikj(a_data + r * K, b_data + (r / M) * K * N, out_data + r * N, 1, K, N, 0);
       }

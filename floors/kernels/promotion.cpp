@@ -14,25 +14,41 @@ namespace descent::kernels {
 // default dtype of the category is used (int64, or float32).
 // So: float32 tensor + 1.5 -> float32;  int64 tensor + 1.5 -> float32;
 //     float32 tensor + float64 0-d tensor -> float32;  bool + int64 -> int64;
-//     float16 tensor + 1.5 -> float16.
+//     float16 tensor + 1.5 -> float16;  int32 tensor + 1 -> int32;
+//     uint8 tensor + int64 0-d tensor -> uint8;  int8 tensor + 2.5 -> float32.
 // Within a category the larger dtype wins (promote_types): float16 <
 // float32 < float64 and bfloat16 < float32, but neither of float16 and
 // bfloat16 holds the other (one has the digits, the other the range), so
-// the two together give float32, as torch.promote_types does.
+// the two together give float32, as torch.promote_types does. The integers
+// are int8 < int16 < int32 < int64 and uint8 < int16: uint8 and int8 hold
+// neither the other (one has 255, the other -1), so together they are
+// int16, the smallest that holds both, as in PyTorch's promoteTypes table.
 namespace {
 
-int category(ScalarType t) { return t == ScalarType::Bool ? 0 : t == ScalarType::Int64 ? 1 : 2; }
+int category(ScalarType t) { return t == ScalarType::Bool ? 0 : is_integral(t, false) ? 1 : 2; }
 int priority(const Tensor& t) { return t.impl()->wrapped_number ? 0 : t.dim() == 0 ? 1 : 2; }
 
 // Two dtypes of one category.
 ScalarType promote_types(ScalarType a, ScalarType b) {
   if (a == b) return a;
   if (is_reduced_floating(a) && is_reduced_floating(b)) return ScalarType::Float32;
-  auto rank = [](ScalarType t) { return is_reduced_floating(t) ? 1 : t == ScalarType::Float32 ? 2 : 3; };
-  return is_floating(a) ? (rank(a) > rank(b) ? a : b) : std::max(a, b);
+  if (is_floating(a)) {
+    auto rank = [](ScalarType t) { return is_reduced_floating(t) ? 1 : t == ScalarType::Float32 ? 2 : 3; };
+    return rank(a) > rank(b) ? a : b;
+  }
+  const bool a8 = a == ScalarType::UInt8 || a == ScalarType::Int8, b8 = b == ScalarType::UInt8 || b == ScalarType::Int8;
+  if (a8 && b8) return ScalarType::Int16;  // uint8 and int8 (a != b)
+  return element_size(a) > element_size(b) ? a : b;  // uint8 with a wider signed int: the wider
 }
 
 }  // namespace
+
+ScalarType promote_types_of(ScalarType a, ScalarType b) {
+  if (a == b) return a;
+  const int ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  return promote_types(a, b);
+}
 
 ScalarType result_type(const Tensor& a, const Tensor& b) {
   const Tensor* ops[2] = {&a, &b};

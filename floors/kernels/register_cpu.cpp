@@ -211,7 +211,7 @@ void check_sub(const Tensor& a, const Tensor& b) {
 // a tensor of them may (pow.Tensor_Tensor): PowF gives PyTorch's powi
 // results, 0 for |base| > 1 (elementwise.h). Two bool tensors have no pow.
 void check_pow(const Tensor& a, const Tensor& b, ScalarType ct) {
-  const bool int_base = a.dtype() == ScalarType::Int64 || a.dtype() == ScalarType::Bool;
+  const bool int_base = is_integral(a.dtype(), true);
   DESCENT_CHECK(!(b.impl()->wrapped_number && int_base && b.dtype() == ScalarType::Int64 && *b.data<int64_t>() < 0),
                 Error, "Integers to negative integer powers are not allowed.");
   DESCENT_CHECK(!(ct == ScalarType::Bool && !a.impl()->wrapped_number && !b.impl()->wrapped_number),
@@ -339,7 +339,12 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                 " dtype must be either a floating point or complex dtype. Got: ",
                 type_word(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()));
   if (!dtype.is_none()) x = cast(x, dtype.to_scalar_type());
-  ScalarType dt = is_floating(x.dtype()) ? x.dtype() : ScalarType::Int64;
+  // Integers and bool sum into int64 (sum of an int32 tensor is int64), as
+  // PyTorch's promote_integers does, unless a dtype was asked for: then the
+  // sum is of that dtype, int32 wrapping in int32 (bool: descent still sums
+  // it into int64).
+  ScalarType dt = is_floating(x.dtype()) || (!dtype.is_none() && x.dtype() != ScalarType::Bool) ? x.dtype()
+                                                                                                 : ScalarType::Int64;
   // A CPU mean of float16 or bfloat16 sums into float32, divides there and
   // rounds once, as PyTorch's mean_out does (a device divides in its own
   // loop, in float32 too: SumOut, device_reduce.h).
@@ -440,6 +445,10 @@ const char* type_meta_name(ScalarType t) {
     case ScalarType::Float64: return "double";
     case ScalarType::Float16: return "c10::Half";
     case ScalarType::BFloat16: return "c10::BFloat16";
+    case ScalarType::UInt8: return "unsigned char";
+    case ScalarType::Int8: return "signed char";
+    case ScalarType::Int16: return "short int";
+    case ScalarType::Int32: return "int";
   }
   return "?";
 }
@@ -699,7 +708,7 @@ void local_scalar_dense_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     T e;
     std::memcpy(&e, element, sizeof(T));
     if constexpr (std::is_same_v<T, bool>) v = Scalar(e);
-    else if constexpr (std::is_same_v<T, int64_t>) v = Scalar(e);
+    else if constexpr (is_int_v<T>) v = Scalar(int64_t(e));
     else if constexpr (is_reduced_float_v<T>) v = Scalar(double(float(e)));
     else v = Scalar(double(e));
   });

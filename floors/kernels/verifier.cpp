@@ -82,7 +82,8 @@ Tensor random_tensor(const DimVector& sizes, ScalarType dt, Domain domain, uint6
     for (int64_t i = 0; i < t.numel(); ++i) {
       double u = uniform_double(uint64_t(i) + (salt << 32), seed);  // [0, 1)
       if constexpr (std::is_same_v<T, bool>) p[i] = u < 0.5;
-      else if constexpr (std::is_integral_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(u * 20) - 10;
+      else if constexpr (std::is_unsigned_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(u * 20);  // uint8
+      else if constexpr (std::is_integral_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(T(u * 20) - 10);
       else p[i] = domain == Domain::Positive ? T(0.1 + 2 * u) : T(8 * u - 4);
     }
   });

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -22,8 +23,9 @@
 namespace descent {
 namespace {
 
-constexpr ScalarType kAllDtypes[] = {ScalarType::Bool,    ScalarType::Int64,   ScalarType::Float32,
-                                     ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
+constexpr ScalarType kAllDtypes[] = {ScalarType::Bool,     ScalarType::Int64, ScalarType::Float32, ScalarType::Float64,
+                                     ScalarType::Float16,  ScalarType::BFloat16, ScalarType::UInt8, ScalarType::Int8,
+                                     ScalarType::Int16,    ScalarType::Int32};
 
 // [SECTION] dtypes --------------------------------------------------------------------
 
@@ -41,7 +43,28 @@ TEST(Dtype, NamesAndSizes) {
   static_assert(element_size(ScalarType::Float32) == 4);
   static_assert(element_size(ScalarType::Float64) == 8);
   static_assert(kDefaultFloat == ScalarType::Float32);
-  static_assert(kNumScalarTypes == 6);
+  static_assert(kNumScalarTypes == 10);
+  static_assert(std::size(kAllDtypes) == kNumScalarTypes);
+}
+
+TEST(Dtype, TheNarrowIntegers) {
+  // torch.uint8, int8, int16 (short) and int32 (int): names, sizes, PyTorch's words.
+  struct Case { ScalarType t; const char* name; size_t size; const char* word; };
+  for (Case c : {Case{ScalarType::UInt8, "uint8", 1, "Byte"}, Case{ScalarType::Int8, "int8", 1, "Char"},
+                 Case{ScalarType::Int16, "int16", 2, "Short"}, Case{ScalarType::Int32, "int32", 4, "Int"},
+                 Case{ScalarType::Int64, "int64", 8, "Long"}}) {
+    EXPECT_STREQ(dtype_name(c.t), c.name);
+    EXPECT_EQ(element_size(c.t), c.size) << c.name;
+    EXPECT_STREQ(type_word(c.t), c.word);
+    EXPECT_TRUE(is_integral(c.t, false)) << c.name;
+    EXPECT_FALSE(is_floating(c.t)) << c.name;
+  }
+  static_assert(std::is_same_v<CppType<ScalarType::UInt8>::type, uint8_t>);
+  static_assert(std::is_same_v<CppType<ScalarType::Int8>::type, int8_t>);
+  static_assert(std::is_same_v<CppType<ScalarType::Int16>::type, int16_t>);
+  static_assert(std::is_same_v<CppType<ScalarType::Int32>::type, int32_t>);
+  static_assert(scalar_type_of<uint8_t>() == ScalarType::UInt8 && scalar_type_of<int32_t>() == ScalarType::Int32);
+  static_assert(is_int_v<int8_t> && is_int_v<int64_t> && !is_int_v<bool> && !is_int_v<float>);
 }
 
 TEST(Dtype, ParseAcceptsNamesAndAliases) {
@@ -50,7 +73,9 @@ TEST(Dtype, ParseAcceptsNamesAndAliases) {
                  Case{"float32", ScalarType::Float32}, Case{"float", ScalarType::Float32},
                  Case{"float64", ScalarType::Float64}, Case{"double", ScalarType::Float64},
                  Case{"float16", ScalarType::Float16}, Case{"half", ScalarType::Float16},
-                 Case{"bfloat16", ScalarType::BFloat16}}) {
+                 Case{"bfloat16", ScalarType::BFloat16}, Case{"int32", ScalarType::Int32}, Case{"int", ScalarType::Int32},
+                 Case{"int16", ScalarType::Int16}, Case{"short", ScalarType::Int16}, Case{"int8", ScalarType::Int8},
+                 Case{"uint8", ScalarType::UInt8}}) {
     ScalarType got = ScalarType::Bool;
     EXPECT_TRUE(parse_dtype(c.text, &got)) << c.text;
     EXPECT_EQ(got, c.want) << c.text;
@@ -64,7 +89,8 @@ TEST(Dtype, ParseAcceptsNamesAndAliases) {
 }
 
 TEST(Dtype, ParseRejectsUnknownNamesWithoutWriting) {
-  for (const char* bad : {"", "int", "int32", "float8", "Float32", "float32 ", "torch.float32", "bool8", "bf16"}) {
+  for (const char* bad : {"", "Int", "uint16", "int128", "float8", "Float32", "float32 ", "torch.float32", "bool8", "bf16",
+                          "byte", "char"}) {
     ScalarType got = ScalarType::Float64;
     EXPECT_FALSE(parse_dtype(bad, &got)) << "'" << bad << "'";
     EXPECT_EQ(got, ScalarType::Float64) << "'" << bad << "' wrote the output";
@@ -198,6 +224,26 @@ TEST(Scalar, ToRaisesForValuesTheTypeCannotHold) {
   EXPECT_EQ(Scalar(-0x1p63).to<int64_t>(), std::numeric_limits<int64_t>::min());
   EXPECT_EQ(Scalar(0x1p63 - 1024).to<int64_t>(), int64_t((uint64_t(1) << 63) - 1024));
   EXPECT_EQ(Scalar(-0.99).to<int64_t>(), 0);
+  // The narrow integers, as c10's checked_convert: an int in [lowest, max]
+  // (uint8 also down to -255, wrapped), a double in [lowest, max].
+  EXPECT_EQ(Scalar(int64_t{127}).to<int8_t>(), 127);
+  EXPECT_EQ(Scalar(int64_t{-128}).to<int8_t>(), -128);
+  EXPECT_EQ(Scalar(int64_t{-1}).to<uint8_t>(), 255) << "uint8 takes -1 as 255 (x - 1 is x + 255)";
+  EXPECT_EQ(Scalar(int64_t{-255}).to<uint8_t>(), 1);
+  EXPECT_EQ(Scalar(int64_t{255}).to<uint8_t>(), 255);
+  EXPECT_EQ(Scalar(int64_t{-2147483648LL}).to<int32_t>(), INT32_MIN);
+  EXPECT_EQ(Scalar(2.9).to<int16_t>(), 2);
+  EXPECT_EQ(Scalar(true).to<uint8_t>(), 1);
+  EXPECT_EQ(message([&] { Scalar(int64_t{128}).to<int8_t>(); }).find("value cannot be converted to type int8_t without overflow"), 0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{256}).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"), 0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{-256}).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"), 0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{40000}).to<int16_t>(); }).find("value cannot be converted to type int16_t"), 0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{1} << 31).to<int32_t>("fill_", "value"); }),
+            "fill_(): value cannot be converted to type int without overflow (got 2147483648)");
+  for (double v : {double(NAN), double(INFINITY), 127.5, -128.5, 1e10})
+    EXPECT_EQ(message([&] { Scalar(v).to<int8_t>(); }).find("value cannot be converted to type int8_t"), 0u) << v;
+  EXPECT_EQ(message([&] { Scalar(-1.0).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"), 0u)
+      << "a negative float does not wrap";
   for (double v : {1e300, -1e300, 3.5e38})
     EXPECT_EQ(message([&] { Scalar(v).to<float>(); }).find("value cannot be converted to type float without overflow"),
               0u) << v;

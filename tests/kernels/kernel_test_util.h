@@ -47,14 +47,14 @@ inline std::vector<double> values(const Tensor& t) {
 }
 
 // Random values representable exactly in `dtype`: integers in [lo, hi) for
-// int64, booleans for bool, uniform reals in [lo, hi) rounded to the dtype otherwise.
+// the integer dtypes, booleans for bool, uniform reals in [lo, hi) rounded to the dtype otherwise.
 inline std::vector<double> random_values(int64_t n, ScalarType dtype, std::mt19937_64& rng, double lo, double hi) {
   std::uniform_real_distribution<double> u(lo, hi);
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) {
     double r = u(rng);
     if (dtype == ScalarType::Bool) x = r < (lo + hi) / 2 ? 0 : 1;
-    else if (dtype == ScalarType::Int64) x = std::floor(r);
+    else if (is_integral(dtype, false)) x = std::floor(r);
     else if (dtype == ScalarType::Float32) x = double(float(r));
     else x = r;
   }

@@ -361,6 +361,81 @@ TEST(Promotion, ResultDtypes) {
   EXPECT_EQ(kernels::result_type(t(S::Float64, true), t(S::Float32, true)), S::Float64) << "two 0-d tensors: normal rules";
 }
 
+// torch.promote_types over every pair of dtypes, PyTorch's promoteTypes table
+// written out (rows and columns: b, u8, i8, i16, i32, i64, f16, bf16, f32, f64).
+TEST(Promotion, TheTableOfEveryPair) {
+  using S = ScalarType;
+  const S order[] = {S::Bool, S::UInt8, S::Int8, S::Int16, S::Int32, S::Int64, S::Float16, S::BFloat16, S::Float32, S::Float64};
+  const S b = S::Bool, u8 = S::UInt8, i8 = S::Int8, i16 = S::Int16, i32 = S::Int32, i64 = S::Int64, f16 = S::Float16,
+          bf = S::BFloat16, f32 = S::Float32, f64 = S::Float64;
+  const S table[10][10] = {
+      /* b   */ {b, u8, i8, i16, i32, i64, f16, bf, f32, f64},
+      /* u8  */ {u8, u8, i16, i16, i32, i64, f16, bf, f32, f64},
+      /* i8  */ {i8, i16, i8, i16, i32, i64, f16, bf, f32, f64},
+      /* i16 */ {i16, i16, i16, i16, i32, i64, f16, bf, f32, f64},
+      /* i32 */ {i32, i32, i32, i32, i32, i64, f16, bf, f32, f64},
+      /* i64 */ {i64, i64, i64, i64, i64, i64, f16, bf, f32, f64},
+      /* f16 */ {f16, f16, f16, f16, f16, f16, f16, f32, f32, f64},
+      /* bf  */ {bf, bf, bf, bf, bf, bf, f32, bf, f32, f64},
+      /* f32 */ {f32, f32, f32, f32, f32, f32, f32, f32, f32, f64},
+      /* f64 */ {f64, f64, f64, f64, f64, f64, f64, f64, f64, f64},
+  };
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j) {
+      EXPECT_EQ(kernels::promote_types_of(order[i], order[j]), table[i][j]) << dtype_name(order[i]) << ", " << dtype_name(order[j]);
+      const Tensor a = make({2}, order[i], {1, 0}), c = make({2}, order[j], {1, 1});
+      EXPECT_EQ(kernels::result_type(a, c), table[i][j]) << dtype_name(order[i]) << " + " << dtype_name(order[j]);
+    }
+}
+
+TEST(Promotion, NarrowIntegersWithNumbersAndZeroDimTensors) {
+  using S = ScalarType;
+  Tensor wrapped_int = make({}, S::Int64, {1});
+  wrapped_int.impl()->wrapped_number = true;
+  Tensor wrapped_float = make({}, S::Float64, {1.5});
+  wrapped_float.impl()->wrapped_number = true;
+  for (S t : {S::UInt8, S::Int8, S::Int16, S::Int32}) {
+    const Tensor x = make({3}, t, {1, 2, 3});
+    EXPECT_EQ(call(Op::add, x, wrapped_int).dtype(), t) << "a Python int keeps " << dtype_name(t);
+    EXPECT_EQ(call(Op::mul, x, make({}, S::Int64, {3})).dtype(), t) << "a 0-d int64 tensor keeps " << dtype_name(t);
+    EXPECT_EQ(call(Op::add, x, wrapped_float).dtype(), S::Float32) << "a Python float gives the default float";
+    EXPECT_EQ(call(Op::add, x, make({}, S::Float64, {1.5})).dtype(), S::Float64) << "a 0-d float64 tensor: float64";
+    EXPECT_EQ(call(Op::div, x, x).dtype(), S::Float32) << "true division";
+    EXPECT_EQ(call(Op::add, x, make({3}, S::Bool, {1, 0, 1})).dtype(), t) << "bool + int";
+    EXPECT_EQ(call(Op::lt, x, wrapped_float).dtype(), S::Bool);
+  }
+  EXPECT_EQ(call(Op::add, make({1}, S::UInt8, {1}), make({1}, S::Int8, {1})).dtype(), S::Int16);
+  EXPECT_EQ(values(call(Op::add, make({1}, S::UInt8, {200}), make({1}, S::Int8, {-100}))), (std::vector<double>{100}));
+}
+
+TEST(Promotion, IntegerArithmeticWraps) {
+  using S = ScalarType;
+  // Two's complement wraparound, as in C and PyTorch, on both CPU variants.
+  for (auto variant : {kernels::Variant::Reference, kernels::Variant::Optimized}) {
+    kernels::VariantGuard guard(variant);
+    EXPECT_EQ(values(call(Op::add, make({2}, S::UInt8, {255, 200}), make({2}, S::UInt8, {1, 100}))),
+              (std::vector<double>{0, 44}));
+    EXPECT_EQ(values(call(Op::sub, make({1}, S::UInt8, {0}), make({1}, S::UInt8, {1}))), (std::vector<double>{255}));
+    EXPECT_EQ(values(call(Op::add, make({1}, S::Int8, {127}), make({1}, S::Int8, {1}))), (std::vector<double>{-128}));
+    EXPECT_EQ(values(call(Op::mul, make({1}, S::Int16, {300}), make({1}, S::Int16, {300}))), (std::vector<double>{24464}));
+    EXPECT_EQ(values(call(Op::add, make({1}, S::Int32, {2147483647}), make({1}, S::Int32, {1}))),
+              (std::vector<double>{-2147483648.0}));
+    EXPECT_EQ(values(call(Op::neg, make({2}, S::Int8, {-128, 5}))), (std::vector<double>{-128, -5}));
+    EXPECT_EQ(values(call(Op::neg, make({2}, S::UInt8, {1, 0}))), (std::vector<double>{255, 0}));
+    EXPECT_EQ(values(call(Op::abs, make({2}, S::Int8, {-128, -5}))), (std::vector<double>{-128, 5}));
+  }
+  // A sum of a narrow integer is int64 (and so does not wrap at its width); a dtype keeps the width.
+  const Tensor big = make({3}, S::Int32, {2147483647, 2147483647, 2});
+  const Tensor total = call(Op::sum, big, IValue());
+  EXPECT_EQ(total.dtype(), S::Int64);
+  EXPECT_EQ(values(total), (std::vector<double>{4294967296.0}));
+  const Tensor wrapped = call(Op::sum, big, S::Int32);
+  EXPECT_EQ(wrapped.dtype(), S::Int32);
+  EXPECT_EQ(values(wrapped), (std::vector<double>{0}));
+  EXPECT_EQ(call(Op::sum, make({2}, S::UInt8, {255, 255}), IValue()).dtype(), S::Int64);
+  EXPECT_EQ(values(call(Op::sum, make({2}, S::UInt8, {255, 255}), IValue())), (std::vector<double>{510}));
+}
+
 TEST(Promotion, PromotedValues) {
   using S = ScalarType;
   EXPECT_EQ(values(call(Op::add, make({3}, S::Int64, {1, 2, 3}), make({3}, S::Float32, {0.5, 0.5, 0.25}))),

@@ -81,6 +81,30 @@ TEST(Verifier, KnownVerdicts) {
   EXPECT_EQ(view.variants, "view vs view");
 }
 
+// The narrow integers (uint8, int8, int16, int32): every verdict holds bit
+// for bit, on the CPU's two variants and on sim:0 against the CPU, and what
+// PyTorch refuses on int64 is refused on them (mean, true division in place,
+// random numbers, mse_loss), and a bound uint8 cannot hold.
+TEST(Verifier, NarrowIntegersAreExactOnEveryDevice) {
+  const std::set<Op> refused = {Op::mean, Op::mean_dim, Op::div_, Op::rand, Op::randn, Op::mse_loss};
+  for (ScalarType dt : {ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16, ScalarType::Int32}) {
+    for (Device d : {Device{}, Device::parse("sim:0")}) {
+      for (const OpEntry& e : all_ops()) {
+        const Verdict v = kernels::verify(e, dt, 2, d);
+        SCOPED_TRACE(v.op + " " + dtype_name(dt) + " on " + d.str() + ": " + v.claim + " " + v.detail);
+        EXPECT_TRUE(v.passed);
+        EXPECT_EQ(v.max_abs_diff, 0.0);
+        EXPECT_NE(v.claim, "bound") << "integers are exact";
+        // linspace's sample starts at -2.5, which uint8 cannot hold (Note [Checked scalar conversion]).
+        const bool refuses = refused.count(e.id) == 1 || (e.id == Op::linspace && dt == ScalarType::UInt8);
+        if (d.type == DeviceType::CPU) {
+          EXPECT_EQ(v.claim == "unsupported", refuses);
+        }
+      }
+    }
+  }
+}
+
 TEST(Verifier, SampleCallsFollowTheOpTable) {
   // "T[4, 6]^T; float64": a transposed random tensor of the dtype under test, then a dtype.
   Stack s = kernels::sample_call(op_entry(Op::contiguous), ScalarType::Float32, 1);

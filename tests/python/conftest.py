@@ -41,7 +41,9 @@ import descent
 # 16-bit floats have tests of their own (test_reduced_floats.py).
 DTYPES = [descent.bool, descent.int64, descent.float32, descent.float64]
 FLOAT_DTYPES = [descent.float32, descent.float64]
-ALL_DTYPES = DTYPES + [descent.float16, descent.bfloat16]
+# The narrow integers have tests of their own too (test_int_dtypes.py).
+INT_DTYPES = [descent.uint8, descent.int8, descent.int16, descent.int32]
+ALL_DTYPES = DTYPES + [descent.float16, descent.bfloat16] + INT_DTYPES  # descent's order (ScalarType, dtype.h)
 NP_DTYPE = {descent.bool: np.bool_, descent.int64: np.int64,
             descent.float32: np.float32, descent.float64: np.float64}
 LAYOUTS = ["contiguous", "offset", "transposed", "stepped", "expanded"]
@@ -72,6 +74,9 @@ UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bo
                ("linspace", descent.bool), ("addmm", descent.bool), ("linear", descent.bool),
                ("mse_loss", descent.bool), ("mse_loss", descent.int64), ("rsub", descent.bool),
                ("pow.Tensor_Tensor" if "pow.Tensor_Tensor" in OPS_BY_KEY else "pow", descent.bool)}
+# What PyTorch refuses on int64 it refuses on the narrower integers.
+UNSUPPORTED |= {(name, dt) for name, i64 in list(UNSUPPORTED) if i64 is descent.int64 for dt in INT_DTYPES}
+UNSUPPORTED.add(("linspace", descent.uint8))  # its sample starts at -2.5, which uint8 cannot hold
 # Shapes the tests sweep: 0-d, zero-size, 1-D to 4-D, size-1 dims.
 SHAPES = [(), (1,), (0,), (5,), (2, 3), (0, 3), (3, 0), (1, 4), (3, 1, 4), (2, 3, 4), (2, 1, 3, 2)]
 

@@ -299,7 +299,8 @@ def test_numpy_operands_on_either_side_give_a_tensor():
 
 
 @pytest.mark.parametrize("np_dtype,dtype", [
-    (np.int8, I), (np.int16, I), (np.int32, I), (np.int64, I), (np.uint8, I), (np.uint16, I), (np.uint32, I),
+    (np.int8, descent.int8), (np.int16, descent.int16), (np.int32, descent.int32), (np.int64, I),
+    (np.uint8, descent.uint8), (np.uint16, I), (np.uint32, I),
     (np.uint64, I), (np.float16, H), (np.float32, F), (np.float64, D), (np.bool_, B)])
 def test_numpy_arrays_of_every_integer_and_float_dtype(np_dtype, dtype):
     """Note [numpy arrays descent reads]: the values exactly, in descent's nearest dtype."""

@@ -43,7 +43,8 @@ def verdicts():
 def test_every_verdict_passes(name, seed):
     dirty_the_heap()
     vs = descent.verify(name, seed)
-    assert [v["dtype"] for v in vs] == ["bool", "int64", "float32", "float64", "float16", "bfloat16"]
+    assert [v["dtype"] for v in vs] == ["bool", "int64", "float32", "float64", "float16", "bfloat16", "uint8", "int8",
+                                        "int16", "int32"]
     failed = [(v["dtype"], v["claim"], v["detail"]) for v in vs if not v["passed"]]
     assert not failed, failed
 
@@ -66,7 +67,7 @@ def test_claims(verdicts, seed):
         assert len(ran) == 2, v
         if ran[1] != "optimized":
             assert v["claim"] == "single kernel", v
-        elif op["exactness"] == "exact" or v["dtype"] in ("bool", "int64"):
+        elif op["exactness"] == "exact" or v["dtype"] in ("bool", "int64", "uint8", "int8", "int16", "int32"):
             assert v["claim"] == "bit-for-bit" and v["max_abs_diff"] == 0, v
         else:
             assert v["claim"] == "bound", v
@@ -105,7 +106,7 @@ def test_cli_verify_and_ops():
     r = subprocess.run([cli(), "verify", "--op", "add", "--seed", "2"], capture_output=True, text=True,
                        timeout=120, env=python_env())
     assert r.returncode == 0, r.stderr
-    assert r.stdout.count("bit-for-bit") == 6 and "6 of 6 verdicts hold" in r.stdout
+    assert r.stdout.count("bit-for-bit") == 10 and "10 of 10 verdicts hold" in r.stdout
     r = subprocess.run([cli(), "verify", "--op", "nope"], capture_output=True, text=True, timeout=120,
                        env=python_env())
     assert r.returncode == 2 and "no op named 'nope'" in r.stderr

@@ -15,8 +15,8 @@ import os as _os
 
 from . import _C
 from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
-    OutOfMemoryError, bfloat16, bool, device, dtype, float16, float32, float64, get_num_threads, int64, manual_seed,
-    set_num_threads,
+    OutOfMemoryError, bfloat16, bool, device, dtype, float16, float32, float64, get_num_threads, int8, int16, int32,
+    int64, manual_seed, promote_types, set_num_threads, uint8,
 )
 from ._tensor import Size, Tensor
 
@@ -24,13 +24,15 @@ float = float32
 double = float64
 half = float16
 long = int64
+int = int32
+short = int16
 
 _C._set_tensor_class(Tensor)
 
 # Every op of the table is a function here: descent.add, descent.sum, ...
 # but those PyTorch keeps in torch._C._nn (python_module: nn), which stay in
 # descent._C._nn, as torch.linear does not exist and torch._C._nn.linear does.
-__all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "verify", "set_kernel_variant", "trace",
+__all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "promote_types", "verify", "set_kernel_variant", "trace",
            "set_num_threads", "get_num_threads", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled"]
 for _op in _C._ops():

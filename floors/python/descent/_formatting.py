@@ -56,7 +56,7 @@ def _flatten(nested):
 class _Formatter:
     """One mode and one width for every element of a tensor.
 
-    bool and int64 print as Python prints them. A floating tensor looks at its
+    bool and the integers print as Python prints them. A floating tensor looks at its
     nonzero finite values only (zeros, nan and inf never change the choice):
     - "int" when all are whole numbers: '3.' (nan and inf get no point);
     - "sci" when the largest magnitude is more than 1000 times the smallest,

@@ -106,6 +106,10 @@ class Tensor(_C.TensorBase):
     def half(self): return _C.to(self, _C.float16)
     def bfloat16(self): return _C.to(self, _C.bfloat16)
     def long(self): return _C.to(self, _C.int64)
+    def int(self): return _C.to(self, _C.int32)
+    def short(self): return _C.to(self, _C.int16)
+    def char(self): return _C.to(self, _C.int8)
+    def byte(self): return _C.to(self, _C.uint8)
     def bool(self): return _C.to(self, _C.bool)
 
     @property
@@ -181,7 +185,7 @@ class Tensor(_C.TensorBase):
     def __float__(self): return float(self.item())
     def __int__(self): return int(self.item())
     def __index__(self):
-        if self.dtype is not _C.int64 or self.numel() != 1:
+        if self.dtype.is_floating_point or self.dtype is _C.bool or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return self.item()
 
@@ -207,7 +211,7 @@ class Tensor(_C.TensorBase):
         index = tuple(_index_tensor(i) if _is_index_list(i) else i for i in index)
         if sum(i is Ellipsis for i in index) > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
-        used = sum(i.dim() if isinstance(i, Tensor) and i.dtype is _C.bool else
+        used = sum(i.dim() if isinstance(i, Tensor) and i.dtype in _MASKS else
                    0 if i is None or i is Ellipsis or _is_bool(i) else 1 for i in index)
         if used > self.dim():
             raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
@@ -218,12 +222,13 @@ class Tensor(_C.TensorBase):
             nonlocal d, covered
             indices.extend([None] * (d - covered))
             indices.append(t)
-            k = t.dim() if t.dtype is _C.bool else 1
+            k = t.dim() if t.dtype in _MASKS else 1
             d = covered = d + k
 
         for i in index:
-            if isinstance(i, Tensor) and i.dim() == 0 and i.dtype in (_C.int64, _C.bool):
-                i = i.item()  # a 0-d integer tensor is an int, a 0-d bool tensor a bool, as in PyTorch
+            if isinstance(i, Tensor) and i.dim() == 0 and not i.dtype.is_floating_point:
+                # A 0-d integer tensor is an int, a 0-d bool (or uint8, a byte mask) tensor a bool, as in PyTorch.
+                i = builtins_bool(i.item()) if i.dtype is _C.uint8 else i.item()
             if i is Ellipsis:
                 d += self.dim() - used
                 src += self.dim() - used
@@ -234,7 +239,7 @@ class Tensor(_C.TensorBase):
                 out = _C.unsqueeze(out, d)
                 advanced(_C.zeros(1 if i else 0, dtype=_C.int64))
             elif isinstance(i, Tensor):
-                src += i.dim() if i.dtype is _C.bool else 1
+                src += i.dim() if i.dtype in _MASKS else 1
                 advanced(i)
             elif isinstance(i, slice):
                 if i.step is not None and i.step <= 0:
@@ -297,16 +302,21 @@ def _drop_leading_ones(shape):
     return shape
 
 
+# The dtypes of an index tensor that masks (covers as many dims as it has):
+# bool, and uint8, PyTorch's older mask dtype (floors/kernels/indexing.cpp).
+_MASKS = (_C.bool, _C.uint8)
+
+
 def _is_index_list(i):
     return isinstance(i, (list, tuple, range)) or _is_array(i)
 
 
 def _index_tensor(i):
     """A list or numpy array used as an index, as a tensor: bool when all its
-    elements are bools, else int64 (floats truncated), as PyTorch's
-    indexing_tensor_from_data makes it."""
+    elements are bools, uint8 for a uint8 array (a mask, as a bool one), else
+    int64 (floats truncated), as PyTorch's indexing_tensor_from_data makes it."""
     t = _C._tensor(i, None) if _is_array(i) else _C._tensor(list(i), None)
-    return t if t.dtype in (_C.bool, _C.int64) else _C.to(t, _C.int64)
+    return t if t.dtype in (_C.bool, _C.uint8, _C.int64) else _C.to(t, _C.int64)
 
 
 def _is_bool(i):

@@ -48,7 +48,8 @@ def _typename(obj):
     and qualified name otherwise."""
     if isinstance(obj, Tensor):
         words = {_C.float32: "Float", _C.float64: "Double", _C.float16: "Half", _C.bfloat16: "BFloat16",
-                 _C.int64: "Long", _C.bool: "Bool"}
+                 _C.int64: "Long", _C.int32: "Int", _C.int16: "Short", _C.int8: "Char", _C.uint8: "Byte",
+                 _C.bool: "Bool"}
         device = obj.device.type
         return f"descent.{'' if device == 'cpu' else device + '.'}{words[obj.dtype]}Tensor"
     module = getattr(obj, "__module__", "") or ""
