@@ -181,11 +181,13 @@ struct LoopBase {
   bool vectorized = false;
 };
 
-template <class T, class F>
+// I: In<T>, or CastIn<T> for a float-only op over an integral input (exp of
+// an int64 tensor: the int64 elements converted as they load).
+template <class T, class F, class I = In<T>>
 struct UnaryLoop : LoopBase {
   F f;
   T* out;
-  In<T> in;
+  I in;
   Offsets<2> off;
   DESCENT_HD void element(int64_t i) const {
     int64_t o[2];
@@ -384,10 +386,10 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // takes no 16-byte vector loads (its inputs' elements are not T's size), as
 // PyTorch's dynamic-casting kernel is not its vectorized one. One loop per
 // op and T covers every source dtype, so the kernels compiled grow by one
-// per (op, T), not by the 100 pairs of dtypes. What still casts first, with
-// aten::to and a copy kernel, where PyTorch casts as it loads: unary ops
-// that compute in float (exp of an int64 tensor) and clamp's self promoted
-// by its bounds; those loops take In<T> only.
+// per (op, T), not by the 100 pairs of dtypes. A unary op that computes in
+// float (exp of an int64 tensor) loads the same way. What still casts
+// first, with aten::to and a copy kernel, where PyTorch casts as it loads:
+// clamp's self promoted by its bounds; its loop takes In<T> only.
 
 // An input of a loop on `dev`: t's memory there, or the value of a CPU
 // scalar (one element, any strides 0), read now on the host and converted
@@ -495,19 +497,27 @@ struct Build {
       visit_unary<T>(op, bounds, [&](auto f) {
         using F = decltype(f);
         if constexpr (is_float_only_v<F> && !is_float_v<T>) {
-          throw Error("device::unary: a float-only op on an integral tensor");  // the boxed kernel casts first
+          throw Error("device::unary: a float-only op into an integral output");  // the boxed kernel promotes
         } else {
-          UnaryLoop<T, F> loop;
-          loop.f = f;
-          loop.n = out.numel();
-          loop.out = out.data<T>();
-          loop.in = input<T>(in, dev);
-          const Tensor* ts[2] = {&out, &in};
-          loop.off = make_offsets<2>(out.sizes(), ts, dev);
-          const void* ptrs[2] = {loop.out, loop.in.ptr};
-          const size_t vb[2] = {sizeof(Vec<T>), sizeof(Vec<T>)};
-          loop.vectorized = vectorizable<2>(loop.off, ptrs, vb);
-          launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+          auto build = [&]<class I>(I input_loaded, bool cast) {
+            UnaryLoop<T, F, I> loop;
+            loop.f = f;
+            loop.n = out.numel();
+            loop.out = out.data<T>();
+            loop.in = input_loaded;
+            const Tensor* ts[2] = {&out, &in};
+            loop.off = make_offsets<2>(out.sizes(), ts, dev);
+            const void* ptrs[2] = {loop.out, loop.in.ptr};
+            const size_t vb[2] = {sizeof(Vec<T>), sizeof(Vec<T>)};
+            loop.vectorized = !cast && vectorizable<2>(loop.off, ptrs, vb);
+            launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
+          };
+          // Only a float-only op meets an input of another dtype (exp of an
+          // int64 tensor into float32): its loop alone has a casting twin.
+          if constexpr (is_float_only_v<F>) {
+            if (in.device() == dev && in.dtype() != out.dtype()) return build(cast_input<T>(in, dev), true);
+          }
+          build(input<T>(in, dev), false);
         }
       });
     });

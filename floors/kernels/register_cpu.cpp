@@ -122,8 +122,13 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(op.id == Op::relu && x.dtype() == ScalarType::Bool), Error, "Boolean inputs not supported for relu");
   DESCENT_CHECK(!(op.id == Op::abs && x.dtype() == ScalarType::Bool), NotImplementedError,
                 "\"abs_cpu\" not implemented for 'Bool'");
-  if (float_only(op.id) && !is_floating(x.dtype())) x = cast(x, kDefaultFloat);
-  Tensor out = empty_output(x.sizes(), x.dtype(), x.device(), {&x});  // Note [Output strides follow the inputs]
+  // A float-only op over an integral tensor computes in the default float:
+  // on the CPU x is cast first (aten::to, as TensorIterator's CPU path makes
+  // a temporary), on a device the loop converts as it loads (Note [A CPU
+  // scalar on a device op], device_loops.h).
+  const ScalarType dt = float_only(op.id) && !is_floating(x.dtype()) ? kDefaultFloat : x.dtype();
+  if (dt != x.dtype() && x.device().type == DeviceType::CPU) x = cast(x, dt);
+  Tensor out = empty_output(x.sizes(), dt, x.device(), {&x});  // Note [Output strides follow the inputs]
   begin(span, out);
   run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
            [&] { reference_unary(op.id, x, out); });

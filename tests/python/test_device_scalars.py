@@ -127,6 +127,27 @@ def test_mixed_dtypes_are_one_kernel_casting_as_it_loads(device, pair, line, b_s
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [I, Z, descent.int32, descent.uint8], ids=str)
+@pytest.mark.parametrize("op", ["exp", "sin", "sqrt", "sigmoid"])
+def test_a_float_op_of_an_integral_tensor_is_one_kernel_casting_as_it_loads(device, dtype, op):
+    """exp of an int64 tensor on a device: PyTorch's one launch, converting each element as it loads
+    (the CPU casts first, aten::to, as TensorIterator's CPU path does)."""
+    x = descent.tensor([0, 1, 2, 3, 0, 5, 6, 7]).to(dtype)
+    want = getattr(x, op)()
+    dx = x.to(device)
+    with descent.trace() as t:
+        got = getattr(dx, op)()
+    names = op_names(t.result)
+    assert "aten::to" not in names and "aten::_to_copy" not in names, t.result.format_tree()
+    assert len(launches(t.result)) == 1, t.result.format_tree()
+    assert got.dtype is want.dtype is descent.float32
+    if device == "sim:0":
+        assert bits(got) == bits(want), (got, want)
+    else:
+        assert np.allclose(got.to("cpu").tolist(), want.tolist(), rtol=1e-6), (got, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_in_place_and_mse_loss_cast_as_they_load(device):
     x, i = typed(F).to(device), typed(I).to(device)
     x.add_(i, alpha=2)
