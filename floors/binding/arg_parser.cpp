@@ -141,16 +141,6 @@ bool is_number_tensor(PyObject* o) {
   return t.dim() == 0 && !t.requires_grad() && t.device().type == DeviceType::CPU;
 }
 
-// The element of a 0-d CPU tensor as the Scalar of its dtype.
-Scalar tensor_scalar(const Tensor& t) {
-  Scalar v;
-  visit_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) v = Scalar(*t.data<bool>());
-    else if constexpr (std::is_integral_v<T>) v = Scalar(int64_t(*t.data<T>()));
-    else v = Scalar(double(*t.data<T>()));
-  });
-  return v;
-}
 
 // A numpy array (or another object that exports __array_interface__ and a buffer).
 bool is_array(PyObject* o) {
@@ -401,6 +391,17 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
 }
 
 }  // namespace
+
+// The element of a 0-d CPU tensor as the Scalar of its dtype.
+Scalar tensor_scalar(const Tensor& t) {
+  Scalar v;
+  visit_dtype(t.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) v = Scalar(*t.data<bool>());
+    else if constexpr (std::is_integral_v<T>) v = Scalar(int64_t(*t.data<T>()));
+    else v = Scalar(double(*t.data<T>()));
+  });
+  return v;
+}
 
 const std::vector<OverloadGroup>& overload_groups() {
   static const std::vector<OverloadGroup> groups = [] {

@@ -142,6 +142,8 @@ Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want);
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
 bool is_python_scalar(PyObject* o);
+// The element of a 0-d CPU tensor as the Scalar of its dtype.
+Scalar tensor_scalar(const Tensor& t);
 // An int, or anything with __index__ (numpy's ints, a one-element int tensor); not a bool.
 bool is_int_like(PyObject* o);
 bool is_bool_like(PyObject* o);  // True, False and numpy's bools

@@ -254,6 +254,8 @@ Py_ssize_t sequence_length(PyObject* o) {
   return n;
 }
 
+bool numpy_scalar_dtype(PyObject* o, ScalarType* dt);
+
 // Walks nested lists/tuples: finds the shape and the dtype the values need.
 void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& any) {
   if (Py_ssize_t n = sequence_length(o); n >= 0) {
@@ -274,15 +276,33 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
   DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ", depth);
   DESCENT_CHECK(!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyUnicode_Check(o), TypeError,
                 "tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name);
-  PyRef leaf{leaf_number(o)};
-  o = leaf.p;
+  // A numpy scalar counts as its own dtype, a Python number as the default
+  // one of its kind, and they promote as tensors do: [np.int32(1)] is int32,
+  // [np.int32(1), 2] int64, [np.int8(1), np.uint8(2)] int16, as in torch.
   ScalarType t;
-  if (PyBool_Check(o)) t = ScalarType::Bool;
-  else if (is_int_like(o)) t = ScalarType::Int64;
-  else if (PyFloat_Check(o) || PyNumber_Check(o)) t = kDefaultFloat;
-  else throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
-  dtype = any ? std::max(dtype, t) : t;
+  if (!numpy_scalar_dtype(o, &t)) {
+    PyRef leaf{leaf_number(o)};
+    o = leaf.p;
+    if (PyBool_Check(o)) t = ScalarType::Bool;
+    else if (is_int_like(o)) t = ScalarType::Int64;
+    else if (PyFloat_Check(o) || PyNumber_Check(o)) t = kDefaultFloat;
+    else throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
+  }
+  dtype = any ? kernels::promote_types_of(dtype, t) : t;
   any = true;
+}
+
+// A number as an element of dtype dt, checked as Scalar::to checks it (Note
+// [Checked scalar conversion]), in torch.tensor's words when it does not
+// fit: "value cannot be converted to type uint8 without overflow", the dtype
+// named as Python names it.
+template <typename T>
+T element_of(const Scalar& v, ScalarType dt) {
+  try {
+    return v.to<T>();
+  } catch (const Error&) {
+    throw Error(str("value cannot be converted to type ", dtype_name(dt), " without overflow"));
+  }
 }
 
 // One number into element pos, read the way the tensor's dtype needs it, as
@@ -305,7 +325,7 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
                            " is an int that does not fit in int64)"));  // PyTorch's class and words
     }
     visit_dtype(t.dtype(), [&]<typename T>() {
-      if constexpr (is_int_v<T>) t.data<T>()[pos] = Scalar(int64_t(i)).to<T>("tensor", "value");
+      if constexpr (is_int_v<T>) t.data<T>()[pos] = element_of<T>(Scalar(int64_t(i)), t.dtype());
     });
   } else if (t.dtype() == ScalarType::Bool) {
     int truth = PyObject_IsTrue(o);
@@ -317,7 +337,7 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     // (1e300, nan and inf raise; Note [Checked scalar conversion]); into a
     // float32 one it is rounded, 1e300 to inf, as torch.tensor does.
     visit_dtype(t.dtype(), [&]<typename T>() {
-      if constexpr (std::is_integral_v<T>) t.data<T>()[pos] = Scalar(d).to<T>("tensor", "value");
+      if constexpr (std::is_integral_v<T>) t.data<T>()[pos] = element_of<T>(Scalar(d), t.dtype());
       else t.data<T>()[pos] = T(d);
     });
   }
@@ -389,6 +409,44 @@ void read_buffer(const Py_buffer& v, const Tensor& out, Convert convert) {
   }
 }
 
+// The dtype of a buffer's elements from its format (numpy's codes, the byte
+// order mark taken off) and item size; false where descent has none.
+bool format_dtype(const std::string& fmt, Py_ssize_t itemsize, ScalarType* dt) {
+  const char code = fmt.size() == 1 ? fmt[0] : '\0';
+  const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
+  if (code == '?') *dt = ScalarType::Bool;
+  else if (code == 'e') *dt = ScalarType::Float16;
+  else if (code == 'f') *dt = ScalarType::Float32;
+  else if (code == 'd') *dt = ScalarType::Float64;
+  else if (is_signed && itemsize == 1) *dt = ScalarType::Int8;
+  else if (is_signed && itemsize == 2) *dt = ScalarType::Int16;
+  else if (is_signed && itemsize == 4) *dt = ScalarType::Int32;
+  else if (is_unsigned && itemsize == 1) *dt = ScalarType::UInt8;
+  else if (is_signed || is_unsigned) *dt = ScalarType::Int64;
+  else return false;
+  return true;
+}
+
+// A numpy scalar's own dtype (np.int32(1): int32), read through the buffer
+// it exports; false for anything else (a Python number, a tensor).
+bool numpy_scalar_dtype(PyObject* o, ScalarType* dt) {
+  // Exact checks: np.float64 is a subclass of Python's float, and counts as float64.
+  if (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || is_tensor(o) || !PyObject_CheckBuffer(o) ||
+      !PyObject_HasAttrString(o, "dtype"))
+    return false;
+  Py_buffer view;
+  if (PyObject_GetBuffer(o, &view, PyBUF_FORMAT) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  std::string fmt = view.format ? view.format : "B";
+  const bool zero_d = view.ndim == 0;
+  const Py_ssize_t itemsize = view.itemsize;
+  PyBuffer_Release(&view);
+  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
+  return zero_d && format_dtype(fmt, itemsize, dt);
+}
+
 Tensor tensor_from_buffer(PyObject* data) {
   Py_buffer view;
   if (PyObject_GetBuffer(data, &view, PyBUF_RECORDS_RO) < 0) {
@@ -406,16 +464,7 @@ Tensor tensor_from_buffer(PyObject* data) {
   const char code = fmt.size() == 1 ? fmt[0] : '\0';
   const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
   ScalarType dt;
-  if (code == '?') dt = ScalarType::Bool;
-  else if (code == 'e') dt = ScalarType::Float16;
-  else if (code == 'f') dt = ScalarType::Float32;
-  else if (code == 'd') dt = ScalarType::Float64;
-  else if (is_signed && view.itemsize == 1) dt = ScalarType::Int8;
-  else if (is_signed && view.itemsize == 2) dt = ScalarType::Int16;
-  else if (is_signed && view.itemsize == 4) dt = ScalarType::Int32;
-  else if (is_unsigned && view.itemsize == 1) dt = ScalarType::UInt8;
-  else if (is_signed || is_unsigned) dt = ScalarType::Int64;
-  else refuse_array(data, fmt);
+  if (!format_dtype(fmt, view.itemsize, &dt)) refuse_array(data, fmt);
   DimVector sizes, strides;
   for (int d = 0; d < view.ndim; ++d) {
     sizes.push_back(view.shape[d]);
@@ -486,10 +535,26 @@ PyObject* py_tensor(PyObject*, PyObject* args) {
   DESCENT_PY_CATCH(nullptr)
 }
 
-PyObject* py_scalar_tensor(PyObject*, PyObject* o) {
+// _C._scalar_tensor(number, dtype=None): a 0-d CPU tensor of the number.
+// Without a dtype, a wrapped number in its own (int64, float64, bool), as
+// the binding makes for x + 1; with one, the number converted to it with
+// Scalar's check and words (Note [Checked scalar conversion]), as x[i] = v
+// makes its value (torch's scalarToTensor: "value cannot be converted to
+// type uint8_t without overflow").
+PyObject* py_scalar_tensor(PyObject*, PyObject* args) {
+  PyObject* o;
+  PyObject* dtype_obj = Py_None;
+  if (!PyArg_ParseTuple(args, "O|O:_scalar_tensor", &o, &dtype_obj)) return nullptr;
   DESCENT_PY_TRY
   DESCENT_CHECK(is_python_scalar(o), TypeError, "expected a Python number, got ", Py_TYPE(o)->tp_name);
-  return wrap(scalar_to_tensor(o));
+  Tensor w = scalar_to_tensor(o);
+  if (dtype_obj == Py_None) return wrap(w);
+  DESCENT_CHECK(Py_TYPE(dtype_obj) == &g_dtype_type, TypeError, "_scalar_tensor(): dtype must be a descent.dtype");
+  const ScalarType dt = *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(dtype_obj) + sizeof(PyObject));
+  const Scalar v = tensor_scalar(w);
+  Tensor t = empty_tensor({}, dt, Device{});
+  visit_dtype(dt, [&]<typename T>() { *t.data<T>() = v.to<T>(); });
+  return wrap(t);
   DESCENT_PY_CATCH(nullptr)
 }
 
@@ -713,7 +778,8 @@ PyObject* py_set_matmul_isa(PyObject*, PyObject* arg) {
 
 PyMethodDef module_methods[] = {
     {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
-    {"_scalar_tensor", py_scalar_tensor, METH_O, "a 0-d wrapped-number tensor from a Python number"},
+    {"_scalar_tensor", py_scalar_tensor, METH_VARARGS,
+     "_scalar_tensor(number, dtype=None): a 0-d tensor of a Python number (a wrapped number without a dtype)"},
     {"promote_types", py_promote_types, METH_VARARGS, "promote_types(type1, type2): the dtype the two promote to"},
     {"_set_tensor_class", py_set_tensor_class, METH_O, "registers descent.Tensor as the class of new tensors"},
     {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},

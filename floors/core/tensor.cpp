@@ -161,11 +161,12 @@ Tensor empty_tensor(const DimVector& sizes, ScalarType dtype, Device device) {
 }
 
 Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, ScalarType dtype, Device device) {
-  DESCENT_CHECK(sizes.size() == strides.size(), Error, "mismatch in length of strides and shape");
+  DESCENT_CHECK(sizes.size() == strides.size(), Error, "dimensionality of sizes (", sizes.size(),
+                ") must match dimensionality of strides (", strides.size(), ")");
   const int64_t numel = checked_numel(sizes, dtype);
   for (int64_t st : strides)
-    DESCENT_CHECK(st >= 0, Error, "as_strided: Negative strides are not supported at the moment, got strides: ",
-                  strides.str());
+    DESCENT_CHECK(st >= 0, Error, "Storage size calculation overflowed with sizes=", sizes.str(),
+                  " and strides=", strides.str());
   // The elements the strides reach: 1 + the sum of (size - 1) * stride.
   int64_t n = numel == 0 ? 0 : 1;
   for (int d = 0; d < sizes.size() && n > 0; ++d) {

@@ -169,7 +169,7 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
     if (req[i] == -1) sizes[i] = have;
     DESCENT_CHECK(sizes[i] >= 0, Error, "expand(): invalid size ", req[i], " at dimension ", i,
                   " (sizes must be non-negative, or -1 to keep the existing size)");
-    DESCENT_CHECK(sizes[i] == have || have == 1, Error, "expand(): The expanded size of the tensor (", sizes[i],
+    DESCENT_CHECK(sizes[i] == have || have == 1, Error, "The expanded size of the tensor (", sizes[i],
                   ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
                   req.str(), ".  Tensor sizes: ", x.shape_str());
     strides[i] = sizes[i] == have ? x.strides()[j] : 0;

@@ -92,7 +92,7 @@ TEST(Half, ScalarsCheckTheRangeAsC10Does) {
     (void)Scalar(int64_t{100000}).to<Half>("full", "fill_value");
     FAIL() << "100000 fits no float16";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "full(): fill_value cannot be converted to type at::Half without overflow (got 100000)");
+    EXPECT_STREQ(e.what(), "full(): fill_value cannot be converted to type at::Half without overflow");
   }
   EXPECT_THROW((void)Scalar(1e39).to<BFloat16>(), Error);
   EXPECT_TRUE(std::isinf(float(Scalar(INFINITY).to<Half>()))) << "infinity is a float16";

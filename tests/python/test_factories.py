@@ -170,7 +170,7 @@ def test_rand_int_dtype_raises():
     ([True, 2], I, (2,)), ([1, 2.5, True], F, (3,)),
     ([[1, 2], [3, 4]], I, (2, 2)), ((1.5, 2.5), F, (2,)), ([(1, 2), [3, 4]], I, (2, 2)),
     ([], F, (0,)), ([[]], F, (1, 0)), ([[[1]]], I, (1, 1, 1)),
-    ([np.int64(3), np.float64(2.5)], F, (2,)),
+    ([np.int64(3), np.float64(2.5)], descent.float64, (2,)),  # numpy scalars keep their dtypes, as in torch
 ])
 def test_tensor_from_python(data, dtype, shape):
     t = descent.tensor(data)
@@ -409,7 +409,7 @@ def test_empty_strided_lays_out_its_memory_by_the_strides_it_is_given():
     assert t.shape == (2, 3) and t.stride() == (1, 2) and t.dtype == descent.float32
     assert descent.empty_strided([4], [2], dtype=descent.int64).stride() == (2,)
     assert descent.empty_strided([0, 3], [3, 1]).numel() == 0
-    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match dimensionality of strides \(1\)"):
         descent.empty_strided([2, 3], [1])
-    with pytest.raises(RuntimeError, match="Negative strides are not supported"):
+    with pytest.raises(RuntimeError, match=r"Storage size calculation overflowed with sizes=\[2\] and strides=\[-1\]"):
         descent.empty_strided([2], [-1])

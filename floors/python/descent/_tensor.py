@@ -68,7 +68,10 @@ class Tensor(_C.TensorBase):
             if not (isinstance(value, (int, float, bool)) or hasattr(value, "__index__")
                     or hasattr(value, "__float__")):
                 raise TypeError(f"can't assign a {type(value).__name__} to a descent.Tensor")
-            value = _C.lift_fresh(_C._tensor(value, self.dtype))
+            if not isinstance(value, (int, float, bool)):  # a numpy scalar or another number-like
+                value = value.item() if hasattr(value, "item") else \
+                    int(value) if hasattr(value, "__index__") else float(value)
+            value = _C.lift_fresh(_C._scalar_tensor(value, self.dtype))
         view, indices = self._apply_basic_indices(index)
         if indices:
             shape = _drop_leading_ones(value.shape)

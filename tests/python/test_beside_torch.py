@@ -1,0 +1,96 @@
+"""descent beside torch, where torch is installed (the H200 host; a dev machine with torch in a
+venv): the integer dtypes, the layout of results and x[i] = v give what torch gives, value for
+value and word for word (issue 17). Without torch every test skips; the same facts are held
+against numpy and written-down values in test_int_dtypes.py, test_layout.py and test_indexing.py.
+
+Differences kept on purpose, not tested here: x.t().clone() is row-major in descent (torch keeps
+the layout: descent's clone has no memory_format); floor division (//) is not an op of descent's;
+sum(bool tensor, dtype=bool) gives an int64 tensor.
+"""
+import numpy as np
+import pytest
+
+import descent
+
+torch = pytest.importorskip("torch")
+
+NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+def test_the_promotion_table_is_torchs():
+    for a in NAMES:
+        for b in NAMES:
+            want = str(torch.promote_types(getattr(torch, a), getattr(torch, b))).split(".")[-1]
+            got = str(descent.promote_types(getattr(descent, a), getattr(descent, b))).split(".")[-1]
+            assert got == want, (a, b)
+
+
+def outcome(m, f):
+    """f(m)'s repr in module-neutral words, or the error's class and message."""
+    try:
+        r = f(m)
+    except Exception as e:  # noqa: BLE001  (the class is part of what is compared)
+        return f"{type(e).__name__}: {e}"
+    return repr(r).replace("torch.", "M.").replace("descent.", "M.")
+
+
+def setitem(x, i, v):
+    x[i] = v
+    return x
+
+
+CASES = {
+    "uint8 from -1": lambda m: m.tensor([-1], dtype=m.uint8),
+    "uint8 from 256": lambda m: m.tensor([256], dtype=m.uint8),
+    "uint8 fill -1": lambda m: m.zeros(2, dtype=m.uint8).fill_(-1),
+    "int8 from 127.9 and 128.0": lambda m: (m.tensor([127.9], dtype=m.int8), m.tensor([128.0], dtype=m.int8)),
+    "uint8 from -0.5": lambda m: m.tensor([-0.5], dtype=m.uint8),
+    "uint8 from 255.9": lambda m: m.tensor([255.9], dtype=m.uint8),
+    "int64 from 9.3e18": lambda m: m.tensor([9.3e18], dtype=m.int64),
+    "300.0 to int8": lambda m: m.tensor([300.0, -1.0, 2.7]).to(m.int8),
+    "uint8 255 + 1": lambda m: m.tensor([255], dtype=m.uint8) + 1,
+    "uint8 > -1": lambda m: m.tensor([0, 5], dtype=m.uint8) > -1,
+    "int32 + 1, + 1.5": lambda m: ((m.tensor([1], dtype=m.int32) + 1).dtype, (m.tensor([1], dtype=m.int32) + 1.5).dtype),
+    "int32 sum": lambda m: m.tensor([1, 2], dtype=m.int32).sum(),
+    "int32 sum as int32": lambda m: m.tensor([1, 2], dtype=m.int32).sum(dtype=m.int32),
+    "int16 repr": lambda m: m.tensor([[1, 2], [3, 4]], dtype=m.int16),
+    "uint8 repr": lambda m: m.tensor([1, 200], dtype=m.uint8),
+    "int8 / int8": lambda m: m.tensor([7], dtype=m.int8) / m.tensor([2], dtype=m.int8),
+    "uint8 clamped outside its range": lambda m: (m.tensor([0, 5], dtype=m.uint8).clamp_min(-1),
+                                                  m.tensor([1, 2], dtype=m.uint8).clamp(-1, 300)),
+    "int8 clamp_max 200": lambda m: m.tensor([1, 2], dtype=m.int8).clamp_max(200),
+    "mm int32 by int16": lambda m: m.ones(2, 2, dtype=m.int32).mm(m.ones(2, 2, dtype=m.int16)),
+    "mm int32": lambda m: m.ones(2, 2, dtype=m.int32).mm(m.ones(2, 2, dtype=m.int32)),
+    "uint8 mask": lambda m: m.arange(3)[m.tensor([1, 0, 1], dtype=m.uint8)],
+    "int32 index": lambda m: m.arange(3)[m.tensor([2, 0], dtype=m.int32)],
+    "int32 tolist": lambda m: m.tensor([1, 2], dtype=m.int32).tolist(),
+    "numpy int32 array": lambda m: m.tensor(np.array([1, 2], dtype="int32")).dtype,
+    "lists of numpy scalars": lambda m: [m.tensor(d).dtype for d in (
+        [np.int32(1)], [np.int32(1), 2], [np.int8(1), np.uint8(2)], [np.float64(1), 2.0], [np.float16(1)],
+        [np.int32(1), 2.5])],
+    "-uint8": lambda m: -m.tensor([1], dtype=m.uint8),
+    "abs int8 -128": lambda m: m.tensor([-128], dtype=m.int8).abs(),
+    "int8 ** 2": lambda m: m.tensor([12], dtype=m.int8) ** 2,
+    "exp of int": lambda m: m.tensor([0, 1], dtype=m.int16).exp(),
+    "strides of t() + 1, t().exp()": lambda m: ((m.ones(3, 2).t() + 1).stride(), m.ones(3, 2).t().exp().stride()),
+    "strides of t() + y, y + t()": lambda m: ((m.ones(3, 2).t() + m.ones(2, 3)).stride(),
+                                             (m.ones(2, 3) + m.ones(3, 2).t()).stride()),
+    "strides of t().double()": lambda m: m.ones(3, 2).t().double().stride(),
+    "strides of an int t().exp()": lambda m: m.ones(3, 2, dtype=m.int64).t().exp().stride(),
+    "strides of a permuted 3-d op": lambda m: (m.ones(2, 3, 4).permute(2, 0, 1) * 2).stride(),
+    "x[0] = 5": lambda m: setitem(m.zeros(2, 3), 0, 5),
+    "x[1:3] = 7": lambda m: setitem(m.zeros(4), slice(1, 3), 7),
+    "x[0] = ones(1, 3)": lambda m: setitem(m.zeros(2, 3), 0, m.ones(1, 3)),
+    "x[0] = ones(5)": lambda m: setitem(m.zeros(2, 4), 0, m.ones(5)),
+    "uint8 x[1] = 300, = -1": lambda m: (outcome(m, lambda m: setitem(m.zeros(3, dtype=m.uint8), 1, 300)),
+                                         setitem(m.zeros(3, dtype=m.uint8), 1, -1)),
+    "int64 x[1] = 1e300": lambda m: setitem(m.zeros(3, dtype=m.int64), 1, 1e300),
+    "empty_strided": lambda m: m.empty_strided((2, 3), (1, 2)).stride(),
+    "empty_strided, strides short": lambda m: m.empty_strided((2, 3), (1,)),
+    "empty_strided, a negative stride": lambda m: m.empty_strided((2,), (-1,)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_what_torch_gives(name):
+    assert outcome(descent, CASES[name]) == outcome(torch, CASES[name])
