@@ -5,6 +5,7 @@
 // [SECTION] Thread buffers
 // [SECTION] Hot path: begin, end, args
 // [SECTION] Calibration
+// [SECTION] The span limit
 // [SECTION] Flows
 // [SECTION] start and stop
 //

@@ -6,6 +6,7 @@
 // [SECTION] Op functions
 // [SECTION] Building tensors from Python data
 // [SECTION] Everything else
+// [SECTION] Key sets and the thread's autograd state
 // [SECTION] Module init
 #include <array>
 #include <climits>

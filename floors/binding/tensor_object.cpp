@@ -4,7 +4,6 @@
 // [SECTION] Wrapping and unwrapping
 // [SECTION] Properties and methods
 // [SECTION] The buffer protocol (numpy interop)
-// [SECTION] Building a tensor from Python data
 #include <cstring>
 
 #include <unistd.h>

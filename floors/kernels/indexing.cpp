@@ -1,6 +1,7 @@
 // Floor 5: advanced indexing, aten::index and aten::index_put_.
 //
 // [SECTION] The plan: which element of self each result element is
+// [SECTION] On a device: index tensors read on the host
 // [SECTION] index: reading
 // [SECTION] index_put_: writing
 //

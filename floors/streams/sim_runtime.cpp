@@ -3,9 +3,9 @@
 // arena behind floor 6's caching allocator.
 //
 // [SECTION] A stream: a queue and its worker
-// [SECTION] Events
 // [SECTION] Memory
 // [SECTION] The runtime
+// [SECTION] Events
 //
 // Note [The simulated device]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -3,7 +3,7 @@
 // (Note [One op table], check_declared_kernels in library.h).
 //
 // [SECTION] Reading a trace
-// [SECTION] matmul decomposes as at::native::matmul
+// [SECTION] matmul: it decomposes as at::native::matmul
 // [SECTION] contiguous, to and reshape
 // [SECTION] Declared kernels
 #include <gtest/gtest.h>

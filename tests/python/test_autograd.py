@@ -421,7 +421,7 @@ def test_an_in_place_op_through_a_view_is_differentiated_at_the_view():
     assert z.requires_grad
 
 
-# [SECTION] A view read after its base was written (Note [A view's grad_fn after an in-place write])
+# [SECTION] A view read after its base was written (Note [A view's grad_fn after an in-place write]) ----------
 
 # Each case: (code, the gradient PyTorch 2.11 gives). The first two are the
 # cases the fidelity issue found wrong (x.grad [[1, 1], [0, 0]] and

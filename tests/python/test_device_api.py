@@ -4,6 +4,7 @@ snapshots), tensors moving between devices, reading a device tensor on the
 host and the wait that shows in the trace, pinned memory, and autograd on
 sim:0. Everything runs on sim:0, which every build has; the CUDA parts skip
 where there is no GPU."""
+import gc
 import pathlib
 import re
 
@@ -527,6 +528,9 @@ def test_memory_history_keeps_the_newest_entries_and_refuses_what_it_cannot_reco
 def test_the_apps_run_returns_the_history_with_the_snapshots():
     from descent import _app
     code = 'x = descent.ones(1000, device="sim:0"); y = x + 1; del x; z = descent.ones(1000, device="sim:0")'
+    # Earlier tests' sim:0 tensors in reference cycles would otherwise be freed by a
+    # collection that happens to run inside the recording, before its first span.
+    gc.collect()
     r = _app.run(code)
     assert r["error"] == ""
     (sim,) = [d for d in r["devices"] if d["device"] == "sim:0"]
