@@ -4,7 +4,7 @@
 [SECTION] dtype objects and names
 [SECTION] Type promotion: the table, Python numbers, 0-d tensors
 [SECTION] Printing
-[SECTION] numpy and Python lists, both ways
+[SECTION] numpy and Python lists
 [SECTION] Arithmetic: wraparound, true division, float-only ops
 [SECTION] Reductions: sums into int64, mean refuses
 [SECTION] Conversions, in place, indexing
