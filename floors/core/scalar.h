@@ -47,9 +47,9 @@ class Scalar {
   // int64_t) or a silent infinity (1e300 cast to float). For int64_t that is
   // NaN, the infinities and every double outside [-2^63, 2^63); for int32,
   // int16, int8 and uint8, NaN, the infinities, a double outside [lowest,
-  // max + 1), which is then truncated toward zero (torch 2.15 on the CPU:
-  // 127.9 is 127 for int8 and 128.0 raises; -0.5 raises for uint8, 255.9 is
-  // 255), and an int outside [lowest, max], except that an unsigned type
+  // max] (torch 2.11: 255.9 is too much for uint8, -0.5 too little; c10
+  // compares the double with the bound, and torch 2.15 takes up to max + 1),
+  // and an int outside [lowest, max], except that an unsigned type
   // takes a negative int down to -max and wraps it (uint8: -1 is 255, -256
   // raises), as c10's overflows() allows, so that alpha = -1 works; for
   // float, a finite double beyond float's largest; for Half (BFloat16), a
@@ -67,7 +67,7 @@ class Scalar {
     } else if constexpr (std::is_integral_v<T>) {  // int32, int16, int8, uint8
       using L = std::numeric_limits<T>;
       if (type_ == ScalarType::Float64) {
-        check_fits(v_.d >= double(L::lowest()) && v_.d < double(L::max()) + 1.0, int_type_name<T>(), op, arg);  // NaN too
+        check_fits(v_.d >= double(L::lowest()) && v_.d <= double(L::max()), int_type_name<T>(), op, arg);  // NaN too
         return T(v_.d);
       }
       const int64_t i = to_int();

@@ -155,8 +155,6 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 //     "cannot be converted to type at::Half without overflow"), on every
 //     device alike (PyTorch's CUDA kernel instead compares in float32 and
 //     propagates NaN by a test of its own; the results are the same);
-//   - an integral bound a narrow integer result cannot hold saturates to
-//     its range (uint8 clamped at -1 is unchanged), as torch's result is;
 //   - bool has no kernel: "clamp_scalar_cpu" not implemented for 'Bool'
 //     (clamp_min_scalar_cpu, clamp_max_scalar_cpu for one bound).
 // The gradient (ClampBackward1, ClampMinBackward0, ClampMaxBackward0) passes
@@ -178,16 +176,6 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     if (b.has_hi) ts[n++] = &hi;
     dt = result_type(ts, n);
   }
-  // A narrow integer result takes an integral bound it cannot hold at that
-  // end of its range, not wrapped (torch: a uint8 tensor clamped at min=-1
-  // or max=300 is unchanged, where -1 wrapped would be 255).
-  visit_dtype(dt, [&]<typename T>() {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t>) {
-      using L = std::numeric_limits<T>;
-      for (Scalar* v : {&b.lo, &b.hi})
-        if (v->type() == ScalarType::Int64) *v = Scalar(std::clamp<int64_t>(v->to_int(), L::lowest(), L::max()));
-    }
-  });
   const auto is_nan = [](const Scalar& v) { return v.is_floating() && std::isnan(v.to_double()); };
   const bool nan_fill = (op.id == Op::clamp && b.has_lo && b.has_hi && (is_nan(b.lo) || is_nan(b.hi))) ||
                         (op.id == Op::clamp_min && is_nan(b.lo)) || (op.id == Op::clamp_max && is_nan(b.hi));

@@ -13,6 +13,8 @@ import pytest
 import descent
 
 torch = pytest.importorskip("torch")
+if not torch.__version__.startswith("2.11"):  # the reference (the H200 host's); others differ in details
+    pytest.skip(f"the facts here are torch 2.11's, not {torch.__version__}'s", allow_module_level=True)
 
 NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
@@ -43,7 +45,9 @@ CASES = {
     "uint8 from -1": lambda m: m.tensor([-1], dtype=m.uint8),
     "uint8 from 256": lambda m: m.tensor([256], dtype=m.uint8),
     "uint8 fill -1": lambda m: m.zeros(2, dtype=m.uint8).fill_(-1),
-    "int8 from 127.9 and 128.0": lambda m: (m.tensor([127.9], dtype=m.int8), m.tensor([128.0], dtype=m.int8)),
+    "int8 from 126.9": lambda m: m.tensor([126.9], dtype=m.int8),
+    "int8 from 127.5": lambda m: m.tensor([127.5], dtype=m.int8),
+    "int8 from 128.0": lambda m: m.tensor([128.0], dtype=m.int8),
     "uint8 from -0.5": lambda m: m.tensor([-0.5], dtype=m.uint8),
     "uint8 from 255.9": lambda m: m.tensor([255.9], dtype=m.uint8),
     "int64 from 9.3e18": lambda m: m.tensor([9.3e18], dtype=m.int64),
@@ -56,8 +60,8 @@ CASES = {
     "int16 repr": lambda m: m.tensor([[1, 2], [3, 4]], dtype=m.int16),
     "uint8 repr": lambda m: m.tensor([1, 200], dtype=m.uint8),
     "int8 / int8": lambda m: m.tensor([7], dtype=m.int8) / m.tensor([2], dtype=m.int8),
-    "uint8 clamped outside its range": lambda m: (m.tensor([0, 5], dtype=m.uint8).clamp_min(-1),
-                                                  m.tensor([1, 2], dtype=m.uint8).clamp(-1, 300)),
+    "uint8 clamp_min -1": lambda m: m.tensor([0, 5], dtype=m.uint8).clamp_min(-1),
+    "uint8 clamp -1, 300": lambda m: m.tensor([1, 2], dtype=m.uint8).clamp(-1, 300),
     "int8 clamp_max 200": lambda m: m.tensor([1, 2], dtype=m.int8).clamp_max(200),
     "mm int32 by int16": lambda m: m.ones(2, 2, dtype=m.int32).mm(m.ones(2, 2, dtype=m.int16)),
     "mm int32": lambda m: m.ones(2, 2, dtype=m.int32).mm(m.ones(2, 2, dtype=m.int32)),
@@ -72,7 +76,8 @@ CASES = {
     "abs int8 -128": lambda m: m.tensor([-128], dtype=m.int8).abs(),
     "int8 ** 2": lambda m: m.tensor([12], dtype=m.int8) ** 2,
     "exp of int": lambda m: m.tensor([0, 1], dtype=m.int16).exp(),
-    "strides of t() + 1, t().exp()": lambda m: ((m.ones(3, 2).t() + 1).stride(), m.ones(3, 2).t().exp().stride()),
+    "strides of t() + 1": lambda m: (m.ones(3, 2).t() + 1).stride(),
+    "strides of t().exp()": lambda m: m.ones(3, 2).t().exp().stride(),
     "strides of t() + y, y + t()": lambda m: ((m.ones(3, 2).t() + m.ones(2, 3)).stride(),
                                              (m.ones(2, 3) + m.ones(3, 2).t()).stride()),
     "strides of t().double()": lambda m: m.ones(3, 2).t().double().stride(),
@@ -82,8 +87,8 @@ CASES = {
     "x[1:3] = 7": lambda m: setitem(m.zeros(4), slice(1, 3), 7),
     "x[0] = ones(1, 3)": lambda m: setitem(m.zeros(2, 3), 0, m.ones(1, 3)),
     "x[0] = ones(5)": lambda m: setitem(m.zeros(2, 4), 0, m.ones(5)),
-    "uint8 x[1] = 300, = -1": lambda m: (outcome(m, lambda m: setitem(m.zeros(3, dtype=m.uint8), 1, 300)),
-                                         setitem(m.zeros(3, dtype=m.uint8), 1, -1)),
+    "uint8 x[1] = 300": lambda m: setitem(m.zeros(3, dtype=m.uint8), 1, 300),
+    "uint8 x[1] = -1": lambda m: setitem(m.zeros(3, dtype=m.uint8), 1, -1),
     "int64 x[1] = 1e300": lambda m: setitem(m.zeros(3, dtype=m.int64), 1, 1e300),
     "empty_strided": lambda m: m.empty_strided((2, 3), (1, 2)).stride(),
     "empty_strided, strides short": lambda m: m.empty_strided((2, 3), (1,)),
