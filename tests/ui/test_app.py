@@ -19,6 +19,7 @@ APP = os.environ.get("DESCENT_APP", "")
 CLI = os.environ.get("DESCENT_CLI", "")
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tracer", "data")
 SAMPLE = "descent.ones(2, 2) + 1"
+SAMPLE_STEPS = 46  # its story: 23 spans, each stepped into and out of
 
 pytestmark = pytest.mark.skipif(not (APP and os.access(APP, os.X_OK) and shutil.which("xvfb-run")),
                                 reason="the app is not built here, or Xvfb is missing")

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from test_app import APP, focus_window, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, focus_window, SAMPLE, SAMPLE_STEPS, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
 
 def test_repeated_runs_say_which_run_and_warm_medians(tmp_path):
-    s, _, _ = run_app(tmp_path, "--code", SAMPLE, "--repeat", "5", "--step", "80", "--size", "1280x720")
-    assert s["run"] == [3, 5] and s["steps"] == 5 * 34
+    s, _, _ = run_app(tmp_path, "--code", SAMPLE, "--repeat", "5", "--step", str(2 * SAMPLE_STEPS + 12), "--size", "1280x720")
+    assert s["run"] == [3, 5] and s["steps"] == 5 * SAMPLE_STEPS
     assert s["span"]["warm_samples"] == 4
     s, _, _ = run_app(tmp_path, "--code", SAMPLE, "--step", "3", "--size", "1280x720", name="once")
     assert s["run"] == [1, 1] and s["span"]["warm_samples"] == 0
@@ -24,18 +24,18 @@ def test_r_runs_the_line_again_warm_and_m_goes_to_the_median_run(tmp_path, xserv
     app = subprocess.Popen([APP, "--code", SAMPLE, "--state", str(state), "--size", "1280x720"],
                            env=child_env(DISPLAY=xserver), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
+        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == SAMPLE_STEPS)
         assert s["run"] == [1, 1]
         focus_window(xserver)
         xdotool(xserver, "key", "r")
-        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 5 * 34)
+        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 5 * SAMPLE_STEPS)
         assert s["run"] == [1, 5] and s["step"] == 0 and s["span"]["warm_samples"] == 4
         xdotool(xserver, "key", "Down")
         s = wait_state(state, lambda s: s["step"] == 1)
         xdotool(xserver, "key", "m")
         s = wait_state(state, lambda s: s["run"][0] != 1)
         k = s["run"][0]
-        assert 2 <= k <= 5 and s["step"] == (k - 1) * 34 + 1  # the same place in the median run
+        assert 2 <= k <= 5 and s["step"] == (k - 1) * SAMPLE_STEPS + 1  # the same place in the median run
     finally:
         app.terminate()
         try:
@@ -58,7 +58,7 @@ def test_zoom_keys_and_a_dragged_border_are_remembered(tmp_path, xserver):
 
     app = start()
     try:
-        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
+        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == SAMPLE_STEPS)
         assert s["layout"]["zoom"] == 1.0 and s["layout"]["split_x"] == 0.56
         win = focus_window(xserver)
         xdotool(xserver, "key", "ctrl+equal")
@@ -86,7 +86,7 @@ def test_zoom_keys_and_a_dragged_border_are_remembered(tmp_path, xserver):
     assert "zoom = 1.21" in conf and "split_x = 0.66" in conf, conf
     app = start()
     try:
-        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
+        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == SAMPLE_STEPS)
         assert abs(s["layout"]["zoom"] - 1.21) < 0.001 and abs(s["layout"]["split_x"] - 0.66) < 0.02
     finally:
         app.terminate()
@@ -102,7 +102,7 @@ def test_a_malformed_layout_file_is_skipped_line_by_line(tmp_path, xserver):
                            env=child_env(DISPLAY=xserver, XDG_CONFIG_HOME=str(tmp_path / "config")),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 34)
+        s = wait_state(state, lambda s: s["running"] is None and s["steps"] == SAMPLE_STEPS)
         assert s["layout"]["zoom"] == 1.0 and s["layout"]["split_x"] == 0.7  # the bad line skipped, the good kept
     finally:
         app.terminate()
