@@ -151,8 +151,10 @@ void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
     case Op::clamp:
     case Op::clamp_min:
     case Op::clamp_max:
-      return fn(ClampF<T>{bounds.has_lo ? bounds.lo.to<T>("clamp", "min") : T(),
-                          bounds.has_hi ? bounds.hi.to<T>("clamp", "max") : T(), bounds.has_lo, bounds.has_hi});
+      // Converted as c10's Scalar::to converts, in its words ("value cannot be
+      // converted to type int8_t without overflow": torch 2.11's clamp_max(200)).
+      return fn(ClampF<T>{bounds.has_lo ? bounds.lo.to<T>() : T(), bounds.has_hi ? bounds.hi.to<T>() : T(),
+                          bounds.has_lo, bounds.has_hi});
     default: throw Error("visit_unary: not a unary op");
   }
 }
