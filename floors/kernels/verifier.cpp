@@ -258,6 +258,10 @@ std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, co
       out.push_back(scalar_tensor(s[i].to_scalar(), false));
       continue;
     }
+    if (op.id == Op::empty || op.id == Op::empty_strided) {  // unset elements: never read (a bool's may be 190)
+      out.push_back(s[i].to_tensor());
+      continue;
+    }
     Tensor r = call(Op::contiguous, s[i].to_tensor());
     out.push_back(r.device().type == DeviceType::CPU ? r : same_layout_on(r, Device{}));
   }
