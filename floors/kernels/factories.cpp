@@ -49,9 +49,12 @@ ScalarType dtype_arg(const Stack& s, ScalarType fallback) {
 // The output on the `device` argument's device (BackendSelect brought the
 // call here from it). A device's factories fill it with a kernel of the
 // device loops (Note [One kernel body, two devices], device_loops.h).
-Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& sizes, ScalarType dt) {
+// Laid out by `strides` when given (empty_strided), else row-major.
+Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& sizes, ScalarType dt,
+                   const DimVector* strides = nullptr) {
   const IValue& dev = s[s.size() - 1];
-  Tensor out = empty_tensor(sizes, dt, dev.is_none() ? Device{} : dev.to_device());
+  const Device device = dev.is_none() ? Device{} : dev.to_device();
+  Tensor out = strides ? empty_strided_tensor(sizes, *strides, dt, device) : empty_tensor(sizes, dt, device);
   const char* v =
       DESCENT_DECIDES(span, out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device()));
   span.arg("dtype", dtype_name(dt));
@@ -85,23 +88,13 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 // aten::empty_strided(size, stride, *, dtype, device): new memory laid out
-// by the given strides, its elements unset. aten's _to_copy makes its result
-// with it (the source's strides there; descent's are row-major: Note
-// [Copies between devices], register_cpu.cpp), and so does TensorIterator
-// when it allocates an output.
+// by the given strides, its elements unset. _to_copy makes its result with
+// it (a dense source's strides on the same device, row-major between
+// devices: register_cpu.cpp), as aten's does.
 void empty_strided_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
-  const IValue& dev = s[s.size() - 1];
-  const ScalarType dt = dtype_arg(s, kDefaultFloat);
-  Tensor out = empty_strided_tensor(s[0].to_int_list(), s[1].to_int_list(), dt,
-                                    dev.is_none() ? Device{} : dev.to_device());
-  const char* v =
-      DESCENT_DECIDES(span, out.device().type == DeviceType::CPU ? "reference" : device::variant(out.device()));
-  span.arg("dtype", dtype_name(dt));
-  span.arg("numel", out.numel());
-  span.arg("variant", v);
-  last_variant() = v;
-  s.set_result(std::move(out));
+  const DimVector strides = s[1].to_int_list();
+  s.set_result(make_output(span, s, s[0].to_int_list(), dtype_arg(s, kDefaultFloat), &strides));
 }
 
 // The length of arange(start, end, step) for int64 bounds, exact: end - start
