@@ -37,6 +37,7 @@ Explanation explain_at(const At& a) {
       if (has(sp, "overload")) return binding_op(a);
       if (sp.name == "tensor") return binding_tensor(a);
       if (sp.name == "_run_backward") return binding_backward(a);
+      if (sp.name == "__getitem__" || sp.name == "__setitem__") return binding_index(a);
       if (read_waits_under(a, a.i, sp.name)) return binding_read(a);  // a floor-7 wait of the same name under it
       return {};
     case Floor::Dispatch: return dispatch_span(a);

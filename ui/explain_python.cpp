@@ -142,6 +142,35 @@ Explanation binding_tensor(const At&) {
   return e;
 }
 
+Explanation binding_index(const At& a) {
+  const bool write = a.sp.name == "__setitem__";
+  Explanation e = make("binding.index", write ? "x[i] = v: the index and the value read in C"
+                                              : "x[i]: the index read in C");
+  std::vector<std::string> ops;
+  for (size_t c : a.children()) {
+    const Span& k = a.t().spans[c];
+    if (k.floor == Floor::Dispatch) ops.push_back(k.name);
+  }
+  std::string list;
+  for (size_t k = 0; k < ops.size(); ++k) list += (k ? ", " : "") + ops[k];
+  say(e, "Indexing is no op of the table: Tensor's mapping slot (a C function, as PyTorch's THPVariable_" +
+             std::string(write ? "setitem" : "getitem") +
+             ") reads the index left to right and calls one op per part: select for an int, slice for a slice "
+             "that is not `:`, unsqueeze for None; integer and bool tensors (and lists) are left for one " +
+             std::string(write ? "aten::index_put_" : "aten::index") + " call after the views, which copies.");
+  if (write)
+    say(e, "A Python number becomes a 0-d CPU tensor of x's dtype (no op makes it: its cpu_alloc is under this "
+           "span) and goes through aten::lift_fresh; then copy_, or fill_ for a 0-d value, writes it into the view.");
+  say(e, ops.empty() ? std::string("No op ran here.") : "The ops it ran, in order: " + list + ".");
+  note(e, "Indexing in C");
+  if (write) note(e, "x[i] = v as PyTorch writes it");
+  note(e, "Advanced indexing");
+  pytorch(e, "torch/csrc/autograd/python_variable_indexing.cpp",
+          write ? "THPVariable_setitem, valueToTensor" : "THPVariable_getitem");
+  pytorch(e, "aten/src/ATen/TensorIndexing.h", "applySlicing, get_item, set_item, copy_to");
+  return e;
+}
+
 Explanation binding_backward(const At&) {
   Explanation e = make("binding.backward", "Tensor.backward crosses into C++: _C._run_backward");
   say(e, "The Python function backward() hands the roots and their gradients to the engine here. The engine "

@@ -140,6 +140,7 @@ Explanation python_function(const At& a);    // a function of the descent packag
 Explanation binding_op(const At& a);         // the binding's call of an op: the overload, the wrapped numbers
 Explanation binding_tensor(const At& a);     // descent.tensor(...): Python data made a tensor
 Explanation binding_backward(const At& a);   // _run_backward: into the engine
+Explanation binding_index(const At& a);      // x[i] and x[i] = v: the index read in C, its ops
 Explanation binding_read(const At& a);       // a read of a device tensor's values, which waits
 
 // explain_dispatch.cpp: floors 3 and 4, the dispatcher and autograd

@@ -506,4 +506,21 @@ Tensor scalar_to_tensor(PyObject* o) {
   return r;
 }
 
+Tensor scalar_tensor(PyObject* number, ScalarType dt) {
+  Scalar v;
+  if (is_bool_like(number)) {
+    v = Scalar(PyObject_IsTrue(number) == 1);
+  } else if (is_int_like(number)) {
+    int64_t i = 0;
+    DESCENT_CHECK(to_int(number, &i) == IntResult::Ok, Error, "Overflow when unpacking long: ",
+                  "a Python int does not fit in int64");
+    v = Scalar(i);
+  } else {
+    v = Scalar(as_double(number));
+  }
+  Tensor t = empty_tensor({}, dt, Device{});
+  visit_dtype(dt, [&]<typename T>() { *t.data<T>() = v.to<T>(); });
+  return t;
+}
+
 }  // namespace descent::binding

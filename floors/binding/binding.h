@@ -66,6 +66,12 @@ PyObject* wrap(Tensor t);              // a new descent.Tensor (new reference)
 PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tuple for several
 
 bool init_tensor_type(PyObject* module);
+// descent.Size (size_object.cpp): a tensor's shape, a tuple of ints.
+extern PyTypeObject g_size_type;
+PyObject* size_object(const DimVector& sizes);  // a new Size (new reference)
+bool init_size_type(PyObject* module);
+// Tensor.__getitem__ and __setitem__, the type's mapping slots (python_indexing.cpp).
+extern PyMappingMethods g_tensor_mapping;
 // Tensor's methods and operators, generated from the op table
 // (tensor_methods.cpp): `methods` with one method per op taking `Tensor self`
 // added, the number slots and the comparison. Before PyType_Ready.
@@ -141,6 +147,10 @@ PyObject* call_parsed(const OpEntry& op, Stack& stack, PyObject* const* args, Py
 Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want);
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
+// A Python number as a 0-d CPU tensor of dtype `dt` (no op runs: PyTorch's
+// scalarToTensor), converted with Scalar's check and words (Note [Checked
+// scalar conversion]): "value cannot be converted to type uint8_t without overflow".
+Tensor scalar_tensor(PyObject* number, ScalarType dt);
 bool is_python_scalar(PyObject* o);
 // The element of a 0-d CPU tensor as the Scalar of its dtype.
 Scalar tensor_scalar(const Tensor& t);

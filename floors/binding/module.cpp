@@ -548,14 +548,9 @@ PyObject* py_scalar_tensor(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O|O:_scalar_tensor", &o, &dtype_obj)) return nullptr;
   DESCENT_PY_TRY
   DESCENT_CHECK(is_python_scalar(o), TypeError, "expected a Python number, got ", Py_TYPE(o)->tp_name);
-  Tensor w = scalar_to_tensor(o);
-  if (dtype_obj == Py_None) return wrap(w);
+  if (dtype_obj == Py_None) return wrap(scalar_to_tensor(o));
   DESCENT_CHECK(Py_TYPE(dtype_obj) == &g_dtype_type, TypeError, "_scalar_tensor(): dtype must be a descent.dtype");
-  const ScalarType dt = *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(dtype_obj) + sizeof(PyObject));
-  const Scalar v = tensor_scalar(w);
-  Tensor t = empty_tensor({}, dt, Device{});
-  visit_dtype(dt, [&]<typename T>() { *t.data<T>() = v.to<T>(); });
-  return wrap(t);
+  return wrap(scalar_tensor(o, *reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(dtype_obj) + sizeof(PyObject))));
   DESCENT_PY_CATCH(nullptr)
 }
 

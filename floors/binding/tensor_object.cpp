@@ -225,8 +225,9 @@ PyObject* sizes_tuple(const DimVector& v) {
 }
 
 PyObject* get_shape(PyObject* o, void*) {
-  DESCENT_PY_TRY return sizes_tuple(unwrap(o).sizes()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return size_object(unwrap(o).sizes()); DESCENT_PY_CATCH(nullptr)
 }
+PyObject* get_ndim(PyObject* o, void*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
 PyObject* get_dtype(PyObject* o, void*) {
   DESCENT_PY_TRY PyObject* d = dtype_object(unwrap(o).dtype()); Py_INCREF(d); return d; DESCENT_PY_CATCH(nullptr)
 }
@@ -246,7 +247,33 @@ int set_requires_grad(PyObject* o, PyObject* v, void*) {
 
 PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
 PyObject* m_numel(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).numel()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_stride(PyObject* o, PyObject*) { DESCENT_PY_TRY return sizes_tuple(unwrap(o).strides()); DESCENT_PY_CATCH(nullptr) }
+// x.size(dim=None) and x.stride(dim=None), C as THPVariable_size and
+// THPVariable_stride: the whole shape (a Size) or strides (a tuple), or
+// one dim's, the dim wrapped as c10's maybe_wrap_dim wraps it, with its words.
+int64_t wrap_dim(const Tensor& t, PyObject* dim_obj) {
+  PyRef index(PyNumber_Index(dim_obj));
+  if (!index.p) throw PythonError();
+  const int64_t dim = PyLong_AsLongLong(index.p);
+  if (dim == -1 && PyErr_Occurred()) throw PythonError();
+  DESCENT_CHECK(t.dim() != 0, IndexError, "Dimension specified as ", dim, " but tensor has no dimensions");
+  DESCENT_CHECK(-t.dim() <= dim && dim < t.dim(), IndexError, "Dimension out of range (expected to be in range of [",
+                -t.dim(), ", ", t.dim() - 1, "], but got ", dim, ")");
+  return dim < 0 ? dim + t.dim() : dim;
+}
+PyObject* size_or_stride(PyObject* o, PyObject* args, PyObject* kwargs, bool size) {
+  static const char* size_kw[] = {"dim", nullptr};
+  PyObject* dim = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, size ? "|O:size" : "|O:stride", const_cast<char**>(size_kw), &dim))
+    return nullptr;
+  DESCENT_PY_TRY
+  const Tensor& t = unwrap(o);
+  const DimVector& v = size ? t.sizes() : t.strides();
+  if (dim == Py_None) return size ? size_object(v) : sizes_tuple(v);
+  return PyLong_FromLongLong(v[int(wrap_dim(t, dim))]);
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* m_size(PyObject* o, PyObject* args, PyObject* kwargs) { return size_or_stride(o, args, kwargs, true); }
+PyObject* m_stride(PyObject* o, PyObject* args, PyObject* kwargs) { return size_or_stride(o, args, kwargs, false); }
 PyObject* m_storage_offset(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).offset()); DESCENT_PY_CATCH(nullptr) }
 PyObject* m_is_contiguous(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).is_contiguous()); DESCENT_PY_CATCH(nullptr) }
 PyObject* m_data_ptr(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromVoidPtr(unwrap(o).data_ptr()); DESCENT_PY_CATCH(nullptr) }
@@ -393,7 +420,8 @@ PyGetSetDef tensor_getset[] = {
     {"data", get_data, nullptr, "the same memory outside the graph, with a version counter of its own", nullptr},
     {"_version", get_version, nullptr, "how many in-place writes its memory has had (shared with its views)", nullptr},
     {"_base", get_base, nullptr, "the tensor a view looks into; None when it is not a view", nullptr},
-    {"shape", get_shape, nullptr, "the sizes, as a tuple", nullptr},
+    {"shape", get_shape, nullptr, "the sizes, as a descent.Size", nullptr},
+    {"ndim", get_ndim, nullptr, "the number of dimensions (dim())", nullptr},
     {"dtype", get_dtype, nullptr, "the element type", nullptr},
     {"device", get_device, nullptr, "where the elements live", nullptr},
     {"requires_grad", get_requires_grad, set_requires_grad, "whether autograd records ops on it", nullptr},
@@ -403,7 +431,10 @@ PyGetSetDef tensor_getset[] = {
 PyMethodDef tensor_methods[] = {
     {"dim", m_dim, METH_NOARGS, "number of dimensions"},
     {"numel", m_numel, METH_NOARGS, "number of elements"},
-    {"_strides", m_stride, METH_NOARGS, "strides in elements, as a tuple"},
+    {"size", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_size)), METH_VARARGS | METH_KEYWORDS,
+     "size(dim=None): the shape (a descent.Size), or one dim's size"},
+    {"stride", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(m_stride)), METH_VARARGS | METH_KEYWORDS,
+     "stride(dim=None): the strides in elements (a tuple), or one dim's"},
     {"storage_offset", m_storage_offset, METH_NOARGS, "offset of the first element in the storage, in elements"},
     {"is_contiguous", m_is_contiguous, METH_NOARGS, "whether the strides are the row-major ones"},
     {"data_ptr", m_data_ptr, METH_NOARGS, "address of the first element"},
@@ -507,6 +538,7 @@ PyBufferProcs tensor_buffer = {tensor_getbuffer, tensor_releasebuffer};
 }  // namespace
 
 bool init_tensor_type(PyObject* m) {
+  if (!init_size_type(m)) return false;
   static PyTypeObject type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.TensorBase"};
   type.tp_basicsize = sizeof(TensorObject);
   type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
@@ -522,6 +554,7 @@ bool init_tensor_type(PyObject* m) {
   methods.push_back({nullptr, nullptr, 0, nullptr});
   type.tp_getset = getset.data();
   type.tp_as_buffer = &tensor_buffer;
+  type.tp_as_mapping = &g_tensor_mapping;  // x[i], x[i] = v (python_indexing.cpp)
   // tp_methods: these and one per op of the table; the operators (tensor_methods.cpp).
   if (!init_tensor_methods(&type, methods.data()) || PyType_Ready(&type) < 0) return false;
   g_tensor_base = &type;

@@ -120,7 +120,7 @@
 //   own (LiftFreshBackward0, the identity); here a composite that returns
 //   self, as aten's kernel does, so no node is recorded. Its one caller is
 //   __setitem__ with a Python number (Note [x[i] = v as PyTorch writes it],
-//   floors/python/descent/_tensor.py), whose fresh 0-d value never requires grad.
+//   floors/binding/python_indexing.cpp), whose fresh 0-d value never requires grad.
 // Where descent does decompose as aten does, the row says so: the
 // CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
 // beneath it) and mse_loss (mean or sum beneath it).

@@ -157,7 +157,7 @@ void to_composite(const OpEntry&, DispatchKeySet, Stack& s) {
 
 // at::native::lift_fresh: self. PyTorch's __setitem__ calls it on the 0-d
 // tensor it makes of a Python number (x[0] = 5); here it is the span that
-// says so in the trace (Note [x[i] = v as PyTorch writes it], _tensor.py).
+// says so in the trace (Note [x[i] = v as PyTorch writes it], python_indexing.cpp).
 void lift_fresh_composite(const OpEntry&, DispatchKeySet, Stack& s) { returns_self(s); }
 
 // [SECTION] item ---------------------------------------------------------------------

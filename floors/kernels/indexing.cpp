@@ -10,7 +10,7 @@
 // x[i] with an integer or bool tensor (or a list) reaches the kernels as
 // aten::index(x, indices), and x[i] = v as aten::index_put_(x, indices, v):
 // Tensor.__getitem__ has already applied the ints, slices and None as views
-// (_tensor.py), and `indices` holds one entry per leading dim of what is
+// (floors/binding/python_indexing.cpp), and `indices` holds one entry per leading dim of what is
 // left, None where that dim is taken whole. As in ATen (IndexingUtils.h,
 // TensorAdvancedIndexing.cpp):
 //   1. a bool mask stands for the positions of its True elements: a mask of

@@ -1,7 +1,7 @@
 """Advanced indexing: integer and bool tensors (and lists) as indices, reading
 (aten::index) and writing (aten::index_put_), against numpy, and against
 PyTorch's own rules where they differ from numpy's (Note [Advanced indexing],
-floors/kernels/indexing.cpp; Tensor.__getitem__ in _tensor.py).
+floors/kernels/indexing.cpp; Tensor.__getitem__ in floors/binding/python_indexing.cpp).
 
 - reading: every layout and dtype, masks, indices mixed with ints, slices,
   None and ..., adjacent and separated index tensors, broadcast index

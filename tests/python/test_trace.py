@@ -102,16 +102,16 @@ def test_spans_name_their_source_site():
     x = descent.ones(2)
     with descent.trace() as t:
         x + 1
-        x.size()
+        len(x)
     spans = t.result.spans()
     for s in spans:
         if s["floor"] in (2, 3, 5, 6):
             assert s["file"].startswith("floors/") and s["line"] > 0, s
     assert any(s["file"].startswith("floors/dispatch/") for s in spans if s["floor"] == 3)
     assert any(s["file"].startswith("floors/binding/") for s in spans if s["floor"] == 2)
-    size = [s for s in spans if s["name"] == "Tensor.size"]
+    size = [s for s in spans if s["name"] == "Tensor.__len__"]
     assert size and all(s["file"] == "floors/python/descent/_tensor.py" for s in size)
-    assert size[0]["line"] == type(x).size.__code__.co_firstlineno
+    assert size[0]["line"] == type(x).__len__.__code__.co_firstlineno
     events = json.loads(t.result.chrome_json())["traceEvents"]
     assert any(e.get("args", {}).get("src") == f"floors/python/descent/_tensor.py:{size[0]['line']}" for e in events)
 
@@ -123,16 +123,16 @@ def test_trace_blocks_nest():
             y = x * 2
             with descent.trace(python_functions=False) as innermost:
                 y - 1
-                y.size()
+                len(y)
         y + 3
-        y.stride()
+        y.numpy()
     assert not descent._C._trace_enabled()
     names = lambda t: [s["name"] for s in t.result.spans()]
-    assert {"ones", "mul", "sub", "add", "Tensor.size", "Tensor.stride"} <= set(names(outer))
+    assert {"ones", "mul", "sub", "add", "Tensor.__len__", "Tensor.numpy"} <= set(names(outer))
     assert "mul" in names(inner) and "sub" in names(inner)
     assert "ones" not in names(inner) and "add" not in names(inner)
     # The outer block still traces Python functions after an inner one without them ended.
-    assert "Tensor.stride" in names(outer) and "Tensor.size" in names(inner)
+    assert "Tensor.numpy" in names(outer) and "Tensor.__len__" in names(inner)
     assert "sub" in names(innermost) and "mul" not in names(innermost)
     for t in (outer, inner, innermost):
         assert t.result.check() == ""
@@ -150,27 +150,27 @@ def test_trace_blocks_nest_across_threads():
     def worker():
         with descent.trace() as t:
             inside.set()
-            descent.ones(2).size()
+            len(descent.ones(2))
             outer_done.wait(10)
-            descent.ones(2).stride()
+            descent.ones(2).numpy()
         result["t"] = t
 
     with descent.trace() as outer:
         th = threading.Thread(target=worker)
         th.start()
         inside.wait(10)
-        descent.ones(2).size()
+        len(descent.ones(2))
     assert descent._C._trace_enabled()            # the worker's block is still open
     outer_done.set()
     th.join()
     assert not descent._C._trace_enabled() and sys.getprofile() is None
     inner = [s["name"] for s in result["t"].result.spans()]
-    assert "Tensor.size" in inner and "Tensor.stride" in inner  # a window holds every thread's spans
+    assert "Tensor.__len__" in inner and "Tensor.numpy" in inner  # a window holds every thread's spans
     assert not any(n.startswith(("Condition", "Event", "trace.", "_thread_hooks")) for n in inner)
-    assert "Tensor.size" in [s["name"] for s in outer.result.spans()]
+    assert "Tensor.__len__" in [s["name"] for s in outer.result.spans()]
     descent._C._trace_start()                     # afterwards: no hook left on this thread
-    descent.ones(2).size()
-    assert "Tensor.size" not in [s["name"] for s in descent._C._trace_stop().spans()]
+    len(descent.ones(2))
+    assert "Tensor.__len__" not in [s["name"] for s in descent._C._trace_stop().spans()]
 
 
 def test_trace_block_inside_descent_trace_env():
