@@ -302,3 +302,53 @@ def test_gradients_through_mixed_indices_and_a_write_into_a_view():
         return (descent.randn(3, 4, dtype=descent.float64, requires_grad=True),
                 descent.randn(2, dtype=descent.float64, requires_grad=True))
     assert gradcheck(f, inputs())
+
+
+# [SECTION] In C, as PyTorch's -------------------------------------------------------
+
+@pytest.mark.parametrize("index,ops", [
+    (0, ["aten::select"]),                       # THPVariable_getitem's int path
+    (slice(None), ["aten::slice"]),              # a lone `:` is still a slice
+    (Ellipsis, ["aten::alias"]),
+    ((slice(None),), ["aten::alias"]),           # applySlicing applied nothing: alias
+    ((slice(None), 1), ["aten::select"]),        # `:` in a tuple is no op
+    ((None, 0), ["aten::unsqueeze", "aten::select"]),
+    ((0, [1, 2]), ["aten::select", "aten::index"]),
+])
+def test_getitem_runs_pytorchs_ops_under_one_binding_span(index, ops):
+    """Note [Indexing in C]: x[i] crosses into C++ at once (one floor-2 span,
+    __getitem__) and runs, in order, the ops THPVariable_getitem runs."""
+    x = descent.zeros(3, 4)
+    with descent.trace() as tr:
+        x[index]
+    spans = tr.result.spans()
+    top = [s for s in spans if s["floor"] == 2]
+    assert [s["name"] for s in top] == ["__getitem__"] and top[0]["args"]["python"] == "Tensor.__getitem__"
+    assert not [s for s in spans if s["floor"] == 1 and s["file"]]  # no Python function of descent's ran
+    outer = [s["name"] for s in spans if s["floor"] == 3 and s["parent"] == top[0]["id"]]
+    assert [n for n in outer if n != "aten::to"] == ops
+
+
+def test_indexing_a_0d_tensor_gives_pytorchs_errors():
+    s = descent.tensor(1.0)
+    with pytest.raises(IndexError, match=r"invalid index of a 0-dim tensor. Use `tensor.item\(\)`"):
+        s[0]
+    with pytest.raises(IndexError, match=r"slice\(\) cannot be applied to a 0-dim tensor."):
+        s[:]
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 0"):
+        s[(0,)]
+    with pytest.raises(TypeError, match="Tensor does not support deleting items"):
+        del descent.zeros(2)[0]
+    assert s[...].shape == () and s[None].shape == (1,)
+
+
+def test_shape_size_and_stride_are_c():
+    x = descent.zeros(2, 3)
+    assert type(x.shape) is descent.Size and repr(x.shape) == "descent.Size([2, 3])"
+    assert x.shape[1:] == descent.Size([3]) and type(x.shape[1:]) is descent.Size and x.shape.numel() == 6
+    assert x.size() == (2, 3) and x.size(-1) == 3 and x.stride() == (3, 1) and x.stride(0) == 3 and x.ndim == 2
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"):
+        x.size(2)
+    with descent.trace() as tr:
+        x.shape, x.size(0), x.stride()
+    assert not [s for s in tr.result.spans() if s["floor"] == 1 and s["file"]]
