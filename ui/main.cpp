@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "floors/core/log.h"
+#include "floors/registration.h"
 #include "ui/app.h"
 #include "ui/damage.h"
 #include "ui/layout.h"
@@ -697,6 +698,7 @@ int run(int argc, char** argv) {
   // Python starts on its own thread (Note [The Python thread]) while ImGui and
   // the fonts are set up, not sooner: its start calls setlocale(), which is
   // not thread-safe, and glfwInit reads the locale (X11's input method).
+  descent::register_floors();  // before any op runs (Note [Registering the floors])
   python_start();
   glfwMakeContextCurrent(window);
   glfwSwapInterval(headless || o.bench_frames ? 0 : 1);

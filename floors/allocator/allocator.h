@@ -1,6 +1,6 @@
 // Floor 6, the allocator: where every tensor's bytes come from.
 //
-// [SECTION] DataPtr: bytes plus how to give them back
+// [SECTION] Errors and sizes
 // [SECTION] CPU allocator
 // [SECTION] Caching allocator (device memory; unit-tested over host memory)
 //
@@ -17,26 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "floors/core/data_ptr.h"
+
 namespace descent::alloc {
 
-// [SECTION] DataPtr: bytes plus how to give them back ------------------------
-
-using Deleter = void (*)(void* ctx, void* ptr, size_t nbytes);
-
-// Owned memory: the pointer, its size, and the function that frees it.
-// Storage (floors/core) holds one and calls the deleter when it dies.
-struct DataPtr {
-  void* ptr = nullptr;         // first byte, aligned to kAlignment (nullptr when nbytes == 0)
-  size_t nbytes = 0;           // bytes asked for
-  Deleter deleter = nullptr;   // nullptr: nothing to free
-  void* ctx = nullptr;         // passed back to the deleter (e.g. the allocator)
-
-  void release() {
-    if (deleter) deleter(ctx, ptr, nbytes);
-    ptr = nullptr;
-    deleter = nullptr;
-  }
-};
+// [SECTION] Errors and sizes ----------------------------------------------------
 
 // Raised when memory cannot be found even after freeing the cache. The message
 // says what was asked, what is allocated and what is reserved.
@@ -61,6 +46,10 @@ struct CpuStats {
 // Aligned host memory from the system, counted. Thread-safe (atomics).
 // Opens a floor-6 span "cpu_alloc" with argument "bytes".
 DataPtr cpu_allocate(size_t nbytes);
+// Makes cpu_allocate core's allocator for cpu (set_allocator,
+// floors/core/data_ptr.h). Run once by register_floors (Note [Registering
+// the floors]).
+void register_cpu_allocator();
 CpuStats cpu_stats();
 void cpu_reset_peak();
 

@@ -102,6 +102,10 @@ DataPtr cpu_allocate(size_t nbytes) {
   return DataPtr{ptr, nbytes, &cpu_free, raw};
 }
 
+void register_cpu_allocator() {
+  set_allocator(DeviceType::CPU, [](size_t nbytes, Device) { return cpu_allocate(nbytes); });
+}
+
 // [SECTION] Queries ---------------------------------------------------------------
 
 CpuStats cpu_stats() {

@@ -34,6 +34,7 @@
 
 #include "floors/autograd/copy_slices.h"
 #include "floors/autograd/derivatives.h"
+#include "floors/autograd/variable_type.h"
 #include "floors/dispatch/library.h"
 #include "floors/dispatch/unboxed.h"
 #include "tracer/tracer.h"
@@ -270,7 +271,8 @@ namespace descent {
 // one. An op added to the table without its formula fails here, at start-up.
 // A comparison, or a read of an element (item's _local_scalar_dense, whose
 // result is a Scalar), gets a kernel that records nothing (not_differentiable_kernel).
-void register_autograd_kernels(Library& m) {
+void register_autograd_kernels() {
+  Library m(Library::IMPL, "aten", DispatchKey::Autograd);
   for (const OpEntry& e : ops_for_registration()) {
     const bool exempt = e.kind == OpKind::Factory || e.kind == OpKind::Comparison || e.kind == OpKind::Read ||
                         autograd::is_composite(e);

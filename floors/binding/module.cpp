@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "floors/allocator/allocator.h"
 #include "floors/autograd/derivatives.h"
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
@@ -24,6 +25,7 @@
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/random.h"
 #include "floors/kernels/verifier.h"
+#include "floors/registration.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {
@@ -478,7 +480,7 @@ Tensor tensor_from_buffer(PyObject* data) {
                       (is_signed && element_size(dt) == size_t(view.itemsize)) || dt == ScalarType::UInt8;
   if (native) {
     // View the foreign memory as a tensor with its strides, then copy through the kernels.
-    auto storage = Ref<StorageImpl>::make(alloc::DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
+    auto storage = Ref<StorageImpl>::make(DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
     Tensor foreign(Ref<TensorImpl>::make(storage, dt, sizes, strides, 0));
     call(Op::copy_, out, foreign);
     return out;
@@ -812,6 +814,7 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "descent._C", "descent's compil
 
 PyMODINIT_FUNC PyInit__C() {
   using namespace descent::binding;
+  DESCENT_PY_TRY descent::register_floors(); DESCENT_PY_CATCH(nullptr)  // Note [Registering the floors]
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return nullptr;
   g_oom_error = PyErr_NewExceptionWithDoc("descent.OutOfMemoryError",

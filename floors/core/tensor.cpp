@@ -130,9 +130,19 @@ Tensor scalar_tensor(const Scalar& s, bool wrapped) {
   return r;
 }
 
-alloc::DataPtr allocate_bytes(size_t nbytes, Device device) {
-  if (device.type == DeviceType::CPU) return alloc::cpu_allocate(nbytes);
-  return device_allocate_bytes(nbytes, device);
+namespace {
+constexpr int kNumDeviceTypes = 3;  // DeviceType's values
+std::atomic<AllocateFn> g_allocators[kNumDeviceTypes] = {};
+}  // namespace
+
+void set_allocator(DeviceType type, AllocateFn fn) { g_allocators[int(type)].store(fn, std::memory_order_release); }
+AllocateFn allocator_of(DeviceType type) { return g_allocators[int(type)].load(std::memory_order_acquire); }
+
+DataPtr allocate_bytes(size_t nbytes, Device device) {
+  const AllocateFn allocate = allocator_of(device.type);
+  DESCENT_CHECK(allocate != nullptr, Error, "no allocator is set for ", device.str(),
+                ": the floors are not registered (descent::register_floors(), floors/registration.h)");
+  return allocate(nbytes, device);
 }
 
 namespace {

@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "floors/allocator/allocator.h"
+#include "floors/core/data_ptr.h"
 #include "floors/core/device.h"
+#include "floors/core/dispatch_key.h"
 #include "floors/core/dtype.h"
 #include "floors/core/error.h"
 #include "floors/core/ref.h"
 #include "floors/core/scalar.h"
-#include "floors/dispatch/dispatch_key.h"
 
 namespace descent {
 
@@ -108,9 +108,9 @@ int wrap_dim(int64_t dim, int ndim, const char* op);
 // shares x's counter. That alias keeps its counter in
 // TensorImpl::own_version, and its views and detach() share it.
 struct StorageImpl : RefCounted {
-  StorageImpl(alloc::DataPtr d, Device dev) : data(d), device(dev) {}
+  StorageImpl(DataPtr d, Device dev) : data(d), device(dev) {}
   ~StorageImpl() override { data.release(); }
-  alloc::DataPtr data;
+  DataPtr data;
   Device device;
   std::atomic<uint32_t> version{0};  // bumped by every in-place write (Note [Version counter and view base])
   bool pinned = false;  // page-locked host memory (Tensor.pin_memory(), streams::pinned_allocate): copies may be async
@@ -230,13 +230,10 @@ Tensor empty_strided_tensor(const DimVector& sizes, const DimVector& strides, Sc
 // wrapped number (Note [Type promotion]) unless `wrapped` is false.
 Tensor scalar_tensor(const Scalar& s, bool wrapped = true);
 
-// Memory for `device`: the CPU allocator for cpu, the device's caching
-// allocator otherwise (on the thread's current stream of that device).
-// RuntimeError naming the device when it is not available here.
-alloc::DataPtr allocate_bytes(size_t nbytes, Device device);
-// The device half of allocate_bytes, defined by floor 7's device memory
-// (floors/streams/device_memory.cpp), which owns the devices' runtimes: core
-// only declares it, so that it does not depend on the floors above it.
-alloc::DataPtr device_allocate_bytes(size_t nbytes, Device device);
+// Memory for `device`, from the allocator its floor set for its type
+// (data_ptr.h): the CPU allocator for cpu, the device's caching allocator
+// otherwise (on the thread's current stream of that device). RuntimeError
+// naming the device when it is not available here.
+DataPtr allocate_bytes(size_t nbytes, Device device);
 
 }  // namespace descent

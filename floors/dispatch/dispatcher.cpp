@@ -30,10 +30,8 @@ constexpr OpRow kRows[] = {
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == kNumOps);
 
-// The table while it is being built, seen only by the thread building it
-// (its registrations); every other thread waits in table()'s static init.
-thread_local std::array<OpEntry, kNumOps>* g_table = nullptr;
-
+// The table: each row's schema and names, with no kernel until the floors
+// register theirs (Note [Registering the floors], floors/registration.cpp).
 std::array<OpEntry, kNumOps>& table() {
   static std::array<OpEntry, kNumOps>* t = [] {
     auto* tab = new std::array<OpEntry, kNumOps>();
@@ -50,32 +48,6 @@ std::array<OpEntry, kNumOps>& table() {
       e.name = trace::intern(e.schema.full_name());  // Note [Schema names and alias annotations]
       e.profiler_name = trace::intern(e.schema.qualified_name());
       e.python_name = trace::intern(e.schema.name);
-    }
-    // The floors register their kernels (Note [Registering kernels like
-    // TORCH_LIBRARY_IMPL]); every row's declared keys are then checked.
-    g_table = tab;
-    struct Done {
-      ~Done() { g_table = nullptr; }
-    } done;
-    {
-      register_fallbacks();
-      Library backend_select(Library::IMPL, "aten", DispatchKey::BackendSelect);
-      register_backend_select_kernels(backend_select);
-      Library autograd(Library::IMPL, "aten", DispatchKey::Autograd);
-      register_autograd_kernels(autograd);
-      Library inplace_or_view(Library::IMPL, "aten", DispatchKey::ADInplaceOrView);
-      register_inplace_or_view_kernels(inplace_or_view);
-      Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
-      register_cpu_kernels(cpu);
-      Library sim(Library::IMPL, "aten", DispatchKey::Sim);
-      register_device_kernels(sim);
-#ifdef DESCENT_HAVE_CUDA
-      Library cuda(Library::IMPL, "aten", DispatchKey::CUDA);
-      register_device_kernels(cuda);
-#endif
-      Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
-      register_composite_kernels(composites);
-      check_declared_kernels();
     }
     return tab;
   }();
@@ -143,8 +115,7 @@ void OpEntry::refresh() {
   }
 }
 
-// While the table is being built, its registrations see it through g_table.
-std::array<OpEntry, kNumOps>& ops_for_registration() { return g_table ? *g_table : table(); }
+std::array<OpEntry, kNumOps>& ops_for_registration() { return table(); }
 OpEntry& mutable_op_entry(Op op) { return ops_for_registration()[int(op)]; }
 
 void register_op_kernel(OpEntry& e, DispatchKey key, Kernel k, const std::string& where) {
@@ -182,7 +153,7 @@ KernelSlot swap_op_kernel(OpEntry& e, DispatchKey key, KernelSlot k) {
 
 BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k) {
   DESCENT_CHECK(is_runtime(key), ValueError, "register_kernel: ", dispatch_key_name(key), " is not a runtime key");
-  OpEntry& e = table()[int(op)];  // built first: building it registers, under the same lock
+  OpEntry& e = table()[int(op)];
   std::lock_guard<std::mutex> lock(registration_mutex());
   BoxedKernel old = e.own_kernels[runtime_slot(key)];
   e.own_kernels[runtime_slot(key)] = k;
@@ -193,7 +164,7 @@ BoxedKernel register_kernel(Op op, DispatchKey key, BoxedKernel k) {
 
 namespace {
 void mark_fallthrough(Op op, DispatchKey key, int8_t mark) {
-  OpEntry& e = table()[int(op)];  // built first: building it registers, under the same lock
+  OpEntry& e = table()[int(op)];
   std::lock_guard<std::mutex> lock(registration_mutex());
   for_each_runtime_key(key, [&](DispatchKey rk) { e.own_fallthrough[runtime_slot(rk)] = mark; });
   e.refresh();
@@ -217,6 +188,15 @@ void register_fallbacks() {
                         DispatchKey::AutocastCUDA, DispatchKey::AutocastSim, DispatchKey::BackendSelect}) {
     Library(Library::IMPL, "_", k).fallback(Kernel::Fallthrough());  // c10: TORCH_LIBRARY_IMPL(_, key, m)
   }
+}
+
+// Floor 3's own: the fallbacks, then the kernels of its two keys.
+void register_dispatch_kernels() {
+  register_fallbacks();
+  Library backend_select(Library::IMPL, "aten", DispatchKey::BackendSelect);
+  register_backend_select_kernels(backend_select);
+  Library inplace_or_view(Library::IMPL, "aten", DispatchKey::ADInplaceOrView);
+  register_inplace_or_view_kernels(inplace_or_view);
 }
 
 // [SECTION] The thread's include and exclude sets ----------------------------
@@ -319,8 +299,14 @@ void run_kernel(const OpEntry& e, DispatchKeySet ks, Stack& stack, trace::Scoped
 
 void run_boxed_kernel(const OpEntry& e, DispatchKeySet ks, DispatchKeySet live, DispatchKey key, Stack& stack) {
   const BoxedKernel k = e.kernel(key);
+  // The message's last part: no fallback at BackendSelect means nothing was
+  // ever registered, so the program never called register_floors
+  // (floors/registration.h).
   DESCENT_CHECK(k != nullptr, NotImplementedError, "Could not run '", e.name, "' with arguments from the '",
-                dispatch_key_name(key), "' backend: no kernel is registered for that key (key set ", ks.str(), ")");
+                dispatch_key_name(key), "' backend: no kernel is registered for that key (key set ", ks.str(), ")",
+                fallbacks()[runtime_slot(DispatchKey::BackendSelect)].fallthrough
+                    ? ""
+                    : "; no floor has registered its kernels: call descent::register_floors() first");
   if (stack.size() != int(e.schema.args.size())) fill_defaults(e, stack);
   k(e, live, stack);
 }

@@ -5,7 +5,7 @@
 // [SECTION] Calling an op
 // [SECTION] Registration
 //
-// See Note [Dispatch key priority] (dispatch_key.h) and
+// See Note [Dispatch key priority] (floors/core/dispatch_key.h) and
 // Note [Computing the key set] (dispatcher.cpp).
 #pragma once
 
@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "floors/core/grad_mode.h"
-#include "floors/dispatch/dispatch_key.h"
+#include "floors/core/dispatch_key.h"
 #include "floors/dispatch/ivalue.h"
 #include "floors/dispatch/ops.h"
 #include "floors/dispatch/schema.h"
@@ -64,8 +64,9 @@ struct OpEntry {
   void refresh();  // recomputes kernels, fallthrough and non_fallthrough from the own_ and fallback tables
 };
 
-// Every op's entry, indexed by Op. Built on first use from DESCENT_FORALL_OPS,
-// with every floor's kernels registered.
+// Every op's entry, indexed by Op. Built on first use from DESCENT_FORALL_OPS;
+// the kernels are there once the floors have registered them
+// (register_floors, floors/registration.h).
 const OpEntry& op_entry(Op op);
 const std::array<OpEntry, kNumOps>& all_ops();
 // Finds an op by its operator name ("aten::max.dim"); nullptr when unknown.
@@ -212,7 +213,7 @@ struct Kernel {
 void register_op_kernel(OpEntry& op, DispatchKey key, Kernel k, const std::string& where);
 void register_fallback(DispatchKey key, Kernel k, const std::string& where);
 OpEntry& mutable_op_entry(Op op);
-std::array<OpEntry, kNumOps>& ops_for_registration();  // the table, also while it is being built
+std::array<OpEntry, kNumOps>& ops_for_registration();  // the table, writable, for a floor's registration
 // What an op holds of its own at one runtime key: its kernel in both
 // conventions and its fallthrough mark (0 none, 1 a fallthrough, -1 marked not one).
 struct KernelSlot {
@@ -229,13 +230,13 @@ struct KernelSlot {
 KernelSlot swap_op_kernel(OpEntry& op, DispatchKey key, KernelSlot k);
 
 class Library;  // library.h
-// Each floor's registration function, called once when the table is built.
-void register_fallbacks();                           // dispatch/dispatcher.cpp: the keys every op skips
-void register_backend_select_kernels(Library& m);    // dispatch/backend_select.cpp
-void register_autograd_kernels(Library& m);          // autograd/variable_type.cpp (Autograd)
-void register_inplace_or_view_kernels(Library& m);   // dispatch/inplace_or_view.cpp
-void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
-void register_device_kernels(Library& m);            // kernels/register_cpu.cpp: Sim, and CUDA in builds with it
-void register_composite_kernels(Library& m);         // kernels/composites.cpp (CompositeImplicitAutograd)
+// Floor 3's own registration: the fallbacks and the BackendSelect and
+// ADInplaceOrView kernels. The floors above register theirs themselves, and
+// register_floors (floors/registration.h) runs them all once, in order (Note
+// [Registering the floors]): the dispatcher knows no floor above it.
+void register_dispatch_kernels();
+void register_fallbacks();                           // dispatcher.cpp: the keys every op skips
+void register_backend_select_kernels(Library& m);    // backend_select.cpp
+void register_inplace_or_view_kernels(Library& m);   // inplace_or_view.cpp
 
 }  // namespace descent

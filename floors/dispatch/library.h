@@ -88,8 +88,8 @@ std::vector<DispatchKey> declared_keys(std::string_view dispatch);
 // entry with a declaration of their own.
 void check_declared_kernels(const OpEntry& op, std::string_view dispatch);
 // Checks every row of the op table against its own declaration (Note
-// [Registering kernels like TORCH_LIBRARY_IMPL]). Run by the table's build,
-// once every floor has registered.
+// [Registering kernels like TORCH_LIBRARY_IMPL]). Run by register_floors,
+// once every floor has registered (Note [Registering the floors]).
 void check_declared_kernels();
 
 }  // namespace descent

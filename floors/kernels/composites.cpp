@@ -256,7 +256,7 @@ namespace descent {
 
 // [SECTION] Registration -------------------------------------------------------------
 
-// `m` is the CompositeImplicitAutograd library (dispatcher.cpp's table()):
+// `m` is the CompositeImplicitAutograd library (register_kernels, libraries.cpp):
 // each kernel lands at every Dense and Autograd key (alias_runtime_keys).
 void register_composite_kernels(Library& m) {
   m.impl(Op::matmul, kernels::matmul_composite);

@@ -6,6 +6,7 @@
 // [SECTION] Type promotion
 // [SECTION] The loops (reference.cpp, optimized.cpp)
 // [SECTION] Device loops (sim_kernels.cpp, cuda_kernels.cu)
+// [SECTION] Registration
 //
 // A boxed CPU kernel (register_cpu.cpp) checks its arguments, broadcasts,
 // promotes, asks floor 6 for the output, then runs one of two loops: the
@@ -208,3 +209,17 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out);  // a [B, M, K
 }  // namespace device
 
 }  // namespace descent::kernels
+
+namespace descent {
+
+// [SECTION] Registration ------------------------------------------------------
+
+// Floor 5's libraries (libraries.cpp): the boxed kernels at CPU, Sim and
+// (in a build with it) CUDA, then the composites at CompositeImplicitAutograd.
+// Run once by register_floors (floors/registration.h, Note [Registering the floors]).
+void register_kernels();
+void register_cpu_kernels(Library& m);        // register_cpu.cpp: every row that declares CPU
+void register_device_kernels(Library& m);     // register_cpu.cpp: the same kernels, for Sim and CUDA
+void register_composite_kernels(Library& m);  // composites.cpp
+
+}  // namespace descent

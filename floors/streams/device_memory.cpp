@@ -39,7 +39,7 @@ alloc::CachingAllocator& device_allocator(Device d) {
   return *slot;
 }
 
-alloc::DataPtr device_allocate(size_t nbytes, Device d) {
+DataPtr device_allocate(size_t nbytes, Device d) {
   return device_allocator(d).allocate(nbytes, current_stream(d).id);
 }
 
@@ -63,8 +63,9 @@ void set_sim_memory_capacity(size_t bytes) {
   SimRuntime::get().set_capacity(bytes);
 }
 
-}  // namespace descent::streams
+void register_device_allocators() {
+  set_allocator(DeviceType::Sim, device_allocate);
+  set_allocator(DeviceType::CUDA, device_allocate);
+}
 
-namespace descent {
-alloc::DataPtr device_allocate_bytes(size_t nbytes, Device device) { return streams::device_allocate(nbytes, device); }
-}  // namespace descent
+}  // namespace descent::streams

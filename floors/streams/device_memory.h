@@ -1,7 +1,8 @@
 // Device memory: one caching allocator (floor 6) per device, over the raw
 // memory its runtime gives (cudaMalloc, or the simulated device's arena).
 //
-// core's allocate_bytes() asks here for every non-CPU tensor's bytes, on the
+// core's allocate_bytes() asks here (through the allocator set by
+// register_device_allocators) for every non-CPU tensor's bytes, on the
 // calling thread's current stream of that device (Note [Streams and the two
 // clocks], streams.h); Note [Caching allocator policy] is the allocator's.
 #pragma once
@@ -19,7 +20,11 @@ namespace descent::streams {
 alloc::CachingAllocator& device_allocator(Device d);
 
 // Bytes for a tensor on `d`, from its caching allocator, on d's current stream.
-alloc::DataPtr device_allocate(size_t nbytes, Device d);
+DataPtr device_allocate(size_t nbytes, Device d);
+// Makes device_allocate core's allocator for sim and cuda (set_allocator,
+// floors/core/data_ptr.h): what allocate_bytes calls for a device tensor.
+// Run once by register_floors (Note [Registering the floors]).
+void register_device_allocators();
 
 // The simulated device's memory: the arena's capacity in bytes (default
 // 8 GiB, or DESCENT_SIM_MEMORY, e.g. "512MiB"). Setting it empties the
@@ -38,6 +43,6 @@ void set_sim_memory_capacity(size_t bytes);
 // Page-locked host memory for Tensor.pin_memory() (host_memory.cpp, Note
 // [Pinned host memory]): cudaHostAlloc where a GPU is usable, else aligned
 // host memory. Freeing it waits for the devices' queued work first.
-alloc::DataPtr pinned_allocate(size_t nbytes);
+DataPtr pinned_allocate(size_t nbytes);
 
 }  // namespace descent::streams

@@ -55,7 +55,7 @@ void free_cuda_host(void*, void* ptr, size_t) {
 
 }  // namespace
 
-alloc::DataPtr pinned_allocate(size_t nbytes) {
+DataPtr pinned_allocate(size_t nbytes) {
   trace::ScopedSpan span(trace::Floor::Allocator, "pinned_alloc");
   span.arg("bytes", int64_t(nbytes));
   if (nbytes == 0) return {};
@@ -69,14 +69,14 @@ alloc::DataPtr pinned_allocate(size_t nbytes) {
       throw alloc::OutOfMemoryError(str("cudaHostAlloc could not pin ", alloc::format_size(nbytes),
                                         " of host memory: ", cudaGetErrorString(e)));
     }
-    return alloc::DataPtr{p, nbytes, free_cuda_host, nullptr};
+    return DataPtr{p, nbytes, free_cuda_host, nullptr};
   }
 #endif
   span.arg("api", "aligned_alloc");
   const size_t rounded = (nbytes + alloc::kAlignment - 1) / alloc::kAlignment * alloc::kAlignment;
   void* p = std::aligned_alloc(alloc::kAlignment, rounded);
   if (!p) throw std::bad_alloc();
-  return alloc::DataPtr{p, nbytes, free_host, nullptr};
+  return DataPtr{p, nbytes, free_host, nullptr};
 }
 
 }  // namespace descent::streams

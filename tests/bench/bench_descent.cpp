@@ -4,6 +4,7 @@
 #include "floors/autograd/node.h"
 #include "floors/dispatch/dispatcher.h"
 #include "floors/dispatch/unboxed.h"
+#include "floors/registration.h"
 #include "tests/bench/timing.h"
 #include "tracer/trace.h"
 
@@ -64,6 +65,7 @@ double parallel_run_ns(int threads, long units, bool traced) {
 }  // namespace
 
 int main() {
+  descent::register_floors();  // Note [Registering the floors]
   Tensor a = call(Op::randn, DimVector{1});
   Tensor b = call(Op::randn, DimVector{1});
   const long n = 200000;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "floors/dispatch/dispatcher.h"
+#include "floors/registration.h"
 #include "floors/streams/streams.h"
 #include "tests/bench/timing.h"
 
@@ -60,6 +61,7 @@ void report(const char* name, double ms, double rate, const char* unit) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  descent::register_floors();  // Note [Registering the floors]
   Device d{DeviceType::CUDA, 0};
   int sum_log2 = 28, n = 4096;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -16,6 +16,7 @@
 #include "floors/dispatch/dispatcher.h"
 #include "floors/kernels/device_loops.h"
 #include "floors/launch/launch.h"
+#include "floors/registration.h"
 #include "floors/streams/device_memory.h"
 #include "floors/streams/streams.h"
 #include "tests/bench/timing.h"
@@ -57,6 +58,7 @@ double launch_ns(Fn&& launch) {
 }  // namespace
 
 int main() {
+  descent::register_floors();  // Note [Registering the floors]
   const Device sim{DeviceType::Sim, 0};
   const long n = 200000;
   {
@@ -70,7 +72,7 @@ int main() {
   }
   // The simulated device's allocator hit: 1 MiB, freed and asked again.
   bench::report("sim_alloc_hit_1MiB", bench::median_ns_per_call([&] {
-    alloc::DataPtr p = streams::device_allocate(1 << 20, sim);
+    DataPtr p = streams::device_allocate(1 << 20, sim);
     p.release();
   }, n));
   if (streams::runtime(DeviceType::CUDA).device_count() == 0) {
@@ -81,7 +83,7 @@ int main() {
   const Device cuda{DeviceType::CUDA, 0};
   cudaFree(nullptr);  // creates the context outside the clock
   bench::report("cuda_alloc_hit_1MiB", bench::median_ns_per_call([&] {
-    alloc::DataPtr p = streams::device_allocate(1 << 20, cuda);
+    DataPtr p = streams::device_allocate(1 << 20, cuda);
     p.release();
   }, n));
   cudaStream_t s0 = nullptr;

@@ -79,7 +79,7 @@ TEST(SimStreams, AFaultInATaskIsRaisedAtTheNextSynchronization) {
 TEST(SimMemory, CopiesRoundTripThroughTheCachingAllocator) {
   std::vector<float> host(1000), back(1000, -1.f);
   for (size_t i = 0; i < host.size(); ++i) host[i] = float(i) * 0.5f;
-  alloc::DataPtr d = streams::device_allocate(host.size() * sizeof(float), kSim);
+  DataPtr d = streams::device_allocate(host.size() * sizeof(float), kSim);
   streams::copy_bytes(d.ptr, kSim, host.data(), Device{}, host.size() * sizeof(float));
   host.assign(host.size(), 0.f);  // the pageable source was staged: changing it now changes nothing
   streams::copy_bytes(back.data(), Device{}, d.ptr, kSim, back.size() * sizeof(float));
@@ -160,7 +160,7 @@ TEST_F(CudaStreams, CopiesRoundTripOnTheDefaultAndANewStream) {
   auto& rt = streams::runtime(DeviceType::CUDA);
   std::vector<double> host(4096), back(4096, -1);
   for (size_t i = 0; i < host.size(); ++i) host[i] = double(i) / 3;
-  alloc::DataPtr d = streams::device_allocate(host.size() * sizeof(double), cuda);
+  DataPtr d = streams::device_allocate(host.size() * sizeof(double), cuda);
   streams::copy_bytes(d.ptr, cuda, host.data(), Device{}, host.size() * sizeof(double));
   streams::copy_bytes(back.data(), Device{}, d.ptr, cuda, back.size() * sizeof(double));
   EXPECT_EQ(back, host);
@@ -180,7 +180,7 @@ TEST_F(CudaStreams, EventsTimeAndOrderWork) {
   const Stream s = streams::current_stream(cuda);
   a->record(s);
   std::vector<char> host(64 << 20, 1);
-  alloc::DataPtr d = streams::device_allocate(host.size(), cuda);
+  DataPtr d = streams::device_allocate(host.size(), cuda);
   streams::copy_bytes(d.ptr, cuda, host.data(), Device{}, host.size());
   b->record(s);
   b->synchronize();
@@ -193,12 +193,12 @@ TEST_F(CudaStreams, ABlockUsedOnAnotherStreamWaitsForItsEventBeforeReuse) {
   auto& rt = streams::runtime(DeviceType::CUDA);
   alloc::CachingAllocator& a = streams::device_allocator(cuda);
   const Stream other{cuda, rt.create_stream(0)};
-  alloc::DataPtr d = streams::device_allocate(1 << 20, cuda);
+  DataPtr d = streams::device_allocate(1 << 20, cuda);
   void* first = d.ptr;
   a.record_stream(d, other.id);
   d.release();  // pending until an event on `other` passes
   streams::synchronize(other);
-  alloc::DataPtr again = streams::device_allocate(1 << 20, cuda);
+  DataPtr again = streams::device_allocate(1 << 20, cuda);
   EXPECT_EQ(again.ptr, first);  // the event has passed: the block is back in the pool and reused
   again.release();
   a.check_invariants();

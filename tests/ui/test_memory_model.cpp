@@ -50,12 +50,12 @@ struct Recorder {
 
 TEST(MemoryModel, ReplayingTheWholeHistoryGivesTheSnapshotAfter) {
   Recorder r;
-  alloc::DataPtr warm = r.a.allocate(3000);  // a segment before the recording starts
+  DataPtr warm = r.a.allocate(3000);  // a segment before the recording starts
   r.begin();
-  alloc::DataPtr x = r.a.allocate(4000);     // a hit in the cached segment, split
-  alloc::DataPtr big = r.a.allocate(3 << 20);  // the large pool: a 20 MiB segment, split
+  DataPtr x = r.a.allocate(4000);     // a hit in the cached segment, split
+  DataPtr big = r.a.allocate(3 << 20);  // the large pool: a 20 MiB segment, split
   x.release();                              // free, merged with the free rest
-  alloc::DataPtr z = r.a.allocate(4000);    // the cached block again
+  DataPtr z = r.a.allocate(4000);    // the cached block again
   big.release();
   r.a.empty_cache();                        // the large segment goes back
   r.end();
@@ -82,7 +82,7 @@ TEST(MemoryModel, ReplayingTheWholeHistoryGivesTheSnapshotAfter) {
 TEST(MemoryModel, EachEntryMatchesTheAllocatorAtThatMoment) {
   Recorder r;
   r.begin();
-  std::vector<alloc::DataPtr> live;
+  std::vector<DataPtr> live;
   for (size_t n : {100, 5000, 700, 1 << 20, 300, 12 << 20}) {
     live.push_back(r.a.allocate(n));
     r.step();
@@ -108,17 +108,17 @@ TEST(MemoryModel, EachEntryMatchesTheAllocatorAtThatMoment) {
     EXPECT_TRUE(same_memory(segs, r.after_each[i])) << "step " << i;
     EXPECT_GE(applied, 1u) << "step " << i;
   }
-  for (alloc::DataPtr& p : live) p.release();
+  for (DataPtr& p : live) p.release();
 }
 
 TEST(MemoryModel, AFreeWaitingForAnotherStreamIsPendingUntilItCompletes) {
   Recorder r;
   r.begin();
-  alloc::DataPtr p = r.a.allocate(2048);
+  DataPtr p = r.a.allocate(2048);
   r.a.record_stream(p, 1);
   const uint64_t addr = reinterpret_cast<uint64_t>(p.ptr);
   p.release();                       // free_requested: waits for stream 1's event
-  alloc::DataPtr q = r.a.allocate(64);  // processes the events: free_completed
+  DataPtr q = r.a.allocate(64);  // processes the events: free_completed
   r.end();
   size_t requested = SIZE_MAX;
   for (size_t k = 0; k < r.d.history.size(); ++k)

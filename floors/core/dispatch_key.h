@@ -186,7 +186,7 @@ class DispatchKeySet {
   // The runtime keys, lowest priority first, as c10 prints them:
   // "CPU, ADInplaceOrView, AutogradCPU, AutocastCPU".
   std::string str() const;
-  const char* name() const;  // the same joined by '|', interned: safe as a span argument
+  const char* name() const;  // the same joined by '|', never freed: safe as a span argument
 
  private:
   static constexpr uint32_t kBackendMask = (uint32_t(1) << kNumBackends) - 1;

@@ -3,8 +3,7 @@
 #include <atomic>
 #include <vector>
 
-#include "floors/dispatch/dispatch_key.h"
-#include "tracer/tracer.h"
+#include "floors/core/dispatch_key.h"
 
 namespace descent {
 
@@ -83,15 +82,19 @@ std::string joined(DispatchKeySet s, const char* sep) {
 
 std::string DispatchKeySet::str() const { return joined(*this, ", "); }
 
-// One interned name per possible set, computed the first time it is asked for.
+// One name per possible set, computed the first time it is asked for and
+// never freed, so that it lives as long as an interned string (core is below
+// the tracer and cannot intern): two threads asking at once build it twice,
+// and the one that loses the exchange frees its copy.
 const char* DispatchKeySet::name() const {
   constexpr int kBits = kNumBackends + kNumFunctionalities;
   static std::array<std::atomic<const char*>, (size_t(1) << kBits)> names{};
   const uint32_t b = repr_ & ((uint32_t(1) << kBits) - 1);
   const char* n = names[b].load(std::memory_order_acquire);
   if (!n) {
-    n = trace::intern(empty() ? std::string("{}") : joined(*this, "|"));
-    names[b].store(n, std::memory_order_release);
+    auto* made = new std::string(empty() ? std::string("{}") : joined(*this, "|"));
+    if (names[b].compare_exchange_strong(n, made->c_str(), std::memory_order_acq_rel)) n = made->c_str();
+    else delete made;  // n is the winner's
   }
   return n;
 }
