@@ -186,51 +186,13 @@ __device__ inline uint32_t pack2(float x, float y, __half*) {
 }
 #endif  // DESCENT_WGMMA
 
-// One 128 x 256 tile of out[z] (row-major, m x n) per block; W is __nv_bfloat16 or __half.
-template <class W>
-__global__ void __launch_bounds__(kThreads, 1)
-    matmul_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, W* out,
-                 int m, int n, int k) {
 #ifdef DESCENT_WGMMA
-  extern __shared__ __align__(1024) unsigned char raw[];
-  // The 128-byte swizzle repeats every 1024 bytes, and the descriptors
-  // assume each tile starts on such a boundary.
-  unsigned char* ring = raw + ((1024 - shared_addr(raw) % 1024) % 1024);
-  const uint32_t ring_addr = shared_addr(ring);
-  const uint32_t full = ring_addr + kStages * kStageBytes, empty = full + kStages * 8;  // kStages barriers each
-  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
-  const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN, z = blockIdx.z;
-  const int ktiles = (k + kBK - 1) / kBK;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(full + 8 * s, 1);                   // the producer's arrival, with the bytes to come
-      mbar_init(empty + 8 * s, kConsumers * 4);     // one arrival per consumer warp
-    }
-    // The barriers' initialization visible to the copy engine (the async proxy) too.
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-
-  if (wg == 0) {  // the producer
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (t == 0) {
-      for (int i = 0; i < ktiles; ++i) {
-        const int s = i % kStages;
-        mbar_wait(empty + 8 * s, ((i / kStages) & 1) ^ 1);  // the consumers are done with this stage's last use
-        const uint32_t bar = full + 8 * s, sa = ring_addr + s * kStageBytes, sb = sa + kABytes;
-        mbar_expect_tx(bar, kStageBytes);  // the whole boxes, zeros past the edges included
-        tma_load(sa, &map_a, i * kBK, row0, z, bar);
-#pragma unroll
-        for (int c = 0; c < kBN / 64; ++c) tma_load(sb + c * kBChunk, &map_b, col0 + c * 64, i * kBK, z, bar);
-      }
-    }
-    return;
-  }
-
-  // A consumer: rows (wg - 1) * 64 ... of the block's tile.
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const int c = wg - 1, warp = t / 32, lane = t % 32;
+// Consumer warpgroup c (rows 64 c ... of the block's tile): the products of
+// every k tile as the ring fills, then the epilogue.
+template <class W>
+__device__ inline void consume(unsigned char* ring, uint32_t ring_addr, uint32_t full, uint32_t empty, int c, int ktiles,
+                               W* out, int m, int n, int row0, int col0, int z) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   float d[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) d[i] = 0.0f;
@@ -275,6 +237,52 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int64_t gr = row0 + rr, gc = col0 + cc;
     if (gr < m && gc < n)  // n is a multiple of 8: a piece is wholly inside or outside
       *reinterpret_cast<uint4*>(dst + gr * n + gc) = *reinterpret_cast<const uint4*>(tile + rr * kOutLd + cc);
+  }
+}
+#endif  // DESCENT_WGMMA
+
+// One 128 x 256 tile of out[z] (row-major, m x n) per block; W is __nv_bfloat16 or __half.
+template <class W>
+__global__ void __launch_bounds__(kThreads, 1)
+    matmul_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, W* out,
+                 int m, int n, int k) {
+#ifdef DESCENT_WGMMA
+  extern __shared__ __align__(1024) unsigned char raw[];
+  // The 128-byte swizzle repeats every 1024 bytes, and the descriptors
+  // assume each tile starts on such a boundary.
+  unsigned char* ring = raw + ((1024 - shared_addr(raw) % 1024) % 1024);
+  const uint32_t ring_addr = shared_addr(ring);
+  const uint32_t full = ring_addr + kStages * kStageBytes, empty = full + kStages * 8;  // kStages barriers each
+  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+  const int row0 = blockIdx.y * kBM, col0 = blockIdx.x * kBN, z = blockIdx.z;
+  const int ktiles = (k + kBK - 1) / kBK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full + 8 * s, 1);                   // the producer's arrival, with the bytes to come
+      mbar_init(empty + 8 * s, kConsumers * 4);     // one arrival per consumer warp
+    }
+    // The barriers' initialization visible to the copy engine (the async proxy) too.
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // the producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (t == 0) {
+      for (int i = 0; i < ktiles; ++i) {
+        const int s = i % kStages;
+        mbar_wait(empty + 8 * s, ((i / kStages) & 1) ^ 1);  // the consumers are done with this stage's last use
+        const uint32_t bar = full + 8 * s, sa = ring_addr + s * kStageBytes, sb = sa + kABytes;
+        mbar_expect_tx(bar, kStageBytes);  // the whole boxes, zeros past the edges included
+        tma_load(sa, &map_a, i * kBK, row0, z, bar);
+#pragma unroll
+        for (int c = 0; c < kBN / 64; ++c) tma_load(sb + c * kBChunk, &map_b, col0 + c * 64, i * kBK, z, bar);
+      }
+    }
+  } else {  // a consumer (the roles are the two branches of one if: setmaxnreg needs that)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    consume(ring, ring_addr, full, empty, wg - 1, ktiles, out, m, n, row0, col0, z);
   }
 #else
   __trap();  // built without sm_90a code: wgmma_available() keeps the host from launching it
