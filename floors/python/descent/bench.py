@@ -128,7 +128,9 @@ def add_parser(sub):
     b.add_argument("--ladder", action="store_true", required=True,
                    help="every rung of the device's matmul ladder (Note [The matmul ladder])")
     b.add_argument("--device", default=None, help="cuda:0 where there is one, else sim:0")
-    b.add_argument("--sizes", default="1024,4096,8192", help="n of the n x n x n products, comma-separated")
+    b.add_argument("--sizes", default=None,
+                   help="n of the n x n x n products, comma-separated (1024,4096,8192 on CUDA; 64,128 on sim:0, "
+                        "whose threads run one after another on a CPU core)")
     b.add_argument("--dtypes", default="bfloat16,float16,float32", help="comma-separated")
     b.add_argument("--reps", type=int, default=5, help="timed products per rung (their median)")
     b.set_defaults(fn=run)
@@ -136,6 +138,6 @@ def add_parser(sub):
 
 def run(args):
     device = args.device or ("cuda:0" if descent.cuda.is_available() else "sim:0")
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    sizes = [int(s) for s in (args.sizes or ("1024,4096,8192" if device.startswith("cuda") else "64,128")).split(",") if s]
     dtypes = [d for d in args.dtypes.split(",") if d]
     return matmul_ladder(device, sizes, dtypes, max(1, args.reps))
