@@ -91,7 +91,7 @@ def matmul_ladder(device, sizes, dtypes, reps, echo=print):
          f"median of {reps} after a warm-up, device events; TFLOP/s = 2 n^3 / time")
     verdicts = _verdicts(device)
     failed = 0
-    echo(f"{'dtype':9} {'n':>5}  {'rung':15} {'ms':>10} {'TFLOP/s':>8} {'x torch':>8}  verdict  kernel")
+    echo(f"{'dtype':9} {'n':>5}  {'rung':15} {'ms':>10} {'TFLOP/s':>9} {'x torch':>8}  verdict  kernel")
     for dtype_name in dtypes:
         dt = getattr(descent, dtype_name)
         for n in sizes:
@@ -101,7 +101,7 @@ def matmul_ladder(device, sizes, dtypes, reps, echo=print):
             torch_ms = _torch_ms(device, n, dtype_name, reps)
             if torch_ms is not None:
                 echo(f"{dtype_name:9} {n:>5}  {'torch (cuBLAS)':15} {torch_ms:>10.3f} "
-                     f"{flops / torch_ms / 1e9:>8.4g} {1.0:>8.2f}")
+                     f"{flops / torch_ms / 1e9:>9.3g} {1.0:>8.2f}")
             for rung in rungs:
                 if rung in TENSOR_CORE_RUNGS and dtype_name not in ("float16", "bfloat16"):
                     continue
@@ -116,7 +116,7 @@ def matmul_ladder(device, sizes, dtypes, reps, echo=print):
                 failed += not ok
                 ratio = f"{torch_ms / ms:>8.2f}" if torch_ms is not None else f"{'-':>8}"
                 note = f" (ran {ran['rung']}: {ran['fallback']})" if ran["rung"] != rung else ""
-                echo(f"{dtype_name:9} {n:>5}  {rung:15} {ms:>10.3f} {flops / ms / 1e9:>8.4g} {ratio}  "
+                echo(f"{dtype_name:9} {n:>5}  {rung:15} {ms:>10.3f} {flops / ms / 1e9:>9.3g} {ratio}  "
                      f"{'ok' if ok else 'FAIL':7}  {ran['kernel']}{note}{'' if ok else '  ' + why}")
             del a, b
     return 1 if failed else 0
