@@ -107,6 +107,7 @@ PyObject* device_object(Device d);     // new reference
 // Devices from Python (device_object.cpp): the functions and the Event type
 // descent.cuda and descent.sim are built on, and Tensor's device methods.
 bool init_devices(PyObject* module);
+bool init_matmul_ladder(PyObject* module);  // ladder_functions.cpp (called by init_devices)
 // descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
 bool init_library(PyObject* module);
 extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host

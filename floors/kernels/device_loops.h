@@ -1,6 +1,6 @@
 // The device loops of the elementwise ops: one kernel body per kind of loop,
 // compiled by g++ for the simulated device (sim_kernels.cpp) and by nvcc for
-// CUDA (cuda_kernels.cu). See Note [One kernel body, two devices].
+// CUDA (cuda_elementwise.cu). See Note [One kernel body, two devices].
 //
 // [SECTION] Operands and offsets
 // [SECTION] The loops: what one element, or four, does
@@ -22,13 +22,13 @@
 //   - run_thread() is the body of one thread: a grid-stride loop over the
 //     elements (or over runs of four, on the contiguous fast path);
 //   - CUDA runs it as a __global__ function, one call per GPU thread
-//     (cuda_kernels.cu); the simulated device runs it on its stream's worker,
+//     (cuda_elementwise.cu); the simulated device runs it on its stream's worker,
 //     block after block, calling it for thread 0, 1, ... of the block in
 //     turn (sim_kernels.cpp, through launch::launch_sim).
 // So sim:0 computes every element with the CPU kernels' own expression
 // (elementwise.h), compiled by the same compiler: its results equal the
 // CPU's bit for bit, which the tests check for every op and dtype. On CUDA,
-// + - * / and sqrt are IEEE-rounded as on the CPU (cuda_kernels.cu is
+// + - * / and sqrt are IEEE-rounded as on the CPU (cuda_elementwise.cu is
 // compiled with --fmad=false, as the CPU loops are with -ffp-contract=off),
 // so those are exact too, as is clamp, which only compares; exp, log, tanh,
 // sin, cos, pow and sigmoid call CUDA's math library, whose results may
@@ -654,7 +654,7 @@ struct Build {
 
 // The device loops of kernels.h for each kind of device: sim_kernels.cpp
 // defines sim's (and kernels.h's device:: functions, which pick one),
-// cuda_kernels.cu defines cuda's, in builds with CUDA only.
+// cuda_elementwise.cu defines cuda's, in builds with CUDA only.
 #define DESCENT_DEVICE_LOOPS                                                                      \
   void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);              \
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);          \

@@ -5,12 +5,12 @@
 // [SECTION] A reduction over blocks
 // [SECTION] The tiled matrix product
 // [SECTION] Gather and scatter
-// [SECTION] CUDA entry points (cuda_reduce_matmul.cu)
+// [SECTION] CUDA entry points (cuda_reduce.cu, cuda_index.cu)
 //
 // Everything here is plain data and DESCENT_HD functions (elementwise.h):
 // the simulated device calls them from its blocks' bodies on the stream's
-// worker (device_reduce_matmul.cpp), CUDA from its kernels
-// (cuda_reduce_matmul.cu), so both devices run the same order of operations
+// worker (device_reduce_matmul.cpp, matmul_ladder.cpp), CUDA from its kernels
+// (cuda_reduce.cu, cuda_matmul_*.cu, cuda_index.cu), so both devices run the same order of operations
 // and give the same bits. See Note [A reduction over blocks] and Note
 // [Device matmul] below; the host side, which builds the plans from tensors,
 // is device_reduce_matmul.cpp.
@@ -327,13 +327,15 @@ struct MaxPartials {
 // reading a and b 16 bytes at a time, loading the next k tile into
 // registers while the shared one is in use (two shared buffers, one barrier
 // a step) and the next k step's values from shared memory while the
-// current one's multiply-adds run (cuda_reduce_matmul.cu says why this
+// current one's multiply-adds run (cuda_matmul_3_register_tiles.cu says why this
 // shape won: 0.87 of cuBLAS at 4096^3 on the H200, from 0.76 with 256
 // threads of 8 x 8). Every tiling gives the same bits: only the order of k
 // matters, and it is always ascending. float16 and bfloat16 run the general
 // tiles on sim:0, adding in float32; on CUDA they run on tensor cores, whose
-// order is the hardware's (Note [Tensor-core matmul], cuda_reduce_matmul.cu):
-// there the two devices agree within the bound, not bit for bit.
+// order is the hardware's (Note [Tensor-core matmul], cuda_matmul_4_wmma.cu):
+// there the two devices agree within the bound, not bit for bit, unless a
+// lower rung of the ladder is asked for (Note [The matmul ladder],
+// matmul_ladder.h: one thread per output, shared tiles, register tiles).
 
 struct MatmulPlan {
   int64_t batch = 0, m = 0, n = 0, k = 0;
@@ -360,6 +362,25 @@ struct Float32Tile {
   static constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
   static constexpr int kThreads = (BM / TM) * (BN / TN);  // 256
 };
+
+// The matmul ladder's rung 2 (Note [The matmul ladder], matmul_ladder.h):
+// 16 x 16 tiles, one output a thread, so each thread's k loop is the naive
+// one's, its operands read from shared memory.
+struct SharedTile {
+  static constexpr int BM = 16, BN = 16, BK = 16, TM = 1, TN = 1;
+  static constexpr int kThreads = (BM / TM) * (BN / TN);  // 256
+};
+
+// The ladder's rung 1: output (i, j) of one matrix, k ascending from device
+// memory, the same multiply-adds in the same order as the tiles (whose
+// zeros past the end of k add nothing: acc + 0 * 0 is acc).
+template <class T>
+DESCENT_HD void naive_output(const MatmulPlan& p, const T* a, const T* b, T* out, int64_t i, int64_t j) {
+  using Acc = opmath_t<T>;
+  Acc acc = Acc(0);
+  for (int64_t k = 0; k < p.k; ++k) acc = mul_add(Acc(a[i * p.sa[1] + k * p.sa[2]]), Acc(b[k * p.sb[1] + j * p.sb[2]]), acc);
+  out[i * p.n + j] = T(acc);
+}
 
 // Thread t's share of copying the k tile at k0 into shared memory:
 // as[kk][i] = a[row0 + i, k0 + kk], bs[kk][j] = b[k0 + kk, col0 + j], zero outside.
@@ -472,7 +493,8 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
 
 // [SECTION] CUDA entry points ----------------------------------------------------------------
 
-// Defined in cuda_reduce_matmul.cu; each launches on stream `s` of a CUDA
+// Defined in cuda_reduce.cu and cuda_index.cu (the product's rungs:
+// matmul_ladder.h); each launches on stream `s` of a CUDA
 // device through floor 8 (launch_cuda) and returns. `partials` holds
 // plan.outputs * plan.blocks running totals (and `partial_index` as many
 // positions for max) when plan.blocks > 1.
@@ -481,7 +503,6 @@ void cuda_sum(const streams::Stream& s, ScalarType in, ScalarType out, const voi
               const ReducePlan& plan, bool mean);
 void cuda_max(const streams::Stream& s, ScalarType dt, const void* x, void* y, int64_t* indices, void* partials,
               int64_t* partial_index, const ReducePlan& plan);
-void cuda_matmul(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out, const MatmulPlan& plan);
 void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void* out, const GatherPlan& plan);
 void cuda_scatter(const streams::Stream& s, ScalarType dt, void* self, const void* values, const ScatterPlan& plan);
 #endif

@@ -14,13 +14,14 @@
 // device's current stream: on sim:0 through launch_sim, whose body runs the
 // algorithms of device_reduce.h once per block, the block's threads one
 // after the other on the stream's worker; on cuda:N through the kernels of
-// cuda_reduce_matmul.cu. Nothing here waits for the device.
+// cuda_reduce.cu, cuda_matmul_*.cu and cuda_index.cu. Nothing here waits for the device.
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_ladder.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {
@@ -172,75 +173,21 @@ void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool
 
 // [SECTION] Matrix product -------------------------------------------------------------------------
 
-namespace {
-
-// One block of the tiled product on sim:0 (Note [Device matmul]): the same
-// steps as a CUDA block, its threads' loads, then their multiply-adds, one
-// after the other at each barrier.
-template <class Tile, class T>
-void sim_matmul(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const T* a, const T* b, T* out) {
-  using Acc = opmath_t<T>;
-  launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
-  k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
-  k.grid.z = uint32_t(p.batch);
-  k.shared_bytes = uint32_t(sizeof(T) * Tile::BK * (Tile::BM + Tile::BN));
-  launch::launch_sim(s, k, [=](const launch::Dim3& blk) {
-    struct Shared {
-      T as[Tile::BK][Tile::BM];
-      T bs[Tile::BK][Tile::BN];
-    };
-    auto shared = std::make_unique<Shared>();
-    std::vector<Acc> acc(size_t(Tile::kThreads) * Tile::TM * Tile::TN, Acc(0));  // every thread's registers
-    auto regs = [&](uint32_t t) { return reinterpret_cast<Acc(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN); };
-    const int64_t row0 = int64_t(blk.y) * Tile::BM, col0 = int64_t(blk.x) * Tile::BN;
-    const T* ab = a + int64_t(blk.z) * p.sa[0];
-    const T* bb = b + int64_t(blk.z) * p.sb[0];
-    for (int64_t k0 = 0; k0 < p.k; k0 += Tile::BK) {
-      for (uint32_t t = 0; t < Tile::kThreads; ++t) load_tiles<Tile>(p, ab, bb, row0, col0, k0, shared->as, shared->bs, t);
-      for (uint32_t t = 0; t < Tile::kThreads; ++t) multiply_tiles<Tile>(shared->as, shared->bs, regs(t), t);
-    }
-    T* ob = out + int64_t(blk.z) * p.m * p.n;
-    for (uint32_t t = 0; t < Tile::kThreads; ++t) store_tile<Tile>(p, ob, row0, col0, regs(t), t);
-  });
-}
-
-}  // namespace
-
+// The plan, then the ladder's rung for this device and dtype (Note [The
+// matmul ladder], matmul_ladder.h; the rungs sim:0 runs are in matmul_ladder.cpp).
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (out.numel() == 0) return;
   MatmulPlan p;
   p.batch = out.sizes()[0], p.m = out.sizes()[1], p.n = out.sizes()[2], p.k = a.sizes()[2];
   for (int d = 0; d < 3; ++d) p.sa[d] = a.strides()[d], p.sb[d] = b.strides()[d];
   DESCENT_CHECK(p.batch < 65536, Error, "aten::bmm on a device: at most 65535 matrices in one batch, got ", p.batch);
-  const streams::Stream s = streams::current_stream(out.device());
-#ifdef DESCENT_HAVE_CUDA
-  if (out.device().type == DeviceType::CUDA) return cuda_matmul(s, out.dtype(), a.data_ptr(), b.data_ptr(), out.data_ptr(), p);
-#endif
+  DESCENT_CHECK(out.dtype() != ScalarType::Bool, Error, "device::matmul: no product of bool");
+#ifndef DESCENT_HAVE_CUDA
   DESCENT_CHECK(out.device().type == DeviceType::Sim, NotImplementedError, "aten::mm on ", out.device().str(),
                 ": this build has no CUDA");
-  switch (out.dtype()) {
-    case ScalarType::Float32:
-      return sim_matmul<Float32Tile>(s, "matmul_tiled_128x128_float32", p, a.data<float>(), b.data<float>(), out.data<float>());
-    case ScalarType::Float64:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float64", p, a.data<double>(), b.data<double>(), out.data<double>());
-    case ScalarType::Int64:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int64", p, a.data<int64_t>(), b.data<int64_t>(), out.data<int64_t>());
-    case ScalarType::Int32:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int32", p, a.data<int32_t>(), b.data<int32_t>(), out.data<int32_t>());
-    case ScalarType::Int16:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int16", p, a.data<int16_t>(), b.data<int16_t>(), out.data<int16_t>());
-    case ScalarType::Int8:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_int8", p, a.data<int8_t>(), b.data<int8_t>(), out.data<int8_t>());
-    case ScalarType::UInt8:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_uint8", p, a.data<uint8_t>(), b.data<uint8_t>(), out.data<uint8_t>());
-    case ScalarType::Float16:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_float16", p, a.data<Half>(), b.data<Half>(), out.data<Half>());
-    case ScalarType::BFloat16:
-      return sim_matmul<GenericTile>(s, "matmul_tiled_64x64_bfloat16", p, a.data<BFloat16>(), b.data<BFloat16>(),
-                                     out.data<BFloat16>());
-    case ScalarType::Bool: break;
-  }
-  throw Error("device::matmul: no product of bool");
+#endif
+  ladder_matmul(streams::current_stream(out.device()), out.device(), out.dtype(), a.data_ptr(), b.data_ptr(),
+                out.data_ptr(), p);
 }
 
 // [SECTION] Gather and scatter --------------------------------------------------------------------

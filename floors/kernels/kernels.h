@@ -5,7 +5,7 @@
 // [SECTION] Cascade summation
 // [SECTION] Type promotion
 // [SECTION] The loops (reference.cpp, optimized.cpp)
-// [SECTION] Device loops (sim_kernels.cpp, cuda_kernels.cu)
+// [SECTION] Device loops (sim_kernels.cpp, cuda_elementwise.cu)
 // [SECTION] Registration
 //
 // A boxed CPU kernel (register_cpu.cpp) checks its arguments, broadcasts,

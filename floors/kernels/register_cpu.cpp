@@ -21,6 +21,7 @@
 
 #include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_ladder.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
@@ -472,6 +473,12 @@ Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, Scal
            },
            [&] { reference_matmul(A, Bm, out); });
   if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
+  if (span.active() && dev.type != DeviceType::CPU && out.numel() > 0) {  // Note [The matmul ladder]
+    const device::RungRun& r = device::last_matmul_run();
+    span.arg("rung", device::rung_name(r.rung));
+    span.arg("kernel", r.kernel);
+    if (!r.fallback.empty()) span.arg("rung_fallback", trace::intern(r.fallback));
+  }
   return out;
 }
 

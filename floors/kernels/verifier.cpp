@@ -348,7 +348,8 @@ bool same_bits_but_nan_payloads(const Tensor& a, const Tensor& b) {
 }
 
 // A device run against the CPU's reference (Note [Device claims]).
-Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
+// `given`: these arguments instead of the op's sample (an op that is not in place).
+Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device, const Stack* given = nullptr) {
   Verdict v;
   v.op = op.name;
   v.dtype = dtype;
@@ -360,7 +361,7 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
     return false;
   }();
   const bool in_place = op.kind == OpKind::InPlace;
-  Stack args = sample_call(op, dtype, seed);
+  Stack args = given ? *given : sample_call(op, dtype, seed);
   std::vector<Tensor> ref, dev;
   const char *ran_ref = "", *ran_dev = "";
   try {
@@ -465,6 +466,12 @@ Tensor same_layout_on(const Tensor& t, Device d) {
   return v;
 }
 
+Verdict verify_call(const OpEntry& op, const Stack& args, ScalarType dtype, Device device) {
+  DESCENT_CHECK(op.kind != OpKind::InPlace && device.type != DeviceType::CPU, Error,
+                "verify_call: a device, and an op that is not in place");
+  return verify_on_device(op, dtype, 0, device, &args);
+}
+
 Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
   if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, seed, device);
   Verdict v;
@@ -535,6 +542,7 @@ std::vector<Verdict> verify_all(uint64_t seed, Device device) {
   std::vector<Verdict> out;
   for (const OpEntry& op : all_ops())
     for (int t = 0; t < kNumScalarTypes; ++t) out.push_back(verify(op, ScalarType(t), seed, device));
+  for (Verdict& v : verify_matmul_rungs(seed, device)) out.push_back(std::move(v));  // none on the CPU
   return out;
 }
 

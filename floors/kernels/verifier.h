@@ -36,6 +36,14 @@ Tensor same_layout_on(const Tensor& t, Device d);
 // inputs (same values, sizes and strides), against the CPU's reference
 // loop, and compares as Note [Device claims] (verifier.cpp) says.
 Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device = Device{});
+// verify() of a device on the arguments given (copied to the device as
+// they are laid out) instead of the op's sample; the op not in place.
+Verdict verify_call(const OpEntry& op, const Stack& args, ScalarType dtype, Device device);
+// Every rung of the device's matmul ladder (Note [The matmul ladder],
+// matmul_ladder.h) on every dtype it takes, against the CPU's reference, on
+// odd shapes, tile edges, transposed operands and a batch (verify_rungs.cpp);
+// each verdict's op is "mm[rung] shape", and it fails too when another rung ran.
+std::vector<Verdict> verify_matmul_rungs(uint64_t seed, Device device);
 // verify() over every op and dtype.
 std::vector<Verdict> verify_all(uint64_t seed, Device device = Device{});
 std::string format_verdicts(const std::vector<Verdict>& v);  // a table, one line per verdict

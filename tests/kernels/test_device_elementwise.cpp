@@ -1,5 +1,5 @@
 // Tests for the elementwise ops on devices (floors/kernels/device_loops.h,
-// sim_kernels.cpp, cuda_kernels.cu, and the boxed kernels' device paths in
+// sim_kernels.cpp, cuda_elementwise.cu, and the boxed kernels' device paths in
 // register_cpu.cpp and factories.cpp): every row of the op table of the
 // kinds this covers (unary, binary, comparison, in place, copies, views,
 // factories), each dtype, run from its sample call on the CPU and on the

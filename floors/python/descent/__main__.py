@@ -4,6 +4,7 @@
     descent replay FILE [--chrome FILE]
     descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
     descent ops
+    descent bench matmul --ladder [--device DEV] [--sizes 1024,4096,8192] [--dtypes bfloat16,float16,float32]
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
     descent lesson [NAME] [--answers A,B] [--check FILE.py] [--handout DIR] [--validate [PATH]] [--reset]
 """
@@ -112,6 +113,9 @@ def cmd_verify(args):
         return 1 if failed else 0
     try:
         verdicts = descent.verify(args.op, args.seed, args.device)
+        if args.device and args.op in (None, "mm", "bmm", "aten::mm", "aten::bmm"):
+            # and every rung of the device's matmul ladder (Note [The matmul ladder]): ops named "mm[rung] shape"
+            verdicts += _C._verify_matmul_rungs(args.seed, args.device)
     except RuntimeError as e:  # verify(): no op named 'X' (see: descent ops)
         print(f"descent {e}", file=sys.stderr)
         return 2
@@ -182,6 +186,8 @@ def main(argv=None):
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
+    from descent import bench
+    bench.add_parser(sub)
     from descent.lessons import terminal as lesson_terminal
     lesson_terminal.add_parser(sub)
     # `descent app ...` hands its arguments to the app untouched (its own parser

@@ -1,0 +1,30 @@
+// The matmul ladder's rung 2 (Note [The matmul ladder], matmul_ladder.h):
+// shared-memory tiles. A block of 16 x 16 threads owns a 16 x 16 tile of the
+// output and walks k 16 at a time: its threads copy a 16 x 16 tile of a and
+// one of b into shared memory (one element each, zeros past the edges), wait
+// for each other, and each adds the 16 products of its own output, reading
+// both tiles from shared memory. Each element read from device memory now
+// feeds 16 outputs instead of one. The body is device_reduce.h's
+// (load_tiles, multiply_tiles, store_tile), which sim:0 runs too.
+#include "floors/kernels/cuda_matmul_tiled.cuh"
+#include "floors/kernels/matmul_ladder.h"
+
+namespace descent::kernels::device {
+
+namespace {
+
+const char* const kSharedNames[kNumScalarTypes] = {
+    "", "matmul_shared_16x16_int64", "matmul_shared_16x16_float32", "matmul_shared_16x16_float64",
+    "matmul_shared_16x16_float16", "matmul_shared_16x16_bfloat16", "matmul_shared_16x16_uint8",
+    "matmul_shared_16x16_int8", "matmul_shared_16x16_int16", "matmul_shared_16x16_int32"};
+
+}  // namespace
+
+const char* cuda_matmul_shared_tiles(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
+                                     const MatmulPlan& p) {
+  const char* kernel = kSharedNames[int(dt)];
+  visit_product_dtype(dt, [&]<class T>() { launch_tiled<SharedTile, T>(s, kernel, p, a, b, out); });
+  return kernel;
+}
+
+}  // namespace descent::kernels::device
