@@ -21,6 +21,7 @@
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/random.h"
 #include "floors/kernels/verifier.h"
@@ -777,6 +778,32 @@ PyObject* py_set_matmul_isa(PyObject*, PyObject* arg) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// The matmul ladder of a device type ('cpu', 'cuda'; Note [Matmul rungs]).
+DeviceType rung_device(PyObject* arg, const char* fn) {
+  DESCENT_CHECK(PyUnicode_Check(arg), TypeError, fn, "(): expected a device str, not ", Py_TYPE(arg)->tp_name);
+  return Device::parse(utf8_text(arg)).type;
+}
+PyObject* py_matmul_rungs(PyObject*, PyObject* arg) {
+  DESCENT_PY_TRY
+  const std::vector<std::string> names = kernels::matmul_rungs(rung_device(arg, "_matmul_rungs"));
+  return py_list(names.size(), [&](size_t i) { return PyUnicode_FromString(names[i].c_str()); });
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_matmul_rung(PyObject*, PyObject* arg) {
+  DESCENT_PY_TRY
+  return PyUnicode_FromString(kernels::matmul_rung(rung_device(arg, "_matmul_rung")));
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_last_matmul_rung(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::last_matmul_rung()); }
+PyObject* py_set_matmul_rung(PyObject*, PyObject* args) {
+  PyObject *device, *name;
+  if (!PyArg_ParseTuple(args, "OU:_set_matmul_rung", &device, &name)) return nullptr;
+  DESCENT_PY_TRY
+  kernels::set_matmul_rung(rung_device(device, "_set_matmul_rung"), utf8_text(name));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+
 PyMethodDef module_methods[] = {
     {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
     {"_scalar_tensor", py_scalar_tensor, METH_VARARGS,
@@ -791,6 +818,10 @@ PyMethodDef module_methods[] = {
     {"_matmul_isas", py_matmul_isas, METH_NOARGS, "the vector units the optimized matmul can use here, narrowest first"},
     {"_matmul_isa", py_matmul_isa, METH_NOARGS, "the vector unit the optimized matmul uses"},
     {"_set_matmul_isa", py_set_matmul_isa, METH_O, "_set_matmul_isa(name): one of _matmul_isas()"},
+    {"_matmul_rungs", py_matmul_rungs, METH_O, "_matmul_rungs(device): 'auto', then the matmul's rungs, plainest first"},
+    {"_matmul_rung", py_matmul_rung, METH_O, "_matmul_rung(device): the matmul rung chosen there"},
+    {"_last_matmul_rung", py_last_matmul_rung, METH_NOARGS, "the rung the last CPU matmul on this thread ran"},
+    {"_set_matmul_rung", py_set_matmul_rung, METH_VARARGS, "_set_matmul_rung(device, name): one of _matmul_rungs(device)"},
     {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a large CPU kernel uses, >= 1"},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "threads a large CPU kernel uses (DESCENT_NUM_THREADS, else all)"},
     {"_cpu_allocator_stats", py_cpu_stats, METH_NOARGS, "the CPU allocator's statistics"},

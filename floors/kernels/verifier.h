@@ -36,6 +36,9 @@ Tensor same_layout_on(const Tensor& t, Device d);
 // inputs (same values, sizes and strides), against the CPU's reference
 // loop, and compares as Note [Device claims] (verifier.cpp) says.
 Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device = Device{});
+// verify() on the CPU for a call of the caller's own (odd shapes, strides):
+// `args` as the op's schema takes them; not for an in-place op.
+Verdict verify_call(const OpEntry& op, const Stack& args);
 // verify() over every op and dtype.
 std::vector<Verdict> verify_all(uint64_t seed, Device device = Device{});
 std::string format_verdicts(const std::vector<Verdict>& v);  // a table, one line per verdict
