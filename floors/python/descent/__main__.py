@@ -4,6 +4,7 @@
     descent replay FILE [--chrome FILE]
     descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
     descent ops
+    descent bench matmul --ladder [--device cpu] [--sizes 512,2048] [--threads all,1]
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
     descent lesson [NAME] [--answers A,B] [--check FILE.py] [--handout DIR] [--validate [PATH]] [--reset]
 """
@@ -182,6 +183,8 @@ def main(argv=None):
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
+    from descent import _bench
+    _bench.add_parser(sub)
     from descent.lessons import terminal as lesson_terminal
     lesson_terminal.add_parser(sub)
     # `descent app ...` hands its arguments to the app untouched (its own parser
