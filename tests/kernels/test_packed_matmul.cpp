@@ -185,6 +185,14 @@ TEST(MatmulRungs, TheTraceNamesTheRungThatRan) {
     kernels::VariantGuard vg(kernels::Variant::Reference);
     EXPECT_EQ(traced_rung(a, b, &got), "reference");
   }
+  {  // SSE2 has no FMA: the packed rung hands the call to the register rung, and the trace says so
+    const std::string widest = kernels::matmul_isa();
+    kernels::set_matmul_isa(kernels::matmul_isas()[0]);
+    kernels::MatmulRungGuard g(DeviceType::CPU, "packed");
+    EXPECT_EQ(traced_rung(a, b, &got), "register");
+    EXPECT_TRUE(same_bits(got, want_ref));
+    kernels::set_matmul_isa(widest);
+  }
 }
 
 }  // namespace
