@@ -1,10 +1,13 @@
-// descent._C's functions of the matmul ladder (Note [The matmul ladder],
-// floors/kernels/matmul_ladder.h): which rungs a device runs, which one its
-// products use, which one the last product ran, and the verifier over them.
+// descent._C's functions of the matmul ladders, one set for every device:
+// the CPU's (Note [Matmul rungs], floors/kernels/matmul_rungs.h) and a
+// device's (Note [The matmul ladder], floors/kernels/matmul_ladder.h):
+// which rungs it runs, which one its products use, which one the last
+// product ran, and the verifier over them.
 #include <string>
 
 #include "floors/binding/binding.h"
 #include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/verifier.h"
 
 namespace descent::binding {
@@ -14,7 +17,7 @@ namespace {
 namespace device = kernels::device;
 
 Device device_of(PyObject* o, const char* fn) {
-  DESCENT_CHECK(PyUnicode_Check(o), TypeError, fn, "(): expected a device name ('sim:0', 'cuda:0'), not ",
+  DESCENT_CHECK(PyUnicode_Check(o), TypeError, fn, "(): expected a device name ('cpu', 'sim:0', 'cuda:0'), not ",
                 Py_TYPE(o)->tp_name);
   return Device::parse(utf8_text(o));
 }
@@ -22,7 +25,9 @@ Device device_of(PyObject* o, const char* fn) {
 // _matmul_rungs(device): the rungs the device runs, lowest first.
 PyObject* py_matmul_rungs(PyObject*, PyObject* o) {
   DESCENT_PY_TRY
-  const std::vector<std::string> names = device::matmul_rungs(device_of(o, "_matmul_rungs"));
+  const Device d = device_of(o, "_matmul_rungs");
+  const std::vector<std::string> names =
+      d.type == DeviceType::CPU ? kernels::matmul_rungs(DeviceType::CPU) : device::matmul_rungs(d);
   return py_list(names.size(), [&](size_t i) { return PyUnicode_FromString(names[i].c_str()); });
   DESCENT_PY_CATCH(nullptr)
 }
@@ -32,7 +37,9 @@ PyObject* py_set_matmul_rung(PyObject*, PyObject* args) {
   PyObject *dev = nullptr, *name = nullptr;
   if (!PyArg_ParseTuple(args, "OU:_set_matmul_rung", &dev, &name)) return nullptr;
   DESCENT_PY_TRY
-  device::set_matmul_rung(device_of(dev, "_set_matmul_rung"), utf8_text(name));
+  const Device d = device_of(dev, "_set_matmul_rung");
+  if (d.type == DeviceType::CPU) kernels::set_matmul_rung(DeviceType::CPU, utf8_text(name));
+  else device::set_matmul_rung(d, utf8_text(name));
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
@@ -40,15 +47,23 @@ PyObject* py_set_matmul_rung(PyObject*, PyObject* args) {
 // _matmul_rung(device): the rung asked for ('auto' unless set).
 PyObject* py_matmul_rung(PyObject*, PyObject* o) {
   DESCENT_PY_TRY
-  return PyUnicode_FromString(device::rung_name(device::requested_matmul_rung(device_of(o, "_matmul_rung"))));
+  const Device d = device_of(o, "_matmul_rung");
+  if (d.type == DeviceType::CPU) return PyUnicode_FromString(kernels::matmul_rung(DeviceType::CPU));
+  return PyUnicode_FromString(device::rung_name(device::requested_matmul_rung(d)));
   DESCENT_PY_CATCH(nullptr)
 }
 
-// _last_matmul_run(): what this thread's last device product ran.
-PyObject* py_last_matmul_run(PyObject*, PyObject*) {
+// _last_matmul_run(device): what this thread's last product there ran (on
+// the CPU a rung and no kernel name or fallback: a rung that cannot take a
+// call hands it to the rung below, and says so by naming that one).
+PyObject* py_last_matmul_run(PyObject*, PyObject* o) {
+  DESCENT_PY_TRY
+  if (device_of(o, "_last_matmul_run").type == DeviceType::CPU)
+    return Py_BuildValue("{s:s,s:s,s:s}", "rung", kernels::last_matmul_rung(), "kernel", "", "fallback", "");
   const device::RungRun& r = device::last_matmul_run();
   return Py_BuildValue("{s:s,s:s,s:s}", "rung", device::rung_name(r.rung), "kernel", r.kernel, "fallback",
                        r.fallback.c_str());
+  DESCENT_PY_CATCH(nullptr)
 }
 
 // _verify_matmul_rungs(seed, device): the verdicts of every rung (verifier.h), as _verify's dicts.
@@ -77,7 +92,8 @@ PyMethodDef ladder_functions[] = {
     {"_matmul_rungs", py_matmul_rungs, METH_O, "_matmul_rungs(device): the matmul ladder's rungs there, lowest first"},
     {"_set_matmul_rung", py_set_matmul_rung, METH_VARARGS, "_set_matmul_rung(device, name): a rung, or 'auto'"},
     {"_matmul_rung", py_matmul_rung, METH_O, "_matmul_rung(device): the rung asked for there"},
-    {"_last_matmul_run", py_last_matmul_run, METH_NOARGS, "the rung, kernel and fallback of the last device product"},
+    {"_last_matmul_run", py_last_matmul_run, METH_O,
+     "_last_matmul_run(device): the rung, kernel and fallback of this thread's last product there"},
     {"_verify_matmul_rungs", py_verify_matmul_rungs, METH_VARARGS,
      "_verify_matmul_rungs(seed, device): every rung against the CPU's reference"},
     {nullptr, nullptr, 0, nullptr},

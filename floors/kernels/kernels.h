@@ -176,6 +176,13 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 const char* matmul_isa();
 std::vector<std::string> matmul_isas();  // the ones this CPU can run, narrowest first
 void set_matmul_isa(std::string_view name);  // ValueError naming the choices for any other
+// BLIS's packed panels and an FMA microkernel (Note [Packed matmul]): a, b
+// of any strides, float32 and float64, out contiguous; false without FMA.
+bool packed_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+// The CPU product by the rung chosen (Note [Matmul rungs]): a [B, M, K], b
+// [B, K, N] of any strides; false, having run nothing, for the reference
+// loop. Sets last_matmul_rung() (matmul_rungs.h) to the rung that ran.
+bool cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 
 // [SECTION] Device loops -----------------------------------------------------------
 

@@ -22,6 +22,7 @@
 #include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/matmul_rungs.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
@@ -466,14 +467,16 @@ Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, Scal
   Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, dev);
   begin(span, out);
   run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
-           [&] {
-             Tensor ca = A.is_contiguous() ? A : call(Op::contiguous, A);
-             Tensor cb = Bm.is_contiguous() ? Bm : call(Op::contiguous, Bm);
-             return optimized_matmul(ca, cb, out);
-           },
+           [&] { return cpu_matmul(A, Bm, out); },  // the rung chosen (Note [Matmul rungs], matmul_rungs.cpp)
            [&] { reference_matmul(A, Bm, out); });
-  if (span.active() && std::strcmp(last_variant(), "optimized") == 0) span.arg("isa", matmul_isa());
-  if (span.active() && dev.type != DeviceType::CPU && out.numel() > 0) {  // Note [The matmul ladder]
+  // Every device names the rung that ran (Note [Matmul rungs], Note [The matmul ladder]):
+  // the CPU its vector unit too, a GPU the kernel and why the rung asked for could not take it.
+  if (dev.type == DeviceType::CPU) {
+    const bool optimized = std::strcmp(last_variant(), "optimized") == 0;
+    if (!optimized) last_matmul_rung() = "reference";
+    span.arg("rung", last_matmul_rung());
+    if (optimized) span.arg("isa", matmul_isa());
+  } else if (span.active() && out.numel() > 0) {
     const device::RungRun& r = device::last_matmul_run();
     span.arg("rung", device::rung_name(r.rung));
     span.arg("kernel", r.kernel);

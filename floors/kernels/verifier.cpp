@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <optional>
 
 #include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/random.h"
 #include "floors/streams/streams.h"
 
@@ -466,49 +469,23 @@ Tensor same_layout_on(const Tensor& t, Device d) {
   return v;
 }
 
-Verdict verify_call(const OpEntry& op, const Stack& args, ScalarType dtype, Device device) {
-  DESCENT_CHECK(op.kind != OpKind::InPlace && device.type != DeviceType::CPU, Error,
-                "verify_call: a device, and an op that is not in place");
-  return verify_on_device(op, dtype, 0, device, &args);
-}
+namespace {
 
-Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
-  if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, seed, device);
-  Verdict v;
-  v.op = op.name;
-  v.dtype = dtype;
-  Stack args = sample_call(op, dtype, seed);
-  // An in-place op writes into its first argument: each variant gets its own
-  // copy of the sample (the same values, and the same strides as the sample's).
-  const bool in_place = op.kind == OpKind::InPlace;
-  std::vector<Tensor> ref, opt;
-  const char *ran_ref = "", *ran_opt = "";
-  try {
-    ref = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Reference, &ran_ref);
-  } catch (const Error& e) {  // the op does not take this dtype (mean of int64, ...)
-    v.claim = "unsupported";
-    v.passed = true;
-    v.detail = e.what();
-    return v;
-  }
-  opt = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Optimized, &ran_opt);
-  v.variants = std::string(ran_ref) + " vs " + ran_opt;
-  bool reordered = op.exactness == Exactness::Reordered && is_floating(ref[0].dtype());
-  v.claim = std::string(ran_opt) != "optimized" ? "single kernel" : reordered ? "bound" : "bit-for-bit";
-  v.passed = true;
-  if (op.id == Op::empty || op.id == Op::empty_strided) {  // uninitialised by definition: shape and dtype compared
-    v.passed = ref[0].sizes() == opt[0].sizes() && ref[0].dtype() == opt[0].dtype();
-    v.detail = "elements uninitialised: shape and dtype compared";
-    return v;
-  }
+// The optimized results `opt` against the reference's `ref` on the CPU,
+// bit for bit, or within Note [Summation bound] for a reordered sum, or
+// within Note [Device matmul bound] for a product of fused multiply-adds
+// (the packed rung, Note [Packed matmul]); folds the outcome into `v`.
+enum class CpuClaim { Exact, Sum, Product };
+void compare_on_cpu(Verdict& v, const OpEntry& op, const Stack& args, const std::vector<Tensor>& ref,
+                    const std::vector<Tensor>& opt, CpuClaim claim) {
   for (size_t r = 0; r < ref.size(); ++r) {
     const Tensor &a = ref[r], &b = opt[r];
     if (!(a.sizes() == b.sizes()) || a.dtype() != b.dtype()) {
       v.passed = false;
       v.detail = "results differ in shape or dtype";
-      return v;
+      return;
     }
-    if (!reordered) {
+    if (claim == CpuClaim::Exact || r > 0) {
       size_t bytes = size_t(a.numel()) * element_size(a.dtype());
       if (bytes && std::memcmp(a.data_ptr(), b.data_ptr(), bytes) != 0) {
         v.passed = false;
@@ -516,26 +493,104 @@ Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device
       }
       continue;
     }
-    // Note [Summation bound]: per element, 2 gamma_d sum|x| with d = cascade_depth(n) (over n for mean).
-    const Summands x = summands_of(op, args, a.dtype());
-    Tensor abs_sum = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, x.x), x.dims, true));
-    int64_t n = abs_sum.numel() ? x.x.numel() / abs_sum.numel() : 0;
-    Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
+    Tensor bound;
+    int64_t n = 0;
+    bool mean = false;
+    if (claim == CpuClaim::Product) {
+      bound = product_bound(op, args, a.dtype(), Device{});
+    } else {  // Note [Summation bound]: per element, 2 gamma_d sum|x| with d = cascade_depth(n) (over n for mean).
+      const Summands x = summands_of(op, args, a.dtype());
+      bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, x.x), x.dims, true));
+      n = bound.numel() ? x.x.numel() / bound.numel() : 0;
+      mean = x.mean;
+    }
+    const Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
     for (int64_t i = 0; i < a.numel(); ++i) {
-      const double d_eps = double(cascade_depth(n)) * acc_eps_of(a.dtype());
-      double bound = 2.0 * d_eps / (1.0 - d_eps) * abs_sum.data<double>()[i];
-      if (x.mean && n > 0) bound /= double(n);
-      double diff = std::fabs(a64.data<double>()[i] - b64.data<double>()[i]);
-      bound += final_rounding(a.dtype(), a64.data<double>()[i], b64.data<double>()[i]);
+      const double x = a64.data<double>()[i], y = b64.data<double>()[i];
+      double allowed = bound.data<double>()[i];
+      if (claim == CpuClaim::Sum) {
+        const double d_eps = double(cascade_depth(n)) * acc_eps_of(a.dtype());
+        allowed *= 2.0 * d_eps / (1.0 - d_eps);
+        if (mean && n > 0) allowed /= double(n);
+      } else if (adds_after_product(op)) {  // addmm and linear round once more after their product
+        allowed += 2.0 * eps_of(a.dtype()) * std::max(std::fabs(x), std::fabs(y));
+      }
+      allowed += final_rounding(a.dtype(), x, y);
+      const double diff = std::fabs(x - y);
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
-      v.bound = std::max(v.bound, bound);
-      if (!(diff <= bound)) {
+      v.bound = std::max(v.bound, allowed);
+      const bool same = x == y || (std::isnan(x) && std::isnan(y));
+      if (!(diff <= allowed) && !same) {
         v.passed = false;
-        v.detail = str("element ", i, " differs by ", diff, " > bound ", bound);
+        v.detail = str("element ", i, " differs by ", diff, " > bound ", allowed);
       }
     }
   }
+}
+
+// The CPU's side of verify(), on `args` (`remake` gives a fresh copy of them
+// for each variant of an in-place op). A product runs on every optimized rung
+// of the CPU's ladder in turn (Note [Matmul rungs]): the register rung bit
+// for bit, the packed one within Note [Device matmul bound].
+Verdict verify_on_cpu(const OpEntry& op, ScalarType dtype, const Stack& args, const std::function<Stack()>& remake) {
+  Verdict v;
+  v.op = op.name;
+  v.dtype = dtype;
+  const bool in_place = op.kind == OpKind::InPlace;
+  std::vector<Tensor> ref, opt;
+  const char *ran_ref = "", *ran_opt = "";
+  try {
+    ref = run_with(op, in_place ? remake() : args, Variant::Reference, &ran_ref);
+  } catch (const Error& e) {  // the op does not take this dtype (mean of int64, ...)
+    v.claim = "unsupported";
+    v.passed = true;
+    v.detail = e.what();
+    return v;
+  }
+  std::vector<std::string> rungs = {""};  // "": as the op runs by default
+  if (op.kind == OpKind::Matmul) {
+    rungs.clear();
+    for (const std::string& r : matmul_rungs(DeviceType::CPU))
+      if (r != "auto" && r != "reference") rungs.push_back(r);
+  }
+  const bool reordered = op.exactness == Exactness::Reordered && is_floating(ref[0].dtype());
+  bool bounded = false;
+  std::string ran_rungs;
+  v.passed = true;
+  for (const std::string& rung : rungs) {
+    std::optional<MatmulRungGuard> guard;
+    if (!rung.empty()) guard.emplace(DeviceType::CPU, rung);
+    opt = run_with(op, in_place ? remake() : args, Variant::Optimized, &ran_opt);
+    if (op.id == Op::empty || op.id == Op::empty_strided) {  // uninitialised by definition: shape and dtype compared
+      v.variants = std::string(ran_ref) + " vs " + ran_opt;
+      v.claim = "single kernel";
+      v.passed = ref[0].sizes() == opt[0].sizes() && ref[0].dtype() == opt[0].dtype();
+      v.detail = "elements uninitialised: shape and dtype compared";
+      return v;
+    }
+    const bool fused = !rung.empty() && std::strcmp(last_matmul_rung(), "packed") == 0 && is_floating(ref[0].dtype());
+    bounded = bounded || fused || reordered;
+    const std::string ran = rung.empty() ? "" : last_matmul_rung();  // packed hands int64 to register
+    if (!ran.empty() && ("+" + ran_rungs + "+").find("+" + ran + "+") == std::string::npos)
+      ran_rungs += (ran_rungs.empty() ? "" : "+") + ran;
+    compare_on_cpu(v, op, args, ref, opt, fused ? CpuClaim::Product : reordered ? CpuClaim::Sum : CpuClaim::Exact);
+  }
+  v.variants = std::string(ran_ref) + " vs " + (ran_rungs.empty() ? std::string(ran_opt) : ran_rungs);
+  v.claim = std::string(ran_opt) != "optimized" ? "single kernel" : bounded ? "bound" : "bit-for-bit";
   return v;
+}
+
+}  // namespace
+
+Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device) {
+  if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, seed, device);
+  return verify_on_cpu(op, dtype, sample_call(op, dtype, seed), [&] { return sample_call(op, dtype, seed); });
+}
+
+Verdict verify_call(const OpEntry& op, const Stack& args, ScalarType dtype, Device device) {
+  DESCENT_CHECK(op.kind != OpKind::InPlace, ValueError, "verify_call(): ", op.name, " writes into its argument");
+  if (device.type != DeviceType::CPU) return verify_on_device(op, dtype, 0, device, &args);
+  return verify_on_cpu(op, dtype, args, [&] { return args; });
 }
 
 std::vector<Verdict> verify_all(uint64_t seed, Device device) {

@@ -36,8 +36,9 @@ Tensor same_layout_on(const Tensor& t, Device d);
 // inputs (same values, sizes and strides), against the CPU's reference
 // loop, and compares as Note [Device claims] (verifier.cpp) says.
 Verdict verify(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device = Device{});
-// verify() of a device on the arguments given (copied to the device as
-// they are laid out) instead of the op's sample; the op not in place.
+// verify() on the arguments given instead of the op's sample (odd shapes,
+// strides), on the CPU (every optimized rung against the reference) or on a
+// device (`args` copied there as they are laid out); not for an in-place op.
 Verdict verify_call(const OpEntry& op, const Stack& args, ScalarType dtype, Device device);
 // Every rung of the device's matmul ladder (Note [The matmul ladder],
 // matmul_ladder.h) on every dtype it takes, against the CPU's reference, on

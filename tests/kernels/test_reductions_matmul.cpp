@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/parallel.h"
 #include "kernel_test_util.h"
 
@@ -416,6 +417,7 @@ TEST(Matmul, RegisterTilesGiveTheReferenceBitsOnEveryVectorUnit) {
                           {1, 25, 3, 7},    {1, 2003, 3, 1}, {2, 19, 5, 17}};
   const std::string widest = kernels::matmul_isa();
   const int saved_threads = kernels::get_num_threads();
+  kernels::MatmulRungGuard rung(DeviceType::CPU, "register");  // auto would pack the larger ones (Note [Matmul rungs])
   for (const std::string& isa : kernels::matmul_isas()) {
     kernels::set_matmul_isa(isa);
     EXPECT_EQ(kernels::matmul_isa(), isa);

@@ -164,6 +164,7 @@ def test_matmul_on_every_vector_unit_is_the_reference_bit_for_bit():
         want = np.asarray(a @ b)
     finally:
         descent.set_kernel_variant("auto")
+    descent._C._set_matmul_rung("cpu", "register")  # auto would take the packed rung here (Note [Matmul rungs])
     try:
         for isa in isas:
             descent._C._set_matmul_isa(isa)
@@ -173,6 +174,7 @@ def test_matmul_on_every_vector_unit_is_the_reference_bit_for_bit():
             assert any(s["args"].get("isa") == isa for s in t.result.spans() if s["name"] == "aten::bmm"), isa
     finally:
         descent._C._set_matmul_isa(widest)
+        descent._C._set_matmul_rung("cpu", "auto")
     with pytest.raises(ValueError, match="'avx9'.*choose one of 'sse2'|'avx9'.*choose one of 'generic'"):
         descent._C._set_matmul_isa("avx9")
     with pytest.raises(TypeError, match="str"):

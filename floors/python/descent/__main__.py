@@ -4,7 +4,7 @@
     descent replay FILE [--chrome FILE]
     descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
     descent ops
-    descent bench matmul --ladder [--device DEV] [--sizes 1024,4096,8192] [--dtypes bfloat16,float16,float32]
+    descent bench matmul --ladder [--device cpu|DEV] [--sizes N,..] [--dtypes D,..] [--threads all,1]
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
     descent lesson [NAME] [--answers A,B] [--check FILE.py] [--handout DIR] [--validate [PATH]] [--reset]
 """

@@ -1,29 +1,132 @@
 """`descent bench matmul --ladder`: every rung of a device's matmul ladder
-(Note [The matmul ladder], floors/kernels/matmul_ladder.h) timed beside
-PyTorch's product (cuBLAS on a GPU) measured in the same run, with each
-rung's verdict from the verifier.
+timed beside PyTorch's product measured in the same run, each with its
+verdict. One command for both ladders: the CPU's (Note [Matmul rungs],
+floors/kernels/matmul_rungs.cpp) and a device's (Note [The matmul ladder],
+floors/kernels/matmul_ladder.h), each chosen by _C._set_matmul_rung(device, rung).
 
-    descent bench matmul --ladder [--device cuda:0] [--sizes 1024,4096,8192]
-                                  [--dtypes bfloat16,float16,float32] [--reps 5]
+    descent bench matmul --ladder [--device cpu|sim:0|cuda:0] [--sizes N,..]
+        on a device: [--dtypes bfloat16,float16,float32] [--reps 5]
+        on the CPU:  [--threads all,1] [--slow] [--clock thread]
 
-Each rung (descent._C._set_matmul_rung) multiplies two n x n matrices of
-uniform values in [-1, 1) after one warm-up product; the time is the median
-of `reps` products, each timed by the device's events on its stream (on
-sim:0, its events too: the simulated device's own clock). PyTorch's side,
-when torch imports and has the device (cuda:N only), is torch.matmul on
-the same sizes, timed by torch.cuda.Event the same way, TF32 off (so float32
-multiplies in float32, as descent does). TFLOP/s counts 2 n^3 operations.
-The verdict is descent verify's for that rung and dtype (the ladder's
-shapes: odd sizes, tile edges, transposed operands and a batch); `ok` when
-all of them hold. Rungs 1 and 2 above 2048 are timed once: they are slow on
-purpose.
+On a device, each rung multiplies two n x n matrices of uniform values in
+[-1, 1) after one warm-up product; the time is the median of `reps`
+products, each timed by the device's events on its stream (on sim:0, its
+events too: the simulated device's own clock). PyTorch's side, when torch
+imports and has the device (cuda:N only), is torch.matmul on the same sizes,
+timed by torch.cuda.Event the same way, TF32 off (so float32 multiplies in
+float32, as descent does). TFLOP/s counts 2 n^3 operations. The verdict is
+descent verify's for that rung and dtype (the ladder's shapes: odd sizes,
+tile edges, transposed operands and a batch); `ok` when all of them hold.
+Rungs 1 and 2 above 2048 are timed once: they are slow on purpose.
+
+On the CPU: float32 n x n x n products; each rung is warmed up (two runs),
+then timed over repeats that fill about a second (at least 3), and the
+median is shown, as is GFLOP/s = 2 n^3 / time. PyTorch's torch.mm on the
+same numbers is timed the same way with torch.set_num_threads(threads). The
+verdict holds each rung's result to the bound both the register-blocked and
+the packed rung obey: within gamma_n (|A||B|) of the exact product (Note
+[Device matmul bound]; numpy computes the exact product's stand-in and
+|A||B| in float64). The reference rung (the plain loop) is run only up to
+512 unless --slow: at 2048 it takes minutes.
 """
+import os
 import statistics
+import sys
+import time
 
 import descent
 from descent import _C
 
 TENSOR_CORE_RUNGS = ("wmma", "wgmma")
+
+
+def median_seconds(fn, budget=1.0, clock=time.perf_counter):
+    """The median of repeated fn() after two warm-up runs: enough repeats to fill `budget` seconds, 3 to 50."""
+    fn()
+    t0 = clock()
+    fn()
+    once = max(clock() - t0, 1e-9)
+    times = []
+    for _ in range(max(3, min(50, int(budget / once)))):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
+def verdict(got, a64, b64, abs_prod):
+    """'ok' when every element is within gamma_K (|A||B|) of the float64 product, else the worst ratio."""
+    k = a64.shape[1]
+    eps = 2.0 ** -24
+    gamma = k * eps / (1 - k * eps)
+    import numpy as np
+
+    err = np.abs(got.astype(np.float64) - a64 @ b64)
+    allowed = gamma * abs_prod * (1 + 4 * k * 2.0 ** -53)
+    worst = float(np.max(err / np.maximum(allowed, 1e-300)))
+    return "ok" if np.all(err <= allowed) else f"FAIL ({worst:.2f}x the bound)"
+
+
+def torch_or_none():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def ladder_cpu(args, sizes):
+    """The CPU's rungs and torch.mm, for each size and thread count; returns the exit status."""
+    import numpy as np
+
+    torch = torch_or_none()
+    all_threads = os.cpu_count() or 1
+    threads_list = [all_threads if t == "all" else int(t) for t in args.threads.split(",")]
+    rungs = _C._matmul_rungs("cpu")
+    saved = _C.get_num_threads(), _C._matmul_rung("cpu")
+    print(f"descent bench matmul --ladder --device cpu: float32, isa={_C._matmul_isa()}, "
+          f"torch {torch.__version__ if torch else '(not importable: no comparison)'}")
+    print(f"{'n':>5} {'threads':>7} {'rung':10} {'ms':>10} {'GFLOP/s':>9} {'x torch':>8}  verdict")
+    failed = 0
+    rng = np.random.default_rng(19)
+    try:
+        for n in sizes:
+            a_np = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            b_np = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+            a64, b64 = a_np.astype(np.float64), b_np.astype(np.float64)
+            abs_prod = np.abs(a64) @ np.abs(b64)
+            a, b = descent.from_numpy(a_np), descent.from_numpy(b_np)
+            flop = 2.0 * n ** 3
+            for threads in threads_list:
+                _C.set_num_threads(threads)
+                # --clock thread: this thread's CPU time, blind to other processes' turns on a shared machine;
+                # with one thread only (a pool's workers are not this thread).
+                clock = time.thread_time if args.clock == "thread" and threads == 1 else time.perf_counter
+                t_torch = None
+                if torch is not None:
+                    torch.set_num_threads(threads)
+                    ta, tb = torch.from_numpy(a_np), torch.from_numpy(b_np)
+                    t_torch = median_seconds(lambda: torch.mm(ta, tb), clock=clock)
+                for rung in rungs + ["auto"]:
+                    if rung == "reference" and n > 512 and not args.slow:
+                        print(f"{n:>5} {threads:>7} {rung:10} {'-':>10} {'-':>9} {'-':>8}  skipped (--slow runs it)")
+                        continue
+                    _C._set_matmul_rung("cpu", rung)
+                    t = median_seconds(lambda: a @ b, clock=clock)
+                    got = np.asarray(a @ b)
+                    ran = _C._last_matmul_run("cpu")["rung"]
+                    name = rung if rung != "auto" else f"auto:{ran}"
+                    v = verdict(got, a64, b64, abs_prod)
+                    failed += v != "ok"
+                    ratio = f"{t / t_torch:.2f}" if t_torch else "-"
+                    print(f"{n:>5} {threads:>7} {name:10} {t * 1e3:>10.3f} {flop / t / 1e9:>9.1f} {ratio:>8}  {v}")
+                if t_torch:
+                    print(f"{n:>5} {threads:>7} {'torch':10} {t_torch * 1e3:>10.3f} {flop / t_torch / 1e9:>9.1f} "
+                          f"{1.0:>8.2f}")
+    finally:
+        _C.set_num_threads(saved[0])
+        _C._set_matmul_rung("cpu", saved[1])
+    return 1 if failed else 0
 
 
 def _device_module(device):
@@ -84,8 +187,8 @@ def _verdicts(device, seed=1):
     return out
 
 
-def matmul_ladder(device, sizes, dtypes, reps, echo=print):
-    """Prints one line per (dtype, size, rung) and PyTorch's beside; returns 1 if a verdict failed."""
+def ladder_device(device, sizes, dtypes, reps, echo=print):
+    """A device's rungs: one line per (dtype, size, rung) and PyTorch's beside; returns 1 if a verdict failed."""
     rungs = _C._matmul_rungs(device)
     echo(f"descent bench matmul --ladder on {device}: rungs {', '.join(rungs)}; "
          f"median of {reps} after a warm-up, device events; TFLOP/s = 2 n^3 / time")
@@ -109,7 +212,7 @@ def matmul_ladder(device, sizes, dtypes, reps, echo=print):
                 try:
                     slow = rung in ("naive", "shared_tiles") and n > 2048
                     ms = _time_ms(device, lambda: a @ b, 1 if slow else reps)
-                    ran = _C._last_matmul_run()
+                    ran = _C._last_matmul_run(device)
                 finally:
                     _C._set_matmul_rung(device, "auto")
                 ok, why = verdicts.get((rung, dtype_name), (True, "no verdict"))
@@ -123,21 +226,32 @@ def matmul_ladder(device, sizes, dtypes, reps, echo=print):
 
 
 def add_parser(sub):
-    b = sub.add_parser("bench", help="time descent's kernels beside PyTorch's")
+    b = sub.add_parser("bench", help="time a kernel's ladder beside PyTorch's (descent bench matmul --ladder)")
     b.add_argument("what", choices=["matmul"], help="what to time")
     b.add_argument("--ladder", action="store_true", required=True,
-                   help="every rung of the device's matmul ladder (Note [The matmul ladder])")
-    b.add_argument("--device", default=None, help="cuda:0 where there is one, else sim:0")
+                   help="every rung of the device's matmul ladder, plainest first")
+    b.add_argument("--device", default=None, help="cpu, sim:0 or cuda:N (cuda:0 where there is one, else cpu)")
     b.add_argument("--sizes", default=None,
-                   help="n of the n x n x n products, comma-separated (1024,4096,8192 on CUDA; 64,128 on sim:0, "
-                        "whose threads run one after another on a CPU core)")
-    b.add_argument("--dtypes", default="bfloat16,float16,float32", help="comma-separated")
-    b.add_argument("--reps", type=int, default=5, help="timed products per rung (their median)")
+                   help="n of the n x n x n products, comma-separated (512,2048 on the CPU; 1024,4096,8192 on CUDA; "
+                        "64,128 on sim:0, whose threads run one after another on a CPU core)")
+    b.add_argument("--dtypes", default=None, help="comma-separated (a device's; the CPU times float32)")
+    b.add_argument("--reps", type=int, default=5, help="a device's timed products per rung (their median)")
+    b.add_argument("--threads", default="all,1", help="the CPU's thread counts, comma-separated ('all': every core)")
+    b.add_argument("--slow", action="store_true", help="also run the CPU's reference loop past n = 512")
+    b.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                   help="thread: time the CPU's one-thread rows by this thread's CPU time (a busy shared machine)")
     b.set_defaults(fn=run)
 
 
 def run(args):
-    device = args.device or ("cuda:0" if descent.cuda.is_available() else "sim:0")
-    sizes = [int(s) for s in (args.sizes or ("1024,4096,8192" if device.startswith("cuda") else "64,128")).split(",") if s]
-    dtypes = [d for d in args.dtypes.split(",") if d]
-    return matmul_ladder(device, sizes, dtypes, max(1, args.reps))
+    device = args.device or ("cuda:0" if descent.cuda.is_available() else "cpu")
+    on_cpu = device == "cpu"
+    default_sizes = "512,2048" if on_cpu else "1024,4096,8192" if device.startswith("cuda") else "64,128"
+    sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s]
+    if on_cpu:
+        if args.dtypes not in (None, "float32"):
+            print("descent bench: the CPU's ladder is timed in float32 only", file=sys.stderr)
+            return 2
+        return ladder_cpu(args, sizes)
+    dtypes = [d for d in (args.dtypes or "bfloat16,float16,float32").split(",") if d]
+    return ladder_device(device, sizes, dtypes, max(1, args.reps))
