@@ -66,12 +66,12 @@ std::array<OpEntry, kNumOps>& table() {
       Library inplace_or_view(Library::IMPL, "aten", DispatchKey::ADInplaceOrView);
       register_inplace_or_view_kernels(inplace_or_view);
       Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
-      register_cpu_kernels(cpu);
+      register_backend_kernels(cpu);
       Library sim(Library::IMPL, "aten", DispatchKey::Sim);
-      register_device_kernels(sim);
+      register_backend_kernels(sim);
 #ifdef DESCENT_HAVE_CUDA
       Library cuda(Library::IMPL, "aten", DispatchKey::CUDA);
-      register_device_kernels(cuda);
+      register_backend_kernels(cuda);
 #endif
       Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
       register_composite_kernels(composites);

@@ -234,8 +234,7 @@ void register_fallbacks();                           // dispatch/dispatcher.cpp:
 void register_backend_select_kernels(Library& m);    // dispatch/backend_select.cpp
 void register_autograd_kernels(Library& m);          // autograd/variable_type.cpp (Autograd)
 void register_inplace_or_view_kernels(Library& m);   // dispatch/inplace_or_view.cpp
-void register_cpu_kernels(Library& m);               // kernels/register_cpu.cpp
-void register_device_kernels(Library& m);            // kernels/register_cpu.cpp: Sim, and CUDA in builds with it
+void register_backend_kernels(Library& m);           // kernels/register_kernels.cpp: CPU, Sim and CUDA alike
 void register_composite_kernels(Library& m);         // kernels/composites.cpp (CompositeImplicitAutograd)
 
 }  // namespace descent
