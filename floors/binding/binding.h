@@ -31,8 +31,8 @@ namespace descent::binding {
 // [SECTION] Python objects for C++ values ---------------------------------------
 
 // Owns one reference to a Python object, dropped at the end of its scope
-// (PyTorch's THPObjectPtr): the one type in the binding and the app that
-// releases a Python reference it owns. `p` may be null.
+// (PyTorch's THPObjectPtr): a scope that must drop a reference on every path
+// holds it in this, never in a guard of its own. `p` may be null.
 struct PyRef {
   explicit PyRef(PyObject* o = nullptr) : p(o) {}
   ~PyRef() { Py_XDECREF(p); }
@@ -119,10 +119,10 @@ bool init_devices(PyObject* module);
 // descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
 bool init_library(PyObject* module);
 // The module functions of the binding's files, added at the module's start (module.cpp).
-extern PyMethodDef g_tensor_data_functions[];   // _tensor, _scalar_tensor (tensor_from_data.cpp)
-extern PyMethodDef g_settings_functions[];      // manual_seed, _set_variant, _set_matmul_isa, threads (settings.cpp)
+extern PyMethodDef g_tensor_data_functions[];  // _tensor, _scalar_tensor (tensor_from_data.cpp)
+extern PyMethodDef g_settings_functions[];  // manual_seed, _set_variant, _set_matmul_isa, threads (settings.cpp)
 extern PyMethodDef g_thread_state_functions[];  // key sets, grad and inference mode (thread_state.cpp)
-extern PyMethodDef g_op_table_functions[];      // _ops, _verify (op_table.cpp)
+extern PyMethodDef g_op_table_functions[];  // _ops, _verify (op_table.cpp)
 extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
 extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
 // t itself on the CPU; else a CPU copy through aten::to, whose copy is
