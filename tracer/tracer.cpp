@@ -9,7 +9,9 @@
 // [SECTION] Flows
 // [SECTION] start and stop
 //
-// Interning, floor names and the table of source sites are in sites.cpp.
+// Interning, floor names and the table of source sites are in sites.cpp; the
+// layout of a thread's buffer in thread_buffer.h; the list of flows between
+// threads in flows.cpp.
 // See Note [Tracer hot path] in tracer.h. Each thread appends to its own
 // buffer without locks. start() and stop() never touch another thread's
 // private state: a buffer is reset lazily by its owner, the first time it
@@ -39,6 +41,8 @@
 #include "floors/core/log.h"
 #include "tracer/cupti.h"
 #include "tracer/device_spans.h"
+#include "tracer/flows.h"
+#include "tracer/thread_buffer.h"
 #include "tracer/trace.h"
 
 #if defined(__x86_64__)
@@ -48,43 +52,23 @@
 
 namespace descent::trace {
 
+using namespace detail;  // thread_buffer.h
+
 // [SECTION] Constants and globals ---------------------------------------------
 
 std::atomic<bool> g_enabled{false};
 
 namespace {
 
-constexpr int kChunkShift = 14;
-constexpr uint32_t kChunkRecords = 1u << kChunkShift;        // 16384 records = 512 KiB per chunk
-constexpr uint32_t kMaxRecordsPerThread = 1u << 30;          // keeps indices in int32_t
-constexpr uint32_t kDefaultSpanLimit = 1u << 23;             // per thread and recording: 256 MiB of records
-constexpr size_t kChunksKeptOnReset = 64;                    // 32 MiB stays reserved per thread
-constexpr int kArgChunkShift = 14;
-constexpr uint32_t kArgChunkRecords = 1u << kArgChunkShift;  // 16384 arguments = 384 KiB per chunk
-constexpr size_t kArgChunksKeptOnReset = 16;                 // 6 MiB
-constexpr uint32_t kInitialOpenDepth = 256;                  // open spans before the stack grows
-constexpr uintptr_t kPrefetchAheadBytes = 16 * sizeof(SpanRecord);
-constexpr uint64_t kNsFlagBit = uint64_t{1} << 63;           // record's times are already ns
 constexpr auto kClockCalibrationTime = std::chrono::milliseconds(3);
 constexpr int kCostPairsPerRep = 16000;                      // fits one chunk
 constexpr int kCostReps = 5;                                 // median of these
-constexpr uint32_t kSiteCacheEntries = 256;                  // per thread: 4 KiB (Note [Span source sites])
 
 // Bumped by start() and stop(). A buffer whose epoch differs holds an old
 // recording; its owner resets it before recording again. Read with acquire
 // order where the reader then trusts what start() set up (the clock, the
 // flow list); bumped with sequentially consistent read-modify-writes.
 std::atomic<uint64_t> g_epoch{0};
-constexpr uint64_t kHandleEpochMask = 0x7fffffff;   // epoch bits a handle keeps (Note [Span handles])
-constexpr int kHandleEpochShift = 32;
-constexpr uint64_t kHandleIndexMask = 0xffffffff;
-
-// The handle bits naming recording `epoch`.
-constexpr SpanHandle handle_tag(uint64_t epoch) {
-  return static_cast<SpanHandle>((epoch & kHandleEpochMask) << kHandleEpochShift);
-}
-constexpr uint32_t handle_index(SpanHandle h) { return static_cast<uint32_t>(static_cast<uint64_t>(h) & kHandleIndexMask); }
-constexpr SpanHandle handle_tag_of(SpanHandle h) { return h & ~static_cast<SpanHandle>(kHandleIndexMask); }
 
 // [SECTION] Clock --------------------------------------------------------------
 
@@ -166,35 +150,7 @@ double ns_per_tick(const ClockPair& a, const ClockPair& b) {
 
 // [SECTION] Thread buffers -----------------------------------------------------
 
-struct ThreadBuffer {
-  // Owner thread only (the hot path reads these; keep them together).
-  uint64_t epoch = UINT64_MAX;   // recording the contents belong to
-  SpanHandle tag = kNoSpan;      // handle_tag(epoch): the high bits of this recording's handles
-  SpanRecord* cur = nullptr;     // chunk being filled
-  uint32_t used = 0;             // records used in `cur`
-  uint32_t count = 0;            // records in the buffer = index of the next one
-  uint32_t depth = 0;            // open spans
-  uint64_t dropped = 0;          // spans not recorded: the limit was reached or memory ran out
-  ArgRecord* arg_cur = nullptr;  // argument chunk being filled
-  uint32_t arg_used = kArgChunkRecords;  // arguments used in `arg_cur` (full: none yet)
-  uint64_t arg_count = 0;        // arguments in the buffer (up to kMaxArgs per span: past 2^32)
-  std::vector<SpanHandle> open = std::vector<SpanHandle>(kInitialOpenDepth);  // open spans' handles, innermost last
-  struct CachedSite {
-    const char* file = nullptr;  // std::source_location's pointer: equal for one file in one object file
-    uint32_t line = 0;
-    uint16_t site = 0;
-  };
-  std::array<CachedSite, kSiteCacheEntries> sites{};  // direct-mapped: source location -> site
-
-  // Shared with stop().
-  std::mutex mutex;                                      // guards chunks, arg_chunks; published_epoch is written under it
-  std::vector<std::unique_ptr<SpanRecord[]>> chunks;     // only the owner adds (under mutex)
-  std::vector<std::unique_ptr<ArgRecord[]>> arg_chunks;  // the same
-  std::atomic<uint64_t> published_epoch{UINT64_MAX};    // the recording published_count counts (recorded_spans reads it unlocked)
-  std::atomic<uint32_t> published_count{0};             // release-stored after each append
-  std::atomic<uint64_t> published_args{0};              // the same, for arguments
-  std::atomic<bool> exited{false};                       // owner thread has ended
-};
+// A buffer's layout, ThreadBuffer, is thread_buffer.h's; here, who owns which.
 
 struct Registry {
   std::mutex mutex;
@@ -229,10 +185,6 @@ struct ThreadExitGuard {
     tl_exited = true;  // spans from later thread_local destructors are dropped
   }
 };
-
-inline SpanRecord& record_at(ThreadBuffer* b, uint32_t index) {
-  return b->chunks[index >> kChunkShift][index & (kChunkRecords - 1)];
-}
 
 ThreadBuffer* register_thread() {
   auto b = std::make_shared<ThreadBuffer>();
@@ -659,60 +611,7 @@ void set_span_limit(uint64_t spans) { g_span_limit.store(clamp_limit(spans), std
 
 // [SECTION] Flows ------------------------------------------------------------------
 
-namespace {
-
-// One add_flow() call, as recorded (Note [Flows between threads]).
-struct PendingFlow {
-  SpanRef from, to;
-  const char* name;
-};
-struct FlowList {
-  std::mutex mutex;
-  std::vector<PendingFlow> flows;  // this recording's and, until the next start(), older ones
-};
-FlowList& flow_list() {
-  static FlowList* f = new FlowList;  // never destroyed: threads may outlive statics
-  return *f;
-}
-
-void clear_flows() {
-  std::lock_guard lock(flow_list().mutex);
-  flow_list().flows.clear();
-}
-
-// Where one buffer's spans landed in a collected Trace: ids first .. first + count - 1.
-struct BufferIds {
-  const void* buffer;
-  uint64_t first;
-  uint64_t count;
-};
-
-// Appends to t.flows the flows of recording `epoch` whose two spans are both in t.
-void resolve_flows(Trace& t, const std::vector<BufferIds>& ids, uint64_t epoch) {
-  std::vector<PendingFlow> flows;
-  {
-    std::lock_guard lock(flow_list().mutex);
-    flows = flow_list().flows;
-  }
-  if (flows.empty()) return;
-  const SpanHandle tag = handle_tag(epoch);
-  const auto id_of = [&](const SpanRef& r) -> uint64_t {  // 0: not in this recording
-    if (handle_tag_of(r.span) != tag) return 0;
-    for (const BufferIds& b : ids) {
-      if (b.buffer == r.buffer) return handle_index(r.span) < b.count ? b.first + handle_index(r.span) : 0;
-    }
-    return 0;
-  };
-  const SpanIndex index(t);
-  for (const PendingFlow& f : flows) {
-    const uint64_t from = id_of(f.from), to = id_of(f.to);
-    if (from == 0 || to == 0 || index.find(from) == SIZE_MAX || index.find(to) == SIZE_MAX) continue;
-    t.flows.push_back({from, to, f.name ? f.name : ""});
-  }
-}
-
-}  // namespace
-
+// The refs a flow joins; the list of flows and how it becomes the trace's is flows.cpp.
 SpanRef span_ref(SpanHandle span) { return span < 0 ? SpanRef{} : SpanRef{tl_buffer, span}; }
 
 SpanRef current_span() {
@@ -725,11 +624,7 @@ void add_flow(const SpanRef& from, const SpanRef& to, const char* name) {
   if (!enabled() || !from.valid() || !to.valid()) return;
   const SpanHandle tag = handle_tag(g_epoch.load(std::memory_order_acquire));
   if (handle_tag_of(from.span) != tag || handle_tag_of(to.span) != tag) return;  // another recording's span
-  std::lock_guard lock(flow_list().mutex);
-  try {
-    flow_list().flows.push_back({from, to, name});
-  } catch (const std::bad_alloc&) {  // a missing arrow, never a failed program
-  }
+  detail::queue_flow(from, to, name);
 }
 
 // [SECTION] start and stop ---------------------------------------------------------
@@ -739,7 +634,7 @@ void start() {
   g_enabled.store(false);
   choose_clock();
   drop_exited_buffers();
-  clear_flows();
+  detail::clear_flows();
   calibrate_clock();  // first: the empty spans' own durations are converted with its ratio
   double self_ns = 0.0;
   g_span_cost_ns.store(measure_span_cost(0, &self_ns));
@@ -783,7 +678,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   uint32_t thread = 0;
   uint64_t dropped = 0;
   std::vector<SourceSite> sites = sites_registered();  // refreshed when a span names a newer site
-  std::vector<BufferIds> ids;
+  std::vector<detail::BufferIds> ids;
   for (const auto& b : current_buffers()) {
     std::lock_guard buf_lock(b->mutex);
     if (b->published_epoch != epoch || b->published_count.load(std::memory_order_acquire) == 0) continue;
@@ -796,7 +691,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
     return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
   });
-  resolve_flows(t, ids, epoch);
+  detail::resolve_flows(t, ids, epoch);
   detail::join_device_flows(t);
   if (std::string note = cupti::detail::timing_note(); !note.empty()) t.metadata["device.timing"] = std::move(note);
   t.span_cost_ns = g_span_cost_ns.load();

@@ -46,7 +46,7 @@ Explanation kernel_span(const At& a) {
   const int64_t numel = num(a.sp, "numel");
   const std::string what =
       numel >= 0 ? plural(numel, "element", "elements") + (dtype.empty() ? "" : " of " + dtype) : "";
-  // Special spans of the copy kernels (register_cpu.cpp).
+  // Special spans of the copy kernels (copy_kernels.cpp).
   if (a.sp.name == "contiguous on the host" || a.sp.name == "contiguous on the device" ||
       a.sp.name == "cast on the device" || a.sp.name == "cast into self") {
     Explanation e = make("kernel.copy_step", "A step of a copy: " + a.sp.name);

@@ -37,22 +37,13 @@ PyObject* g_app_module = nullptr;  // descent._app (the Python thread's)
 
 // The current Python error as text, cleared.
 std::string take_python_error() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
+  const binding::PyRef value{binding::fetch_exception()};
   std::string text = "unknown Python error";
-  if (value) {
-    PyObject* s = PyObject_Str(value);
-    if (s) {
-      text = std::string(type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "Error") + ": " +
-             binding::utf8_text(s);
-      Py_DECREF(s);
-    }
+  if (value.p) {
+    const binding::PyRef s{PyObject_Str(value.p)};
+    if (s.p) text = std::string(Py_TYPE(value.p)->tp_name) + ": " + binding::utf8_text(s.p);
   }
   PyErr_Clear();
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
   return text;
 }
 

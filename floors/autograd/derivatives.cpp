@@ -329,7 +329,7 @@ void index_put_backward(BackwardContext& c) {
 }
 // cat: each input's gradient is its slice of g along dim (PyTorch's
 // cat_tensors_backward); a skipped 1-D tensor of size 0 (Note [cat's checks],
-// register_cpu.cpp) gets zeros of its shape. Nothing is saved but the sizes.
+// copy_kernels.cpp) gets zeros of its shape. Nothing is saved but the sizes.
 void cat_backward(BackwardContext& c) {
   auto skipped = [&](int k) { return c.sizes(k).size() == 1 && c.sizes(k)[0] == 0; };
   int first = 0;

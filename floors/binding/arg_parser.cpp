@@ -72,32 +72,23 @@ enum class IntResult { Ok, NotInt, Overflow };
 // overloads are tried; the final TypeError gets it as __cause__ (Note [What an
 // argument accepts]).
 struct Cause {
-  PyObject* exc = nullptr;
-  ~Cause() { Py_XDECREF(exc); }
+  PyRef exc;
   // Takes the Python error now set. One that is no mismatch (not an
   // Exception, or a MemoryError) stays set and unwinds the call.
   void take() {
     if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError))
       throw Error("a Python error is set");  // set_python_error keeps Python's own
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb && value) PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    if (exc) Py_XDECREF(value);  // the first one is kept
-    else exc = value;
+    PyObject* value = fetch_exception();
+    if (exc.p) Py_XDECREF(value);  // the first one is kept
+    else exc.reset(value);
   }
   // Makes the kept exception the __cause__ of the Python error now set.
   void attach() {
-    if (!exc) return;
+    if (!exc.p) return;
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
-    if (value) {
-      PyException_SetCause(value, exc);  // steals exc
-      exc = nullptr;
-    }
+    if (value) PyException_SetCause(value, exc.release());  // steals exc
     PyErr_Restore(type, value, tb);
   }
 };
@@ -293,13 +284,13 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, 
     }
     case ArgType::ScalarType:
       if (Py_TYPE(o) == &g_dtype_type) {
-        out = IValue(*reinterpret_cast<ScalarType*>(reinterpret_cast<char*>(o) + sizeof(PyObject)));
+        out = IValue(dtype_of(o));
         return true;
       }
       break;
     case ArgType::Device:
       if (Py_TYPE(o) == &g_device_type) {
-        out = IValue(*reinterpret_cast<Device*>(reinterpret_cast<char*>(o) + sizeof(PyObject)));
+        out = IValue(device_of(o));
         return true;
       }
       if (PyUnicode_Check(o)) {
@@ -345,7 +336,7 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
     }
     used = npos;
   }
-  struct Release { PyObject* o; ~Release() { Py_XDECREF(o); } } release{gathered};
+  PyRef owned{gathered};
   if (used > npos) {
     err = str(op.schema.name, "() takes ", npos - shift, " positional argument", npos - shift == 1 ? "" : "s", " but ",
               nargs - shift, " were given");

@@ -114,7 +114,7 @@ struct PyCallable {
 // What a hook returned: None keeps the gradient, a Tensor replaces it.
 Tensor hook_result(PyObject* r, const char* what) {
   if (!r) throw PythonError();
-  struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{r};
+  PyRef owned{r};
   if (r == Py_None) return Tensor();
   DESCENT_CHECK(is_tensor(r), TypeError, what, " must return None or a Tensor, not ", Py_TYPE(r)->tp_name);
   return unwrap(r);
@@ -136,7 +136,7 @@ autograd::GradHook tensor_hook(PyObject* fn) {
 // A hook's returned tuple replacing `ts` element by element (None keeps one).
 void replace_from(PyObject* r, autograd::TensorList& ts, const char* what) {
   if (!r) throw PythonError();
-  struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{r};
+  PyRef owned{r};
   if (r == Py_None) return;
   DESCENT_CHECK(PyTuple_Check(r) && size_t(PyTuple_GET_SIZE(r)) == ts.size(), TypeError, what,
                 " must return None or a tuple of ", ts.size(), " gradients");
@@ -386,7 +386,7 @@ PyMethodDef autograd_methods[] = {
 bool tensor_list(PyObject* seq, autograd::TensorList& out, bool none_ok, const char* what) {
   PyObject* fast = PySequence_Fast(seq, what);
   if (!fast) return false;
-  struct Drop { PyObject* o; ~Drop() { Py_DECREF(o); } } drop{fast};
+  PyRef owned{fast};
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
     PyObject* o = PySequence_Fast_GET_ITEM(fast, i);
     if (o == Py_None && none_ok) {

@@ -31,12 +31,19 @@ namespace descent::binding {
 // [SECTION] Python objects for C++ values ---------------------------------------
 
 // Owns one reference to a Python object, dropped at the end of its scope
-// (PyTorch's THPObjectPtr). `p` may be null.
+// (PyTorch's THPObjectPtr): a scope that must drop a reference on every path
+// holds it in this, never in a guard of its own. `p` may be null.
 struct PyRef {
   explicit PyRef(PyObject* o = nullptr) : p(o) {}
   ~PyRef() { Py_XDECREF(p); }
   PyRef(const PyRef&) = delete;
   PyRef& operator=(const PyRef&) = delete;
+  // Drops the reference held and owns `o` instead.
+  void reset(PyObject* o = nullptr) {
+    PyObject* old = p;
+    p = o;
+    Py_XDECREF(old);
+  }
   PyObject* release() {
     PyObject* o = p;
     p = nullptr;
@@ -57,6 +64,8 @@ extern PyTypeObject* g_tensor_class;   // descent.Tensor, set by _C._set_tensor_
 extern PyTypeObject g_dtype_type;      // _C.dtype
 extern PyTypeObject g_device_type;     // _C.device
 PyObject* dtype_object(ScalarType t);  // borrowed reference to the singleton
+ScalarType dtype_of(PyObject* o);      // the dtype of `o`, a _C.dtype (Py_TYPE(o) == &g_dtype_type)
+Device device_of(PyObject* o);         // the device of `o`, a _C.device
 
 bool is_tensor(PyObject* o);
 // The tensor inside `o`, which must satisfy is_tensor. Borrowed: valid while
@@ -110,6 +119,11 @@ bool init_devices(PyObject* module);
 bool init_matmul_ladder(PyObject* module);  // ladder_functions.cpp (called by init_devices)
 // descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
 bool init_library(PyObject* module);
+// The module functions of the binding's files, added at the module's start (module.cpp).
+extern PyMethodDef g_tensor_data_functions[];  // _tensor, _scalar_tensor (tensor_from_data.cpp)
+extern PyMethodDef g_settings_functions[];  // manual_seed, _set_variant, _set_matmul_isa, threads (settings.cpp)
+extern PyMethodDef g_thread_state_functions[];  // key sets, grad and inference mode (thread_state.cpp)
+extern PyMethodDef g_op_table_functions[];  // _ops, _verify (op_table.cpp)
 extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
 extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
 // t itself on the CPU; else a CPU copy through aten::to, whose copy is
@@ -143,8 +157,8 @@ PyObject* call_parsed(const OpEntry& op, Stack& stack, PyObject* const* args, Py
                       bool requires_grad = false);
 
 // A new CPU tensor from Python data, as descent.tensor(data, dtype) makes it:
-// a tensor, an array (Note [numpy arrays descent reads], module.cpp), a number
-// or nested sequences.
+// a tensor, an array (Note [numpy arrays descent reads], tensor_from_data.cpp),
+// a number or nested sequences.
 Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want);
 // Converts a Python number to a 0-d "wrapped number" tensor (Note [Type promotion]).
 Tensor scalar_to_tensor(PyObject* o);
@@ -201,6 +215,19 @@ struct Gil {
   Gil& operator=(const Gil&) = delete;
 };
 
+// The Python exception now set, normalized and with its traceback attached
+// (a new reference, or null when none is set), the error cleared: what
+// Python 3.12's PyErr_GetRaisedException returns.
+inline PyObject* fetch_exception() {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value && tb) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  return value;
+}
+
 // A Python exception raised by Python code the runtime called (a hook, a
 // custom Function's backward), made where it was raised, with the GIL held:
 // the exception is taken out of that thread, which may be a device's worker
@@ -210,13 +237,7 @@ struct Gil {
 // still set.
 struct PythonError : Error {
   PythonError() : Error("a Python function raised") {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value && tb) PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    exception = std::shared_ptr<PyObject>(value, [](PyObject* o) {
+    exception = std::shared_ptr<PyObject>(fetch_exception(), [](PyObject* o) {
       Gil gil;
       Py_XDECREF(o);
     });

@@ -30,7 +30,7 @@ namespace {
 
 // A descent.device or a str ("sim:0", "cuda:1"); a TypeError otherwise.
 Device device_arg(PyObject* o, const char* fn) {
-  if (Py_TYPE(o) == &g_device_type) return *reinterpret_cast<Device*>(reinterpret_cast<char*>(o) + sizeof(PyObject));
+  if (Py_TYPE(o) == &g_device_type) return device_of(o);
   DESCENT_CHECK(PyUnicode_Check(o), TypeError, fn, "(): expected a device, not ", Py_TYPE(o)->tp_name);
   return Device::parse(utf8_text(o));
 }
@@ -299,6 +299,13 @@ PyObject* py_reset_accumulated(PyObject*, PyObject* dev) {
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
+// The CPU allocator's statistics (descent's own: the CPU has no caching allocator).
+PyObject* py_cpu_stats(PyObject*, PyObject*) {
+  alloc::CpuStats s = alloc::cpu_stats();
+  return Py_BuildValue("{s:L,s:L,s:L,s:L}", "allocated_bytes", (long long)s.allocated_bytes, "peak_allocated_bytes",
+                       (long long)s.peak_allocated_bytes, "num_allocs", (long long)s.num_allocs, "num_frees",
+                       (long long)s.num_frees);
+}
 PyObject* py_empty_cache(PyObject*, PyObject* dev) {
   DESCENT_PY_TRY
   alloc::CachingAllocator& a = allocator_arg(dev, "empty_cache");
@@ -514,6 +521,7 @@ PyMethodDef device_functions[] = {
     {"_stream_query", py_stream_query, METH_VARARGS, "_stream_query(device, stream_id): whether it is empty"},
     {"_stream_native", py_stream_native, METH_VARARGS, "_stream_native(device, stream_id): the cudaStream_t, or 0"},
     {"_memory_stats", py_memory_stats, METH_O, "the device's caching allocator statistics, torch's keys"},
+    {"_cpu_allocator_stats", py_cpu_stats, METH_NOARGS, "the CPU allocator's statistics"},
     {"_reset_peak_memory_stats", py_reset_peak, METH_O, "every peak statistic of the device becomes its current"},
     {"_reset_accumulated_memory_stats", py_reset_accumulated, METH_O, "the allocated/freed sums and counts restart"},
     {"_empty_cache", py_empty_cache, METH_O, "returns the device's unused cached segments"},

@@ -36,11 +36,6 @@ namespace descent::binding {
 
 namespace {
 
-struct Gil {
-  PyGILState_STATE g = PyGILState_Ensure();
-  ~Gil() { PyGILState_Release(g); }
-};
-
 // A Python kernel's exception, left set in the interpreter (set_python_error keeps it).
 struct PythonKernelError : Error {
   PythonKernelError() : Error("a Python kernel raised") {}
@@ -118,7 +113,7 @@ void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
   const char* name = "";
   PyObject* fn = kernel_function(op, key, &name);
   DESCENT_CHECK(fn != nullptr, Error, "'", op.name, "' has no Python kernel at ", dispatch_key_name(key));
-  struct Drop { PyObject* o; ~Drop() { Py_XDECREF(o); } } drop_fn{fn};
+  PyRef owned_fn{fn};
   if (span.active()) {
     span.arg("variant", "python");
     span.arg("python", name);
@@ -126,7 +121,7 @@ void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
   const size_t n = op.schema.args.size();
   PyObject* args = PyTuple_New(Py_ssize_t(n));
   if (!args) throw PythonKernelError();
-  Drop drop_args{args};
+  PyRef owned_args{args};
   for (size_t i = 0; i < n; ++i) {
     PyObject* a = ivalue_to_python(stack[int(i)]);
     if (!a) throw PythonKernelError();
@@ -134,7 +129,7 @@ void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
   }
   PyObject* r = PyObject_Call(fn, args, nullptr);
   if (!r) throw PythonKernelError();
-  Drop drop_r{r};
+  PyRef owned_r{r};
   const size_t want = op.schema.returns.size();
   stack.clear();
   auto push = [&](PyObject* o, size_t i) {

@@ -231,8 +231,7 @@ PyObject* method_call(size_t index, PyObject* self, PyObject* const* args, Py_ss
         return nullptr;
       }
       PyTuple_SET_ITEM(names, nk, name);
-      Py_XDECREF(own_kwnames.p);
-      own_kwnames.p = kwnames = names;
+      own_kwnames.reset(kwnames = names);
     }
   }
   Stack stack;

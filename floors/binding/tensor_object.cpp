@@ -13,6 +13,7 @@
 
 #include "floors/autograd/node.h"
 #include "floors/binding/binding.h"
+#include "floors/kernels/kernels.h"  // promote_types_of
 
 namespace descent::binding {
 
@@ -88,6 +89,9 @@ PyTypeObject g_device_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent.device"
 
 PyObject* dtype_object(ScalarType t) { return reinterpret_cast<PyObject*>(&g_dtypes[int(t)]); }
 
+ScalarType dtype_of(PyObject* o) { return reinterpret_cast<DtypeObject*>(o)->t; }
+Device device_of(PyObject* o) { return reinterpret_cast<DeviceObject*>(o)->d; }
+
 PyObject* device_object(Device d) {
   auto* o = PyObject_New(DeviceObject, &g_device_type);
   if (o) o->d = d;
@@ -98,6 +102,34 @@ namespace {
 PyStructSequence_Field max_fields[] = {{"values", "the maximum values"}, {"indices", "where they are"}, {nullptr, nullptr}};
 PyStructSequence_Desc max_desc = {"descent.return_types.max", "values and indices of max(dim)", max_fields, 2};
 PyTypeObject* g_max_type = nullptr;
+}  // namespace
+
+namespace {
+
+// _C.promote_types(type1, type2): torch.promote_types, the dtype two
+// tensors of these dtypes give (Note [Type promotion], promotion.cpp).
+PyObject* py_promote_types(PyObject*, PyObject* args) {
+  PyObject *a, *b;
+  if (!PyArg_ParseTuple(args, "OO:promote_types", &a, &b)) return nullptr;
+  DESCENT_PY_TRY
+  PyObject* both[2] = {a, b};
+  ScalarType t[2];
+  for (int i = 0; i < 2; ++i) {
+    DESCENT_CHECK(Py_TYPE(both[i]) == &g_dtype_type, TypeError, "promote_types(): argument 'type", i + 1,
+                  "' (position ", i + 1, ") must be descent.dtype, not ", Py_TYPE(both[i])->tp_name);
+    t[i] = dtype_of(both[i]);
+  }
+  PyObject* r = dtype_object(kernels::promote_types_of(t[0], t[1]));
+  Py_INCREF(r);
+  return r;
+  DESCENT_PY_CATCH(nullptr)
+}
+
+PyMethodDef dtype_functions[] = {
+    {"promote_types", py_promote_types, METH_VARARGS, "promote_types(type1, type2): the dtype the two promote to"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 bool init_value_types(PyObject* m) {
@@ -128,7 +160,8 @@ bool init_value_types(PyObject* m) {
   if (!g_max_type) return false;
   Py_INCREF(&g_dtype_type);
   Py_INCREF(&g_device_type);
-  return PyModule_AddObject(m, "dtype", reinterpret_cast<PyObject*>(&g_dtype_type)) == 0 &&
+  return PyModule_AddFunctions(m, dtype_functions) == 0 &&
+         PyModule_AddObject(m, "dtype", reinterpret_cast<PyObject*>(&g_dtype_type)) == 0 &&
          PyModule_AddObject(m, "device", reinterpret_cast<PyObject*>(&g_device_type)) == 0;
 }
 

@@ -76,7 +76,7 @@
 //   one. `non_blocking` and `memory_format` are left out.
 // - copy_'s `non_blocking` matters only for a copy from pinned host memory,
 //   which it leaves queued; a copy from a device to the host always waits
-//   for its stream (Note [Copies between devices], register_cpu.cpp).
+//   for its stream (Note [Copies between devices], copy_kernels.cpp).
 // - aten::_to_copy takes no `layout`, `pin_memory`, `non_blocking` or
 //   `memory_format` (as for the factories and to), and is declared CPU, Sim,
 //   CUDA where aten declares it CompositeExplicitAutograd: one boxed kernel
@@ -110,7 +110,7 @@
 //   empty then uniform_; randn: empty then normal_. descent's factory kernels
 //   (floors/kernels/factories.cpp) allocate and write the values themselves.
 // - mean on the CPU: aten::sum then div_ on its result; descent's sum kernel
-//   divides in its own loop (register_cpu.cpp). (aten's CUDA mean is one
+//   divides in its own loop (reduction_kernels.cpp). (aten's CUDA mean is one
 //   reduction kernel, as descent's device mean is.)
 // - relu: aten::clamp_min(self, 0); descent's relu is its own unary kernel
 //   (ReluF, elementwise.h), with ReluBackward0 either way.
@@ -308,7 +308,7 @@ enum class PythonModule : uint8_t { Torch, NN };
     "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                      \
   _(index_put_, "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",            \
     "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                                    \
-  /* in place: write into self (Note [In-place ops], register_cpu.cpp) */                                                              \
+  /* in place: write into self (Note [In-place ops], inplace_kernels.cpp) */                                                           \
   _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
     "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                \
   _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \

@@ -35,7 +35,7 @@
 // differ from glibc's in the last place or two, as PyTorch's CUDA results
 // differ from its CPU ones.
 //
-// The boxed kernels (register_cpu.cpp) stay the one place for checks,
+// The boxed kernels (boxed.h and its families) stay the one place for checks,
 // broadcasting, type promotion and the output's allocation: a device tensor
 // goes through the same code as a CPU one up to the loop, where a call to
 // device::binary(...) (kernels.h) replaces run_variant(...). The grid and the
@@ -359,7 +359,7 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 // on the host and passes it to the kernel as an argument, so the profiler
 // shows aten::add over one cudaLaunchKernel and nothing else. descent does
 // the same:
-//   - the boxed kernel (register_cpu.cpp) lets a CPU 0-d tensor join a device
+//   - the boxed kernel (boxed.h) lets a CPU 0-d tensor join a device
 //     tensor (common_device), and for a device loop Operand (kernels.h)
 //     leaves it on the host in its own dtype: no aten::to;
 //   - input() below reads its one element on the host when the loop is

@@ -8,7 +8,7 @@
 // [SECTION] Matrix product
 // [SECTION] Gather and scatter
 //
-// The boxed kernels (register_cpu.cpp, indexing.cpp) check, promote and
+// The boxed kernels (boxed.h, indexing.cpp) check, promote and
 // allocate as they do for the CPU, then call these loops for a device
 // tensor. Each builds a plan (device_reduce.h), then launches on the
 // device's current stream: on sim:0 through launch_sim, whose body runs the

@@ -105,7 +105,7 @@ struct CosF : UnaryFn<CosF>, FloatOnly { template <class T> DESCENT_HD T eval(T 
 struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return T(1) / x; } };
 
 // clamp, clamp_min and clamp_max: the bounds that were given, as Scalars
-// (Note [clamp's bounds], register_cpu.cpp).
+// (Note [clamp's bounds], elementwise_kernels.cpp).
 struct ClampBounds {
   Scalar lo, hi;
   bool has_lo = false, has_hi = false;

@@ -90,7 +90,7 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // aten::empty_strided(size, stride, *, dtype, device): new memory laid out
 // by the given strides, its elements unset. _to_copy makes its result with
 // it (a dense source's strides on the same device, row-major between
-// devices: register_cpu.cpp), as aten's does.
+// devices: copy_kernels.cpp), as aten's does.
 void empty_strided_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   const DimVector strides = s[1].to_int_list();

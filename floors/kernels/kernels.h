@@ -8,7 +8,7 @@
 // [SECTION] Device loops (sim_kernels.cpp, cuda_elementwise.cu)
 // [SECTION] Registration
 //
-// A boxed CPU kernel (register_cpu.cpp) checks its arguments, broadcasts,
+// A boxed CPU kernel (boxed.h, by family) checks its arguments, broadcasts,
 // promotes, asks floor 6 for the output, then runs one of two loops: the
 // reference loop (plain strided loops, written for reading) or the optimized
 // one (contiguous fast paths), when its preconditions hold.
@@ -147,7 +147,7 @@ class Operand {
 
 // Elementwise: every operand already has out's sizes (inputs may be strided
 // or broadcast views) and out's dtype. `out` may be strided too, and may be
-// the first operand itself (in-place ops, Note [In-place ops] in register_cpu.cpp).
+// the first operand itself (in-place ops, Note [In-place ops] in inplace_kernels.cpp).
 // `bounds` are clamp's (elementwise.h); the other unary ops ignore them.
 void reference_unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
 void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
@@ -225,8 +225,7 @@ namespace descent {
 // (in a build with it) CUDA, then the composites at CompositeImplicitAutograd.
 // Run once by register_floors (floors/registration.h, Note [Registering the floors]).
 void register_kernels();
-void register_cpu_kernels(Library& m);        // register_cpu.cpp: every row that declares CPU
-void register_device_kernels(Library& m);     // register_cpu.cpp: the same kernels, for Sim and CUDA
+void register_backend_kernels(Library& m);    // register_kernels.cpp: CPU, Sim and CUDA alike
 void register_composite_kernels(Library& m);  // composites.cpp
 
 }  // namespace descent

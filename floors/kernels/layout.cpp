@@ -37,7 +37,7 @@
 // (make_offsets, device_loops.h). The reference loops read and write
 // through strides and need nothing. A dtype cast of an input keeps its
 // layout when the input is dense (aten::_to_copy's preserved memory format,
-// register_cpu.cpp), as PyTorch's does; the kernels ask after the cast.
+// copy_kernels.cpp), as PyTorch's does; the kernels ask after the cast.
 // In-place ops write into self and keep its strides; .contiguous() and the
 // reductions' results are row-major here (PyTorch's reductions keep a
 // permuted layout too; descent's do not yet).

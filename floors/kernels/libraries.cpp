@@ -9,12 +9,12 @@ namespace descent {
 // Dense and Autograd key (alias_runtime_keys).
 void register_kernels() {
   Library cpu(Library::IMPL, "aten", DispatchKey::CPU);
-  register_cpu_kernels(cpu);
+  register_backend_kernels(cpu);
   Library sim(Library::IMPL, "aten", DispatchKey::Sim);
-  register_device_kernels(sim);
+  register_backend_kernels(sim);
 #ifdef DESCENT_HAVE_CUDA
   Library cuda(Library::IMPL, "aten", DispatchKey::CUDA);
-  register_device_kernels(cuda);
+  register_backend_kernels(cuda);
 #endif
   Library composites(Library::IMPL, "aten", DispatchKey::CompositeImplicitAutograd);
   register_composite_kernels(composites);

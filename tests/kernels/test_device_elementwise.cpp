@@ -1,6 +1,6 @@
 // Tests for the elementwise ops on devices (floors/kernels/device_loops.h,
 // sim_kernels.cpp, cuda_elementwise.cu, and the boxed kernels' device paths in
-// register_cpu.cpp and factories.cpp): every row of the op table of the
+// boxed.h and factories.cpp): every row of the op table of the
 // kinds this covers (unary, binary, comparison, in place, copies, views,
 // factories), each dtype, run from its sample call on the CPU and on the
 // device, the device's results equal to the CPU's bit for bit on sim:0 (Note

@@ -1,4 +1,4 @@
-// Tests for the elementwise CPU kernels (floors/kernels/register_cpu.cpp,
+// Tests for the elementwise CPU kernels (floors/kernels/elementwise_kernels.cpp,
 // elementwise.h, reference.cpp, optimized.cpp, promotion.cpp): every binary,
 // unary and comparison op against a float64 reference computed here with plain
 // loops, over broadcasting ([3, 1] + [1, 4]), non-contiguous, zero-size and 0-d

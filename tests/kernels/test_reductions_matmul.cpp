@@ -1,5 +1,6 @@
 // Tests for the reduction and matmul CPU kernels (floors/kernels/
-// register_cpu.cpp, reference.cpp, optimized.cpp): sum, mean, max and max.dim
+// reduction_kernels.cpp, product_kernels.cpp, reference.cpp, optimized.cpp):
+// sum, mean, max and max.dim
 // against float64 loops written here, over many dims, keepdim, non-contiguous,
 // zero-size and 0-d inputs; reference and optimized sums agreeing within
 // Note [Summation bound] on [64, 1000] inputs; NaN and ties in max; matmul in

@@ -1,5 +1,5 @@
 // Tests for the view and copy kernels (floors/kernels/views.cpp,
-// register_cpu.cpp) and for where outputs get their memory: the errors each
+// copy_kernels.cpp, inplace_kernels.cpp) and for where outputs get their memory: the errors each
 // view raises, contiguous/clone/to/copy_ semantics (when they copy, and what),
 // and that output memory comes from the CPU allocator, one allocation per new
 // tensor and none for views. (The values views reach are checked by the

@@ -1,0 +1,75 @@
+// Floor 2: the op table from Python: its rows (_ops, which `descent ops`
+// prints) and the verifier run over them (_verify, `descent verify`).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floors/autograd/derivatives.h"
+#include "floors/binding/binding.h"
+#include "floors/kernels/verifier.h"
+
+namespace descent::binding {
+
+namespace {
+
+PyObject* py_ops(PyObject*, PyObject*) {
+  static const char* kKinds[] = {"factory", "unary",  "binary", "comparison", "reduction",
+                                 "matmul",  "view",   "copy",   "inplace", "read"};
+  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Read) + 1);
+  return py_list(all_ops().size(), [](size_t i) {
+    const OpEntry& op = all_ops()[i];
+    // The node autograd records for it (Note [One derivative per op]); a composite's come from its parts.
+    const autograd::Derivative* der = autograd::derivative_of(op.id);
+    const char* node = der ? der->node : std::string_view(op.dispatch).find("Composite") == 0 ? "(its parts')" : "";
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
+                         op.python_name, "overload", op.schema.overload.c_str(), "profiler_name", op.profiler_name,
+                         "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind", kKinds[int(op.kind)],
+                         "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
+                         op.domain == Domain::Any ? "any" : "positive", "python_module",
+                         op.python_module == PythonModule::NN ? "nn" : "", "sample", op.sample, "derivative", node);
+  });
+}
+
+// `descent verify --op X`: X is an operator name ("aten::max.dim"), the same
+// without its namespace ("max.dim"), or a base name ("max": every overload).
+bool op_matches(const OpEntry& op, const char* want) {
+  const std::string w = want;
+  const std::string ns = op.schema.ns + "::";
+  return w == op.name || ns + w == op.name || w == op.python_name;
+}
+
+PyObject* py_verify(PyObject*, PyObject* args) {
+  unsigned long long seed = 1;
+  const char* only = nullptr;
+  const char* device_name = nullptr;  // None: the CPU's variants; "sim:0", "cuda": that device against the CPU
+  if (!PyArg_ParseTuple(args, "|Kzz:verify", &seed, &only, &device_name)) return nullptr;
+  DESCENT_PY_TRY
+  const Device device = device_name ? Device::parse(device_name) : Device{};
+  std::vector<kernels::Verdict> vs;
+  {
+    GilRelease release;
+    for (const OpEntry& op : all_ops()) {
+      if (only && !op_matches(op, only)) continue;
+      for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed, device));
+    }
+  }
+  DESCENT_CHECK(!only || !vs.empty(), Error, "verify(): no op named '", only, "' (see: descent ops)");
+  return py_list(vs.size(), [&](size_t i) {
+    const kernels::Verdict& v = vs[i];
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
+                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
+                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
+                         v.detail.c_str());
+  });
+  DESCENT_PY_CATCH(nullptr)
+}
+
+}  // namespace
+
+PyMethodDef g_op_table_functions[] = {
+    {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, python_module, sample"},
+    {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace descent::binding

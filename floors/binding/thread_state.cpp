@@ -1,0 +1,73 @@
+// Floor 2: the thread's state from Python: its dispatch key sets (the
+// included and excluded keys c10 keeps in thread-local storage), grad mode
+// and inference mode, read and restored by descent's context managers
+// (descent/grad_mode.py).
+#include "floors/binding/binding.h"
+
+namespace descent::binding {
+
+namespace {
+
+PyObject* key_set_text(DispatchKeySet ks) {
+  return PyUnicode_FromString(("DispatchKeySet(" + ks.str() + ")").c_str());
+}
+
+// The tensor's own keys, printed as torch._C._dispatch_keys prints them.
+PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(is_tensor(o), TypeError, "_dispatch_keys expects a Tensor");
+  return key_set_text(unwrap(o).impl()->keys);
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_tls_include(PyObject*, PyObject*) { return key_set_text(local_keys().included); }
+PyObject* py_tls_exclude(PyObject*, PyObject*) { return key_set_text(local_keys().excluded); }
+
+PyObject* py_is_grad_enabled(PyObject*, PyObject*) { return PyBool_FromLong(grad_mode_enabled()); }
+PyObject* py_set_grad_enabled(PyObject*, PyObject* v) {
+  if (!PyBool_Check(v)) return PyErr_Format(PyExc_TypeError, "enabled must be a bool, not %s", Py_TYPE(v)->tp_name);
+  autograd_state().grad_mode = v == Py_True;
+  Py_RETURN_NONE;
+}
+PyObject* py_is_inference_mode_enabled(PyObject*, PyObject*) {
+  return PyBool_FromLong(autograd_state().inference_mode);
+}
+
+// The thread's autograd state and key sets as a token, and back: how the
+// Python context managers (descent/grad_mode.py) restore what they changed.
+PyObject* py_local_state(PyObject*, PyObject*) {
+  const LocalKeys& k = local_keys();
+  const AutogradState& a = autograd_state();
+  return Py_BuildValue("(iiII)", int(a.grad_mode), int(a.inference_mode), k.included.repr(), k.excluded.repr());
+}
+PyObject* py_set_local_state(PyObject*, PyObject* t) {
+  int grad = 0, inference = 0;
+  unsigned int inc = 0, exc = 0;
+  if (!PyArg_ParseTuple(t, "iiII:_set_local_state", &grad, &inference, &inc, &exc)) return nullptr;
+  autograd_state() = AutogradState{grad != 0, inference != 0};
+  local_keys() = LocalKeys{DispatchKeySet::from_repr(inc), DispatchKeySet::from_repr(exc)};
+  Py_RETURN_NONE;
+}
+// Enters inference mode (or leaves it, with False) as c10::InferenceMode's
+// constructor does; the caller restores with _set_local_state.
+PyObject* py_set_inference_mode(PyObject*, PyObject* v) {
+  if (!PyBool_Check(v)) return PyErr_Format(PyExc_TypeError, "mode must be a bool, not %s", Py_TYPE(v)->tp_name);
+  set_inference_mode(v == Py_True);
+  Py_RETURN_NONE;
+}
+
+}  // namespace
+
+PyMethodDef g_thread_state_functions[] = {
+    {"_dispatch_keys", py_dispatch_keys, METH_O, "the tensor's dispatch keys, as torch._C._dispatch_keys prints them"},
+    {"_dispatch_tls_local_include_set", py_tls_include, METH_NOARGS, "the keys this thread adds to every call"},
+    {"_dispatch_tls_local_exclude_set", py_tls_exclude, METH_NOARGS, "the keys this thread removes from every call"},
+    {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, "whether grad mode is on for this thread"},
+    {"_set_grad_enabled", py_set_grad_enabled, METH_O, "sets this thread's grad mode (a flag: no key changes)"},
+    {"is_inference_mode_enabled", py_is_inference_mode_enabled, METH_NOARGS, "whether this thread is in inference mode"},
+    {"_local_state", py_local_state, METH_NOARGS, "this thread's grad mode, inference mode and key sets, as a token"},
+    {"_set_local_state", py_set_local_state, METH_O, "restores a token from _local_state"},
+    {"_set_inference_mode", py_set_inference_mode, METH_O, "enters (True) or leaves (False) inference mode, as c10 does"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace descent::binding

@@ -1,0 +1,160 @@
+// Floor 5's boxed reductions: sum and mean (every element or some dims),
+// max and max.dim, and mse_loss, whose reduction is a call to one of them.
+//
+// [SECTION] Which dims are reduced
+// [SECTION] The kernels
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "floors/kernels/boxed.h"
+
+namespace descent::kernels {
+
+namespace {
+
+// [SECTION] Which dims are reduced ------------------------------------------------------
+
+// Which dims `dims` names (all of them when None or empty); raises on repeats.
+void reduced_mask(const char* op, const Tensor& x, const IValue& dims, bool* reduced) {
+  std::fill(reduced, reduced + kMaxDims, dims.is_none() || dims.to_int_list().empty());
+  if (dims.is_none()) return;
+  for (int64_t d : dims.to_int_list()) {
+    int w = wrap_dim(d, x.dim(), op);
+    if (x.dim() == 0) continue;
+    DESCENT_CHECK(!reduced[w], Error, op, "(): dim ", w, " appears multiple times in the list of dims");
+    reduced[w] = true;
+  }
+}
+
+DimVector keep_shape(const Tensor& x, const bool* reduced) {
+  DimVector k = x.sizes();
+  for (int d = 0; d < k.size(); ++d)
+    if (reduced[d]) k[d] = 1;
+  return k;
+}
+
+// The keepdim result, or a view of it without the reduced dims.
+Tensor finish_reduction(const Tensor& keep, const bool* reduced, bool keepdim) {
+  if (keepdim) return keep;
+  DimVector sizes;
+  for (int d = 0; d < keep.dim(); ++d)
+    if (!reduced[d]) sizes.push_back(keep.sizes()[d]);
+  return keep.as_strided(sizes, contiguous_strides(sizes), 0);
+}
+
+}  // namespace
+
+// [SECTION] The kernels -------------------------------------------------------------------
+
+// aten::sum and aten::mean (every element; args self, dtype) and their
+// dim overloads sum.dim_IntList and mean.dim (self, dim, keepdim, dtype).
+// With a dtype the input is converted to it first, as PyTorch does.
+void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const bool by_dim = op.id == Op::sum_dim || op.id == Op::mean_dim;
+  const bool mean = op.id == Op::mean || op.id == Op::mean_dim;
+  const IValue& dtype = s[by_dim ? 3 : 1];
+  Tensor x = s[0].to_tensor();
+  bool reduced[kMaxDims];
+  reduced_mask(op.python_name, x, by_dim ? s[1] : IValue(), reduced);
+  DESCENT_CHECK(!mean || is_floating(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()), Error,
+                "mean(): could not infer output dtype. ", dtype.is_none() ? "Input" : "Optional",
+                " dtype must be either a floating point or complex dtype. Got: ",
+                type_word(dtype.is_none() ? x.dtype() : dtype.to_scalar_type()));
+  if (!dtype.is_none()) x = cast(x, dtype.to_scalar_type());
+  // Integers and bool sum into int64 (sum of an int32 tensor is int64), as
+  // PyTorch's promote_integers does, unless a dtype was asked for: then the
+  // sum is of that dtype, int32 wrapping in int32 (bool: descent still sums
+  // it into int64).
+  ScalarType dt = is_floating(x.dtype()) || (!dtype.is_none() && x.dtype() != ScalarType::Bool) ? x.dtype()
+                                                                                                 : ScalarType::Int64;
+  // A CPU mean of float16 or bfloat16 sums into float32, divides there and
+  // rounds once, as PyTorch's mean_out does (a device divides in its own
+  // loop, in float32 too: SumOut, device_reduce.h).
+  const bool cpu_mean = mean && x.device().type == DeviceType::CPU;
+  const bool via_float = cpu_mean && is_reduced_floating(dt);
+  Tensor keep = empty_tensor(keep_shape(x, reduced), via_float ? ScalarType::Float32 : dt, x.device());
+  begin(span, keep);
+  run_loop(span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
+           [&] { reference_sum(x, keep, reduced); });
+  if (cpu_mean) {
+    int64_t count = keep.numel() == 0 ? 0 : x.numel() / keep.numel();
+    visit_dtype(keep.dtype(), [&]<typename T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        T* y = keep.data<T>();
+        for (int64_t i = 0; i < keep.numel(); ++i) y[i] = count ? y[i] / T(count) : T(NAN);
+      }
+    });
+    if (via_float) keep = cast(keep, dt);
+  }
+  s.set_result(finish_reduction(keep, reduced, by_dim && s[2].to_bool()));
+}
+
+void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& x = s[0].to_tensor();
+  bool reduced[kMaxDims];
+  if (op.id == Op::max) {
+    DESCENT_CHECK(x.numel() > 0, Error, "max(): Expected reduction dim to be specified for input.numel() == 0. "
+                  "Specify the reduction dim with the 'dim' argument.");
+    std::fill(reduced, reduced + kMaxDims, true);
+    Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
+    begin(span, keep);
+    run_loop(span, keep, [&] { device::max(x, keep, nullptr, reduced); }, [&] { return optimized_max(x, keep, reduced); },
+             [&] { reference_max(x, keep, nullptr, reduced); });
+    s.set_result(finish_reduction(keep, reduced, false));
+    return;
+  }
+  int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
+  bool keepdim = s[2].to_bool();
+  std::fill(reduced, reduced + kMaxDims, false);
+  reduced[d] = x.dim() > 0;
+  DESCENT_CHECK(x.dim() == 0 || x.sizes()[d] > 0, IndexError, "max(): Expected reduction dim ", d,
+                " to have non-zero size.");
+  Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
+  Tensor idx = empty_tensor(keep.sizes(), ScalarType::Int64, x.device());
+  begin(span, keep);
+  run_loop(span, keep, [&] { device::max(x, keep, &idx, reduced); }, [] { return false; },
+           [&] { reference_max(x, keep, &idx, reduced); });
+  s.clear();
+  s.push(finish_reduction(keep, reduced, keepdim));
+  s.push(finish_reduction(idx, reduced, keepdim));
+}
+
+// aten::mse_loss(self, target, reduction=Mean): as PyTorch's kernel, the
+// squared differences (a binary loop of MseF, elementwise.h: broadcast and
+// promoted as a binary op, floats only: "mse_cpu" not implemented for
+// 'Long'), then for reduction 1 or 2 aten::mean or aten::sum of them, called
+// through the dispatcher, so the trace shows them beneath this kernel.
+// PyTorch asserts reduction is 0, 1 or 2 (an internal assert); descent says
+// so in words.
+void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& a = s[0].to_tensor();
+  const Tensor& b = s[1].to_tensor();
+  const int64_t reduction = s[2].to_int();
+  DESCENT_CHECK(reduction >= 0 && reduction <= 2, Error, "mse_loss(): reduction must be 0 (none), 1 (mean) or 2 "
+                "(sum), but got ", reduction);
+  const Device dev = common_device(op.python_name, a, b);
+  const ScalarType ct = result_type(a, b);
+  DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
+  const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
+  Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
+  Tensor loss = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
+  begin(span, loss);
+  const Scalar one(int64_t{1});
+  run_loop(span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
+           [&] { return optimized_binary(op.id, ca.get(), cb.get(), loss, one); },
+           [&] { reference_binary(op.id, ca.get(), cb.get(), loss, one); });
+  if (reduction == 0) {
+    s.set_result(std::move(loss));
+    return;
+  }
+  const char* ran = last_variant();
+  Tensor r = call(reduction == 1 ? Op::mean : Op::sum, loss, IValue());
+  if (std::strcmp(ran, "optimized") != 0) last_variant() = ran;  // "optimized" only when both loops were
+  s.set_result(std::move(r));
+}
+
+}  // namespace descent::kernels
