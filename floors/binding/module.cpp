@@ -643,6 +643,22 @@ bool op_matches(const OpEntry& op, const char* want) {
   return w == op.name || ns + w == op.name || w == op.python_name;
 }
 
+}  // namespace
+
+// The verifier's verdicts as a list of dicts, as _C._verify and
+// _C._verify_matmul_rungs return them.
+PyObject* verdicts_object(const std::vector<kernels::Verdict>& vs) {
+  return py_list(vs.size(), [&](size_t i) {
+    const kernels::Verdict& v = vs[i];
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
+                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
+                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
+                         v.detail.c_str());
+  });
+}
+
+namespace {
+
 PyObject* py_verify(PyObject*, PyObject* args) {
   unsigned long long seed = 1;
   const char* only = nullptr;
@@ -659,13 +675,7 @@ PyObject* py_verify(PyObject*, PyObject* args) {
     }
   }
   DESCENT_CHECK(!only || !vs.empty(), Error, "verify(): no op named '", only, "' (see: descent ops)");
-  return py_list(vs.size(), [&](size_t i) {
-    const kernels::Verdict& v = vs[i];
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
-                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
-                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
-                         v.detail.c_str());
-  });
+  return verdicts_object(vs);
   DESCENT_PY_CATCH(nullptr)
 }
 
