@@ -134,6 +134,15 @@ Explanation kernel_span(const At& a) {
              ? ", split over " + std::to_string(threads) + " threads of the intra-op pool (the parallel_for under it)."
              : ", on this one thread (too little work to wake the pool).";
     say(e, s);
+    if (has(a.sp, "rung")) {  // a matmul: which rung of the CPU's ladder ran (Note [Matmul rungs])
+      const std::string rung = str(a.sp, "rung");
+      say(e, "A product has a ladder of CPU kernels, plainest first: reference (three loops), register (a block of "
+             "outputs kept in vector registers) and packed (BLIS's panels of A and B copied to fit the caches, "
+             "then a register-blocked microkernel). This one ran the " + rung + " rung" +
+             (rung == "packed" ? ", which wins from about 80^3 multiply-adds up." : ".") +
+             " descent bench matmul --ladder --device cpu times every rung beside torch.");
+      note(e, "Matmul rungs");
+    }
     note(e, "Intra-op parallelism");
   } else if (is_factory(a)) {
     say(e, "A factory on the CPU has one loop, the fill, named reference: there is nothing to choose.");

@@ -24,6 +24,7 @@
 
 #include "floors/autograd/node.h"
 #include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/verifier.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {
@@ -133,6 +134,9 @@ Tensor host_copy(const Tensor& t, const char* why, bool record_grad = false);
 // t's one element through aten::item (-> aten::_local_scalar_dense), the
 // device's wait named `why`: a Scalar IValue (Double, Int or Bool).
 IValue read_item(const Tensor& t, const char* why);
+
+// The verifier's verdicts as a list of dicts (op_table.cpp): _C._verify's and _C._verify_matmul_rungs' result.
+PyObject* verdicts_object(const std::vector<kernels::Verdict>& vs);
 
 // [SECTION] Argument parsing against a schema -------------------------------------
 

@@ -78,13 +78,7 @@ PyObject* py_verify_matmul_rungs(PyObject*, PyObject* args) {
     GilRelease release;
     vs = kernels::verify_matmul_rungs(seed, d);
   }
-  return py_list(vs.size(), [&](size_t i) {
-    const kernels::Verdict& v = vs[i];
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
-                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
-                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
-                         v.detail.c_str());
-  });
+  return verdicts_object(vs);
   DESCENT_PY_CATCH(nullptr)
 }
 

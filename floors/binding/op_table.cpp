@@ -54,6 +54,15 @@ PyObject* py_verify(PyObject*, PyObject* args) {
     }
   }
   DESCENT_CHECK(!only || !vs.empty(), Error, "verify(): no op named '", only, "' (see: descent ops)");
+  return verdicts_object(vs);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+}  // namespace
+
+// The verifier's verdicts as a list of dicts, as _C._verify and
+// _C._verify_matmul_rungs return them.
+PyObject* verdicts_object(const std::vector<kernels::Verdict>& vs) {
   return py_list(vs.size(), [&](size_t i) {
     const kernels::Verdict& v = vs[i];
     return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
@@ -61,10 +70,7 @@ PyObject* py_verify(PyObject*, PyObject* args) {
                          v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
                          v.detail.c_str());
   });
-  DESCENT_PY_CATCH(nullptr)
 }
-
-}  // namespace
 
 PyMethodDef g_op_table_functions[] = {
     {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, python_module, sample"},

@@ -252,7 +252,7 @@ Tensor tensor_from_buffer(PyObject* data) {
                      "byte orders is currently not supported.");
   if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
   const char code = fmt.size() == 1 ? fmt[0] : '\0';
-  const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
+  const bool is_signed = std::strchr("bhilq", code) && code;
   ScalarType dt;
   if (!format_dtype(fmt, view.itemsize, &dt)) refuse_array(data, fmt);
   DimVector sizes, strides;

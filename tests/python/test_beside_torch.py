@@ -93,9 +93,47 @@ CASES = {
     "empty_strided": lambda m: m.empty_strided((2, 3), (1, 2)).stride(),
     "empty_strided, strides short": lambda m: m.empty_strided((2, 3), (1,)),
     "empty_strided, a negative stride": lambda m: m.empty_strided((2,), (-1,)),
+    "a 0-d tensor's lone int index": lambda m: m.tensor(1.0)[0],
+    "a 0-d tensor's lone slice": lambda m: m.tensor(1.0)[:],
+    "a str index": lambda m: m.zeros(3, 4)["a"],
+    "a float index": lambda m: m.zeros(3, 4)[1.5],
 }
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_what_torch_gives(name):
     assert outcome(descent, CASES[name]) == outcome(torch, CASES[name])
+
+
+def delitem(m):
+    x = m.zeros(2)
+    del x[0]
+
+
+def test_deleting_an_item_is_torchs_error():
+    assert outcome(descent, delitem) == outcome(torch, delitem)
+
+
+# Note [Indexing in C]: the ops x[i] runs at the top (the ops they call beneath,
+# torch's as_strided under select and slice, are Note [Leaf kernels where aten
+# decomposes]'s), as torch.profiler shows them on torch 2.11.
+INDEXING = {
+    "x[0]": lambda x: x[0], "x[:]": lambda x: x[:], "x[...]": lambda x: x[...],
+    "x[(slice(None),)]": lambda x: x[(slice(None),)], "x[:, 1]": lambda x: x[:, 1],
+    "x[None, 0]": lambda x: x[None, 0], "x[True]": lambda x: x[True], "x[0] = 5": lambda x: setitem(x, 0, 5),
+}
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_indexing_runs_torchs_ops(name):
+    from torch.profiler import ProfilerActivity, profile
+    t = torch.zeros(3, 4)
+    with profile(activities=[ProfilerActivity.CPU]) as p:
+        INDEXING[name](t)
+    want = [e.name for e in p.events() if e.name.startswith("aten::") and e.cpu_parent is None]
+    x = descent.zeros(3, 4)
+    with descent.trace() as tr:
+        INDEXING[name](x)
+    spans = tr.result.spans()
+    top = [s for s in spans if s["floor"] == 2][0]
+    assert [s["name"] for s in spans if s["floor"] == 3 and s["parent"] == top["id"]] == want
