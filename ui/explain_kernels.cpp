@@ -5,6 +5,7 @@
 // [SECTION] Floor 5: kernels
 // [SECTION] Floor 6: the allocators
 #include "ui/explain_span.h"
+#include "ui/roofline.h"
 
 namespace descent::ui::explaining {
 
@@ -39,6 +40,58 @@ bool is_factory(const At& a) {
   const size_t pd = a.s.parent_index[a.parent_index()];
   return pd != SIZE_MAX && str(a.t().spans[pd], "kernel") == "BackendSelect";
 }
+
+// Where the kernel sat on its device's roofline, when it recorded its work
+// and the trace holds the device's peaks (Note [A roofline for every kernel
+// span], floors/kernels/roofline.cpp; ui/roofline.h).
+void roofline_sentences(Explanation& e, const At& a) {
+  const RooflinePoint p = roofline_of(a.s, a.i);
+  if (!p.known) return;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
+  const std::string time = trace::format_duration(int64_t(p.seconds * 1e9));
+  std::string s = "On the roofline: it moved " + si_text(p.bytes, "B");
+  if (p.flops > 0) {
+    char in[32];
+    std::snprintf(in, sizeof in, "%.3g", p.intensity());
+    s += " and did " + si_text(p.flops, "FLOP") + " (" + in + " FLOP per byte)";
+  } else {
+    s += " and did no arithmetic";
+  }
+  s += " in " + time + (p.warm ? " (the warm median)" : " (a first call)") +
+       (p.on_device_clock ? " on the device's clock" : ", the kernel span's inclusive time") + ": " +
+       si_text(p.bytes_per_s(), "B/s") + (p.flops > 0 ? ", " + si_text(p.flops_per_s(), "FLOP/s") : "") + ".";
+  say(e, s);
+  char ridge[32];
+  std::snprintf(ridge, sizeof ridge, "%.3g", p.ridge());
+  const std::string bw = si_text(p.peak_bytes_per_s, "B/s"), fl = si_text(p.peak_flops_per_s, "FLOP/s");
+  switch (p.bound) {
+    case RooflinePoint::Bound::Overhead:
+      say(e, std::string(pct) + " of what " + p.device + " could do at this intensity: overhead-bound. The time went "
+             "to getting started (" + (p.on_device_clock ? "the kernel's launch and ramp-up on the device, a few "
+             "microseconds however small the work" : "the checks, the output's allocation, the loop's set-up") +
+             "), not to the elements: twice the elements would cost almost nothing more. Fusing small ops or "
+             "batching them is how this is won.");
+      break;
+    case RooflinePoint::Bound::Memory:
+      say(e, p.flops > 0 ? "Below the ridge point (" + std::string(ridge) + " FLOP per byte: the peak FLOP/s over "
+                               "the peak bytes/s), memory bounds it: it reached " + pct + " of the bandwidth, " + bw +
+                               ". Fewer bytes (a smaller dtype, a fused op) would make it faster; faster arithmetic "
+                               "would not."
+                         : "It does no arithmetic, so only memory can bound it: it reached " + std::string(pct) +
+                               " of the bandwidth, " + bw + ".");
+      break;
+    case RooflinePoint::Bound::Compute:
+      say(e, "Above the ridge point (" + std::string(ridge) + " FLOP per byte), arithmetic bounds it: it reached " +
+             pct + " of " + p.peak_flops_name + "' peak, " + fl + ". Only faster arithmetic (wider vectors, tensor "
+             "cores) makes it faster.");
+      break;
+  }
+  if (!p.peak_how.empty()) say(e, "The roof of " + p.device + ": " + p.peak_how + ".");
+  note(e, "A roofline for every kernel span");
+}
+
+Explanation cpu_loop(const At& a, const std::string& variant, const std::string& what);
 
 Explanation kernel_span(const At& a) {
   const std::string variant = str(a.sp, "variant");
@@ -107,9 +160,14 @@ Explanation kernel_span(const At& a) {
     note(e, "Streams and the two clocks");
     pytorch(e, "aten/src/ATen/native/cuda/CUDALoops.cuh", "gpu_kernel_impl, launch_vectorized_kernel");
     op_specific(e, a.sp.name);
+    roofline_sentences(e, a);
     return e;
   }
-  // A CPU loop: reference or optimized.
+  return cpu_loop(a, variant, what);
+}
+
+// A CPU loop, reference or optimized: what it ran and why (kernel_span's last case).
+Explanation cpu_loop(const At& a, const std::string& variant, const std::string& what) {
   Explanation e =
       make(variant == "optimized" ? "kernel.optimized" : "kernel.reference",
            "The kernel of " + a.sp.name + " ran the " + variant + " loop" + (what.empty() ? "" : " over " + what));
@@ -153,6 +211,7 @@ Explanation kernel_span(const At& a) {
   }
   say(e, "A CPU kernel runs right here on the calling thread: when it returns the work is done, and nothing is "
          "queued on floors 7 and 8.");
+  roofline_sentences(e, a);
   note(e, "One op table");
   op_specific(e, a.sp.name);
   pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::build: broadcasting, promotion, the output");

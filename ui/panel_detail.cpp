@@ -3,9 +3,12 @@
 // function for the same job), its arguments and times, the source line that
 // decided (or opened) it, and what its floor is for (assets/floors/<n>.txt).
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "ui/app.h"
+#include "ui/roofline.h"
 #if DESCENT_HAVE_SOURCES
 #include "tracer/sources.h"
 #endif
@@ -110,6 +113,84 @@ void explanation_view(App& app, const Explanation& e) {
   }
 }
 
+const char* bound_word(const RooflinePoint& p) {
+  return p.bound == RooflinePoint::Bound::Overhead ? "overhead-bound"
+         : p.bound == RooflinePoint::Bound::Memory ? "memory-bound"
+                                                   : "compute-bound";
+}
+
+// The kernel's place on its device's roofline (ui/roofline.h, Note [A
+// roofline for every kernel span]): log-log, FLOP per byte across, FLOP/s up;
+// the roof rises with the bandwidth up to the ridge, then stays at the
+// arithmetic peak; the dot is this kernel. A kernel that did no arithmetic
+// gets a bar of the bandwidth it reached instead.
+ImU32 bound_color(const RooflinePoint& p) {
+  return p.bound == RooflinePoint::Bound::Overhead ? IM_COL32(240, 150, 90, 255)
+         : p.bound == RooflinePoint::Bound::Memory ? IM_COL32(110, 180, 250, 255)
+                                                   : IM_COL32(130, 220, 120, 255);
+}
+
+// One line under the times: which bound, and how near the roof.
+void roofline_summary(const RooflinePoint& p) {
+  char pct[32];
+  std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
+  const std::string roof = p.bound == RooflinePoint::Bound::Compute
+                               ? p.peak_flops_name + "' " + si_text(p.peak_flops_per_s, "FLOP/s")
+                           : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
+                                                                     : "its roof on " + p.device;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(bound_color(p)));
+  ImGui::TextWrapped("Roofline: %s, %s of %s (the plot is below the explanation)", bound_word(p), pct, roof.c_str());
+  ImGui::PopStyleColor();
+}
+
+void roofline_view(const RooflinePoint& p) {
+  const ImU32 dot = bound_color(p);
+  const char* bound = bound_word(p);
+  if (p.flops <= 0) {
+    const std::string label = si_text(p.bytes_per_s(), "B/s") + " of " + si_text(p.peak_bytes_per_s, "B/s") + ": " +
+                              bound;
+    ImGui::PushStyleColor(ImGuiCol_PlotHistogram, dot);
+    ImGui::ProgressBar(static_cast<float>(std::min(1.0, p.fraction())), ImVec2(-1, 0), label.c_str());
+    ImGui::PopStyleColor();
+    return;
+  }
+  const float fs = ImGui::GetFontSize();
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, 8.5f * fs);
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(size);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const double ridge = p.ridge(), peak = p.peak_flops_per_s;
+  const double x0 = std::log10(std::min(ridge / 1000, p.intensity() / 4));
+  const double x1 = std::log10(std::max(ridge * 30, p.intensity() * 4));
+  const double y1 = std::log10(peak * 3);
+  const double y0 = std::min(std::log10(peak) - 3.5, std::log10(std::max(p.flops_per_s(), 1.0)) - 0.5);
+  const float left = o.x + 0.5f * fs, right = o.x + size.x - 0.5f * fs;
+  const float top = o.y + 1.3f * fs, bottom = o.y + size.y - 1.3f * fs;
+  const auto at = [&](double x, double y) {
+    return ImVec2(left + float((std::log10(x) - x0) / (x1 - x0)) * (right - left),
+                  bottom - float((std::log10(y) - y0) / (y1 - y0)) * (bottom - top));
+  };
+  dl->AddRectFilled(ImVec2(left, top), ImVec2(right, bottom), IM_COL32(30, 33, 40, 255));
+  const ImU32 roof = IM_COL32(220, 220, 220, 255), faint = IM_COL32(160, 160, 160, 255);
+  const ImVec2 ridge_at = at(ridge, peak);
+  dl->AddLine(at(std::pow(10.0, x0), std::pow(10.0, x0) * p.peak_bytes_per_s), ridge_at, roof, 2.0f);
+  dl->AddLine(ridge_at, at(std::pow(10.0, x1), peak), roof, 2.0f);
+  dl->AddLine(ImVec2(ridge_at.x, ridge_at.y), ImVec2(ridge_at.x, bottom), faint, 1.0f);
+  const ImVec2 d = at(p.intensity(), std::max(p.flops_per_s(), std::pow(10.0, y0)));
+  dl->AddCircleFilled(d, 0.4f * fs, dot);
+  const std::string peak_label = si_text(peak, "FLOP/s") + " (" + p.peak_flops_name + ")";
+  dl->AddText(ImVec2(std::min(ridge_at.x + 0.3f * fs, right - ImGui::CalcTextSize(peak_label.c_str()).x),
+                     ridge_at.y - 1.2f * fs), roof, peak_label.c_str());
+  const std::string bw_label = si_text(p.peak_bytes_per_s, "B/s");
+  dl->AddText(ImVec2(left + 0.3f * fs, bottom - 1.2f * fs), faint, (bw_label + " memory").c_str());
+  const std::string me = "this kernel: " + std::string(bound);
+  const float w = ImGui::CalcTextSize(me.c_str()).x;
+  dl->AddText(ImVec2(std::clamp(d.x - w / 2, left, right - w), std::min(d.y + 0.5f * fs, bottom - 0.1f * fs)), dot,
+              me.c_str());
+  dl->AddText(ImVec2(right - ImGui::CalcTextSize("FLOP per byte").x, bottom + 0.1f * fs), faint, "FLOP per byte");
+  dl->AddText(ImVec2(left, o.y), faint, ("roofline of " + p.device + ", log-log; FLOP/s up").c_str());
+}
+
 }  // namespace
 
 const Explanation& current_explanation(App& app) {
@@ -163,9 +244,12 @@ void draw_detail(App& app) {
     ImGui::TextWrapped("includes the tracer's own cost, about %.0f ns per span", app.trace().span_cost_ns);
     ImGui::PopStyleColor();
   }
+  const RooflinePoint roof = sp.floor == trace::Floor::Kernels ? roofline_of(app.story, i) : RooflinePoint{};
+  if (roof.known) roofline_summary(roof);
   ImGui::Separator();
   if (!e.kind.empty()) explanation_view(app, e);
   else ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
+  if (roof.known) roofline_view(roof);
   if (!app.presenter && !sp.args.empty() &&
       ImGui::BeginTable("##args", 2, ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
     ImGui::Separator();

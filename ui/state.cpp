@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ui/app.h"
+#include "ui/roofline.h"
 
 namespace descent::ui {
 
@@ -169,6 +170,23 @@ std::string source_match_name(const App& app, const std::string& file) {
     case trace::SourceMatch::NotOurs: return "not ours";
   }
   return "";
+}
+
+// The current span's place on its device's roofline (ui/roofline.h); null
+// when it is not a kernel span that recorded its work.
+std::string roofline_json(const App& app) {
+  if (!app.has_steps()) return "  \"roofline\": null,\n";
+  const RooflinePoint p = roofline_of(app.story, app.current_span());
+  if (!p.known) return "  \"roofline\": null,\n";
+  const char* bound = p.bound == RooflinePoint::Bound::Overhead ? "overhead"
+                      : p.bound == RooflinePoint::Bound::Memory ? "memory"
+                                                                : "compute";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "  \"roofline\": {\"device\": %s, \"bound\": \"%s\", \"bytes\": %.0f, \"flops\": %.0f, "
+                "\"seconds\": %.9g, \"fraction\": %.6g, \"intensity\": %.6g, \"ridge\": %.6g},\n",
+                quoted(p.device).c_str(), bound, p.bytes, p.flops, p.seconds, p.fraction(), p.intensity(), p.ridge());
+  return buf;
 }
 
 // The current span's explanation (ui/explain.h) and the Notes tab.
@@ -486,6 +504,7 @@ std::string state_json(const App& app, std::string* stable) {
   }
   o += device_json(app);
   o += explanation_json(app);
+  o += roofline_json(app);
   o += memory_json(app);
   o += graph_json(app);
   o += lesson_json(app);

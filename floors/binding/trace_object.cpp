@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "floors/binding/binding.h"
+#include "floors/kernels/roofline.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {
@@ -222,7 +223,12 @@ PyObject* window_trace(PyObject* args, bool stop) {
     if (since_ns == -1 && PyErr_Occurred()) return nullptr;
   }
   DESCENT_PY_TRY
-  return new_trace_object(stop ? trace::stop(since_ns, dropped_before) : trace::snapshot(since_ns, dropped_before));
+  trace::Trace t = stop ? trace::stop(since_ns, dropped_before) : trace::snapshot(since_ns, dropped_before);
+  {
+    GilRelease release;
+    kernels::add_peaks(t);  // the roofs of its devices (Note [A roofline for every kernel span])
+  }
+  return new_trace_object(std::move(t));
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_trace_stop(PyObject*, PyObject* args) { return window_trace(args, true); }

@@ -14,8 +14,11 @@
 // indexing.cpp.
 #pragma once
 
+#include <initializer_list>
+
 #include "floors/dispatch/unboxed.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/roofline.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
@@ -60,6 +63,19 @@ inline void begin(ScopedSpan& span, const Tensor& out) {
   if (!span.active()) return;
   span.arg("dtype", dtype_name(out.dtype()));
   span.arg("numel", out.numel());
+}
+
+// The work of a kernel whose loop reads each input's own elements once and
+// writes out once (a broadcast operand counts its own elements, not the
+// result's), with `flops_per_element` FLOP an output element when it computes
+// in floating point (`compute`), for the roofline (Note [A roofline for every
+// kernel span], roofline.cpp).
+inline void loop_work(ScopedSpan& span, const Tensor& out, std::initializer_list<const Tensor*> in,
+                      ScalarType compute, int64_t flops_per_element = 1) {
+  if (!span.active()) return;
+  int64_t bytes = nbytes(out);
+  for (const Tensor* t : in) bytes += nbytes(*t);
+  record_work(span, bytes, is_floating(compute) ? flops_per_element * out.numel() : 0);
 }
 
 // [SECTION] Devices: where a result lives ----------------------------------------

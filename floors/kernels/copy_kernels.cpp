@@ -19,6 +19,7 @@ namespace descent::kernels {
 // src (dst's sizes) into dst, on dst's device; src there too, or a CPU scalar.
 void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
   begin(span, dst);
+  loop_work(span, dst, {&src}, dst.dtype(), 0);
   run_loop(span, dst, [&] { device::copy(src, dst); }, [&] { return optimized_copy(src, dst); },
            [&] { reference_copy(src, dst); });
 }
@@ -195,6 +196,7 @@ void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   }
   Tensor out = empty_tensor(sizes, dt, ts[0].device());
   begin(span, out);
+  record_work(span, 2 * nbytes(out), 0);  // each input's elements read once, into out
   const bool on_device = out.device().type != DeviceType::CPU;
   bool all_optimized = true;
   int64_t at = 0;

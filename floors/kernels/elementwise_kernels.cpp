@@ -30,6 +30,7 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   if (dt != x.dtype() && x.device().type == DeviceType::CPU) x = cast(x, dt);
   Tensor out = empty_output(x.sizes(), dt, x.device(), {&x});  // Note [Output strides follow the inputs]
   begin(span, out);
+  loop_work(span, out, {&x}, dt);
   run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
            [&] { reference_unary(op.id, x, out); });
   s.set_result(std::move(out));
@@ -82,6 +83,7 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   if (nan_fill) {
     Tensor out = empty_output(x.sizes(), dt, x.device(), {&x});
     begin(span, out);
+    loop_work(span, out, {}, dt, 0);
     const Scalar nan(std::numeric_limits<double>::quiet_NaN());
     run_loop(span, out, [&] { device::fill(out, nan); }, [&] { return optimized_fill(out, nan); },
              [&] { reference_fill(out, nan); });
@@ -95,6 +97,7 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor xc = cast(x, dt);  // keeps x's layout when x is dense (_to_copy)
   Tensor out = empty_output(x.sizes(), dt, x.device(), {&xc});
   begin(span, out);
+  loop_work(span, out, {&xc}, dt, int64_t(b.has_lo) + int64_t(b.has_hi));
   run_loop(span, out, [&] { device::unary(op.id, xc, out, b); }, [&] { return optimized_unary(op.id, xc, out, b); },
            [&] { reference_unary(op.id, xc, out, b); });
   s.set_result(std::move(out));
@@ -143,6 +146,8 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
+  const bool scaled = (op.id == Op::add || op.id == Op::sub) && alpha.to_double() != 1.0;  // a multiply more
+  loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct, scaled ? 2 : 1);
   run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
            [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
            [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
@@ -187,6 +192,7 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_output(shape, ScalarType::Bool, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
+  loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct);
   // One CPU loop only: comparisons are not a hot path.
   run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
            [&] { reference_compare(op.id, ca.get(), cb.get(), out); });

@@ -10,6 +10,7 @@
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/random.h"
+#include "floors/kernels/roofline.h"
 #include "tracer/tracer.h"
 
 namespace descent::kernels {
@@ -51,7 +52,7 @@ ScalarType dtype_arg(const Stack& s, ScalarType fallback) {
 // device loops (Note [One kernel body, two devices], device_loops.h).
 // Laid out by `strides` when given (empty_strided), else row-major.
 Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& sizes, ScalarType dt,
-                   const DimVector* strides = nullptr) {
+                   const DimVector* strides = nullptr, bool writes = true) {
   const IValue& dev = s[s.size() - 1];
   const Device device = dev.is_none() ? Device{} : dev.to_device();
   Tensor out = strides ? empty_strided_tensor(sizes, *strides, dt, device) : empty_tensor(sizes, dt, device);
@@ -60,6 +61,7 @@ Tensor make_output(trace::ScopedSpan& span, const Stack& s, const DimVector& siz
   span.arg("dtype", dtype_name(dt));
   span.arg("numel", out.numel());
   span.arg("variant", v);
+  if (writes) record_work(span, nbytes(out), 0);  // a factory writes its output once (empty: not at all)
   last_variant() = v;
   return out;
 }
@@ -82,7 +84,7 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     value = s[1].to_scalar();
     fallback = value.is_floating() ? kDefaultFloat : value.type();
   }
-  Tensor out = make_output(span, s, s[0].to_int_list(), dtype_arg(s, fallback));
+  Tensor out = make_output(span, s, s[0].to_int_list(), dtype_arg(s, fallback), nullptr, op.id != Op::empty);
   if (op.id != Op::empty) fill(op, out, value);
   s.set_result(std::move(out));
 }
@@ -94,7 +96,7 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void empty_strided_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   const DimVector strides = s[1].to_int_list();
-  s.set_result(make_output(span, s, s[0].to_int_list(), dtype_arg(s, kDefaultFloat), &strides));
+  s.set_result(make_output(span, s, s[0].to_int_list(), dtype_arg(s, kDefaultFloat), &strides, false));
 }
 
 // The length of arange(start, end, step) for int64 bounds, exact: end - start

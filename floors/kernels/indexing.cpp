@@ -50,6 +50,7 @@
 
 #include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/roofline.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"
 
@@ -235,6 +236,9 @@ void begin(ScopedSpan& span, const Tensor& out, const IndexPlan& p) {
   span.arg("dtype", dtype_name(out.dtype()));
   span.arg("numel", numel_of(p.shape));
   span.arg("variant", last_variant());
+  // The selected elements read (or written) once and the result written
+  // (or read) once; the indices' reading is not counted.
+  record_work(span, 2 * numel_of(p.shape) * int64_t(element_size(out.dtype())), 0);
 }
 
 // [SECTION] On a device ------------------------------------------------------------------------

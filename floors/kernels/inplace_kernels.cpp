@@ -147,6 +147,7 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes(), self.device());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);
+  loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct);
   run_loop(span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
            [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
            [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
@@ -201,6 +202,7 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Scalar value = op.id == Op::zero_ ? Scalar(int64_t{0}) : s[1].to_scalar();
   visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
   begin(span, self);
+  loop_work(span, self, {}, self.dtype(), 0);
   run_loop(span, self, [&] { device::fill(self, value); }, [&] { return optimized_fill(self, value); },
            [&] { reference_fill(self, value); });
   s.set_result(Tensor(self));
@@ -228,6 +230,7 @@ void fill_tensor_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Scalar v = read[0].to_scalar();
   visit_dtype(self.dtype(), [&]<typename T>() { (void)v.to<T>(op.python_name, "value"); });
   begin(span, self);
+  loop_work(span, self, {}, self.dtype(), 0);
   run_loop(span, self, [&] { device::fill(self, v); }, [&] { return optimized_fill(self, v); },
            [&] { reference_fill(self, v); });
   s.set_result(Tensor(self));

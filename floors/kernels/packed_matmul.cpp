@@ -70,7 +70,11 @@
 // chain). float16, bfloat16 and the integers are not packed: the register
 // rung takes them.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <new>
 
@@ -84,6 +88,7 @@
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/parallel.h"
+#include "floors/kernels/roofline.h"
 
 namespace descent::kernels {
 
@@ -466,6 +471,40 @@ bool cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const bool ran = optimized_matmul(ca, cb, out);
   last_matmul_rung() = ran ? "register" : "reference";
   return ran;
+}
+
+// The CPU's arithmetic peak for the roofline (Note [A roofline for every
+// kernel span], roofline.cpp): the float microkernel over one panel of A and
+// one of B that stay in the L1 cache, called back to back for 20 ms on each
+// of `threads` threads at once; the sum of their rates.
+double microkernel_flops_per_s(int threads) {
+  const Micro<float> m = micro_for_isa<float>();
+  if (!m.fn) return 0;
+  constexpr int64_t kc = 128;
+  std::atomic<int> ready{0};
+  std::vector<double> rates(size_t(std::max(1, threads)), 0.0);
+  const auto run = [&](size_t t) {
+    std::vector<float> ap(size_t(m.mr * kc), 0.5f), bp(size_t(kc * m.nr), 0.25f), c(size_t(m.mr * m.nr), 0.0f);
+    ready.fetch_add(1);
+    while (ready.load() < int(rates.size())) std::this_thread::yield();
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    int64_t calls = 0;
+    double seconds = 0;
+    do {
+      for (int k = 0; k < 64; ++k) m.fn(kc, ap.data(), bp.data(), c.data(), m.nr, true);
+      calls += 64;
+      seconds = std::chrono::duration<double>(clock::now() - start).count();
+    } while (seconds < 0.02);
+    rates[t] = 2.0 * double(m.mr * m.nr * kc) * double(calls) / seconds;
+  };
+  std::vector<std::thread> others;
+  for (size_t t = 1; t < rates.size(); ++t) others.emplace_back(run, t);
+  run(0);
+  for (std::thread& t : others) t.join();
+  double sum = 0;
+  for (double r : rates) sum += r;
+  return sum;
 }
 
 }  // namespace descent::kernels

@@ -40,6 +40,10 @@ const char* type_meta_name(ScalarType t) {
 Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, ScalarType ct, Device dev) {
   Tensor out = empty_tensor({A.sizes()[0], A.sizes()[1], Bm.sizes()[2]}, ct, dev);
   begin(span, out);
+  // A and B read once and C written once; a multiply and an add for each of the K terms of each output.
+  const int64_t K = A.sizes()[2];
+  record_work(span, (A.numel() + Bm.numel()) * int64_t(element_size(A.dtype())) + nbytes(out),
+              is_floating(ct) ? 2 * out.numel() * K : 0);
   run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
            [&] { return cpu_matmul(A, Bm, out); },  // the rung chosen (Note [Matmul rungs], matmul_rungs.cpp)
            [&] { reference_matmul(A, Bm, out); });

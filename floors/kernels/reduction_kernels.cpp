@@ -43,6 +43,14 @@ Tensor finish_reduction(const Tensor& keep, const bool* reduced, bool keepdim) {
   return keep.as_strided(sizes, contiguous_strides(sizes), 0);
 }
 
+
+// A reduction's work for the roofline (Note [A roofline for every kernel
+// span], roofline.cpp): x read once, the kept values (and `extra` bytes of
+// indices) written once, one FLOP per element of x when it is floating.
+void reduction_work(ScopedSpan& span, const Tensor& x, const Tensor& keep, int64_t extra = 0) {
+  record_work(span, nbytes(x) + nbytes(keep) + extra, is_floating(x.dtype()) ? x.numel() : 0);
+}
+
 }  // namespace
 
 // [SECTION] The kernels -------------------------------------------------------------------
@@ -76,6 +84,7 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const bool via_float = cpu_mean && is_reduced_floating(dt);
   Tensor keep = empty_tensor(keep_shape(x, reduced), via_float ? ScalarType::Float32 : dt, x.device());
   begin(span, keep);
+  reduction_work(span, x, keep);
   run_loop(span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
            [&] { reference_sum(x, keep, reduced); });
   if (cpu_mean) {
@@ -101,6 +110,7 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     std::fill(reduced, reduced + kMaxDims, true);
     Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
     begin(span, keep);
+    reduction_work(span, x, keep);
     run_loop(span, keep, [&] { device::max(x, keep, nullptr, reduced); }, [&] { return optimized_max(x, keep, reduced); },
              [&] { reference_max(x, keep, nullptr, reduced); });
     s.set_result(finish_reduction(keep, reduced, false));
@@ -115,6 +125,7 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
   Tensor idx = empty_tensor(keep.sizes(), ScalarType::Int64, x.device());
   begin(span, keep);
+  reduction_work(span, x, keep, nbytes(idx));
   run_loop(span, keep, [&] { device::max(x, keep, &idx, reduced); }, [] { return false; },
            [&] { reference_max(x, keep, &idx, reduced); });
   s.clear();
@@ -143,6 +154,7 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor loss = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, loss);
+  loop_work(span, loss, {&ca.unexpanded(), &cb.unexpanded()}, ct, 2);  // a difference and its square
   const Scalar one(int64_t{1});
   run_loop(span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
            [&] { return optimized_binary(op.id, ca.get(), cb.get(), loss, one); },

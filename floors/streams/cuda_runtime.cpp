@@ -181,6 +181,21 @@ class CudaRuntime final : public DeviceRuntime {
     check(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties");
     return p.name;
   }
+  Limits limits(int index) override {
+    const auto attr = [&](cudaDeviceAttr a) {
+      int v = 0;
+      check(cudaDeviceGetAttribute(&v, a, index), "cudaDeviceGetAttribute");
+      return v;
+    };
+    Limits l;
+    l.sms = attr(cudaDevAttrMultiProcessorCount);
+    l.cc_major = attr(cudaDevAttrComputeCapabilityMajor);
+    l.cc_minor = attr(cudaDevAttrComputeCapabilityMinor);
+    l.bus_bits = attr(cudaDevAttrGlobalMemoryBusWidth);
+    l.clock_hz = attr(cudaDevAttrClockRate) * 1e3;  // kHz
+    l.memory_clock_hz = attr(cudaDevAttrMemoryClockRate) * 1e3;
+    return l;
+  }
 
   alloc::RawBackend& memory(int index) override {
     std::lock_guard<std::mutex> g(mu_);

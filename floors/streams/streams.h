@@ -77,6 +77,14 @@ class DeviceRuntime {
   virtual int device_count() = 0;
   virtual std::string unavailable_reason() = 0;
   virtual std::string device_name(int index) = 0;  // "NVIDIA H200", "descent simulated device"
+  // What the device says of its own speed, for the roofline of the kernels'
+  // spans (Note [A roofline for every kernel span], floors/kernels/roofline.h):
+  // 0 where it says nothing (the simulated device is the host's cores).
+  struct Limits {
+    int sms = 0, cc_major = 0, cc_minor = 0, bus_bits = 0;
+    double clock_hz = 0, memory_clock_hz = 0;  // the maximum clocks it reports
+  };
+  virtual Limits limits(int /*index*/) { return {}; }
 
   // Raw memory for the caching allocator (floor 6): cudaMalloc, or the arena.
   virtual alloc::RawBackend& memory(int index) = 0;
