@@ -92,15 +92,17 @@ namespace {
 
 // [SECTION] State ------------------------------------------------------------------
 
-constexpr size_t kBufferBytes = size_t{4} << 20;    // one buffer handed to CUPTI: 4 MiB
-constexpr size_t kRecordAlignment = 8;              // CUPTI's ACTIVITY_RECORD_ALIGNMENT
+constexpr size_t kBufferBytes = size_t{4} << 20;     // one buffer handed to CUPTI: 4 MiB
+constexpr size_t kRecordAlignment = 8;               // CUPTI's ACTIVITY_RECORD_ALIGNMENT
 constexpr int64_t kMinRateBaselineNs = 100'000'000;  // fit a clock rate over 100 ms or more
-constexpr int kClockReadings = 7;                   // keep the tightest of these
+constexpr int kClockReadings = 7;                    // keep the tightest of these
 constexpr const char* kClockName = "CUPTI, converted to host";
 constexpr const char* kActiveStatus = "cupti (kernels, memcpy, memset, runtime)";
 
 constexpr CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,  // needs an API kind (RUNTIME) to precede
 };
@@ -127,16 +129,16 @@ struct ClockPair {
 };
 
 struct State {
-  std::mutex mutex;                                     // guards everything below
-  bool registered = false;                              // buffer callbacks given to CUPTI (once per process)
-  bool tried = false;                                   // this recording tried CUPTI (timing_note)
+  std::mutex mutex;         // guards everything below
+  bool registered = false;  // buffer callbacks given to CUPTI (once per process)
+  bool tried = false;       // this recording tried CUPTI (timing_note)
   std::string status = "unavailable: tracing has not started";
-  ClockPair base;                                       // at start()
-  std::vector<DeviceRecord> records;                    // parsed, not yet made spans
-  std::unordered_map<uint32_t, uint64_t> external;      // CUPTI correlation -> our id
-  std::unordered_map<uint64_t, int64_t> stream_of;      // our id -> descent's stream id (push_correlation)
-  uint64_t untimed = 0;                                 // records without times (not finished)
-  uint64_t dropped = 0;                                 // records CUPTI dropped (buffers full)
+  ClockPair base;                                   // at start()
+  std::vector<DeviceRecord> records;                // parsed, not yet made spans
+  std::unordered_map<uint32_t, uint64_t> external;  // CUPTI correlation -> our id
+  std::unordered_map<uint64_t, int64_t> stream_of;  // our id -> descent's stream id (push_correlation)
+  uint64_t untimed = 0;                             // records without times (not finished)
+  uint64_t dropped = 0;                             // records CUPTI dropped (buffers full)
 };
 State& state() {
   static State* s = new State;  // never destroyed: CUPTI's thread may call back at exit
@@ -205,29 +207,48 @@ std::string demangled(const char* name) {
 // Kineto's words for copy directions and memory kinds, so names match PyTorch's traces.
 const char* copy_direction(uint8_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return "HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return "AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return "AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return "AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return "DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "PtoP";
+    default:
+      return "Unknown";
   }
 }
 const char* memory_kind(unsigned kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
-    default: return "Unknown";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return "Pageable";
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return "Pinned";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+      return "Device";
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+      return "Array";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+      return "Managed";
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+      return "Device Static";
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC:
+      return "Managed Static";
+    default:
+      return "Unknown";
   }
 }
 
@@ -317,8 +338,10 @@ void emit(State& s, bool final) {
   std::vector<DeviceRecord> waiting;
   for (DeviceRecord& r : s.records) {
     if (r.start == 0 || r.end == 0) {  // CUPTI could not time it (not finished when flushed)
-      if (final) ++s.untimed;
-      else waiting.push_back(std::move(r));
+      if (final)
+        ++s.untimed;
+      else
+        waiting.push_back(std::move(r));
       continue;
     }
     // The EXTERNAL_CORRELATION records name runtime calls (the API kind
@@ -417,7 +440,8 @@ void on_start() {
     const CUptiResult r = cuptiActivityEnable(k);
     if (r == CUPTI_SUCCESS) continue;
     disable_kinds();
-    s.status = "unavailable: cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + result_text(r);
+    s.status =
+        "unavailable: cuptiActivityEnable(" + std::to_string(static_cast<int>(k)) + ") failed: " + result_text(r);
     if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
       s.status += " (the driver lets only administrators profile: NVreg_RestrictProfilingToAdminUsers=0 lifts it)";
     }

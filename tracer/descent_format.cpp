@@ -41,7 +41,7 @@ namespace {
 
 constexpr std::string_view kMagic = "descent-trace";
 constexpr int kVersion = 2;
-constexpr int kOldestVersion = 1;  // still read
+constexpr int kOldestVersion = 1;       // still read
 constexpr size_t kSpanFixedFields = 9;  // "span" .. <nargs>
 constexpr size_t kFieldsPerArg = 3;
 constexpr size_t kMaxQuotedBytes = 40;  // of a bad field, in error messages
@@ -57,12 +57,24 @@ void write_string(std::string& out, std::string_view s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case ' ': out += "\\s"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '"': out += "\\\""; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case ' ':
+        out += "\\s";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           out += "\\x";
@@ -238,12 +250,24 @@ class Reader {
       }
       if (++i == field.size()) fail(std::string("bad escape: '\\' at the end of ") + what);
       switch (field[i]) {
-        case '\\': out += '\\'; break;
-        case 's': out += ' '; break;
-        case 't': out += '\t'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case '"': out += '"'; break;
+        case '\\':
+          out += '\\';
+          break;
+        case 's':
+          out += ' ';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '"':
+          out += '"';
+          break;
         case 'x': {
           const int hi = i + 1 < field.size() ? hex_digit(field[i + 1]) : -1;
           const int lo = i + 2 < field.size() ? hex_digit(field[i + 2]) : -1;
@@ -252,7 +276,8 @@ class Reader {
           i += 2;
           break;
         }
-        default: fail(std::string("bad escape ") + quote(field.substr(i - 1, 2)) + " in " + what);
+        default:
+          fail(std::string("bad escape ") + quote(field.substr(i - 1, 2)) + " in " + what);
       }
     }
     return out;
@@ -347,8 +372,8 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
   Trace t;
   bool have_cost = false;
   bool ended = false;
-  SpanIndex ids;                                 // span id -> index
-  std::vector<bool> have_src;                    // per span: given a src line so far (empty before the first)
+  SpanIndex ids;               // span id -> index
+  std::vector<bool> have_src;  // per span: given a src line so far (empty before the first)
   std::string_view line;
   while (r.next_line(line)) {
     if (ended) r.fail("content after the 'end' line");
@@ -385,8 +410,8 @@ Trace from_descent_format(const std::string& text, const std::string& source_nam
       s.line = r.number<uint32_t>(f[3], "the source line");
     } else if (f[0] == "flow" && version >= 2) {
       expect_fields(r, f, 4, "flow");
-      Flow fl{r.number<uint64_t>(f[1], "the flow's first span id"), r.number<uint64_t>(f[2], "the flow's second span id"),
-              r.string(f[3], "the flow name")};
+      Flow fl{r.number<uint64_t>(f[1], "the flow's first span id"),
+              r.number<uint64_t>(f[2], "the flow's second span id"), r.string(f[3], "the flow name")};
       for (const uint64_t end : {fl.from, fl.to}) {
         if (ids.find(end) == SIZE_MAX) r.fail("flow names span " + std::to_string(end) + ", which is not in the file");
       }

@@ -29,7 +29,7 @@ namespace {
 
 // One record_device_span() call, its strings copied.
 struct PendingDeviceSpan {
-  DeviceSpan span;   // name and device point into the strings below
+  DeviceSpan span;  // name and device point into the strings below
   std::string name;
   std::string device;
 };
@@ -88,9 +88,12 @@ namespace {
 
 const char* work_name(DeviceWork w) {
   switch (w) {
-    case DeviceWork::Kernel: return "kernel";
-    case DeviceWork::Memcpy: return "memcpy";
-    case DeviceWork::Memset: return "memset";
+    case DeviceWork::Kernel:
+      return "kernel";
+    case DeviceWork::Memcpy:
+      return "memcpy";
+    case DeviceWork::Memset:
+      return "memset";
   }
   return "kernel";
 }

@@ -53,9 +53,9 @@ namespace descent::trace {
 
 namespace {
 
-constexpr int kPid = 1;  // the host process: descent
+constexpr int kPid = 1;               // the host process: descent
 constexpr int kFirstDevicePid = 100;  // the first device's process; the others follow in name order
-constexpr uint32_t kFirstTid = 1;  // "tid" of the Trace's thread 0
+constexpr uint32_t kFirstTid = 1;     // "tid" of the Trace's thread 0
 constexpr int64_t kNsPerUs = 1000;
 
 std::string tid_of(uint32_t thread) { return std::to_string(uint64_t{thread} + kFirstTid); }
@@ -113,10 +113,14 @@ size_t utf8_length(const std::string& s, size_t i) {
   const unsigned char c = byte(i);
   size_t len = 0;
   uint32_t min_code = 0;
-  if (c >= 0xc2 && c <= 0xdf) len = 2, min_code = 0x80;
-  else if (c >= 0xe0 && c <= 0xef) len = 3, min_code = 0x800;
-  else if (c >= 0xf0 && c <= 0xf4) len = 4, min_code = 0x10000;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2, min_code = 0x80;
+  else if (c >= 0xe0 && c <= 0xef)
+    len = 3, min_code = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4)
+    len = 4, min_code = 0x10000;
+  else
+    return 0;
   if (i + len > s.size()) return 0;
   uint32_t code = c & (0xff >> (len + 1));
   for (size_t k = 1; k < len; ++k) {
@@ -146,11 +150,21 @@ void append_json_string(std::string& out, const std::string& s) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -195,7 +209,6 @@ void append_us(std::string& out, int64_t ns) {
   std::snprintf(buf, sizeof buf, "%s%" PRIu64 ".%03" PRIu64, negative ? "-" : "", mag / 1000, mag % 1000);
   out += buf;
 }
-
 
 // [SECTION] Events -------------------------------------------------------------
 

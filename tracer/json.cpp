@@ -41,12 +41,18 @@ namespace descent::json {
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::Null: return "null";
-    case Type::Bool: return "bool";
-    case Type::Number: return "number";
-    case Type::String: return "string";
-    case Type::Array: return "array";
-    case Type::Object: return "object";
+    case Type::Null:
+      return "null";
+    case Type::Bool:
+      return "bool";
+    case Type::Number:
+      return "number";
+    case Type::String:
+      return "string";
+    case Type::Array:
+      return "array";
+    case Type::Object:
+      return "object";
   }
   return "?";
 }
@@ -63,8 +69,8 @@ const Value* Value::find(std::string_view k) const {
 // [SECTION] The parser: errors and scanning ----------------------------------------
 
 namespace {
-constexpr int kMaxDepth = 512;           // arrays and objects inside each other
-constexpr size_t kMaxQuotedBytes = 20;   // of the text around an error
+constexpr int kMaxDepth = 512;          // arrays and objects inside each other
+constexpr size_t kMaxQuotedBytes = 20;  // of the text around an error
 }  // namespace
 
 class Parser {
@@ -81,7 +87,8 @@ class Parser {
     end_ = begin_ + text_.size();
     doc_.values_.reserve(text_.size() / 16);
     skip_ws();
-    if (p_ == end()) fail(text_.empty() ? "empty text: expected a JSON value" : "only whitespace: expected a JSON value");
+    if (p_ == end())
+      fail(text_.empty() ? "empty text: expected a JSON value" : "only whitespace: expected a JSON value");
     value(0);
     skip_ws();
     if (p_ != end()) fail("unexpected " + describe_here() + " after the JSON value");
@@ -187,14 +194,38 @@ class Parser {
       const char* esc = p_++;
       if (p_ == end()) fail_at(open, "unterminated string (the text ends inside it)");
       switch (*p_) {
-        case '"': *out_++ = '"'; ++p_; break;
-        case '\\': *out_++ = '\\'; ++p_; break;
-        case '/': *out_++ = '/'; ++p_; break;
-        case 'b': *out_++ = '\b'; ++p_; break;
-        case 'f': *out_++ = '\f'; ++p_; break;
-        case 'n': *out_++ = '\n'; ++p_; break;
-        case 'r': *out_++ = '\r'; ++p_; break;
-        case 't': *out_++ = '\t'; ++p_; break;
+        case '"':
+          *out_++ = '"';
+          ++p_;
+          break;
+        case '\\':
+          *out_++ = '\\';
+          ++p_;
+          break;
+        case '/':
+          *out_++ = '/';
+          ++p_;
+          break;
+        case 'b':
+          *out_++ = '\b';
+          ++p_;
+          break;
+        case 'f':
+          *out_++ = '\f';
+          ++p_;
+          break;
+        case 'n':
+          *out_++ = '\n';
+          ++p_;
+          break;
+        case 'r':
+          *out_++ = '\r';
+          ++p_;
+          break;
+        case 't':
+          *out_++ = '\t';
+          ++p_;
+          break;
         case 'u': {
           uint32_t code = hex4();
           if (code >= 0xdc00 && code <= 0xdfff) fail_at(esc, "unpaired UTF-16 surrogate (a low surrogate first)");
@@ -296,9 +327,15 @@ class Parser {
   void value(int depth) {
     if (p_ == end()) fail("unexpected end of the text (expected a JSON value)");
     switch (*p_) {
-      case '{': container(depth, true); return;
-      case '[': container(depth, false); return;
-      case '"': scratch_.push_back(string()); return;
+      case '{':
+        container(depth, true);
+        return;
+      case '[':
+        container(depth, false);
+        return;
+      case '"':
+        scratch_.push_back(string());
+        return;
       case 't': {
         Value v;
         v.type_ = Type::Bool;
@@ -312,7 +349,9 @@ class Parser {
         literal("false", v);
         return;
       }
-      case 'n': literal("null", Value{}); return;
+      case 'n':
+        literal("null", Value{});
+        return;
       default:
         if (*p_ == '-' || is_digit(*p_)) {
           scratch_.push_back(number());
@@ -338,7 +377,8 @@ class Parser {
     } else {
       while (true) {
         skip_ws();
-        if (p_ == end()) fail_at(open, std::string("unterminated ") + (object ? "object" : "array") + " (the text ends inside it)");
+        if (p_ == end())
+          fail_at(open, std::string("unterminated ") + (object ? "object" : "array") + " (the text ends inside it)");
         if (object) {
           if (*p_ != '"') fail("expected a string key in an object, found " + describe_here());
           scratch_.push_back(string());
@@ -348,7 +388,8 @@ class Parser {
         }
         value(depth + 1);
         skip_ws();
-        if (p_ == end()) fail_at(open, std::string("unterminated ") + (object ? "object" : "array") + " (the text ends inside it)");
+        if (p_ == end())
+          fail_at(open, std::string("unterminated ") + (object ? "object" : "array") + " (the text ends inside it)");
         if (*p_ == close) {
           ++p_;
           break;
@@ -368,12 +409,12 @@ class Parser {
     scratch_.push_back(v);
   }
 
-  std::string_view text_;       // the caller's text, for error positions
+  std::string_view text_;  // the caller's text, for error positions
   const std::string& source_;
-  char* begin_ = nullptr;       // the document's copy of the text
+  char* begin_ = nullptr;  // the document's copy of the text
   char* end_ = nullptr;
-  char* p_ = nullptr;           // the next byte to read, in the copy
-  char* out_ = nullptr;         // the next byte of the string being unescaped
+  char* p_ = nullptr;    // the next byte to read, in the copy
+  char* out_ = nullptr;  // the next byte of the string being unescaped
   Document doc_;
   std::vector<Value> scratch_;  // members of the containers being read
 };

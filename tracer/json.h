@@ -34,17 +34,17 @@ class Value {
   bool is_array() const { return type_ == Type::Array; }
   bool is_object() const { return type_ == Type::Object; }
 
-  bool as_bool() const { return u_.boolean; }             // Bool only
-  double as_double() const;                               // Number only; integers converted
-  bool is_integer() const { return integer_; }            // Number written without '.' or exponent, in int64
-  int64_t as_int() const { return u_.integer; }           // when is_integer()
+  bool as_bool() const { return u_.boolean; }                       // Bool only
+  double as_double() const;                                         // Number only; integers converted
+  bool is_integer() const { return integer_; }                      // Number written without '.' or exponent, in int64
+  int64_t as_int() const { return u_.integer; }                     // when is_integer()
   std::string_view as_string() const { return {u_.chars, size_}; }  // String only
 
-  size_t size() const { return size_; }                   // Array: elements; Object: members; String: bytes
-  const Value& operator[](size_t i) const { return u_.items[i]; }          // Array element i
+  size_t size() const { return size_; }                            // Array: elements; Object: members; String: bytes
+  const Value& operator[](size_t i) const { return u_.items[i]; }  // Array element i
   std::string_view key(size_t i) const { return u_.items[2 * i].as_string(); }  // Object member i's key
-  const Value& value(size_t i) const { return u_.items[2 * i + 1]; }       // Object member i's value
-  const Value* find(std::string_view key) const;          // Object: the last member named `key`, or nullptr
+  const Value& value(size_t i) const { return u_.items[2 * i + 1]; }            // Object member i's value
+  const Value* find(std::string_view key) const;  // Object: the last member named `key`, or nullptr
 
  private:
   friend class Parser;
@@ -55,9 +55,9 @@ class Value {
     bool boolean;
     double number;
     int64_t integer;
-    const char* chars;      // into the Document's string buffer
-    const Value* items;     // into the Document's value array
-    uint64_t offset;        // while parsing: index of chars or items
+    const char* chars;   // into the Document's string buffer
+    const Value* items;  // into the Document's value array
+    uint64_t offset;     // while parsing: index of chars or items
   } u_{};
 };
 static_assert(sizeof(Value) == 16, "a Value is two words: a trace holds millions");

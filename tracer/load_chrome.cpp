@@ -99,8 +99,12 @@ struct Errors {
 // (Kineto's "grid": [1, 1, 1]) and for metadata values that are not strings.
 void append_json(std::string& out, const Value& v) {
   switch (v.type()) {
-    case Type::Null: out += "null"; break;
-    case Type::Bool: out += v.as_bool() ? "true" : "false"; break;
+    case Type::Null:
+      out += "null";
+      break;
+    case Type::Bool:
+      out += v.as_bool() ? "true" : "false";
+      break;
     case Type::Number: {
       char buf[40];
       const auto r = v.is_integer() ? std::to_chars(buf, buf + sizeof buf, v.as_int())
@@ -147,8 +151,10 @@ ArgValue arg_value(const Value& v) {
     case Type::Number:
       if (v.is_integer()) return v.as_int();
       return v.as_double();
-    case Type::Bool: return v.as_bool();
-    default: return text_of(v);
+    case Type::Bool:
+      return v.as_bool();
+    default:
+      return text_of(v);
   }
 }
 
@@ -165,8 +171,8 @@ struct CudaApiFloor {
 // CUDA runtime and driver calls by name prefix; the first match wins, and a
 // call that matches none is Launch. See Note [Placing PyTorch's events on floors].
 constexpr CudaApiFloor kCudaApiFloors[] = {
-    {"cudaMalloc", Floor::Allocator},             // cudaMalloc, cudaMallocAsync, cudaMallocHost ...
-    {"cudaFree", Floor::Allocator},               // cudaFree, cudaFreeAsync, cudaFreeHost
+    {"cudaMalloc", Floor::Allocator},  // cudaMalloc, cudaMallocAsync, cudaMallocHost ...
+    {"cudaFree", Floor::Allocator},    // cudaFree, cudaFreeAsync, cudaFreeHost
     {"cudaHostAlloc", Floor::Allocator},
     {"cudaHostRegister", Floor::Allocator},
     {"cudaHostUnregister", Floor::Allocator},
@@ -176,13 +182,13 @@ constexpr CudaApiFloor kCudaApiFloors[] = {
     {"cuMemMap", Floor::Allocator},
     {"cuMemUnmap", Floor::Allocator},
     {"cuMemRelease", Floor::Allocator},
-    {"cudaStream", Floor::Streams},               // Synchronize, WaitEvent, Query, Create ...
-    {"cudaEvent", Floor::Streams},                // Record, Synchronize, Query, Create ...
+    {"cudaStream", Floor::Streams},  // Synchronize, WaitEvent, Query, Create ...
+    {"cudaEvent", Floor::Streams},   // Record, Synchronize, Query, Create ...
     {"cudaDeviceSynchronize", Floor::Streams},
     {"cuStream", Floor::Streams},
     {"cuEvent", Floor::Streams},
     {"cuCtxSynchronize", Floor::Streams},
-    {"cudaMemcpy", Floor::Streams},               // cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2DAsync ...
+    {"cudaMemcpy", Floor::Streams},  // cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2DAsync ...
     {"cudaMemset", Floor::Streams},
     {"cuMemcpy", Floor::Streams},
     {"cuMemset", Floor::Streams},
@@ -229,11 +235,11 @@ Floor floor_from_name(std::string_view cat) {
 
 // One complete event, before it has an id, a thread or a parent.
 struct RawSpan {
-  size_t event = 0;       // index in traceEvents
-  uint32_t row = 0;       // index in Loader::rows_
-  double ts_us = 0;       // as in the file
+  size_t event = 0;  // index in traceEvents
+  uint32_t row = 0;  // index in Loader::rows_
+  double ts_us = 0;  // as in the file
   int64_t dur_ns = 0;
-  int64_t start_ns = 0;   // set once the base is known
+  int64_t start_ns = 0;  // set once the base is known
   const Value* json = nullptr;
 };
 
@@ -245,7 +251,7 @@ struct RawFlow {
   std::string pid, tid;
   double ts_us = 0;
   std::string name;
-  int64_t span_ordinal = -1;    // descent's own export: args.span, the X event it binds to
+  int64_t span_ordinal = -1;  // descent's own export: args.span, the X event it binds to
 };
 
 struct Row {
@@ -265,7 +271,8 @@ class Loader {
       events = root.find("traceEvents");
       if (events == nullptr) err_.file("the top-level object has no \"traceEvents\" member (not a Chrome trace?)");
       if (!events->is_array()) {
-        err_.file(std::string("\"traceEvents\" is ") + json::type_name(events->type()) + ", expected an array of events");
+        err_.file(std::string("\"traceEvents\" is ") + json::type_name(events->type()) +
+                  ", expected an array of events");
       }
       // descent's own export: its data in "otherData" (tids from 1), or, in
       // files written before that, in "metadata" (tids from 0).
@@ -323,7 +330,8 @@ class Loader {
     if (!e.is_object()) err_.event(i, e, std::string("is ") + json::type_name(e.type()) + ", expected an object");
     const Value* ph = e.find("ph");
     if (ph == nullptr) err_.event(i, e, "missing \"ph\" (the event's phase)");
-    if (!ph->is_string()) err_.event(i, e, std::string("\"ph\" is ") + json::type_name(ph->type()) + ", expected a string");
+    if (!ph->is_string())
+      err_.event(i, e, std::string("\"ph\" is ") + json::type_name(ph->type()) + ", expected a string");
     const std::string_view phase = ph->as_string();
     const Value* name = e.find("name");
     if (name != nullptr && !name->is_string()) {
@@ -366,11 +374,15 @@ class Loader {
       flows_[std::string(category) + '\x1f' + text_of(*id)].push_back(std::move(f));
     } else if (phase == "M") {
       const Value* args = e.find("args");
-      const Value* label = args && args->is_object() ? args->find(name && name->as_string() == "process_labels" ? "labels" : "name") : nullptr;
+      const Value* label = args && args->is_object()
+                               ? args->find(name && name->as_string() == "process_labels" ? "labels" : "name")
+                               : nullptr;
       if (name == nullptr || label == nullptr || !label->is_string()) return;
       const std::string pid = id_text(e.find("pid"));
-      if (name->as_string() == "thread_name") thread_names_[pid + '\x1f' + id_text(e.find("tid"))] = label->as_string();
-      else if (name->as_string() == "process_labels") process_labels_[pid] = label->as_string();
+      if (name->as_string() == "thread_name")
+        thread_names_[pid + '\x1f' + id_text(e.find("tid"))] = label->as_string();
+      else if (name->as_string() == "process_labels")
+        process_labels_[pid] = label->as_string();
     } else {
       ++skipped_;
     }
@@ -447,7 +459,7 @@ class Loader {
     const Value* cat = e.find("cat");
     const std::string_view category = cat && cat->is_string() ? cat->as_string() : std::string_view();
     // descent's export names device work by Kineto's categories (export_chrome.cpp), the rest by floor.
-    s.floor = !descent_ ? kineto_floor(category, s.name)
+    s.floor = !descent_                      ? kineto_floor(category, s.name)
               : is_device_category(category) ? Floor::Device
                                              : floor_from_name(category);
     const Value* args = e.find("args");
@@ -480,8 +492,8 @@ class Loader {
       // "f" without "bp": "e", the first that starts at or after it).
       const auto first = std::lower_bound(t.spans.begin(), t.spans.end(), thread,
                                           [](const Span& s, uint32_t th) { return s.thread < th; });
-      const auto last = std::upper_bound(first, t.spans.end(), thread,
-                                         [](uint32_t th, const Span& s) { return th < s.thread; });
+      const auto last =
+          std::upper_bound(first, t.spans.end(), thread, [](uint32_t th, const Span& s) { return th < s.thread; });
       if (!f.bind_enclosing) {
         const auto it = std::lower_bound(first, last, ts, [](const Span& s, int64_t v) { return s.start_ns < v; });
         if (it != last) return it - t.spans.begin();
@@ -630,12 +642,12 @@ class Loader {
   uint64_t first_tid_ = 0;               // the tid of its thread 0: 1, or 0 in older files
   std::vector<RawSpan> spans_;
   std::vector<Row> rows_;
-  std::unordered_map<std::string, uint32_t> row_index_;  // "c" or "d", pid, '\x1f', tid -> rows_
+  std::unordered_map<std::string, uint32_t> row_index_;          // "c" or "d", pid, '\x1f', tid -> rows_
   std::unordered_map<std::string, std::vector<RawFlow>> flows_;  // cat '\x1f' id -> its events in file order
   std::unordered_map<std::string, std::string> thread_names_;    // pid '\x1f' tid -> name
   std::unordered_map<std::string, std::string> process_labels_;  // pid -> "GPU 0"
-  std::vector<int64_t> span_of_event_;   // event index -> t.spans index, -1 for other events
-  std::vector<size_t> x_events_;         // event index of each X event, in file order
+  std::vector<int64_t> span_of_event_;                           // event index -> t.spans index, -1 for other events
+  std::vector<size_t> x_events_;                                 // event index of each X event, in file order
   double min_ts_us_ = std::numeric_limits<double>::infinity();
   double base_us_ = 0;
   size_t skipped_ = 0;
@@ -654,10 +666,12 @@ Trace from_chrome_json(const std::string& text, const std::string& source_name) 
 Trace load_any(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) throw TraceFormatError(path + ": cannot open the file: " + ec.message());
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw TraceFormatError(path + ": cannot open the file: " + ec.message());
   if (!std::filesystem::exists(status)) throw TraceFormatError(path + ": cannot open the file: no such file");
   if (std::filesystem::is_directory(status)) throw TraceFormatError(path + ": cannot open the file: it is a directory");
-  if (!std::filesystem::is_regular_file(status)) throw TraceFormatError(path + ": cannot open the file: not a regular file");
+  if (!std::filesystem::is_regular_file(status))
+    throw TraceFormatError(path + ": cannot open the file: not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw TraceFormatError(path + ": cannot open the file");
   // The first bytes decide, before a large file that is not a trace is read
@@ -674,7 +688,7 @@ Trace load_any(const std::string& path) {
   if (f.bad()) throw TraceFormatError(path + ": error reading the file");
   if (first == std::string::npos || (head[first] != '{' && head[first] != '[')) {
     throw TraceFormatError(path + ":1: " +
-                           (head.empty() ? std::string("the file is empty")
+                           (head.empty()                 ? std::string("the file is empty")
                             : first == std::string::npos ? std::string("the file holds only whitespace")
                                                          : std::string("bad magic (not a trace file)")) +
                            ": expected descent's format (a first line 'descent-trace N') or Chrome Trace Event "

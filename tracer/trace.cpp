@@ -125,15 +125,17 @@ namespace {
 std::string printable(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       static constexpr char kHex[] = "0123456789abcdef";
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
-    }
-    else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -189,8 +191,10 @@ std::string format_tree(const Trace& t) {
   std::vector<size_t> roots;
   for (size_t i = 0; i < n; ++i) {
     const Span& s = t.spans[i];
-    if (s.parent == 0 || s.parent == s.id || !by_id.count(s.parent)) roots.push_back(i);
-    else children[s.parent].push_back(i);
+    if (s.parent == 0 || s.parent == s.id || !by_id.count(s.parent))
+      roots.push_back(i);
+    else
+      children[s.parent].push_back(i);
   }
   sort_by_start(t, roots);
   std::stable_sort(roots.begin(), roots.end(),
@@ -207,7 +211,8 @@ std::string format_tree(const Trace& t) {
   std::vector<bool> visited(n, false);
   // Note [Device spans] in tracer.h: which clock device times are on, then
   // each device span again under the launch its "ac2g" flow leaves.
-  for (const auto& [key, label] : {std::pair{"device.clock", "device clock: "}, std::pair{"device.timing", "device timing: "}}) {
+  for (const auto& [key, label] :
+       {std::pair{"device.clock", "device clock: "}, std::pair{"device.timing", "device timing: "}}) {
     const auto it = t.metadata.find(key);
     if (it != t.metadata.end()) lines.push_back({label + printable(it->second), 0, true});
   }
@@ -242,10 +247,9 @@ std::string format_tree(const Trace& t) {
       const Span& s = t.spans[i];
       // Past kMaxIndentDepth levels the depth is written as a number, so a
       // very deep (fuzzed) trace prints in linear, not quadratic, space.
-      std::string indent = depth <= kMaxIndentDepth
-                               ? std::string(depth * kIndentPerDepth, ' ')
-                               : std::string(kMaxIndentDepth * kIndentPerDepth, ' ') + "(depth " +
-                                     std::to_string(depth) + ") ";
+      std::string indent = depth <= kMaxIndentDepth ? std::string(depth * kIndentPerDepth, ' ')
+                                                    : std::string(kMaxIndentDepth * kIndentPerDepth, ' ') + "(depth " +
+                                                          std::to_string(depth) + ") ";
       lines.push_back({indent + describe(s), s.duration_ns(), false});
       if (const auto work = device_work.find(s.id); work != device_work.end()) {
         for (size_t d : work->second) {
@@ -296,8 +300,10 @@ Tree tree_of(const Trace& t) {
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
     const size_t p = s.parent == 0 || s.parent == s.id ? SIZE_MAX : index.find(s.parent);
-    if (p == SIZE_MAX) tree.roots.push_back(i);
-    else tree.children[p].push_back(i);
+    if (p == SIZE_MAX)
+      tree.roots.push_back(i);
+    else
+      tree.children[p].push_back(i);
   }
   sort_by_start(t, tree.roots);
   for (auto& list : tree.children) sort_by_start(t, list);
@@ -361,8 +367,10 @@ std::vector<WarmTime> warm_medians_of(const Trace& t, const Tree& tree, size_t r
         item.match[r] = SIZE_MAX;  // a run that went another way: nothing below matches either
         continue;
       }
-      if (r == 0) w.cold_ns = corrected[m];
-      else warm.push_back(corrected[m]);
+      if (r == 0)
+        w.cold_ns = corrected[m];
+      else
+        warm.push_back(corrected[m]);
     }
     if (!warm.empty()) {
       w.warm_ns = median(warm);
@@ -483,7 +491,8 @@ std::string format_tree_repeated(const Trace& t, size_t runs) {
       others += s.thread != first.thread && s.start_ns >= first.start_ns && s.start_ns <= last.end_ns;
     }
     if (others > 0) {
-      out += "(and " + std::to_string(others) + " spans on other threads during the last run, e.g. parallel_for's "
+      out += "(and " + std::to_string(others) +
+             " spans on other threads during the last run, e.g. parallel_for's "
              "chunks: not in this tree; the trace and its Chrome export have them)\n";
     }
   }

@@ -32,16 +32,16 @@ struct SpanArg {
 };
 
 struct Span {
-  uint64_t id = 0;         // unique in the trace, > 0
-  uint64_t parent = 0;     // id of the enclosing span, 0 for a root
+  uint64_t id = 0;      // unique in the trace, > 0
+  uint64_t parent = 0;  // id of the enclosing span, 0 for a root
   Floor floor = Floor::None;
   std::string name;
-  int64_t start_ns = 0;    // on one monotonic clock for the whole trace
+  int64_t start_ns = 0;  // on one monotonic clock for the whole trace
   int64_t end_ns = 0;
-  uint32_t thread = 0;     // small dense thread number, 0 = first thread seen
+  uint32_t thread = 0;  // small dense thread number, 0 = first thread seen
   std::vector<SpanArg> args;
-  std::string file{};      // the source that opened it, relative to the repository root; "" when unknown
-  uint32_t line = 0;       // its line in `file`, 0 when unknown (Note [Span source sites] in tracer.h)
+  std::string file{};  // the source that opened it, relative to the repository root; "" when unknown
+  uint32_t line = 0;   // its line in `file`, 0 when unknown (Note [Span source sites] in tracer.h)
   bool operator==(const Span&) const = default;
 
   // end - start, saturated: a loaded file may hold any two int64 times.
@@ -63,10 +63,10 @@ struct Flow {
 };
 
 struct Trace {
-  std::vector<Span> spans;                        // sorted by (thread, start_ns, id)
-  std::vector<Flow> flows;                        // ends name spans of this trace
-  double span_cost_ns = 0;                        // tracer's own cost per span, measured at start
-  std::map<std::string, std::string> metadata;    // e.g. "device" -> "sim:0 (simulated)"
+  std::vector<Span> spans;                      // sorted by (thread, start_ns, id)
+  std::vector<Flow> flows;                      // ends name spans of this trace
+  double span_cost_ns = 0;                      // tracer's own cost per span, measured at start
+  std::map<std::string, std::string> metadata;  // e.g. "device" -> "sim:0 (simulated)"
   bool operator==(const Trace&) const = default;
 };
 
@@ -102,10 +102,10 @@ std::string_view source_fingerprint(std::string_view path);
 void add_source_fingerprints(Trace& t);
 // Whether this build's text of `file` is the one t was recorded with.
 enum class SourceMatch {
-  Same,        // the fingerprints agree: this build's lines are the trace's
-  Changed,     // they differ: the file has changed since the recording
-  Unknown,     // t holds no fingerprint of the file (recorded before fingerprints, or elsewhere)
-  NotOurs,     // this build has no such source
+  Same,     // the fingerprints agree: this build's lines are the trace's
+  Changed,  // they differ: the file has changed since the recording
+  Unknown,  // t holds no fingerprint of the file (recorded before fingerprints, or elsewhere)
+  NotOurs,  // this build has no such source
 };
 SourceMatch source_match(const Trace& t, std::string_view file);
 
@@ -118,13 +118,13 @@ SourceMatch source_match(const Trace& t, std::string_view file);
 class SpanIndex {
  public:
   SpanIndex() = default;
-  explicit SpanIndex(const Trace& t);       // every span of t; ids assumed unique (the first one wins)
-  bool add(uint64_t id, size_t index);      // false when the id is there already
-  size_t find(uint64_t id) const;           // the index, or SIZE_MAX when absent
+  explicit SpanIndex(const Trace& t);   // every span of t; ids assumed unique (the first one wins)
+  bool add(uint64_t id, size_t index);  // false when the id is there already
+  size_t find(uint64_t id) const;       // the index, or SIZE_MAX when absent
   size_t size() const { return count_; }
 
  private:
-  std::vector<uint32_t> dense_;             // id -> index + 1; 0 for none
+  std::vector<uint32_t> dense_;  // id -> index + 1; 0 for none
   std::unordered_map<uint64_t, size_t> sparse_;
   size_t count_ = 0;
 };
@@ -200,9 +200,9 @@ std::vector<int64_t> corrected_durations(const Trace& t);
 
 // A span of the last run, timed over the runs (Note [Warm medians]).
 struct WarmTime {
-  int64_t warm_ns = -1;   // median of the corrected durations of the warm runs' matches; -1 when none matched
-  int64_t cold_ns = -1;   // the first run's match, corrected; -1 when it has none
-  int warm_samples = 0;   // warm runs that had a match
+  int64_t warm_ns = -1;  // median of the corrected durations of the warm runs' matches; -1 when none matched
+  int64_t cold_ns = -1;  // the first run's match, corrected; -1 when it has none
+  int warm_samples = 0;  // warm runs that had a match
 };
 
 // One entry per span of t.spans; only spans of the last of `runs` runs on the

@@ -61,8 +61,8 @@ std::atomic<bool> g_enabled{false};
 namespace {
 
 constexpr auto kClockCalibrationTime = std::chrono::milliseconds(3);
-constexpr int kCostPairsPerRep = 16000;                      // fits one chunk
-constexpr int kCostReps = 5;                                 // median of these
+constexpr int kCostPairsPerRep = 16000;  // fits one chunk
+constexpr int kCostReps = 5;             // median of these
 
 // Bumped by start() and stop(). A buffer whose epoch differs holds an old
 // recording; its owner resets it before recording again. Read with acquire
@@ -83,14 +83,15 @@ inline int64_t read_ns() {
 std::atomic<bool> g_tsc{false};
 constexpr const char* kTscClockName = "tsc (invariant)";
 constexpr const char* kSteadyClockName = "steady_clock";
-constexpr unsigned kCpuidPowerLeaf = 0x80000007;    // advanced power management
-constexpr unsigned kInvariantTscBit = 1u << 8;      // its EDX bit 8: the TSC is invariant
+constexpr unsigned kCpuidPowerLeaf = 0x80000007;  // advanced power management
+constexpr unsigned kInvariantTscBit = 1u << 8;    // its EDX bit 8: the TSC is invariant
 
 inline bool ticks_are_ns() { return !g_tsc.load(std::memory_order_relaxed); }
 
 inline uint64_t read_ticks() {
 #if defined(__x86_64__)
-  if (g_tsc.load(std::memory_order_relaxed)) [[likely]] return __rdtsc();  // ~20 cycles, not serializing
+  if (g_tsc.load(std::memory_order_relaxed)) [[likely]]
+    return __rdtsc();  // ~20 cycles, not serializing
 #endif
   return static_cast<uint64_t>(read_ns());
 }
@@ -207,7 +208,8 @@ void reset_buffer(ThreadBuffer* b, uint64_t epoch) {
     if (b->arg_chunks.size() > kArgChunksKeptOnReset) b->arg_chunks.resize(kArgChunksKeptOnReset);
     b->published_count.store(0, std::memory_order_relaxed);
     b->published_args.store(0, std::memory_order_relaxed);
-    b->published_epoch.store(epoch, std::memory_order_release);  // after the count: recorded_spans never sums a stale one
+    b->published_epoch.store(epoch,
+                             std::memory_order_release);  // after the count: recorded_spans never sums a stale one
     b->dropped = 0;
   }
   b->epoch = epoch;
@@ -342,7 +344,8 @@ inline uint16_t site_of(ThreadBuffer* b, const std::source_location& where) {
   const uint32_t line = where.line();
   const size_t at = ((reinterpret_cast<uintptr_t>(file) >> 4) ^ (line * 0x9E3779B1u)) & (kSiteCacheEntries - 1);
   ThreadBuffer::CachedSite& slot = b->sites[at];
-  if (slot.file == file && slot.line == line) [[likely]] return slot.site;
+  if (slot.file == file && slot.line == line) [[likely]]
+    return slot.site;
   return site_slow(slot, where);
 }
 
@@ -426,7 +429,7 @@ void record_complete_span(Floor floor, const char* name, int64_t start_ns, int64
 namespace {
 
 // Guarded by control_mutex(); g_span_cost_ns is read from any thread.
-ClockPair g_base;             // clocks at start()
+ClockPair g_base;  // clocks at start()
 double g_ns_per_tick = 1.0;
 std::atomic<double> g_span_cost_ns{0.0};
 std::atomic<double> g_span_self_cost_ns{0.0};
@@ -463,8 +466,10 @@ double measure_span_cost(int args = 0, double* self_ns = nullptr) {
     for (int i = 0; i < kCostPairsPerRep; ++i) {
       ScopedSpan span(Floor::None, "descent.tracer.calibrate");
       for (int a = 0; a < args; ++a) {
-        if (a % 2) span.arg("calibrate", "value");
-        else span.arg("calibrate", int64_t{a});
+        if (a % 2)
+          span.arg("calibrate", "value");
+        else
+          span.arg("calibrate", int64_t{a});
       }
     }
     cost = static_cast<double>(read_ns() - t0) / kCostPairsPerRep;
@@ -533,7 +538,7 @@ void collect_buffer(ThreadBuffer& b, uint32_t thread, uint64_t& next_id, uint64_
     s.name = r.name ? r.name : "";
     s.thread = thread;
     if (r.site > sites.size()) sites = sites_registered();  // registered since the copy was made
-    if (r.site > 0 && r.site <= sites.size()) {  // Note [Span source sites]
+    if (r.site > 0 && r.site <= sites.size()) {             // Note [Span source sites]
       s.file = sites[r.site - 1].file;
       s.line = sites[r.site - 1].line;
     }
@@ -591,8 +596,9 @@ uint32_t limit_from_environment() {
     return kDefaultSpanLimit;
   }
   const uint32_t limit = clamp_limit(n);
-  if (limit != n) log::warn("DESCENT_TRACE_MAX_SPANS=", env, " is taken as ", limit, " (the limit is between ",
-                            kChunkRecords, " and ", kMaxRecordsPerThread, " spans)");
+  if (limit != n)
+    log::warn("DESCENT_TRACE_MAX_SPANS=", env, " is taken as ", limit, " (the limit is between ", kChunkRecords,
+              " and ", kMaxRecordsPerThread, " spans)");
   return limit;
 }
 
@@ -640,7 +646,7 @@ void start() {
   g_span_cost_ns.store(measure_span_cost(0, &self_ns));
   g_span_self_cost_ns.store(self_ns);
   g_arg_cost_ns.store(measure_arg_cost());
-  const uint32_t limit = span_limit();  // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
+  const uint32_t limit = span_limit();    // reads DESCENT_TRACE_MAX_SPANS now, so a bad value is reported now
   detail::clear_device_spans(read_ns());  // Note [Device spans]
   cupti::detail::on_start();
   log::debug("tracing on: ", g_span_cost_ns.load(), " ns per span, ", g_ns_per_tick, " ns per ", clock_name(),
@@ -701,7 +707,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
   t.metadata["tracer.span_self_cost_ns"] = std::to_string(g_span_self_cost_ns.load());
   dropped = dropped > dropped_before ? dropped - dropped_before : 0;
   if (dropped > 0) t.metadata["tracer.dropped_spans"] = std::to_string(dropped);  // Note [Dropped spans]
-  add_source_fingerprints(t);  // Note [Source fingerprints]
+  add_source_fingerprints(t);                                                     // Note [Source fingerprints]
   return t;
 }
 
@@ -721,7 +727,7 @@ Trace stop(int64_t since_ns, uint64_t dropped_before) {
   Trace t = collect(refine_clock(), since_ns, dropped_before);
   cupti::detail::on_stop();
   detail::clear_device_spans(INT64_MAX);  // none until the next start()
-  g_epoch.fetch_add(1);  // a second stop() returns an empty trace
+  g_epoch.fetch_add(1);                   // a second stop() returns an empty trace
   if (t.metadata.contains("tracer.dropped_spans")) {
     log::warn("the trace is missing ", t.metadata["tracer.dropped_spans"], " spans: a thread reached the limit of ",
               span_limit(), " spans per recording (DESCENT_TRACE_MAX_SPANS) or memory for its buffer ran out");

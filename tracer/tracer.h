@@ -67,26 +67,27 @@ const char* intern(std::string_view s);
 
 // [SECTION] The span record (hot path) ---------------------------------------
 
-constexpr int kMaxArgs = 12;  // per span; more are ignored (a recorded node: graph, node, node_id, edges, edge ids, saved, input_shapes, edge_data_ptrs, decided_at)
+constexpr int kMaxArgs =
+    12;  // per span; more are ignored (a recorded node: graph, node, node_id, edges, edge ids, saved, input_shapes, edge_data_ptrs, decided_at)
 
 // One span as its thread records it: half a cache line.
 struct SpanRecord {
-  uint64_t start_ticks;     // time stamp counter at begin
-  uint64_t end_ticks;       // at end; 0 while the span is open
-  const char* name;         // literal or interned
-  int32_t parent;           // index in the same thread's buffer, -1 for a root
+  uint64_t start_ticks;  // time stamp counter at begin
+  uint64_t end_ticks;    // at end; 0 while the span is open
+  const char* name;      // literal or interned
+  int32_t parent;        // index in the same thread's buffer, -1 for a root
   Floor floor;
-  uint8_t nargs;            // arguments recorded for it so far
-  uint16_t site;            // source site that opened it (site_info()), 0 = unknown
+  uint8_t nargs;  // arguments recorded for it so far
+  uint16_t site;  // source site that opened it (site_info()), 0 = unknown
 };
 static_assert(sizeof(SpanRecord) == 32, "SpanRecord must stay half a cache line");
 
 // One typed argument, in its thread's argument buffer. `key` and `s` are
 // literals or interned.
 struct ArgRecord {
-  uint32_t span;            // index of its span in the same thread's buffer
+  uint32_t span;  // index of its span in the same thread's buffer
   ArgKind kind;
-  const char* key;          // literal, e.g. "keyset", "bytes", "variant"
+  const char* key;  // literal, e.g. "keyset", "bytes", "variant"
   union {
     int64_t i;
     double d;
@@ -278,18 +279,18 @@ enum class DeviceWork : uint8_t {
 };
 
 struct DeviceSpan {
-  std::string_view name;             // kernel name or "Memcpy ..."; copied
-  std::string_view device;           // "cuda:0", "sim:0"; copied
-  int64_t stream = 0;                // the stream's id on that device (0: the default stream)
-  int64_t start_ns = 0;              // on now_ns()'s clock
-  int64_t end_ns = 0;                // >= start_ns (an earlier end is taken as start_ns)
-  uint64_t correlation = 0;          // the launch span's "correlation" (next_correlation()); 0: no launch
+  std::string_view name;     // kernel name or "Memcpy ..."; copied
+  std::string_view device;   // "cuda:0", "sim:0"; copied
+  int64_t stream = 0;        // the stream's id on that device (0: the default stream)
+  int64_t start_ns = 0;      // on now_ns()'s clock
+  int64_t end_ns = 0;        // >= start_ns (an earlier end is taken as start_ns)
+  uint64_t correlation = 0;  // the launch span's "correlation" (next_correlation()); 0: no launch
   DeviceWork work = DeviceWork::Kernel;
-  uint32_t grid[3] = {0, 0, 0};      // kernels: blocks in x, y, z; all 0 when not known
-  uint32_t block[3] = {0, 0, 0};     // kernels: threads per block in x, y, z
-  int64_t shared_bytes = -1;         // kernels: shared memory per block; -1 when not known
-  int64_t bytes = -1;                // copies and memsets: bytes moved or set; -1 when not known
-  const char* clock = "";            // literal: where the times came from ("simulated device worker (host clock)")
+  uint32_t grid[3] = {0, 0, 0};   // kernels: blocks in x, y, z; all 0 when not known
+  uint32_t block[3] = {0, 0, 0};  // kernels: threads per block in x, y, z
+  int64_t shared_bytes = -1;      // kernels: shared memory per block; -1 when not known
+  int64_t bytes = -1;             // copies and memsets: bytes moved or set; -1 when not known
+  const char* clock = "";         // literal: where the times came from ("simulated device worker (host clock)")
 };
 
 // A fresh correlation id (> 0, unique in the process) for one launch: the

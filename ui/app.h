@@ -43,31 +43,31 @@ namespace descent::ui {
 // [SECTION] Options (the command line) ----------------------------------------
 
 struct Options {
-  std::string code;            // --code: Python to run and trace
-  std::string trace_file;      // --trace: a descent or Chrome JSON file to open
-  std::string compare_file;    // --compare: PyTorch's Chrome trace of the same line
-  std::string screenshot;      // --screenshot: render once to this PNG and exit
-  std::string state_file;      // --state: write the app's state as JSON here
-  int step = -1;               // --step: start at this step
+  std::string code;                 // --code: Python to run and trace
+  std::string trace_file;           // --trace: a descent or Chrome JSON file to open
+  std::string compare_file;         // --compare: PyTorch's Chrome trace of the same line
+  std::string screenshot;           // --screenshot: render once to this PNG and exit
+  std::string state_file;           // --state: write the app's state as JSON here
+  int step = -1;                    // --step: start at this step
   int width = 1600, height = 1000;  // --size WxH
-  bool presenter = false;      // --presenter
-  int repeat = 1;              // --repeat: run the code N times (warm medians)
-  int bench_frames = 0;        // --bench-frames N: play N frames, print frame times, exit
-  bool bench_pan = false;      // --bench-pan: while benchmarking, pan and zoom the timeline each frame
-  bool redraw_full = false;    // --redraw full: draw every frame whole (Note [Redrawing only what changed])
-  int frames = 3;              // --frames N: frames drawn before a screenshot
-  bool play = false;           // --play: play from the start step (headless: 1/30 s a frame)
-  std::string panel;           // --panel: the tab shown on the right (detail, memory, compare, graph, streams, notes)
-  bool fold_helpers = false;   // --fold-helpers: the beginner's story (Note [The beginner's story])
-  std::string note;            // --note: open the Notes tab on this Note
-  double timeout_s = 60;       // --timeout: headless, the code's run stops after this many seconds (exit 124)
-  bool expect_error = false;   // --expect-error: headless, the code raising is what is expected (exit 0)
-  bool bench_stop = false;     // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
-  std::string lesson;          // --lesson NAME: open this lesson (its name, number or file)
-  int lesson_step = 1;         // --lesson-step K: at its step K (from 1)
+  bool presenter = false;           // --presenter
+  int repeat = 1;                   // --repeat: run the code N times (warm medians)
+  int bench_frames = 0;             // --bench-frames N: play N frames, print frame times, exit
+  bool bench_pan = false;           // --bench-pan: while benchmarking, pan and zoom the timeline each frame
+  bool redraw_full = false;         // --redraw full: draw every frame whole (Note [Redrawing only what changed])
+  int frames = 3;                   // --frames N: frames drawn before a screenshot
+  bool play = false;                // --play: play from the start step (headless: 1/30 s a frame)
+  std::string panel;          // --panel: the tab shown on the right (detail, memory, compare, graph, streams, notes)
+  bool fold_helpers = false;  // --fold-helpers: the beginner's story (Note [The beginner's story])
+  std::string note;           // --note: open the Notes tab on this Note
+  double timeout_s = 60;      // --timeout: headless, the code's run stops after this many seconds (exit 124)
+  bool expect_error = false;  // --expect-error: headless, the code raising is what is expected (exit 0)
+  bool bench_stop = false;    // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
+  std::string lesson;         // --lesson NAME: open this lesson (its name, number or file)
+  int lesson_step = 1;        // --lesson-step K: at its step K (from 1)
   std::vector<std::string> answers;  // --answer A (repeatable): answer the step's questions in order
-  std::string check_file;      // --check FILE.py: check this code as the step's exercise
-  float zoom = 0;              // --zoom F: the type's zoom (0: the remembered one; headless, 1)
+  std::string check_file;            // --check FILE.py: check this code as the step's exercise
+  float zoom = 0;                    // --zoom F: the type's zoom (0: the remembered one; headless, 1)
 };
 
 // Parses argv; on a bad argument returns false with `error` set.
@@ -90,7 +90,7 @@ struct Loaded {
   MemoryStats before, after;                  // the CPU allocator's
   std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
   std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
-  std::string code;                           // the code that made it, when it can be run again ("" for a file or a lesson)
+  std::string code;  // the code that made it, when it can be run again ("" for a file or a lesson)
   // The call as the panels read it (models.h), built by prepare_loaded on the
   // thread that made the trace (a million spans take a while: never on the
   // window's thread when it can be helped); show_loaded builds them when missing.
@@ -134,9 +134,9 @@ struct Running {
   std::chrono::steady_clock::time_point stop_at;  // when Stop was pressed
   // python_status() of the last frame, for the status line
   double seconds = 0;
-  uint64_t spans = 0;         // the most seen (the count goes to 0 while the recording is collected)
-  bool stopped = false;       // KeyboardInterrupt raised: the run is ending
-  bool lesson = false;        // a lesson request (lesson.h), not the user's code
+  uint64_t spans = 0;    // the most seen (the count goes to 0 while the recording is collected)
+  bool stopped = false;  // KeyboardInterrupt raised: the run is ending
+  bool lesson = false;   // a lesson request (lesson.h), not the user's code
 };
 
 // A text and the width it was given on screen, for the state dump: issue 23,
@@ -167,33 +167,33 @@ struct PlacedText {
 };
 
 struct FloorLayout {
-  FloorView view;                  // the floor at the step (story.h)
-  ImVec4 rect{};                   // the band: x0, y0, x1, y1 in pixels
-  std::string label;               // "3  dispatch", at label_at
+  FloorView view;     // the floor at the step (story.h)
+  ImVec4 rect{};      // the band: x0, y0, x1, y1 in pixels
+  std::string label;  // "3  dispatch", at label_at
   ImVec2 label_at;
-  ImVec4 text_rect{};              // the space for its text, right of the shaft (clipped to it)
-  std::vector<PlacedText> texts;   // the name and times, the decision, the count; or the skip reason
-  std::string decision;            // the decision line ("" for a skipped floor)
-  TextFit decision_fit;            // the decision line (or the skip reason) as fitted
-  std::string full;                // everything it would say, shown on hover when `shortened`
+  ImVec4 text_rect{};             // the space for its text, right of the shaft (clipped to it)
+  std::vector<PlacedText> texts;  // the name and times, the decision, the count; or the skip reason
+  std::string decision;           // the decision line ("" for a skipped floor)
+  TextFit decision_fit;           // the decision line (or the skip reason) as fitted
+  std::string full;               // everything it would say, shown on hover when `shortened`
   bool shortened = false;
 };
 
 // A stream of the device strip: its label, its shaft, its work as boxes.
 struct StripLane {
   struct Box {
-    std::string text;              // "running add_float32", "queued fill_float32"
+    std::string text;  // "running add_float32", "queued fill_float32"
     ImVec2 p0, p1, text_at;
     bool running = false;
   };
   std::string label;
   ImVec2 label_at;
-  ImVec4 shaft{};                  // the lane's piece of the shaft
-  std::vector<Box> boxes;          // the running work first, then its queue
-  bool echo = false;               // the token's echo: the running kernel, on the device's clock
+  ImVec4 shaft{};          // the lane's piece of the shaft
+  std::vector<Box> boxes;  // the running work first, then its queue
+  bool echo = false;       // the token's echo: the running kernel, on the device's clock
   ImVec2 echo_centre;
   float echo_radius = 0;
-  std::string done;                // "done: 3" ("" when nothing is done or there is no room)
+  std::string done;  // "done: 3" ("" when nothing is done or there is no room)
   ImVec2 done_at;
 };
 
@@ -201,12 +201,12 @@ struct StripLane {
 // playback's moment and a line saying what the device is doing.
 struct DeviceStripLayout {
   bool shown = false;
-  ImVec4 rect{};                   // zero when not shown
+  ImVec4 rect{};  // zero when not shown
   std::vector<StripLane> lanes;
-  std::string text;                // "2 queued, not started yet; the host has moved on"
-  std::string title;               // "the device, on its own clock: " + text
+  std::string text;   // "2 queued, not started yet; the host has moved on"
+  std::string title;  // "the device, on its own clock: " + text
   ImVec2 title_at;
-  std::vector<std::string> echoes; // the kernels shown running
+  std::vector<std::string> echoes;  // the kernels shown running
   // While the host waits on the streams floor (.item(), synchronize): a
   // bracket from that floor's middle down to the strip.
   bool host_waits = false;
@@ -214,19 +214,19 @@ struct DeviceStripLayout {
 };
 
 struct TokenLayout {
-  bool shown = false;              // (no steps: no token)
-  ImVec2 centre;                   // between this step's floor and the next one's, as far as the playback has moved
+  bool shown = false;  // (no steps: no token)
+  ImVec2 centre;       // between this step's floor and the next one's, as far as the playback has moved
   float radius = 0;
   trace::Floor floor = trace::Floor::Python;  // its ring's colour: the floor of the step
-  bool down = true;                // which way the call is going (the arrow)
+  bool down = true;                           // which way the call is going (the arrow)
 };
 
 struct BuildingLayout {
   static constexpr float kMarginPx = 14.0f;  // right edge of each band: no text, the floor's colour only
-  ImVec2 origin, size;             // the panel's content
+  ImVec2 origin, size;                       // the panel's content
   float line_h = 0, roof = 0, band_h = 0;
   float x_shaft = 0, shaft_w = 0, x_text = 0, x_end = 0;
-  std::string roof_text;           // the line of Python being told, and its result once back up
+  std::string roof_text;  // the line of Python being told, and its result once back up
   ImVec2 roof_text_at;
   std::array<FloorLayout, kBuildingFloors + 1> floors;  // 1..8
   DeviceStripLayout strip;
@@ -252,45 +252,45 @@ struct App {
   // k-th call of the same name in the other trace, or why there is none.
   struct CompareMatch {
     std::string name, why;
-    size_t k = 0;               // which call of that name (from 1)
-    size_t other = SIZE_MAX;    // its index in compare->spans
+    size_t k = 0;             // which call of that name (from 1)
+    size_t other = SIZE_MAX;  // its index in compare->spans
   } compare_match;
 
-  Running running;            // the user's code on the Python thread (runner.cpp)
-  double last_stop_ms = -1;   // the last Stop: from the key to the prompt back, in ms (-1: none yet)
-  uint64_t frames = 0;        // frames drawn so far (the state dump: the window kept drawing)
+  Running running;           // the user's code on the Python thread (runner.cpp)
+  double last_stop_ms = -1;  // the last Stop: from the key to the prompt back, in ms (-1: none yet)
+  uint64_t frames = 0;       // frames drawn so far (the state dump: the window kept drawing)
 
   // Console
   std::vector<ConsoleLine> console;
   std::vector<std::string> history;
   int history_pos = -1;
   std::string input;
-  bool focus_console = false;   // give the prompt the keyboard (repeated until it has it)
-  int leave_console_frames = 0; // after Escape: frames in which the prompt is made to let go
-  bool console_has_keys = false; // whether the prompt had the keyboard in the last frame
-  bool console_scroll = false;  // scroll to the newest line on the next frame
+  bool focus_console = false;     // give the prompt the keyboard (repeated until it has it)
+  int leave_console_frames = 0;   // after Escape: frames in which the prompt is made to let go
+  bool console_has_keys = false;  // whether the prompt had the keyboard in the last frame
+  bool console_scroll = false;    // scroll to the newest line on the next frame
 
   // Timeline view: the visible window on the trace's clock, in ns.
   double view_start_ns = 0, view_end_ns = 1;
   bool timeline_follow = true;  // keep the current step in view
   int64_t hovered_span = -1;
-  TimelineIndex timeline;                         // rows and lanes of `loaded.trace` (show_loaded: models.h)
+  TimelineIndex timeline;                                 // rows and lanes of `loaded.trace` (show_loaded: models.h)
   std::vector<std::pair<size_t, size_t>> timeline_flows;  // Trace::flows as (from, to) span indices
-  bool timeline_dragging = false;                 // a drag that began on the timeline is panning it
-  size_t timeline_followed_step = SIZE_MAX;       // the step the view last followed
-  float timeline_current_px = -1;                 // the current span's width as last drawn (-1: not drawn)
+  bool timeline_dragging = false;                         // a drag that began on the timeline is panning it
+  size_t timeline_followed_step = SIZE_MAX;               // the step the view last followed
+  float timeline_current_px = -1;                         // the current span's width as last drawn (-1: not drawn)
 
   // Jumps and search (navigate.h): what the last jump said, at the step it said it.
   SearchView search;
-  std::string jump_said;            // "no launch after this step" ("" when the jump moved)
-  size_t jump_said_at = SIZE_MAX;   // the step it was said at (shown only while the step stays)
+  std::string jump_said;           // "no launch after this step" ("" when the jump moved)
+  size_t jump_said_at = SIZE_MAX;  // the step it was said at (shown only while the step stays)
 
   // Graph panel: the autograd graph of `loaded.trace` (show_loaded: models.h)
   AutogradGraph graph;
-  std::vector<const char*> graph_states;           // each node's state at the last drawn step (state dump)
-  std::vector<GraphEdge> graph_edges_drawn;        // the edges drawn at that step, parallel ones apart (state dump)
-  std::vector<std::string> graph_none_labels;      // per node, the label drawn for its None edges ("" none)
-  std::vector<std::string> graph_legend;           // the legend's entries as drawn
+  std::vector<const char*> graph_states;       // each node's state at the last drawn step (state dump)
+  std::vector<GraphEdge> graph_edges_drawn;    // the edges drawn at that step, parallel ones apart (state dump)
+  std::vector<std::string> graph_none_labels;  // per node, the label drawn for its None edges ("" none)
+  std::vector<std::string> graph_legend;       // the legend's entries as drawn
 
   // The explanation of the current span (panel_detail.cpp), kept while the span stays the same.
   Explanation explanation;
@@ -304,29 +304,29 @@ struct App {
   StreamsModel streams;
 
   bool presenter = false;
-  bool fold_helpers = false;     // the beginner's story (Note [The beginner's story]): V
-  AppLayout layout;               // zoom, borders, panels shown (Note [The remembered layout])
-  bool layout_changed = false;   // the user changed it: written out after the frame
-  float dpi_scale = 1.0f;        // the monitor's content scale
-  float ui_scale = 1.0f;         // the fonts' scale now: dpi_scale * layout.zoom
+  bool fold_helpers = false;    // the beginner's story (Note [The beginner's story]): V
+  AppLayout layout;             // zoom, borders, panels shown (Note [The remembered layout])
+  bool layout_changed = false;  // the user changed it: written out after the frame
+  float dpi_scale = 1.0f;       // the monitor's content scale
+  float ui_scale = 1.0f;        // the fonts' scale now: dpi_scale * layout.zoom
   bool show_help = false;
   RightTab right_tab = RightTab::Detail;  // the tab shown on the right (frame.cpp draws the tabs as buttons)
-  std::string banner;  // a message the user must see (bad file, missing asset)
-  std::string open_path;   // the Open/Save path field
-  std::string file_title;  // what the file popup is asking for
-  int file_action = 0;     // which popup it is (panel_toolbar.cpp)
+  std::string banner;                     // a message the user must see (bad file, missing asset)
+  std::string open_path;                  // the Open/Save path field
+  std::string file_title;                 // what the file popup is asking for
+  int file_action = 0;                    // which popup it is (panel_toolbar.cpp)
 
   // Filled by the panels each frame, for the state dump and the tests.
-  BuildingLayout building;                                   // the building as last drawn
-  std::vector<TextFit> tab_labels;                           // the right panel's tab labels as drawn
-  TextFit timeline_header;                                   // the timeline's header line as drawn
+  BuildingLayout building;          // the building as last drawn
+  std::vector<TextFit> tab_labels;  // the right panel's tab labels as drawn
+  TextFit timeline_header;          // the timeline's header line as drawn
   std::vector<std::string> panels_drawn;
-  int memory_blocks_drawn = 0;              // blocks the memory panel drew (all devices)
-  std::string memory_highlight_drawn;        // the state of the block it outlined ("" when none)
+  int memory_blocks_drawn = 0;         // blocks the memory panel drew (all devices)
+  std::string memory_highlight_drawn;  // the state of the block it outlined ("" when none)
   double frame_ms = 0;
   int fb_width = 0, fb_height = 0;  // the framebuffer, in pixels
-  bool redraw_damaged = false;  // whether frames redraw only what changed
-  double damaged_fraction = 1;  // of the window, redrawn by the last frame
+  bool redraw_damaged = false;      // whether frames redraw only what changed
+  double damaged_fraction = 1;      // of the window, redrawn by the last frame
 
   size_t step() const { return play.step(); }
   const trace::Trace& trace() const { return *loaded.trace; }
@@ -378,37 +378,37 @@ std::string run_status(const App& app);
 // The windows the layout (frame.cpp) places: ImGui never moves, resizes,
 // folds or remembers them. A panel is also never raised over its
 // neighbours when it takes the focus (the toolbar and the banner may be).
-constexpr ImGuiWindowFlags kFixedWindowFlags =
-    ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings;
+constexpr ImGuiWindowFlags kFixedWindowFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                                               ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings;
 constexpr ImGuiWindowFlags kPanelFlags = kFixedWindowFlags | ImGuiWindowFlags_NoBringToFrontOnFocus;
 
-void draw_frame(App& app, ImFont* font);                // frame.cpp: every panel in its place, in `font`
-void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);   // panel_toolbar.cpp: play, step, speed, scrub
-void draw_building(App& app, ImVec2 pos, ImVec2 size);  // panel_building.cpp: the cross-section
-void draw_timeline(App& app, ImVec2 pos, ImVec2 size);  // panel_timeline.cpp: the flame chart
-void draw_detail(App& app);                             // panel_detail.cpp: args, floor text, source
-void draw_memory(App& app);                             // panel_memory.cpp: the allocators
-void draw_compare(App& app);                            // panel_compare.cpp: PyTorch beside descent
-void draw_graph(App& app);                              // panel_graph.cpp: the autograd graph, recorded then walked
-void draw_streams(App& app);                            // panel_streams.cpp: each stream's queue at the playback time
-void draw_notes(App& app);                              // panel_notes.cpp: every Note of the sources, searchable
-void open_note(App& app, const std::string& name);      // panel_notes.cpp: show this Note in the Notes tab
-const Explanation& current_explanation(App& app);       // panel_detail.cpp: the current span's (cached)
-void draw_console(App& app, ImVec2 pos, ImVec2 size);   // panel_console.cpp: the Python prompt
-void console_submit(App& app, const std::string& line); // panel_console.cpp: run one typed statement
-void handle_keys(App& app);                             // panel_toolbar.cpp: one key per action
-std::string step_label(const App& app);                 // panel_toolbar.cpp: "12 / 30  floor 3, down into aten::add"
-void jump(App& app, JumpKind kind, bool forward);       // panel_search.cpp: to the next/previous step of a kind
-void search_next(App& app, bool forward);               // panel_search.cpp: to the next/previous span named the search
-void open_search(App& app);                             // panel_search.cpp: Ctrl+F
-void draw_search(App& app, ImVec2 pos);                 // panel_search.cpp: the search field, when open
+void draw_frame(App& app, ImFont* font);                 // frame.cpp: every panel in its place, in `font`
+void draw_toolbar(App& app, ImVec2 pos, ImVec2 size);    // panel_toolbar.cpp: play, step, speed, scrub
+void draw_building(App& app, ImVec2 pos, ImVec2 size);   // panel_building.cpp: the cross-section
+void draw_timeline(App& app, ImVec2 pos, ImVec2 size);   // panel_timeline.cpp: the flame chart
+void draw_detail(App& app);                              // panel_detail.cpp: args, floor text, source
+void draw_memory(App& app);                              // panel_memory.cpp: the allocators
+void draw_compare(App& app);                             // panel_compare.cpp: PyTorch beside descent
+void draw_graph(App& app);                               // panel_graph.cpp: the autograd graph, recorded then walked
+void draw_streams(App& app);                             // panel_streams.cpp: each stream's queue at the playback time
+void draw_notes(App& app);                               // panel_notes.cpp: every Note of the sources, searchable
+void open_note(App& app, const std::string& name);       // panel_notes.cpp: show this Note in the Notes tab
+const Explanation& current_explanation(App& app);        // panel_detail.cpp: the current span's (cached)
+void draw_console(App& app, ImVec2 pos, ImVec2 size);    // panel_console.cpp: the Python prompt
+void console_submit(App& app, const std::string& line);  // panel_console.cpp: run one typed statement
+void handle_keys(App& app);                              // panel_toolbar.cpp: one key per action
+std::string step_label(const App& app);                  // panel_toolbar.cpp: "12 / 30  floor 3, down into aten::add"
+void jump(App& app, JumpKind kind, bool forward);        // panel_search.cpp: to the next/previous step of a kind
+void search_next(App& app, bool forward);                // panel_search.cpp: to the next/previous span named the search
+void open_search(App& app);                              // panel_search.cpp: Ctrl+F
+void draw_search(App& app, ImVec2 pos);                  // panel_search.cpp: the search field, when open
 
 // [SECTION] Theme -----------------------------------------------------------------
 
 // Each floor's colour (the device's own row shares the launch floor's hue; None is grey).
 ImU32 floor_color(trace::Floor floor, float alpha = 1.0f);
 ImVec4 floor_color_vec(trace::Floor floor);
-const char* floor_title(int floor);   // "Python", "binding", ... as the building labels them
+const char* floor_title(int floor);  // "Python", "binding", ... as the building labels them
 // 850 ns, 12.3 us: trace::format_duration.
 std::string duration_text(int64_t ns);
 // An argument's value as text.

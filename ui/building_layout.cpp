@@ -21,7 +21,7 @@ namespace {
 
 // [SECTION] Constants -----------------------------------------------------------------
 
-constexpr float kLabelWidth = 0.19f;    // of the panel's width
+constexpr float kLabelWidth = 0.19f;  // of the panel's width
 constexpr float kShaftWidth = 0.08f;
 constexpr float kRoofPx = 38.0f;
 constexpr float kStripMaxFraction = 0.24f;  // of the panel's height, at most, for the device strip
@@ -106,7 +106,7 @@ void shorten_last_line(std::vector<std::string>& last, float width) {
     return trimmed(t);
   };
   while (last.size() > 1 && text_w(joined() + " ...") > width) last.pop_back();
-  if (text_w(joined() + " ...") > width) last.clear();  // not even one word: the dots alone
+  if (text_w(joined() + " ...") > width) last.clear();                    // not even one word: the dots alone
   while (!last.empty() && trimmed(last.back()).empty()) last.pop_back();  // "a  b": the second space
   if (!last.empty()) last.back() = trimmed(last.back()) + " ";
   last.push_back("...");
@@ -249,7 +249,8 @@ std::string strip_text(const App& app, const StripCounts& n, bool host_waits, in
   if (s.empty()) {
     s = n.done == n.total ? "idle, all its work done" : n.ahead == n.total ? "idle, nothing launched yet" : "idle";
   }
-  if (host_waits) s += "; the host waits for it on floor " + std::to_string(kStreamsFloor);
+  if (host_waits)
+    s += "; the host waits for it on floor " + std::to_string(kStreamsFloor);
   else if (at_end && n.next_start != kNever) {
     s += "; the host has returned, and " + n.next_name + " starts " + duration_text(n.next_start - now) + " later";
   } else if (n.running + n.queued > 0 && app.has_steps()) {
@@ -376,7 +377,8 @@ BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size) {
   // The roof: the line of Python being told, and its result once back up.
   const Story& s = app.story;
   const bool at_end = app.has_steps() && app.step() + 1 == s.steps.size();
-  L.roof_text = app.has_steps() ? app.trace().spans[s.roots[root_of_step(s, app.step())]].name : std::string("(no call)");
+  L.roof_text =
+      app.has_steps() ? app.trace().spans[s.roots[root_of_step(s, app.step())]].name : std::string("(no call)");
   if (at_end && !app.loaded.output.empty()) {
     L.roof_text += "   ->   " + app.loaded.output.substr(0, app.loaded.output.find('\n'));
   }
@@ -384,7 +386,8 @@ BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size) {
   L.roof_text_at = ImVec2(origin.x + (size.x - ts.x) * 0.5f, origin.y + L.roof - L.line_h - 4);
 
   std::array<FloorView, kBuildingFloors + 1> views;
-  if (app.has_steps()) views = floors_at(s, app.step());
+  if (app.has_steps())
+    views = floors_at(s, app.step());
   else
     for (int f = 1; f <= kBuildingFloors; ++f) views[f].skip_reason = "no call: nothing was traced";
   for (int f = 1; f <= kBuildingFloors; ++f) L.floors[f] = lay_out_floor(app, L, f, views[f]);
@@ -393,8 +396,8 @@ BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size) {
   if (strip) {
     const float y0 = origin.y + L.roof + kBuildingFloors * L.band_h;
     const FloorView& wait = views[kStreamsFloor];
-    const bool waits = wait.state == FloorState::Active && wait.span != SIZE_MAX &&
-                       is_sync_span(app.trace().spans[wait.span]);
+    const bool waits =
+        wait.state == FloorState::Active && wait.span != SIZE_MAX && is_sync_span(app.trace().spans[wait.span]);
     L.strip = lay_out_strip(app, L, ImVec4(origin.x, y0, L.x_end, y0 + strip_h - 2), waits);
   }
   L.token = lay_out_token(app, L);

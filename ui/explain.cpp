@@ -32,7 +32,8 @@ bool read_waits_under(const At& a, size_t i, const std::string& why) {
 Explanation explain_at(const At& a) {
   const Span& sp = a.sp;
   switch (sp.floor) {
-    case Floor::Python: return sp.file.empty() ? python_statement(a) : python_function(a);
+    case Floor::Python:
+      return sp.file.empty() ? python_statement(a) : python_function(a);
     case Floor::Binding:
       if (has(sp, "overload")) return binding_op(a);
       if (sp.name == "tensor") return binding_tensor(a);
@@ -40,18 +41,24 @@ Explanation explain_at(const At& a) {
       if (sp.name == "__getitem__" || sp.name == "__setitem__") return binding_index(a);
       if (read_waits_under(a, a.i, sp.name)) return binding_read(a);  // a floor-7 wait of the same name under it
       return {};
-    case Floor::Dispatch: return dispatch_span(a);
+    case Floor::Dispatch:
+      return dispatch_span(a);
     case Floor::Autograd:
       return starts_with(sp.name, "autograd::engine::evaluate_function") ? autograd_evaluate(a) : autograd_kernel(a);
-    case Floor::Kernels: return starts_with(sp.name, "parallel_for") ? parallel_span(a) : kernel_span(a);
+    case Floor::Kernels:
+      return starts_with(sp.name, "parallel_for") ? parallel_span(a) : kernel_span(a);
     case Floor::Allocator:
       if (sp.name == "cpu_alloc") return cpu_alloc(a);
       if (sp.name == "caching_alloc") return caching_alloc(a);
       return allocator_other(a);
-    case Floor::Streams: return streams_span(a);
-    case Floor::Launch: return has(sp, "kernel") ? launch_span(a) : Explanation{};
-    case Floor::Device: return device_span(a);
-    default: return {};
+    case Floor::Streams:
+      return streams_span(a);
+    case Floor::Launch:
+      return has(sp, "kernel") ? launch_span(a) : Explanation{};
+    case Floor::Device:
+      return device_span(a);
+    default:
+      return {};
   }
 }
 

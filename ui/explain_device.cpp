@@ -27,7 +27,8 @@ Explanation streams_span(const At& a) {
     e = make("streams.enqueue", "Queued on stream " + (stream.empty() ? std::string("?") : stream));
     say(e, "A device op is not run, it is queued: the launch below puts the kernel on stream " + stream +
                ", this thread's current stream for the device, a first-in first-out queue the device drains on its "
-               "own." + depth_clause(num(a.sp, "queue_depth")));
+               "own." +
+               depth_clause(num(a.sp, "queue_depth")));
     say(e, "The host returns as soon as the work is queued; the kernel runs later, on the device's clock.");
     note(e, "Streams and the two clocks");
     note(e, "The queue at time t");
@@ -49,43 +50,50 @@ Explanation streams_span(const At& a) {
     pytorch(e, "aten/src/ATen/native/cuda/Copy.cu", "copy_kernel_cuda: cudaMemcpyAsync on the current stream");
   } else if (n == "event_record") {
     e = make("streams.event_record", "An event is recorded on stream " + stream);
-    say(e, "An event is a marker put in the stream's queue: it passes when the device reaches it, after the work "
-           "queued before it. The host does not wait.");
+    say(e,
+        "An event is a marker put in the stream's queue: it passes when the device reaches it, after the work "
+        "queued before it. The host does not wait.");
     note(e, "Streams in Python");
     pytorch(e, "aten/src/ATen/cuda/CUDAEvent.h", "CUDAEvent::record");
   } else if (n == "stream_wait_event") {
     e = make("streams.wait_event", "Stream " + stream + " waits for an event (the host does not)");
-    say(e, "Work queued on stream " + stream + " from now on starts only after the event has passed on its own "
-           "stream: one stream waits for another on the device, and the host goes on.");
+    say(e, "Work queued on stream " + stream +
+               " from now on starts only after the event has passed on its own "
+               "stream: one stream waits for another on the device, and the host goes on.");
     note(e, "Streams in Python");
     pytorch(e, "aten/src/ATen/cuda/CUDAEvent.h", "CUDAEvent::block");
   } else if (n == "event_synchronize") {
     e = make("streams.event_synchronize", "The host waits for an event on stream " + stream);
-    say(e, "The host stops until the device has passed the event, that is until the work queued before it on its "
-           "stream has run.");
+    say(e,
+        "The host stops until the device has passed the event, that is until the work queued before it on its "
+        "stream has run.");
     note(e, "Streams in Python");
     pytorch(e, "aten/src/ATen/cuda/CUDAEvent.h", "CUDAEvent::synchronize");
   } else if (contains(api, "ynchronize")) {
     const bool device = has(a.sp, "device") && !has(a.sp, "stream");
     const bool end = n == trace::kEndOfRecordingWait;
     const bool read = !end && n != "synchronize" && n != "stream_synchronize";
-    e = make(end ? "streams.end_of_recording" : read ? "streams.read_wait" : "streams.synchronize",
+    e = make(end    ? "streams.end_of_recording"
+             : read ? "streams.read_wait"
+                    : "streams.synchronize",
              "The host waits: " + api + (device ? " on " + str(a.sp, "device") : " on stream " + stream));
     if (end) {
-      say(e, "The recording itself waits here for the work queued on the device, so that every kernel's span is in "
-             "the trace. It belongs to the recording, not to your code: warm medians leave it out.");
+      say(e,
+          "The recording itself waits here for the work queued on the device, so that every kernel's span is in "
+          "the trace. It belongs to the recording, not to your code: warm medians leave it out.");
       note(e, "Warm medians");
     } else if (read) {
       say(e, n + " needs the tensor's values on the host, so the host must wait for the kernels that compute them.");
       note(e, "Reading a device tensor waits");
     } else if (a.parent() && a.parent()->floor == Floor::Kernels) {
-      say(e, "The kernel of " + a.parent()->name + " copies to the host: the bytes can be read only once the copy "
-             "queued on the stream has run, so it waits for the stream here.");
+      say(e, "The kernel of " + a.parent()->name +
+                 " copies to the host: the bytes can be read only once the copy "
+                 "queued on the stream has run, so it waits for the stream here.");
       note(e, "Copies between devices");
     }
     say(e, std::string("The host stops until ") +
                (device ? "every stream of " + str(a.sp, "device") + " is empty" : "stream " + stream + " is empty") +
-               (!has(a.sp, "queue_depth")      ? std::string(".")
+               (!has(a.sp, "queue_depth")       ? std::string(".")
                 : num(a.sp, "queue_depth") == 0 ? std::string(": nothing was queued when it asked, so it did not wait.")
                                                 : ": " + plural(num(a.sp, "queue_depth"), "item was", "items were") +
                                                       " still queued when it asked."));
@@ -126,18 +134,22 @@ Explanation launch_span(const At& a) {
   if (k != SIZE_MAX && has(a.t().spans[k], "numel")) {
     s += " for " + plural(num(a.t().spans[k], "numel"), "element", "elements") + " of " + a.t().spans[k].name;
   }
-  s += "), " + std::to_string(std::max<int64_t>(0, num(a.sp, "shared_bytes", 0))) + " B of shared memory per block, "
-       "on stream " + str(a.sp, "stream", "?") + ".";
+  s += "), " + std::to_string(std::max<int64_t>(0, num(a.sp, "shared_bytes", 0))) +
+       " B of shared memory per block, "
+       "on stream " +
+       str(a.sp, "stream", "?") + ".";
   say(e, s);
   if (cuda) {
-    say(e, "cudaLaunchKernel returns as soon as the launch is queued; the GPU runs the kernel when its stream gets "
-           "there. CUPTI reports when it really ran, joined to this span by correlation " +
-               str(a.sp, "correlation", "?") + ".");
+    say(e,
+        "cudaLaunchKernel returns as soon as the launch is queued; the GPU runs the kernel when its stream gets "
+        "there. CUPTI reports when it really ran, joined to this span by correlation " +
+            str(a.sp, "correlation", "?") + ".");
     note(e, "A launch's host cost");
   } else {
-    say(e, "On the simulated device the launch hands the same kernel body to the stream's worker thread, which runs "
-           "it block by block over the grid when it reaches it; correlation " + str(a.sp, "correlation", "?") +
-           " joins this span to the device's.");
+    say(e,
+        "On the simulated device the launch hands the same kernel body to the stream's worker thread, which runs "
+        "it block by block over the grid when it reaches it; correlation " +
+            str(a.sp, "correlation", "?") + " joins this span to the device's.");
     note(e, "The simulated device");
   }
   note(e, "What a launch is");
@@ -151,7 +163,9 @@ Explanation device_span(const At& a) {
   const bool copy = str(a.sp, "work") == "memcpy" || starts_with(a.sp.name, "Memcpy");
   const bool memset = starts_with(a.sp.name, "Memset");
   const std::string device = str(a.sp, "device");
-  Explanation e = make(copy ? "device.memcpy" : memset ? "device.memset" : "device.kernel",
+  Explanation e = make(copy     ? "device.memcpy"
+                       : memset ? "device.memset"
+                                : "device.kernel",
                        (copy || memset ? "The device copies: " : "The device runs ") + a.sp.name);
   std::string s = "This is the device's own clock: the work ran on " +
                   (device.empty() ? std::string("the device") : device) + " stream " + str(a.sp, "stream", "?") +
@@ -165,8 +179,10 @@ Explanation device_span(const At& a) {
   say(e, s + ". The gap is the queue: the host had moved on long before.");
   note(e, "Device spans");
   note(e, "The queue at time t");
-  if (contains(device, "sim")) note(e, "The simulated device");
-  else if (contains(device, "cuda")) note(e, "Device activity from CUPTI");
+  if (contains(device, "sim"))
+    note(e, "The simulated device");
+  else if (contains(device, "cuda"))
+    note(e, "Device activity from CUPTI");
   if (copy) note(e, "Copies between devices");
   pytorch(e, "torch/csrc/profiler/kineto_shim.cpp",
           "the profiler's bridge to Kineto, which reads CUPTI's activity records");

@@ -39,7 +39,8 @@ std::string what_kernel_does(const std::string& key, const At& a) {
   }
   for (size_t c : a.children()) {
     if (a.t().spans[c].floor == Floor::Dispatch) {
-      return "Its " + key + " kernel is a composite: it does its work by calling other ops, each a dispatch of its "
+      return "Its " + key +
+             " kernel is a composite: it does its work by calling other ops, each a dispatch of its "
              "own under this span.";
     }
   }
@@ -50,17 +51,20 @@ std::string what_kernel_does(const std::string& key, const At& a) {
 // removed; and why PyTorch's profiler shows one span where descent shows two.
 Explanation redispatch_span(const At& a, const std::string& keyset, const std::string& kernel) {
   const Span* p = a.parent();
-  Explanation e = make("dispatch.redispatch", "Redispatch of " + a.sp.name + ": " +
-                                                  (kernel.empty() ? "the next key" : kernel) + " runs next");
+  Explanation e = make("dispatch.redispatch",
+                       "Redispatch of " + a.sp.name + ": " + (kernel.empty() ? "the next key" : kernel) + " runs next");
   std::string by =
       p ? (p->floor == Floor::Autograd ? "The Autograd kernel" : "The " + str(*p, "kernel", "previous") + " kernel")
         : std::string("A kernel");
   say(e, by + " passed the call down with the keys up to its own removed: what is left is " +
              (keyset.empty() ? std::string("the set below it") : keyset) + ", and its highest key is " +
              (kernel.empty() ? std::string("the next kernel") : kernel) + ".");
-  say(e, "PyTorch's profiler records an op once, at its first dispatch (Dispatcher::call opens the RecordFunction; "
-         "Dispatcher::redispatch records nothing), so its trace has one " + a.sp.name + " where descent shows two: "
-         "descent shows the redispatch on purpose, to make the walk down the keys visible.");
+  say(e,
+      "PyTorch's profiler records an op once, at its first dispatch (Dispatcher::call opens the RecordFunction; "
+      "Dispatcher::redispatch records nothing), so its trace has one " +
+          a.sp.name +
+          " where descent shows two: "
+          "descent shows the redispatch on purpose, to make the walk down the keys visible.");
   note(e, "Dispatch key priority");
   note(e, "A span per redispatch");
   if (p && p->floor == Floor::Autograd) note(e, "What an Autograd kernel does");
@@ -101,20 +105,23 @@ void called_from_kernel(const At& a, const Span& p, const std::string& keyset, E
       }
     }
     if (wrapped) {
-      say(e, "Here the operand is the Python number the binding wrapped as a 0-d tensor (its cpu_alloc under "
-             "the binding): an int64 or a double in C++ until it is converted here.");
+      say(e,
+          "Here the operand is the Python number the binding wrapped as a 0-d tensor (its cpu_alloc under "
+          "the binding): an int64 or a double in C++ until it is converted here.");
     }
     note(e, "Type promotion");
     pytorch(e, "aten/src/ATen/TensorIterator.cpp",
             "TensorIteratorBase::compute_types: operands cast to the common dtype");
     pytorch(e, "aten/src/ATen/native/TensorConversions.cpp", "to, _to_copy");
   } else {
-    say(e, "The kernel of " + p.name + " calls another op, " + a.sp.name + ", through the dispatcher, as any "
-           "caller would.");
+    say(e, "The kernel of " + p.name + " calls another op, " + a.sp.name +
+               ", through the dispatcher, as any "
+               "caller would.");
   }
   if (!keyset.empty() && !contains(keyset, "Autograd") && a.ancestor_on(Floor::Autograd) != SIZE_MAX) {
-    say(e, "Its key set has no Autograd key: the Autograd kernel above runs the op below autograd, with the "
-           "Autograd keys excluded, so what a kernel calls records no graph.");
+    say(e,
+        "Its key set has no Autograd key: the Autograd kernel above runs the op below autograd, with the "
+        "Autograd keys excluded, so what a kernel calls records no graph.");
   }
 }
 
@@ -161,28 +168,31 @@ Explanation call_span(const At& a, const std::string& keyset, const std::string&
                      : in_backward                      ? "dispatch.in_backward"
                      : p && p->floor == Floor::Autograd ? "dispatch.from_autograd"
                                                         : "dispatch.call";
-  Explanation e = make(kind, "The dispatcher ran " + a.sp.name + "'s " +
-                                 (kernel.empty() ? std::string("kernel") : kernel + " kernel"));
+  Explanation e = make(
+      kind, "The dispatcher ran " + a.sp.name + "'s " + (kernel.empty() ? std::string("kernel") : kernel + " kernel"));
   if (from_kernel) {
     called_from_kernel(a, *p, keyset, e);
   } else if (in_composite) {
     e.title = p->name + " is a composite: it calls " + a.sp.name;
-    say(e, p->name + "'s kernel is a decomposition into other ops (CompositeImplicitAutograd): it has no loop of "
-           "its own, and " + a.sp.name + " is one of the ops it calls, dispatched like any other call.");
+    say(e, p->name +
+               "'s kernel is a decomposition into other ops (CompositeImplicitAutograd): it has no loop of "
+               "its own, and " +
+               a.sp.name + " is one of the ops it calls, dispatched like any other call.");
     note(e, "Composite ops decompose");
   } else if (in_backward) {
     e.title = "Backward's formula calls " + a.sp.name;
-    say(e, "The formula of " + str(a.t().spans[evaluate], "node", "the node") + " computes gradients with "
-           "ordinary ops, dispatched like any other call. Grad mode is off during backward (unless create_graph), "
-           "so their Autograd kernels record nothing.");
+    say(e, "The formula of " + str(a.t().spans[evaluate], "node", "the node") +
+               " computes gradients with "
+               "ordinary ops, dispatched like any other call. Grad mode is off during backward (unless create_graph), "
+               "so their Autograd kernels record nothing.");
     note(e, "How backward walks the graph");
     pytorch(e, "torch/csrc/autograd/engine.cpp", "Engine::evaluate_function, call_function");
   } else if (p && p->floor == Floor::Autograd) {
     e.title = "The Autograd kernel of " + p->name + " calls " + a.sp.name;
-    say(e, "While recording " + str(*p, "node", "its node") + ", the Autograd kernel of " + p->name +
-           " calls " + a.sp.name + " itself" +
-           (short_op(a.sp.name) == "clone" ? ": an in-place op saves a copy of self before self is written."
-                                           : "."));
+    say(e,
+        "While recording " + str(*p, "node", "its node") + ", the Autograd kernel of " + p->name + " calls " +
+            a.sp.name + " itself" +
+            (short_op(a.sp.name) == "clone" ? ": an in-place op saves a copy of self before self is written." : "."));
     note(e, "What an Autograd kernel does");
   }
   keys_and_kernel(a, keyset, kernel, fall, e);
@@ -214,8 +224,9 @@ Explanation autograd_kernel(const At& a) {
     Explanation e = make("autograd.stopped", "The Autograd kernel of " + a.sp.name + " stopped before deciding");
     say(e, "It recorded neither graph=none nor a node: the call left this kernel by an exception before it chose.");
     if (is_inplace_name(a.sp.name)) {
-      say(e, a.sp.name + " writes in place, and autograd refuses an in-place write to a leaf that requires grad "
-                         "(or a view of one) here, before anything is written.");
+      say(e, a.sp.name +
+                 " writes in place, and autograd refuses an in-place write to a leaf that requires grad "
+                 "(or a view of one) here, before anything is written.");
     }
     note(e, "What an Autograd kernel does");
     note(e, "Explaining a span");
@@ -227,12 +238,14 @@ Explanation autograd_kernel(const At& a) {
     Explanation e = make(contains(graph, "not differentiable") ? "autograd.not_differentiable" : "autograd.none",
                          "Autograd: no graph for " + a.sp.name + " (" + reason + ")");
     note(e, "What an Autograd kernel does");
-    say(e, "Every tensor carries its device's Autograd key, so every call of an op with a derivative stops here "
-           "first, whether or not anything requires grad. This kernel asks two questions: is grad mode on, and does "
-           "any tensor input require grad?");
+    say(e,
+        "Every tensor carries its device's Autograd key, so every call of an op with a derivative stops here "
+        "first, whether or not anything requires grad. This kernel asks two questions: is grad mode on, and does "
+        "any tensor input require grad?");
     if (contains(graph, "no input requires grad")) {
-      say(e, "No input of " + a.sp.name + " requires grad, so there is nothing to record: it redispatches below "
-             "autograd at once. This check is what autograd costs an op that records nothing.");
+      say(e, "No input of " + a.sp.name +
+                 " requires grad, so there is nothing to record: it redispatches below "
+                 "autograd at once. This check is what autograd costs an op that records nothing.");
     } else if (contains(graph, "grad mode is off")) {
       const size_t up = a.ancestor_on(Floor::Autograd);
       const bool in_backward = up != SIZE_MAX && starts_with(a.t().spans[up].name, "autograd::engine::");
@@ -243,8 +256,10 @@ Explanation autograd_kernel(const At& a) {
                            : " (descent.no_grad(), or inference mode): nothing is recorded, whatever requires grad."));
       note(e, "Grad mode is a flag, not a key");
     } else {
-      say(e, a.sp.name + "'s result is bool: a comparison has no gradient, so its Autograd kernel records nothing "
-             "whatever its inputs, and runs the op below autograd so that the ops its kernel calls skip autograd too.");
+      say(e, a.sp.name +
+                 "'s result is bool: a comparison has no gradient, so its Autograd kernel records nothing "
+                 "whatever its inputs, and runs the op below autograd so that the ops its kernel calls skip autograd "
+                 "too.");
     }
     note(e, "What an Autograd kernel does");
     pytorch(e, "tools/autograd/templates/VariableType.cpp", "the generated VariableType kernels (Autograd keys)");
@@ -269,7 +284,8 @@ Explanation autograd_kernel(const At& a) {
   const std::string saved = str(a.sp, "saved");
   if (saved == "nothing")
     say(e, "It saved nothing: the formula of " + node + " needs no input to compute its gradients.");
-  else if (!saved.empty()) say(e, "It saved " + saved + ": what the formula of " + node + " reads in backward.");
+  else if (!saved.empty())
+    say(e, "It saved " + saved + ": what the formula of " + node + " reads in backward.");
   if (is_inplace_name(a.sp.name)) {
     say(e, "An in-place op moves self's history onto the new node: the old grad_fn becomes the node's edge.");
     note(e, "In-place on a view");
@@ -289,17 +305,20 @@ Explanation autograd_evaluate(const At& a) {
   Explanation e = make("autograd.evaluate_function", "Backward runs " + node);
   note(e, "How backward walks the graph");
   if (node == "AccumulateGrad") {
-    say(e, "The gradient of a leaf that requires grad has arrived, complete: AccumulateGrad adds it into the "
-           "leaf's .grad (or stores it there, the first time).");
+    say(e,
+        "The gradient of a leaf that requires grad has arrived, complete: AccumulateGrad adds it into the "
+        "leaf's .grad (or stores it there, the first time).");
     pytorch(e, "torch/csrc/autograd/functions/accumulate_grad.h", "AccumulateGrad::accumulateGrad");
   } else {
-    std::string s = "Every gradient this node waits for has arrived and been summed in its input buffer, so the "
-                    "engine runs its formula: the ops under this span.";
+    std::string s =
+        "Every gradient this node waits for has arrived and been summed in its input buffer, so the "
+        "engine runs its formula: the ops under this span.";
     const std::string saved = str(a.sp, "saved");
     if (!saved.empty()) s += " It reads what the forward pass saved: " + saved + ".";
     say(e, s);
-    say(e, "Its outputs are checked against the shapes and dtypes of the inputs they are the gradients of, then "
-           "added to the input buffers of the nodes its edges lead to.");
+    say(e,
+        "Its outputs are checked against the shapes and dtypes of the inputs they are the gradients of, then "
+        "added to the input buffers of the nodes its edges lead to.");
     note(e, "Validating a node's outputs");
     pytorch(e, "torch/csrc/autograd/input_buffer.cpp", "InputBuffer::add");
   }

@@ -67,15 +67,20 @@ void roofline_sentences(Explanation& e, const At& a) {
   const std::string bw = si_text(p.peak_bytes_per_s, "B/s"), fl = si_text(p.peak_flops_per_s, "FLOP/s");
   switch (p.bound) {
     case RooflinePoint::Bound::Overhead:
-      say(e, std::string(pct) + " of what " + p.device + " could do at this intensity: overhead-bound. The time went "
-             "to getting started (" + (p.on_device_clock ? "the kernel's launch and ramp-up on the device, a few "
-             "microseconds however small the work" : "the checks, the output's allocation, the loop's set-up") +
-             "), not to the elements: twice the elements would cost almost nothing more. Fusing small ops or "
-             "batching them is how this is won.");
+      say(e, std::string(pct) + " of what " + p.device +
+                 " could do at this intensity: overhead-bound. The time went "
+                 "to getting started (" +
+                 (p.on_device_clock ? "the kernel's launch and ramp-up on the device, a few "
+                                      "microseconds however small the work"
+                                    : "the checks, the output's allocation, the loop's set-up") +
+                 "), not to the elements: twice the elements would cost almost nothing more. Fusing small ops or "
+                 "batching them is how this is won.");
       break;
     case RooflinePoint::Bound::Memory:
-      say(e, p.flops > 0 ? "Below the ridge point (" + std::string(ridge) + " FLOP per byte: the peak FLOP/s over "
-                               "the peak bytes/s), memory bounds it: it reached " + pct + " of the bandwidth, " + bw +
+      say(e, p.flops > 0 ? "Below the ridge point (" + std::string(ridge) +
+                               " FLOP per byte: the peak FLOP/s over "
+                               "the peak bytes/s), memory bounds it: it reached " +
+                               pct + " of the bandwidth, " + bw +
                                ". Fewer bytes (a smaller dtype, a fused op) would make it faster; faster arithmetic "
                                "would not."
                          : "It does no arithmetic, so only memory can bound it: it reached " + std::string(pct) +
@@ -83,8 +88,9 @@ void roofline_sentences(Explanation& e, const At& a) {
       break;
     case RooflinePoint::Bound::Compute:
       say(e, "Above the ridge point (" + std::string(ridge) + " FLOP per byte), arithmetic bounds it: it reached " +
-             pct + " of " + p.peak_flops_name + "' peak, " + fl + ". Only faster arithmetic (wider vectors, tensor "
-             "cores) makes it faster.");
+                 pct + " of " + p.peak_flops_name + "' peak, " + fl +
+                 ". Only faster arithmetic (wider vectors, tensor "
+                 "cores) makes it faster.");
       break;
   }
   if (!p.peak_how.empty()) say(e, "The roof of " + p.device + ": " + p.peak_how + ".");
@@ -103,17 +109,19 @@ Explanation kernel_span(const At& a) {
   if (a.sp.name == "contiguous on the host" || a.sp.name == "contiguous on the device" ||
       a.sp.name == "cast on the device" || a.sp.name == "cast into self") {
     Explanation e = make("kernel.copy_step", "A step of a copy: " + a.sp.name);
-    say(e, "A copy between devices moves one contiguous block of bytes; a strided source is made contiguous, and a "
-           "change of dtype is made by a cast on one side, before or after the bytes move.");
+    say(e,
+        "A copy between devices moves one contiguous block of bytes; a strided source is made contiguous, and a "
+        "change of dtype is made by a cast on one side, before or after the bytes move.");
     note(e, "Copies between devices");
     pytorch(e, "aten/src/ATen/native/Copy.cpp", "copy_impl");
     return e;
   }
   if (variant.empty()) {
     Explanation e = make("kernel.stopped", "The kernel of " + a.sp.name + " stopped before choosing a loop");
-    say(e, "It recorded no variant (and no dtype or element count): the call left the kernel by an exception "
-           "during its checks, before the output was made. The error says which check: shapes that do not "
-           "broadcast, a dtype the op refuses, a number that does not fit.");
+    say(e,
+        "It recorded no variant (and no dtype or element count): the call left the kernel by an exception "
+        "during its checks, before the output was made. The error says which check: shapes that do not "
+        "broadcast, a dtype the op refuses, a number that does not fit.");
     note(e, "Explaining a span");
     note(e, "Type promotion");
     pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::build: the checks before the loop");
@@ -121,11 +129,13 @@ Explanation kernel_span(const At& a) {
   }
   if (starts_with(variant, "view")) {
     Explanation e = make("kernel.view", a.sp.name + " is a view: no loop, no copy");
-    say(e, "The result shares the input's memory: a new tensor header with its own sizes, strides and offset over "
-           "the same storage, so no memory is asked for and no element moves.");
+    say(e,
+        "The result shares the input's memory: a new tensor header with its own sizes, strides and offset over "
+        "the same storage, so no memory is asked for and no element moves.");
     if (contains(variant, "no base")) {
-      say(e, "It is recorded as no view (no base): the result is over memory nothing else holds (reshape's copy, "
-             "a product's output), so autograd need not track the aliasing.");
+      say(e,
+          "It is recorded as no view (no base): the result is over memory nothing else holds (reshape's copy, "
+          "a product's output), so autograd need not track the aliasing.");
     } else {
       say(e, "The result remembers its base, so that autograd can see an in-place write through it.");
       note(e, "Version counter and view base");
@@ -172,12 +182,14 @@ Explanation cpu_loop(const At& a, const std::string& variant, const std::string&
       make(variant == "optimized" ? "kernel.optimized" : "kernel.reference",
            "The kernel of " + a.sp.name + " ran the " + variant + " loop" + (what.empty() ? "" : " over " + what));
   if (is_factory(a)) {
-    say(e, "A factory: it made its output on the device its device argument named (BackendSelect sent the call "
-           "here), with the cpu_alloc under it, and fills it.");
+    say(e,
+        "A factory: it made its output on the device its device argument named (BackendSelect sent the call "
+        "here), with the cpu_alloc under it, and fills it.");
   } else {
-    say(e, "Before the loop it checked its arguments, worked out the result's shape and dtype (broadcasting and "
-           "promoting, for an op of two operands) and asked the allocator for the output (the cpu_alloc under it, "
-           "when it made one).");
+    say(e,
+        "Before the loop it checked its arguments, worked out the result's shape and dtype (broadcasting and "
+        "promoting, for an op of two operands) and asked the allocator for the output (the cpu_alloc under it, "
+        "when it made one).");
   }
   int threads = 0;
   for (size_t c : a.children()) {
@@ -194,23 +206,26 @@ Explanation cpu_loop(const At& a, const std::string& variant, const std::string&
     say(e, s);
     if (has(a.sp, "rung")) {  // a matmul: which rung of the CPU's ladder ran (Note [Matmul rungs])
       const std::string rung = str(a.sp, "rung");
-      say(e, "A product has a ladder of CPU kernels, plainest first: reference (three loops), register (a block of "
-             "outputs kept in vector registers) and packed (BLIS's panels of A and B copied to fit the caches, "
-             "then a register-blocked microkernel). This one ran the " + rung + " rung" +
-             (rung == "packed" ? ", which wins from about 80^3 multiply-adds up." : ".") +
-             " descent bench matmul --ladder --device cpu times every rung beside torch.");
+      say(e,
+          "A product has a ladder of CPU kernels, plainest first: reference (three loops), register (a block of "
+          "outputs kept in vector registers) and packed (BLIS's panels of A and B copied to fit the caches, "
+          "then a register-blocked microkernel). This one ran the " +
+              rung + " rung" + (rung == "packed" ? ", which wins from about 80^3 multiply-adds up." : ".") +
+              " descent bench matmul --ladder --device cpu times every rung beside torch.");
       note(e, "Matmul rungs");
     }
     note(e, "Intra-op parallelism");
   } else if (is_factory(a)) {
     say(e, "A factory on the CPU has one loop, the fill, named reference: there is nothing to choose.");
   } else {
-    say(e, "It took the reference loop: plain strided loops written for reading. The optimized loop was not used: "
-           "it does not apply to these inputs (it wants contiguous operands of the result's shape), this op has none "
-           "on the CPU, or reference kernels were asked for (descent trace --reference).");
+    say(e,
+        "It took the reference loop: plain strided loops written for reading. The optimized loop was not used: "
+        "it does not apply to these inputs (it wants contiguous operands of the result's shape), this op has none "
+        "on the CPU, or reference kernels were asked for (descent trace --reference).");
   }
-  say(e, "A CPU kernel runs right here on the calling thread: when it returns the work is done, and nothing is "
-         "queued on floors 7 and 8.");
+  say(e,
+      "A CPU kernel runs right here on the calling thread: when it returns the work is done, and nothing is "
+      "queued on floors 7 and 8.");
   roofline_sentences(e, a);
   note(e, "One op table");
   op_specific(e, a.sp.name);
@@ -225,17 +240,21 @@ Explanation parallel_span(const At& a) {
   if (a.sp.name == "parallel_for") {
     const int64_t threads = num(a.sp, "threads", 1);
     Explanation e = make("kernel.parallel_for", "The loop is split over " + plural(threads, "thread", "threads"));
-    say(e, "The loop is long enough to be worth waking the intra-op pool: its range is cut into chunks of at least "
-           "a grain of elements, run by " + plural(threads, "thread", "threads") + " (this one among them), each "
-           "chunk a span on its own thread (the timeline shows them), and this thread waits for all of them.");
+    say(e,
+        "The loop is long enough to be worth waking the intra-op pool: its range is cut into chunks of at least "
+        "a grain of elements, run by " +
+            plural(threads, "thread", "threads") +
+            " (this one among them), each "
+            "chunk a span on its own thread (the timeline shows them), and this thread waits for all of them.");
     note(e, "Intra-op parallelism");
     pytorch(e, "aten/src/ATen/Parallel.h", "at::parallel_for");
     return e;
   }
   Explanation e = make("kernel.parallel_chunk", "A chunk of a parallel loop: elements " + str(a.sp, "begin", "?") +
                                                     " to " + str(a.sp, "end", "?"));
-  say(e, "One chunk of a loop that parallel_for split: the elements from begin up to end, run by one thread of the "
-         "intra-op pool. A flow joins it to the loop that handed it out.");
+  say(e,
+      "One chunk of a loop that parallel_for split: the elements from begin up to end, run by one thread of the "
+      "intra-op pool. A flow joins it to the loop that handed it out.");
   note(e, "Intra-op parallelism");
   note(e, "Flows between threads");
   pytorch(e, "aten/src/ATen/ParallelNative.cpp", "invoke_parallel");
@@ -259,18 +278,22 @@ Explanation cpu_alloc(const At& a) {
     say(e, "The kernel of " + p->name + " asks for its output: " + bytes_text(bytes) +
                (has(*p, "numel") ? " for " + plural(num(*p, "numel"), "element", "elements") +
                                        (has(*p, "dtype") ? " of " + str(*p, "dtype") : "")
-                                 : std::string()) + ".");
+                                 : std::string()) +
+               ".");
   } else if (p && p->floor == Floor::Dispatch) {
-    say(e, "A kernel makes a 0-d tensor of a number argument before its loop (x ** 2 makes its exponent one, as "
-           "PyTorch's wrapped numbers): " + bytes_text(bytes) + ".");
+    say(e,
+        "A kernel makes a 0-d tensor of a number argument before its loop (x ** 2 makes its exponent one, as "
+        "PyTorch's wrapped numbers): " +
+            bytes_text(bytes) + ".");
   } else if (p && p->floor == Floor::Autograd) {
     say(e, "Autograd's kernel asks for memory while recording: " + bytes_text(bytes) + ".");
   } else {
     say(e, "A tensor's memory on the host: " + bytes_text(bytes) + ".");
   }
-  say(e, "Host memory needs no cache of descent's own: the C library's malloc keeps free lists and is cheap to ask. "
-         "The allocator aligns each block to a cache line and counts the bytes; small blocks are taken from malloc "
-         "and aligned by hand, so they come from its fast per-thread cache.");
+  say(e,
+      "Host memory needs no cache of descent's own: the C library's malloc keeps free lists and is cheap to ask. "
+      "The allocator aligns each block to a cache line and counts the bytes; small blocks are taken from malloc "
+      "and aligned by hand, so they come from its fast per-thread cache.");
   note(e, "Small host blocks");
   pytorch(e, "c10/core/CPUAllocator.cpp", "DefaultCPUAllocator::allocate");
   pytorch(e, "c10/core/impl/alloc_cpu.cpp", "alloc_cpu");
@@ -296,11 +319,14 @@ Explanation caching_alloc(const At& a) {
       make(hit ? "allocator.cache_hit" : "allocator.cache_miss",
            std::string(hit ? "Cache hit: " : "Cache miss: ") + bytes_text(bytes) + " from the " + pool + " pool");
   say(e, "The request, rounded up to a multiple of 512 B, is " + bytes_text(bytes) + ", which puts it in the " + pool +
-             " pool (" + (pool == "small" ? "1 MiB or less" : "over 1 MiB") + "); the search is for the smallest "
-             "free block of that pool and of stream " + stream + " that is large enough.");
+             " pool (" + (pool == "small" ? "1 MiB or less" : "over 1 MiB") +
+             "); the search is for the smallest "
+             "free block of that pool and of stream " +
+             stream + " that is large enough.");
   if (hit) {
-    say(e, "One was found: the device was not asked for anything, which is what makes a cached allocation cost "
-           "about as little as a CPU one.");
+    say(e,
+        "One was found: the device was not asked for anything, which is what makes a cached allocation cost "
+        "about as little as a CPU one.");
   } else {
     say(e, "None was free, so the allocator asked the device for a new segment" +
                (segment >= 0 ? " of " + bytes_text(segment) : std::string()) +
@@ -312,13 +338,15 @@ Explanation caching_alloc(const At& a) {
     say(e, "The block was larger than the request, so it was split: this tensor takes " + bytes_text(block) +
                " and the remainder stays free in the pool for the next request.");
   } else {
-    say(e, "The block was handed out whole (" + bytes_text(block) + "): what would be left over is too small to keep "
-           "as a block of its own.");
+    say(e, "The block was handed out whole (" + bytes_text(block) +
+               "): what would be left over is too small to keep "
+               "as a block of its own.");
   }
   note(e, "Caching allocator policy");
   if (hit) note(e, "The hit path");
-  pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", hit ? "DeviceCachingAllocator::malloc, get_free_block, should_split"
-                                                      : "DeviceCachingAllocator::malloc, alloc_block");
+  pytorch(e, "c10/cuda/CUDACachingAllocator.cpp",
+          hit ? "DeviceCachingAllocator::malloc, get_free_block, should_split"
+              : "DeviceCachingAllocator::malloc, alloc_block");
   return e;
 }
 
@@ -328,9 +356,10 @@ Explanation allocator_other(const At& a) {
   if (n == "raw_malloc") {
     const int64_t bytes = num(a.sp, "bytes");
     e = make("allocator.raw_malloc", "A new segment from the device: " + bytes_text(bytes));
-    say(e, "Asking the device itself (cudaMalloc, or the simulated device's host arena) is slow and synchronizes "
-           "the device, so it asks for whole segments: 2 MiB for the small pool, 20 MiB for a large request under "
-           "10 MiB, a large one rounded up to 2 MiB. The segment becomes the pool's blocks.");
+    say(e,
+        "Asking the device itself (cudaMalloc, or the simulated device's host arena) is slow and synchronizes "
+        "the device, so it asks for whole segments: 2 MiB for the small pool, 20 MiB for a large request under "
+        "10 MiB, a large one rounded up to 2 MiB. The segment becomes the pool's blocks.");
     note(e, "Caching allocator policy");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::alloc_block (cudaMalloc)");
   } else if (n == "caching_free") {
@@ -354,21 +383,25 @@ Explanation allocator_other(const At& a) {
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::free, free_block");
   } else if (n == "process_events") {
     e = make("allocator.process_events", "Deferred frees whose events have passed: " + str(a.sp, "completed", "?"));
-    say(e, "Before searching the pool, the allocator returns the blocks whose other streams have passed the events "
-           "recorded when they were freed; " + str(a.sp, "completed", "?") + " completed now.");
+    say(e,
+        "Before searching the pool, the allocator returns the blocks whose other streams have passed the events "
+        "recorded when they were freed; " +
+            str(a.sp, "completed", "?") + " completed now.");
     note(e, "Deferred frees");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::process_events");
   } else if (n == "record_stream") {
     e = make("allocator.record_stream", "A block is marked as used on stream " + str(a.sp, "stream", "?"));
-    say(e, "record_stream tells the allocator that another stream uses this tensor, so that its free waits for "
-           "that stream's work instead of handing the block out while a kernel may still read it.");
+    say(e,
+        "record_stream tells the allocator that another stream uses this tensor, so that its free waits for "
+        "that stream's work instead of handing the block out while a kernel may still read it.");
     note(e, "Deferred frees");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::recordStream");
   } else if (n == "empty_cache") {
     e = make("allocator.empty_cache",
              "empty_cache: " + plural(num(a.sp, "segments", 0), "segment", "segments") + " given back");
-    say(e, "Every cached segment with no block in use is given back to the device (raw_free); a segment with any "
-           "block still allocated stays.");
+    say(e,
+        "Every cached segment with no block in use is given back to the device (raw_free); a segment with any "
+        "block still allocated stays.");
     note(e, "Caching allocator policy");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::emptyCache");
   } else if (n == "raw_free") {
@@ -378,18 +411,21 @@ Explanation allocator_other(const At& a) {
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "DeviceCachingAllocator::release_block (cudaFree)");
   } else if (n == "synchronize_device") {
     e = make("allocator.synchronize", "Out of memory: the allocator waits for every pending free");
-    say(e, "The device refused a new segment, so the allocator waits for the device, completes every deferred free, "
-           "releases the cached segments and tries once more before raising OutOfMemoryError.");
+    say(e,
+        "The device refused a new segment, so the allocator waits for the device, completes every deferred free, "
+        "releases the cached segments and tries once more before raising OutOfMemoryError.");
     note(e, "Caching allocator policy");
     pytorch(e, "c10/cuda/CUDACachingAllocator.cpp", "synchronize_and_free_events");
   } else if (n == "pinned_alloc") {
     e = make("allocator.pinned",
              "Pinned host memory: " + bytes_text(num(a.sp, "bytes")) + " (" + str(a.sp, "api") + ")");
-    say(e, "Page-locked host memory, which the device can copy from without staging it first, so a copy from it "
-           "can be asynchronous for the host.");
+    say(e,
+        "Page-locked host memory, which the device can copy from without staging it first, so a copy from it "
+        "can be asynchronous for the host.");
     if (str(a.sp, "api") != "cudaHostAlloc") {
-      say(e, "With no GPU usable it is ordinary aligned host memory marked pinned: a copy from it to sim:0 reads "
-             "the bytes when the copy runs, as a GPU would.");
+      say(e,
+          "With no GPU usable it is ordinary aligned host memory marked pinned: a copy from it to sim:0 reads "
+          "the bytes when the copy runs, as a GPU would.");
     }
     note(e, "Pinned host memory");
     pytorch(e, "aten/src/ATen/cuda/CachingHostAllocator.cpp", "CachingHostAllocator");

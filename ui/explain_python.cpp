@@ -22,11 +22,13 @@ Explanation python_statement(const At& a) {
       below_names += (below_names.empty() ? "" : ", ") + k.name;
     }
   }
-  say(e, "descent.tracing.run runs your code one statement at a time, each inside a floor-1 span of its own, "
-         "so everything under this span happened while this line ran.");
+  say(e,
+      "descent.tracing.run runs your code one statement at a time, each inside a floor-1 span of its own, "
+      "so everything under this span happened while this line ran.");
   if (bindings + functions + below == 0) {
-    std::string s = "Nothing was recorded under it: the line called no op of descent and asked no allocator for "
-                    "device memory.";
+    std::string s =
+        "Nothing was recorded under it: the line called no op of descent and asked no allocator for "
+        "device memory.";
     if (starts_with(a.sp.name, "del ")) {
       s += " `del` only drops a name; a CPU tensor's memory goes back to the C library's malloc untraced, so a "
            "`del` on the CPU leaves no span.";
@@ -57,7 +59,8 @@ Explanation python_statement(const At& a) {
 Explanation python_function(const At& a) {
   Explanation e = make("python.function", "Python: " + a.sp.name + ", a function of the descent package");
   say(e, "descent writes in Python what torch writes in Python (torch/_tensor.py, torch/cuda): this is " + a.sp.name +
-             " in " + a.sp.file + ". While a trace records, a profile hook opens a floor-1 span for every call of "
+             " in " + a.sp.file +
+             ". While a trace records, a profile hook opens a floor-1 span for every call of "
              "a function of the package.");
   int bindings = 0;
   for (size_t c : a.children()) bindings += a.t().spans[c].floor == Floor::Binding;
@@ -89,9 +92,11 @@ Explanation binding_op(const At& a) {
   say(e, "descent._C matched the Python arguments against the schemas of " + a.sp.name +
              "'s overloads in the op table, in order, and took the first they fit: " + overload + ".");
   if (!python.empty()) {
-    std::string s = "The call came in through " + python + ", a C function of the tensor's base class generated from "
+    std::string s = "The call came in through " + python +
+                    ", a C function of the tensor's base class generated from "
                     "the op table, as PyTorch generates its Tensor methods.";
-    const bool reflected = contains(python, "__rsub__") || contains(python, "__rtruediv__") || contains(python, "__rpow__");
+    const bool reflected =
+        contains(python, "__rsub__") || contains(python, "__rtruediv__") || contains(python, "__rpow__");
     if (reflected)
       s += " A reflected operator runs what torch/_tensor.py's does: 2 - x is rsub(x, 2), 2 / x is x.reciprocal() * 2, "
            "2 ** x is pow(2, x).";
@@ -107,24 +112,28 @@ Explanation binding_op(const At& a) {
     if (k.floor == Floor::Allocator && k.name == "cpu_alloc") (num(k, "bytes") == 8 ? wrapped : read) += 1;
   }
   if (read) {
-    say(e, "An argument that was no tensor (a numpy array, in an elementwise op) was read into a new tensor, as "
-           "tensor() reads it: the cpu_alloc under this span.");
+    say(e,
+        "An argument that was no tensor (a numpy array, in an elementwise op) was read into a new tensor, as "
+        "tensor() reads it: the cpu_alloc under this span.");
   }
   if (wrapped) {
-    say(e, "A Python number among the arguments became a 0-d \"wrapped number\" tensor (a C++ int64 or double in "
-           "8 bytes): the cpu_alloc under this span is its memory, asked before the dispatcher was called. A "
-           "wrapped number has the lowest priority in type promotion, so x + 1 keeps x's dtype.");
+    say(e,
+        "A Python number among the arguments became a 0-d \"wrapped number\" tensor (a C++ int64 or double in "
+        "8 bytes): the cpu_alloc under this span is its memory, asked before the dispatcher was called. A "
+        "wrapped number has the lowest priority in type promotion, so x + 1 keeps x's dtype.");
     note(e, "Type promotion");
     pytorch(e, "torch/csrc/utils/python_arg_parser.cpp",
             "PythonArgs::tensor_slow: a number becomes a wrapped-number tensor");
   }
-  say(e, "With the arguments unwrapped into C++ values it releases the GIL and calls the dispatcher (floor 3); on "
-         "the way back up it wraps the result in a Python Tensor, the same object each time for the same tensor.");
+  say(e,
+      "With the arguments unwrapped into C++ values it releases the GIL and calls the dispatcher (floor 3); on "
+      "the way back up it wraps the result in a Python Tensor, the same object each time for the same tensor.");
   note(e, "Parsing arguments");
   note(e, "What an argument accepts");
   pytorch(e, "torch/csrc/utils/python_arg_parser.cpp", "PythonArgParser::raw_parse: the overload whose signature fits");
-  pytorch(e, python.empty() ? "tools/autograd/templates/python_torch_functions.cpp"
-                            : "tools/autograd/templates/python_variable_methods.cpp",
+  pytorch(e,
+          python.empty() ? "tools/autograd/templates/python_torch_functions.cpp"
+                         : "tools/autograd/templates/python_variable_methods.cpp",
           python.empty() ? "the generated torch.* functions" : "the generated Tensor methods (THPVariable_add, ...)");
   pytorch(e, "torch/csrc/autograd/python_variable.cpp", "THPVariable_Wrap: the result as a Python object");
   return e;
@@ -132,10 +141,11 @@ Explanation binding_op(const At& a) {
 
 Explanation binding_tensor(const At&) {
   Explanation e = make("binding.tensor", "descent.tensor(data): a new tensor from Python data");
-  say(e, "tensor() is not an op of the table: the binding reads the number, the nested lists or the array "
-         "itself and fills a new CPU tensor, of the dtype given, else one inferred from the data (Python bools, "
-         "ints and floats give bool, int64 and float32; an array keeps its dtype, or the nearest descent has). Its "
-         "memory is the cpu_alloc under this span.");
+  say(e,
+      "tensor() is not an op of the table: the binding reads the number, the nested lists or the array "
+      "itself and fills a new CPU tensor, of the dtype given, else one inferred from the data (Python bools, "
+      "ints and floats give bool, int64 and float32; an array keeps its dtype, or the nearest descent has). Its "
+      "memory is the cpu_alloc under this span.");
   note(e, "numpy arrays descent reads");
   note(e, "What an argument accepts");
   pytorch(e, "torch/csrc/utils/tensor_new.cpp", "internal_new_from_data: torch.tensor(data)");
@@ -144,8 +154,8 @@ Explanation binding_tensor(const At&) {
 
 Explanation binding_index(const At& a) {
   const bool write = a.sp.name == "__setitem__";
-  Explanation e = make("binding.index", write ? "x[i] = v: the index and the value read in C"
-                                              : "x[i]: the index read in C");
+  Explanation e =
+      make("binding.index", write ? "x[i] = v: the index and the value read in C" : "x[i]: the index read in C");
   std::vector<std::string> ops;
   for (size_t c : a.children()) {
     const Span& k = a.t().spans[c];
@@ -159,8 +169,9 @@ Explanation binding_index(const At& a) {
              "that is not `:`, unsqueeze for None; integer and bool tensors (and lists) are left for one " +
              std::string(write ? "aten::index_put_" : "aten::index") + " call after the views, which copies.");
   if (write)
-    say(e, "A Python number becomes a 0-d CPU tensor of x's dtype (no op makes it: its cpu_alloc is under this "
-           "span) and goes through aten::lift_fresh; then copy_, or fill_ for a 0-d value, writes it into the view.");
+    say(e,
+        "A Python number becomes a 0-d CPU tensor of x's dtype (no op makes it: its cpu_alloc is under this "
+        "span) and goes through aten::lift_fresh; then copy_, or fill_ for a 0-d value, writes it into the view.");
   say(e, ops.empty() ? std::string("No op ran here.") : "The ops it ran, in order: " + list + ".");
   note(e, "Indexing in C");
   if (write) note(e, "x[i] = v as PyTorch writes it");
@@ -173,9 +184,10 @@ Explanation binding_index(const At& a) {
 
 Explanation binding_backward(const At&) {
   Explanation e = make("binding.backward", "Tensor.backward crosses into C++: _C._run_backward");
-  say(e, "The Python function backward() hands the roots and their gradients to the engine here. The engine "
-         "(floor 4) walks the graph from the root's grad_fn: one evaluate_function span per node it runs, each "
-         "with the ops of the node's formula under it.");
+  say(e,
+      "The Python function backward() hands the roots and their gradients to the engine here. The engine "
+      "(floor 4) walks the graph from the root's grad_fn: one evaluate_function span per node it runs, each "
+      "with the ops of the node's formula under it.");
   note(e, "How backward walks the graph");
   pytorch(e, "torch/csrc/autograd/python_engine.cpp", "THPEngine_run_backward");
   pytorch(e, "torch/csrc/autograd/engine.cpp", "Engine::execute");
@@ -185,11 +197,15 @@ Explanation binding_backward(const At&) {
 // A read of a device tensor's values (".item()", ".cpu()", "print", ...): Note [Reading a device tensor waits].
 Explanation binding_read(const At& a) {
   Explanation e = make("binding.read", a.sp.name + " reads a device tensor's values on the host");
-  say(e, "The values of a device tensor are not in host memory, and the kernels that compute them may still be "
-         "queued. So " + a.sp.name + " crossed into C++ here and reads them through an op (aten::item -> "
-         "aten::_local_scalar_dense for .item(), aten::to -> aten::_to_copy -> aten::copy_ otherwise), which queues "
-         "the copy on the device's current stream behind those kernels and then waits for the stream once (the "
-         "floor-7 span named " + a.sp.name + "), as PyTorch's cudaMemcpyAsync then cudaStreamSynchronize.");
+  say(e,
+      "The values of a device tensor are not in host memory, and the kernels that compute them may still be "
+      "queued. So " +
+          a.sp.name +
+          " crossed into C++ here and reads them through an op (aten::item -> "
+          "aten::_local_scalar_dense for .item(), aten::to -> aten::_to_copy -> aten::copy_ otherwise), which queues "
+          "the copy on the device's current stream behind those kernels and then waits for the stream once (the "
+          "floor-7 span named " +
+          a.sp.name + "), as PyTorch's cudaMemcpyAsync then cudaStreamSynchronize.");
   note(e, "Reading a device tensor waits");
   pytorch(e, "aten/src/ATen/native/Scalar.cpp", "item, _local_scalar_dense");
   pytorch(e, "aten/src/ATen/native/cuda/CUDAScalar.cu", "_local_scalar_dense_cuda: a copy and a wait for the stream");

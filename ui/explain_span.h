@@ -82,7 +82,8 @@ inline std::string bytes_text(int64_t n) {
   char buf[32];
   if (u == 0 || v == static_cast<double>(static_cast<int64_t>(v)))
     std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 
@@ -135,29 +136,29 @@ inline void pytorch(Explanation& e, const char* file, const char* function) { e.
 // [SECTION] The explainers, by family of floors -----------------------------------------
 
 // explain_python.cpp: floors 1 and 2, the user's Python and the binding
-Explanation python_statement(const At& a);   // a line of the user's code (a floor-1 root)
-Explanation python_function(const At& a);    // a function of the descent package
-Explanation binding_op(const At& a);         // the binding's call of an op: the overload, the wrapped numbers
-Explanation binding_tensor(const At& a);     // descent.tensor(...): Python data made a tensor
-Explanation binding_backward(const At& a);   // _run_backward: into the engine
-Explanation binding_index(const At& a);      // x[i] and x[i] = v: the index read in C, its ops
-Explanation binding_read(const At& a);       // a read of a device tensor's values, which waits
+Explanation python_statement(const At& a);  // a line of the user's code (a floor-1 root)
+Explanation python_function(const At& a);   // a function of the descent package
+Explanation binding_op(const At& a);        // the binding's call of an op: the overload, the wrapped numbers
+Explanation binding_tensor(const At& a);    // descent.tensor(...): Python data made a tensor
+Explanation binding_backward(const At& a);  // _run_backward: into the engine
+Explanation binding_index(const At& a);     // x[i] and x[i] = v: the index read in C, its ops
+Explanation binding_read(const At& a);      // a read of a device tensor's values, which waits
 
 // explain_dispatch.cpp: floors 3 and 4, the dispatcher and autograd
-Explanation dispatch_span(const At& a);       // a dispatch or a redispatch: the key set, what fell through, the kernel
-Explanation autograd_kernel(const At& a);     // an Autograd kernel: the node recorded, or why none
-Explanation autograd_evaluate(const At& a);   // backward running a node
+Explanation dispatch_span(const At& a);      // a dispatch or a redispatch: the key set, what fell through, the kernel
+Explanation autograd_kernel(const At& a);    // an Autograd kernel: the node recorded, or why none
+Explanation autograd_evaluate(const At& a);  // backward running a node
 
 // explain_kernels.cpp: floors 5 and 6, the kernels and the allocators
-Explanation kernel_span(const At& a);         // a kernel: checks, promotion, the loop chosen
-Explanation parallel_span(const At& a);       // a parallel_for: the loop split over threads
-Explanation cpu_alloc(const At& a);           // the CPU allocator
-Explanation caching_alloc(const At& a);       // the caching allocator: a hit, a split, a new segment
-Explanation allocator_other(const At& a);     // a free, a raw allocation, an empty_cache
+Explanation kernel_span(const At& a);      // a kernel: checks, promotion, the loop chosen
+Explanation parallel_span(const At& a);    // a parallel_for: the loop split over threads
+Explanation cpu_alloc(const At& a);        // the CPU allocator
+Explanation caching_alloc(const At& a);    // the caching allocator: a hit, a split, a new segment
+Explanation allocator_other(const At& a);  // a free, a raw allocation, an empty_cache
 
 // explain_device.cpp: floors 7 to 9, the streams, the launch and the device
-Explanation streams_span(const At& a);        // an enqueue, a copy, a wait on a stream
-Explanation launch_span(const At& a);         // a kernel launch: the grid
-Explanation device_span(const At& a);         // work on the device's own clock
+Explanation streams_span(const At& a);  // an enqueue, a copy, a wait on a stream
+Explanation launch_span(const At& a);   // a kernel launch: the grid
+Explanation device_span(const At& a);   // work on the device's own clock
 
 }  // namespace descent::ui::explaining

@@ -30,8 +30,9 @@ bool splitter(const char* id, ImVec2 pos, ImVec2 size, bool vertical, float* sha
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0, 0));
   ImGui::PushStyleVar(ImGuiStyleVar_WindowMinSize, ImVec2(1, 1));
   bool ended = false;
-  if (ImGui::Begin(id, nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground |
-                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+  if (ImGui::Begin(id, nullptr,
+                   ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoBackground | ImGuiWindowFlags_NoSavedSettings |
+                       ImGuiWindowFlags_NoMove)) {
     ImGui::InvisibleButton("##drag", size);
     if (ImGui::IsItemHovered() || ImGui::IsItemActive()) {
       ImGui::SetMouseCursor(vertical ? ImGuiMouseCursor_ResizeEW : ImGuiMouseCursor_ResizeNS);
@@ -43,8 +44,8 @@ bool splitter(const char* id, ImVec2 pos, ImVec2 size, bool vertical, float* sha
     if (ImGui::IsItemActivated()) kept->SetFloat(at_start, *share);
     if (ImGui::IsItemActive()) {
       const ImVec2 drag = ImGui::GetMouseDragDelta(ImGuiMouseButton_Left, 0.0f);
-      *share = std::clamp(kept->GetFloat(at_start, *share) + (vertical ? drag.x : drag.y) / extent, kMinSplit,
-                          kMaxSplit);
+      *share =
+          std::clamp(kept->GetFloat(at_start, *share) + (vertical ? drag.x : drag.y) / extent, kMinSplit, kMaxSplit);
     }
     ended = ImGui::IsItemDeactivated();
   }
@@ -86,7 +87,8 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float left = ImGui::GetCursorPosX(), right = left + ImGui::GetContentRegionAvail().x;
     float row = -st.ItemSpacing.x;
-    for (const RightTabDef& t : kRightTabs) row += ImGui::CalcTextSize(t.label).x + 2 * st.FramePadding.x + st.ItemSpacing.x;
+    for (const RightTabDef& t : kRightTabs)
+      row += ImGui::CalcTextSize(t.label).x + 2 * st.FramePadding.x + st.ItemSpacing.x;
     const bool use_short = row > right - left;
     for (const RightTabDef& t : kRightTabs) {
       const char* label = use_short ? t.short_label : t.label;
@@ -103,8 +105,8 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
       ImGui::PopStyleColor(3);
       // The label's space: the button's inside, up to the panel's right edge.
       const float x0 = ImGui::GetItemRectMin().x + st.FramePadding.x;
-      const float x1 = std::min(ImGui::GetItemRectMax().x - st.FramePadding.x,
-                                ImGui::GetWindowPos().x + right - st.FramePadding.x);
+      const float x1 =
+          std::min(ImGui::GetItemRectMax().x - st.FramePadding.x, ImGui::GetWindowPos().x + right - st.FramePadding.x);
       TextFit fit;
       fit.text = fit.shown = label;
       fit.width = text_w;

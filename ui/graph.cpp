@@ -65,20 +65,28 @@ int AutogradGraph::find(int64_t id) const {
 
 const char* state_word(NodeState s) {
   switch (s) {
-    case NodeState::Ahead: return "ahead";
-    case NodeState::Recorded: return "recorded";
-    case NodeState::Running: return "running";
-    case NodeState::Done: return "done";
+    case NodeState::Ahead:
+      return "ahead";
+    case NodeState::Recorded:
+      return "recorded";
+    case NodeState::Running:
+      return "running";
+    case NodeState::Done:
+      return "done";
   }
   return "";
 }
 
 const char* state_meaning(NodeState s) {
   switch (s) {
-    case NodeState::Ahead: return "not recorded yet: its op has not run (not drawn)";
-    case NodeState::Recorded: return "recorded on floor 4 as its op ran; backward has not run it";
-    case NodeState::Running: return "backward is running its formula now";
-    case NodeState::Done: return "backward has run it and sent its gradients on";
+    case NodeState::Ahead:
+      return "not recorded yet: its op has not run (not drawn)";
+    case NodeState::Recorded:
+      return "recorded on floor 4 as its op ran; backward has not run it";
+    case NodeState::Running:
+      return "backward is running its formula now";
+    case NodeState::Done:
+      return "backward has run it and sent its gradients on";
   }
   return "";
 }
@@ -217,7 +225,8 @@ std::vector<std::string> node_details(const AutogradGraph& g, size_t k) {
   }
   if (!n.grads_out.empty()) {  // the span's "None" (no gradient along that edge) in words
     std::string sent;
-    for (const std::string& g_out : split_list(n.grads_out)) sent += (sent.empty() ? "" : ", ") + (g_out == "None" ? std::string("no gradient") : g_out);
+    for (const std::string& g_out : split_list(n.grads_out))
+      sent += (sent.empty() ? "" : ", ") + (g_out == "None" ? std::string("no gradient") : g_out);
     out.push_back("gradients out, as backward sent them: " + sent);
   }
   if (n.run_span == SIZE_MAX) out.push_back("backward has not run it in this trace");

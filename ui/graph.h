@@ -47,36 +47,36 @@ namespace descent::ui {
 
 struct GraphNode {
   int64_t id = 0;
-  std::string name;                  // "MulBackward0", "AccumulateGrad"
-  std::string saved;                 // what its formula saved: "self, other"
-  size_t recorded_span = SIZE_MAX;   // the span that recorded it (SIZE_MAX for AccumulateGrad)
-  size_t run_span = SIZE_MAX;        // the span in which backward ran it (SIZE_MAX: never ran)
-  std::vector<int64_t> next;         // where its gradients go: node ids, -1 for None, one per use
+  std::string name;                       // "MulBackward0", "AccumulateGrad"
+  std::string saved;                      // what its formula saved: "self, other"
+  size_t recorded_span = SIZE_MAX;        // the span that recorded it (SIZE_MAX for AccumulateGrad)
+  size_t run_span = SIZE_MAX;             // the span in which backward ran it (SIZE_MAX: never ran)
+  std::vector<int64_t> next;              // where its gradients go: node ids, -1 for None, one per use
   std::vector<std::string> input_shapes;  // per edge: the forward input's shape, "[2, 2]" ("" unknown)
-  std::string variable;              // AccumulateGrad: the Python names holding the leaf, "x" ("" none)
-  std::string shape;                 // AccumulateGrad: the leaf's shape, "[2, 2]" ("" unknown)
-  std::string grads_in;              // as backward ran it: the gradients that arrived, "[2, 2]"
-  std::string grads_out;             // and those it sent on, one per edge, "[2, 2], None"
-  int layer = 0;                     // 0: the last op's node (the loss); leaves at the bottom
-  int column = 0;                    // place in its layer
-  std::string title() const;         // "x [2, 2]" for a named leaf, else the name
+  std::string variable;                   // AccumulateGrad: the Python names holding the leaf, "x" ("" none)
+  std::string shape;                      // AccumulateGrad: the leaf's shape, "[2, 2]" ("" unknown)
+  std::string grads_in;                   // as backward ran it: the gradients that arrived, "[2, 2]"
+  std::string grads_out;                  // and those it sent on, one per edge, "[2, 2], None"
+  int layer = 0;                          // 0: the last op's node (the loss); leaves at the bottom
+  int column = 0;                         // place in its layer
+  std::string title() const;              // "x [2, 2]" for a named leaf, else the name
 };
 
 // One use of an input: a line from a node to the node its gradient flows to.
 struct GraphEdge {
-  size_t from = 0, to = 0;           // indices in nodes
-  size_t slot = 0;                   // which of from's edges (next[slot])
-  int parallel = 0;                  // among the edges from `from` to `to`: 0, 1, ...
-  int parallel_count = 1;            // how many edges join the same two nodes (x @ x: 2)
+  size_t from = 0, to = 0;  // indices in nodes
+  size_t slot = 0;          // which of from's edges (next[slot])
+  int parallel = 0;         // among the edges from `from` to `to`: 0, 1, ...
+  int parallel_count = 1;   // how many edges join the same two nodes (x @ x: 2)
 };
 
 struct AutogradGraph {
-  std::vector<GraphNode> nodes;      // by id: the order they were made
-  std::vector<GraphEdge> edges;      // every edge between two kept nodes, in nodes' and slots' order
+  std::vector<GraphNode> nodes;  // by id: the order they were made
+  std::vector<GraphEdge> edges;  // every edge between two kept nodes, in nodes' and slots' order
   int layers = 0;
-  int widest = 0;                    // nodes in the fullest layer
-  bool truncated = false;            // more nodes were recorded than the panel keeps (kMaxGraphNodes)
-  int find(int64_t id) const;        // index in nodes, -1 when absent
+  int widest = 0;              // nodes in the fullest layer
+  bool truncated = false;      // more nodes were recorded than the panel keeps (kMaxGraphNodes)
+  int find(int64_t id) const;  // index in nodes, -1 when absent
 };
 
 constexpr size_t kMaxGraphNodes = 48;  // the most recent nodes kept (a traced loop records thousands)

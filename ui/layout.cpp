@@ -45,15 +45,23 @@ AppLayout load_layout(std::string& problem) {
     const bool is_number = end && end != value.c_str() && *end == '\0' && std::isfinite(number);
     const bool is_flag = value == "true" || value == "false";
     bool ok = true;
-    if (key == "zoom" && is_number) l.zoom = number;
-    else if (key == "split_x" && is_number) l.split_x = number;
-    else if (key == "split_y" && is_number) l.split_y = number;
-    else if (key == "timeline" && is_flag) l.timeline = value == "true";
-    else if (key == "console" && is_flag) l.console = value == "true";
-    else ok = false;
+    if (key == "zoom" && is_number)
+      l.zoom = number;
+    else if (key == "split_x" && is_number)
+      l.split_x = number;
+    else if (key == "split_y" && is_number)
+      l.split_y = number;
+    else if (key == "timeline" && is_flag)
+      l.timeline = value == "true";
+    else if (key == "console" && is_flag)
+      l.console = value == "true";
+    else
+      ok = false;
     if (!ok && problem.empty()) {
-      problem = path + ":" + std::to_string(n) + ": expected zoom, split_x or split_y = a number, or timeline or "
-                "console = true/false; skipped '" + line.substr(0, 60) + "'";
+      problem = path + ":" + std::to_string(n) +
+                ": expected zoom, split_x or split_y = a number, or timeline or "
+                "console = true/false; skipped '" +
+                line.substr(0, 60) + "'";
     }
   }
   return clamped(l);
@@ -67,8 +75,7 @@ bool save_layout(const AppLayout& layout, std::string& problem) {
   std::ostringstream out;
   out << "# descent app's layout (Note [The remembered layout]); delete this file for the defaults\n"
       << "zoom = " << l.zoom << "\nsplit_x = " << l.split_x << "\nsplit_y = " << l.split_y
-      << "\ntimeline = " << (l.timeline ? "true" : "false") << "\nconsole = " << (l.console ? "true" : "false")
-      << "\n";
+      << "\ntimeline = " << (l.timeline ? "true" : "false") << "\nconsole = " << (l.console ? "true" : "false") << "\n";
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::trunc);

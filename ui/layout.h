@@ -24,11 +24,11 @@
 namespace descent::ui {
 
 struct AppLayout {
-  float zoom = 1.0f;       // times the monitor's scale: 0.5 to 3
-  float split_x = 0.56f;   // the building's share of the width (normal mode)
-  float split_y = 0.60f;   // the building's share of the height below the toolbar (normal mode)
-  bool timeline = true;    // the timeline shown under the building
-  bool console = true;     // the console shown under the right panel
+  float zoom = 1.0f;      // times the monitor's scale: 0.5 to 3
+  float split_x = 0.56f;  // the building's share of the width (normal mode)
+  float split_y = 0.60f;  // the building's share of the height below the toolbar (normal mode)
+  bool timeline = true;   // the timeline shown under the building
+  bool console = true;    // the console shown under the right panel
 };
 
 constexpr float kMinZoom = 0.5f, kMaxZoom = 3.0f, kZoomStep = 1.1f;

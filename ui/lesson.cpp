@@ -214,8 +214,8 @@ std::string for_step(const LessonView& v) {
 }
 
 void lesson_answer(App& app, int k, const std::string& typed) {
-  ask(app, "{\"do\": \"answer\", \"k\": " + std::to_string(k) + ", \"typed\": " + quoted(typed) +
-               for_step(app.lesson) + "}");
+  ask(app, "{\"do\": \"answer\", \"k\": " + std::to_string(k) + ", \"typed\": " + quoted(typed) + for_step(app.lesson) +
+               "}");
 }
 
 void lesson_reveal(App& app, int k) {

@@ -47,12 +47,12 @@ struct LessonEntry {
 struct LessonPrediction {
   std::string ask, kind, problem;  // kind: choice, number or text; problem: the answer cannot be computed
   std::vector<std::string> choices;
-  std::string input;               // a typed answer, being typed
+  std::string input;  // a typed answer, being typed
   // Once answered (or revealed):
   bool answered = false, revealed = false;
   bool right = false;
   std::string typed, answer_text, explain, evidence;
-  uint64_t evidence_span = 0;      // the span the answer was read from (0: none)
+  uint64_t evidence_span = 0;  // the span the answer was read from (0: none)
   bool done() const { return answered || revealed; }
 };
 
@@ -60,9 +60,9 @@ struct LessonExercise {
   std::string goal, start, solution, device;
   std::vector<std::string> hints;
   double limit_s = 0;
-  std::string editor;              // the student's code
+  std::string editor;                 // the student's code
   std::vector<std::string> attempts;  // the code of each Check, oldest first (the editor's history)
-  int attempt_shown = -1;          // the attempt put back in the editor (-1: none)
+  int attempt_shown = -1;             // the attempt put back in the editor (-1: none)
   int hints_shown = 0;
   bool solution_shown = false;
   bool checked = false, passed = false;
@@ -72,7 +72,7 @@ struct LessonExercise {
 
 struct LessonLook {
   std::string selector, problem;
-  uint64_t span = 0;               // the span it names in the step's trace (0: it names none)
+  uint64_t span = 0;  // the span it names in the step's trace (0: it names none)
 };
 
 struct LessonView {
@@ -80,9 +80,9 @@ struct LessonView {
   std::vector<LessonEntry> catalog;
   bool catalog_asked = false;
   std::string progress_file;
-  int picked = 0;                  // the picker's selected row
-  bool ask_forget = false;         // Delete was pressed: ask whether to forget the progress
-  bool closed = false;             // back to the picker: a step still opening is not shown
+  int picked = 0;           // the picker's selected row
+  bool ask_forget = false;  // Delete was pressed: ask whether to forget the progress
+  bool closed = false;      // back to the picker: a step still opening is not shown
 
   // The open lesson and step (step < 0: none open; the picker shows).
   std::string name, title, teaches, assumes, intro;
@@ -93,18 +93,18 @@ struct LessonView {
   std::vector<LessonLook> looks;
   std::vector<LessonPrediction> predictions;
   std::optional<LessonExercise> exercise;
-  std::vector<int> seen;           // steps of this lesson the student has opened
+  std::vector<int> seen;  // steps of this lesson the student has opened
 
-  std::shared_ptr<const trace::Trace> step_trace;  // the step's run: its span ids are the looks' and answers'
-  std::string problem;             // the last request's error (a lesson that does not parse, ...)
-  std::deque<std::string> queue;   // requests waiting for the Python thread
-  std::string in_flight;           // the "do" of the request being served ("" when none)
-  int first_open_step = -1;        // the step a request to open is for (shown while it runs)
+  std::shared_ptr<const trace::Trace> step_trace;   // the step's run: its span ids are the looks' and answers'
+  std::string problem;                              // the last request's error (a lesson that does not parse, ...)
+  std::deque<std::string> queue;                    // requests waiting for the Python thread
+  std::string in_flight;                            // the "do" of the request being served ("" when none)
+  int first_open_step = -1;                         // the step a request to open is for (shown while it runs)
   std::chrono::steady_clock::time_point submitted;  // when the request in flight went to Python
-  double open_ms = -1;             // the last step's opening: request to story shown (run, trace, layout)
-  bool focus_editor = false;       // give the exercise editor the keyboard next frame
-  bool editor_active = false;      // the editor had the keyboard in the last frame (the state dump)
-  int scroll_to = -1;              // bring this question into view next frame (kScrollTo* for the others)
+  double open_ms = -1;         // the last step's opening: request to story shown (run, trace, layout)
+  bool focus_editor = false;   // give the exercise editor the keyboard next frame
+  bool editor_active = false;  // the editor had the keyboard in the last frame (the state dump)
+  int scroll_to = -1;          // bring this question into view next frame (kScrollTo* for the others)
   static constexpr int kScrollToTop = -2, kScrollToExercise = -3;
 
   bool open() const { return step >= 0; }

@@ -130,7 +130,7 @@ void feed_keys(GLFWwindow* window) {
 // release happened. The moves after it wait for the next frame.
 struct MouseEvent {
   bool move;
-  double x, y;             // a move: where the pointer went
+  double x, y;               // a move: where the pointer went
   int button, action, mods;  // a button change
 };
 std::deque<MouseEvent> g_mouse_queue;
@@ -262,6 +262,7 @@ bool write_text(const std::string& path, const std::string& text) {
 // every kStateThrottle. Headless, the state is written once, at the end
 // (headless_exit_status).
 struct StateWriter {
+  explicit StateWriter(std::string p) : path(std::move(p)) {}
   std::string path, last_stable, last_full;
   Clock::time_point last_write{};
   void update(const App& app) {
@@ -291,6 +292,7 @@ double median(std::vector<double> v) {
 // to its glFinish; --bench-stop: N frames while the code runs, then Stop, and
 // the frames until the prompt is back (bench_app.py reads what report prints).
 struct Benchmark {
+  explicit Benchmark(const Options& opts) : o(opts) {}
   const Options& o;
   std::vector<double> frame_ms;
   std::vector<double> stopping_ms;  // --bench-stop: frames between Stop and the prompt
@@ -332,17 +334,21 @@ struct Benchmark {
   void report(const App& app) const {
     std::vector<double> sorted = frame_ms;
     std::sort(sorted.begin(), sorted.end());
-    const double p90 = sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10], max = sorted.empty() ? 0.0 : sorted.back();
+    const double p90 = sorted.empty() ? 0.0 : sorted[sorted.size() * 9 / 10],
+                 max = sorted.empty() ? 0.0 : sorted.back();
     if (o.bench_stop) {
       const double stopping_max = stopping_ms.empty() ? 0.0 : *std::max_element(stopping_ms.begin(), stopping_ms.end());
-      std::printf("while the code ran: frames %zu  median %.2f ms  p90 %.2f ms  max %.2f ms  stop to prompt %.1f ms  "
-                  "frames meanwhile %zu, max %.2f ms  spans %zu\n",
-                  frame_ms.size(), median(frame_ms), p90, max, app.last_stop_ms, stopping_ms.size(), stopping_max,
-                  app.trace().spans.size());
+      std::printf(
+          "while the code ran: frames %zu  median %.2f ms  p90 %.2f ms  max %.2f ms  stop to prompt %.1f ms  "
+          "frames meanwhile %zu, max %.2f ms  spans %zu\n",
+          frame_ms.size(), median(frame_ms), p90, max, app.last_stop_ms, stopping_ms.size(), stopping_max,
+          app.trace().spans.size());
     } else if (o.bench_frames) {
-      std::printf("redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f ms\n",
-                  app.redraw_damaged ? "damaged" : "full", frame_ms.size(), app.trace().spans.size(), first_frame_s,
-                  median(frame_ms), p90, max);
+      std::printf(
+          "redraw %s  frames %zu  spans %zu  first frame %.3f s after start  median %.2f ms  p90 %.2f ms  max %.2f "
+          "ms\n",
+          app.redraw_damaged ? "damaged" : "full", frame_ms.size(), app.trace().spans.size(), first_frame_s,
+          median(frame_ms), p90, max);
     }
   }
 };
@@ -421,7 +427,7 @@ void setup_imgui(App& app, GLFWwindow* window, bool headless, Fonts& fonts, floa
   app.layout = clamped(app.layout);
   apply_scale(app, fonts, built_scale, /*device_ready=*/false);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
-  glfwSetKeyCallback(window, queue_key);  // replaces the backend's: Note [Key presses between frames]
+  glfwSetKeyCallback(window, queue_key);             // replaces the backend's: Note [Key presses between frames]
   glfwSetMouseButtonCallback(window, queue_button);  // and the mouse's, the same way
   glfwSetCursorPosCallback(window, queue_move);
   glfwSetWindowRefreshCallback(window, window_exposed);
@@ -433,11 +439,11 @@ void setup_imgui(App& app, GLFWwindow* window, bool headless, Fonts& fonts, floa
 struct Loading {
   bool python_ok = false;
   std::string python_error;
-  bool from_file = false;   // --trace
-  std::string trace_error;  // a --trace or --compare file that could not be opened
-  bool run_code = false;    // --code (or the sample) was run
-  bool timed_out = false;   // headless: it ran past --timeout
-  std::string lesson_error; // --lesson: a lesson that could not be opened, an answer or check that failed
+  bool from_file = false;    // --trace
+  std::string trace_error;   // a --trace or --compare file that could not be opened
+  bool run_code = false;     // --code (or the sample) was run
+  bool timed_out = false;    // headless: it ran past --timeout
+  std::string lesson_error;  // --lesson: a lesson that could not be opened, an answer or check that failed
 };
 
 // Headless: waits for the run in progress (code, or a lesson's request) and
@@ -503,12 +509,13 @@ void serve_lesson_headless(App& app, Loading& l) {
 // thread, a trace file read on the reading thread, or a lesson's step (and,
 // benchmarking a Stop, both a file and code: the trace plays while the code
 // runs); then the step and the playback the command line asks for.
-Loading load_call(App& app, std::future<std::shared_ptr<const trace::Trace>>& reading,
-                  const std::string& read_error, bool headless) {
+Loading load_call(App& app, std::future<std::shared_ptr<const trace::Trace>>& reading, const std::string& read_error,
+                  bool headless) {
   const Options& o = app.options;
   Loading l;
   l.python_ok = python_started(l.python_error);
-  if (!l.python_ok) app.banner = "Python could not start, so no code can run (trace files still open): " + l.python_error;
+  if (!l.python_ok)
+    app.banner = "Python could not start, so no code can run (trace files still open): " + l.python_error;
   l.from_file = reading.valid();  // (get() below leaves the future invalid)
   if (l.from_file) {
     if (auto t = reading.get()) {
@@ -620,7 +627,8 @@ std::string last_line(const std::string& text) {
   size_t end = text.find_last_not_of("\n ");
   if (end == std::string::npos) return text;
   const size_t start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
 // Headless: the state written, then every way the run fell short said on
@@ -637,8 +645,10 @@ int headless_exit_status(const App& app, const Loading& l, int exit_code) {
   };
   if (l.timed_out) {
     char why[160];
-    std::snprintf(why, sizeof why, "the code still ran after --timeout %g s, so it was stopped (give a larger "
-                  "--timeout for longer code)", o.timeout_s);
+    std::snprintf(why, sizeof why,
+                  "the code still ran after --timeout %g s, so it was stopped (give a larger "
+                  "--timeout for longer code)",
+                  o.timeout_s);
     fail(124, why);
   }
   if (!l.trace_error.empty()) fail(2, first_line(l.trace_error));
@@ -721,8 +731,8 @@ int run(int argc, char** argv) {
     const bool was_running = app.running.active;
     const bool run_ended = poll_run(app);
     lesson_pump(app);  // the Lesson tab's next request, when the Python thread is free
-    const double dt = headless ? (o.play ? kHeadlessFrameSeconds : 0.0)
-                               : std::chrono::duration<double>(now - last).count();
+    const double dt =
+        headless ? (o.play ? kHeadlessFrameSeconds : 0.0) : std::chrono::duration<double>(now - last).count();
     last = now;
     app.play.advance(app.story, dt);
     bench.before_frame(app, frames);

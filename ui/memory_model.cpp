@@ -11,9 +11,12 @@ namespace descent::ui {
 
 const char* block_state_name(BlockState s) {
   switch (s) {
-    case BlockState::Allocated: return "active_allocated";
-    case BlockState::PendingFree: return "active_pending_free";
-    case BlockState::Free: return "inactive";
+    case BlockState::Allocated:
+      return "active_allocated";
+    case BlockState::PendingFree:
+      return "active_pending_free";
+    case BlockState::Free:
+      return "inactive";
   }
   return "inactive";
 }
@@ -25,8 +28,8 @@ BlockState block_state_from_name(const std::string& name) {
 }
 
 namespace {
-constexpr const char* kActionNames[] = {"alloc", "free_requested", "free_completed", "segment_alloc",
-                                        "segment_free", "oom", "?"};
+constexpr const char* kActionNames[] = {
+    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "oom", "?"};
 static_assert(sizeof kActionNames / sizeof kActionNames[0] == size_t(MemEntry::Action::Unknown) + 1);
 }  // namespace
 
@@ -127,8 +130,10 @@ bool apply_entry(std::vector<MemSegment>& segments, const MemEntry& e) {
       }
       return true;
     }
-    case A::Oom: return true;
-    case A::Unknown: return false;
+    case A::Oom:
+      return true;
+    case A::Unknown:
+      return false;
   }
   return false;
 }
@@ -212,8 +217,10 @@ std::vector<std::pair<float, float>> block_extents(const MemSegment& s, float wi
     float room = width;
     double rest_bytes = 0;
     for (size_t k = 0; k < s.blocks.size(); ++k) {
-      if (pinned[k]) room -= min_px;
-      else rest_bytes += static_cast<double>(s.blocks[k].size);
+      if (pinned[k])
+        room -= min_px;
+      else
+        rest_bytes += static_cast<double>(s.blocks[k].size);
     }
     bool changed = false;
     for (size_t k = 0; k < s.blocks.size(); ++k) {

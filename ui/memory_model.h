@@ -55,8 +55,8 @@ enum class BlockState : uint8_t {
   PendingFree,  // "active_pending_free": freed, waiting for another stream's work (Note [Deferred frees])
   Free,         // "inactive": cached, free for the next request of its stream and pool
 };
-const char* block_state_name(BlockState s);                      // memory_snapshot()'s word
-BlockState block_state_from_name(const std::string& name);       // Free for an unknown word
+const char* block_state_name(BlockState s);                 // memory_snapshot()'s word
+BlockState block_state_from_name(const std::string& name);  // Free for an unknown word
 
 struct MemBlock {
   uint64_t address = 0;
@@ -67,8 +67,8 @@ struct MemBlock {
 
 struct MemSegment {
   uint64_t address = 0;
-  uint64_t size = 0;     // bytes
-  bool small = true;     // the small pool (2 MiB segments) or the large one
+  uint64_t size = 0;  // bytes
+  bool small = true;  // the small pool (2 MiB segments) or the large one
   int64_t stream = 0;
   std::vector<MemBlock> blocks;  // in address order, covering the segment exactly
 };
@@ -78,9 +78,9 @@ struct MemEntry {
   enum class Action : uint8_t { Alloc, FreeRequested, FreeCompleted, SegmentAlloc, SegmentFree, Oom, Unknown };
   Action action = Action::Unknown;
   uint64_t addr = 0;
-  uint64_t size = 0;     // bytes asked (alloc, free_*), the segment's (segment_*)
+  uint64_t size = 0;  // bytes asked (alloc, free_*), the segment's (segment_*)
   int64_t stream = 0;
-  int64_t time_ns = 0;   // on the trace's clock
+  int64_t time_ns = 0;  // on the trace's clock
 };
 const char* entry_action_name(MemEntry::Action a);
 MemEntry::Action entry_action_from_name(const std::string& name);
@@ -131,9 +131,9 @@ size_t allocator_span_at(const Story& s, size_t step);
 
 // A device as the memory panel shows it at a step.
 struct DeviceMemoryView {
-  MemoryAt at;                // replayed up to the playback's moment
-  size_t entry = SIZE_MAX;    // the history entry of the highlighted span (SIZE_MAX: none)
-  uint64_t highlight = 0;     // that entry's block address
+  MemoryAt at;              // replayed up to the playback's moment
+  size_t entry = SIZE_MAX;  // the history entry of the highlighted span (SIZE_MAX: none)
+  uint64_t highlight = 0;   // that entry's block address
 };
 DeviceMemoryView device_memory_at(const DeviceMemory& d, const Story& s, size_t step, int64_t now_ns);
 

@@ -25,12 +25,12 @@
 namespace descent::ui {
 
 struct TraceModels {
-  bool folded = false;      // whether `story` is the beginner's (Note [The beginner's story])
-  Story story;              // the call as steps: every panel
-  StreamsModel streams;     // the device's streams: the building's device strip, the Streams tab
-  TimelineIndex timeline;   // the flame chart's rows, lanes and levels of detail
+  bool folded = false;                           // whether `story` is the beginner's (Note [The beginner's story])
+  Story story;                                   // the call as steps: every panel
+  StreamsModel streams;                          // the device's streams: the building's device strip, the Streams tab
+  TimelineIndex timeline;                        // the flame chart's rows, lanes and levels of detail
   std::vector<std::pair<size_t, size_t>> flows;  // Trace::flows as (from, to) span indices: the timeline's arrows
-  AutogradGraph graph;      // the nodes the floor-4 spans recorded: the Autograd graph tab
+  AutogradGraph graph;                           // the nodes the floor-4 spans recorded: the Autograd graph tab
 };
 
 // All of them, for `t` (which they point into: it outlives them).

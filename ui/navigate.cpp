@@ -8,11 +8,16 @@ namespace descent::ui {
 
 const char* jump_kind_name(JumpKind k) {
   switch (k) {
-    case JumpKind::Statement: return "statement";
-    case JumpKind::Floor: return "floor change";
-    case JumpKind::Node: return "autograd node";
-    case JumpKind::Launch: return "launch";
-    case JumpKind::Kernel: return "kernel";
+    case JumpKind::Statement:
+      return "statement";
+    case JumpKind::Floor:
+      return "floor change";
+    case JumpKind::Node:
+      return "autograd node";
+    case JumpKind::Launch:
+      return "launch";
+    case JumpKind::Kernel:
+      return "kernel";
   }
   return "?";
 }
@@ -24,12 +29,16 @@ bool is_jump_target(const Story& s, size_t k, JumpKind kind) {
   if (!st.down) return false;
   const trace::Span& sp = s.trace->spans[st.span];
   switch (kind) {
-    case JumpKind::Statement: return sp.floor == trace::Floor::Python;
+    case JumpKind::Statement:
+      return sp.floor == trace::Floor::Python;
     case JumpKind::Node:
       return sp.floor == trace::Floor::Autograd && std::string_view(sp.name).starts_with(kEngineNodePrefix);
-    case JumpKind::Launch: return sp.floor == trace::Floor::Launch;
-    case JumpKind::Kernel: return sp.floor == trace::Floor::Kernels;
-    case JumpKind::Floor: break;
+    case JumpKind::Launch:
+      return sp.floor == trace::Floor::Launch;
+    case JumpKind::Kernel:
+      return sp.floor == trace::Floor::Kernels;
+    case JumpKind::Floor:
+      break;
   }
   return false;
 }

@@ -208,8 +208,10 @@ std::vector<size_t> NoteIndex::search(std::string_view query) const {
       return std::all_of(words.begin(), words.end(),
                          [&](const std::string& w) { return s.find(w) != std::string::npos; });
     };
-    if (holds(name)) by_name.push_back(k);
-    else if (holds(all)) by_text.push_back(k);
+    if (holds(name))
+      by_name.push_back(k);
+    else if (holds(all))
+      by_text.push_back(k);
   }
   by_name.insert(by_name.end(), by_text.begin(), by_text.end());
   return by_name;

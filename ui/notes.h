@@ -35,11 +35,11 @@ struct SourcePlace {
 };
 
 struct Note {
-  std::string name;                 // "Computing the key set"
-  std::string file;                 // "floors/dispatch/dispatcher.cpp"
-  uint32_t line = 0;                // the line of `Note [Name]`
-  std::string text;                 // the body, comment markers taken off, lines joined by '\n'
-  std::vector<std::string> cites;   // the Notes its text refers to, in order, each once
+  std::string name;                   // "Computing the key set"
+  std::string file;                   // "floors/dispatch/dispatcher.cpp"
+  uint32_t line = 0;                  // the line of `Note [Name]`
+  std::string text;                   // the body, comment markers taken off, lines joined by '\n'
+  std::vector<std::string> cites;     // the Notes its text refers to, in order, each once
   std::vector<SourcePlace> cited_at;  // where other lines refer to it (its own header excluded)
 };
 

@@ -15,7 +15,8 @@ constexpr const char* kUsage =
     "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
     "                   [--bench-frames N [--bench-pan]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
-    "                   [--zoom F] [--fold-helpers] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... [--check FILE.py]]\n"
+    "                   [--zoom F] [--fold-helpers] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... "
+    "[--check FILE.py]]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
     "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 

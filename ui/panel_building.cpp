@@ -155,10 +155,10 @@ void draw_token(ImDrawList* dl, const TokenLayout& t) {
   dl->AddCircleFilled(c, r, IM_COL32(250, 250, 250, 255), 32);
   dl->AddCircle(c, r, floor_color(t.floor), 32, 4.0f);
   const float h = r * 0.45f;
-  if (t.down) dl->AddTriangleFilled(ImVec2(c.x - h, c.y - h * 0.6f), ImVec2(c.x + h, c.y - h * 0.6f),
-                                    ImVec2(c.x, c.y + h), kInk);
-  else dl->AddTriangleFilled(ImVec2(c.x - h, c.y + h * 0.6f), ImVec2(c.x + h, c.y + h * 0.6f),
-                             ImVec2(c.x, c.y - h), kInk);
+  if (t.down)
+    dl->AddTriangleFilled(ImVec2(c.x - h, c.y - h * 0.6f), ImVec2(c.x + h, c.y - h * 0.6f), ImVec2(c.x, c.y + h), kInk);
+  else
+    dl->AddTriangleFilled(ImVec2(c.x - h, c.y + h * 0.6f), ImVec2(c.x + h, c.y + h * 0.6f), ImVec2(c.x, c.y - h), kInk);
 }
 
 }  // namespace

@@ -59,13 +59,19 @@ bool is_call(const trace::Trace& t, const trace::SpanIndex& index, size_t i) {
 // Why PyTorch's profile has no event for a span on floor f.
 const char* why_absent(int f) {
   switch (f) {
-    case 1: return "torch.profiler records Python statements only with with_stack=True; this file has none";
-    case 2: return "PyTorch's profiler has no span for the binding (THPVariable_* parsing its arguments)";
-    case 4: return "the forward's Autograd kernels are not recorded on their own; autograd shows in backward's "
-                   "nodes (autograd::engine::evaluate_function)";
-    case 5: return "PyTorch records the op (aten::...) but not which loop its kernel chose";
-    case 6: return "the CPU and caching allocators record nothing unless profile_memory=True";
-    default: return "PyTorch's profile has no event of that name";
+    case 1:
+      return "torch.profiler records Python statements only with with_stack=True; this file has none";
+    case 2:
+      return "PyTorch's profiler has no span for the binding (THPVariable_* parsing its arguments)";
+    case 4:
+      return "the forward's Autograd kernels are not recorded on their own; autograd shows in backward's "
+             "nodes (autograd::engine::evaluate_function)";
+    case 5:
+      return "PyTorch records the op (aten::...) but not which loop its kernel chose";
+    case 6:
+      return "the CPU and caching allocators record nothing unless profile_memory=True";
+    default:
+      return "PyTorch's profile has no event of that name";
   }
 }
 
@@ -113,10 +119,12 @@ std::string provenance(const trace::Trace& o) {
   if (const std::string ns = get("chrome.baseTimeNanoseconds"); !ns.empty()) {
     const std::time_t secs = static_cast<std::time_t>(std::strtoll(ns.c_str(), nullptr, 10) / 1000000000LL);
     char day[32];
-    if (std::tm tm{}; gmtime_r(&secs, &tm) && std::strftime(day, sizeof day, "%Y-%m-%d", &tm)) s += std::string(", ") + day;
+    if (std::tm tm{}; gmtime_r(&secs, &tm) && std::strftime(day, sizeof day, "%Y-%m-%d", &tm))
+      s += std::string(", ") + day;
   }
-  return s + ": one call, cold, on that machine. Its times do not compare with descent's here (another machine, "
-             "and a warm median after R): compare which ops run and on which floors, not the microseconds.";
+  return s +
+         ": one call, cold, on that machine. Its times do not compare with descent's here (another machine, "
+         "and a warm median after R): compare which ops run and on which floors, not the microseconds.";
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <imgui_internal.h>  // ClearActiveID: Escape's letting go, which 1.86 has no public call for
-#include <imgui_stdlib.h>  // after imgui.h, which it needs
+#include <imgui_stdlib.h>    // after imgui.h, which it needs
 
 #include <algorithm>
 
@@ -22,7 +22,8 @@ int history_callback(ImGuiInputTextCallbackData* data) {
   App& app = *static_cast<App*>(data->UserData);
   if (data->EventFlag != ImGuiInputTextFlags_CallbackHistory || app.history.empty()) return 0;
   const int n = static_cast<int>(app.history.size());
-  if (data->EventKey == ImGuiKey_UpArrow) app.history_pos = app.history_pos < 0 ? n - 1 : std::max(0, app.history_pos - 1);
+  if (data->EventKey == ImGuiKey_UpArrow)
+    app.history_pos = app.history_pos < 0 ? n - 1 : std::max(0, app.history_pos - 1);
   if (data->EventKey == ImGuiKey_DownArrow && app.history_pos >= 0) {
     app.history_pos = app.history_pos + 1 >= n ? -1 : app.history_pos + 1;
   }
@@ -39,7 +40,8 @@ void console_submit(App& app, const std::string& line) {
   if (app.history.empty() || app.history.back() != line) app.history.push_back(line);
   app.history_pos = -1;
   start_run(app, line, 1, /*from_console=*/true);
-  if (app.console.size() > kMaxConsoleLines) app.console.erase(app.console.begin(), app.console.end() - kMaxConsoleLines);
+  if (app.console.size() > kMaxConsoleLines)
+    app.console.erase(app.console.begin(), app.console.end() - kMaxConsoleLines);
 }
 
 void draw_console(App& app, ImVec2 pos, ImVec2 size) {

@@ -18,7 +18,7 @@ namespace descent::ui {
 namespace {
 
 constexpr int kExcerptBefore = 3, kExcerptAfter = 8;  // lines around the line shown
-const ImVec4 kTitle(1.0f, 0.85f, 0.3f, 1.0f);  // the explanation's title and the line shown
+const ImVec4 kTitle(1.0f, 0.85f, 0.3f, 1.0f);         // the explanation's title and the line shown
 
 void source_excerpt(const trace::Trace& t, const SourcePlace& at) {
 #if DESCENT_HAVE_SOURCES
@@ -29,32 +29,38 @@ void source_excerpt(const trace::Trace& t, const SourcePlace& at) {
   }
   // Only the lines the trace was recorded with (Note [Source fingerprints]).
   switch (trace::source_match(t, at.file)) {
-    case trace::SourceMatch::Same: break;
+    case trace::SourceMatch::Same:
+      break;
     case trace::SourceMatch::Changed:
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.6f, 0.4f, 1.0f));
-      ImGui::TextWrapped("%s has changed since this trace was recorded: its line %u then is not shown, since this "
-                         "build's line %u may be another line now.", at.file.c_str(), at.line, at.line);
+      ImGui::TextWrapped(
+          "%s has changed since this trace was recorded: its line %u then is not shown, since this "
+          "build's line %u may be another line now.",
+          at.file.c_str(), at.line, at.line);
       ImGui::PopStyleColor();
       return;
     case trace::SourceMatch::Unknown:
     case trace::SourceMatch::NotOurs:
       ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.95f, 0.6f, 0.4f, 1.0f));
-      ImGui::TextWrapped("This trace holds no fingerprint of %s (it was recorded before descent kept them): "
-                         "below is this build's line %u, which may not be the line that ran.", at.file.c_str(),
-                         at.line);
+      ImGui::TextWrapped(
+          "This trace holds no fingerprint of %s (it was recorded before descent kept them): "
+          "below is this build's line %u, which may not be the line that ran.",
+          at.file.c_str(), at.line);
       ImGui::PopStyleColor();
       break;
   }
   std::istringstream in{std::string(text)};
   std::string line;
   const int want = static_cast<int>(at.line);
-  ImFont* mono = ImGui::GetIO().Fonts->Fonts.Size > 2 && !ImGui::GetIO().FontDefault ? ImGui::GetIO().Fonts->Fonts[2]
-                                                                                       : nullptr;
+  ImFont* mono =
+      ImGui::GetIO().Fonts->Fonts.Size > 2 && !ImGui::GetIO().FontDefault ? ImGui::GetIO().Fonts->Fonts[2] : nullptr;
   if (mono) ImGui::PushFont(mono);
   for (int n = 1; std::getline(in, line) && n <= want + kExcerptAfter; ++n) {
     if (n < want - kExcerptBefore) continue;
-    if (n == want) ImGui::TextColored(kTitle, "%5d > %s", n, line.c_str());
-    else ImGui::TextDisabled("%5d   %s", n, line.c_str());
+    if (n == want)
+      ImGui::TextColored(kTitle, "%5d > %s", n, line.c_str());
+    else
+      ImGui::TextDisabled("%5d   %s", n, line.c_str());
   }
   if (mono) ImGui::PopFont();
 #else
@@ -134,10 +140,10 @@ ImU32 bound_color(const RooflinePoint& p) {
 void roofline_summary(const RooflinePoint& p) {
   char pct[32];
   std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
-  const std::string roof = p.bound == RooflinePoint::Bound::Compute
-                               ? p.peak_flops_name + "' " + si_text(p.peak_flops_per_s, "FLOP/s")
-                           : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
-                                                                     : "its roof on " + p.device;
+  const std::string roof =
+      p.bound == RooflinePoint::Bound::Compute  ? p.peak_flops_name + "' " + si_text(p.peak_flops_per_s, "FLOP/s")
+      : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
+                                                : "its roof on " + p.device;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(bound_color(p)));
   ImGui::TextWrapped("Roofline: %s, %s of %s (the plot is below the explanation)", bound_word(p), pct, roof.c_str());
   ImGui::PopStyleColor();
@@ -147,8 +153,8 @@ void roofline_view(const RooflinePoint& p) {
   const ImU32 dot = bound_color(p);
   const char* bound = bound_word(p);
   if (p.flops <= 0) {
-    const std::string label = si_text(p.bytes_per_s(), "B/s") + " of " + si_text(p.peak_bytes_per_s, "B/s") + ": " +
-                              bound;
+    const std::string label =
+        si_text(p.bytes_per_s(), "B/s") + " of " + si_text(p.peak_bytes_per_s, "B/s") + ": " + bound;
     ImGui::PushStyleColor(ImGuiCol_PlotHistogram, dot);
     ImGui::ProgressBar(static_cast<float>(std::min(1.0, p.fraction())), ImVec2(-1, 0), label.c_str());
     ImGui::PopStyleColor();
@@ -180,7 +186,8 @@ void roofline_view(const RooflinePoint& p) {
   dl->AddCircleFilled(d, 0.4f * fs, dot);
   const std::string peak_label = si_text(peak, "FLOP/s") + " (" + p.peak_flops_name + ")";
   dl->AddText(ImVec2(std::min(ridge_at.x + 0.3f * fs, right - ImGui::CalcTextSize(peak_label.c_str()).x),
-                     ridge_at.y - 1.2f * fs), roof, peak_label.c_str());
+                     ridge_at.y - 1.2f * fs),
+              roof, peak_label.c_str());
   const std::string bw_label = si_text(p.peak_bytes_per_s, "B/s");
   dl->AddText(ImVec2(left + 0.3f * fs, bottom - 1.2f * fs), faint, (bw_label + " memory").c_str());
   const std::string me = "this kernel: " + std::string(bound);
@@ -224,19 +231,23 @@ void draw_detail(App& app) {
   ImGui::Text("%s %s inclusive, %s self, thread %u", t.warm_samples > 0 ? "warm" : "cold",
               duration_text(t.inclusive_ns).c_str(), duration_text(t.self_ns).c_str(), sp.thread);
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("inclusive: this span with everything under it\nself: this span alone, its children's time "
-                      "taken out");
+    ImGui::SetTooltip(
+        "inclusive: this span with everything under it\nself: this span alone, its children's time "
+        "taken out");
   }
   // What the words mean, where the times first appear (Note [Cold and warm times], story.h).
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   if (t.warm_samples > 0) {
-    ImGui::TextWrapped("the median of %d warm calls of this line; the first (cold) call took %s. Inclusive: the "
-                       "span with everything under it; self: the span alone.",
-                       t.warm_samples, duration_text(t.cold_inclusive_ns).c_str());
+    ImGui::TextWrapped(
+        "the median of %d warm calls of this line; the first (cold) call took %s. Inclusive: the "
+        "span with everything under it; self: the span alone.",
+        t.warm_samples, duration_text(t.cold_inclusive_ns).c_str());
   } else if (!app.presenter) {
-    ImGui::TextWrapped("cold: a first call, slowed by empty caches and one-time set-up; R runs the line %d times "
-                       "to show the warm median. Inclusive: the span with everything under it; self: the span "
-                       "alone.", kWarmRuns);
+    ImGui::TextWrapped(
+        "cold: a first call, slowed by empty caches and one-time set-up; R runs the line %d times "
+        "to show the warm median. Inclusive: the span with everything under it; self: the span "
+        "alone.",
+        kWarmRuns);
   }
   ImGui::PopStyleColor();
   if (app.trace().span_cost_ns > 0 && !app.presenter) {
@@ -247,8 +258,10 @@ void draw_detail(App& app) {
   const RooflinePoint roof = sp.floor == trace::Floor::Kernels ? roofline_of(app.story, i) : RooflinePoint{};
   if (roof.known) roofline_summary(roof);
   ImGui::Separator();
-  if (!e.kind.empty()) explanation_view(app, e);
-  else ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
+  if (!e.kind.empty())
+    explanation_view(app, e);
+  else
+    ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
   if (roof.known) roofline_view(roof);
   if (!app.presenter && !sp.args.empty() &&
       ImGui::BeginTable("##args", 2, ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {

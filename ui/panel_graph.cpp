@@ -20,9 +20,12 @@ struct StateStyle {
 };
 StateStyle style_of(NodeState s) {
   switch (s) {
-    case NodeState::Running: return {floor_color(trace::Floor::Autograd), IM_COL32(255, 255, 255, 255), 3.0f, IM_COL32(20, 20, 20, 255)};
-    case NodeState::Done: return {IM_COL32(38, 104, 84, 255), IM_COL32(120, 210, 170, 255), 1.0f, IM_COL32(235, 235, 235, 255)};
-    default: return {IM_COL32(60, 60, 70, 255), floor_color(trace::Floor::Autograd), 1.0f, IM_COL32(235, 235, 235, 255)};
+    case NodeState::Running:
+      return {floor_color(trace::Floor::Autograd), IM_COL32(255, 255, 255, 255), 3.0f, IM_COL32(20, 20, 20, 255)};
+    case NodeState::Done:
+      return {IM_COL32(38, 104, 84, 255), IM_COL32(120, 210, 170, 255), 1.0f, IM_COL32(235, 235, 235, 255)};
+    default:
+      return {IM_COL32(60, 60, 70, 255), floor_color(trace::Floor::Autograd), 1.0f, IM_COL32(235, 235, 235, 255)};
   }
 }
 
@@ -30,15 +33,19 @@ StateStyle style_of(NodeState s) {
 // pointing up the graph (running), a tick (done).
 void draw_mark(ImDrawList* dl, NodeState s, ImVec2 c, float r, ImU32 col) {
   switch (s) {
-    case NodeState::Recorded: dl->AddCircle(c, r * 0.8f, col, 12, 1.5f); break;
+    case NodeState::Recorded:
+      dl->AddCircle(c, r * 0.8f, col, 12, 1.5f);
+      break;
     case NodeState::Running:
-      dl->AddTriangleFilled(ImVec2(c.x, c.y - r), ImVec2(c.x - r, c.y + r * 0.8f), ImVec2(c.x + r, c.y + r * 0.8f), col);
+      dl->AddTriangleFilled(ImVec2(c.x, c.y - r), ImVec2(c.x - r, c.y + r * 0.8f), ImVec2(c.x + r, c.y + r * 0.8f),
+                            col);
       break;
     case NodeState::Done:
       dl->AddLine(ImVec2(c.x - r, c.y), ImVec2(c.x - r * 0.3f, c.y + r * 0.7f), col, 2.0f);
       dl->AddLine(ImVec2(c.x - r * 0.3f, c.y + r * 0.7f), ImVec2(c.x + r, c.y - r * 0.8f), col, 2.0f);
       break;
-    case NodeState::Ahead: break;
+    case NodeState::Ahead:
+      break;
   }
 }
 
@@ -58,7 +65,8 @@ void draw_legend(App& app) {
   float line_w = 0.0f;
   for (NodeState s : {NodeState::Recorded, NodeState::Running, NodeState::Done, NodeState::Ahead}) {
     const std::string label = s == NodeState::Ahead ? "ahead: not drawn until recorded" : state_word(s);
-    const float w = (s == NodeState::Ahead ? 0.0f : swatch + style.ItemSpacing.x) + ImGui::CalcTextSize(label.c_str()).x;
+    const float w =
+        (s == NodeState::Ahead ? 0.0f : swatch + style.ItemSpacing.x) + ImGui::CalcTextSize(label.c_str()).x;
     if (line_w > 0.0f && line_w + gap + w <= avail) {
       ImGui::SameLine(0.0f, gap);
       line_w += gap + w;
@@ -76,6 +84,31 @@ void draw_legend(App& app) {
     ImGui::TextUnformatted(label.c_str());
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", state_meaning(s));
     app.graph_legend.push_back(label);
+  }
+}
+
+// A node's None edges (inputs that get no gradient): a short stub ending in a
+// bar under its box `r`, and what it means, as far as its column has room.
+void draw_none_edges(App& app, size_t k, const ImVec4& r, float col_w, float box_w, float line_h) {
+  const GraphNode& n = app.graph.nodes[k];
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  int none = 0;
+  for (int64_t to : n.next) none += to < 0;
+  if (none) {
+    const ImU32 grey = IM_COL32(170, 170, 170, 255);
+    const ImVec2 s0(r.z - line_h * 0.6f, r.w), s1(s0.x, r.w + line_h * 0.7f);
+    dl->AddLine(s0, s1, grey, 1.5f);
+    dl->AddLine(ImVec2(s1.x - 4, s1.y), ImVec2(s1.x + 4, s1.y), grey, 2.0f);
+    std::string label = std::string(kNoGradient) + (none > 1 ? " (x" + std::to_string(none) + ")" : "");
+    const float room = col_w - 8.0f;
+    if (ImGui::CalcTextSize(label.c_str()).x > room)
+      label = none > 1 ? "no gradient (x" + std::to_string(none) + ")" : "no gradient";
+    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
+    const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
+    dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
+    dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());  // on a dark ground, legible over an edge
+    app.graph_none_labels[k] = label;
   }
 }
 
@@ -141,9 +174,11 @@ void draw_graph(App& app) {
     const float dx = (float(e.parallel) - float(e.parallel_count - 1) * 0.5f) * spread;
     const bool flowed = states[e.from] == NodeState::Done || states[e.from] == NodeState::Running;
     const ImVec2 p0((a.x + a.z) * 0.5f + dx, a.w), p1((b.x + b.z) * 0.5f + dx, b.y);
-    dl->AddLine(p0, p1, flowed ? floor_color(trace::Floor::Autograd) : IM_COL32(150, 150, 150, 200), flowed ? 3.0f : 1.5f);
+    dl->AddLine(p0, p1, flowed ? floor_color(trace::Floor::Autograd) : IM_COL32(150, 150, 150, 200),
+                flowed ? 3.0f : 1.5f);
     if (e.parallel_count > 1 && e.parallel == e.parallel_count - 1) {  // once per pair of nodes
-      const std::string count = "x" + std::to_string(e.parallel_count);
+      // (not "x" + std::to_string(...), where GCC 12 warns of a -Wrestrict overlap that cannot happen)
+      const std::string count = std::string("x").append(std::to_string(e.parallel_count));
       const ImVec2 sz = ImGui::CalcTextSize(count.c_str());
       const ImVec2 at((p0.x + p1.x) * 0.5f + spread, (p0.y + p1.y) * 0.5f - sz.y * 0.5f);
       dl->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + sz.x + 2, at.y + sz.y), IM_COL32(30, 30, 36, 230), 3.0f);
@@ -163,28 +198,13 @@ void draw_graph(App& app) {
     dl->PushClipRect(ImVec2(r.x, r.y), ImVec2(r.z - line_h * 1.1f, r.w), true);
     dl->AddText(ImVec2(r.x + 6, r.y + 3), ink, n.title().c_str());
     std::string sub = state_word(states[k]);
-    if (leaf) sub = (n.variable.empty() ? n.shape : std::string("AccumulateGrad")) + "  " + sub;
-    else if (!n.saved.empty()) sub += "  saved: " + n.saved;
+    if (leaf)
+      sub = (n.variable.empty() ? n.shape : std::string("AccumulateGrad")) + "  " + sub;
+    else if (!n.saved.empty())
+      sub += "  saved: " + n.saved;
     dl->AddText(ImVec2(r.x + 6, r.y + 3 + line_h), ink, sub.c_str());
     dl->PopClipRect();
-    // None edges: a short stub ending in a bar, and what it means, as far as the column has room.
-    int none = 0;
-    for (int64_t to : n.next) none += to < 0;
-    if (none) {
-      const ImU32 grey = IM_COL32(170, 170, 170, 255);
-      const ImVec2 s0(r.z - line_h * 0.6f, r.w), s1(s0.x, r.w + line_h * 0.7f);
-      dl->AddLine(s0, s1, grey, 1.5f);
-      dl->AddLine(ImVec2(s1.x - 4, s1.y), ImVec2(s1.x + 4, s1.y), grey, 2.0f);
-      std::string label = std::string(kNoGradient) + (none > 1 ? " (x" + std::to_string(none) + ")" : "");
-      const float room = col_w - 8.0f;
-      if (ImGui::CalcTextSize(label.c_str()).x > room) label = none > 1 ? "no gradient (x" + std::to_string(none) + ")" : "no gradient";
-      const float w = ImGui::CalcTextSize(label.c_str()).x;
-      const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
-      const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
-      dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
-      dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());  // on a dark ground, legible over an edge
-      app.graph_none_labels[k] = label;
-    }
+    draw_none_edges(app, k, r, col_w, box_w, line_h);
     if (ImGui::IsMouseHoveringRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w))) hovered = int(k);
   }
   ImGui::Dummy(ImVec2(avail, float(g.layers) * (box_h + gap_y) + 10.0f));

@@ -100,8 +100,9 @@ std::string progress_line(const LessonEntry& e) {
 
 void draw_picker(App& app) {
   LessonView& v = app.lesson;
-  ImGui::TextWrapped("Lessons: guided walks down the floors. Each step runs its code traced, asks you to predict "
-                     "what the trace will show, then shows you where the answer is.");
+  ImGui::TextWrapped(
+      "Lessons: guided walks down the floors. Each step runs its code traced, asks you to predict "
+      "what the trace will show, then shows you where the answer is.");
   ImGui::TextColored(kQuiet, "Up/Down to choose, Enter to open; your progress is kept between runs.");
   ImGui::Separator();
   if (v.catalog.empty()) {
@@ -111,7 +112,8 @@ void draw_picker(App& app) {
   for (size_t i = 0; i < v.catalog.size(); ++i) {
     const LessonEntry& e = v.catalog[i];
     ImGui::PushID(static_cast<int>(i));
-    const std::string label = (e.number >= 0 ? std::to_string(e.number) + "  " : "") + (e.title.empty() ? e.name : e.title);
+    const std::string label =
+        (e.number >= 0 ? std::to_string(e.number) + "  " : "") + (e.title.empty() ? e.name : e.title);
     const bool picked = v.picked == static_cast<int>(i);
     if (ImGui::Selectable(label.c_str(), picked, ImGuiSelectableFlags_AllowDoubleClick)) {
       v.picked = static_cast<int>(i);
@@ -184,8 +186,7 @@ void draw_code(App& app) {
   const LessonView& v = app.lesson;
   if (v.code.empty()) return;
   ImGui::Spacing();
-  ImGui::TextColored(kQuiet, "This step ran, traced, on %s (the building and the timeline show it):",
-                     v.device.c_str());
+  ImGui::TextColored(kQuiet, "This step ran, traced, on %s (the building and the timeline show it):", v.device.c_str());
   ImGui::PushStyleColor(ImGuiCol_Text, kCode);
   draw_prose("```\n" + v.code + "\n```");
   ImGui::PopStyleColor();
@@ -193,8 +194,7 @@ void draw_code(App& app) {
   if (!v.error.empty()) {
     const std::string last = v.error.substr(v.error.find_last_of('\n', v.error.size() - 2) + 1);
     ImGui::PushStyleColor(ImGuiCol_Text, v.expected_raise ? kHeading : kWrong);
-    ImGui::TextWrapped("%s %s", v.expected_raise ? "It raised, as this step means it to:" : "It raised:",
-                       last.c_str());
+    ImGui::TextWrapped("%s %s", v.expected_raise ? "It raised, as this step means it to:" : "It raised:", last.c_str());
     ImGui::PopStyleColor();
   }
   for (const LessonLook& look : v.looks) {
@@ -233,8 +233,8 @@ void draw_prediction(App& app, int k) {
                          p.choices.size());
     } else {
       ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
-      const bool enter = ImGui::InputTextWithHint("##typed", p.kind == "number" ? "a number" : "your answer",
-                                                  &p.input, ImGuiInputTextFlags_EnterReturnsTrue);
+      const bool enter = ImGui::InputTextWithHint("##typed", p.kind == "number" ? "a number" : "your answer", &p.input,
+                                                  ImGuiInputTextFlags_EnterReturnsTrue);
       ImGui::SameLine();
       if ((ImGui::Button("Answer") || enter) && !p.input.empty() && !waiting) lesson_answer(app, k, p.input);
       ImGui::TextColored(kQuiet, "Type it and press Enter; R reveals the answer without one.");
@@ -279,9 +279,10 @@ void draw_exercise(App& app) {
   ImGui::TextColored(kHeading, "Your turn");
   ImGui::TextWrapped("%s", plain(e.goal).c_str());
   ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
-  ImGui::TextWrapped("E (or a click) to edit the code: it runs on %s, for at most %g s. Ctrl+Enter checks it, "
-                     "Ctrl+H gives a hint, Ctrl+Shift+S shows a solution, Esc leaves the editor (your code stays).",
-                     e.device.c_str(), e.limit_s);
+  ImGui::TextWrapped(
+      "E (or a click) to edit the code: it runs on %s, for at most %g s. Ctrl+Enter checks it, "
+      "Ctrl+H gives a hint, Ctrl+Shift+S shows a solution, Esc leaves the editor (your code stays).",
+      e.device.c_str(), e.limit_s);
   ImGui::PopStyleColor();
   if (v.focus_editor) {
     ImGui::SetKeyboardFocusHere();
@@ -325,9 +326,10 @@ void draw_exercise(App& app) {
     if (ImGui::SmallButton("later >")) lesson_attempt(app, +1);
     ImGui::EndDisabled();
     ImGui::SameLine();
-    ImGui::TextColored(kQuiet, "%s", e.attempt_shown < 0
-                                         ? (std::to_string(n) + " checked so far (Alt+Up for the code of one)").c_str()
-                                         : ("check " + std::to_string(at + 1) + " of " + std::to_string(n)).c_str());
+    ImGui::TextColored(kQuiet, "%s",
+                       e.attempt_shown < 0
+                           ? (std::to_string(n) + " checked so far (Alt+Up for the code of one)").c_str()
+                           : ("check " + std::to_string(at + 1) + " of " + std::to_string(n)).c_str());
   }
   if (busy && v.in_flight == "check") ImGui::TextColored(kQuiet, "checking...");
   if (e.checked) {
@@ -355,8 +357,9 @@ void draw_lesson(App& app) {
   app.panels_drawn.push_back("lesson");
   if (!v.in_flight.empty() || !v.queue.empty()) {
     const bool opening = v.in_flight == "open";
-    ImGui::TextColored(kQuiet, "%s", opening ? ("running step " + std::to_string(v.first_open_step + 1) + "...").c_str()
-                                             : "working...");
+    ImGui::TextColored(
+        kQuiet, "%s",
+        opening ? ("running step " + std::to_string(v.first_open_step + 1) + "...").c_str() : "working...");
   }
   if (!v.problem.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kWrong);
@@ -407,8 +410,10 @@ bool lesson_keys(App& app) {
       v.ask_forget = true;
       return true;
     }
-    if (ImGui::IsKeyPressed(GLFW_KEY_DOWN, true)) v.picked = std::min(v.picked + 1, n - 1);
-    else if (ImGui::IsKeyPressed(GLFW_KEY_UP, true)) v.picked = std::max(v.picked - 1, 0);
+    if (ImGui::IsKeyPressed(GLFW_KEY_DOWN, true))
+      v.picked = std::min(v.picked + 1, n - 1);
+    else if (ImGui::IsKeyPressed(GLFW_KEY_UP, true))
+      v.picked = std::max(v.picked - 1, 0);
     else if (ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ENTER, false)) {
       if (v.catalog[v.picked].error.empty()) lesson_open(app, v.catalog[v.picked].name, 0);
     } else {
@@ -437,8 +442,8 @@ bool lesson_keys(App& app) {
     v.focus_editor = true;
     return true;
   }
-  if (q < 0 && v.exercise && io.KeyAlt && (ImGui::IsKeyPressed(GLFW_KEY_UP, false) ||
-                                           ImGui::IsKeyPressed(GLFW_KEY_DOWN, false))) {
+  if (q < 0 && v.exercise && io.KeyAlt &&
+      (ImGui::IsKeyPressed(GLFW_KEY_UP, false) || ImGui::IsKeyPressed(GLFW_KEY_DOWN, false))) {
     lesson_attempt(app, ImGui::IsKeyPressed(GLFW_KEY_UP, false) ? -1 : +1);
     return true;
   }

@@ -24,9 +24,12 @@ namespace {
 std::string bytes_text(int64_t b) {
   char buf[32];
   const int64_t m = b < 0 ? -b : b;
-  if (m < 1024) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  else if (m < 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
+  if (m < 1024)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  else if (m < 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
   return buf;
 }
 
@@ -63,9 +66,12 @@ bool begin_stats_table(const char* id) {
 // another stream in amber, cached and free in grey.
 ImU32 block_color(BlockState s) {
   switch (s) {
-    case BlockState::Allocated: return floor_color(trace::Floor::Allocator);
-    case BlockState::PendingFree: return IM_COL32(235, 170, 40, 255);
-    case BlockState::Free: return IM_COL32(90, 90, 96, 255);
+    case BlockState::Allocated:
+      return floor_color(trace::Floor::Allocator);
+    case BlockState::PendingFree:
+      return IM_COL32(235, 170, 40, 255);
+    case BlockState::Free:
+      return IM_COL32(90, 90, 96, 255);
   }
   return IM_COL32(90, 90, 96, 255);
 }
@@ -161,10 +167,10 @@ void draw_device(App& app, const DeviceMemory& d) {
   if (v.entry != SIZE_MAX) {
     const MemEntry& e = d.history[v.entry];
     const bool done = v.entry < v.at.replayed;
-    ImGui::TextWrapped("This floor-6 span %s the block at %s (%s asked), outlined.",
-                       e.action == MemEntry::Action::Alloc ? (done ? "allocated" : "allocates")
-                                                           : (done ? "freed" : "frees"),
-                       address_text(e.addr).c_str(), bytes_text(int64_t(e.size)).c_str());
+    ImGui::TextWrapped(
+        "This floor-6 span %s the block at %s (%s asked), outlined.",
+        e.action == MemEntry::Action::Alloc ? (done ? "allocated" : "allocates") : (done ? "freed" : "frees"),
+        address_text(e.addr).c_str(), bytes_text(int64_t(e.size)).c_str());
   }
   legend_item(BlockState::Allocated, "allocated");
   legend_item(BlockState::PendingFree, "pending free");
@@ -184,8 +190,10 @@ void draw_device(App& app, const DeviceMemory& d) {
     std::snprintf(line, sizeof line, "%s %-15s %s  %s  at %s", k == v.entry ? ">" : " ", entry_action_name(e.action),
                   address_text(e.addr).c_str(), bytes_text(int64_t(e.size)).c_str(),
                   duration_text(e.time_ns - origin).c_str());
-    if (k < v.at.replayed) ImGui::TextUnformatted(line);
-    else ImGui::TextDisabled("%s", line);
+    if (k < v.at.replayed)
+      ImGui::TextUnformatted(line);
+    else
+      ImGui::TextDisabled("%s", line);
   }
 }
 
@@ -213,7 +221,8 @@ void draw_allocations(App& app) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float len = std::max(2.0f, w * static_cast<float>(bytes) / static_cast<float>(biggest));
-    dl->AddRectFilled(p, ImVec2(p.x + len, p.y + ImGui::GetTextLineHeight() - 2), floor_color(trace::Floor::Allocator, past ? 1.0f : 0.25f));
+    dl->AddRectFilled(p, ImVec2(p.x + len, p.y + ImGui::GetTextLineHeight() - 2),
+                      floor_color(trace::Floor::Allocator, past ? 1.0f : 0.25f));
     ImGui::Dummy(ImVec2(w, ImGui::GetTextLineHeight() - 2));
     ImGui::SameLine();
     std::string extra;

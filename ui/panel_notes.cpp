@@ -81,8 +81,10 @@ void draw_notes(App& app) {
     ImGui::TextDisabled("%s:%u", n.file.c_str(), n.line);
     ImGui::Separator();
     for (const std::string& p : paragraphs(n)) {
-      if (p.empty()) ImGui::Spacing();
-      else ImGui::TextWrapped("%s", p.c_str());
+      if (p.empty())
+        ImGui::Spacing();
+      else
+        ImGui::TextWrapped("%s", p.c_str());
     }
     if (!n.cites.empty()) {
       ImGui::Separator();

@@ -88,8 +88,7 @@ void draw_search(App& app, ImVec2 pos) {
     v.has_keys = ImGui::IsItemActive();
     if (v.has_keys) v.focus = false;
     ensure_matches(app);
-    v.label = v.text.empty() ? "type a span's name (any part, any case)"
-                             : search_label(v.matches, app.step(), v.text);
+    v.label = v.text.empty() ? "type a span's name (any part, any case)" : search_label(v.matches, app.step(), v.text);
     ImGui::SameLine();
     if (ImGui::SmallButton("<")) search_next(app, false);
     ImGui::SameLine();

@@ -23,12 +23,12 @@ namespace {
 
 // [SECTION] Layout and constants ----------------------------------------------------------------
 
-constexpr float kQueueFraction = 0.42f;      // of the lane's width: the queue, left of the device slot
-constexpr float kSlotFraction = 0.27f;       // the device slot
-constexpr float kBoxLines = 2.3f;            // a box's height, in text lines
-constexpr float kHistoryPx = 16.0f;          // the lane's line over the whole call
-constexpr double kFadeFraction = 0.25;       // of the lane's span: how long a done box takes to fade out
-constexpr size_t kMaxDoneShown = 4;          // done boxes drawn; older ones are a count
+constexpr float kQueueFraction = 0.42f;  // of the lane's width: the queue, left of the device slot
+constexpr float kSlotFraction = 0.27f;   // the device slot
+constexpr float kBoxLines = 2.3f;        // a box's height, in text lines
+constexpr float kHistoryPx = 16.0f;      // the lane's line over the whole call
+constexpr double kFadeFraction = 0.25;   // of the lane's span: how long a done box takes to fade out
+constexpr size_t kMaxDoneShown = 4;      // done boxes drawn; older ones are a count
 constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);
 constexpr ImU32 kPaper = IM_COL32(225, 228, 235, 255);
 constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);
@@ -74,8 +74,9 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   ImGui::PopStyleColor();
   ImGui::SameLine();
   char info[160];
-  std::snprintf(info, sizeof info, "  in the queue now: %zu (running %zu, waiting %zu); done %zu of %zu", at.queue_length(),
-                at.running != SIZE_MAX ? size_t{1} : size_t{0}, at.queued.size(), at.done.size(), lane.work.size());
+  std::snprintf(info, sizeof info, "  in the queue now: %zu (running %zu, waiting %zu); done %zu of %zu",
+                at.queue_length(), at.running != SIZE_MAX ? size_t{1} : size_t{0}, at.queued.size(), at.done.size(),
+                lane.work.size());
   ImGui::TextDisabled("%s", info);
   if (at.queue_depth >= 0) {
     ImGui::TextDisabled("queue_depth %lld at the last enqueue (floor 7 counted it, that work included)",
@@ -99,8 +100,8 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   size_t shown = 0;
   for (size_t k : at.queued) {
     if (x - box_w < o.x + 2) break;
-    work_box(dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(trace::Floor::Device, 0.25f), kPaper, lane.work[k].name,
-             "queued, " + depth_text(lane.work[k]));
+    work_box(dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(trace::Floor::Device, 0.25f), kPaper,
+             lane.work[k].name, "queued, " + depth_text(lane.work[k]));
     x -= box_w + 4;
     ++shown;
   }
@@ -153,9 +154,12 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   dl->AddRectFilled(ImVec2(o.x, hy), ImVec2(o.x + w, hy1), IM_COL32(255, 255, 255, 10));
   for (const DeviceWork& d : lane.work) {
     const float xq = x_of(d.queued_ns), xs = x_of(d.start_ns == kNever ? range.hi : d.start_ns);
-    if (xs > xq) dl->AddLine(ImVec2(xq, (hy + hy1) * 0.5f), ImVec2(xs, (hy + hy1) * 0.5f), floor_color(trace::Floor::Streams), 2.0f);
+    if (xs > xq)
+      dl->AddLine(ImVec2(xq, (hy + hy1) * 0.5f), ImVec2(xs, (hy + hy1) * 0.5f), floor_color(trace::Floor::Streams),
+                  2.0f);
     if (d.start_ns != kNever) {
-      dl->AddRectFilled(ImVec2(xs, hy + 2), ImVec2(std::max(xs + 2, x_of(d.end_ns)), hy1 - 2), floor_color(trace::Floor::Device));
+      dl->AddRectFilled(ImVec2(xs, hy + 2), ImVec2(std::max(xs + 2, x_of(d.end_ns)), hy1 - 2),
+                        floor_color(trace::Floor::Device));
     }
   }
   const float xn = x_of(now);

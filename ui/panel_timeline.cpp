@@ -33,36 +33,36 @@ namespace {
 
 // [SECTION] Layout and constants -------------------------------------------------------
 
-constexpr float kAxisPx = 22.0f;            // the time axis above the rows
-constexpr float kRowHeaderPx = 17.0f;       // a row's label strip
-constexpr float kLanePx = 19.0f;            // one depth of a row
-constexpr float kRowGapPx = 4.0f;           // between two rows
-constexpr float kLabelMinPx = 28.0f;        // a span narrower than this has no label
-constexpr float kTextPadPx = 3.0f;          // label inset from the span's left edge
-constexpr float kTickSpacingPx = 110.0f;    // aimed distance between two labelled ticks
-constexpr float kWheelZoom = 0.8f;          // view width multiplied per wheel notch (in)
+constexpr float kAxisPx = 22.0f;          // the time axis above the rows
+constexpr float kRowHeaderPx = 17.0f;     // a row's label strip
+constexpr float kLanePx = 19.0f;          // one depth of a row
+constexpr float kRowGapPx = 4.0f;         // between two rows
+constexpr float kLabelMinPx = 28.0f;      // a span narrower than this has no label
+constexpr float kTextPadPx = 3.0f;        // label inset from the span's left edge
+constexpr float kTickSpacingPx = 110.0f;  // aimed distance between two labelled ticks
+constexpr float kWheelZoom = 0.8f;        // view width multiplied per wheel notch (in)
 // The sizes above are at zoom 1; draw_timeline sets the type's scale (Note
 // [The remembered layout]) and every size is read through px().
 float g_scale = 1.0f;
 float px(float at_zoom_one) { return at_zoom_one * g_scale; }
-constexpr double kKeyZoomPerSecond = 4.0;   // W/S: view width divided/multiplied per second
-constexpr double kKeyPanPerSecond = 1.0;    // A/D: view widths panned per second
-constexpr double kMinViewNs = 20.0;         // the deepest zoom: 20 ns across the panel
-constexpr double kFitMargin = 0.02;         // of the trace's duration, each side, on a fit
-constexpr double kCurrentMinPx = 40.0;      // following the step: the current span never drawn narrower...
-constexpr double kCurrentZoomPx = 80.0;     // ...else zoomed in around it to this width
-constexpr size_t kMaxFlowsDrawn = 4000;     // arrows per frame (a million-kernel trace stays cheap)
-constexpr size_t kMaxArgsShown = 16;        // tooltip lines of arguments
+constexpr double kKeyZoomPerSecond = 4.0;  // W/S: view width divided/multiplied per second
+constexpr double kKeyPanPerSecond = 1.0;   // A/D: view widths panned per second
+constexpr double kMinViewNs = 20.0;        // the deepest zoom: 20 ns across the panel
+constexpr double kFitMargin = 0.02;        // of the trace's duration, each side, on a fit
+constexpr double kCurrentMinPx = 40.0;     // following the step: the current span never drawn narrower...
+constexpr double kCurrentZoomPx = 80.0;    // ...else zoomed in around it to this width
+constexpr size_t kMaxFlowsDrawn = 4000;    // arrows per frame (a million-kernel trace stays cheap)
+constexpr size_t kMaxArgsShown = 16;       // tooltip lines of arguments
 
-constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);           // label on a light span
-constexpr ImU32 kPaper = IM_COL32(235, 237, 242, 255);      // label on a dark span
-constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);      // axis labels, row labels
-constexpr ImU32 kGrid = IM_COL32(255, 255, 255, 18);        // tick lines across the rows
-constexpr ImU32 kRowBg = IM_COL32(255, 255, 255, 10);       // a row's label strip
-constexpr ImU32 kCurrent = IM_COL32(255, 255, 255, 255);    // outline of the current span
-constexpr ImU32 kAncestor = IM_COL32(255, 225, 120, 200);   // outline of its ancestors
-constexpr ImU32 kHover = IM_COL32(255, 255, 255, 120);      // outline of the hovered item
-constexpr ImU32 kFlow = IM_COL32(240, 240, 250, 150);       // a flow arrow
+constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);          // label on a light span
+constexpr ImU32 kPaper = IM_COL32(235, 237, 242, 255);     // label on a dark span
+constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);     // axis labels, row labels
+constexpr ImU32 kGrid = IM_COL32(255, 255, 255, 18);       // tick lines across the rows
+constexpr ImU32 kRowBg = IM_COL32(255, 255, 255, 10);      // a row's label strip
+constexpr ImU32 kCurrent = IM_COL32(255, 255, 255, 255);   // outline of the current span
+constexpr ImU32 kAncestor = IM_COL32(255, 225, 120, 200);  // outline of its ancestors
+constexpr ImU32 kHover = IM_COL32(255, 255, 255, 120);     // outline of the hovered item
+constexpr ImU32 kFlow = IM_COL32(240, 240, 250, 150);      // a flow arrow
 
 // Where each row starts, in pixels from the top of the scrolled content.
 struct Layout {
@@ -358,7 +358,7 @@ struct RowsArea {
   const trace::Trace& t;
   const Layout& layout;
   ImDrawList* dl;
-  ImVec2 area0;         // top-left of the scrolled content
+  ImVec2 area0;  // top-left of the scrolled content
   float width;
   ImVec2 clip0, clip1;  // the child window's visible rectangle
   double v0, v1, npp;   // the view's window, and ns per pixel
@@ -418,8 +418,7 @@ void draw_item(const RowsArea& r, size_t lane, float y0, float y1, const Timelin
                     label.data(), label.data() + label.size(), 0.0f, &clip);
     }
   }
-  if (!hover.found && p.over_area && p.mouse.y >= y0 && p.mouse.y <= y1 && p.mouse.x >= x0 - 1 &&
-      p.mouse.x <= x1 + 1) {
+  if (!hover.found && p.over_area && p.mouse.y >= y0 && p.mouse.y <= y1 && p.mouse.x >= x0 - 1 && p.mouse.x <= x1 + 1) {
     hover = {true, it, x0, x1, y0};
   }
 }
@@ -575,8 +574,8 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   const Pointer pointer = pointer_at(area0, width, axis_pos);
   handle_input(app, pointer, width, scroll_y);
   const double v0 = app.view_start_ns, v1 = app.view_end_ns;
-  const RowsArea rows{x, app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0, clip1,
-                      v0, v1, (v1 - v0) / width};
+  const RowsArea rows{x,     app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0,
+                      clip1, v0,          v1,     (v1 - v0) / width};
   draw_axis(top, app, axis_pos, width, clip1.y);
   draw_queues(app, rows);
   Hover hover;

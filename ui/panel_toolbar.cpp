@@ -76,11 +76,20 @@ void file_popup(App& app, FileAction& action) {
   if (ImGui::Button("OK") || enter) {
     try {
       switch (FileAction(app.file_action)) {
-        case FileAction::Open: open_trace_file(app, app.open_path); break;
-        case FileAction::Compare: open_compare_file(app, app.open_path); break;
-        case FileAction::Save: trace::save(app.trace(), app.open_path); break;
-        case FileAction::SaveChrome: trace::save_chrome_json(app.trace(), app.open_path); break;
-        case FileAction::None: break;
+        case FileAction::Open:
+          open_trace_file(app, app.open_path);
+          break;
+        case FileAction::Compare:
+          open_compare_file(app, app.open_path);
+          break;
+        case FileAction::Save:
+          trace::save(app.trace(), app.open_path);
+          break;
+        case FileAction::SaveChrome:
+          trace::save_chrome_json(app.trace(), app.open_path);
+          break;
+        case FileAction::None:
+          break;
       }
     } catch (const std::exception& e) {
       app.banner = e.what();
@@ -149,8 +158,9 @@ void handle_keys(App& app) {
   // times]). (W is the timeline's zoom while the mouse is over it.)
   if (ImGui::IsKeyPressed(GLFW_KEY_R, false) && !app.running.active) {
     if (app.loaded.code.empty()) {
-      app.console.push_back({ConsoleLine::Info, "(R runs the code on screen again; this call came from a file or "
-                                                "a lesson, so there is no code to run: type it in the console)"});
+      app.console.push_back({ConsoleLine::Info,
+                             "(R runs the code on screen again; this call came from a file or "
+                             "a lesson, so there is no code to run: type it in the console)"});
     } else {
       start_run(app, app.loaded.code, kWarmRuns, /*from_console=*/false);
     }
@@ -167,8 +177,8 @@ void handle_keys(App& app) {
   if (ImGui::IsKeyPressed(GLFW_KEY_F1, false) || (!io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_H, false))) {
     app.show_help = !app.show_help;  // (Ctrl+H is a lesson's hint)
   }
-  const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory,  RightTab::Compare, RightTab::Graph,
-                           RightTab::Streams, RightTab::Notes,   RightTab::Lesson};
+  const RightTab tabs[] = {RightTab::Detail,  RightTab::Memory, RightTab::Compare, RightTab::Graph,
+                           RightTab::Streams, RightTab::Notes,  RightTab::Lesson};
   if (ImGui::IsKeyPressed(GLFW_KEY_L, false)) app.right_tab = RightTab::Lesson;
   for (int k = 0; k < 7; ++k) {
     if (ImGui::IsKeyPressed(GLFW_KEY_1 + k, false)) {
@@ -196,8 +206,7 @@ std::string step_label(const App& app) {
   const Story& s = app.story;
   const Step& st = s.steps[app.step()];
   char head[64];
-  std::snprintf(head, sizeof head, "%zu / %zu  floor %d, ", app.step() + 1, s.steps.size(),
-                token_floor(s, app.step()));
+  std::snprintf(head, sizeof head, "%zu / %zu  floor %d, ", app.step() + 1, s.steps.size(), token_floor(s, app.step()));
   return head + std::string(st.down ? "down into " : "up from ") + app.trace().spans[st.span].name;
 }
 
@@ -250,7 +259,7 @@ void draw_menu_bar(App& app, FileAction& action) {
     if (ImGui::SmallButton("Stop (S)")) stop_run(app);
   }
   ImGui::TextDisabled("  %s", app.loaded.label.size() > 90 ? (app.loaded.label.substr(0, 87) + "...").c_str()
-                                                             : app.loaded.label.c_str());
+                                                           : app.loaded.label.c_str());
   ImGui::EndMenuBar();
 }
 

@@ -15,17 +15,17 @@ enum class Pace {
   RealTime,  // steps are as far apart as on the trace's clock, slowed down
 };
 
-constexpr double kTeachingStepSeconds = 0.9;     // one step at speed 1
-constexpr double kRealTimeSecondsPerUs = 0.5;    // 1 us of the trace at speed 1
-constexpr double kMinStepSeconds = 0.08;         // real time: an instant still shows
-constexpr double kMaxStepSeconds = 4.0;          // real time: a long gap is shortened
+constexpr double kTeachingStepSeconds = 0.9;   // one step at speed 1
+constexpr double kRealTimeSecondsPerUs = 0.5;  // 1 us of the trace at speed 1
+constexpr double kMinStepSeconds = 0.08;       // real time: an instant still shows
+constexpr double kMaxStepSeconds = 4.0;        // real time: a long gap is shortened
 constexpr double kMinSpeed = 0.125, kMaxSpeed = 16.0;
 
 struct Playback {
   double position = 0;  // step + fraction towards the next
   bool playing = false;
   Pace pace = Pace::Teaching;
-  double speed = 1.0;   // multiplies the pace
+  double speed = 1.0;  // multiplies the pace
 
   size_t step() const { return static_cast<size_t>(position); }
   double fraction() const { return position - static_cast<double>(step()); }
@@ -42,7 +42,7 @@ struct Playback {
   void scrub(const Story& s, size_t step);  // to this step
   void faster() { speed = speed * 2 > kMaxSpeed ? kMaxSpeed : speed * 2; }
   void slower() { speed = speed / 2 < kMinSpeed ? kMinSpeed : speed / 2; }
-  void toggle(const Story& s);              // play or pause; playing at the end restarts
+  void toggle(const Story& s);  // play or pause; playing at the end restarts
 };
 
 }  // namespace descent::ui

@@ -159,13 +159,12 @@ std::vector<DeviceMemory> devices_item(PyObject* r) {
   return out;
 }
 
-
 // [SECTION] The Python thread's state --------------------------------------------
 
 using Clock = std::chrono::steady_clock;
-constexpr int kStopSignal = SIGUSR2;                     // Note [Stopping the user's code]
+constexpr int kStopSignal = SIGUSR2;                         // Note [Stopping the user's code]
 constexpr auto kStopResend = std::chrono::milliseconds(50);  // while a stop is not delivered
-constexpr const char* kUserCodeFile = "<descent trace>";  // what descent.tracing.run compiles the code as
+constexpr const char* kUserCodeFile = "<descent trace>";     // what descent.tracing.run compiles the code as
 
 struct Job {
   uint64_t id;
@@ -188,7 +187,7 @@ struct PythonThread {
   Clock::time_point submitted;   // when it was submitted
   std::optional<Loaded> result;  // produced, not yet taken
   uint64_t last_id = 0;
-  Clock::time_point stop_sent;   // when the stop signal was last sent
+  Clock::time_point stop_sent;  // when the stop signal was last sent
 };
 PythonThread g;
 
@@ -335,11 +334,13 @@ Loaded run_job(const Job& job) {
   Loaded l;
   const std::string& code = job.code;
   l.label = code;
-  PyObject* r = job.lesson ? PyObject_CallMethod(g_app_module, "lesson", "s#", code.data(), (Py_ssize_t)code.size())
-                           : PyObject_CallMethod(g_app_module, "run", "s#i", code.data(), (Py_ssize_t)code.size(),
-                                                 job.repeat);
-  if (job.lesson) l.lesson = "{}";  // a lesson reply, even when the request failed
-  else l.code = code;
+  PyObject* r = job.lesson
+                    ? PyObject_CallMethod(g_app_module, "lesson", "s#", code.data(), (Py_ssize_t)code.size())
+                    : PyObject_CallMethod(g_app_module, "run", "s#i", code.data(), (Py_ssize_t)code.size(), job.repeat);
+  if (job.lesson)
+    l.lesson = "{}";  // a lesson reply, even when the request failed
+  else
+    l.code = code;
   if (!r || !PyDict_Check(r)) {
     l.error = r ? "descent._app returned something other than a dict" : take_python_error();
     Py_XDECREF(r);
@@ -482,8 +483,8 @@ bool python_stop(double grace_s) {
   lock.unlock();
   python_wait_stopped(grace_s, grace_s);  // closing: a stopped run's trace is not waited for long
   lock.lock();
-  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                        std::chrono::duration<double>(grace_s));
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
   g.done.wait_until(lock, deadline, [] { return g.exited; });  // the interpreter finalized
   if (!g.exited) return false;
   std::optional<Loaded> leftover;
@@ -522,8 +523,8 @@ bool python_take_result(Loaded& out) {
 
 bool python_wait(double seconds) {
   std::unique_lock lock(g.m);
-  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                        std::chrono::duration<double>(seconds));
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   while (g.busy && Clock::now() < deadline) {
     g.done.wait_until(lock, std::min(deadline, Clock::now() + kStopResend));
     resend_stop_locked();

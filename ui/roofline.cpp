@@ -107,9 +107,12 @@ RooflinePoint roofline_of(const Story& s, size_t i) {
   if (how != t.metadata.end()) p.peak_how = how->second;
   if (p.peak_bytes_per_s <= 0 || (p.flops > 0 && p.peak_flops_per_s <= 0)) return p;
   p.known = true;
-  if (p.fraction() < kOverheadBelow) p.bound = RooflinePoint::Bound::Overhead;
-  else if (p.flops > 0 && p.intensity() >= p.ridge()) p.bound = RooflinePoint::Bound::Compute;
-  else p.bound = RooflinePoint::Bound::Memory;
+  if (p.fraction() < kOverheadBelow)
+    p.bound = RooflinePoint::Bound::Overhead;
+  else if (p.flops > 0 && p.intensity() >= p.ridge())
+    p.bound = RooflinePoint::Bound::Compute;
+  else
+    p.bound = RooflinePoint::Bound::Memory;
   return p;
 }
 
@@ -118,7 +121,10 @@ std::string si_text(double v, const char* unit) {
   int k = 0;
   while (std::fabs(v) >= 999.5 && k < 5) v /= 1000, ++k;
   char buf[64];
-  std::snprintf(buf, sizeof buf, v >= 99.95 || v == std::floor(v) ? "%.0f %s%s" : v >= 9.995 ? "%.1f %s%s" : "%.2f %s%s",
+  std::snprintf(buf, sizeof buf,
+                v >= 99.95 || v == std::floor(v) ? "%.0f %s%s"
+                : v >= 9.995                     ? "%.1f %s%s"
+                                                 : "%.2f %s%s",
                 v, prefixes[k], unit);
   return buf;
 }

@@ -13,11 +13,11 @@
 namespace descent::ui {
 
 struct RooflinePoint {
-  bool known = false;   // the span recorded its work, its time is known and the trace holds its device's peaks
-  std::string device;   // "cpu", "sim:0", "cuda:0"
+  bool known = false;  // the span recorded its work, its time is known and the trace holds its device's peaks
+  std::string device;  // "cpu", "sim:0", "cuda:0"
   double bytes = 0, flops = 0;
-  double seconds = 0;   // the span's inclusive time on the CPU; its kernels' time on the device's clock
-  bool warm = false;    // the time is the median of warm repeats (Note [Cold and warm times])
+  double seconds = 0;  // the span's inclusive time on the CPU; its kernels' time on the device's clock
+  bool warm = false;   // the time is the median of warm repeats (Note [Cold and warm times])
   bool on_device_clock = false;
   double peak_bytes_per_s = 0, peak_flops_per_s = 0;
   std::string peak_flops_name;  // "the FP32 units", "the tensor cores", "the FMA units"

@@ -132,16 +132,20 @@ std::string fit_json(const TextFit& f) {
   char widths[96];
   std::snprintf(widths, sizeof widths, ", \"width\": %.0f, \"given\": %.0f", f.width, f.given);
   return "{\"text\": " + quoted(f.text) + ", \"shown\": " + quoted(f.shown) + widths +
-         ", \"shortened\": " + (f.shortened ? "true" : "false") + ", \"clipped\": " +
-         (f.clipped() ? "true" : "false") + "}";
+         ", \"shortened\": " + (f.shortened ? "true" : "false") + ", \"clipped\": " + (f.clipped() ? "true" : "false") +
+         "}";
 }
 
 const char* state_name(FloorState s) {
   switch (s) {
-    case FloorState::Active: return "active";
-    case FloorState::Visited: return "visited";
-    case FloorState::Ahead: return "ahead";
-    case FloorState::Skipped: return "skipped";
+    case FloorState::Active:
+      return "active";
+    case FloorState::Visited:
+      return "visited";
+    case FloorState::Ahead:
+      return "ahead";
+    case FloorState::Skipped:
+      return "skipped";
   }
   return "?";
 }
@@ -149,12 +153,11 @@ const char* state_name(FloorState s) {
 std::string span_json(const App& app, size_t i) {
   const trace::Span& s = app.trace().spans[i];
   const Timing t = timing_of(app.story, i);
-  std::string out = "{\"id\": " + std::to_string(s.id) + ", \"name\": " + quoted(s.name) +
-                    ", \"floor\": " + std::to_string(int(s.floor)) +
-                    ", \"floor_name\": " + quoted(trace::floor_name(s.floor)) +
-                    ", \"inclusive_ns\": " + std::to_string(t.inclusive_ns) +
-                    ", \"self_ns\": " + std::to_string(t.self_ns) +
-                    ", \"warm_samples\": " + std::to_string(t.warm_samples) + ", \"args\": {";
+  std::string out =
+      "{\"id\": " + std::to_string(s.id) + ", \"name\": " + quoted(s.name) +
+      ", \"floor\": " + std::to_string(int(s.floor)) + ", \"floor_name\": " + quoted(trace::floor_name(s.floor)) +
+      ", \"inclusive_ns\": " + std::to_string(t.inclusive_ns) + ", \"self_ns\": " + std::to_string(t.self_ns) +
+      ", \"warm_samples\": " + std::to_string(t.warm_samples) + ", \"args\": {";
   for (size_t k = 0; k < s.args.size(); ++k) {
     out += (k ? ", " : "") + quoted(s.args[k].key) + ": " + arg_json(s.args[k].value);
   }
@@ -164,10 +167,14 @@ std::string span_json(const App& app, size_t i) {
 // Whether the trace's version of `file` is this build's (Note [Source fingerprints]).
 std::string source_match_name(const App& app, const std::string& file) {
   switch (trace::source_match(app.trace(), file)) {
-    case trace::SourceMatch::Same: return "same";
-    case trace::SourceMatch::Changed: return "changed";
-    case trace::SourceMatch::Unknown: return "unknown";
-    case trace::SourceMatch::NotOurs: return "not ours";
+    case trace::SourceMatch::Same:
+      return "same";
+    case trace::SourceMatch::Changed:
+      return "changed";
+    case trace::SourceMatch::Unknown:
+      return "unknown";
+    case trace::SourceMatch::NotOurs:
+      return "not ours";
   }
   return "";
 }
@@ -206,15 +213,15 @@ std::string explanation_json(const App& app) {
       places += (k ? ", " : "") + std::string("{\"file\": ") + quoted(e.pytorch[k].file) +
                 ", \"function\": " + quoted(e.pytorch[k].function) + "}";
     }
-    o += "{\"kind\": " + quoted(e.kind) + ", \"title\": " + quoted(e.title) + ", \"sentences\": " +
-         list(e.sentences) + ", \"notes\": " + list(e.notes) + ", \"pytorch\": " + places + "], \"source\": " +
+    o += "{\"kind\": " + quoted(e.kind) + ", \"title\": " + quoted(e.title) + ", \"sentences\": " + list(e.sentences) +
+         ", \"notes\": " + list(e.notes) + ", \"pytorch\": " + places + "], \"source\": " +
          quoted(e.decided.file.empty() ? "" : e.decided.file + ":" + std::to_string(e.decided.line)) +
          ", \"decided_recorded\": " + (e.decided_recorded ? "true" : "false") +
          ", \"source_match\": " + quoted(e.decided.file.empty() ? "" : source_match_name(app, e.decided.file)) + "},\n";
   }
   const NoteIndex& notes = embedded_notes();
-  o += "  \"notes\": {\"count\": " + std::to_string(notes.notes.size()) + ", \"shown\": " +
-       std::to_string(notes.search(app.notes.filter).size()) + ", \"selected\": " +
+  o += "  \"notes\": {\"count\": " + std::to_string(notes.notes.size()) +
+       ", \"shown\": " + std::to_string(notes.search(app.notes.filter).size()) + ", \"selected\": " +
        (app.notes.selected < notes.notes.size() ? quoted(notes.notes[app.notes.selected].name) : std::string("null")) +
        "},\n";
   return o;
@@ -234,8 +241,8 @@ std::string device_json(const App& app) {
       for (size_t k = 0; k < ks.size(); ++k) s += (k ? ", " : "") + quoted(lane.work[ks[k]].name);
       return s + "]";
     };
-    o += std::string(l ? ", " : "") + "{\"label\": " + quoted(lane.label) + ", \"work\": " +
-         std::to_string(lane.work.size()) + ", \"ahead\": " + std::to_string(a.ahead) +
+    o += std::string(l ? ", " : "") + "{\"label\": " + quoted(lane.label) +
+         ", \"work\": " + std::to_string(lane.work.size()) + ", \"ahead\": " + std::to_string(a.ahead) +
          ", \"queued\": " + names(a.queued) +
          ", \"running\": " + (a.running == SIZE_MAX ? std::string("null") : quoted(lane.work[a.running].name)) +
          ", \"done\": " + names(a.done) + ", \"queue_depth\": " + std::to_string(a.queue_depth) + "}";
@@ -244,8 +251,7 @@ std::string device_json(const App& app) {
   const ImVec4 r = strip.rect;
   char rect[96];
   std::snprintf(rect, sizeof rect, "[%.0f, %.0f, %.0f, %.0f]", r.x, r.y, r.z, r.w);
-  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(strip.text) +
-       ", \"echoes\": [";
+  o += "], \"strip_rect\": " + std::string(rect) + ", \"strip_text\": " + quoted(strip.text) + ", \"echoes\": [";
   for (size_t k = 0; k < strip.echoes.size(); ++k) o += (k ? ", " : "") + quoted(strip.echoes[k]);
   o += "]},\n";
   o += "  \"timeline_rows\": [";
@@ -261,12 +267,13 @@ std::string segments_json(const std::vector<MemSegment>& segs, uint64_t highligh
   std::string o = "[";
   for (size_t i = 0; i < segs.size(); ++i) {
     const MemSegment& s = segs[i];
-    o += std::string(i ? ", " : "") + "{\"address\": " + std::to_string(s.address) + ", \"size\": " +
-         std::to_string(s.size) + ", \"pool\": " + quoted(s.small ? "small" : "large") + ", \"blocks\": [";
+    o += std::string(i ? ", " : "") + "{\"address\": " + std::to_string(s.address) +
+         ", \"size\": " + std::to_string(s.size) + ", \"pool\": " + quoted(s.small ? "small" : "large") +
+         ", \"blocks\": [";
     for (size_t k = 0; k < s.blocks.size(); ++k) {
       const MemBlock& b = s.blocks[k];
-      o += std::string(k ? ", " : "") + "{\"address\": " + std::to_string(b.address) + ", \"size\": " +
-           std::to_string(b.size) + ", \"requested\": " + std::to_string(b.requested) +
+      o += std::string(k ? ", " : "") + "{\"address\": " + std::to_string(b.address) +
+           ", \"size\": " + std::to_string(b.size) + ", \"requested\": " + std::to_string(b.requested) +
            ", \"state\": " + quoted(block_state_name(b.state)) +
            ", \"highlight\": " + (highlight != 0 && b.address == highlight ? "true" : "false") + "}";
     }
@@ -292,13 +299,13 @@ std::string memory_json(const App& app) {
     }
     const MemCounters &b = d.stats_before, &a = d.stats_after;
     auto counters = [](const MemCounters& c) {
-      return "{\"allocated\": " + std::to_string(c.allocated_bytes) + ", \"reserved\": " +
-             std::to_string(c.reserved_bytes) + ", \"allocations\": " + std::to_string(c.allocations) +
+      return "{\"allocated\": " + std::to_string(c.allocated_bytes) +
+             ", \"reserved\": " + std::to_string(c.reserved_bytes) +
+             ", \"allocations\": " + std::to_string(c.allocations) +
              ", \"cache_hits\": " + std::to_string(c.cache_hits()) + "}";
     };
     o += "], \"replayed\": " + std::to_string(v.at.replayed) + ", \"problem\": " + quoted(v.at.problem) +
-         ", \"replay_matches_after\": " +
-         (same_memory(replay(d, INT64_MAX).segments, d.after) ? "true" : "false") +
+         ", \"replay_matches_after\": " + (same_memory(replay(d, INT64_MAX).segments, d.after) ? "true" : "false") +
          ", \"entry\": " + (v.entry == SIZE_MAX ? std::string("null") : std::to_string(v.entry)) +
          ", \"highlight\": " + (v.entry == SIZE_MAX ? std::string("null") : std::to_string(v.highlight)) +
          ", \"stats\": {\"before\": " + counters(b) + ", \"after\": " + counters(a) + "}" +
@@ -316,12 +323,12 @@ std::string memory_json(const App& app) {
     std::string entries;
     for (size_t k = 0; k < app.loaded.devices.size(); ++k) {
       const size_t e = entry_in_span(app.loaded.devices[k], spans[i].start_ns, spans[i].end_ns).first;
-      if (e != SIZE_MAX) entries += (entries.empty() ? "" : ", ") + quoted(app.loaded.devices[k].device) + ": " +
-                                    std::to_string(e);
+      if (e != SIZE_MAX)
+        entries += (entries.empty() ? "" : ", ") + quoted(app.loaded.devices[k].device) + ": " + std::to_string(e);
     }
-    o += std::string(first ? "" : ", ") + "{\"name\": " + quoted(spans[i].name) + ", \"down_step\": " +
-         std::to_string(app.story.down_step[i]) + ", \"up_step\": " + std::to_string(app.story.up_step[i]) +
-         ", \"entry\": {" + entries + "}}";
+    o += std::string(first ? "" : ", ") + "{\"name\": " + quoted(spans[i].name) +
+         ", \"down_step\": " + std::to_string(app.story.down_step[i]) +
+         ", \"up_step\": " + std::to_string(app.story.up_step[i]) + ", \"entry\": {" + entries + "}}";
     first = false;
   }
   return o + "]},\n";
@@ -335,14 +342,14 @@ std::string navigation_json(const App& app) {
   std::snprintf(timeline, sizeof timeline,
                 "  \"timeline_view\": {\"start_ns\": %.0f, \"end_ns\": %.0f, \"whole_ns\": %lld, \"follow\": %s, "
                 "\"current_px\": %.1f},\n",
-                app.view_start_ns, app.view_end_ns, static_cast<long long>(app.timeline.max_ns() - app.timeline.min_ns()),
+                app.view_start_ns, app.view_end_ns,
+                static_cast<long long>(app.timeline.max_ns() - app.timeline.min_ns()),
                 app.timeline_follow ? "true" : "false", app.timeline_current_px);
-  return "  \"step_label\": " + quoted(step_label(app)) + ",\n" + "  \"jump_said\": " +
-         quoted(app.jump_said_at == app.step() ? app.jump_said : std::string()) + ",\n" +
-         "  \"search\": {\"open\": " + (v.open ? "true" : "false") + ", \"has_keys\": " +
-         (v.has_keys ? "true" : "false") + ", \"text\": " + quoted(v.text) +
-         ", \"matches\": " + std::to_string(v.matches.size()) + ", \"label\": " + quoted(v.label) + "},\n" +
-         timeline;
+  return "  \"step_label\": " + quoted(step_label(app)) + ",\n" +
+         "  \"jump_said\": " + quoted(app.jump_said_at == app.step() ? app.jump_said : std::string()) + ",\n" +
+         "  \"search\": {\"open\": " + (v.open ? "true" : "false") +
+         ", \"has_keys\": " + (v.has_keys ? "true" : "false") + ", \"text\": " + quoted(v.text) +
+         ", \"matches\": " + std::to_string(v.matches.size()) + ", \"label\": " + quoted(v.label) + "},\n" + timeline;
 }
 
 // The graph panel at this step, when it was drawn: the nodes (Note [The graph
@@ -365,8 +372,8 @@ std::string graph_json(const App& app) {
          ", \"layer\": " + std::to_string(n.layer) + ", \"variable\": " + quoted(n.variable) +
          ", \"shape\": " + quoted(n.shape) + ", \"saved\": " + quoted(n.saved) + ", \"next\": [" + next +
          "], \"input_shapes\": " + list(n.input_shapes) + ", \"grads_in\": " + quoted(n.grads_in) +
-         ", \"grads_out\": " + quoted(n.grads_out) + ", \"none_label\": " +
-         quoted(k < app.graph_none_labels.size() ? app.graph_none_labels[k] : std::string()) +
+         ", \"grads_out\": " + quoted(n.grads_out) +
+         ", \"none_label\": " + quoted(k < app.graph_none_labels.size() ? app.graph_none_labels[k] : std::string()) +
          ", \"details\": " + list(node_details(g, k)) + "}";
   }
   o += "],\n  \"graph_edges\": [";
@@ -388,8 +395,8 @@ std::string lesson_json(const App& app) {
   auto b = [](bool x) { return std::string(x ? "true" : "false"); };
   std::string o = "  \"lesson\": {\"tab\": " + b(app.right_tab == RightTab::Lesson) +
                   ", \"catalog\": " + std::to_string(v.catalog.size()) + ", \"picked\": " + std::to_string(v.picked) +
-                  ", \"open\": " + b(v.open()) +
-                  ", \"busy\": " + b(!v.in_flight.empty() || !v.queue.empty()) + ", \"problem\": " + quoted(v.problem);
+                  ", \"open\": " + b(v.open()) + ", \"busy\": " + b(!v.in_flight.empty() || !v.queue.empty()) +
+                  ", \"problem\": " + quoted(v.problem);
   o += ", \"progress\": [";
   for (size_t k = 0; k < v.catalog.size(); ++k) {
     const LessonEntry& e = v.catalog[k];
@@ -410,8 +417,8 @@ std::string lesson_json(const App& app) {
       const LessonPrediction& p = v.predictions[k];
       o += std::string(k ? ", " : "") + "{\"ask\": " + quoted(p.ask) + ", \"answered\": " + b(p.answered) +
            ", \"revealed\": " + b(p.revealed) + ", \"right\": " + b(p.right) +
-           ", \"answer\": " + quoted(p.done() ? p.answer_text : "") + ", \"evidence_span\": " +
-           std::to_string(p.evidence_span) + "}";
+           ", \"answer\": " + quoted(p.done() ? p.answer_text : "") +
+           ", \"evidence_span\": " + std::to_string(p.evidence_span) + "}";
     }
     o += "]";
     if (v.exercise) {
@@ -419,8 +426,8 @@ std::string lesson_json(const App& app) {
       o += ", \"exercise\": {\"checked\": " + b(e.checked) + ", \"passed\": " + b(e.passed) +
            ", \"reason\": " + quoted(e.reason) + ", \"hints_shown\": " + std::to_string(e.hints_shown) +
            ", \"editor\": " + quoted(e.editor) + ", \"editing\": " + b(v.editor_active) +
-           ", \"attempts\": " + std::to_string(e.attempts.size()) + ", \"attempt_shown\": " +
-           std::to_string(e.attempt_shown) + "}";
+           ", \"attempts\": " + std::to_string(e.attempts.size()) +
+           ", \"attempt_shown\": " + std::to_string(e.attempt_shown) + "}";
     }
   }
   return o + "},\n";
@@ -430,10 +437,11 @@ std::string state_json(const App& app, std::string* stable) {
   std::string o;
   o += "  \"source\": " + quoted(app.loaded.label) + ",\n";
   const Running& r = app.running;
-  o += "  \"running\": " + (r.active ? "{\"code\": " + quoted(r.code) + ", \"from_console\": " +
-                                           (r.from_console ? "true" : "false") + ", \"stopping\": " +
-                                           (r.stop_asked ? "true" : "false") + "}"
-                                     : std::string("null")) + ",\n";
+  o += "  \"running\": " +
+       (r.active ? "{\"code\": " + quoted(r.code) + ", \"from_console\": " + (r.from_console ? "true" : "false") +
+                       ", \"stopping\": " + (r.stop_asked ? "true" : "false") + "}"
+                 : std::string("null")) +
+       ",\n";
   char stop_ms[32];
   std::snprintf(stop_ms, sizeof stop_ms, "%.1f", app.last_stop_ms);
   o += "  \"last_stop_ms\": " + std::string(app.last_stop_ms < 0 ? "null" : stop_ms) + ",\n";
@@ -451,7 +459,8 @@ std::string state_json(const App& app, std::string* stable) {
     std::snprintf(layout, sizeof layout,
                   "  \"layout\": {\"zoom\": %.3f, \"ui_scale\": %.3f, \"split_x\": %.3f, \"split_y\": %.3f, "
                   "\"timeline\": %s, \"console\": %s},\n",
-                  l.zoom, app.ui_scale, l.split_x, l.split_y, l.timeline ? "true" : "false", l.console ? "true" : "false");
+                  l.zoom, app.ui_scale, l.split_x, l.split_y, l.timeline ? "true" : "false",
+                  l.console ? "true" : "false");
     o += layout;
   }
   o += "  \"redraw\": " + quoted(app.redraw_damaged ? "damaged" : "full") + ",\n";
@@ -477,8 +486,7 @@ std::string state_json(const App& app, std::string* stable) {
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
            ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
            ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(drawn.decision) +
-           ", \"decision_fit\": " + fit_json(drawn.decision_fit) +
-           ", \"rect\": " + rect + "}" +
+           ", \"decision_fit\": " + fit_json(drawn.decision_fit) + ", \"rect\": " + rect + "}" +
            (f < kBuildingFloors ? ",\n" : "\n");
     }
     o += "  ],\n";
@@ -498,8 +506,8 @@ std::string state_json(const App& app, std::string* stable) {
     const App::CompareMatch& m = app.compare_match;
     const bool found = app.compare && m.other < app.compare->spans.size();
     o += "  \"compare_match\": {\"name\": " + quoted(m.name) + ", \"k\": " + std::to_string(m.k) +
-         ", \"found\": " + (found ? "true" : "false") + ", \"floor\": " +
-         std::to_string(found ? building_floor(app.compare->spans[m.other].floor) : 0) +
+         ", \"found\": " + (found ? "true" : "false") +
+         ", \"floor\": " + std::to_string(found ? building_floor(app.compare->spans[m.other].floor) : 0) +
          ", \"why\": " + quoted(m.why) + "},\n";
   }
   o += device_json(app);

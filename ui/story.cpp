@@ -59,18 +59,25 @@ CallFacts call_facts(const Story& s, size_t r) {
         if (sp.find_arg("redispatch") || pf == Floor::Dispatch || pf == Floor::Autograd || pf == Floor::Kernels) break;
         first(c.first_dispatch, i);
         if (!sp.find_arg("keyset")) break;
-        if (arg_string(sp, "fallthrough").find("Autograd") != std::string::npos) first(c.autograd_fell_through, i);
-        else if (!has_backend(keyset)) first(c.factory, i);
-        else if (keyset.find("Autograd") == std::string::npos) first(c.no_autograd_key, i);
+        if (arg_string(sp, "fallthrough").find("Autograd") != std::string::npos)
+          first(c.autograd_fell_through, i);
+        else if (!has_backend(keyset))
+          first(c.factory, i);
+        else if (keyset.find("Autograd") == std::string::npos)
+          first(c.no_autograd_key, i);
         break;
       }
       case Floor::Kernels: {
         if (sp.name.starts_with("parallel_for")) break;
         const std::string v = arg_string(sp, "variant");
-        if (v == "reference" || v == "optimized") first(c.cpu_kernel, i);
-        else if (v == "sim" || v == "cuda") first(c.device_kernel, i);
-        else if (v.starts_with("view")) first(c.view_kernel, i);
-        else if (v.empty() && sp.args.empty()) first(c.stopped_kernel, i);
+        if (v == "reference" || v == "optimized")
+          first(c.cpu_kernel, i);
+        else if (v == "sim" || v == "cuda")
+          first(c.device_kernel, i);
+        else if (v.starts_with("view"))
+          first(c.view_kernel, i);
+        else if (v.empty() && sp.args.empty())
+          first(c.stopped_kernel, i);
         break;
       }
       case Floor::Allocator:
@@ -78,12 +85,16 @@ CallFacts call_facts(const Story& s, size_t r) {
         break;
       case Floor::Streams: {
         const std::string api = arg_string(sp, "api");
-        if (api.find("ynchronize") != std::string::npos || sp.name == "event_synchronize") first(c.wait, i);
-        else if (sp.name.find("Memcpy") != std::string::npos) first(c.copy, i);
-        else if (sp.name.starts_with("event_") || sp.name == "stream_wait_event") first(c.event, i);
+        if (api.find("ynchronize") != std::string::npos || sp.name == "event_synchronize")
+          first(c.wait, i);
+        else if (sp.name.find("Memcpy") != std::string::npos)
+          first(c.copy, i);
+        else if (sp.name.starts_with("event_") || sp.name == "stream_wait_event")
+          first(c.event, i);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return c;
@@ -239,9 +250,8 @@ size_t root_of_span(const Story& s, size_t i) {
 
 size_t root_of_step(const Story& s, size_t step) {
   const size_t root = root_of_span(s, s.steps[step].span);
-  const auto it = std::lower_bound(s.roots.begin(), s.roots.end(), root, [&](size_t a, size_t b) {
-    return s.down_step[a] < s.down_step[b];
-  });
+  const auto it = std::lower_bound(s.roots.begin(), s.roots.end(), root,
+                                   [&](size_t a, size_t b) { return s.down_step[a] < s.down_step[b]; });
   return static_cast<size_t>(it - s.roots.begin());
 }
 
@@ -285,14 +295,16 @@ std::string skip_reason(const Story& s, int f, size_t r) {
   const bool ops = c.first_dispatch != SIZE_MAX;
   const bool del = root.name.starts_with("del ");
   switch (f) {
-    case 1: return "the call did not start in Python: its first span is " + named(s, s.roots[r]);
+    case 1:
+      return "the call did not start in Python: its first span is " + named(s, s.roots[r]);
     case 2:
       if (c.first_below_python == SIZE_MAX) {
         return del ? "nothing below floor 1 was recorded: freeing a CPU tensor is not traced"
                    : "nothing below floor 1 was recorded: the statement ran no op";
       }
       return "no op's arguments were parsed: C++ was entered directly (" + named(s, c.first_below_python) + ")";
-    case 3: return ops ? "no op was dispatched on this thread" : "no op was dispatched: " + instead(s, c);
+    case 3:
+      return ops ? "no op was dispatched on this thread" : "no op was dispatched: " + instead(s, c);
     case 4:
       if (!ops) return "no op was dispatched: " + instead(s, c);
       if (c.autograd_fell_through != SIZE_MAX)
@@ -338,7 +350,8 @@ std::string skip_reason(const Story& s, int f, size_t r) {
         return "nothing queued: " + name_of(s, c.device_kernel) + " only made its output";
       return c.device_keys ? "nothing was queued on a device stream in this call"
                            : "no op of this call ran on a device: nothing was queued or launched";
-    default: return "not reached";
+    default:
+      return "not reached";
   }
 }
 

@@ -32,9 +32,9 @@ namespace descent::ui {
 // [SECTION] Steps ----------------------------------------------------------------
 
 struct Step {
-  size_t span = 0;   // index into Trace::spans
-  bool down = true;  // entering the span (down) or leaving it (up)
-  int64_t at_ns = 0; // start going down, end coming up
+  size_t span = 0;    // index into Trace::spans
+  bool down = true;   // entering the span (down) or leaving it (up)
+  int64_t at_ns = 0;  // start going down, end coming up
 };
 
 // What a floor of the building shows; one per floor 1..8 (index 0 unused).
@@ -44,44 +44,44 @@ constexpr int kBuildingFloors = 8;
 // did, in a few facts: what the building says about the floors it skips is
 // derived from them (floors_at), never assumed. Span indices, SIZE_MAX for none.
 struct CallFacts {
-  size_t first_below_python = SIZE_MAX;  // the first span below floor 1 (where C++ was entered)
-  size_t first_dispatch = SIZE_MAX;      // the first op dispatched
-  size_t factory = SIZE_MAX;             // an op dispatched with no backend in its key set (a factory)
-  size_t no_autograd_key = SIZE_MAX;     // an op whose key set has a backend but no Autograd key (excluded)
+  size_t first_below_python = SIZE_MAX;     // the first span below floor 1 (where C++ was entered)
+  size_t first_dispatch = SIZE_MAX;         // the first op dispatched
+  size_t factory = SIZE_MAX;                // an op dispatched with no backend in its key set (a factory)
+  size_t no_autograd_key = SIZE_MAX;        // an op whose key set has a backend but no Autograd key (excluded)
   size_t autograd_fell_through = SIZE_MAX;  // an op whose Autograd key fell through
-  size_t cpu_kernel = SIZE_MAX;          // a kernel that ran a CPU loop (reference or optimized)
-  size_t device_kernel = SIZE_MAX;       // a kernel that enqueued a device loop (sim, cuda)
-  size_t view_kernel = SIZE_MAX;         // a kernel that made a view
-  size_t stopped_kernel = SIZE_MAX;      // a kernel that recorded no variant (left by an exception)
-  size_t free_span = SIZE_MAX;           // a caching allocator free
-  size_t wait = SIZE_MAX;                // a floor-7 wait for the device
-  size_t copy = SIZE_MAX;                // a floor-7 copy
-  size_t event = SIZE_MAX;               // a floor-7 event span
-  bool device_keys = false;              // a dispatch whose key set names a device backend (Sim, CUDA)
+  size_t cpu_kernel = SIZE_MAX;             // a kernel that ran a CPU loop (reference or optimized)
+  size_t device_kernel = SIZE_MAX;          // a kernel that enqueued a device loop (sim, cuda)
+  size_t view_kernel = SIZE_MAX;            // a kernel that made a view
+  size_t stopped_kernel = SIZE_MAX;         // a kernel that recorded no variant (left by an exception)
+  size_t free_span = SIZE_MAX;              // a caching allocator free
+  size_t wait = SIZE_MAX;                   // a floor-7 wait for the device
+  size_t copy = SIZE_MAX;                   // a floor-7 copy
+  size_t event = SIZE_MAX;                  // a floor-7 event span
+  bool device_keys = false;                 // a dispatch whose key set names a device backend (Sim, CUDA)
 };
 
 struct Story {
   const trace::Trace* trace = nullptr;
-  uint32_t thread = 0;                   // the thread whose calls are told
-  std::vector<Step> steps;               // down and up for every span of that thread
-  std::vector<size_t> parent_index;      // per span: index of its parent span, SIZE_MAX for a root
-  std::vector<int64_t> self_ns;          // per span: its time minus its children's
-  std::vector<int> depth;                // per span: 0 for a root
+  uint32_t thread = 0;               // the thread whose calls are told
+  std::vector<Step> steps;           // down and up for every span of that thread
+  std::vector<size_t> parent_index;  // per span: index of its parent span, SIZE_MAX for a root
+  std::vector<int64_t> self_ns;      // per span: its time minus its children's
+  std::vector<int> depth;            // per span: 0 for a root
   // Per span: its children, in start order: child_list[child_begin[i] .. child_begin[i + 1]).
   std::vector<size_t> child_begin, child_list;
   std::span<const size_t> children(size_t i) const {
     return {child_list.data() + child_begin[i], child_begin[i + 1] - child_begin[i]};
   }
-  std::vector<size_t> roots;             // indices of the root spans of `thread`, in start order
-  std::vector<size_t> down_step;         // per span: its step going down (SIZE_MAX: not told)
-  std::vector<size_t> up_step;           // per span: its step coming up
+  std::vector<size_t> roots;      // indices of the root spans of `thread`, in start order
+  std::vector<size_t> down_step;  // per span: its step going down (SIZE_MAX: not told)
+  std::vector<size_t> up_step;    // per span: its step coming up
   // Per root: the down steps of its spans on each floor 1..8, in order.
   std::vector<std::array<std::vector<size_t>, kBuildingFloors + 1>> floor_steps;
-  std::vector<uint32_t> child_pos;       // per span: its position among its parent's children
+  std::vector<uint32_t> child_pos;                         // per span: its position among its parent's children
   std::array<bool, kBuildingFloors + 1> floor_anywhere{};  // whether any span of the trace is on floor f
-  std::vector<CallFacts> facts;                // per root: what its call did (skip reasons)
-  std::vector<size_t> line_of_root;            // per root: its line's index in `lines`
-  std::vector<std::vector<size_t>> lines;      // per distinct line (root name): its roots' positions
+  std::vector<CallFacts> facts;                            // per root: what its call did (skip reasons)
+  std::vector<size_t> line_of_root;                        // per root: its line's index in `lines`
+  std::vector<std::vector<size_t>> lines;                  // per distinct line (root name): its roots' positions
 };
 
 // Note [The beginner's story]
@@ -113,10 +113,10 @@ int building_floor(trace::Floor f);  // 1..8 for a building floor, 0 for none
 // [SECTION] Floors at a step ---------------------------------------------------
 
 enum class FloorState {
-  Active,    // a span on this floor is open at this step (the path from the root)
-  Visited,   // the call reached the floor earlier and has left it
-  Ahead,     // the call will reach it later
-  Skipped,   // the call never reaches this floor
+  Active,   // a span on this floor is open at this step (the path from the root)
+  Visited,  // the call reached the floor earlier and has left it
+  Ahead,    // the call will reach it later
+  Skipped,  // the call never reaches this floor
 };
 
 // At a step up out of a span, that span's floor shows the span left (as the
@@ -166,7 +166,7 @@ constexpr int kWarmRuns = 5;
 struct Timing {
   int64_t inclusive_ns = 0;
   int64_t self_ns = 0;
-  int warm_samples = 0;        // calls of the same line after the first, matched at this span
+  int warm_samples = 0;           // calls of the same line after the first, matched at this span
   int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when warm_samples > 0)
 };
 Timing timing_of(const Story& s, size_t span);

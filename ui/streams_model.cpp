@@ -55,7 +55,7 @@ StreamsModel build_streams(const trace::Trace& t) {
   const size_t n = t.spans.size();
   if (n == 0) return m;
   const trace::SpanIndex by_id(t);
-  std::vector<size_t> source_of(n, SIZE_MAX);  // device span -> the host span its flow leaves
+  std::vector<size_t> source_of(n, SIZE_MAX);   // device span -> the host span its flow leaves
   std::vector<bool> has_device_work(n, false);  // host span -> a flow reaches a device span
   for (const trace::Flow& f : t.flows) {
     const size_t a = by_id.find(f.from), b = by_id.find(f.to);
@@ -153,10 +153,14 @@ WorkState state_at(const DeviceWork& w, int64_t t) {
 
 const char* state_word(WorkState s) {
   switch (s) {
-    case WorkState::Ahead: return "ahead";
-    case WorkState::Queued: return "queued";
-    case WorkState::Running: return "running";
-    case WorkState::Done: return "done";
+    case WorkState::Ahead:
+      return "ahead";
+    case WorkState::Queued:
+      return "queued";
+    case WorkState::Running:
+      return "running";
+    case WorkState::Done:
+      return "done";
   }
   return "?";
 }
@@ -167,10 +171,18 @@ LaneAt lane_at(const StreamLane& lane, int64_t t) {
   for (size_t k = 0; k < lane.work.size(); ++k) {
     const DeviceWork& w = lane.work[k];
     switch (state_at(w, t)) {
-      case WorkState::Ahead: ++a.ahead; break;
-      case WorkState::Queued: a.queued.push_back(k); break;
-      case WorkState::Running: a.running = k; break;
-      case WorkState::Done: a.done.push_back(k); break;
+      case WorkState::Ahead:
+        ++a.ahead;
+        break;
+      case WorkState::Queued:
+        a.queued.push_back(k);
+        break;
+      case WorkState::Running:
+        a.running = k;
+        break;
+      case WorkState::Done:
+        a.done.push_back(k);
+        break;
     }
     if (w.queue_depth >= 0 && w.queued_ns <= t && w.queued_ns >= latest) {
       latest = w.queued_ns;
@@ -263,7 +275,7 @@ std::string device_decision(const trace::Trace& t, const StreamsModel& m, size_t
   if (s.floor != trace::Floor::Streams) return "";
   if (is_sync_span(s)) {
     const size_t n = waited_for(m, s).size();
-    const std::string what = stream >= 0 ? "stream " + std::to_string(stream)
+    const std::string what = stream >= 0                     ? "stream " + std::to_string(stream)
                              : !str_arg(s, "device").empty() ? str_arg(s, "device")
                                                              : std::string("the device");
     if (n == 0) return "the host asks " + str_arg(s, "api") + ": nothing left on " + what + ", no wait";

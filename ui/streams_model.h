@@ -53,27 +53,28 @@ namespace descent::ui {
 constexpr int64_t kNever = INT64_MAX;  // a device time the trace does not hold
 
 struct DeviceWork {
-  size_t device_span = SIZE_MAX;   // its span on the device row; SIZE_MAX: not recorded
-  size_t launch_span = SIZE_MAX;   // the host span that put it on the stream; SIZE_MAX: not in the trace
-  size_t enqueue_span = SIZE_MAX;  // the span with its queue_depth: the floor-7 "enqueue" around a launch, or the copy itself
-  std::string name;                // the kernel's (or copy's) name
-  int64_t queued_ns = 0;           // when the host let go: the launch span's end (the device start without a launch)
-  int64_t start_ns = kNever;       // on the device; kNever when not recorded
+  size_t device_span = SIZE_MAX;  // its span on the device row; SIZE_MAX: not recorded
+  size_t launch_span = SIZE_MAX;  // the host span that put it on the stream; SIZE_MAX: not in the trace
+  size_t enqueue_span =
+      SIZE_MAX;           // the span with its queue_depth: the floor-7 "enqueue" around a launch, or the copy itself
+  std::string name;       // the kernel's (or copy's) name
+  int64_t queued_ns = 0;  // when the host let go: the launch span's end (the device start without a launch)
+  int64_t start_ns = kNever;  // on the device; kNever when not recorded
   int64_t end_ns = kNever;
-  int64_t queue_depth = -1;        // the runtime's count at the enqueue, this work included; -1: unknown
+  int64_t queue_depth = -1;  // the runtime's count at the enqueue, this work included; -1: unknown
 };
 
 // One stream of one device: a lane of the streams panel.
 struct StreamLane {
-  std::string label;               // "sim:0 stream 0" (the device row's name in the metadata)
-  std::string device;              // "sim:0"; "" when the trace does not say
-  int64_t stream = -1;             // the stream's id; -1 when unknown
-  uint32_t thread = UINT32_MAX;    // its device row (Span::thread); UINT32_MAX without device spans
-  std::vector<DeviceWork> work;    // in enqueue order (the order the stream runs it)
+  std::string label;             // "sim:0 stream 0" (the device row's name in the metadata)
+  std::string device;            // "sim:0"; "" when the trace does not say
+  int64_t stream = -1;           // the stream's id; -1 when unknown
+  uint32_t thread = UINT32_MAX;  // its device row (Span::thread); UINT32_MAX without device spans
+  std::vector<DeviceWork> work;  // in enqueue order (the order the stream runs it)
 };
 
 struct StreamsModel {
-  std::vector<StreamLane> lanes;   // by device, then stream
+  std::vector<StreamLane> lanes;  // by device, then stream
   bool empty() const { return lanes.empty(); }
 };
 
@@ -91,11 +92,11 @@ WorkState state_at(const DeviceWork& w, int64_t t);
 const char* state_word(WorkState s);  // "ahead", "queued", "running", "done"
 
 struct LaneAt {
-  std::vector<size_t> queued;      // indices into StreamLane::work, the next to run first
-  size_t running = SIZE_MAX;       // the work running now (a stream runs one at a time)
-  std::vector<size_t> done;        // finished, the most recent last
-  size_t ahead = 0;                // not yet handed to the stream
-  int64_t queue_depth = -1;        // queue_depth at the latest enqueue at or before t; -1: none yet
+  std::vector<size_t> queued;  // indices into StreamLane::work, the next to run first
+  size_t running = SIZE_MAX;   // the work running now (a stream runs one at a time)
+  std::vector<size_t> done;    // finished, the most recent last
+  size_t ahead = 0;            // not yet handed to the stream
+  int64_t queue_depth = -1;    // queue_depth at the latest enqueue at or before t; -1: none yet
   size_t queue_length() const { return queued.size() + (running != SIZE_MAX); }
 };
 LaneAt lane_at(const StreamLane& lane, int64_t t);

@@ -40,7 +40,7 @@ ImU32 floor_color(trace::Floor floor, float alpha) {
 }
 
 const char* floor_title(int floor) {
-  static constexpr const char* kTitles[] = {"",        "Python",    "binding",       "dispatch", "autograd",
+  static constexpr const char* kTitles[] = {"",        "Python",    "binding",       "dispatch",   "autograd",
                                             "kernels", "allocator", "stream queues", "GPU launch", "device"};
   return floor >= 0 && floor <= 9 ? kTitles[floor] : "?";
 }

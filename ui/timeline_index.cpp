@@ -25,8 +25,8 @@ int64_t floor_ns(double t) {
   return static_cast<int64_t>(std::floor(t));
 }
 
-constexpr uint32_t kUnknownDepth = UINT32_MAX;      // not computed yet
-constexpr uint32_t kOnPath = UINT32_MAX - 1;        // on the walk up (a cycle guard)
+constexpr uint32_t kUnknownDepth = UINT32_MAX;  // not computed yet
+constexpr uint32_t kOnPath = UINT32_MAX - 1;    // on the walk up (a cycle guard)
 
 }  // namespace
 
@@ -167,8 +167,8 @@ size_t TimelineIndex::visit_lane(size_t lane, double t0, double t1, double ns_pe
   const int64_t* S = start_.data() + base;
   const int64_t* E = end_.data() + base;
   const int64_t* M = max_end_.data() + base;
-  const int64_t lo_ns = ceil_ns(t0);   // overlap: end >= t0
-  const int64_t hi_ns = floor_ns(t1);  // overlap: start <= t1
+  const int64_t lo_ns = ceil_ns(t0);                                    // overlap: end >= t0
+  const int64_t hi_ns = floor_ns(t1);                                   // overlap: start <= t1
   const double w = ns_per_pixel > 0 ? kMergePixels * ns_per_pixel : 0;  // narrower than this is merged
   auto narrow = [&](size_t k) { return static_cast<double>(E[k] - S[k]) < w; };
 

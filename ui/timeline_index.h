@@ -49,12 +49,13 @@ constexpr double kMergePixels = 1.5;  // spans narrower than this many pixels ar
 // A row of the chart: one thread's host spans, or one thread's device spans
 // (Floor::Device; PyTorch's Chrome traces put GPU kernels on threads of their own).
 struct TimelineRow {
-  uint32_t thread = 0;     // Span::thread
-  bool device = false;     // holds the Floor::Device spans of `thread`
-  size_t first_lane = 0;   // lanes first_lane .. first_lane + depths - 1, depth 0 first
-  size_t depths = 0;       // number of lanes (the deepest span's depth + 1)
-  size_t spans = 0;        // spans in the row
-  std::string label;       // "thread 0"; a device row by its metadata name, "sim:0 stream 0 (device clock)", else "device (thread 3)"
+  uint32_t thread = 0;    // Span::thread
+  bool device = false;    // holds the Floor::Device spans of `thread`
+  size_t first_lane = 0;  // lanes first_lane .. first_lane + depths - 1, depth 0 first
+  size_t depths = 0;      // number of lanes (the deepest span's depth + 1)
+  size_t spans = 0;       // spans in the row
+  std::string
+      label;  // "thread 0"; a device row by its metadata name, "sim:0 stream 0 (device clock)", else "device (thread 3)"
 };
 
 // [SECTION] Items (what a walk visits) ---------------------------------------------

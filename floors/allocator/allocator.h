@@ -55,14 +55,14 @@ void cpu_reset_peak();
 
 // [SECTION] Caching allocator -------------------------------------------------
 
-constexpr size_t kMinBlockSize = 512;            // bytes: every size is rounded up to this
-constexpr size_t kSmallSize = 1 << 20;           // bytes: requests up to 1 MiB use the small pool
-constexpr size_t kSmallBuffer = 2 << 20;         // bytes: small-pool segments are 2 MiB
-constexpr size_t kLargeBuffer = 20 << 20;        // bytes: large requests under 10 MiB get 20 MiB segments
-constexpr size_t kMinLargeAlloc = 10 << 20;      // bytes: at or above this, segments are the request rounded
-constexpr size_t kRoundLarge = 2 << 20;          // bytes: ... up to a multiple of 2 MiB
-constexpr size_t kNoMaxSplitSize = SIZE_MAX;     // bytes: max_split_size's default, every block may be split
-constexpr size_t kDefaultHistoryEntries = 10000; // trace entries record_memory_history keeps by default
+constexpr size_t kMinBlockSize = 512;             // bytes: every size is rounded up to this
+constexpr size_t kSmallSize = 1 << 20;            // bytes: requests up to 1 MiB use the small pool
+constexpr size_t kSmallBuffer = 2 << 20;          // bytes: small-pool segments are 2 MiB
+constexpr size_t kLargeBuffer = 20 << 20;         // bytes: large requests under 10 MiB get 20 MiB segments
+constexpr size_t kMinLargeAlloc = 10 << 20;       // bytes: at or above this, segments are the request rounded
+constexpr size_t kRoundLarge = 2 << 20;           // bytes: ... up to a multiple of 2 MiB
+constexpr size_t kNoMaxSplitSize = SIZE_MAX;      // bytes: max_split_size's default, every block may be split
+constexpr size_t kDefaultHistoryEntries = 10000;  // trace entries record_memory_history keeps by default
 
 using StreamId = int64_t;  // which stream a block belongs to; 0 is the default stream
 
@@ -76,7 +76,7 @@ struct RawBackend {
   // Must not return while work queued on the device may still touch ptr:
   // cudaFree synchronizes the device; the simulated device must do the same.
   virtual void raw_free(void* ptr, size_t nbytes) = 0;
-  virtual const char* name() const = 0;         // e.g. "sim:0", "cuda:0"
+  virtual const char* name() const = 0;  // e.g. "sim:0", "cuda:0"
 
   // Streams and events, for record_stream (Note [Deferred frees]). The
   // defaults suit a backend without streams: every event completes at once.
@@ -108,23 +108,23 @@ using StatArray = std::array<Stat, 3>;  // indexed by StatType: "all", "small_po
 // PyTorch's DeviceStats, field for field; memory_stats() flattens it into
 // torch.cuda.memory_stats()'s keys ("allocated_bytes.all.current", ...).
 struct DeviceStats {
-  StatArray allocation;            // blocks handed out (counts)
-  StatArray segment;               // segments held from the backend (counts)
-  StatArray active;                // blocks allocated or waiting for events (counts)
-  StatArray inactive_split;        // free blocks in split segments: cannot be released (counts)
-  StatArray allocated_bytes;       // bytes of blocks handed out
-  StatArray reserved_bytes;        // bytes of segments
-  StatArray active_bytes;          // bytes of active blocks
-  StatArray inactive_split_bytes;  // bytes of inactive split blocks
-  StatArray requested_bytes;       // bytes asked for by the active blocks' owners
-  int64_t num_alloc_retries = 0;   // raw mallocs retried after release_cached_blocks
-  int64_t num_ooms = 0;            // OutOfMemoryErrors raised
+  StatArray allocation;              // blocks handed out (counts)
+  StatArray segment;                 // segments held from the backend (counts)
+  StatArray active;                  // blocks allocated or waiting for events (counts)
+  StatArray inactive_split;          // free blocks in split segments: cannot be released (counts)
+  StatArray allocated_bytes;         // bytes of blocks handed out
+  StatArray reserved_bytes;          // bytes of segments
+  StatArray active_bytes;            // bytes of active blocks
+  StatArray inactive_split_bytes;    // bytes of inactive split blocks
+  StatArray requested_bytes;         // bytes asked for by the active blocks' owners
+  int64_t num_alloc_retries = 0;     // raw mallocs retried after release_cached_blocks
+  int64_t num_ooms = 0;              // OutOfMemoryErrors raised
   int64_t num_sync_all_streams = 0;  // synchronize_and_free_events calls (empty_cache, OOM path)
-  int64_t num_device_alloc = 0;    // raw_malloc calls that succeeded
-  int64_t num_device_free = 0;     // raw_free calls
-  Stat oversize_allocations;       // blocks of >= max_split_size handed out
-  Stat oversize_segments;          // segments of >= max_split_size
-  int64_t max_split_size = -1;     // bytes; -1: unlimited (SIZE_MAX, as PyTorch reports it)
+  int64_t num_device_alloc = 0;      // raw_malloc calls that succeeded
+  int64_t num_device_free = 0;       // raw_free calls
+  Stat oversize_allocations;         // blocks of >= max_split_size handed out
+  Stat oversize_segments;            // segments of >= max_split_size
+  int64_t max_split_size = -1;       // bytes; -1: unlimited (SIZE_MAX, as PyTorch reports it)
 };
 
 // torch.cuda.memory_stats(): (key, value) in PyTorch's order (sorted by key).
@@ -132,27 +132,27 @@ using MemoryStats = std::vector<std::pair<std::string, int64_t>>;
 
 // descent's short summary, kept for its callers; memory_stats() is PyTorch's.
 struct CachingStats {
-  int64_t allocated_bytes = 0;       // in blocks handed out now
-  int64_t reserved_bytes = 0;        // in segments held from the backend
+  int64_t allocated_bytes = 0;  // in blocks handed out now
+  int64_t reserved_bytes = 0;   // in segments held from the backend
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t num_allocs = 0;            // allocate() calls that succeeded
-  int64_t num_cache_hits = 0;        // served from a cached free block
-  int64_t num_cache_misses = 0;      // needed a new segment from the backend
+  int64_t num_allocs = 0;        // allocate() calls that succeeded
+  int64_t num_cache_hits = 0;    // served from a cached free block
+  int64_t num_cache_misses = 0;  // needed a new segment from the backend
   int64_t num_splits = 0;
-  int64_t num_merges = 0;            // coalescings on free
+  int64_t num_merges = 0;  // coalescings on free
   int64_t num_raw_mallocs = 0;
   int64_t num_raw_frees = 0;
-  int64_t num_ooms = 0;              // allocations that raised OutOfMemoryError
-  int64_t num_free_retries = 0;      // raw mallocs retried after releasing cached blocks
+  int64_t num_ooms = 0;          // allocations that raised OutOfMemoryError
+  int64_t num_free_retries = 0;  // raw mallocs retried after releasing cached blocks
 };
 
 // One entry of the allocation history (PyTorch's _record_memory_history trace).
 struct TraceEntry {
   enum class Action : uint8_t { Alloc, FreeRequested, FreeCompleted, SegmentAlloc, SegmentFree, Oom };
   Action action = Action::Alloc;
-  uintptr_t addr = 0;   // the block or segment; for Oom, the device's free bytes (as PyTorch)
-  size_t size = 0;      // bytes: asked (alloc, free_*), segment size (segment_*), rounded request (oom)
+  uintptr_t addr = 0;  // the block or segment; for Oom, the device's free bytes (as PyTorch)
+  size_t size = 0;     // bytes: asked (alloc, free_*), segment size (segment_*), rounded request (oom)
   StreamId stream = 0;
   int64_t time_ns = 0;  // on the tracer's clock (trace::now_ns())
 };
@@ -167,30 +167,30 @@ struct BlockInfo {
   std::string state;          // "active_allocated", "active_pending_free" (waits for events) or "inactive"
 };
 struct SegmentInfo {
-  int device = 0;               // the index in the backend's name ("cuda:1" -> 1)
+  int device = 0;  // the index in the backend's name ("cuda:1" -> 1)
   uintptr_t address = 0;
-  size_t total_size = 0;        // bytes
-  size_t allocated_size = 0;    // bytes in active_allocated blocks
-  size_t active_size = 0;       // bytes in active blocks (allocated or pending free)
-  size_t requested_size = 0;    // bytes asked for by the active blocks
+  size_t total_size = 0;      // bytes
+  size_t allocated_size = 0;  // bytes in active_allocated blocks
+  size_t active_size = 0;     // bytes in active blocks (allocated or pending free)
+  size_t requested_size = 0;  // bytes asked for by the active blocks
   StreamId stream = 0;
-  std::string segment_type;     // "small" or "large"
+  std::string segment_type;       // "small" or "large"
   std::vector<BlockInfo> blocks;  // in address order, covering the segment exactly
 };
 struct Snapshot {
-  std::vector<SegmentInfo> segments;       // in address order
-  std::vector<TraceEntry> device_traces;   // the history, oldest first (empty unless recorded)
+  std::vector<SegmentInfo> segments;      // in address order
+  std::vector<TraceEntry> device_traces;  // the history, oldest first (empty unless recorded)
   CachingStats stats;
 };
 
 // What one allocate() decided, for the tracer and for tests.
 struct AllocDecision {
-  size_t requested = 0;   // bytes asked
-  size_t rounded = 0;     // after rounding to kMinBlockSize
+  size_t requested = 0;  // bytes asked
+  size_t rounded = 0;    // after rounding to kMinBlockSize
   bool small_pool = false;
-  bool cache_hit = false; // found a free block of this stream's pool
-  bool split = false;     // the block was split and its remainder kept free
-  size_t block_size = 0;  // size of the block handed out
+  bool cache_hit = false;  // found a free block of this stream's pool
+  bool split = false;      // the block was split and its remainder kept free
+  size_t block_size = 0;   // size of the block handed out
 };
 
 class CachingAllocator {

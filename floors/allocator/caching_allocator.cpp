@@ -110,10 +110,14 @@ size_t max_split_size_from_env() {
 std::string format_size(uint64_t n) {
   char buf[48];
   const double v = static_cast<double>(n);
-  if (n <= 1024) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
-  else if (n <= 1048576) std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
-  else if (n <= 1073741824ULL) std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
-  else std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
+  if (n <= 1024)
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(n));
+  else if (n <= 1048576)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", v / 1024.0);
+  else if (n <= 1073741824ULL)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", v / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / 1073741824.0);
   return buf;
 }
 
@@ -127,7 +131,6 @@ void CachingAllocator::Impl::record_trace_slow_locked(TraceEntry::Action action,
     history_next = (history_next + 1) % history_max;
   }
 }
-
 
 // [SECTION] Allocation ---------------------------------------------------------
 
@@ -187,8 +190,10 @@ void CachingAllocator::Impl::alloc_found_block_locked(Block* b, size_t requested
     if (b->next != nullptr) b->next->prev = rest;
     b->next = rest;
     b->size = rounded;
-    if (b->listed) take_node(free_list(b->small), b, rest);
-    else list_block(free_list(rest->small), rest);
+    if (b->listed)
+      take_node(free_list(b->small), b, rest);
+    else
+      list_block(free_list(rest->small), rest);
     num_splits++;
     if (already_split) {
       decrease(stats.inactive_split_bytes, b->small, rounded);  // an inactive split block shrank
@@ -274,8 +279,8 @@ DataPtr CachingAllocator::allocate(size_t nbytes, StreamId stream) {
     if (b == nullptr) {
       const size_t released = m.release_cached_blocks_locked();
       m.num_free_retries++;
-      log::info("caching allocator: ", m.backend.name(), " refused a ", format_size(alloc_size),
-                " segment; released ", released, " cached segments and retried");
+      log::info("caching allocator: ", m.backend.name(), " refused a ", format_size(alloc_size), " segment; released ",
+                released, " cached segments and retried");
       b = m.alloc_block_locked(alloc_size, d.small_pool, stream, true);
     }
     if (b == nullptr) m.throw_oom_locked(nbytes, d.rounded, alloc_size, stream);
@@ -309,8 +314,8 @@ void CachingAllocator::Impl::throw_oom_locked(size_t nbytes, size_t rounded, siz
   const bool cuda = kind == "cuda";
   const auto allocated = static_cast<size_t>(stats.allocated_bytes[kAggregateStat].current);
   const auto reserved = static_cast<size_t>(stats.reserved_bytes[kAggregateStat].current);
-  std::string msg = (cuda ? std::string("CUDA") : kind) + " out of memory. Tried to allocate " +
-                    format_size(alloc_size) + ". ";
+  std::string msg =
+      (cuda ? std::string("CUDA") : kind) + " out of memory. Tried to allocate " + format_size(alloc_size) + ". ";
   if (total > 0)
     msg += (cuda ? "GPU " + std::to_string(device) : name) + " has a total capacity of " + format_size(total) +
            " of which " + format_size(free) + " is free. ";
@@ -475,8 +480,10 @@ void CachingAllocator::Impl::free_block_locked(Block* b) {
     if (n->next != nullptr) n->next->prev = b;
     num_merges++;
   }
-  if (holder != nullptr) take_node(list, holder, b);
-  else list_block(list, b);
+  if (holder != nullptr)
+    take_node(list, holder, b);
+  else
+    list_block(list, b);
   if (n != nullptr) drop_block(n);  // only now: it may have held the node until take_node
   if (b->is_split()) {
     net_blocks++;

@@ -49,16 +49,16 @@ using FreeList = std::set<Block*, BlockOrder>;
 
 struct Block {
   uintptr_t addr = 0;
-  size_t size = 0;        // bytes, a multiple of kMinBlockSize
-  size_t requested = 0;   // bytes asked by the owner; kept until the free completes, then 0
-  StreamId stream = 0;    // the stream it was allocated on
-  bool small = false;     // pool
+  size_t size = 0;       // bytes, a multiple of kMinBlockSize
+  size_t requested = 0;  // bytes asked by the owner; kept until the free completes, then 0
+  StreamId stream = 0;   // the stream it was allocated on
+  bool small = false;    // pool
   bool allocated = false;
-  bool listed = false;    // on its pool's free list, at `where`
-  int event_count = 0;    // events still to pass before the free completes (Note [Deferred frees])
+  bool listed = false;                // on its pool's free list, at `where`
+  int event_count = 0;                // events still to pass before the free completes (Note [Deferred frees])
   std::vector<StreamId> stream_uses;  // other streams it was used on (record_stream)
   CachingAllocator* owner = nullptr;  // while allocated: the allocator, for the DataPtr's deleter
-  Block* prev = nullptr;  // neighbours in the same segment, address order
+  Block* prev = nullptr;              // neighbours in the same segment, address order
   Block* next = nullptr;
   FreeList::iterator where;  // while listed: its node, so leaving the list needs no search
 
@@ -78,7 +78,7 @@ inline bool BlockOrder::operator()(const BlockKey& k, const Block* b) const {
 }
 
 struct Segment {
-  size_t size = 0;        // bytes, as asked from the backend
+  size_t size = 0;  // bytes, as asked from the backend
   bool small = false;
   StreamId stream = 0;
   Block* head = nullptr;  // the block at the segment's start; never merged away
@@ -133,19 +133,19 @@ struct CachingAllocator::Impl {
   const int device;
   mutable std::mutex mu;
   FreeList small_free, large_free;
-  std::map<uintptr_t, Segment> segments;        // by address
+  std::map<uintptr_t, Segment> segments;  // by address
   // Allocated blocks are found from their DataPtr, whose ctx is the Block
   // (Note [The hit path]); only this count is kept of them.
   size_t num_live = 0;
-  Block* find_live_locked(void* ptr) const;     // record_stream(void*): through the segments; nullptr if none
+  Block* find_live_locked(void* ptr) const;  // record_stream(void*): through the segments; nullptr if none
   // Pending frees: per stream, the events recorded there in order, each with
   // the block that waits for it (PyTorch's cuda_events).
   std::map<StreamId, std::deque<std::pair<void*, Block*>>> events;
-  size_t max_split_size = kNoMaxSplitSize;      // bytes
+  size_t max_split_size = kNoMaxSplitSize;  // bytes
   DeviceStats stats;
   int64_t num_cache_hits = 0, num_cache_misses = 0, num_splits = 0, num_merges = 0, num_free_retries = 0;
   AllocDecision last;
-  int64_t num_unknown_frees = 0;                // see the choices in the Note
+  int64_t num_unknown_frees = 0;  // see the choices in the Note
   // The history: a ring of at most history_max entries, history_next the oldest once full.
   bool history_on = false;
   size_t history_max = kDefaultHistoryEntries;
@@ -182,8 +182,10 @@ struct CachingAllocator::Impl {
   void unlist(FreeList& list, Block* b) {
     if (!b->listed) return;
     b->listed = false;
-    if (spare_nodes.size() < 64) spare_nodes.push_back(list.extract(b->where));
-    else list.erase(b->where);
+    if (spare_nodes.size() < 64)
+      spare_nodes.push_back(list.extract(b->where));
+    else
+      list.erase(b->where);
   }
   void list_block(FreeList& list, Block* b) {
     if (spare_nodes.empty()) {

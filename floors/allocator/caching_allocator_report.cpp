@@ -15,12 +15,18 @@ namespace descent::alloc {
 
 const char* action_name(TraceEntry::Action a) {
   switch (a) {
-    case TraceEntry::Action::Alloc: return "alloc";
-    case TraceEntry::Action::FreeRequested: return "free_requested";
-    case TraceEntry::Action::FreeCompleted: return "free_completed";
-    case TraceEntry::Action::SegmentAlloc: return "segment_alloc";
-    case TraceEntry::Action::SegmentFree: return "segment_free";
-    case TraceEntry::Action::Oom: return "oom";
+    case TraceEntry::Action::Alloc:
+      return "alloc";
+    case TraceEntry::Action::FreeRequested:
+      return "free_requested";
+    case TraceEntry::Action::FreeCompleted:
+      return "free_completed";
+    case TraceEntry::Action::SegmentAlloc:
+      return "segment_alloc";
+    case TraceEntry::Action::SegmentFree:
+      return "segment_free";
+    case TraceEntry::Action::Oom:
+      return "oom";
   }
   return "?";
 }
@@ -93,8 +99,8 @@ MemoryStats CachingAllocator::memory_stats() const {
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   DeviceStats& s = impl_->stats;
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                       &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     for (Stat& st : *a) st.peak = st.current;
   s.oversize_allocations.peak = s.oversize_allocations.current;
   s.oversize_segments.peak = s.oversize_segments.current;
@@ -103,8 +109,8 @@ void CachingAllocator::reset_peak() {
 void CachingAllocator::reset_accumulated() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   DeviceStats& s = impl_->stats;
-  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
-                       &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
+  for (StatArray* a : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes, &s.reserved_bytes,
+                       &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes})
     for (Stat& st : *a) st.allocated = st.freed = 0;
   for (Stat* st : {&s.oversize_allocations, &s.oversize_segments}) st->allocated = st->freed = 0;
   s.num_alloc_retries = s.num_ooms = s.num_sync_all_streams = s.num_device_alloc = s.num_device_free = 0;
@@ -166,7 +172,9 @@ Snapshot CachingAllocator::snapshot() const {
     for (const Block* b = seg.head; b != nullptr; b = b->next) {
       const bool active = b->allocated || b->pending();
       info.blocks.push_back(BlockInfo{b->addr, b->size, b->requested,
-                                      b->allocated ? "active_allocated" : active ? "active_pending_free" : "inactive"});
+                                      b->allocated ? "active_allocated"
+                                      : active     ? "active_pending_free"
+                                                   : "inactive"});
       if (b->allocated) info.allocated_size += b->size;
       if (active) {
         info.active_size += b->size;
@@ -265,8 +273,7 @@ void CachingAllocator::check_invariants() const {
 
 // [SECTION] HostArenaBackend -----------------------------------------------------
 
-HostArenaBackend::HostArenaBackend(size_t capacity_bytes, const char* name)
-    : capacity_(capacity_bytes), name_(name) {}
+HostArenaBackend::HostArenaBackend(size_t capacity_bytes, const char* name) : capacity_(capacity_bytes), name_(name) {}
 
 void* HostArenaBackend::raw_malloc(size_t nbytes) {
   {

@@ -56,13 +56,13 @@ void raise_peak(int64_t now) {
 [[noreturn]] void throw_cpu_oom(size_t nbytes) {
   int64_t allocated = g_allocated_bytes.load(std::memory_order_relaxed);
   throw OutOfMemoryError("descent: out of memory on cpu: tried to allocate " + human_bytes(nbytes) + " (" +
-                         std::to_string(nbytes) + " bytes); " + human_bytes(static_cast<size_t>(allocated)) +
-                         " (" + std::to_string(allocated) + " bytes) allocated by descent's CPU allocator");
+                         std::to_string(nbytes) + " bytes); " + human_bytes(static_cast<size_t>(allocated)) + " (" +
+                         std::to_string(allocated) + " bytes) allocated by descent's CPU allocator");
 }
 
 // [SECTION] Allocation and the deleter ----------------------------------------
 
-constexpr size_t kMallocAlignment = 16;         // what malloc guarantees on x86-64 and aarch64 glibc
+constexpr size_t kMallocAlignment = 16;            // what malloc guarantees on x86-64 and aarch64 glibc
 constexpr size_t kSmallBlock = 1024 - kAlignment;  // padded sizes up to this stay in glibc's tcache
 
 // The DataPtr deleter: gives the bytes back to the C library and counts it.
@@ -126,10 +126,14 @@ std::string human_bytes(size_t n) {
   constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
   char buf[32];
   double v = static_cast<double>(n);
-  if (v >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
-  else if (v >= kMiB) std::snprintf(buf, sizeof buf, "%.2f MiB", v / kMiB);
-  else if (v >= kKiB) std::snprintf(buf, sizeof buf, "%.2f KiB", v / kKiB);
-  else std::snprintf(buf, sizeof buf, "%zu B", n);
+  if (v >= kGiB)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", v / kGiB);
+  else if (v >= kMiB)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", v / kMiB);
+  else if (v >= kKiB)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", v / kKiB);
+  else
+    std::snprintf(buf, sizeof buf, "%zu B", n);
   return buf;
 }
 

@@ -78,8 +78,10 @@ TensorList CopySlices::apply(TensorList&& grads) {
   Tensor result = call(Op::clone, g);  // contiguous: the view's geometry applies to it as to the base
   Tensor region = region_of(result, view);
   TensorList res = fn->apply(TensorList{call(Op::clone, region)});
-  if (!res.empty() && res[0].defined()) call(Op::copy_, region, res[0], false);
-  else call(Op::zero_, region);
+  if (!res.empty() && res[0].defined())
+    call(Op::copy_, region, res[0], false);
+  else
+    call(Op::zero_, region);
   TensorList out(next_edges.size());
   out[0] = std::move(result);
   for (size_t k = 1; k < out.size() && k < res.size(); ++k) out[k] = std::move(res[k]);
@@ -139,7 +141,7 @@ void regenerate_view_grad_fn(const Tensor& view) {
   const Tensor base(view.impl()->base);
   const AutogradMeta* m = meta(view);
   if ((!m || !m->grad_fn) && !base.requires_grad()) return;  // no history, and none to join
-  const Edge base_edge = gradient_edge(base);  // the base is never a view: this does not come back here
+  const Edge base_edge = gradient_edge(base);                // the base is never a view: this does not come back here
   if (!base_edge.valid()) return;
   Ref<Node> fn(new AsStridedBackward(GradMeta{base.sizes(), base.dtype(), base.device()},
                                      ViewGeometry{base.sizes(), base.strides(), base.offset()},

@@ -58,8 +58,8 @@ Tensor sum_to(const Tensor& grad, const DimVector& sizes) {
 
 struct BackwardContext {
   FormulaNode& n;
-  Tensor g;          // the gradient of the op's (first) result
-  TensorList out;    // what the formula sets: the gradient of each tensor input
+  Tensor g;        // the gradient of the op's (first) result
+  TensorList out;  // what the formula sets: the gradient of each tensor input
 
   int num_inputs() const { return int(n.tensor_inputs.size()); }
   bool needs(int k) const { return n.next_edges[k].valid(); }
@@ -289,7 +289,9 @@ void mv_backward(BackwardContext& c) {
   if (c.needs(1)) c.out[1] = call(Op::mv, call(Op::t, c.self()), c.g);
 }
 void view_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
-void transpose_backward(BackwardContext& c) { c.out[0] = call(Op::transpose, c.g, c.arg(1).to_int(), c.arg(2).to_int()); }
+void transpose_backward(BackwardContext& c) {
+  c.out[0] = call(Op::transpose, c.g, c.arg(1).to_int(), c.arg(2).to_int());
+}
 void t_backward(BackwardContext& c) { c.out[0] = call(Op::t, c.g); }
 void permute_backward(BackwardContext& c) {
   const DimVector& dims = c.arg(1).to_int_list();
@@ -323,7 +325,9 @@ void index_backward(BackwardContext& c) {
 void index_put_backward(BackwardContext& c) {
   if (c.needs(0)) {
     const bool accumulate = c.arg(3).to_bool();
-    c.out[0] = accumulate ? c.g : call(Op::index_put_, call(Op::clone, c.g), c.arg(1), zeros({}, c.g.dtype(), c.g.device()), false);
+    c.out[0] = accumulate
+                   ? c.g
+                   : call(Op::index_put_, call(Op::clone, c.g), c.arg(1), zeros({}, c.g.dtype(), c.g.device()), false);
   }
   if (c.needs(1)) c.out[1] = call(Op::index, c.g, c.arg(1));
 }
@@ -460,7 +464,8 @@ FormulaNode::FormulaNode(const Derivative& d, const OpEntry& e) : Node(d.node), 
 
 TensorList FormulaNode::apply(TensorList&& grads) {
   BackwardContext c{*this, grads.empty() ? Tensor() : std::move(grads[0]), TensorList(next_edges.size())};
-  if (!c.g.defined()) c.g = zeros(inputs[0].sizes, inputs[0].dtype, inputs[0].device);  // no gradient reached this result
+  if (!c.g.defined())
+    c.g = zeros(inputs[0].sizes, inputs[0].dtype, inputs[0].device);  // no gradient reached this result
   derivative.formula(c);
   TensorList out(next_edges.size());
   for (size_t k = 0; k < out.size(); ++k)

@@ -13,11 +13,11 @@ namespace descent::autograd {
 // need, as PyTorch's generated code does (so fewer saved tensors can trip
 // the version check).
 enum Saves : uint8_t {
-  kSelf = 1,     // tensor input 0 (for an in-place op: a copy taken before it wrote)
-  kOther = 2,    // tensor input 1
-  kInput2 = 4,   // tensor input 2 (addmm's mat2)
-  kResult = 8,   // the op's result
-  kResult1 = 16, // its second result (max.dim's indices)
+  kSelf = 1,      // tensor input 0 (for an in-place op: a copy taken before it wrote)
+  kOther = 2,     // tensor input 1
+  kInput2 = 4,    // tensor input 2 (addmm's mat2)
+  kResult = 8,    // the op's result
+  kResult1 = 16,  // its second result (max.dim's indices)
 };
 // The tensor inputs a formula may read: the first three. An op may have more
 // (cat's Tensor[], one input per element), whose gradients need none of them.
@@ -29,8 +29,8 @@ using Formula = void (*)(BackwardContext& c);
 
 struct Derivative {
   Op op;
-  const char* node;                  // PyTorch's node name: "AddBackward0"
-  uint8_t saves_for[kSavedInputs];   // Saves bits, for the gradient of tensor input 0, 1 and 2
+  const char* node;                 // PyTorch's node name: "AddBackward0"
+  uint8_t saves_for[kSavedInputs];  // Saves bits, for the gradient of tensor input 0, 1 and 2
   Formula formula;
 };
 
@@ -48,9 +48,9 @@ struct FormulaNode final : Node {
 
   const Derivative& derivative;
   const OpEntry& op;
-  Stack args;                        // the forward's arguments, tensors and Tensor[]s left out (None)
-  std::vector<GradMeta> tensor_inputs;  // shape, dtype and device of each tensor input, a Tensor[]'s one by one
-  std::vector<const char*> input_names;  // each one's schema name ("self", "mat2", "tensors"), for saved_names
+  Stack args;                                // the forward's arguments, tensors and Tensor[]s left out (None)
+  std::vector<GradMeta> tensor_inputs;       // shape, dtype and device of each tensor input, a Tensor[]'s one by one
+  std::vector<const char*> input_names;      // each one's schema name ("self", "mat2", "tensors"), for saved_names
   SavedVariable inputs_saved[kSavedInputs];  // the tensor inputs the formula reads, by position
   SavedVariable result, result1;
 };

@@ -74,8 +74,9 @@ namespace {
 Tensor validate(const Node& fn, size_t i, Tensor g, const Edge& e) {
   const GradMeta& m = e.fn->inputs[e.input_nr];
   if (!(g.sizes() == m.sizes)) {
-    DESCENT_CHECK(expandable_to(m.sizes, g.sizes()), Error, "Function ", fn.name, " returned an invalid gradient at index ",
-                  i, " - got ", g.sizes().str(), " but expected shape compatible with ", m.sizes.str());
+    DESCENT_CHECK(expandable_to(m.sizes, g.sizes()), Error, "Function ", fn.name,
+                  " returned an invalid gradient at index ", i, " - got ", g.sizes().str(),
+                  " but expected shape compatible with ", m.sizes.str());
     g = sum_to(g, m.sizes);
   }
   if (g.dtype() != m.dtype || !(g.device() == m.device))
@@ -110,7 +111,7 @@ struct GraphTask;
 
 struct ReadyItem {
   uint64_t sequence_nr;
-  Node* fn;          // null: a wake-up for the caller, the graph task has ended
+  Node* fn;  // null: a wake-up for the caller, the graph task has ended
   GraphTask* task;
   bool operator<(const ReadyItem& o) const { return sequence_nr < o.sequence_nr; }
 };
@@ -157,21 +158,21 @@ struct Capture {
 
 struct GraphTask {
   BackwardOptions opts;
-  bool accumulate = true;             // backward(): run AccumulateGrad; grad(): capture instead
-  std::vector<Capture> captures;      // grad(): where each input's gradient arrives
+  bool accumulate = true;         // backward(): run AccumulateGrad; grad(): capture instead
+  std::vector<Capture> captures;  // grad(): where each input's gradient arrives
   TensorList captured;
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, TensorList> buffers;
-  std::unordered_set<Node*> needed;   // grad(): the nodes on a path to a capture
+  std::unordered_set<Node*> needed;  // grad(): the nodes on a path to a capture
   // Note [Which thread runs a node]
-  std::mutex mutex;                   // guards the five above, outstanding and error
-  int outstanding = 0;                // nodes queued or running
-  std::exception_ptr error;           // the first node that failed; the rest are skipped
-  ReadyQueue cpu_queue;               // the calling thread's
-  AutogradState autograd;             // the caller's thread-local state, taken on by the workers
+  std::mutex mutex;          // guards the five above, outstanding and error
+  int outstanding = 0;       // nodes queued or running
+  std::exception_ptr error;  // the first node that failed; the rest are skipped
+  ReadyQueue cpu_queue;      // the calling thread's
+  AutogradState autograd;    // the caller's thread-local state, taken on by the workers
   LocalKeys keys;
   kernels::Variant variant = kernels::Variant::Auto;
-  trace::SpanRef caller;              // the caller's open span: device threads' nodes get a flow from it
+  trace::SpanRef caller;  // the caller's open span: device threads' nodes get a flow from it
 };
 
 // Sets a thread's state to the graph task's for one node, then puts it back.
@@ -264,11 +265,16 @@ bool can_accumulate_inplace(const Tensor& t) {
 
 // Adds gradient `g` into `slot` (Note [How backward walks the graph], 2).
 void accumulate(Tensor& slot, Tensor&& g) {
-  if (!slot.defined()) slot = std::move(g);
-  else if (grad_mode_enabled()) slot = call(Op::add, slot, g);
-  else if (can_accumulate_inplace(slot) && slot.dtype() == g.dtype()) call(Op::add_, slot, g);
-  else if (can_accumulate_inplace(g) && slot.dtype() == g.dtype()) slot = call(Op::add_, g, slot);
-  else slot = call(Op::add, slot, g);
+  if (!slot.defined())
+    slot = std::move(g);
+  else if (grad_mode_enabled())
+    slot = call(Op::add, slot, g);
+  else if (can_accumulate_inplace(slot) && slot.dtype() == g.dtype())
+    call(Op::add_, slot, g);
+  else if (can_accumulate_inplace(g) && slot.dtype() == g.dtype())
+    slot = call(Op::add_, g, slot);
+  else
+    slot = call(Op::add, slot, g);
 }
 
 // Hands a node's outputs to the input buffers of the nodes its edges lead to,
@@ -277,7 +283,8 @@ void accumulate(Tensor& slot, Tensor&& g) {
 // "[2, 2], None" (None: no gradient goes along that edge).
 void pass_on(Node& n, TensorList& out, GraphTask& task, std::string* sent = nullptr) {
   DESCENT_CHECK(out.size() == n.next_edges.size() || n.next_edges.empty(), Error, "Function ", n.name,
-                " returned an incorrect number of gradients (expected ", n.next_edges.size(), ", got ", out.size(), ")");
+                " returned an incorrect number of gradients (expected ", n.next_edges.size(), ", got ", out.size(),
+                ")");
   std::lock_guard<std::mutex> lock(task.mutex);
   for (size_t i = 0; i < n.next_edges.size(); ++i) {
     const Edge& e = n.next_edges[i];
@@ -425,7 +432,8 @@ std::pair<Ref<Node>, TensorList> make_root(const TensorList& roots, const Tensor
   std::vector<Edge> edges;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
-    DESCENT_CHECK(r.requires_grad(), Error, "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    DESCENT_CHECK(r.requires_grad(), Error, "element ", i,
+                  " of tensors does not require grad and does not have a grad_fn");
     if (!grads[i].defined()) {
       DESCENT_CHECK(r.numel() == 1, Error, "grad can be implicitly created only for scalar outputs");
       g[i] = call(Op::ones, r.sizes(), r.dtype(), r.device());
@@ -457,7 +465,8 @@ void backward(const TensorList& roots, const TensorList& grads, const BackwardOp
   execute(root, std::move(input), task);
 }
 
-TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs, const BackwardOptions& opts) {
+TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs,
+                const BackwardOptions& opts) {
   AutoGradMode mode(opts.create_graph);
   auto [root, input] = make_root(roots, grads);
   GraphTask task;

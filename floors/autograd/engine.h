@@ -19,6 +19,7 @@ void backward(const TensorList& roots, const TensorList& grads, const BackwardOp
 // descent.autograd.grad: the gradients of `roots` with respect to `inputs`,
 // returned instead of accumulated into .grad (undefined for an unused input
 // when allow_unused).
-TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs, const BackwardOptions& opts);
+TensorList grad(const TensorList& roots, const TensorList& grads, const TensorList& inputs,
+                const BackwardOptions& opts);
 
 }  // namespace descent::autograd

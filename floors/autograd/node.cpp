@@ -40,7 +40,8 @@ bool Node::remove_hook(int id) {
     return found;
   };
   return gone(tensor_pre_hooks, [](const TensorHook& h) { return h.id; }) ||
-         gone(pre_hooks, [](const auto& h) { return h.first; }) || gone(post_hooks, [](const auto& h) { return h.first; });
+         gone(pre_hooks, [](const auto& h) { return h.first; }) ||
+         gone(post_hooks, [](const auto& h) { return h.first; });
 }
 
 // [SECTION] Saved variables ----------------------------------------------------------
@@ -155,8 +156,9 @@ void set_requires_grad(const Tensor& t, bool r) {
   DESCENT_CHECK(!r || !t.impl()->inference || autograd_state().inference_mode, Error,
                 "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   DESCENT_CHECK(is_leaf(t), Error, "you can only change requires_grad flags of leaf variables.",
-                r ? "" : " If you want to use a computed variable in a subgraph that doesn't require differentiation "
-                         "use var_no_grad = var.detach().");
+                r ? ""
+                  : " If you want to use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().");
   Tensor(t).set_requires_grad(r);
 }
 
@@ -184,8 +186,10 @@ int register_hook(const Tensor& t, GradHook fn) {
   DESCENT_CHECK(t.requires_grad(), Error, "cannot register a hook on a tensor that doesn't require gradient");
   const int id = next_hook_id();
   AutogradMeta& m = ensure_meta(t);
-  if (m.grad_fn) m.grad_fn->tensor_pre_hooks.push_back({id, int(m.output_nr), std::move(fn)});
-  else m.hooks.emplace_back(id, std::move(fn));
+  if (m.grad_fn)
+    m.grad_fn->tensor_pre_hooks.push_back({id, int(m.output_nr), std::move(fn)});
+  else
+    m.hooks.emplace_back(id, std::move(fn));
   return id;
 }
 
@@ -198,7 +202,8 @@ void remove_tensor_hook(const Tensor& t, int id) {
 }
 
 std::string type_and_shape(const Tensor& t) {
-  return str("descent.", t.device().type == DeviceType::CPU ? "" : str(device_type_name(t.device().type), "."), type_word(t.dtype()), "Tensor ", t.shape_str());
+  return str("descent.", t.device().type == DeviceType::CPU ? "" : str(device_type_name(t.device().type), "."),
+             type_word(t.dtype()), "Tensor ", t.shape_str());
 }
 
 // [SECTION] AccumulateGrad -----------------------------------------------------------

@@ -63,11 +63,11 @@ struct Node : RefCounted {
   explicit Node(const char* name);
   ~Node() override;
 
-  const char* name;      // "AddBackward0"; literal or interned
-  uint64_t sequence_nr;  // creation order: of two ready nodes the engine runs the later first
-  uint64_t id;           // unique in the process: how the trace names this node (node_id, edge_ids)
-  std::vector<Edge> next_edges;   // one per tensor input of the forward op
-  std::vector<GradMeta> inputs;   // one per forward output: the gradients this node takes
+  const char* name;              // "AddBackward0"; literal or interned
+  uint64_t sequence_nr;          // creation order: of two ready nodes the engine runs the later first
+  uint64_t id;                   // unique in the process: how the trace names this node (node_id, edge_ids)
+  std::vector<Edge> next_edges;  // one per tensor input of the forward op
+  std::vector<GradMeta> inputs;  // one per forward output: the gradients this node takes
 
   // Hooks, each with an id for RemovableHandle.remove().
   struct TensorHook {
@@ -107,7 +107,11 @@ struct Node : RefCounted {
   virtual std::string saved_names() const { return ""; }
   // The saved value named `name` ("self", "result"), unpacked, as PyTorch's
   // grad_fn._saved_self reads it; false when the node saved none by that name.
-  virtual bool saved_value(std::string_view name, Tensor& out) { (void)name; (void)out; return false; }
+  virtual bool saved_value(std::string_view name, Tensor& out) {
+    (void)name;
+    (void)out;
+    return false;
+  }
   virtual bool is_accumulate_grad() const { return false; }
 };
 
@@ -143,18 +147,18 @@ class SavedVariable {
 
 struct AutogradMeta : AutogradMetaInterface {
   ~AutogradMeta() override;
-  Tensor grad;                        // .grad
-  Ref<Node> grad_fn;                  // null for a leaf
-  uint32_t output_nr = 0;             // which output of grad_fn this tensor is
-  Node* grad_accumulator = nullptr;   // a leaf's AccumulateGrad; not owned (it clears this when it dies)
-  bool retains_grad = false;          // retain_grad() on a non-leaf
-  TensorImpl* owner = nullptr;        // the tensor this belongs to (for retain_grad's removal)
+  Tensor grad;                                  // .grad
+  Ref<Node> grad_fn;                            // null for a leaf
+  uint32_t output_nr = 0;                       // which output of grad_fn this tensor is
+  Node* grad_accumulator = nullptr;             // a leaf's AccumulateGrad; not owned (it clears this when it dies)
+  bool retains_grad = false;                    // retain_grad() on a non-leaf
+  TensorImpl* owner = nullptr;                  // the tensor this belongs to (for retain_grad's removal)
   std::vector<std::pair<int, GradHook>> hooks;  // a leaf's register_hook hooks, run by its AccumulateGrad
 };
 
-AutogradMeta* meta(const Tensor& t);          // null when autograd keeps nothing on t
+AutogradMeta* meta(const Tensor& t);  // null when autograd keeps nothing on t
 AutogradMeta& ensure_meta(const Tensor& t);
-const Ref<Node>& grad_fn(const Tensor& t);    // null for a leaf
+const Ref<Node>& grad_fn(const Tensor& t);  // null for a leaf
 inline bool is_leaf(const Tensor& t) { return !grad_fn(t); }
 // t.requires_grad, after bringing a view's grad_fn up to date (a view whose
 // base gained a history since gains one too: Note [A view's grad_fn after an

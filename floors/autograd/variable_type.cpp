@@ -48,7 +48,9 @@ namespace {
 // What the call runs next: everything below the Autograd keys (c10's after_autograd_keyset).
 DispatchKeySet below_autograd(DispatchKeySet ks) { return ks.below(DispatchKey::AutogradCPU); }
 
-const char* no_graph_reason() { return grad_mode_enabled() ? "none: no input requires grad" : "none: grad mode is off"; }
+const char* no_graph_reason() {
+  return grad_mode_enabled() ? "none: no input requires grad" : "none: grad mode is off";
+}
 
 void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& span);
 
@@ -233,11 +235,18 @@ using BinarySig = Tensor(const Tensor&, const Tensor&);
 
 Kernel autograd_kernel_for(Op op) {
   switch (op) {
-    case Op::add: return Kernel::both(autograd_kernel, &TypedAutograd<Op::add, BinaryAlphaSig>::call, signature_id<BinaryAlphaSig>());
-    case Op::sub: return Kernel::both(autograd_kernel, &TypedAutograd<Op::sub, BinaryAlphaSig>::call, signature_id<BinaryAlphaSig>());
-    case Op::mul: return Kernel::both(autograd_kernel, &TypedAutograd<Op::mul, BinarySig>::call, signature_id<BinarySig>());
-    case Op::div: return Kernel::both(autograd_kernel, &TypedAutograd<Op::div, BinarySig>::call, signature_id<BinarySig>());
-    default: return Kernel(autograd_kernel);
+    case Op::add:
+      return Kernel::both(autograd_kernel, &TypedAutograd<Op::add, BinaryAlphaSig>::call,
+                          signature_id<BinaryAlphaSig>());
+    case Op::sub:
+      return Kernel::both(autograd_kernel, &TypedAutograd<Op::sub, BinaryAlphaSig>::call,
+                          signature_id<BinaryAlphaSig>());
+    case Op::mul:
+      return Kernel::both(autograd_kernel, &TypedAutograd<Op::mul, BinarySig>::call, signature_id<BinarySig>());
+    case Op::div:
+      return Kernel::both(autograd_kernel, &TypedAutograd<Op::div, BinarySig>::call, signature_id<BinarySig>());
+    default:
+      return Kernel(autograd_kernel);
   }
 }
 
@@ -248,7 +257,7 @@ Kernel autograd_kernel_for(Op op) {
 // for eq, lt, ... do the same.
 void not_differentiable_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
-  span.arg("graph", !grad_mode_enabled()       ? "none: grad mode is off"
+  span.arg("graph", !grad_mode_enabled()      ? "none: grad mode is off"
                     : op.kind == OpKind::Read ? "none: not differentiable (a Scalar result)"
                                               : "none: not differentiable (a bool result)");
   AutoDispatchBelowADInplaceOrView guard;
@@ -283,7 +292,8 @@ void register_autograd_kernels() {
     DESCENT_CHECK(!exempt || d == nullptr, Error, "autograd: '", e.name, "' is a ",
                   autograd::is_composite(e) ? "composite" : "factory, comparison or read",
                   " and must not have a derivative formula (Note [One derivative per op])");
-    if (d) m.impl(e.id, autograd::autograd_kernel_for(e.id));
+    if (d)
+      m.impl(e.id, autograd::autograd_kernel_for(e.id));
     else if (e.kind == OpKind::Comparison || (e.kind == OpKind::Read && !autograd::is_composite(e)))
       m.impl(e.id, Kernel(autograd::not_differentiable_kernel));
   }

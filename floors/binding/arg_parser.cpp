@@ -79,8 +79,10 @@ struct Cause {
     if (!PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(PyExc_MemoryError))
       throw Error("a Python error is set");  // set_python_error keeps Python's own
     PyObject* value = fetch_exception();
-    if (exc.p) Py_XDECREF(value);  // the first one is kept
-    else exc.reset(value);
+    if (exc.p)
+      Py_XDECREF(value);  // the first one is kept
+    else
+      exc.reset(value);
   }
   // Makes the kept exception the __cause__ of the Python error now set.
   void attach() {
@@ -96,8 +98,10 @@ struct Cause {
 IntResult to_int(PyObject* o, int64_t* out, Cause* cause = nullptr) {
   PyObject* index = PyLong_Check(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);  // numpy ints too
   if (!index) {
-    if (cause) cause->take();
-    else PyErr_Clear();
+    if (cause)
+      cause->take();
+    else
+      PyErr_Clear();
     return IntResult::NotInt;
   }
   long long v = PyLong_AsLongLong(index);
@@ -131,7 +135,6 @@ bool is_number_tensor(PyObject* o) {
   const Tensor& t = unwrap(o);
   return t.dim() == 0 && !t.requires_grad() && t.device().type == DeviceType::CPU;
 }
-
 
 // A numpy array (or another object that exports __array_interface__ and a buffer).
 bool is_array(PyObject* o) {
@@ -186,7 +189,10 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, 
         return true;
       }
       if (is_tensor(o)) break;
-      if (is_bool_like(o)) { out = IValue(PyObject_IsTrue(o) == 1); return true; }
+      if (is_bool_like(o)) {
+        out = IValue(PyObject_IsTrue(o) == 1);
+        return true;
+      }
       if (is_int_like(o)) {
         if (!int_arg(o)) break;
         out = IValue(i);
@@ -223,7 +229,10 @@ bool convert(const SchemaArg& a, PyObject* o, int pos, int shift, bool numbers, 
       }
       break;
     case ArgType::Bool:
-      if (PyBool_Check(o)) { out = IValue(o == Py_True); return true; }
+      if (PyBool_Check(o)) {
+        out = IValue(o == Py_True);
+        return true;
+      }
       break;
     case ArgType::IntList: {
       if (is_int_like(o)) {
@@ -387,9 +396,12 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
 Scalar tensor_scalar(const Tensor& t) {
   Scalar v;
   visit_dtype(t.dtype(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) v = Scalar(*t.data<bool>());
-    else if constexpr (std::is_integral_v<T>) v = Scalar(int64_t(*t.data<T>()));
-    else v = Scalar(double(*t.data<T>()));
+    if constexpr (std::is_same_v<T, bool>)
+      v = Scalar(*t.data<bool>());
+    else if constexpr (std::is_integral_v<T>)
+      v = Scalar(int64_t(*t.data<T>()));
+    else
+      v = Scalar(double(*t.data<T>()));
   });
   return v;
 }
@@ -399,8 +411,10 @@ const std::vector<OverloadGroup>& overload_groups() {
     std::vector<OverloadGroup> g;
     for (const OpEntry& op : all_ops()) {
       auto it = std::find_if(g.begin(), g.end(), [&](const OverloadGroup& x) { return x.name == op.schema.name; });
-      if (it == g.end()) g.push_back({op.schema.name, {&op}});
-      else it->overloads.push_back(&op);
+      if (it == g.end())
+        g.push_back({op.schema.name, {&op}});
+      else
+        it->overloads.push_back(&op);
     }
     return g;
   }();
@@ -484,11 +498,12 @@ std::string utf8_text(PyObject* s) {
 Tensor scalar_to_tensor(PyObject* o) {
   ScalarType t = is_bool_like(o) ? ScalarType::Bool : is_int_like(o) ? ScalarType::Int64 : ScalarType::Float64;
   Tensor r = empty_tensor({}, t, Device{});
-  if (t == ScalarType::Bool) *r.data<bool>() = PyObject_IsTrue(o) == 1;
+  if (t == ScalarType::Bool)
+    *r.data<bool>() = PyObject_IsTrue(o) == 1;
   else if (t == ScalarType::Int64) {
     int64_t v = 0;
-    DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, Error, "Overflow when unpacking long: ",
-                  "a Python int does not fit in int64");
+    DESCENT_CHECK(to_int(o, &v) == IntResult::Ok, Error,
+                  "Overflow when unpacking long: ", "a Python int does not fit in int64");
     *r.data<int64_t>() = v;
   } else {
     *r.data<double>() = as_double(o);
@@ -503,8 +518,8 @@ Tensor scalar_tensor(PyObject* number, ScalarType dt) {
     v = Scalar(PyObject_IsTrue(number) == 1);
   } else if (is_int_like(number)) {
     int64_t i = 0;
-    DESCENT_CHECK(to_int(number, &i) == IntResult::Ok, Error, "Overflow when unpacking long: ",
-                  "a Python int does not fit in int64");
+    DESCENT_CHECK(to_int(number, &i) == IntResult::Ok, Error,
+                  "Overflow when unpacking long: ", "a Python int does not fit in int64");
     v = Scalar(i);
   } else {
     v = Scalar(as_double(number));

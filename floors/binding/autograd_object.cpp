@@ -143,7 +143,8 @@ void replace_from(PyObject* r, autograd::TensorList& ts, const char* what) {
   for (size_t i = 0; i < ts.size(); ++i) {
     PyObject* o = PyTuple_GET_ITEM(r, Py_ssize_t(i));
     if (o == Py_None) continue;
-    DESCENT_CHECK(is_tensor(o), TypeError, what, " returned a ", Py_TYPE(o)->tp_name, " where a Tensor or None belongs");
+    DESCENT_CHECK(is_tensor(o), TypeError, what, " returned a ", Py_TYPE(o)->tp_name,
+                  " where a Tensor or None belongs");
     ts[i] = unwrap(o);
   }
 }
@@ -154,7 +155,8 @@ Node& node_of(PyObject* o) {
   auto* n = reinterpret_cast<NodeObject*>(o);
   if (n->node) return *n->node;
   // A custom Function's ctx whose forward recorded no node, or whose graph is gone.
-  DESCENT_CHECK(n->cdata, Error, "this ", Py_TYPE(o)->tp_name, " object is no node of a graph: its Function's "
+  DESCENT_CHECK(n->cdata, Error, "this ", Py_TYPE(o)->tp_name,
+                " object is no node of a graph: its Function's "
                 "forward recorded none (no input required grad), or the graph it belonged to is gone");
   return *n->cdata;
 }
@@ -174,10 +176,12 @@ void node_class_dealloc(PyObject* o) {  // an instance of a class made by node_c
 PyObject* node_repr(PyObject* o) { return PyUnicode_FromFormat("<%s object at %p>", node_of(o).name, &node_of(o)); }
 // PyTorch's Node::name(): the class's name, or the C++ one of a node written by hand (torch::autograd::AccumulateGrad).
 PyObject* node_name(PyObject* o, PyObject*) {
-  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).full_name()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).full_name());
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* node_sequence_nr(PyObject* o, PyObject*) {
-  DESCENT_PY_TRY return PyLong_FromUnsignedLongLong(node_of(o).sequence_nr); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyLong_FromUnsignedLongLong(node_of(o).sequence_nr);
+  DESCENT_PY_CATCH(nullptr)
 }
 // grad_fn._saved_self, ._saved_other, ._saved_result, ...: what the node saved, by its schema name, as PyTorch's
 // generated nodes expose it.
@@ -233,7 +237,8 @@ PyObject* node_variable(PyObject* o, void*) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* node_saved(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).saved_names().c_str()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyUnicode_FromString(node_of(o).saved_names().c_str());
+  DESCENT_PY_CATCH(nullptr)
 }
 
 // descent.autograd.RemovableHandle, set by descent/autograd/__init__.py: what register_hook returns.
@@ -248,15 +253,16 @@ PyObject* node_register_hook(PyObject* o, PyObject* fn) {
   DESCENT_CHECK(PyCallable_Check(fn), TypeError, "register_hook expects a callable");
   auto f = std::make_shared<PyCallable>(fn);
   const int id = autograd::next_hook_id();
-  node_of(o).post_hooks.emplace_back(id, [f](autograd::TensorList& grad_inputs, const autograd::TensorList& grad_outputs) {
-    Gil gil;
-    PyObject* a = tensor_tuple(grad_inputs);
-    PyObject* b = a ? tensor_tuple(grad_outputs) : nullptr;
-    PyObject* r = b ? PyObject_CallFunctionObjArgs(f->fn, a, b, nullptr) : nullptr;
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    replace_from(r, grad_inputs, "a Node hook");
-  });
+  node_of(o).post_hooks.emplace_back(id,
+                                     [f](autograd::TensorList& grad_inputs, const autograd::TensorList& grad_outputs) {
+                                       Gil gil;
+                                       PyObject* a = tensor_tuple(grad_inputs);
+                                       PyObject* b = a ? tensor_tuple(grad_outputs) : nullptr;
+                                       PyObject* r = b ? PyObject_CallFunctionObjArgs(f->fn, a, b, nullptr) : nullptr;
+                                       Py_XDECREF(a);
+                                       Py_XDECREF(b);
+                                       replace_from(r, grad_inputs, "a Node hook");
+                                     });
   return handle(o, id);
   DESCENT_PY_CATCH(nullptr)
 }
@@ -282,15 +288,19 @@ PyObject* node_remove_hook(PyObject* o, PyObject* id) {
 }
 
 PyMethodDef node_methods[] = {
-    {"name", node_name, METH_NOARGS, "the node's name, as PyTorch names it: AddBackward0, torch::autograd::AccumulateGrad"},
-    {"_sequence_nr", node_sequence_nr, METH_NOARGS, "the node's creation order on its thread (backward runs the later first)"},
-    {"register_hook", node_register_hook, METH_O, "hook(grad_inputs, grad_outputs) after the node runs; returns a handle"},
+    {"name", node_name, METH_NOARGS,
+     "the node's name, as PyTorch names it: AddBackward0, torch::autograd::AccumulateGrad"},
+    {"_sequence_nr", node_sequence_nr, METH_NOARGS,
+     "the node's creation order on its thread (backward runs the later first)"},
+    {"register_hook", node_register_hook, METH_O,
+     "hook(grad_inputs, grad_outputs) after the node runs; returns a handle"},
     {"register_prehook", node_register_prehook, METH_O, "hook(grad_outputs) before the node runs; returns a handle"},
     {"_remove_hook", node_remove_hook, METH_O, "removes a hook by id"},
     {nullptr, nullptr, 0, nullptr},
 };
 PyGetSetDef node_getset[] = {
-    {"next_functions", node_next_functions, nullptr, "((node, input_nr), ...): where each input's gradient goes", nullptr},
+    {"next_functions", node_next_functions, nullptr, "((node, input_nr), ...): where each input's gradient goes",
+     nullptr},
     {"variable", node_variable, nullptr, "AccumulateGrad only: the leaf whose .grad it writes", nullptr},
     {"_saved", node_saved, nullptr, "the names of the values this node saved for its formula", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
@@ -316,20 +326,24 @@ int set_grad(PyObject* o, PyObject* v, void*) {
                 Py_TYPE(v)->tp_name);
   const Tensor& g = unwrap(v);
   DESCENT_CHECK(g.dtype() == t.dtype(), Error, "attempting to assign a gradient with dtype '", dtype_name(g.dtype()),
-                "' to a tensor with dtype '", dtype_name(t.dtype()), "'. Please ensure that the gradient and the tensor "
+                "' to a tensor with dtype '", dtype_name(t.dtype()),
+                "'. Please ensure that the gradient and the tensor "
                 "have the same dtype");
   DESCENT_CHECK(g.sizes() == t.sizes(), Error, "attempting to assign a gradient of size '", g.sizes().str(),
-                "' to a tensor of size '", t.sizes().str(), "'. Please ensure that the gradient and the tensor are the "
+                "' to a tensor of size '", t.sizes().str(),
+                "'. Please ensure that the gradient and the tensor are the "
                 "same size");
   autograd::ensure_meta(t).grad = g;
   return 0;
   DESCENT_PY_CATCH(-1)
 }
 PyObject* get_grad_fn(PyObject* o, void*) {
-  DESCENT_PY_TRY return node_object(autograd::grad_fn(unwrap(o))); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return node_object(autograd::grad_fn(unwrap(o)));
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_is_leaf(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyBool_FromLong(autograd::is_leaf(unwrap(o))); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(autograd::is_leaf(unwrap(o)));
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_retains_grad(PyObject* o, void*) {
   DESCENT_PY_TRY
@@ -338,9 +352,14 @@ PyObject* get_retains_grad(PyObject* o, void*) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* m_retain_grad(PyObject* o, PyObject*) {
-  DESCENT_PY_TRY autograd::retain_grad(unwrap(o)); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY autograd::retain_grad(unwrap(o));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
-PyObject* m_detach(PyObject* o, PyObject*) { DESCENT_PY_TRY return wrap(autograd::detach(unwrap(o))); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_detach(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return wrap(autograd::detach(unwrap(o)));
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* m_detach_(PyObject* o, PyObject*) {
   DESCENT_PY_TRY
   const Tensor& t = unwrap(o);
@@ -361,7 +380,9 @@ PyObject* m_register_hook(PyObject* o, PyObject* fn) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* m_remove_hook(PyObject* o, PyObject* id) {
-  DESCENT_PY_TRY autograd::remove_tensor_hook(unwrap(o), int(PyLong_AsLong(id))); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY autograd::remove_tensor_hook(unwrap(o), int(PyLong_AsLong(id)));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 
 PyGetSetDef autograd_getset[] = {
@@ -375,7 +396,8 @@ PyMethodDef autograd_methods[] = {
     {"retain_grad", m_retain_grad, METH_NOARGS, "keep this non-leaf's gradient in .grad during backward"},
     {"detach", m_detach, METH_NOARGS, "the same memory, outside the graph"},
     {"detach_", m_detach_, METH_NOARGS, "takes this tensor out of the graph, in place"},
-    {"_register_hook", m_register_hook, METH_O, "hook(grad) -> Tensor or None, run when its gradient is computed; returns an id"},
+    {"_register_hook", m_register_hook, METH_O,
+     "hook(grad) -> Tensor or None, run when its gradient is computed; returns an id"},
     {"_remove_hook", m_remove_hook, METH_O, "removes a hook by id"},
     {nullptr, nullptr, 0, nullptr},
 };
@@ -421,8 +443,10 @@ PyObject* py_run_backward(PyObject*, PyObject* args) {
   autograd::TensorList out;
   try {
     GilRelease release;  // device threads run nodes too, and Python hooks take the GIL where they run
-    if (inputs == Py_None) autograd::backward(roots, root_grads, opts);
-    else out = autograd::grad(roots, root_grads, in, opts);
+    if (inputs == Py_None)
+      autograd::backward(roots, root_grads, opts);
+    else
+      out = autograd::grad(roots, root_grads, in, opts);
   } catch (const PythonError& e) {
     e.restore();
     return nullptr;

@@ -57,8 +57,7 @@ struct PyRef {
 // `tensor` is constructed by wrap(), the only way such an object is made
 // (tp_new refuses), and destroyed by tp_dealloc.
 struct TensorObject {
-  PyObject_HEAD
-  Tensor tensor;
+  PyObject_HEAD Tensor tensor;
 };
 extern PyTypeObject* g_tensor_base;    // _C.TensorBase
 extern PyTypeObject* g_tensor_class;   // descent.Tensor, set by _C._set_tensor_class
@@ -72,7 +71,7 @@ bool is_tensor(PyObject* o);
 // The tensor inside `o`, which must satisfy is_tensor. Borrowed: valid while
 // `o` lives, so a call can push it unowned (Note [Borrowed arguments]).
 const Tensor& unwrap(PyObject* o);
-PyObject* wrap(Tensor t);              // a new descent.Tensor (new reference)
+PyObject* wrap(Tensor t);                             // a new descent.Tensor (new reference)
 PyObject* wrap_results(const OpEntry& op, Stack& s);  // a Tensor, or a named tuple for several
 
 bool init_tensor_type(PyObject* module);
@@ -86,7 +85,7 @@ extern PyMappingMethods g_tensor_mapping;
 // (tensor_methods.cpp): `methods` with one method per op taking `Tensor self`
 // added, the number slots and the comparison. Before PyType_Ready.
 bool init_tensor_methods(PyTypeObject* type, PyMethodDef* methods);
-bool init_value_types(PyObject* module);   // dtype, device, return types
+bool init_value_types(PyObject* module);  // dtype, device, return types
 bool init_trace_type(PyObject* module);
 // The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
 bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
@@ -97,8 +96,7 @@ bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
 // owns and that points back at it weakly (`cdata`, cleared when the node
 // dies): Note [A custom Function's node] (python_function.cpp).
 struct NodeObject {
-  PyObject_HEAD
-  Ref<autograd::Node> node;
+  PyObject_HEAD Ref<autograd::Node> node;
   autograd::Node* cdata = nullptr;
 };
 extern PyTypeObject g_node_type;  // _C.Node
@@ -113,7 +111,7 @@ PyObject* tensor_tuple(const std::vector<Tensor>& ts);
 // lives), or nullptr when `o` is not one. For the app, which embeds Python and
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);
-PyObject* device_object(Device d);     // new reference
+PyObject* device_object(Device d);  // new reference
 // Devices from Python (device_object.cpp): the functions and the Event type
 // descent.cuda and descent.sim are built on, and Tensor's device methods.
 bool init_devices(PyObject* module);
@@ -121,12 +119,12 @@ bool init_matmul_ladder(PyObject* module);  // ladder_functions.cpp (called by i
 // descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
 bool init_library(PyObject* module);
 // The module functions of the binding's files, added at the module's start (module.cpp).
-extern PyMethodDef g_tensor_data_functions[];  // _tensor, _scalar_tensor (tensor_from_data.cpp)
-extern PyMethodDef g_settings_functions[];  // manual_seed, _set_variant, _set_matmul_isa, threads (settings.cpp)
+extern PyMethodDef g_tensor_data_functions[];   // _tensor, _scalar_tensor (tensor_from_data.cpp)
+extern PyMethodDef g_settings_functions[];      // manual_seed, _set_variant, _set_matmul_isa, threads (settings.cpp)
 extern PyMethodDef g_thread_state_functions[];  // key sets, grad and inference mode (thread_state.cpp)
-extern PyMethodDef g_op_table_functions[];  // _ops, _verify (op_table.cpp)
-extern PyMethodDef g_device_tensor_methods[];  // cpu, pin_memory, is_pinned, _record_stream, _host
-extern PyGetSetDef g_device_tensor_getset[];   // is_cuda
+extern PyMethodDef g_op_table_functions[];      // _ops, _verify (op_table.cpp)
+extern PyMethodDef g_device_tensor_methods[];   // cpu, pin_memory, is_pinned, _record_stream, _host
+extern PyGetSetDef g_device_tensor_getset[];    // is_cuda
 // t itself on the CPU; else a CPU copy through aten::to, whose copy is
 // queued on t's stream and then waited for in a floor-7 span named `why`
 // (Note [Reading a device tensor waits]).
@@ -292,10 +290,10 @@ struct GilRelease {
 // `catch (abi::__forced_unwind&)`: that binds a reference to an object the
 // runtime does not have, which UBSan rightly calls a null reference.
 #define DESCENT_PY_TRY try {
-#define DESCENT_PY_CATCH(ret)                              \
-  }                                                        \
-  catch (...) {                                            \
-    if (::descent::binding::t_taking_gil) throw;           \
-    ::descent::binding::set_python_error();                \
-    return ret;                                            \
+#define DESCENT_PY_CATCH(ret)                    \
+  }                                              \
+  catch (...) {                                  \
+    if (::descent::binding::t_taking_gil) throw; \
+    ::descent::binding::set_python_error();      \
+    return ret;                                  \
   }

@@ -67,7 +67,8 @@ streams::Stream stream_args(PyObject* args, const char* fn) {
 // [SECTION] Devices and streams ----------------------------------------------------------
 
 PyObject* py_device_count(PyObject*, PyObject* kind) {
-  DESCENT_PY_TRY return PyLong_FromLong(streams::runtime(kind_arg(kind)).device_count()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyLong_FromLong(streams::runtime(kind_arg(kind)).device_count());
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_unavailable_reason(PyObject*, PyObject* kind) {
   DESCENT_PY_TRY
@@ -75,7 +76,9 @@ PyObject* py_unavailable_reason(PyObject*, PyObject* kind) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_check_device(PyObject*, PyObject* dev) {
-  DESCENT_PY_TRY usable_device(dev, "device"); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY usable_device(dev, "device");
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_device_name(PyObject*, PyObject* dev) {
   DESCENT_PY_TRY
@@ -106,7 +109,9 @@ PyObject* py_current_stream(PyObject*, PyObject* dev) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_set_current_stream(PyObject*, PyObject* args) {
-  DESCENT_PY_TRY streams::set_current_stream(stream_args(args, "set_stream")); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY streams::set_current_stream(stream_args(args, "set_stream"));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_new_stream(PyObject*, PyObject* dev) {
   DESCENT_PY_TRY
@@ -142,8 +147,7 @@ PyObject* py_stream_native(PyObject*, PyObject* args) {
 // made when first recorded, on the recording stream's device, as CUDA
 // events are created lazily in PyTorch.
 struct EventObject {
-  PyObject_HEAD
-  std::unique_ptr<streams::EventImpl> impl;
+  PyObject_HEAD std::unique_ptr<streams::EventImpl> impl;
   Device device;
   bool enable_timing;
 };
@@ -291,7 +295,9 @@ PyObject* py_memory_stats(PyObject*, PyObject* dev) {
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_reset_peak(PyObject*, PyObject* dev) {
-  DESCENT_PY_TRY allocator_arg(dev, "reset_peak_memory_stats").reset_peak(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY allocator_arg(dev, "reset_peak_memory_stats").reset_peak();
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_reset_accumulated(PyObject*, PyObject* dev) {
   DESCENT_PY_TRY
@@ -367,7 +373,8 @@ PyObject* py_memory_history(PyObject*, PyObject* dev) {
 }
 
 PyObject* py_sim_memory_capacity(PyObject*, PyObject*) {
-  DESCENT_PY_TRY return PyLong_FromSize_t(streams::sim_memory_capacity()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyLong_FromSize_t(streams::sim_memory_capacity());
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_set_sim_memory_capacity(PyObject*, PyObject* n) {
   DESCENT_PY_TRY
@@ -460,7 +467,8 @@ PyObject* m_cpu(PyObject* o, PyObject*) {
 }
 
 PyObject* get_is_cuda(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).device().type == DeviceType::CUDA); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).device().type == DeviceType::CUDA);
+  DESCENT_PY_CATCH(nullptr)
 }
 
 // Tensor.pin_memory(): a copy in page-locked host memory (Note [Pinned host memory], host_memory.cpp).
@@ -476,8 +484,8 @@ PyObject* m_pin_memory(PyObject* o, PyObject*) {
   Tensor out;
   {
     GilRelease release;
-    auto storage = Ref<StorageImpl>::make(streams::pinned_allocate(size_t(t.numel()) * element_size(t.dtype())),
-                                          Device{});
+    auto storage =
+        Ref<StorageImpl>::make(streams::pinned_allocate(size_t(t.numel()) * element_size(t.dtype())), Device{});
     storage->pinned = true;
     out = Tensor(Ref<TensorImpl>::make(std::move(storage), t.dtype(), t.sizes(), contiguous_strides(t.sizes()), 0));
     call(Op::copy_, out, t, false);
@@ -489,7 +497,8 @@ PyObject* m_is_pinned(PyObject* o, PyObject* args, PyObject* kwargs) {
   PyObject* device = Py_None;  // accepted, as torch's is_pinned(device=None)
   static const char* kw[] = {"device", nullptr};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:is_pinned", const_cast<char**>(kw), &device)) return nullptr;
-  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).storage()->pinned); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).storage()->pinned);
+  DESCENT_PY_CATCH(nullptr)
 }
 
 // Tensor._record_stream(device, stream_id): the memory is used on that stream

@@ -38,8 +38,10 @@ PyObject* py_set_matmul_rung(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "OU:_set_matmul_rung", &dev, &name)) return nullptr;
   DESCENT_PY_TRY
   const Device d = device_of(dev, "_set_matmul_rung");
-  if (d.type == DeviceType::CPU) kernels::set_matmul_rung(DeviceType::CPU, utf8_text(name));
-  else device::set_matmul_rung(d, utf8_text(name));
+  if (d.type == DeviceType::CPU)
+    kernels::set_matmul_rung(DeviceType::CPU, utf8_text(name));
+  else
+    device::set_matmul_rung(d, utf8_text(name));
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }

@@ -64,11 +64,16 @@ int64_t g_next_handle = 1;
 
 PyObject* ivalue_to_python(const IValue& v) {
   switch (v.tag()) {
-    case IValue::Tag::None: Py_RETURN_NONE;
-    case IValue::Tag::Tensor: return wrap(v.to_tensor());
-    case IValue::Tag::Double: return PyFloat_FromDouble(v.to_double());
-    case IValue::Tag::Int: return PyLong_FromLongLong(v.to_int());
-    case IValue::Tag::Bool: return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::None:
+      Py_RETURN_NONE;
+    case IValue::Tag::Tensor:
+      return wrap(v.to_tensor());
+    case IValue::Tag::Double:
+      return PyFloat_FromDouble(v.to_double());
+    case IValue::Tag::Int:
+      return PyLong_FromLongLong(v.to_int());
+    case IValue::Tag::Bool:
+      return PyBool_FromLong(v.to_bool());
     case IValue::Tag::IntList: {
       const DimVector& l = v.to_int_list();
       return py_list(l.size(), [&](size_t i) { return PyLong_FromLongLong(l[i]); });
@@ -78,12 +83,12 @@ PyObject* ivalue_to_python(const IValue& v) {
       Py_INCREF(d);
       return d;
     }
-    case IValue::Tag::Device: return device_object(v.to_device());
+    case IValue::Tag::Device:
+      return device_object(v.to_device());
     case IValue::Tag::TensorList: {
       const OptionalTensorList& l = v.to_tensor_list();
-      return py_list(size_t(l.size()), [&](size_t i) {
-        return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None);
-      });
+      return py_list(size_t(l.size()),
+                     [&](size_t i) { return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None); });
     }
   }
   Py_RETURN_NONE;
@@ -142,15 +147,16 @@ void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
     push(r, 0);
     return;
   }
-  DESCENT_CHECK(PyTuple_Check(r) && size_t(PyTuple_GET_SIZE(r)) == want, TypeError, "the Python kernel ", name,
-                " of '", op.name, "' must return a tuple of ", want, " tensors");
+  DESCENT_CHECK(PyTuple_Check(r) && size_t(PyTuple_GET_SIZE(r)) == want, TypeError, "the Python kernel ", name, " of '",
+                op.name, "' must return a tuple of ", want, " tensors");
   for (size_t i = 0; i < want; ++i) push(PyTuple_GET_ITEM(r, Py_ssize_t(i)), i);
 }
 
 DispatchKey key_named(const std::string& name) {
   for (int k = 1; k <= kNumDispatchKeys; ++k)
     if (name == dispatch_key_name(DispatchKey(k))) return DispatchKey(k);
-  throw ValueError("no dispatch key named '" + name + "' (descent's keys: CPU, Sim, CUDA, AutogradCPU, Autograd, "
+  throw ValueError("no dispatch key named '" + name +
+                   "' (descent's keys: CPU, Sim, CUDA, AutogradCPU, Autograd, "
                    "CompositeImplicitAutograd, BackendSelect, ADInplaceOrView, ...)");
 }
 
@@ -160,8 +166,8 @@ PyObject* py_library_impl(PyObject*, PyObject* args) {
   const char *name, *key_name, *fn_name;
   PyObject* fn;
   if (!PyArg_ParseTuple(args, "ssOs", &name, &key_name, &fn, &fn_name)) return nullptr;
-  if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "impl(): the kernel must be callable, not %s",
-                                                 Py_TYPE(fn)->tp_name);
+  if (!PyCallable_Check(fn))
+    return PyErr_Format(PyExc_TypeError, "impl(): the kernel must be callable, not %s", Py_TYPE(fn)->tp_name);
   DESCENT_PY_TRY
   const OpEntry* e = find_operator(name);
   DESCENT_CHECK(e != nullptr, ValueError, "impl(): no operator named '", name, "' (descent ops lists the table's)");
@@ -181,8 +187,8 @@ PyObject* py_library_impl(PyObject*, PyObject* args) {
   for (const auto& other : python_kernels()) {
     for (DispatchKey rk : other->keys)
       for (DispatchKey mine : k->keys)
-        DESCENT_CHECK(other->op != e || rk != mine, ValueError, "impl(): '", e->name, "' already has a Python kernel at ",
-                      dispatch_key_name(rk), " (remove its library first)");
+        DESCENT_CHECK(other->op != e || rk != mine, ValueError, "impl(): '", e->name,
+                      "' already has a Python kernel at ", dispatch_key_name(rk), " (remove its library first)");
   }
   KernelSlot slot;
   slot.boxed = python_kernel;
@@ -234,7 +240,8 @@ const OverloadGroup& group_of(const std::string& name) {
   if (it != all.end()) return it->second;
   OverloadGroup g;
   const std::string suffix = ".default";  // torch.ops.aten.sum.default: the overload without a name
-  const bool plain = name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const bool plain =
+      name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   if (plain || name.find('.') != std::string::npos) {
     const OpEntry* e = find_operator(plain ? name.substr(0, name.size() - suffix.size()) : name);
     if (e) g.overloads.push_back(e);
@@ -284,7 +291,8 @@ PyObject* py_call_operator(PyObject*, PyObject* const* args, Py_ssize_t nargs, P
 PyMethodDef library_methods[] = {
     {"_library_impl", py_library_impl, METH_VARARGS,
      "_library_impl(operator, key, fn, fn_name) -> handle: fn is the operator's kernel at the key"},
-    {"_library_remove", py_library_remove, METH_O, "_library_remove(handle): the kernel goes, the one it replaced comes back"},
+    {"_library_remove", py_library_remove, METH_O,
+     "_library_remove(handle): the kernel goes, the one it replaced comes back"},
     {"_library_define", py_library_define, METH_VARARGS, "_library_define(namespace, schema) -> the operator's name"},
     {"_call_operator", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_call_operator)),
      METH_FASTCALL | METH_KEYWORDS, "_call_operator(name, *args, **kwargs): calls an operator by its name"},

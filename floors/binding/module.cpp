@@ -149,10 +149,16 @@ constexpr auto kOpFunctions = op_function_table(std::make_index_sequence<kNumOps
 
 PyTypeObject g_variable_functions = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C._VariableFunctionsClass"};
 
-PyModuleDef nn_module_def = {PyModuleDef_HEAD_INIT, "descent._C._nn",
+PyModuleDef nn_module_def = {PyModuleDef_HEAD_INIT,
+                             "descent._C._nn",
                              "the ops PyTorch keeps in torch._C._nn (python_module: nn), which "
                              "torch.nn.functional calls",
-                             -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+                             -1,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             nullptr,
+                             nullptr};
 
 // One function per overload group: in _C, or in _C._nn for the rows whose
 // Python module is NN (Note [One op table]), as PyTorch's torch._C._nn.
@@ -209,14 +215,21 @@ PyMethodDef module_methods[] = {
 
 // The functions of the binding's other files, added to the module at its start.
 bool add_function_tables(PyObject* m) {
-  for (PyMethodDef* functions : {g_tensor_data_functions, g_settings_functions, g_thread_state_functions,
-                                 g_op_table_functions})
+  for (PyMethodDef* functions :
+       {g_tensor_data_functions, g_settings_functions, g_thread_state_functions, g_op_table_functions})
     if (PyModule_AddFunctions(m, functions) < 0) return false;
   return true;
 }
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "descent._C", "descent's compiled floors 2 to 8", -1, module_methods,
-                          nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                          "descent._C",
+                          "descent's compiled floors 2 to 8",
+                          -1,
+                          module_methods,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          nullptr};
 
 }  // namespace
 
@@ -224,7 +237,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "descent._C", "descent's compil
 
 PyMODINIT_FUNC PyInit__C() {
   using namespace descent::binding;
-  DESCENT_PY_TRY descent::register_floors(); DESCENT_PY_CATCH(nullptr)  // Note [Registering the floors]
+  DESCENT_PY_TRY descent::register_floors();
+  DESCENT_PY_CATCH(nullptr)  // Note [Registering the floors]
   PyObject* m = PyModule_Create(&module_def);
   if (!m) return nullptr;
   g_oom_error = PyErr_NewExceptionWithDoc("descent.OutOfMemoryError",
@@ -232,9 +246,8 @@ PyMODINIT_FUNC PyInit__C() {
                                           PyExc_RuntimeError, nullptr);
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !add_function_tables(m) ||
-      !init_value_types(m) ||
-      !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) || !init_trace_type(m) ||
-      !init_devices(m) || !init_library(m)) {
+      !init_value_types(m) || !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) ||
+      !init_trace_type(m) || !init_devices(m) || !init_library(m)) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -13,8 +13,8 @@ namespace descent::binding {
 namespace {
 
 PyObject* py_ops(PyObject*, PyObject*) {
-  static const char* kKinds[] = {"factory", "unary",  "binary", "comparison", "reduction",
-                                 "matmul",  "view",   "copy",   "inplace", "read"};
+  static const char* kKinds[] = {"factory", "unary", "binary", "comparison", "reduction",
+                                 "matmul",  "view",  "copy",   "inplace",    "read"};
   static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Read) + 1);
   return py_list(all_ops().size(), [](size_t i) {
     const OpEntry& op = all_ops()[i];
@@ -65,10 +65,9 @@ PyObject* py_verify(PyObject*, PyObject* args) {
 PyObject* verdicts_object(const std::vector<kernels::Verdict>& vs) {
   return py_list(vs.size(), [&](size_t i) {
     const kernels::Verdict& v = vs[i];
-    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype),
-                         "claim", v.claim.c_str(), "variants", v.variants.c_str(), "passed",
-                         v.passed ? Py_True : Py_False, "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail",
-                         v.detail.c_str());
+    return Py_BuildValue("{s:s,s:s,s:s,s:s,s:O,s:d,s:d,s:s}", "op", v.op.c_str(), "dtype", dtype_name(v.dtype), "claim",
+                         v.claim.c_str(), "variants", v.variants.c_str(), "passed", v.passed ? Py_True : Py_False,
+                         "max_abs_diff", v.max_abs_diff, "bound", v.bound, "detail", v.detail.c_str());
   });
 }
 

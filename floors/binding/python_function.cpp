@@ -229,7 +229,8 @@ PyObject* function_record(PyObject* ctx, PyObject* a) {
     bool returned = false;
     for (Py_ssize_t i = 0; i < n_out; ++i)
       returned |= is_tensor(PyTuple_GET_ITEM(outputs, i)) && unwrap(PyTuple_GET_ITEM(outputs, i)).impl() == d;
-    DESCENT_CHECK(returned, Error, "Some elements marked as dirty during the forward method were not returned as "
+    DESCENT_CHECK(returned, Error,
+                  "Some elements marked as dirty during the forward method were not returned as "
                   "output. The inputs that are modified inplace must all be outputs of the Function.");
   }
 
@@ -274,7 +275,8 @@ PyObject* function_record(PyObject* ctx, PyObject* a) {
       if (is_dirty) {
         DESCENT_CHECK(!(autograd::is_leaf(t) && t.requires_grad()), Error,
                       "a leaf Variable that requires grad has been used in an in-place operation.");
-        DESCENT_CHECK(!t.is_view(), NotImplementedError, "mark_dirty(): descent does not move the history of a view "
+        DESCENT_CHECK(!t.is_view(), NotImplementedError,
+                      "mark_dirty(): descent does not move the history of a view "
                       "written in place by a custom Function onto its base (PyTorch does, through CopySlices)");
       }
       if (differentiable) autograd::set_history(t, Ref<Node>(node.get()), uint32_t(i));
@@ -326,8 +328,9 @@ bool init_python_function(PyObject* m) {
   g_function_base.tp_base = &g_node_type;  // next_functions, name(), register_hook, ... (autograd_object.cpp)
   g_function_base.tp_basicsize = sizeof(NodeObject);
   g_function_base.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
-  g_function_base.tp_doc = "The C side of a custom autograd.Function's ctx, which is also its graph node's "
-                           "Python object (Note [A custom Function's node]).";
+  g_function_base.tp_doc =
+      "The C side of a custom autograd.Function's ctx, which is also its graph node's "
+      "Python object (Note [A custom Function's node]).";
   g_function_base.tp_new = function_new;
   // Printed, compared and hashed as a plain Python object, as PyTorch's ctx is.
   g_function_base.tp_repr = PyBaseObject_Type.tp_repr;

@@ -84,9 +84,9 @@ Tensor index_tensor(PyObject* i) {
 // One entry of the index, read from its Python object.
 struct Entry {
   enum Kind : uint8_t { Int, Bool, Slice, None, Ellipsis, TensorIndex, Bad } kind = Bad;
-  int64_t value = 0;         // Int: the index; Bool: 0 or 1
-  PyObject* obj = nullptr;   // Slice and Bad: borrowed from the index tuple
-  Tensor tensor;             // TensorIndex: a tensor, or the list or array made one
+  int64_t value = 0;            // Int: the index; Bool: 0 or 1
+  PyObject* obj = nullptr;      // Slice and Bad: borrowed from the index tuple
+  Tensor tensor;                // TensorIndex: a tensor, or the list or array made one
   int64_t dims_named() const {  // the dims of self it names (a mask names as many as it has)
     if (kind == TensorIndex) return is_mask(tensor) ? tensor.dim() : 1;
     return kind == None || kind == Ellipsis || kind == Bool ? 0 : 1;
@@ -116,8 +116,10 @@ Entry read_entry(PyObject* o) {
     if (t.dim() == 0 && !is_floating(t.dtype())) {
       // A 0-d integer tensor is an int, a 0-d bool (or uint8, a byte mask) tensor a bool, as in PyTorch.
       const IValue v = read_item(t, ".item()");
-      if (is_mask(t)) e.kind = Entry::Bool, e.value = v.tag() == IValue::Tag::Bool ? v.to_bool() : v.to_int() != 0;
-      else e.kind = Entry::Int, e.value = v.to_int();
+      if (is_mask(t))
+        e.kind = Entry::Bool, e.value = v.tag() == IValue::Tag::Bool ? v.to_bool() : v.to_int() != 0;
+      else
+        e.kind = Entry::Int, e.value = v.to_int();
     } else {
       e.kind = Entry::TensorIndex, e.tensor = t;
     }
@@ -238,7 +240,8 @@ Applied apply_index(const Tensor& self, const std::vector<Entry>& index) {
         src += 1;
         break;
       }
-      case Entry::Bad: bad_index(e.obj);
+      case Entry::Bad:
+        bad_index(e.obj);
     }
   }
   return a;
@@ -249,8 +252,9 @@ Applied apply_index(const Tensor& self, const std::vector<Entry>& index) {
 void check_lone_index(const Tensor& self, PyObject* index) {
   if (self.dim() != 0) return;
   if (is_int_like(index) && !is_tensor(index))
-    throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
-                     "to convert a 0-dim tensor to a number");
+    throw IndexError(
+        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ "
+        "to convert a 0-dim tensor to a number");
   if (PySlice_Check(index)) throw IndexError("slice() cannot be applied to a 0-dim tensor.");
 }
 
@@ -296,8 +300,8 @@ DimVector drop_leading_ones(const Tensor& v) {
 Tensor value_tensor(const Tensor& self, PyObject* value) {
   if (is_tensor(value)) return unwrap(value);
   if (is_array(value)) return tensor_from_data(value, std::nullopt);
-  if (!is_python_scalar(value) && !PyIndex_Check(value) && !(Py_TYPE(value)->tp_as_number &&
-                                                              Py_TYPE(value)->tp_as_number->nb_float))
+  if (!is_python_scalar(value) && !PyIndex_Check(value) &&
+      !(Py_TYPE(value)->tp_as_number && Py_TYPE(value)->tp_as_number->nb_float))
     throw TypeError(str("can't assign a ", Py_TYPE(value)->tp_name, " to a descent.Tensor"));
   return call(Op::lift_fresh, scalar_tensor(value, self.dtype()));
 }

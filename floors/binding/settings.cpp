@@ -42,10 +42,14 @@ PyObject* py_set_variant(PyObject*, PyObject* arg) {
   const std::string text = utf8_text(arg);
   const char* v = text.c_str();
   using kernels::Variant;
-  if (!std::strcmp(v, "auto")) kernels::requested_variant() = Variant::Auto;
-  else if (!std::strcmp(v, "reference")) kernels::requested_variant() = Variant::Reference;
-  else if (!std::strcmp(v, "optimized")) kernels::requested_variant() = Variant::Optimized;
-  else return PyErr_Format(PyExc_ValueError, "kernel variant must be 'auto', 'reference' or 'optimized', not '%s'", v);
+  if (!std::strcmp(v, "auto"))
+    kernels::requested_variant() = Variant::Auto;
+  else if (!std::strcmp(v, "reference"))
+    kernels::requested_variant() = Variant::Reference;
+  else if (!std::strcmp(v, "optimized"))
+    kernels::requested_variant() = Variant::Optimized;
+  else
+    return PyErr_Format(PyExc_ValueError, "kernel variant must be 'auto', 'reference' or 'optimized', not '%s'", v);
   Py_RETURN_NONE;
 }
 PyObject* py_last_variant(PyObject*, PyObject*) { return PyUnicode_FromString(kernels::last_variant()); }
@@ -90,11 +94,13 @@ PyMethodDef g_settings_functions[] = {
     {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},
     {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
     {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},
-    {"_matmul_isas", py_matmul_isas, METH_NOARGS, "the vector units the optimized matmul can use here, narrowest first"},
+    {"_matmul_isas", py_matmul_isas, METH_NOARGS,
+     "the vector units the optimized matmul can use here, narrowest first"},
     {"_matmul_isa", py_matmul_isa, METH_NOARGS, "the vector unit the optimized matmul uses"},
     {"_set_matmul_isa", py_set_matmul_isa, METH_O, "_set_matmul_isa(name): one of _matmul_isas()"},
     {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a large CPU kernel uses, >= 1"},
-    {"get_num_threads", py_get_num_threads, METH_NOARGS, "threads a large CPU kernel uses (DESCENT_NUM_THREADS, else all)"},
+    {"get_num_threads", py_get_num_threads, METH_NOARGS,
+     "threads a large CPU kernel uses (DESCENT_NUM_THREADS, else all)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

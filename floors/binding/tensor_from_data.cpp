@@ -35,8 +35,7 @@ PyObject* leaf_number(PyObject* o) {
 
 // A list or tuple level of the data (not a str, bytes, tensor or 0-d array): its length, or -1.
 Py_ssize_t sequence_length(PyObject* o) {
-  if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || is_tensor(o))
-    return -1;
+  if (!PySequence_Check(o) || PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || is_tensor(o)) return -1;
   Py_ssize_t n = PySequence_Size(o);
   if (n < 0) PyErr_Clear();  // numpy's 0-d arrays have no len(): a number
   return n;
@@ -61,7 +60,8 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
     }
     return;
   }
-  DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ", depth);
+  DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ",
+                depth);
   DESCENT_CHECK(!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyUnicode_Check(o), TypeError,
                 "tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name);
   // A numpy scalar counts as its own dtype, a Python number as the default
@@ -71,10 +71,14 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
   if (!numpy_scalar_dtype(o, &t)) {
     PyRef leaf{leaf_number(o)};
     o = leaf.p;
-    if (PyBool_Check(o)) t = ScalarType::Bool;
-    else if (is_int_like(o)) t = ScalarType::Int64;
-    else if (PyFloat_Check(o) || PyNumber_Check(o)) t = kDefaultFloat;
-    else throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
+    if (PyBool_Check(o))
+      t = ScalarType::Bool;
+    else if (is_int_like(o))
+      t = ScalarType::Int64;
+    else if (PyFloat_Check(o) || PyNumber_Check(o))
+      t = kDefaultFloat;
+    else
+      throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
   }
   dtype = any ? kernels::promote_types_of(dtype, t) : t;
   any = true;
@@ -125,8 +129,10 @@ void store_number(PyObject* obj, const Tensor& t, int64_t pos) {
     // (1e300, nan and inf raise; Note [Checked scalar conversion]); into a
     // float32 one it is rounded, 1e300 to inf, as torch.tensor does.
     visit_dtype(t.dtype(), [&]<typename T>() {
-      if constexpr (std::is_integral_v<T>) t.data<T>()[pos] = element_of<T>(Scalar(d), t.dtype());
-      else t.data<T>()[pos] = T(d);
+      if constexpr (std::is_integral_v<T>)
+        t.data<T>()[pos] = element_of<T>(Scalar(d), t.dtype());
+      else
+        t.data<T>()[pos] = T(d);
     });
   }
 }
@@ -204,16 +210,26 @@ void read_buffer(const Py_buffer& v, const Tensor& out, Convert convert) {
 bool format_dtype(const std::string& fmt, Py_ssize_t itemsize, ScalarType* dt) {
   const char code = fmt.size() == 1 ? fmt[0] : '\0';
   const bool is_signed = std::strchr("bhilq", code) && code, is_unsigned = std::strchr("BHILQ", code) && code;
-  if (code == '?') *dt = ScalarType::Bool;
-  else if (code == 'e') *dt = ScalarType::Float16;
-  else if (code == 'f') *dt = ScalarType::Float32;
-  else if (code == 'd') *dt = ScalarType::Float64;
-  else if (is_signed && itemsize == 1) *dt = ScalarType::Int8;
-  else if (is_signed && itemsize == 2) *dt = ScalarType::Int16;
-  else if (is_signed && itemsize == 4) *dt = ScalarType::Int32;
-  else if (is_unsigned && itemsize == 1) *dt = ScalarType::UInt8;
-  else if (is_signed || is_unsigned) *dt = ScalarType::Int64;
-  else return false;
+  if (code == '?')
+    *dt = ScalarType::Bool;
+  else if (code == 'e')
+    *dt = ScalarType::Float16;
+  else if (code == 'f')
+    *dt = ScalarType::Float32;
+  else if (code == 'd')
+    *dt = ScalarType::Float64;
+  else if (is_signed && itemsize == 1)
+    *dt = ScalarType::Int8;
+  else if (is_signed && itemsize == 2)
+    *dt = ScalarType::Int16;
+  else if (is_signed && itemsize == 4)
+    *dt = ScalarType::Int32;
+  else if (is_unsigned && itemsize == 1)
+    *dt = ScalarType::UInt8;
+  else if (is_signed || is_unsigned)
+    *dt = ScalarType::Int64;
+  else
+    return false;
   return true;
 }
 
@@ -245,11 +261,15 @@ Tensor tensor_from_buffer(PyObject* data) {
     PyErr_Clear();
     refuse_array(data, "?");
   }
-  struct Release { Py_buffer* v; ~Release() { PyBuffer_Release(v); } } release{&view};
+  struct Release {
+    Py_buffer* v;
+    ~Release() { PyBuffer_Release(v); }
+  } release{&view};
   std::string fmt = view.format ? view.format : "B";
   if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
-    throw ValueError("given numpy array has byte order different from the native byte order. Conversion between "
-                     "byte orders is currently not supported.");
+    throw ValueError(
+        "given numpy array has byte order different from the native byte order. Conversion between "
+        "byte orders is currently not supported.");
   if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
   const char code = fmt.size() == 1 ? fmt[0] : '\0';
   const bool is_signed = std::strchr("bhilq", code) && code;
@@ -258,7 +278,8 @@ Tensor tensor_from_buffer(PyObject* data) {
   DimVector sizes, strides;
   for (int d = 0; d < view.ndim; ++d) {
     sizes.push_back(view.shape[d]);
-    DESCENT_CHECK(view.strides[d] % view.itemsize == 0, ValueError, "tensor(): buffer strides are not multiples of the item size");
+    DESCENT_CHECK(view.strides[d] % view.itemsize == 0, ValueError,
+                  "tensor(): buffer strides are not multiples of the item size");
     strides.push_back(view.strides[d] / view.itemsize);
   }
   Tensor out = empty_tensor(sizes, dt, Device{});

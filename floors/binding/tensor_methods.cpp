@@ -213,7 +213,7 @@ PyObject* method_call(size_t index, PyObject* self, PyObject* const* args, Py_ss
   if (m.form == Form::To && n >= 2 && (PyUnicode_Check(full[1]) || Py_TYPE(full[1]) == &g_device_type)) {
     if (n >= 3) {
       std::swap(full[1], full[2]);  // x.to("cpu", float64): to(self, float64, "cpu")
-    } else {  // x.to("cpu", dtype=...): to(self, dtype=..., device="cpu")
+    } else {                        // x.to("cpu", dtype=...): to(self, dtype=..., device="cpu")
       const Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
       PyObject* device = full[1];
       std::copy(full + 2, full + 2 + nk, full + 1);
@@ -272,9 +272,9 @@ struct OperatorGroups {
 // Which operand an operator first makes a tensor.
 enum class Lift : uint8_t {
   None,
-  Left,       // 2 - t, array - t: a number becomes a 0-d wrapped number, an array a tensor; else a TypeError
-  LeftArray,  // array @ t
-  RightArray, // t @ array
+  Left,        // 2 - t, array - t: a number becomes a 0-d wrapped number, an array a tensor; else a TypeError
+  LeftArray,   // array @ t
+  RightArray,  // t @ array
 };
 
 // A new tensor from the operand `o`, as Lift says; a TypeError when it is neither a number nor an array.
@@ -374,9 +374,15 @@ PyObject* nb_abs(PyObject* a) { return operator_call(g_ops.abs, "Tensor.__abs__"
 // memory, so every view of it sees the change, and `x += 1` leaves x the same
 // object (call_parsed returns the argument written into). The checks
 // (overlap, shape, dtype) are the kernel's: Note [In-place ops].
-PyObject* nb_iadd(PyObject* a, PyObject* b) { return or_not_implemented(operator_call(g_ops.add_, "Tensor.__iadd__", a, b)); }
-PyObject* nb_isub(PyObject* a, PyObject* b) { return or_not_implemented(operator_call(g_ops.sub_, "Tensor.__isub__", a, b)); }
-PyObject* nb_imul(PyObject* a, PyObject* b) { return or_not_implemented(operator_call(g_ops.mul_, "Tensor.__imul__", a, b)); }
+PyObject* nb_iadd(PyObject* a, PyObject* b) {
+  return or_not_implemented(operator_call(g_ops.add_, "Tensor.__iadd__", a, b));
+}
+PyObject* nb_isub(PyObject* a, PyObject* b) {
+  return or_not_implemented(operator_call(g_ops.sub_, "Tensor.__isub__", a, b));
+}
+PyObject* nb_imul(PyObject* a, PyObject* b) {
+  return or_not_implemented(operator_call(g_ops.mul_, "Tensor.__imul__", a, b));
+}
 PyObject* nb_idiv(PyObject* a, PyObject* b) {
   return or_not_implemented(operator_call(g_ops.div_, "Tensor.__itruediv__", a, b));
 }
@@ -384,12 +390,18 @@ PyObject* nb_idiv(PyObject* a, PyObject* b) {
 // a < b: CPython calls this with the tensor first (1 < t arrives as t > 1).
 PyObject* tensor_richcompare(PyObject* a, PyObject* b, int op) {
   switch (op) {
-    case Py_EQ: return or_not_implemented(operator_call(g_ops.eq, "Tensor.__eq__", a, b));
-    case Py_NE: return or_not_implemented(operator_call(g_ops.ne, "Tensor.__ne__", a, b));
-    case Py_LT: return or_not_implemented(operator_call(g_ops.lt, "Tensor.__lt__", a, b));
-    case Py_LE: return or_not_implemented(operator_call(g_ops.le, "Tensor.__le__", a, b));
-    case Py_GT: return or_not_implemented(operator_call(g_ops.gt, "Tensor.__gt__", a, b));
-    case Py_GE: return or_not_implemented(operator_call(g_ops.ge, "Tensor.__ge__", a, b));
+    case Py_EQ:
+      return or_not_implemented(operator_call(g_ops.eq, "Tensor.__eq__", a, b));
+    case Py_NE:
+      return or_not_implemented(operator_call(g_ops.ne, "Tensor.__ne__", a, b));
+    case Py_LT:
+      return or_not_implemented(operator_call(g_ops.lt, "Tensor.__lt__", a, b));
+    case Py_LE:
+      return or_not_implemented(operator_call(g_ops.le, "Tensor.__le__", a, b));
+    case Py_GT:
+      return or_not_implemented(operator_call(g_ops.gt, "Tensor.__gt__", a, b));
+    case Py_GE:
+      return or_not_implemented(operator_call(g_ops.ge, "Tensor.__ge__", a, b));
   }
   Py_RETURN_NOTIMPLEMENTED;
 }
@@ -465,10 +477,11 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
   try {
     const auto& groups = overload_groups();
     DESCENT_CHECK(groups.size() <= kTrampolines.size(), Error, "more overload groups than ops");
-    g_ops = {find_group("add"), find_group("sub"), find_group("mul"), find_group("div"), find_group("pow"),
-             find_group("matmul"), find_group("neg"), find_group("abs"), find_group("eq"), find_group("ne"),
-             find_group("lt"), find_group("le"), find_group("gt"), find_group("ge"), find_group("add_"),
-             find_group("sub_"), find_group("mul_"), find_group("div_"), find_group("rsub"), find_group("reciprocal")};
+    g_ops = {find_group("add"),  find_group("sub"),    find_group("mul"),  find_group("div"),
+             find_group("pow"),  find_group("matmul"), find_group("neg"),  find_group("abs"),
+             find_group("eq"),   find_group("ne"),     find_group("lt"),   find_group("le"),
+             find_group("gt"),   find_group("ge"),     find_group("add_"), find_group("sub_"),
+             find_group("mul_"), find_group("div_"),   find_group("rsub"), find_group("reciprocal")};
     auto& ms = methods();
     ms.resize(groups.size());
     auto& defs = method_defs();
@@ -513,7 +526,8 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
   type->tp_methods = method_defs().data();
   type->tp_as_number = &g_tensor_as_number;
   type->tp_richcompare = tensor_richcompare;
-  type->tp_hash = PyBaseObject_Type.tp_hash;  // by identity, as torch.Tensor's (a type with tp_richcompare inherits none)
+  type->tp_hash =
+      PyBaseObject_Type.tp_hash;  // by identity, as torch.Tensor's (a type with tp_richcompare inherits none)
   return true;
 }
 

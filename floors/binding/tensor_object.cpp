@@ -25,19 +25,21 @@ PyTypeObject* g_tensor_class = nullptr;
 namespace {
 
 struct DtypeObject {
-  PyObject_HEAD
-  ScalarType t;
+  PyObject_HEAD ScalarType t;
 };
 struct DeviceObject {
-  PyObject_HEAD
-  Device d;
+  PyObject_HEAD Device d;
 };
 
 PyObject* dtype_repr(PyObject* o) {
   return PyUnicode_FromFormat("descent.%s", dtype_name(reinterpret_cast<DtypeObject*>(o)->t));
 }
-PyObject* dtype_is_floating(PyObject* o, void*) { return PyBool_FromLong(is_floating(reinterpret_cast<DtypeObject*>(o)->t)); }
-PyObject* dtype_itemsize(PyObject* o, void*) { return PyLong_FromSize_t(element_size(reinterpret_cast<DtypeObject*>(o)->t)); }
+PyObject* dtype_is_floating(PyObject* o, void*) {
+  return PyBool_FromLong(is_floating(reinterpret_cast<DtypeObject*>(o)->t));
+}
+PyObject* dtype_itemsize(PyObject* o, void*) {
+  return PyLong_FromSize_t(element_size(reinterpret_cast<DtypeObject*>(o)->t));
+}
 PyObject* dtype_is_signed(PyObject* o, void*) {  // as torch.dtype.is_signed: false for bool and uint8
   const ScalarType t = reinterpret_cast<DtypeObject*>(o)->t;
   return PyBool_FromLong(t != ScalarType::Bool && t != ScalarType::UInt8);
@@ -65,7 +67,9 @@ PyObject* device_repr(PyObject* o) {
   return PyUnicode_FromFormat("device(type='%s', index=%d)", device_type_name(d.type), d.index);
 }
 PyObject* device_str(PyObject* o) { return PyUnicode_FromString(reinterpret_cast<DeviceObject*>(o)->d.str().c_str()); }
-PyObject* device_type_get(PyObject* o, void*) { return PyUnicode_FromString(device_type_name(reinterpret_cast<DeviceObject*>(o)->d.type)); }
+PyObject* device_type_get(PyObject* o, void*) {
+  return PyUnicode_FromString(device_type_name(reinterpret_cast<DeviceObject*>(o)->d.type));
+}
 PyObject* device_index_get(PyObject* o, void*) { return PyLong_FromLong(reinterpret_cast<DeviceObject*>(o)->d.index); }
 PyObject* device_richcompare(PyObject* a, PyObject* b, int op) {
   if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &g_device_type) Py_RETURN_NOTIMPLEMENTED;
@@ -99,7 +103,8 @@ PyObject* device_object(Device d) {
 }
 
 namespace {
-PyStructSequence_Field max_fields[] = {{"values", "the maximum values"}, {"indices", "where they are"}, {nullptr, nullptr}};
+PyStructSequence_Field max_fields[] = {
+    {"values", "the maximum values"}, {"indices", "where they are"}, {nullptr, nullptr}};
 PyStructSequence_Desc max_desc = {"descent.return_types.max", "values and indices of max(dim)", max_fields, 2};
 PyTypeObject* g_max_type = nullptr;
 }  // namespace
@@ -137,8 +142,9 @@ bool init_value_types(PyObject* m) {
   g_dtype_type.tp_flags = Py_TPFLAGS_DEFAULT;
   g_dtype_type.tp_repr = dtype_repr;
   g_dtype_type.tp_getset = dtype_getset;
-  g_dtype_type.tp_doc = "A tensor's element type: descent.float32, float64, float16, bfloat16, int64, int32, int16, "
-                        "int8, uint8 or bool.";
+  g_dtype_type.tp_doc =
+      "A tensor's element type: descent.float32, float64, float16, bfloat16, int64, int32, int16, "
+      "int8, uint8 or bool.";
   g_device_type.tp_basicsize = sizeof(DeviceObject);
   g_device_type.tp_flags = Py_TPFLAGS_DEFAULT;
   g_device_type.tp_new = device_new;
@@ -203,9 +209,12 @@ PyObject* wrap(Tensor t) {
 // A Scalar result (item, _local_scalar_dense) as the Python number of its type.
 PyObject* scalar_to_py(const IValue& v) {
   switch (v.tag()) {
-    case IValue::Tag::Bool: return PyBool_FromLong(v.to_bool());
-    case IValue::Tag::Int: return PyLong_FromLongLong(v.to_int());
-    default: return PyFloat_FromDouble(v.to_double());
+    case IValue::Tag::Bool:
+      return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::Int:
+      return PyLong_FromLongLong(v.to_int());
+    default:
+      return PyFloat_FromDouble(v.to_double());
   }
 }
 
@@ -232,8 +241,9 @@ namespace {
 
 void tensor_dealloc(PyObject* o) {
   auto* t = reinterpret_cast<TensorObject*>(o);
-  if (t->tensor.defined() && t->tensor.impl()->pyobj == o) t->tensor.impl()->pyobj = nullptr;  // Note [One Python object per tensor]
-  t->tensor.~Tensor();  // drops our reference
+  if (t->tensor.defined() && t->tensor.impl()->pyobj == o)
+    t->tensor.impl()->pyobj = nullptr;  // Note [One Python object per tensor]
+  t->tensor.~Tensor();                  // drops our reference
   Py_TYPE(o)->tp_free(o);
 }
 
@@ -258,28 +268,45 @@ PyObject* sizes_tuple(const DimVector& v) {
 }
 
 PyObject* get_shape(PyObject* o, void*) {
-  DESCENT_PY_TRY return size_object(unwrap(o).sizes()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return size_object(unwrap(o).sizes());
+  DESCENT_PY_CATCH(nullptr)
 }
-PyObject* get_ndim(PyObject* o, void*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
+PyObject* get_ndim(PyObject* o, void*) {
+  DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim());
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* get_dtype(PyObject* o, void*) {
-  DESCENT_PY_TRY PyObject* d = dtype_object(unwrap(o).dtype()); Py_INCREF(d); return d; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY PyObject* d = dtype_object(unwrap(o).dtype());
+  Py_INCREF(d);
+  return d;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_device(PyObject* o, void*) {
-  DESCENT_PY_TRY return device_object(unwrap(o).device()); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return device_object(unwrap(o).device());
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_requires_grad(PyObject* o, void*) {
-  DESCENT_PY_TRY return PyBool_FromLong(autograd::requires_grad(unwrap(o))); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyBool_FromLong(autograd::requires_grad(unwrap(o)));
+  DESCENT_PY_CATCH(nullptr)
 }
 int set_requires_grad(PyObject* o, PyObject* v, void*) {
   if (!v || !PyBool_Check(v)) {
     PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
     return -1;
   }
-  DESCENT_PY_TRY autograd::set_requires_grad(unwrap(o), v == Py_True); return 0; DESCENT_PY_CATCH(-1)
+  DESCENT_PY_TRY autograd::set_requires_grad(unwrap(o), v == Py_True);
+  return 0;
+  DESCENT_PY_CATCH(-1)
 }
 
-PyObject* m_dim(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_numel(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).numel()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_dim(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyLong_FromLong(unwrap(o).dim());
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* m_numel(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).numel());
+  DESCENT_PY_CATCH(nullptr)
+}
 // x.size(dim=None) and x.stride(dim=None), C as THPVariable_size and
 // THPVariable_stride: the whole shape (a Size) or strides (a tuple), or
 // one dim's, the dim wrapped as c10's maybe_wrap_dim wraps it, with its words.
@@ -307,22 +334,41 @@ PyObject* size_or_stride(PyObject* o, PyObject* args, PyObject* kwargs, bool siz
 }
 PyObject* m_size(PyObject* o, PyObject* args, PyObject* kwargs) { return size_or_stride(o, args, kwargs, true); }
 PyObject* m_stride(PyObject* o, PyObject* args, PyObject* kwargs) { return size_or_stride(o, args, kwargs, false); }
-PyObject* m_storage_offset(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).offset()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_is_contiguous(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).is_contiguous()); DESCENT_PY_CATCH(nullptr) }
-PyObject* m_data_ptr(PyObject* o, PyObject*) { DESCENT_PY_TRY return PyLong_FromVoidPtr(unwrap(o).data_ptr()); DESCENT_PY_CATCH(nullptr) }
+PyObject* m_storage_offset(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyLong_FromLongLong(unwrap(o).offset());
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* m_is_contiguous(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyBool_FromLong(unwrap(o).is_contiguous());
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* m_data_ptr(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return PyLong_FromVoidPtr(unwrap(o).data_ptr());
+  DESCENT_PY_CATCH(nullptr)
+}
 
 PyObject* element_to_py(const Tensor& t, int64_t off) {
   switch (t.dtype()) {
-    case ScalarType::Bool: return PyBool_FromLong(t.data<bool>()[off]);
-    case ScalarType::Int64: return PyLong_FromLongLong(t.data<int64_t>()[off]);
-    case ScalarType::Float32: return PyFloat_FromDouble(t.data<float>()[off]);
-    case ScalarType::Float64: return PyFloat_FromDouble(t.data<double>()[off]);
-    case ScalarType::Float16: return PyFloat_FromDouble(float(t.data<Half>()[off]));
-    case ScalarType::BFloat16: return PyFloat_FromDouble(float(t.data<BFloat16>()[off]));
-    case ScalarType::UInt8: return PyLong_FromLong(t.data<uint8_t>()[off]);
-    case ScalarType::Int8: return PyLong_FromLong(t.data<int8_t>()[off]);
-    case ScalarType::Int16: return PyLong_FromLong(t.data<int16_t>()[off]);
-    case ScalarType::Int32: return PyLong_FromLong(t.data<int32_t>()[off]);
+    case ScalarType::Bool:
+      return PyBool_FromLong(t.data<bool>()[off]);
+    case ScalarType::Int64:
+      return PyLong_FromLongLong(t.data<int64_t>()[off]);
+    case ScalarType::Float32:
+      return PyFloat_FromDouble(t.data<float>()[off]);
+    case ScalarType::Float64:
+      return PyFloat_FromDouble(t.data<double>()[off]);
+    case ScalarType::Float16:
+      return PyFloat_FromDouble(float(t.data<Half>()[off]));
+    case ScalarType::BFloat16:
+      return PyFloat_FromDouble(float(t.data<BFloat16>()[off]));
+    case ScalarType::UInt8:
+      return PyLong_FromLong(t.data<uint8_t>()[off]);
+    case ScalarType::Int8:
+      return PyLong_FromLong(t.data<int8_t>()[off]);
+    case ScalarType::Int16:
+      return PyLong_FromLong(t.data<int16_t>()[off]);
+    case ScalarType::Int32:
+      return PyLong_FromLong(t.data<int32_t>()[off]);
   }
   return nullptr;
 }
@@ -372,8 +418,10 @@ PyObject* m_tolist(PyObject* o, PyObject*) {
   Tensor t = unwrap(o);
   t = host_copy(t, ".tolist()");  // Note [Reading a device tensor waits] (device_object.cpp)
   if (!tolist_fits(t)) {
-    PyErr_Format(PyExc_MemoryError, "tolist(): a tensor of shape %s would make more Python objects than this "
-                 "machine's memory holds", t.shape_str().c_str());
+    PyErr_Format(PyExc_MemoryError,
+                 "tolist(): a tensor of shape %s would make more Python objects than this "
+                 "machine's memory holds",
+                 t.shape_str().c_str());
     return nullptr;
   }
   return tolist_rec(t, 0, 0);
@@ -396,12 +444,14 @@ PyObject* m_is_inference(PyObject* o, PyObject*) { return PyBool_FromLong(unwrap
 
 // t._version and t._base: Note [Version counter and view base] (tensor.h).
 PyObject* get_data(PyObject* o, void*) {
-  DESCENT_PY_TRY return wrap(autograd::variable_data(unwrap(o))); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return wrap(autograd::variable_data(unwrap(o)));
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* get_version(PyObject* o, void*) {
   DESCENT_PY_TRY
   const Tensor& t = unwrap(o);
-  DESCENT_CHECK(!t.impl()->inference, Error, "Inference tensors do not track version counter.");  // Note [Inference tensors outside inference mode]
+  DESCENT_CHECK(!t.impl()->inference, Error,
+                "Inference tensors do not track version counter.");  // Note [Inference tensors outside inference mode]
   return PyLong_FromUnsignedLong(t.version());
   DESCENT_PY_CATCH(nullptr)
 }
@@ -485,16 +535,26 @@ PyMethodDef tensor_methods[] = {
 
 const char* buffer_format(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "?";
-    case ScalarType::Int64: return "q";
-    case ScalarType::Int32: return "i";
-    case ScalarType::Int16: return "h";
-    case ScalarType::Int8: return "b";
-    case ScalarType::UInt8: return "B";
-    case ScalarType::Float32: return "f";
-    case ScalarType::Float64: return "d";
-    case ScalarType::Float16: return "e";
-    case ScalarType::BFloat16: break;  // no buffer format: tensor_getbuffer refuses it, as PyTorch's numpy() does
+    case ScalarType::Bool:
+      return "?";
+    case ScalarType::Int64:
+      return "q";
+    case ScalarType::Int32:
+      return "i";
+    case ScalarType::Int16:
+      return "h";
+    case ScalarType::Int8:
+      return "b";
+    case ScalarType::UInt8:
+      return "B";
+    case ScalarType::Float32:
+      return "f";
+    case ScalarType::Float64:
+      return "d";
+    case ScalarType::Float16:
+      return "e";
+    case ScalarType::BFloat16:
+      break;  // no buffer format: tensor_getbuffer refuses it, as PyTorch's numpy() does
   }
   return "B";
 }
@@ -513,10 +573,9 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   DESCENT_CHECK(t.dtype() != ScalarType::BFloat16, TypeError, "Got unsupported ScalarType BFloat16");
   // A consumer that cannot take strides (hashlib, file.write) or asks for
   // C order gets the elements in order or an error, never the raw storage.
-  const bool wants_flat = (flags & PyBUF_STRIDES) != PyBUF_STRIDES ||
-                          (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
-                          (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS ||
-                          (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+  const bool wants_flat =
+      (flags & PyBUF_STRIDES) != PyBUF_STRIDES || (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+      (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS || (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
   if (wants_flat && !t.is_contiguous()) {
     PyErr_Format(PyExc_BufferError,
                  "this %s tensor of shape %s is not contiguous, and the reader asked for contiguous memory: "

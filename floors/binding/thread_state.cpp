@@ -8,9 +8,7 @@ namespace descent::binding {
 
 namespace {
 
-PyObject* key_set_text(DispatchKeySet ks) {
-  return PyUnicode_FromString(("DispatchKeySet(" + ks.str() + ")").c_str());
-}
+PyObject* key_set_text(DispatchKeySet ks) { return PyUnicode_FromString(("DispatchKeySet(" + ks.str() + ")").c_str()); }
 
 // The tensor's own keys, printed as torch._C._dispatch_keys prints them.
 PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
@@ -63,10 +61,12 @@ PyMethodDef g_thread_state_functions[] = {
     {"_dispatch_tls_local_exclude_set", py_tls_exclude, METH_NOARGS, "the keys this thread removes from every call"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, "whether grad mode is on for this thread"},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "sets this thread's grad mode (a flag: no key changes)"},
-    {"is_inference_mode_enabled", py_is_inference_mode_enabled, METH_NOARGS, "whether this thread is in inference mode"},
+    {"is_inference_mode_enabled", py_is_inference_mode_enabled, METH_NOARGS,
+     "whether this thread is in inference mode"},
     {"_local_state", py_local_state, METH_NOARGS, "this thread's grad mode, inference mode and key sets, as a token"},
     {"_set_local_state", py_set_local_state, METH_O, "restores a token from _local_state"},
-    {"_set_inference_mode", py_set_inference_mode, METH_O, "enters (True) or leaves (False) inference mode, as c10 does"},
+    {"_set_inference_mode", py_set_inference_mode, METH_O,
+     "enters (True) or leaves (False) inference mode, as c10 does"},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -20,8 +20,7 @@ namespace {
 // [SECTION] The Trace object ------------------------------------------------------
 
 struct TraceObject {
-  PyObject_HEAD
-  trace::Trace* trace;
+  PyObject_HEAD trace::Trace* trace;
 };
 PyTypeObject g_trace_type = {PyVarObject_HEAD_INIT(nullptr, 0) "descent._C.Trace"};
 
@@ -49,7 +48,8 @@ bool path_arg(const char* fn, PyObject* path, std::string& out) {
   if (fs == nullptr || !PyUnicode_Check(fs)) {
     PyErr_Clear();
     Py_XDECREF(fs);
-    PyErr_Format(PyExc_TypeError, "%s(): expected a file path (str or os.PathLike), got %s", fn, Py_TYPE(path)->tp_name);
+    PyErr_Format(PyExc_TypeError, "%s(): expected a file path (str or os.PathLike), got %s", fn,
+                 Py_TYPE(path)->tp_name);
     return false;
   }
   out = utf8_text(fs);
@@ -57,7 +57,10 @@ bool path_arg(const char* fn, PyObject* path, std::string& out) {
   return true;
 }
 
-PyObject* t_format_tree(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::format_tree(T(o))); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_format_tree(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return py_text(trace::format_tree(T(o)));
+  DESCENT_PY_CATCH(nullptr)
+}
 // format_tree_repeated(runs) and warm_medians(runs): Note [Warm medians] in tracer/trace.h.
 bool runs_arg(PyObject* arg, size_t& runs) {
   const long long n = PyLong_AsLongLong(arg);
@@ -110,17 +113,27 @@ PyObject* t_flows(PyObject* o, PyObject*) {
   });
   DESCENT_PY_CATCH(nullptr)
 }
-PyObject* t_chrome_json(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o))); DESCENT_PY_CATCH(nullptr) }
-PyObject* t_check(PyObject* o, PyObject*) { DESCENT_PY_TRY return py_text(trace::check_structure(T(o))); DESCENT_PY_CATCH(nullptr) }
+PyObject* t_chrome_json(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o)));
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* t_check(PyObject* o, PyObject*) {
+  DESCENT_PY_TRY return py_text(trace::check_structure(T(o)));
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* t_save(PyObject* o, PyObject* path) {
   std::string p;
   if (!path_arg("save", path, p)) return nullptr;
-  DESCENT_PY_TRY trace::save(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY trace::save(T(o), p);
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* t_save_chrome(PyObject* o, PyObject* path) {
   std::string p;
   if (!path_arg("save_chrome", path, p)) return nullptr;
-  DESCENT_PY_TRY trace::save_chrome_json(T(o), p); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY trace::save_chrome_json(T(o), p);
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* t_equals(PyObject* o, PyObject* other) {
   if (Py_TYPE(other) != &g_trace_type) Py_RETURN_FALSE;
@@ -210,7 +223,11 @@ PyGetSetDef trace_getset[] = {
 
 // [SECTION] Recording -----------------------------------------------------------------
 
-PyObject* py_trace_start(PyObject*, PyObject*) { DESCENT_PY_TRY trace::start(); Py_RETURN_NONE; DESCENT_PY_CATCH(nullptr) }
+PyObject* py_trace_start(PyObject*, PyObject*) {
+  DESCENT_PY_TRY trace::start();
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
 // _trace_stop(since_ns=None, dropped_before=0) and _trace_snapshot(since_ns, dropped_before=0): the Trace of
 // one window (Note [Nested recordings]).
 PyObject* window_trace(PyObject* args, bool stop) {
@@ -239,7 +256,8 @@ PyObject* py_trace_dropped(PyObject*, PyObject*) { return PyLong_FromUnsignedLon
 PyObject* py_load_trace(PyObject*, PyObject* path) {
   std::string p;
   if (!path_arg("_load_trace", path, p)) return nullptr;
-  DESCENT_PY_TRY return new_trace_object(trace::load_any(p)); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return new_trace_object(trace::load_any(p));
+  DESCENT_PY_CATCH(nullptr)
 }
 
 // _span_begin(floor, name, site=0) -> index (-1 when tracing is off); _span_end(index).
@@ -260,7 +278,8 @@ PyObject* py_register_site(PyObject*, PyObject* args) {
   const char *file, *function;
   unsigned int line;
   if (!PyArg_ParseTuple(args, "sIs:_register_site", &file, &line, &function)) return nullptr;
-  DESCENT_PY_TRY return PyLong_FromUnsignedLong(trace::register_site(file, line, function)); DESCENT_PY_CATCH(nullptr)
+  DESCENT_PY_TRY return PyLong_FromUnsignedLong(trace::register_site(file, line, function));
+  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_span_end(PyObject*, PyObject* arg) {
   const long long i = PyLong_AsLongLong(arg);
@@ -275,8 +294,8 @@ PyObject* py_span_end(PyObject*, PyObject* arg) {
 // false (TypeError set) when `globals` is not a dict or `code` not a code object.
 bool statement_args(const char* fn, PyObject* code, PyObject* globals) {
   if (!PyCode_Check(code) || !PyDict_Check(globals)) {
-    PyErr_Format(PyExc_TypeError, "%s(): expected a code object and a dict, got %s and %s", fn,
-                 Py_TYPE(code)->tp_name, Py_TYPE(globals)->tp_name);
+    PyErr_Format(PyExc_TypeError, "%s(): expected a code object and a dict, got %s and %s", fn, Py_TYPE(code)->tp_name,
+                 Py_TYPE(globals)->tp_name);
     return false;
   }
   return PyDict_GetItemString(globals, "__builtins__") != nullptr ||
@@ -338,7 +357,8 @@ PyObject* py_time_statement(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
   Py_XDECREF(held);
   const uint64_t ticks1 = trace::now_ticks();
   const int64_t ns1 = trace::now_ns();
-  const double ns_per_tick = ticks1 > ticks0 ? static_cast<double>(ns1 - ns0) / static_cast<double>(ticks1 - ticks0) : 1.0;
+  const double ns_per_tick =
+      ticks1 > ticks0 ? static_cast<double>(ns1 - ns0) / static_cast<double>(ticks1 - ticks0) : 1.0;
   std::vector<uint64_t> sorted = empty;
   std::nth_element(sorted.begin(), sorted.begin() + runs / 2, sorted.end());
   const double clock_ns = static_cast<double>(sorted[runs / 2]) * ns_per_tick;
@@ -349,9 +369,9 @@ PyObject* py_time_statement(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
 
 // [SECTION] The profile hook: floor-1 spans for the descent package's functions ----
 
-std::string g_package_dir;  // functions in files under it are floor 1 ...
-std::string g_skip_file;    // ... except the tracing module's own
-thread_local std::vector<trace::SpanHandle> t_open;  // span per Python frame (-1: not ours)
+std::string g_package_dir;                                                // functions in files under it are floor 1 ...
+std::string g_skip_file;                                                  // ... except the tracing module's own
+thread_local std::vector<trace::SpanHandle> t_open;                       // span per Python frame (-1: not ours)
 constexpr std::string_view kPackageSourceDir = "floors/python/descent/";  // where build/python/descent is copied from
 
 // A code object's span: its qualname (nullptr: not ours) and its source site.
@@ -427,9 +447,11 @@ PyMethodDef trace_functions[] = {
      "_trace_snapshot(since_ns, dropped_before=0): the running recording's spans begun since then "
      "(Note [Nested recordings])"},
     {"_trace_dropped", py_trace_dropped, METH_NOARGS, "spans the running recording has dropped so far"},
-    {"_load_trace", py_load_trace, METH_O, "reads a trace file: descent's format or Chrome JSON (PyTorch profiler too)"},
+    {"_load_trace", py_load_trace, METH_O,
+     "reads a trace file: descent's format or Chrome JSON (PyTorch profiler too)"},
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name, site=0) -> index"},
-    {"_register_site", py_register_site, METH_VARARGS, "_register_site(file, line, function) -> a source site for _span_begin"},
+    {"_register_site", py_register_site, METH_VARARGS,
+     "_register_site(file, line, function) -> a source site for _span_begin"},
     {"_span_end", py_span_end, METH_O, "_span_end(index)"},
     {"_set_profile_hook", py_set_profile_hook, METH_VARARGS, "_set_profile_hook(on, package_dir, skip_file)"},
     {"_run_statement", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_run_statement)), METH_FASTCALL,

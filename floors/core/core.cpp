@@ -11,44 +11,67 @@ namespace descent {
 
 const char* dtype_name(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::Int64: return "int64";
-    case ScalarType::Float32: return "float32";
-    case ScalarType::Float64: return "float64";
-    case ScalarType::Float16: return "float16";
-    case ScalarType::BFloat16: return "bfloat16";
-    case ScalarType::UInt8: return "uint8";
-    case ScalarType::Int8: return "int8";
-    case ScalarType::Int16: return "int16";
-    case ScalarType::Int32: return "int32";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int64:
+      return "int64";
+    case ScalarType::Float32:
+      return "float32";
+    case ScalarType::Float64:
+      return "float64";
+    case ScalarType::Float16:
+      return "float16";
+    case ScalarType::BFloat16:
+      return "bfloat16";
+    case ScalarType::UInt8:
+      return "uint8";
+    case ScalarType::Int8:
+      return "int8";
+    case ScalarType::Int16:
+      return "int16";
+    case ScalarType::Int32:
+      return "int32";
   }
   return "?";
 }
 
 const char* type_word(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::Int64: return "Long";
-    case ScalarType::Float32: return "Float";
-    case ScalarType::Float64: return "Double";
-    case ScalarType::Float16: return "Half";
-    case ScalarType::BFloat16: return "BFloat16";
-    case ScalarType::UInt8: return "Byte";
-    case ScalarType::Int8: return "Char";
-    case ScalarType::Int16: return "Short";
-    case ScalarType::Int32: return "Int";
+    case ScalarType::Bool:
+      return "Bool";
+    case ScalarType::Int64:
+      return "Long";
+    case ScalarType::Float32:
+      return "Float";
+    case ScalarType::Float64:
+      return "Double";
+    case ScalarType::Float16:
+      return "Half";
+    case ScalarType::BFloat16:
+      return "BFloat16";
+    case ScalarType::UInt8:
+      return "Byte";
+    case ScalarType::Int8:
+      return "Char";
+    case ScalarType::Int16:
+      return "Short";
+    case ScalarType::Int32:
+      return "Int";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view s, ScalarType* out) {
-  struct Name { std::string_view name; ScalarType t; };
+  struct Name {
+    std::string_view name;
+    ScalarType t;
+  };
   static constexpr Name kNames[] = {
-      {"bool", ScalarType::Bool},       {"int64", ScalarType::Int64},     {"long", ScalarType::Int64},
-      {"float32", ScalarType::Float32}, {"float", ScalarType::Float32},   {"float64", ScalarType::Float64},
-      {"double", ScalarType::Float64},  {"float16", ScalarType::Float16}, {"half", ScalarType::Float16},
+      {"bool", ScalarType::Bool},         {"int64", ScalarType::Int64},     {"long", ScalarType::Int64},
+      {"float32", ScalarType::Float32},   {"float", ScalarType::Float32},   {"float64", ScalarType::Float64},
+      {"double", ScalarType::Float64},    {"float16", ScalarType::Float16}, {"half", ScalarType::Float16},
       {"bfloat16", ScalarType::BFloat16}, {"int32", ScalarType::Int32},     {"int", ScalarType::Int32},
-      {"int16", ScalarType::Int16},     {"short", ScalarType::Int16},     {"int8", ScalarType::Int8},
+      {"int16", ScalarType::Int16},       {"short", ScalarType::Int16},     {"int8", ScalarType::Int8},
       {"uint8", ScalarType::UInt8},
   };
   for (const Name& n : kNames) {
@@ -62,9 +85,12 @@ bool parse_dtype(std::string_view s, ScalarType* out) {
 
 const char* device_type_name(DeviceType t) {
   switch (t) {
-    case DeviceType::CPU: return "cpu";
-    case DeviceType::Sim: return "sim";
-    case DeviceType::CUDA: return "cuda";
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::Sim:
+      return "sim";
+    case DeviceType::CUDA:
+      return "cuda";
   }
   return "?";
 }
@@ -82,10 +108,14 @@ Device Device::parse(std::string_view s) {
   DESCENT_CHECK(!s.empty(), Error, "Device string must not be empty");
   std::string_view kind = s.substr(0, s.find(':'));
   Device d;
-  if (kind == "cpu") d.type = DeviceType::CPU;
-  else if (kind == "sim") d.type = DeviceType::Sim;
-  else if (kind == "cuda") d.type = DeviceType::CUDA;
-  else throw Error(descent::str("Expected one of cpu, sim, cuda device type at start of device string: ", s));
+  if (kind == "cpu")
+    d.type = DeviceType::CPU;
+  else if (kind == "sim")
+    d.type = DeviceType::Sim;
+  else if (kind == "cuda")
+    d.type = DeviceType::CUDA;
+  else
+    throw Error(descent::str("Expected one of cpu, sim, cuda device type at start of device string: ", s));
   if (kind.size() < s.size()) {
     std::string_view num = s.substr(kind.size() + 1);
     bool digits = !num.empty() && (num[0] != '0' || num.size() == 1);

@@ -19,10 +19,10 @@ using Deleter = void (*)(void* ctx, void* ptr, size_t nbytes);
 // Owned memory: the pointer, its size, and the function that frees it.
 // Storage (tensor.h) holds one and calls the deleter when it dies.
 struct DataPtr {
-  void* ptr = nullptr;         // first byte, aligned to alloc::kAlignment (nullptr when nbytes == 0)
-  size_t nbytes = 0;           // bytes asked for
-  Deleter deleter = nullptr;   // nullptr: nothing to free
-  void* ctx = nullptr;         // passed back to the deleter (e.g. the allocator)
+  void* ptr = nullptr;        // first byte, aligned to alloc::kAlignment (nullptr when nbytes == 0)
+  size_t nbytes = 0;          // bytes asked for
+  Deleter deleter = nullptr;  // nullptr: nothing to free
+  void* ctx = nullptr;        // passed back to the deleter (e.g. the allocator)
 
   void release() {
     if (deleter) deleter(ctx, ptr, nbytes);

@@ -9,10 +9,21 @@
 namespace descent {
 
 const char* dispatch_key_name(DispatchKey k) {
-  static constexpr const char* kNames[kNumDispatchKeys] = {
-      "Undefined",   "CPU",          "CUDA",        "Sim",         "BackendSelect",
-      "ADInplaceOrView", "AutogradCPU", "AutogradCUDA", "AutogradSim", "AutocastCPU",
-      "AutocastCUDA", "AutocastSim", "Autograd", "CompositeExplicitAutograd", "CompositeImplicitAutograd"};
+  static constexpr const char* kNames[kNumDispatchKeys] = {"Undefined",
+                                                           "CPU",
+                                                           "CUDA",
+                                                           "Sim",
+                                                           "BackendSelect",
+                                                           "ADInplaceOrView",
+                                                           "AutogradCPU",
+                                                           "AutogradCUDA",
+                                                           "AutogradSim",
+                                                           "AutocastCPU",
+                                                           "AutocastCUDA",
+                                                           "AutocastSim",
+                                                           "Autograd",
+                                                           "CompositeExplicitAutograd",
+                                                           "CompositeImplicitAutograd"};
   const int i = int(k);
   return i >= 0 && i < kNumDispatchKeys ? kNames[i] : "?";
 }
@@ -41,12 +52,18 @@ DispatchKey DispatchKeySet::highest() const {
   if (is_per_backend(f)) return per_backend_key(f, highest_backend());
   // The functionality keys that are not per backend, in enum order.
   switch (f) {
-    case Functionality::BackendSelect: return DispatchKey::BackendSelect;
-    case Functionality::ADInplaceOrView: return DispatchKey::ADInplaceOrView;
-    case Functionality::AutocastCPU: return DispatchKey::AutocastCPU;
-    case Functionality::AutocastCUDA: return DispatchKey::AutocastCUDA;
-    case Functionality::AutocastSim: return DispatchKey::AutocastSim;
-    default: return DispatchKey::Undefined;
+    case Functionality::BackendSelect:
+      return DispatchKey::BackendSelect;
+    case Functionality::ADInplaceOrView:
+      return DispatchKey::ADInplaceOrView;
+    case Functionality::AutocastCPU:
+      return DispatchKey::AutocastCPU;
+    case Functionality::AutocastCUDA:
+      return DispatchKey::AutocastCUDA;
+    case Functionality::AutocastSim:
+      return DispatchKey::AutocastSim;
+    default:
+      return DispatchKey::Undefined;
   }
 }
 
@@ -98,8 +115,10 @@ const char* DispatchKeySet::name() const {
     const std::string text = empty() ? std::string("{}") : joined(*this, "|");
     char* made = new char[text.size() + 1];
     std::memcpy(made, text.c_str(), text.size() + 1);
-    if (names[b].compare_exchange_strong(n, made, std::memory_order_acq_rel)) n = made;
-    else delete[] made;  // n is the winner's
+    if (names[b].compare_exchange_strong(n, made, std::memory_order_acq_rel))
+      n = made;
+    else
+      delete[] made;  // n is the winner's
   }
   return n;
 }
@@ -111,10 +130,14 @@ DispatchKeySet tensor_keys(BackendComponent b, bool inference) {
          DispatchKeySet(per_backend_key(Functionality::AutogradFunctionality, b));
   }
   switch (b) {
-    case BackendComponent::CPU: return ks.add(DispatchKey::AutocastCPU);
-    case BackendComponent::CUDA: return ks.add(DispatchKey::AutocastCUDA);
-    case BackendComponent::Sim: return ks.add(DispatchKey::AutocastSim);
-    default: return ks;
+    case BackendComponent::CPU:
+      return ks.add(DispatchKey::AutocastCPU);
+    case BackendComponent::CUDA:
+      return ks.add(DispatchKey::AutocastCUDA);
+    case BackendComponent::Sim:
+      return ks.add(DispatchKey::AutocastSim);
+    default:
+      return ks;
   }
 }
 
@@ -124,10 +147,14 @@ DispatchKeySet alias_runtime_keys(DispatchKey k) {
                                       DispatchKeySet::backend(BackendComponent::Sim);
   const DispatchKeySet dense = DispatchKeySet::functionality(Functionality::Dense) | all_backends;
   switch (k) {
-    case DispatchKey::Autograd: return kAutogradKeys;
-    case DispatchKey::CompositeExplicitAutograd: return dense;
-    case DispatchKey::CompositeImplicitAutograd: return dense | kAutogradKeys;
-    default: return DispatchKeySet(k);
+    case DispatchKey::Autograd:
+      return kAutogradKeys;
+    case DispatchKey::CompositeExplicitAutograd:
+      return dense;
+    case DispatchKey::CompositeImplicitAutograd:
+      return dense | kAutogradKeys;
+    default:
+      return DispatchKeySet(k);
   }
 }
 

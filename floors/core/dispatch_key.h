@@ -63,7 +63,7 @@ constexpr int kNumBackends = 3;
 //   they act only inside an autocast region (which descent does not have).
 enum class Functionality : uint8_t {
   None = 0,
-  Dense = 1,                  // per backend: CPU, CUDA, Sim
+  Dense = 1,  // per backend: CPU, CUDA, Sim
   BackendSelect = 2,
   ADInplaceOrView = 3,
   AutogradFunctionality = 4,  // per backend: AutogradCPU, AutogradCUDA, AutogradSim
@@ -85,14 +85,14 @@ constexpr bool is_per_backend(Functionality f) {
 enum class DispatchKey : uint8_t {
   Undefined = 0,
   // Runtime keys, lowest priority first within each group.
-  CPU,              // Dense x CPU
-  CUDA,             // Dense x CUDA
-  Sim,              // Dense x Sim
+  CPU,   // Dense x CPU
+  CUDA,  // Dense x CUDA
+  Sim,   // Dense x Sim
   BackendSelect,
   ADInplaceOrView,
-  AutogradCPU,      // Autograd x CPU
-  AutogradCUDA,     // Autograd x CUDA
-  AutogradSim,      // Autograd x Sim
+  AutogradCPU,   // Autograd x CPU
+  AutogradCUDA,  // Autograd x CUDA
+  AutogradSim,   // Autograd x Sim
   AutocastCPU,
   AutocastCUDA,
   AutocastSim,
@@ -192,23 +192,41 @@ class DispatchKeySet {
   static constexpr uint32_t kBackendMask = (uint32_t(1) << kNumBackends) - 1;
   static constexpr Functionality functionality_of_constexpr(DispatchKey k) {
     switch (k) {
-      case DispatchKey::CPU: case DispatchKey::CUDA: case DispatchKey::Sim: return Functionality::Dense;
-      case DispatchKey::BackendSelect: return Functionality::BackendSelect;
-      case DispatchKey::ADInplaceOrView: return Functionality::ADInplaceOrView;
-      case DispatchKey::AutogradCPU: case DispatchKey::AutogradCUDA: case DispatchKey::AutogradSim:
+      case DispatchKey::CPU:
+      case DispatchKey::CUDA:
+      case DispatchKey::Sim:
+        return Functionality::Dense;
+      case DispatchKey::BackendSelect:
+        return Functionality::BackendSelect;
+      case DispatchKey::ADInplaceOrView:
+        return Functionality::ADInplaceOrView;
+      case DispatchKey::AutogradCPU:
+      case DispatchKey::AutogradCUDA:
+      case DispatchKey::AutogradSim:
         return Functionality::AutogradFunctionality;
-      case DispatchKey::AutocastCPU: return Functionality::AutocastCPU;
-      case DispatchKey::AutocastCUDA: return Functionality::AutocastCUDA;
-      case DispatchKey::AutocastSim: return Functionality::AutocastSim;
-      default: return Functionality::None;
+      case DispatchKey::AutocastCPU:
+        return Functionality::AutocastCPU;
+      case DispatchKey::AutocastCUDA:
+        return Functionality::AutocastCUDA;
+      case DispatchKey::AutocastSim:
+        return Functionality::AutocastSim;
+      default:
+        return Functionality::None;
     }
   }
   static constexpr BackendComponent backend_of_constexpr(DispatchKey k) {
     switch (k) {
-      case DispatchKey::CPU: case DispatchKey::AutogradCPU: return BackendComponent::CPU;
-      case DispatchKey::CUDA: case DispatchKey::AutogradCUDA: return BackendComponent::CUDA;
-      case DispatchKey::Sim: case DispatchKey::AutogradSim: return BackendComponent::Sim;
-      default: return BackendComponent::Invalid;
+      case DispatchKey::CPU:
+      case DispatchKey::AutogradCPU:
+        return BackendComponent::CPU;
+      case DispatchKey::CUDA:
+      case DispatchKey::AutogradCUDA:
+        return BackendComponent::CUDA;
+      case DispatchKey::Sim:
+      case DispatchKey::AutogradSim:
+        return BackendComponent::Sim;
+      default:
+        return BackendComponent::Invalid;
     }
   }
   static constexpr uint32_t bits_of(DispatchKey k) {
@@ -220,18 +238,19 @@ class DispatchKeySet {
 // [SECTION] Named sets -----------------------------------------------------------
 
 // Every backend's Autograd key (c10's autograd_dispatch_keyset).
-constexpr DispatchKeySet kAutogradKeys =
-    DispatchKeySet(DispatchKey::AutogradCPU) | DispatchKeySet(DispatchKey::AutogradCUDA) |
-    DispatchKeySet(DispatchKey::AutogradSim);
-constexpr DispatchKeySet kAutogradKeysWithADInplaceOrView = kAutogradKeys | DispatchKeySet(DispatchKey::ADInplaceOrView);
+constexpr DispatchKeySet kAutogradKeys = DispatchKeySet(DispatchKey::AutogradCPU) |
+                                         DispatchKeySet(DispatchKey::AutogradCUDA) |
+                                         DispatchKeySet(DispatchKey::AutogradSim);
+constexpr DispatchKeySet kAutogradKeysWithADInplaceOrView =
+    kAutogradKeys | DispatchKeySet(DispatchKey::ADInplaceOrView);
 // Every Autocast key (c10's autocast_dispatch_keyset).
 constexpr DispatchKeySet kAutocastKeys = DispatchKeySet(DispatchKey::AutocastCPU) |
                                          DispatchKeySet(DispatchKey::AutocastCUDA) |
                                          DispatchKeySet(DispatchKey::AutocastSim);
 // What the thread includes and excludes before anyone changes it (c10's
 // default_included_set and default_excluded_set).
-constexpr DispatchKeySet kDefaultIncluded = DispatchKeySet(DispatchKey::BackendSelect) |
-                                            DispatchKeySet(DispatchKey::ADInplaceOrView);
+constexpr DispatchKeySet kDefaultIncluded =
+    DispatchKeySet(DispatchKey::BackendSelect) | DispatchKeySet(DispatchKey::ADInplaceOrView);
 constexpr DispatchKeySet kDefaultExcluded = kAutocastKeys;
 
 // The keys a tensor on backend b carries (c10's TensorImpl constructor):

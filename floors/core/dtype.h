@@ -31,16 +31,23 @@ constexpr ScalarType kDefaultFloat = ScalarType::Float32;
 
 constexpr size_t element_size(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return 1;
-    case ScalarType::Int64: return 8;
+    case ScalarType::Bool:
+      return 1;
+    case ScalarType::Int64:
+      return 8;
     case ScalarType::UInt8:
-    case ScalarType::Int8: return 1;
-    case ScalarType::Int16: return 2;
+    case ScalarType::Int8:
+      return 1;
+    case ScalarType::Int16:
+      return 2;
     case ScalarType::Int32:
-    case ScalarType::Float32: return 4;
-    case ScalarType::Float64: return 8;
+    case ScalarType::Float32:
+      return 4;
+    case ScalarType::Float64:
+      return 8;
     case ScalarType::Float16:
-    case ScalarType::BFloat16: return 2;
+    case ScalarType::BFloat16:
+      return 2;
   }
   return 0;
 }
@@ -53,34 +60,96 @@ constexpr bool is_integral(ScalarType t, bool include_bool) {
          t == ScalarType::UInt8 || (include_bool && t == ScalarType::Bool);
 }
 
-const char* dtype_name(ScalarType t);             // "float32", "int64", "uint8", ...
-const char* type_word(ScalarType t);              // PyTorch's word in messages: "Float", "Long", "Int", "Byte", ...
+const char* dtype_name(ScalarType t);  // "float32", "int64", "uint8", ...
+const char* type_word(ScalarType t);   // PyTorch's word in messages: "Float", "Long", "Int", "Byte", ...
 bool parse_dtype(std::string_view s, ScalarType* out);  // accepts "float32", "float", "long", "int", "short", ...
 
 // The C++ type stored for each dtype.
-template <ScalarType T> struct CppType;
-template <> struct CppType<ScalarType::Bool> { using type = bool; };
-template <> struct CppType<ScalarType::Int64> { using type = int64_t; };
-template <> struct CppType<ScalarType::Float32> { using type = float; };
-template <> struct CppType<ScalarType::Float64> { using type = double; };
-template <> struct CppType<ScalarType::Float16> { using type = Half; };
-template <> struct CppType<ScalarType::BFloat16> { using type = BFloat16; };
-template <> struct CppType<ScalarType::UInt8> { using type = uint8_t; };
-template <> struct CppType<ScalarType::Int8> { using type = int8_t; };
-template <> struct CppType<ScalarType::Int16> { using type = int16_t; };
-template <> struct CppType<ScalarType::Int32> { using type = int32_t; };
+template <ScalarType T>
+struct CppType;
+template <>
+struct CppType<ScalarType::Bool> {
+  using type = bool;
+};
+template <>
+struct CppType<ScalarType::Int64> {
+  using type = int64_t;
+};
+template <>
+struct CppType<ScalarType::Float32> {
+  using type = float;
+};
+template <>
+struct CppType<ScalarType::Float64> {
+  using type = double;
+};
+template <>
+struct CppType<ScalarType::Float16> {
+  using type = Half;
+};
+template <>
+struct CppType<ScalarType::BFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct CppType<ScalarType::UInt8> {
+  using type = uint8_t;
+};
+template <>
+struct CppType<ScalarType::Int8> {
+  using type = int8_t;
+};
+template <>
+struct CppType<ScalarType::Int16> {
+  using type = int16_t;
+};
+template <>
+struct CppType<ScalarType::Int32> {
+  using type = int32_t;
+};
 
-template <typename T> constexpr ScalarType scalar_type_of();
-template <> constexpr ScalarType scalar_type_of<bool>() { return ScalarType::Bool; }
-template <> constexpr ScalarType scalar_type_of<int64_t>() { return ScalarType::Int64; }
-template <> constexpr ScalarType scalar_type_of<float>() { return ScalarType::Float32; }
-template <> constexpr ScalarType scalar_type_of<double>() { return ScalarType::Float64; }
-template <> constexpr ScalarType scalar_type_of<Half>() { return ScalarType::Float16; }
-template <> constexpr ScalarType scalar_type_of<BFloat16>() { return ScalarType::BFloat16; }
-template <> constexpr ScalarType scalar_type_of<uint8_t>() { return ScalarType::UInt8; }
-template <> constexpr ScalarType scalar_type_of<int8_t>() { return ScalarType::Int8; }
-template <> constexpr ScalarType scalar_type_of<int16_t>() { return ScalarType::Int16; }
-template <> constexpr ScalarType scalar_type_of<int32_t>() { return ScalarType::Int32; }
+template <typename T>
+constexpr ScalarType scalar_type_of();
+template <>
+constexpr ScalarType scalar_type_of<bool>() {
+  return ScalarType::Bool;
+}
+template <>
+constexpr ScalarType scalar_type_of<int64_t>() {
+  return ScalarType::Int64;
+}
+template <>
+constexpr ScalarType scalar_type_of<float>() {
+  return ScalarType::Float32;
+}
+template <>
+constexpr ScalarType scalar_type_of<double>() {
+  return ScalarType::Float64;
+}
+template <>
+constexpr ScalarType scalar_type_of<Half>() {
+  return ScalarType::Float16;
+}
+template <>
+constexpr ScalarType scalar_type_of<BFloat16>() {
+  return ScalarType::BFloat16;
+}
+template <>
+constexpr ScalarType scalar_type_of<uint8_t>() {
+  return ScalarType::UInt8;
+}
+template <>
+constexpr ScalarType scalar_type_of<int8_t>() {
+  return ScalarType::Int8;
+}
+template <>
+constexpr ScalarType scalar_type_of<int16_t>() {
+  return ScalarType::Int16;
+}
+template <>
+constexpr ScalarType scalar_type_of<int32_t>() {
+  return ScalarType::Int32;
+}
 
 // An integer element type: int64_t and the narrower ones, not bool.
 template <typename T>
@@ -91,16 +160,26 @@ inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, boo
 template <typename Fn>
 decltype(auto) visit_dtype(ScalarType t, Fn&& fn) {
   switch (t) {
-    case ScalarType::Bool: return fn.template operator()<bool>();
-    case ScalarType::Int64: return fn.template operator()<int64_t>();
-    case ScalarType::Float32: return fn.template operator()<float>();
-    case ScalarType::Float16: return fn.template operator()<Half>();
-    case ScalarType::BFloat16: return fn.template operator()<BFloat16>();
-    case ScalarType::UInt8: return fn.template operator()<uint8_t>();
-    case ScalarType::Int8: return fn.template operator()<int8_t>();
-    case ScalarType::Int16: return fn.template operator()<int16_t>();
-    case ScalarType::Int32: return fn.template operator()<int32_t>();
-    case ScalarType::Float64: break;
+    case ScalarType::Bool:
+      return fn.template operator()<bool>();
+    case ScalarType::Int64:
+      return fn.template operator()<int64_t>();
+    case ScalarType::Float32:
+      return fn.template operator()<float>();
+    case ScalarType::Float16:
+      return fn.template operator()<Half>();
+    case ScalarType::BFloat16:
+      return fn.template operator()<BFloat16>();
+    case ScalarType::UInt8:
+      return fn.template operator()<uint8_t>();
+    case ScalarType::Int8:
+      return fn.template operator()<int8_t>();
+    case ScalarType::Int16:
+      return fn.template operator()<int16_t>();
+    case ScalarType::Int32:
+      return fn.template operator()<int32_t>();
+    case ScalarType::Float64:
+      break;
   }
   return fn.template operator()<double>();
 }

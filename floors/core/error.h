@@ -40,9 +40,9 @@ std::string str(const Args&... args) {
 // Raises `Kind` (a descent error type) with the concatenated message when
 // `cond` is false, e.g.
 //   DESCENT_CHECK(a.dim() == 2, ValueError, "matmul(): argument 'self' must be 2-D, got ", a.dim(), "-D");
-#define DESCENT_CHECK(cond, Kind, ...)                          \
-  do {                                                          \
-    if (__builtin_expect(!(cond), 0)) {                         \
-      throw ::descent::Kind(::descent::str(__VA_ARGS__));       \
-    }                                                           \
+#define DESCENT_CHECK(cond, Kind, ...)                    \
+  do {                                                    \
+    if (__builtin_expect(!(cond), 0)) {                   \
+      throw ::descent::Kind(::descent::str(__VA_ARGS__)); \
+    }                                                     \
   } while (0)

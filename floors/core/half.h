@@ -65,9 +65,9 @@ DESCENT_HD inline float bits_float(uint32_t u) {
 DESCENT_HD inline uint16_t float_to_half_bits(float f) {
   const uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
   if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // 65520 and up (infinity too): infinity
-  if (ax < 0x38800000u) {  // below 2**-14: a subnormal float16 (units of 2**-24), or zero
+  if (ax < 0x38800000u) {                         // below 2**-14: a subnormal float16 (units of 2**-24), or zero
     if (ax < 0x33000000u) return uint16_t(sign);  // below 2**-25: rounds to zero
     const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126u - (ax >> 23);  // 14 to 24

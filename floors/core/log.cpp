@@ -11,12 +11,18 @@ namespace {
 
 spdlog::level::level_enum to_spdlog(Level l) {
   switch (l) {
-    case Level::Trace: return spdlog::level::trace;
-    case Level::Debug: return spdlog::level::debug;
-    case Level::Info: return spdlog::level::info;
-    case Level::Warn: return spdlog::level::warn;
-    case Level::Error: return spdlog::level::err;
-    case Level::Off: return spdlog::level::off;
+    case Level::Trace:
+      return spdlog::level::trace;
+    case Level::Debug:
+      return spdlog::level::debug;
+    case Level::Info:
+      return spdlog::level::info;
+    case Level::Warn:
+      return spdlog::level::warn;
+    case Level::Error:
+      return spdlog::level::err;
+    case Level::Off:
+      return spdlog::level::off;
   }
   return spdlog::level::warn;
 }
@@ -52,12 +58,18 @@ void set_level(Level l) { logger().set_level(to_spdlog(l)); }
 
 Level level() {
   switch (logger().level()) {
-    case spdlog::level::trace: return Level::Trace;
-    case spdlog::level::debug: return Level::Debug;
-    case spdlog::level::info: return Level::Info;
-    case spdlog::level::warn: return Level::Warn;
-    case spdlog::level::err: return Level::Error;
-    default: return Level::Off;
+    case spdlog::level::trace:
+      return Level::Trace;
+    case spdlog::level::debug:
+      return Level::Debug;
+    case spdlog::level::info:
+      return Level::Info;
+    case spdlog::level::warn:
+      return Level::Warn;
+    case spdlog::level::err:
+      return Level::Error;
+    default:
+      return Level::Off;
   }
 }
 

@@ -19,7 +19,8 @@ class RefCounted {
   int use_count() const { return refs_.load(std::memory_order_relaxed); }
 
  private:
-  template <typename T> friend class Ref;
+  template <typename T>
+  friend class Ref;
   mutable std::atomic<int> refs_{0};
 };
 

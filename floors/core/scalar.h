@@ -26,7 +26,9 @@ class Scalar {
   bool is_integral() const { return type_ == ScalarType::Int64; }
   bool is_bool() const { return type_ == ScalarType::Bool; }
 
-  double to_double() const { return type_ == ScalarType::Float64 ? v_.d : type_ == ScalarType::Int64 ? double(v_.i) : double(v_.b); }
+  double to_double() const {
+    return type_ == ScalarType::Float64 ? v_.d : type_ == ScalarType::Int64 ? double(v_.i) : double(v_.b);
+  }
   // A float is truncated toward zero; one outside [-2^63, 2^63) (NaN and the
   // infinities included) raises, see Note [Checked scalar conversion].
   int64_t to_int(const char* op = nullptr, const char* arg = "value") const {
@@ -36,7 +38,9 @@ class Scalar {
     }
     return type_ == ScalarType::Int64 ? v_.i : int64_t(v_.b);
   }
-  bool to_bool() const { return type_ == ScalarType::Float64 ? v_.d != 0 : type_ == ScalarType::Int64 ? v_.i != 0 : v_.b; }
+  bool to_bool() const {
+    return type_ == ScalarType::Float64 ? v_.d != 0 : type_ == ScalarType::Int64 ? v_.i != 0 : v_.b;
+  }
 
   // Note [Checked scalar conversion]
   // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -82,7 +86,7 @@ class Scalar {
         check_fits(!std::isfinite(v_.d) || std::fabs(v_.d) <= double(std::numeric_limits<float>::max()), "float", op,
                    arg);
       return float(to_double());
-    } else if constexpr (is_reduced_float_v<T>) {  // through float, as c10's conversion goes
+    } else if constexpr (is_reduced_float_v<T>) {     // through float, as c10's conversion goes
       constexpr bool half = std::is_same_v<T, Half>;  // an int64 can overflow float16 too (100000)
       const double v = to_double();
       check_fits(!std::isfinite(v) || std::fabs(v) <= (half ? 65504.0 : 0x1.fep127), half ? "at::Half" : "at::BFloat16",
@@ -99,10 +103,14 @@ class Scalar {
   // The C++ type's name as c10's Scalar accessors give it ("int" for int32).
   template <typename T>
   static constexpr const char* int_type_name() {
-    if constexpr (std::is_same_v<T, int32_t>) return "int";
-    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
-    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
-    else return "uint8_t";
+    if constexpr (std::is_same_v<T, int32_t>)
+      return "int";
+    else if constexpr (std::is_same_v<T, int16_t>)
+      return "int16_t";
+    else if constexpr (std::is_same_v<T, int8_t>)
+      return "int8_t";
+    else
+      return "uint8_t";
   }
   void check_fits(bool fits, const char* type, const char* op, const char* arg) const {
     DESCENT_CHECK(fits, Error, op ? op : "", op ? "(): " : "", arg, " cannot be converted to type ", type,

@@ -69,8 +69,14 @@ int wrap_dim(int64_t dim, int ndim, const char* op) {
 // [SECTION] TensorImpl -------------------------------------------------------
 
 TensorImpl::TensorImpl(Ref<StorageImpl> s, ScalarType t, const DimVector& sz, const DimVector& st, int64_t off)
-    : storage(std::move(s)), sizes(sz), strides(st), offset(off), numel(numel_of(sz)), dtype(t),
-      device(storage->device), inference(autograd_state().inference_mode) {
+    : storage(std::move(s)),
+      sizes(sz),
+      strides(st),
+      offset(off),
+      numel(numel_of(sz)),
+      dtype(t),
+      device(storage->device),
+      inference(autograd_state().inference_mode) {
   refresh_keys();
 }
 
@@ -92,8 +98,8 @@ AutogradState& autograd_state() {
 // [SECTION] Tensor -----------------------------------------------------------
 
 void Tensor::set_requires_grad(bool r) {
-  DESCENT_CHECK(!r || is_floating(dtype()), Error,
-                "only Tensors of floating point dtype can require gradients (got ", dtype_name(dtype()), ")");
+  DESCENT_CHECK(!r || is_floating(dtype()), Error, "only Tensors of floating point dtype can require gradients (got ",
+                dtype_name(dtype()), ")");
   impl_->requires_grad = r;
 }
 
@@ -113,8 +119,11 @@ bool Tensor::is_contiguous() const {
 
 Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const {
   auto impl = Ref<TensorImpl>::make(impl_->storage, impl_->dtype, sizes, strides, offset);
-  impl->own_version = impl_->own_version;  // an alias counts writes with its source (Note [Version counter and view base])
-  impl->inference = impl_->inference;      // and is an inference tensor when its source is (Note [Inference tensors outside inference mode])
+  impl->own_version =
+      impl_->own_version;  // an alias counts writes with its source (Note [Version counter and view base])
+  impl->inference =
+      impl_
+          ->inference;  // and is an inference tensor when its source is (Note [Inference tensors outside inference mode])
   impl->refresh_keys();
   return Tensor(std::move(impl));
 }
@@ -122,9 +131,15 @@ Tensor Tensor::as_strided(const DimVector& sizes, const DimVector& strides, int6
 Tensor scalar_tensor(const Scalar& s, bool wrapped) {
   Tensor r = empty_tensor({}, s.type(), Device{});
   switch (s.type()) {
-    case ScalarType::Bool: *r.data<bool>() = s.to_bool(); break;
-    case ScalarType::Int64: *r.data<int64_t>() = s.to_int(); break;
-    default: *r.data<double>() = s.to_double(); break;
+    case ScalarType::Bool:
+      *r.data<bool>() = s.to_bool();
+      break;
+    case ScalarType::Int64:
+      *r.data<int64_t>() = s.to_int();
+      break;
+    default:
+      *r.data<double>() = s.to_double();
+      break;
   }
   r.impl()->wrapped_number = wrapped;
   return r;

@@ -145,8 +145,8 @@ struct TensorImpl : RefCounted {
 
   Ref<StorageImpl> storage;
   DimVector sizes;
-  DimVector strides;      // in elements, not bytes
-  int64_t offset = 0;     // in elements
+  DimVector strides;   // in elements, not bytes
+  int64_t offset = 0;  // in elements
   int64_t numel = 0;
   ScalarType dtype;
   Device device;
@@ -154,15 +154,18 @@ struct TensorImpl : RefCounted {
   // recorded (it has a grad_fn): what an Autograd kernel reads first.
   bool requires_grad = false;
   Ref<AutogradMetaInterface> autograd;  // grad, grad_fn, hooks (floors/autograd/variable.h); null: none yet
-  bool wrapped_number = false;  // a Python number turned into a 0-d tensor (Note [Type promotion])
-  Ref<TensorImpl> base;         // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
+  bool wrapped_number = false;          // a Python number turned into a 0-d tensor (Note [Type promotion])
+  Ref<TensorImpl>
+      base;  // a view op's result: the tensor it views; null otherwise (Note [Version counter and view base])
   Ref<VersionCounter> own_version;  // null: the storage's counter; x.data's own (Note [Version counter and view base])
-  uint32_t view_version = 0;    // a view's version when its grad_fn was made (Note [A view's grad_fn after an in-place write])
-  bool inference = false;       // made in inference mode: no Autograd or ADInplaceOrView key
-  void* pyobj = nullptr;        // the Python object wrapping this tensor, borrowed (Note [One Python object per tensor], tensor_object.cpp)
-  DispatchKeySet keys;          // the key set this tensor contributes (Note [Computing the key set])
+  uint32_t view_version =
+      0;  // a view's version when its grad_fn was made (Note [A view's grad_fn after an in-place write])
+  bool inference = false;  // made in inference mode: no Autograd or ADInplaceOrView key
+  void* pyobj =
+      nullptr;  // the Python object wrapping this tensor, borrowed (Note [One Python object per tensor], tensor_object.cpp)
+  DispatchKeySet keys;  // the key set this tensor contributes (Note [Computing the key set])
 
-  void refresh_keys();          // after a device change
+  void refresh_keys();  // after a device change
 };
 
 // [SECTION] Tensor -----------------------------------------------------------
@@ -196,7 +199,9 @@ class Tensor {
     return static_cast<char*>(impl_->storage->data.ptr) + impl_->offset * int64_t(element_size(impl_->dtype));
   }
   template <typename T>
-  T* data() const { return static_cast<T*>(data_ptr()); }
+  T* data() const {
+    return static_cast<T*>(data_ptr());
+  }
 
   // A new view of the same storage with other sizes, strides and offset.
   Tensor as_strided(const DimVector& sizes, const DimVector& strides, int64_t offset) const;

@@ -22,9 +22,12 @@ namespace {
 
 DispatchKey backend_key(Device d) {
   switch (d.type) {
-    case DeviceType::CPU: return DispatchKey::CPU;
-    case DeviceType::Sim: return DispatchKey::Sim;
-    case DeviceType::CUDA: return DispatchKey::CUDA;
+    case DeviceType::CPU:
+      return DispatchKey::CPU;
+    case DeviceType::Sim:
+      return DispatchKey::Sim;
+    case DeviceType::CUDA:
+      return DispatchKey::CUDA;
   }
   return DispatchKey::CPU;
 }

@@ -221,8 +221,8 @@ IncludeKeyGuard::~IncludeKeyGuard() { local_keys().included = saved_; }
 void set_inference_mode(bool enabled) {
   autograd_state() = AutogradState{!enabled, enabled};
   LocalKeys& local = local_keys();
-  local.included = enabled ? local.included.remove(DispatchKey::ADInplaceOrView)
-                           : local.included.add(DispatchKey::ADInplaceOrView);
+  local.included =
+      enabled ? local.included.remove(DispatchKey::ADInplaceOrView) : local.included.add(DispatchKey::ADInplaceOrView);
   local.excluded = enabled ? local.excluded | kAutogradKeys : local.excluded - kAutogradKeys;
 }
 InferenceMode::InferenceMode(bool enabled) : saved_state_(autograd_state()), saved_keys_(local_keys()) {
@@ -274,11 +274,11 @@ namespace {
 
 void fill_defaults(const OpEntry& e, Stack& stack) {
   const auto& args = e.schema.args;
-  DESCENT_CHECK(stack.size() <= int(args.size()), TypeError, e.python_name, "() takes ", args.size(),
-                " arguments but ", stack.size(), " were given");
+  DESCENT_CHECK(stack.size() <= int(args.size()), TypeError, e.python_name, "() takes ", args.size(), " arguments but ",
+                stack.size(), " were given");
   for (int i = stack.size(); i < int(args.size()); ++i) {
-    DESCENT_CHECK(args[i].has_default, TypeError, e.python_name, "() missing required argument '", args[i].name, "' (pos ",
-                  i + 1, ")");
+    DESCENT_CHECK(args[i].has_default, TypeError, e.python_name, "() missing required argument '", args[i].name,
+                  "' (pos ", i + 1, ")");
     stack.push(args[i].default_value);
   }
 }

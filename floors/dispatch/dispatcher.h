@@ -37,8 +37,8 @@ struct OpEntry {
   Exactness exactness;
   Domain domain;
   PythonModule python_module = PythonModule::Torch;  // descent._C, or descent._C._nn (Note [One op table])
-  const char* sample;         // a small valid call (Note [One op table])
-  const char* dispatch;       // the keys declared to have kernels: "CPU", "CompositeImplicitAutograd" (Note [One op table])
+  const char* sample;                                // a small valid call (Note [One op table])
+  const char* dispatch;  // the keys declared to have kernels: "CPU", "CompositeImplicitAutograd" (Note [One op table])
   Schema schema;
   // What a call uses, by runtime_slot(key): the op's own kernel at the key,
   // else the op's own fallthrough mark, else the key's fallback (refresh()).
@@ -94,6 +94,7 @@ class ExcludeKeyGuard {
   ~ExcludeKeyGuard();
   ExcludeKeyGuard(const ExcludeKeyGuard&) = delete;
   ExcludeKeyGuard& operator=(const ExcludeKeyGuard&) = delete;
+
  private:
   DispatchKeySet saved_;
 };
@@ -105,6 +106,7 @@ class IncludeKeyGuard {
   ~IncludeKeyGuard();
   IncludeKeyGuard(const IncludeKeyGuard&) = delete;
   IncludeKeyGuard& operator=(const IncludeKeyGuard&) = delete;
+
  private:
   DispatchKeySet saved_;
 };
@@ -130,6 +132,7 @@ class InferenceMode {
   ~InferenceMode();
   InferenceMode(const InferenceMode&) = delete;
   InferenceMode& operator=(const InferenceMode&) = delete;
+
  private:
   AutogradState saved_state_;
   LocalKeys saved_keys_;
@@ -188,8 +191,8 @@ void clear_fallthrough(Op op, DispatchKey key);
 struct Kernel {
   BoxedKernel fn = nullptr;
   bool fallthrough = false;
-  void* unboxed = nullptr;            // the same kernel, typed (optional)
-  const void* signature = nullptr;    // signature_id of `unboxed` (unboxed.h)
+  void* unboxed = nullptr;          // the same kernel, typed (optional)
+  const void* signature = nullptr;  // signature_id of `unboxed` (unboxed.h)
   Kernel() = default;
   Kernel(BoxedKernel f) : fn(f) {}  // NOLINT(google-explicit-constructor): m.impl(Op::neg, neg_kernel)
   static Kernel Fallthrough() {
@@ -235,8 +238,8 @@ class Library;  // library.h
 // register_floors (floors/registration.h) runs them all once, in order (Note
 // [Registering the floors]): the dispatcher knows no floor above it.
 void register_dispatch_kernels();
-void register_fallbacks();                           // dispatcher.cpp: the keys every op skips
-void register_backend_select_kernels(Library& m);    // backend_select.cpp
-void register_inplace_or_view_kernels(Library& m);   // inplace_or_view.cpp
+void register_fallbacks();                          // dispatcher.cpp: the keys every op skips
+void register_backend_select_kernels(Library& m);   // backend_select.cpp
+void register_inplace_or_view_kernels(Library& m);  // inplace_or_view.cpp
 
 }  // namespace descent

@@ -54,8 +54,10 @@ bool is_composite(const OpEntry& e) { return std::string_view(e.dispatch).find("
 void register_inplace_or_view_kernels(Library& m) {
   for (const OpEntry& e : ops_for_registration()) {
     if (is_composite(e)) continue;
-    if (e.schema.is_mutable()) m.impl(e.id, write_in_place);
-    else if (e.schema.is_view()) m.impl(e.id, make_view);
+    if (e.schema.is_mutable())
+      m.impl(e.id, write_in_place);
+    else if (e.schema.is_view())
+      m.impl(e.id, make_view);
   }
 }
 

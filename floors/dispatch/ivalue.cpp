@@ -4,23 +4,43 @@
 namespace descent {
 
 IValue::IValue(Scalar s) : tag_(Tag::None) {
-  if (s.is_floating()) *this = IValue(s.to_double());
-  else if (s.is_integral()) *this = IValue(s.to_int());
-  else *this = IValue(s.to_bool());
+  if (s.is_floating())
+    *this = IValue(s.to_double());
+  else if (s.is_integral())
+    *this = IValue(s.to_int());
+  else
+    *this = IValue(s.to_bool());
 }
 
 void IValue::copy_from(const IValue& o) {
   tag_ = o.tag_;
   switch (tag_) {
-    case Tag::Tensor: new (&u_.t) Tensor(o.to_tensor()); break;  // a copy owns (Note [Borrowed arguments])
-    case Tag::IntList: new (&u_.l) DimVector(o.u_.l); break;
-    case Tag::TensorList: new (&u_.tl) OptionalTensorList(o.u_.tl); break;
-    case Tag::Double: u_.d = o.u_.d; break;
-    case Tag::Int: u_.i = o.u_.i; break;
-    case Tag::Bool: u_.b = o.u_.b; break;
-    case Tag::ScalarType: u_.st = o.u_.st; break;
-    case Tag::Device: u_.dev = o.u_.dev; break;
-    case Tag::None: break;
+    case Tag::Tensor:
+      new (&u_.t) Tensor(o.to_tensor());
+      break;  // a copy owns (Note [Borrowed arguments])
+    case Tag::IntList:
+      new (&u_.l) DimVector(o.u_.l);
+      break;
+    case Tag::TensorList:
+      new (&u_.tl) OptionalTensorList(o.u_.tl);
+      break;
+    case Tag::Double:
+      u_.d = o.u_.d;
+      break;
+    case Tag::Int:
+      u_.i = o.u_.i;
+      break;
+    case Tag::Bool:
+      u_.b = o.u_.b;
+      break;
+    case Tag::ScalarType:
+      u_.st = o.u_.st;
+      break;
+    case Tag::Device:
+      u_.dev = o.u_.dev;
+      break;
+    case Tag::None:
+      break;
   }
 }
 
@@ -28,15 +48,24 @@ void IValue::destroy_list() { u_.tl.~OptionalTensorList(); }
 
 const char* IValue::tag_name() const {
   switch (tag_) {
-    case Tag::None: return "None";
-    case Tag::Tensor: return "Tensor";
-    case Tag::Double: return "float";
-    case Tag::Int: return "int";
-    case Tag::Bool: return "bool";
-    case Tag::IntList: return "int[]";
-    case Tag::ScalarType: return "dtype";
-    case Tag::Device: return "Device";
-    case Tag::TensorList: return "Tensor[]";
+    case Tag::None:
+      return "None";
+    case Tag::Tensor:
+      return "Tensor";
+    case Tag::Double:
+      return "float";
+    case Tag::Int:
+      return "int";
+    case Tag::Bool:
+      return "bool";
+    case Tag::IntList:
+      return "int[]";
+    case Tag::ScalarType:
+      return "dtype";
+    case Tag::Device:
+      return "Device";
+    case Tag::TensorList:
+      return "Tensor[]";
   }
   return "?";
 }

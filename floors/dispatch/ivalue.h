@@ -69,11 +69,17 @@ class IValue {
   IValue(const IValue& o) : tag_(Tag::None) { copy_from(o); }
   IValue(IValue&& o) noexcept : tag_(Tag::None) { move_from(std::move(o)); }
   IValue& operator=(const IValue& o) {
-    if (this != &o) { destroy(); copy_from(o); }
+    if (this != &o) {
+      destroy();
+      copy_from(o);
+    }
     return *this;
   }
   IValue& operator=(IValue&& o) noexcept {
-    if (this != &o) { destroy(); move_from(std::move(o)); }
+    if (this != &o) {
+      destroy();
+      move_from(std::move(o));
+    }
     return *this;
   }
   ~IValue() { destroy(); }
@@ -114,8 +120,10 @@ class IValue {
     if (o.tag_ == Tag::Tensor) {
       tag_ = Tag::Tensor;
       borrowed_ = o.borrowed_;
-      if (borrowed_) u_.ref = o.u_.ref;
-      else new (&u_.t) Tensor(std::move(o.u_.t));
+      if (borrowed_)
+        u_.ref = o.u_.ref;
+      else
+        new (&u_.t) Tensor(std::move(o.u_.t));
       o.destroy();
     } else {
       copy_from(o);

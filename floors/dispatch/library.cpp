@@ -32,12 +32,14 @@ Library::Library(Kind kind, std::string ns, DispatchKey key, const char* file, i
 
 const OpEntry* find_operator(std::string_view name) {
   for (const OpEntry& e : ops_for_registration()) {
-    if (name == e.name || (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
+    if (name == e.name ||
+        (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
       return &e;
   }
   std::lock_guard<std::mutex> lock(defined_mutex());
   for (const OpEntry& e : defined_ops()) {
-    if (name == e.name || (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
+    if (name == e.name ||
+        (name.find("::") == std::string_view::npos && e.schema.ns + "::" + std::string(name) == e.name))
       return &e;
   }
   return nullptr;
@@ -103,7 +105,8 @@ std::vector<DispatchKey> declared_keys(std::string_view dispatch) {
   size_t pos = 0;
   while (pos < dispatch.size()) {
     size_t comma = dispatch.find(',', pos);
-    std::string_view name = dispatch.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    std::string_view name =
+        dispatch.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
     while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
     bool found = false;

@@ -150,181 +150,175 @@ enum class Domain : uint8_t { Any, Positive };
 // torch._C._nn.linear, which torch.nn.functional calls.
 enum class PythonModule : uint8_t { Torch, NN };
 
-#define DESCENT_FORALL_OPS(_)                                                                                                          \
-  /* factories: the device argument picks the backend */                                                                               \
-  _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                                             \
-  _(empty_strided, "aten::empty_strided(int[] size, int[] stride, *, ScalarType? dtype=None, Device? device=None) -> Tensor",         \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]; [1, 4]")                                                     \
-  _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                                             \
-  _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                                             \
-  _(full, "aten::full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                       \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]; 2.5")                                                        \
-  _(arange, "aten::arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                      \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "10")                                                                 \
-  _(arange_start_step, "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "1; 7.5; 0.5")                                                        \
-  _(linspace, "aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",         \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "-2.5; 7.25; 33")                                                     \
-  _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                          \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                                            \
-  _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                        \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                                            \
-  /* elementwise, two inputs: broadcast and promoted */                                                                                \
-  _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                 \
-  _(sub, "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",                                                   \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                 \
-  _(mul, "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                 \
-  _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor",                                                                      \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                 \
-  _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",                                                   \
-    "CPU, Sim, CUDA", Binary, Exact, Positive, Torch, "T[4, 33]; 2.5")                                                                 \
-  _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",                                                            \
-    "CPU, Sim, CUDA", Binary, Exact, Positive, Torch, "T[4, 33]; T[4, 33]")                                                            \
-  _(pow_scalar_base, "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor",                                                       \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "2.5; T[4, 33]")                                                                      \
-  _(rsub, "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor",                                                    \
-    "CPU, Sim, CUDA", Binary, Exact, Any, Torch, "T[4, 33]; 2.5")                                                                      \
-  _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  _(gt, "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  _(ne, "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  _(le, "aten::le.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  _(ge, "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor",                                                                        \
-    "CPU, Sim, CUDA", Comparison, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                             \
-  /* elementwise, one input */                                                                                                         \
-  _(neg, "aten::neg(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(abs, "aten::abs(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(exp, "aten::exp(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(log, "aten::log(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")                                                                       \
-  _(sqrt, "aten::sqrt(Tensor self) -> Tensor",                                                                                         \
-    "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")                                                                       \
-  _(relu, "aten::relu(Tensor self) -> Tensor",                                                                                         \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor",                                                                                   \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(tanh, "aten::tanh(Tensor self) -> Tensor",                                                                                         \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(sin, "aten::sin(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(cos, "aten::cos(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                                                                            \
-  _(reciprocal, "aten::reciprocal(Tensor self) -> Tensor",                                                                             \
-    "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")                                                                       \
-  _(clamp, "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",                                                   \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                 \
-  _(clamp_min, "aten::clamp_min(Tensor self, Scalar min) -> Tensor",                                                                   \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]; -1")                                                                        \
-  _(clamp_max, "aten::clamp_max(Tensor self, Scalar max) -> Tensor",                                                                   \
-    "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]; 2")                                                                         \
-  /* reductions */                                                                                                                     \
-  _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                                \
-    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]")                                                                    \
-  _(sum_dim, "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",               \
-    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                                               \
-  _(mean, "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",                                                              \
-    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]")                                                                    \
-  _(mean_dim, "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",                     \
-    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                                               \
-  _(max, "aten::max(Tensor self) -> Tensor",                                                                                           \
-    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")                                                                        \
-  _(max_dim, "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",                             \
-    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                                                     \
-  _(mse_loss, "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor",                                              \
-    "CPU, Sim, CUDA", Reduction, Reordered, Any, NN, "T[4, 33]; T[4, 33]")                                                             \
-  /* matrix product */                                                                                                                 \
-  _(matmul, "aten::matmul(Tensor self, Tensor other) -> Tensor",                                                                       \
-    "CompositeImplicitAutograd", Matmul, Exact, Any, Torch, "T[17, 23]; T[23, 19]")                                                    \
-  _(mm, "aten::mm(Tensor self, Tensor mat2) -> Tensor",                                                                                \
-    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[17, 23]; T[23, 19]")                                                               \
-  _(addmm, "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",                          \
-    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[19]; T[17, 23]; T[23, 19]")                                                        \
-  _(bmm, "aten::bmm(Tensor self, Tensor mat2) -> Tensor",                                                                              \
-    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[3, 17, 23]; T[3, 23, 19]")                                                         \
-  _(dot, "aten::dot(Tensor self, Tensor tensor) -> Tensor",                                                                            \
-    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[33]; T[33]")                                                                       \
-  _(mv, "aten::mv(Tensor self, Tensor vec) -> Tensor",                                                                                 \
-    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[17, 23]; T[23]")                                                                   \
-  _(linear, "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",                                                 \
-    "CompositeImplicitAutograd", Matmul, Exact, Any, NN, "T[5, 3, 23]; T[19, 23]; T[19]")                                              \
-  /* views: new sizes and strides over the same storage; the result aliases self */                                                    \
-  _(view, "aten::view(Tensor(a) self, int[] size) -> Tensor(a)",                                                                       \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; [6, 4]")                                                                      \
-  _(_unsafe_view, "aten::_unsafe_view(Tensor self, int[] size) -> Tensor",                                                             \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; [6, 4]")                                                                      \
-  _(reshape, "aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)",                                                                \
-    "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[4, 6]^T; [-1]")                                                           \
-  _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",                                                 \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 0; 1")                                                                        \
-  _(t, "aten::t(Tensor(a) self) -> Tensor(a)",                                                                                        \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")                                                                              \
-  _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",                                                                 \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[2, 3, 4]; [2, 0, 1]")                                                                \
-  _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",                                           \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 1]; [3, 4, 6]")                                                                   \
-  _(slice, "aten::slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",                   \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 1; 1; 5; 2")                                                                  \
-  _(select, "aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)",                                                       \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 0; 2")                                                                        \
-  _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",                                                                \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 1")                                                                           \
-  _(alias, "aten::alias(Tensor(a) self) -> Tensor(a)",                                                                                 \
-    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")                                                                              \
-  _(lift_fresh, "aten::lift_fresh(Tensor(a) self) -> Tensor(a)",                                                                       \
-    "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[4, 6]")                                                                   \
-  _(flatten, "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",                                \
-    "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[2, 3, 4]^T; 1; 2")                                                        \
-  /* copies */                                                                                                                         \
-  _(contiguous, "aten::contiguous(Tensor(a) self) -> Tensor(a)",                                                                       \
-    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 6]^T")                                                                 \
-  _(clone, "aten::clone(Tensor self) -> Tensor",                                                                                       \
-    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[4, 6]")                                                                              \
-  _(to, "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> Tensor(a)",            \
-    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 6]; float64")                                                          \
-  _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
-    "BackendSelect, CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[6, 4]^T")                                                                            \
-  _(cat, "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",                                                                          \
-    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "(T[3, 6], T[5, 6], T[1, 6]); 0")                                                       \
-  /* reads: one element's value to the host, a Scalar (Note [Reading a device tensor waits], device_object.cpp) */                       \
-  _(item, "aten::item(Tensor self) -> Scalar",                                                                                         \
-    "CompositeImplicitAutograd", Read, Exact, Any, Torch, "T[1]")                                                                      \
-  _(_local_scalar_dense, "aten::_local_scalar_dense(Tensor self) -> Scalar",                                                           \
-    "CPU, Sim, CUDA", Read, Exact, Any, Torch, "T[1]")                                                                                 \
-  /* indexing: the elements that index tensors pick, read or written (Note [Advanced indexing], indexing.cpp) */                        \
-  _(index, "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",                                                             \
-    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[5, 6]; (None, I[5, -1, 2, 0])")                                                      \
-  _(index_put_, "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",            \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                                    \
-  /* in place: write into self (Note [In-place ops], inplace_kernels.cpp) */                                                           \
-  _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                \
-  _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",                                         \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[33, 4]^T; T[33]")                                                                 \
-  _(mul_, "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                \
-  _(div_, "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",                                                            \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                \
-  _(copy_, "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",                                          \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 6]; T[6, 1]^T")                                                                \
-  _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",                                                          \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; 2.5")                                                                     \
-  _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",                                                   \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[4, 33]; T[]")                                                                     \
-  _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)",                                                                               \
-    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")
+// clang-format off: one row an op, laid out as a table
+#define DESCENT_FORALL_OPS(_)                                                                                          \
+  /* factories: the device argument picks the backend */                                                               \
+  _(empty, "aten::empty.memory_format(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                             \
+  _(empty_strided,                                                                                                     \
+    "aten::empty_strided(int[] size, int[] stride, *, ScalarType? dtype=None, Device? device=None) -> Tensor",         \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]; [1, 4]")                                     \
+  _(zeros, "aten::zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                        \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                             \
+  _(ones, "aten::ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]")                                             \
+  _(full, "aten::full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",       \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 6]; 2.5")                                        \
+  _(arange, "aten::arange(Scalar end, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                      \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "10")                                                 \
+  _(arange_start_step,                                                                                                 \
+    "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? "             \
+    "device=None) -> Tensor",                                                                                          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "1; 7.5; 0.5")                                        \
+  _(linspace,                                                                                                          \
+    "aten::linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor",   \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "-2.5; 7.25; 33")                                     \
+  _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                            \
+  _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                        \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                            \
+  /* elementwise, two inputs: broadcast and promoted */                                                                \
+  _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,  \
+    Any, Torch, "T[4, 33]; T[4, 33]")                                                                                  \
+  _(sub, "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,  \
+    Any, Torch, "T[4, 33]; T[4, 33]")                                                                                  \
+  _(mul, "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Any, Torch,         \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Any, Torch,         \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,    \
+    Positive, Torch, "T[4, 33]; 2.5")                                                                                  \
+  _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Positive, \
+    Torch, "T[4, 33]; T[4, 33]")                                                                                       \
+  _(pow_scalar_base, "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Any, \
+    Torch, "2.5; T[4, 33]")                                                                                            \
+  _(rsub, "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,   \
+    Any, Torch, "T[4, 33]; 2.5")                                                                                       \
+  _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(lt, "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(gt, "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(ne, "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(le, "aten::le.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  _(ge, "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
+    "T[4, 33]; T[4, 33]")                                                                                              \
+  /* elementwise, one input */                                                                                         \
+  _(neg, "aten::neg(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(abs, "aten::abs(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(exp, "aten::exp(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(log, "aten::log(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")              \
+  _(sqrt, "aten::sqrt(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
+  _(relu, "aten::relu(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
+  _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")           \
+  _(tanh, "aten::tanh(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
+  _(sin, "aten::sin(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(cos, "aten::cos(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(reciprocal, "aten::reciprocal(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch,            \
+    "T[4, 33]")                                                                                                        \
+  _(clamp, "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CPU, Sim, CUDA", Unary, Exact,   \
+    Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                                 \
+  _(clamp_min, "aten::clamp_min(Tensor self, Scalar min) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch,       \
+    "T[4, 33]; -1")                                                                                                    \
+  _(clamp_max, "aten::clamp_max(Tensor self, Scalar max) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch,       \
+    "T[4, 33]; 2")                                                                                                     \
+  /* reductions */                                                                                                     \
+  _(sum, "aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", "CPU, Sim, CUDA", Reduction, Reordered, Any,   \
+    Torch, "T[4, 33]")                                                                                                 \
+  _(sum_dim,                                                                                                           \
+    "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",        \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                               \
+  _(mean, "aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", "CPU, Sim, CUDA", Reduction, Reordered, Any, \
+    Torch, "T[4, 33]")                                                                                                 \
+  _(mean_dim, "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",     \
+    "CPU, Sim, CUDA", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                               \
+  _(max, "aten::max(Tensor self) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")               \
+  _(max_dim, "aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",             \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                                     \
+  _(mse_loss, "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor", "CPU, Sim, CUDA", Reduction, \
+    Reordered, Any, NN, "T[4, 33]; T[4, 33]")                                                                          \
+  /* matrix product */                                                                                                 \
+  _(matmul, "aten::matmul(Tensor self, Tensor other) -> Tensor", "CompositeImplicitAutograd", Matmul, Exact, Any,      \
+    Torch, "T[17, 23]; T[23, 19]")                                                                                     \
+  _(mm, "aten::mm(Tensor self, Tensor mat2) -> Tensor", "CPU, Sim, CUDA", Matmul, Exact, Any, Torch,                   \
+    "T[17, 23]; T[23, 19]")                                                                                            \
+  _(addmm, "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",           \
+    "CPU, Sim, CUDA", Matmul, Exact, Any, Torch, "T[19]; T[17, 23]; T[23, 19]")                                        \
+  _(bmm, "aten::bmm(Tensor self, Tensor mat2) -> Tensor", "CPU, Sim, CUDA", Matmul, Exact, Any, Torch,                 \
+    "T[3, 17, 23]; T[3, 23, 19]")                                                                                      \
+  _(dot, "aten::dot(Tensor self, Tensor tensor) -> Tensor", "CPU, Sim, CUDA", Matmul, Exact, Any, Torch,               \
+    "T[33]; T[33]")                                                                                                    \
+  _(mv, "aten::mv(Tensor self, Tensor vec) -> Tensor", "CPU, Sim, CUDA", Matmul, Exact, Any, Torch,                    \
+    "T[17, 23]; T[23]")                                                                                                \
+  _(linear, "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", "CompositeImplicitAutograd",     \
+    Matmul, Exact, Any, NN, "T[5, 3, 23]; T[19, 23]; T[19]")                                                           \
+  /* views: new sizes and strides over the same storage; the result aliases self */                                    \
+  _(view, "aten::view(Tensor(a) self, int[] size) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch,            \
+    "T[4, 6]; [6, 4]")                                                                                                 \
+  _(_unsafe_view, "aten::_unsafe_view(Tensor self, int[] size) -> Tensor", "CPU, Sim, CUDA", View, Exact, Any, Torch,  \
+    "T[4, 6]; [6, 4]")                                                                                                 \
+  _(reshape, "aten::reshape(Tensor(a) self, int[] shape) -> Tensor(a)", "CompositeImplicitAutograd", View, Exact, Any, \
+    Torch, "T[4, 6]^T; [-1]")                                                                                          \
+  _(transpose, "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact,  \
+    Any, Torch, "T[4, 6]; 0; 1")                                                                                       \
+  _(t, "aten::t(Tensor(a) self) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")                   \
+  _(permute, "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch,      \
+    "T[2, 3, 4]; [2, 0, 1]")                                                                                           \
+  _(expand, "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)", "CPU, Sim, CUDA", View,   \
+    Exact, Any, Torch, "T[4, 1]; [3, 4, 6]")                                                                           \
+  _(slice, "aten::slice.Tensor(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)",   \
+    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; 1; 1; 5; 2")                                                  \
+  _(select, "aten::select.int(Tensor(a) self, int dim, int index) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any,   \
+    Torch, "T[4, 6]; 0; 2")                                                                                            \
+  _(unsqueeze, "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch,     \
+    "T[4, 6]; 1")                                                                                                      \
+  _(alias, "aten::alias(Tensor(a) self) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]")           \
+  _(lift_fresh, "aten::lift_fresh(Tensor(a) self) -> Tensor(a)", "CompositeImplicitAutograd", View, Exact, Any, Torch, \
+    "T[4, 6]")                                                                                                         \
+  _(flatten, "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",                 \
+    "CompositeImplicitAutograd", View, Exact, Any, Torch, "T[2, 3, 4]^T; 1; 2")                                        \
+  /* copies */                                                                                                         \
+  _(contiguous, "aten::contiguous(Tensor(a) self) -> Tensor(a)", "CompositeImplicitAutograd", Copy, Exact, Any, Torch, \
+    "T[4, 6]^T")                                                                                                       \
+  _(clone, "aten::clone(Tensor self) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[4, 6]")                 \
+  _(to,                                                                                                                \
+    "aten::to.dtype_layout(Tensor(a) self, ScalarType? dtype=None, Device? device=None, bool copy=False) -> "          \
+    "Tensor(a)",                                                                                                       \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 6]; float64")                                          \
+  _(_to_copy, "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                 \
+    "BackendSelect, CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[6, 4]^T")                                             \
+  _(cat, "aten::cat(Tensor[] tensors, int dim=0) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch,                \
+    "(T[3, 6], T[5, 6], T[1, 6]); 0")                                                                                  \
+  /* reads: one element's value to the host, a Scalar (Note [Reading a device tensor waits], device_object.cpp) */     \
+  _(item, "aten::item(Tensor self) -> Scalar", "CompositeImplicitAutograd", Read, Exact, Any, Torch, "T[1]")           \
+  _(_local_scalar_dense, "aten::_local_scalar_dense(Tensor self) -> Scalar", "CPU, Sim, CUDA", Read, Exact, Any,       \
+    Torch, "T[1]")                                                                                                     \
+  /* indexing: the elements that index tensors pick, read or written (Note [Advanced indexing], indexing.cpp) */       \
+  _(index, "aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch,  \
+    "T[5, 6]; (None, I[5, -1, 2, 0])")                                                                                 \
+  _(index_put_,                                                                                                        \
+    "aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",        \
+    "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[5, 6]; (I[4, 0, 4], I[1, -1, 1]); T[3]; True")                    \
+  /* in place: write into self (Note [In-place ops], inplace_kernels.cpp) */                                           \
+  _(add_, "aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", "CPU, Sim, CUDA",       \
+    InPlace, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                                                  \
+  _(sub_, "aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", "CPU, Sim, CUDA",       \
+    InPlace, Exact, Any, Torch, "T[33, 4]^T; T[33]")                                                                   \
+  _(mul_, "aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any,     \
+    Torch, "T[4, 33]; T[4, 33]")                                                                                       \
+  _(div_, "aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any,     \
+    Torch, "T[4, 33]; T[4, 33]")                                                                                       \
+  _(copy_, "aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", "CPU, Sim, CUDA",        \
+    InPlace, Exact, Any, Torch, "T[4, 6]; T[6, 1]^T")                                                                  \
+  _(fill_, "aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any,   \
+    Torch, "T[4, 33]; 2.5")                                                                                            \
+  _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, \
+    Any, Torch, "T[4, 33]; T[]")                                                                                       \
+  _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")
+// clang-format on
 
 enum class Op : uint16_t {
 #define DESCENT_OP_ENUM(id, schema, dispatch, kind, exact, domain, module, sample) id,
@@ -333,6 +327,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 82, "an op was added or removed: update this count, and the kernels will tell you what is missing");
+static_assert(kNumOps == 82,
+              "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

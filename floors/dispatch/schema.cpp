@@ -34,21 +34,30 @@ struct Cursor {
   std::string word() {
     skip_space();
     size_t start = pos;
-    while (pos < text.size() && (std::isalnum((unsigned char)text[pos]) || text[pos] == '_' || text[pos] == '-' ||
-                                 text[pos] == '.'))
+    while (pos < text.size() &&
+           (std::isalnum((unsigned char)text[pos]) || text[pos] == '_' || text[pos] == '-' || text[pos] == '.'))
       ++pos;
     if (start == pos) fail("expected a name");
     return std::string(text.substr(start, pos - start));
   }
 };
 
-struct TypeName { std::string_view name; ArgType type; };
+struct TypeName {
+  std::string_view name;
+  ArgType type;
+};
 constexpr TypeName kTypes[] = {
     // Longer names first where one is a prefix of another (Tensor?[], Tensor[], Tensor; ScalarType, Scalar).
-    {"Tensor?[]", ArgType::OptionalTensorList}, {"Tensor[]", ArgType::TensorList},
-    {"Tensor", ArgType::Tensor}, {"ScalarType", ArgType::ScalarType}, {"Scalar", ArgType::Scalar},
-    {"int[]", ArgType::IntList}, {"int", ArgType::Int},               {"bool", ArgType::Bool},  // int[1]: see read_type
-    {"Device", ArgType::Device}, {"float", ArgType::Float},
+    {"Tensor?[]", ArgType::OptionalTensorList},
+    {"Tensor[]", ArgType::TensorList},
+    {"Tensor", ArgType::Tensor},
+    {"ScalarType", ArgType::ScalarType},
+    {"Scalar", ArgType::Scalar},
+    {"int[]", ArgType::IntList},
+    {"int", ArgType::Int},
+    {"bool", ArgType::Bool},  // int[1]: see read_type
+    {"Device", ArgType::Device},
+    {"float", ArgType::Float},
 };
 
 // After "Tensor": an optional alias annotation "(a)", "(a!)" or "(a -> *)".

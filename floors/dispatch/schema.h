@@ -32,36 +32,45 @@ namespace descent {
 // Tensor?[]: a list of tensors each of which may be None (index's indices).
 // Both arrive as one IValue holding an OptionalTensorList (ivalue.h).
 enum class ArgType : uint8_t {
-  Tensor, Scalar, Int, Bool, IntList, ScalarType, Device, Float, TensorList, OptionalTensorList
+  Tensor,
+  Scalar,
+  Int,
+  Bool,
+  IntList,
+  ScalarType,
+  Device,
+  Float,
+  TensorList,
+  OptionalTensorList
 };
 
 struct SchemaArg {
   std::string name;
   ArgType type = ArgType::Tensor;
-  bool optional = false;      // "T?": None is accepted
-  bool kwarg_only = false;    // declared after "*"
+  bool optional = false;    // "T?": None is accepted
+  bool kwarg_only = false;  // declared after "*"
   bool has_default = false;
-  IValue default_value;       // None for "=None"
-  std::string alias;          // "a" for Tensor(a) and Tensor(a!), "" when not annotated
-  bool is_write = false;      // Tensor(a!): the op writes into this argument
-  std::string alias_after;    // "*" for Tensor(a -> *), "" otherwise
+  IValue default_value;          // None for "=None"
+  std::string alias;             // "a" for Tensor(a) and Tensor(a!), "" when not annotated
+  bool is_write = false;         // Tensor(a!): the op writes into this argument
+  std::string alias_after;       // "*" for Tensor(a -> *), "" otherwise
   std::string type_str() const;  // "Tensor", "int[]?", ...
 };
 
 struct SchemaReturn {
-  bool is_scalar = false;     // "-> Scalar" (item, _local_scalar_dense); otherwise a Tensor
-  std::string name;           // "values", or "" when unnamed
-  std::string alias;          // "a" for -> Tensor(a) / Tensor(a!), "" otherwise
+  bool is_scalar = false;  // "-> Scalar" (item, _local_scalar_dense); otherwise a Tensor
+  std::string name;        // "values", or "" when unnamed
+  std::string alias;       // "a" for -> Tensor(a) / Tensor(a!), "" otherwise
   bool is_write = false;
 };
 
 struct Schema {
-  std::string ns;             // "aten" for "aten::max.dim", "" when none is written
-  std::string name;           // "max" for "aten::max.dim": the Python name
-  std::string overload;       // "dim" for "aten::max.dim", "" otherwise
+  std::string ns;        // "aten" for "aten::max.dim", "" when none is written
+  std::string name;      // "max" for "aten::max.dim": the Python name
+  std::string overload;  // "dim" for "aten::max.dim", "" otherwise
   std::vector<SchemaArg> args;
   std::vector<SchemaReturn> returns;
-  std::string text;           // the schema as written in the op table
+  std::string text;  // the schema as written in the op table
 
   int num_positional() const;  // arguments that may be given positionally
   // "aten::max" (namespace and base name): the name PyTorch's profiler shows.

@@ -68,8 +68,10 @@ DispatchKeySet keys_of_arg(const T&) {
 }
 template <typename R>
 R unbox_result(Stack& s) {
-  if constexpr (std::is_same_v<R, Tensor>) return std::move(s[0].owned_tensor());
-  else return s[0];  // an IValue
+  if constexpr (std::is_same_v<R, Tensor>)
+    return std::move(s[0].owned_tensor());
+  else
+    return s[0];  // an IValue
 }
 }  // namespace detail
 

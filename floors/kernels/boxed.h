@@ -70,8 +70,8 @@ inline void begin(ScopedSpan& span, const Tensor& out) {
 // result's), with `flops_per_element` FLOP an output element when it computes
 // in floating point (`compute`), for the roofline (Note [A roofline for every
 // kernel span], roofline.cpp).
-inline void loop_work(ScopedSpan& span, const Tensor& out, std::initializer_list<const Tensor*> in,
-                      ScalarType compute, int64_t flops_per_element = 1) {
+inline void loop_work(ScopedSpan& span, const Tensor& out, std::initializer_list<const Tensor*> in, ScalarType compute,
+                      int64_t flops_per_element = 1) {
   if (!span.active()) return;
   int64_t bytes = nbytes(out);
   for (const Tensor* t : in) bytes += nbytes(*t);
@@ -96,8 +96,8 @@ void check_inplace_device(const char* op, const Tensor& self, const Tensor& othe
 
 // Elementwise (elementwise_kernels.cpp).
 void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
-void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s);    // Note [clamp's bounds]
-void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s);   // add, sub, mul, div, pow, rsub
+void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s);   // Note [clamp's bounds]
+void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // add, sub, mul, div, pow, rsub
 void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
 // The binary ops' kernel body: add, sub, mul, div, pow of two tensors.
 Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scalar& alpha);

@@ -206,8 +206,10 @@ void flatten_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
   DimVector shape;
   int64_t joined = 1;  // the product of the joined sizes, not -1: [0, 1, 3, 0] flattened 1..2 is [0, 3, 0]
   for (int d = 0; d < x.dim(); ++d) {
-    if (d < start || d > end) shape.push_back(x.sizes()[d]);
-    else joined *= x.sizes()[d];
+    if (d < start || d > end)
+      shape.push_back(x.sizes()[d]);
+    else
+      joined *= x.sizes()[d];
     if (d == end) shape.push_back(joined);
   }
   s.set_result(reshape(op.python_name, x, shape));
@@ -227,8 +229,10 @@ void flatten_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
 void linear_composite(const OpEntry&, DispatchKeySet, Stack& s) {
   const Tensor& input = s[0].to_tensor();
   const Tensor& weight = s[1].to_tensor();
-  DESCENT_CHECK(input.dim() != 0 && weight.dim() != 0, Error, "both arguments to linear need to be at least 1D, "
-                "but they are ", input.dim(), "D and ", weight.dim(), "D");
+  DESCENT_CHECK(input.dim() != 0 && weight.dim() != 0, Error,
+                "both arguments to linear need to be at least 1D, "
+                "but they are ",
+                input.dim(), "D and ", weight.dim(), "D");
   if (s[2].is_none()) return s.set_result(call(Op::matmul, input, call(Op::t, weight)));
   const Tensor& bias = s[2].to_tensor();
   if (input.dim() == 2) return s.set_result(call(Op::addmm, bias, input, call(Op::t, weight)));

@@ -20,8 +20,9 @@ namespace descent::kernels {
 void copy_into(ScopedSpan& span, const Tensor& src, const Tensor& dst) {
   begin(span, dst);
   loop_work(span, dst, {&src}, dst.dtype(), 0);
-  run_loop(span, dst, [&] { device::copy(src, dst); }, [&] { return optimized_copy(src, dst); },
-           [&] { reference_copy(src, dst); });
+  run_loop(
+      span, dst, [&] { device::copy(src, dst); }, [&] { return optimized_copy(src, dst); },
+      [&] { reference_copy(src, dst); });
 }
 
 // [SECTION] Between devices -----------------------------------------------------------------
@@ -100,10 +101,14 @@ void local_scalar_dense_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(x.dtype(), [&]<typename T>() {
     T e;
     std::memcpy(&e, element, sizeof(T));
-    if constexpr (std::is_same_v<T, bool>) v = Scalar(e);
-    else if constexpr (is_int_v<T>) v = Scalar(int64_t(e));
-    else if constexpr (is_reduced_float_v<T>) v = Scalar(double(float(e)));
-    else v = Scalar(double(e));
+    if constexpr (std::is_same_v<T, bool>)
+      v = Scalar(e);
+    else if constexpr (is_int_v<T>)
+      v = Scalar(int64_t(e));
+    else if constexpr (is_reduced_float_v<T>)
+      v = Scalar(double(float(e)));
+    else
+      v = Scalar(double(e));
   });
   span.arg("variant", x.device().type == DeviceType::CPU ? "read on the host" : "copied to the host");
   s.set_result(IValue(v));
@@ -186,9 +191,11 @@ void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
       DESCENT_CHECK(t.dim() == ref.dim(), Error, "Tensors must have same number of dimensions: got ", ref.dim(),
                     " and ", t.dim());
       for (int d = 0; d < t.dim(); ++d)
-        DESCENT_CHECK(d == dim || t.sizes()[d] == ref.sizes()[d], Error, "Sizes of tensors must match except in "
-                      "dimension ", dim, ". Expected size ", ref.sizes()[d], " but got size ", t.sizes()[d],
-                      " for tensor number ", i, " in the list.");
+        DESCENT_CHECK(d == dim || t.sizes()[d] == ref.sizes()[d], Error,
+                      "Sizes of tensors must match except in "
+                      "dimension ",
+                      dim, ". Expected size ", ref.sizes()[d], " but got size ", t.sizes()[d], " for tensor number ", i,
+                      " in the list.");
       along += t.sizes()[int(dim)];
     }
     sizes = ref.sizes();
@@ -214,7 +221,7 @@ void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
       all_optimized = false;
     }
   }
-  const char* v = on_device                          ? device::variant(out.device())
+  const char* v = on_device                           ? device::variant(out.device())
                   : all_optimized && want_optimized() ? "optimized"
                                                       : "reference";
   last_variant() = v;

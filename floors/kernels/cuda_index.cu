@@ -42,8 +42,9 @@ void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void
 void cuda_scatter(const streams::Stream& s, ScalarType dt, void* self, const void* values, const ScatterPlan& p) {
   const char* kernel = kernel_name("index_scatter", Op::index_put_, dt, dt);
   visit_dtype(dt, [&]<typename T>() {
-    launch::launch_cuda(s, launch::grid_launch(kernel, "aten::index_put_", std::min(kMaxGrid, ceil_div(p.segments, 256)), 256),
-                        scatter_kernel<T>, p, static_cast<T*>(self), static_cast<const T*>(values));
+    launch::launch_cuda(
+        s, launch::grid_launch(kernel, "aten::index_put_", std::min(kMaxGrid, ceil_div(p.segments, 256)), 256),
+        scatter_kernel<T>, p, static_cast<T*>(self), static_cast<const T*>(values));
   });
 }
 

@@ -18,7 +18,7 @@ namespace {
 constexpr int kNaiveX = 32, kNaiveY = 8;  // a block: 32 columns x 8 rows of outputs
 
 template <class T>
-__global__ void __launch_bounds__(kNaiveX * kNaiveY) matmul_naive(MatmulPlan p, const T* a, const T* b, T* out) {
+__global__ void __launch_bounds__(kNaiveX* kNaiveY) matmul_naive(MatmulPlan p, const T* a, const T* b, T* out) {
   const int64_t j = int64_t(blockIdx.x) * kNaiveX + threadIdx.x % kNaiveX;
   const int64_t i = int64_t(blockIdx.y) * kNaiveY + threadIdx.x / kNaiveX;
   if (i >= p.m || j >= p.n) return;
@@ -26,9 +26,16 @@ __global__ void __launch_bounds__(kNaiveX * kNaiveY) matmul_naive(MatmulPlan p, 
                out + int64_t(blockIdx.z) * p.m * p.n, i, j);
 }
 
-const char* const kNaiveNames[kNumScalarTypes] = {
-    "", "matmul_naive_int64", "matmul_naive_float32", "matmul_naive_float64", "matmul_naive_float16",
-    "matmul_naive_bfloat16", "matmul_naive_uint8", "matmul_naive_int8", "matmul_naive_int16", "matmul_naive_int32"};
+const char* const kNaiveNames[kNumScalarTypes] = {"",
+                                                  "matmul_naive_int64",
+                                                  "matmul_naive_float32",
+                                                  "matmul_naive_float64",
+                                                  "matmul_naive_float16",
+                                                  "matmul_naive_bfloat16",
+                                                  "matmul_naive_uint8",
+                                                  "matmul_naive_int8",
+                                                  "matmul_naive_int16",
+                                                  "matmul_naive_int32"};
 
 }  // namespace
 
@@ -39,7 +46,8 @@ const char* cuda_matmul_naive(const streams::Stream& s, ScalarType dt, const voi
     launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kNaiveX), kNaiveX * kNaiveY);
     k.grid.y = uint32_t(ceil_div(p.m, kNaiveY));
     k.grid.z = uint32_t(p.batch);
-    launch::launch_cuda(s, k, matmul_naive<T>, p, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out));
+    launch::launch_cuda(s, k, matmul_naive<T>, p, static_cast<const T*>(a), static_cast<const T*>(b),
+                        static_cast<T*>(out));
   });
   return kernel;
 }

@@ -13,10 +13,16 @@ namespace descent::kernels::device {
 
 namespace {
 
-const char* const kSharedNames[kNumScalarTypes] = {
-    "", "matmul_shared_16x16_int64", "matmul_shared_16x16_float32", "matmul_shared_16x16_float64",
-    "matmul_shared_16x16_float16", "matmul_shared_16x16_bfloat16", "matmul_shared_16x16_uint8",
-    "matmul_shared_16x16_int8", "matmul_shared_16x16_int16", "matmul_shared_16x16_int32"};
+const char* const kSharedNames[kNumScalarTypes] = {"",
+                                                   "matmul_shared_16x16_int64",
+                                                   "matmul_shared_16x16_float32",
+                                                   "matmul_shared_16x16_float64",
+                                                   "matmul_shared_16x16_float16",
+                                                   "matmul_shared_16x16_bfloat16",
+                                                   "matmul_shared_16x16_uint8",
+                                                   "matmul_shared_16x16_int8",
+                                                   "matmul_shared_16x16_int16",
+                                                   "matmul_shared_16x16_int32"};
 
 }  // namespace
 

@@ -15,7 +15,6 @@ namespace descent::kernels::device {
 
 namespace {
 
-
 // Note [Device matmul]'s float32 kernel, 128 x 128 outputs a block, k in
 // steps of 8, 128 threads (four warps) of 16 x 8 outputs. Its operands: a's
 // rows and b's rows contiguous (stride 1 along k and along n), every row
@@ -45,7 +44,8 @@ constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 8, kF32Threads = 128;
 constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 rows, 2 of 4 columns
 
 __global__ void __launch_bounds__(kF32Threads, 2)
-    matmul_float32_128x128(MatmulPlan p, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out) {
+    matmul_float32_128x128(MatmulPlan p, const float* __restrict__ a, const float* __restrict__ b,
+                           float* __restrict__ out) {
   __shared__ alignas(16) float as[2][kF32BK][kF32BM];
   __shared__ alignas(16) float bs[2][kF32BK][kF32BN];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -138,17 +138,24 @@ bool float32_fast(const MatmulPlan& p, const void* a, const void* b, const void*
   return rows_of_16_bytes(p, 4, a, b) && aligned16(out);
 }
 
-const char* const kTiledNames[kNumScalarTypes] = {
-    "", "matmul_tiled_64x64_int64", "matmul_tiled_64x64_float32", "matmul_tiled_64x64_float64",
-    "matmul_tiled_64x64_float16", "matmul_tiled_64x64_bfloat16", "matmul_tiled_64x64_uint8",
-    "matmul_tiled_64x64_int8", "matmul_tiled_64x64_int16", "matmul_tiled_64x64_int32"};
+const char* const kTiledNames[kNumScalarTypes] = {"",
+                                                  "matmul_tiled_64x64_int64",
+                                                  "matmul_tiled_64x64_float32",
+                                                  "matmul_tiled_64x64_float64",
+                                                  "matmul_tiled_64x64_float16",
+                                                  "matmul_tiled_64x64_bfloat16",
+                                                  "matmul_tiled_64x64_uint8",
+                                                  "matmul_tiled_64x64_int8",
+                                                  "matmul_tiled_64x64_int16",
+                                                  "matmul_tiled_64x64_int32"};
 
 }  // namespace
 
 const char* cuda_matmul_register_tiles(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                                        const MatmulPlan& p) {
   if (dt == ScalarType::Float32 && float32_fast(p, a, b, out)) {
-    launch::KernelLaunch k = launch::grid_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
+    launch::KernelLaunch k =
+        launch::grid_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
     k.grid.y = uint32_t(ceil_div(p.m, kF32BM));
     k.grid.z = uint32_t(p.batch);
     k.shared_bytes = 0;  // static: 2 x (8 x 128 + 8 x 128) floats

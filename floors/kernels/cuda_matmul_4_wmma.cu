@@ -36,7 +36,8 @@ namespace {
 // element through the strides, with the same tiles. The totals leave
 // through shared memory, rounded to the output's dtype, inside the matrix only.
 constexpr int kTcBM = 128, kTcBN = 128, kTcBK = 32, kTcThreads = 256;
-[[maybe_unused]] constexpr int kTcLdA = kTcBK + 8, kTcLdB = kTcBN + 8;  // shared rows padded by 16 bytes (fewer bank conflicts)
+[[maybe_unused]] constexpr int kTcLdA = kTcBK + 8,
+                               kTcLdB = kTcBN + 8;  // shared rows padded by 16 bytes (fewer bank conflicts)
 
 template <class T>
 using WmmaType = std::conditional_t<std::is_same_v<T, Half>, __half, __nv_bfloat16>;  // the same 16 bits
@@ -70,8 +71,10 @@ __global__ void __launch_bounds__(kTcThreads) matmul_tensor_core(MatmulPlan p, c
       const int64_t ra = row0 + r * 64 + a_row, ca = k0 + a_k;
       const int64_t rb = k0 + r * 16 + b_k, cb = col0 + b_col;
       if constexpr (kFast) {
-        na[r].v = ra < p.m && ca < p.k ? *reinterpret_cast<const uint4*>(a + ra * p.sa[1] + ca) : make_uint4(0, 0, 0, 0);
-        nb[r].v = rb < p.k && cb < p.n ? *reinterpret_cast<const uint4*>(b + rb * p.sb[1] + cb) : make_uint4(0, 0, 0, 0);
+        na[r].v =
+            ra < p.m && ca < p.k ? *reinterpret_cast<const uint4*>(a + ra * p.sa[1] + ca) : make_uint4(0, 0, 0, 0);
+        nb[r].v =
+            rb < p.k && cb < p.n ? *reinterpret_cast<const uint4*>(b + rb * p.sb[1] + cb) : make_uint4(0, 0, 0, 0);
       } else {
         for (int e = 0; e < 8; ++e) {
           na[r].e[e] = ra < p.m && ca + e < p.k ? a[ra * p.sa[1] + (ca + e) * p.sa[2]] : T(0.0f);
@@ -142,8 +145,10 @@ void launch_tensor_core(const streams::Stream& s, const char* kernel, bool fast,
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
   T* po = static_cast<T*>(out);
-  if (fast) launch::launch_cuda(s, k, matmul_tensor_core<T, true>, p, pa, pb, po);
-  else launch::launch_cuda(s, k, matmul_tensor_core<T, false>, p, pa, pb, po);
+  if (fast)
+    launch::launch_cuda(s, k, matmul_tensor_core<T, true>, p, pa, pb, po);
+  else
+    launch::launch_cuda(s, k, matmul_tensor_core<T, false>, p, pa, pb, po);
 }
 
 }  // namespace
@@ -156,8 +161,10 @@ const char* cuda_matmul_wmma(const streams::Stream& s, ScalarType dt, const void
   const char* kernel = dt == ScalarType::Float16
                            ? (fast ? "matmul_tensor_core_128x128_float16" : "matmul_tensor_core_strided_float16")
                            : (fast ? "matmul_tensor_core_128x128_bfloat16" : "matmul_tensor_core_strided_bfloat16");
-  if (dt == ScalarType::Float16) launch_tensor_core<Half>(s, kernel, fast, p, a, b, out);
-  else launch_tensor_core<BFloat16>(s, kernel, fast, p, a, b, out);
+  if (dt == ScalarType::Float16)
+    launch_tensor_core<Half>(s, kernel, fast, p, a, b, out);
+  else
+    launch_tensor_core<BFloat16>(s, kernel, fast, p, a, b, out);
   return kernel;
 }
 

@@ -67,13 +67,13 @@ namespace descent::kernels::device {
 namespace {
 
 constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 4;
-constexpr int kConsumers = 2;                       // warpgroups, 64 rows each
-constexpr int kThreads = 128 * (1 + kConsumers);    // the producer warpgroup first
-constexpr int kABytes = kBM * kBK * 2;              // 16 KB: 128 rows of 128 bytes
-constexpr int kBChunk = kBK * 64 * 2;               // 8 KB: 64 k rows of 64 columns (128 bytes)
-constexpr int kBBytes = kBK * kBN * 2;              // 32 KB: four chunks of 64 columns
-constexpr int kStageBytes = kABytes + kBBytes;      // 48 KB
-constexpr int kOutLd = kBN + 8;                     // an epilogue row, padded by 16 bytes (no bank conflicts)
+constexpr int kConsumers = 2;                     // warpgroups, 64 rows each
+constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
+constexpr int kABytes = kBM * kBK * 2;            // 16 KB: 128 rows of 128 bytes
+constexpr int kBChunk = kBK * 64 * 2;             // 8 KB: 64 k rows of 64 columns (128 bytes)
+constexpr int kBBytes = kBK * kBN * 2;            // 32 KB: four chunks of 64 columns
+constexpr int kStageBytes = kABytes + kBBytes;    // 48 KB
+constexpr int kOutLd = kBN + 8;                   // an epilogue row, padded by 16 bytes (no bank conflicts)
 constexpr int kSharedBytes = 1024 + kStages * kStageBytes + 2 * kStages * 8;  // 1024: aligning the ring
 static_assert(kBM * kOutLd * 2 <= kStages * kStageBytes, "the epilogue's tile fits in the ring");
 
@@ -98,19 +98,19 @@ __device__ inline void mbar_arrive(uint32_t bar) {
 __device__ inline void mbar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
   } while (!done);
 }
 
 // The box at (c0, c1, c2) of the tensor map into shared memory at dst, completing on `bar`.
 __device__ inline void tma_load(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, uint32_t bar) {
   asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::
+          "r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
 
@@ -120,8 +120,8 @@ __device__ inline void tma_load(uint32_t dst, const CUtensorMap* map, int c0, in
 // (the leading offset unused). N-major (b): 64-column chunks `lbo` apart,
 // 8-k-row groups 1024 bytes apart.
 __device__ inline uint64_t descriptor(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t((lbo & 0x3FFFF) >> 4) << 16 |
-         uint64_t((sbo & 0x3FFFF) >> 4) << 32 | uint64_t(1) << 62;
+  return uint64_t((addr & 0x3FFFF) >> 4) | uint64_t((lbo & 0x3FFFF) >> 4) << 16 | uint64_t((sbo & 0x3FFFF) >> 4) << 32 |
+         uint64_t(1) << 62;
 }
 
 __device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -138,41 +138,42 @@ __device__ inline void fence_totals(float (&d)[128]) {
 }
 
 // d[64 x 256] += a[64 x 16] (K-major) x b[16 x 256] (N-major: imm-trans-b 1).
-#define DESCENT_WGMMA_256(TYPE) \
-  asm volatile( \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE "\n" \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
-      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
-      " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
-      " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63," \
-      " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
-      " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
-      " %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
-      " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}," \
-      " %128, %129, p, 1, 1, 0, 1;\n}\n" \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
-      : "l"(desc_a), "l"(desc_b), "r"(1)); \
+#define DESCENT_WGMMA_256(TYPE)                                                                                      \
+  asm volatile(                                                                                                      \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                  \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE                                                   \
+      "\n"                                                                                                           \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"                                       \
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"                             \
+      " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"                             \
+      " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"                             \
+      " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"                             \
+      " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"                             \
+      " %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"                 \
+      " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},"            \
+      " %128, %129, p, 1, 1, 0, 1;\n}\n"                                                                             \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),      \
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),      \
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),      \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),      \
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),      \
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),      \
+        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),      \
+        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),      \
+        "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),      \
+        "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), \
+        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),            \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),            \
+        "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),            \
+        "+f"(d[126]), "+f"(d[127])                                                                                   \
+      : "l"(desc_a), "l"(desc_b), "r"(1));
 
-__device__ inline void wgmma_256(float (&d)[128], uint64_t desc_a, uint64_t desc_b, __nv_bfloat16*) {
-  DESCENT_WGMMA_256("bf16")
-}
-__device__ inline void wgmma_256(float (&d)[128], uint64_t desc_a, uint64_t desc_b, __half*) {
+__device__ inline void wgmma_256(float (&d)[128], uint64_t desc_a, uint64_t desc_b,
+                                 __nv_bfloat16*){DESCENT_WGMMA_256("bf16")} __device__
+    inline void wgmma_256(float (&d)[128], uint64_t desc_a, uint64_t desc_b, __half*) {
   DESCENT_WGMMA_256("f16")
 }
 #undef DESCENT_WGMMA_256
@@ -196,8 +197,8 @@ __device__ inline uint32_t pack2(float x, float y, __half*) {
 // Consumer warpgroup c (rows 64 c ... of the block's tile): the products of
 // every k tile as the ring fills, then the epilogue.
 template <class W>
-__device__ inline void consume(unsigned char* ring, uint32_t ring_addr, uint32_t full, uint32_t empty, int c, int ktiles,
-                               W* out, int m, int n, int row0, int col0, int z) {
+__device__ inline void consume(unsigned char* ring, uint32_t ring_addr, uint32_t full, uint32_t empty, int c,
+                               int ktiles, W* out, int m, int n, int row0, int col0, int z) {
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   float d[128];
 #pragma unroll
@@ -250,8 +251,8 @@ __device__ inline void consume(unsigned char* ring, uint32_t ring_addr, uint32_t
 // One 128 x 256 tile of out[z] (row-major, m x n) per block; W is __nv_bfloat16 or __half.
 template <class W>
 __global__ void __launch_bounds__(kThreads, 1)
-    matmul_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, W* out,
-                 int m, int n, int k) {
+    matmul_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, W* out, int m,
+                 int n, int k) {
 #ifdef DESCENT_WGMMA
   extern __shared__ __align__(1024) unsigned char raw[];
   // The 128-byte swizzle repeats every 1024 bytes, and the descriptors
@@ -264,8 +265,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int ktiles = (k + kBK - 1) / kBK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(full + 8 * s, 1);                   // the producer's arrival, with the bytes to come
-      mbar_init(empty + 8 * s, kConsumers * 4);     // one arrival per consumer warp
+      mbar_init(full + 8 * s, 1);                // the producer's arrival, with the bytes to come
+      mbar_init(empty + 8 * s, kConsumers * 4);  // one arrival per consumer warp
     }
     // The barriers' initialization visible to the copy engine (the async proxy) too.
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -325,7 +326,8 @@ int make_map(CUtensorMap* map, ScalarType dt, const void* base, int64_t inner, i
   const cuuint64_t dims[3] = {cuuint64_t(inner), cuuint64_t(outer), cuuint64_t(batch)};
   const cuuint64_t strides[2] = {cuuint64_t(ld) * 2, cuuint64_t(batch == 1 ? ld * outer : batch_stride) * 2};
   const cuuint32_t box[3] = {cuuint32_t(box_inner), cuuint32_t(box_outer), 1}, step[3] = {1, 1, 1};
-  return int(encode(map, dt == ScalarType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+  return int(encode(map,
+                    dt == ScalarType::BFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
                     const_cast<void*>(base), dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
@@ -344,7 +346,8 @@ bool wgmma_available(int index) {
     const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess &&
                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) == cudaSuccess &&
                     major == 9 && minor == 0 && encode_tiled() != nullptr &&
-                    cudaFuncGetAttributes(&attr, matmul_wgmma<__nv_bfloat16>) == cudaSuccess && attr.binaryVersion == 90;
+                    cudaFuncGetAttributes(&attr, matmul_wgmma<__nv_bfloat16>) == cudaSuccess &&
+                    attr.binaryVersion == 90;
     if (!ok) (void)cudaGetLastError();
     v = ok ? 1 : 2;
     known[index].store(v, std::memory_order_relaxed);
@@ -352,7 +355,8 @@ bool wgmma_available(int index) {
   return v == 1;
 }
 
-std::string wgmma_refusal(int index, ScalarType dt, const void* a, const void* b, const void* out, const MatmulPlan& p) {
+std::string wgmma_refusal(int index, ScalarType dt, const void* a, const void* b, const void* out,
+                          const MatmulPlan& p) {
   if (dt != ScalarType::Float16 && dt != ScalarType::BFloat16) return "wgmma takes float16 and bfloat16 only";
   if (!wgmma_available(index)) return "wgmma needs a device of compute capability 9.0 and this build's sm_90a code";
   if (p.sa[2] != 1 || p.sb[2] != 1) return "wgmma needs a's and b's rows contiguous (stride 1 along k and along n)";
@@ -375,15 +379,18 @@ const char* cuda_matmul_wgmma(const streams::Stream& s, ScalarType dt, const voi
   // a: [batch][M][K], K innermost, boxes of 64 k x 128 rows; b: [batch][K][N], N innermost, boxes of 64 columns x 64 k.
   const int ea = make_map(&map_a, dt, a, p.k, p.m, p.batch, p.sa[1], p.sa[0], kBK, kBM);
   const int eb = make_map(&map_b, dt, b, p.n, p.k, p.batch, p.sb[1], p.sb[0], 64, kBK);
-  DESCENT_CHECK(ea == 0 && eb == 0, Error, "aten::mm: cuTensorMapEncodeTiled refused the operands (CUresult ", ea, " and ",
-                eb, ")");
+  DESCENT_CHECK(ea == 0 && eb == 0, Error, "aten::mm: cuTensorMapEncodeTiled refused the operands (CUresult ", ea,
+                " and ", eb, ")");
   const bool bf16 = dt == ScalarType::BFloat16;
   const char* kernel = bf16 ? "matmul_wgmma_128x256_bfloat16" : "matmul_wgmma_128x256_float16";
   const int dev = s.device.index;
-  static std::atomic<bool> raised[2][kMaxDevices] = {};  // the dynamic shared-memory limit, raised once per kernel and device
+  static std::atomic<bool> raised[2][kMaxDevices] =
+      {};  // the dynamic shared-memory limit, raised once per kernel and device
   if (dev >= 0 && dev < kMaxDevices && !raised[bf16][dev].load(std::memory_order_acquire)) {
-    const cudaError_t e = bf16 ? cudaFuncSetAttribute(matmul_wgmma<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes)
-                               : cudaFuncSetAttribute(matmul_wgmma<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+    const cudaError_t e =
+        bf16 ? cudaFuncSetAttribute(matmul_wgmma<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    kSharedBytes)
+             : cudaFuncSetAttribute(matmul_wgmma<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
     DESCENT_CHECK(e == cudaSuccess, Error, "aten::mm: cudaFuncSetAttribute for ", kernel, ": ", cudaGetErrorString(e));
     raised[bf16][dev].store(true, std::memory_order_release);
   }
@@ -392,8 +399,10 @@ const char* cuda_matmul_wgmma(const streams::Stream& s, ScalarType dt, const voi
   k.grid.z = uint32_t(p.batch);
   k.shared_bytes = kSharedBytes;
   const int m = int(p.m), n = int(p.n), kk = int(p.k);
-  if (bf16) launch::launch_cuda(s, k, matmul_wgmma<__nv_bfloat16>, map_a, map_b, static_cast<__nv_bfloat16*>(out), m, n, kk);
-  else launch::launch_cuda(s, k, matmul_wgmma<__half>, map_a, map_b, static_cast<__half*>(out), m, n, kk);
+  if (bf16)
+    launch::launch_cuda(s, k, matmul_wgmma<__nv_bfloat16>, map_a, map_b, static_cast<__nv_bfloat16*>(out), m, n, kk);
+  else
+    launch::launch_cuda(s, k, matmul_wgmma<__half>, map_a, map_b, static_cast<__half*>(out), m, n, kk);
   return kernel;
 }
 

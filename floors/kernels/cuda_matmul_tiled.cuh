@@ -35,11 +35,13 @@ __global__ void __launch_bounds__(Tile::kThreads) matmul_tiled(MatmulPlan p, con
 }
 
 template <class Tile, class T>
-void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const void* a, const void* b, void* out) {
+void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan& p, const void* a, const void* b,
+                  void* out) {
   launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, Tile::BN), Tile::kThreads);
   k.grid.y = uint32_t(ceil_div(p.m, Tile::BM));
   k.grid.z = uint32_t(p.batch);
-  launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out));
+  launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b),
+                      static_cast<T*>(out));
 }
 
 // visit_dtype without bool, which has no product.

@@ -15,7 +15,6 @@ namespace descent::kernels::device {
 
 namespace {
 
-
 // The value lane + off of the warp holds (its own past the warp's end).
 __device__ inline float shfl_down(float v, int off) { return __shfl_down_sync(0xffffffffu, v, off); }
 __device__ inline double shfl_down(double v, int off) { return __shfl_down_sync(0xffffffffu, v, off); }
@@ -64,8 +63,10 @@ __global__ void __launch_bounds__(kReduceThreads) reduce_kernel(R r, const S* x,
   typename R::Acc v = thread_total<kVec>(r, x + p.out.offset(j), p, bx, threadIdx.x);
   v = block_reduce(r, v);
   if (threadIdx.x != 0) return;
-  if (p.blocks == 1) out.write(j, v);
-  else part.write(b, v);
+  if (p.blocks == 1)
+    out.write(j, v);
+  else
+    part.write(b, v);
 }
 
 // The second pass: one block per result over its q.n partials.
@@ -82,12 +83,16 @@ template <class R, class S, class Out, class Part>
 void reduce(const streams::Stream& s, const char* kernel, const char* op, R r, const S* x, const ReducePlan& p, Out out,
             Part part) {
   const launch::KernelLaunch k = launch::grid_launch(kernel, op, p.outputs * p.blocks, p.threads);
-  if (p.vec == 4) launch::launch_cuda(s, k, reduce_kernel<4, R, S, Out, Part>, r, x, p, out, part);
-  else if (p.vec == 2) launch::launch_cuda(s, k, reduce_kernel<2, R, S, Out, Part>, r, x, p, out, part);
-  else launch::launch_cuda(s, k, reduce_kernel<1, R, S, Out, Part>, r, x, p, out, part);
+  if (p.vec == 4)
+    launch::launch_cuda(s, k, reduce_kernel<4, R, S, Out, Part>, r, x, p, out, part);
+  else if (p.vec == 2)
+    launch::launch_cuda(s, k, reduce_kernel<2, R, S, Out, Part>, r, x, p, out, part);
+  else
+    launch::launch_cuda(s, k, reduce_kernel<1, R, S, Out, Part>, r, x, p, out, part);
   if (p.blocks == 1) return;
   const ReducePlan q = partials_shape(p);
-  launch::launch_cuda(s, launch::grid_launch(kernel, op, q.outputs, q.threads), partials_kernel<R, Out, Part>, r, q, out, part);
+  launch::launch_cuda(s, launch::grid_launch(kernel, op, q.outputs, q.threads), partials_kernel<R, Out, Part>, r, q,
+                      out, part);
 }
 
 }  // namespace

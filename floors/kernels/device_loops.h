@@ -84,16 +84,26 @@ struct CastIn {
   DESCENT_HD T at(int64_t off) const {
     if (!ptr) return value;
     switch (from) {
-      case ScalarType::Bool: return cast_element<T>(static_cast<const bool*>(ptr)[off]);
-      case ScalarType::Int64: return cast_element<T>(static_cast<const int64_t*>(ptr)[off]);
-      case ScalarType::Float32: return cast_element<T>(static_cast<const float*>(ptr)[off]);
-      case ScalarType::Float64: return cast_element<T>(static_cast<const double*>(ptr)[off]);
-      case ScalarType::Float16: return cast_element<T>(static_cast<const Half*>(ptr)[off]);
-      case ScalarType::BFloat16: return cast_element<T>(static_cast<const BFloat16*>(ptr)[off]);
-      case ScalarType::UInt8: return cast_element<T>(static_cast<const uint8_t*>(ptr)[off]);
-      case ScalarType::Int8: return cast_element<T>(static_cast<const int8_t*>(ptr)[off]);
-      case ScalarType::Int16: return cast_element<T>(static_cast<const int16_t*>(ptr)[off]);
-      case ScalarType::Int32: return cast_element<T>(static_cast<const int32_t*>(ptr)[off]);
+      case ScalarType::Bool:
+        return cast_element<T>(static_cast<const bool*>(ptr)[off]);
+      case ScalarType::Int64:
+        return cast_element<T>(static_cast<const int64_t*>(ptr)[off]);
+      case ScalarType::Float32:
+        return cast_element<T>(static_cast<const float*>(ptr)[off]);
+      case ScalarType::Float64:
+        return cast_element<T>(static_cast<const double*>(ptr)[off]);
+      case ScalarType::Float16:
+        return cast_element<T>(static_cast<const Half*>(ptr)[off]);
+      case ScalarType::BFloat16:
+        return cast_element<T>(static_cast<const BFloat16*>(ptr)[off]);
+      case ScalarType::UInt8:
+        return cast_element<T>(static_cast<const uint8_t*>(ptr)[off]);
+      case ScalarType::Int8:
+        return cast_element<T>(static_cast<const int8_t*>(ptr)[off]);
+      case ScalarType::Int16:
+        return cast_element<T>(static_cast<const int16_t*>(ptr)[off]);
+      case ScalarType::Int32:
+        return cast_element<T>(static_cast<const int32_t*>(ptr)[off]);
     }
     return value;
   }
@@ -285,8 +295,10 @@ struct ArangeLoop : LoopBase {
   double start, step;
   int64_t istart, istep;
   DESCENT_HD void element(int64_t i) const {
-    if constexpr (is_float_v<T>) out[i] = T(start + double(i) * step);
-    else out[i] = T(wrap_add(istart, wrap_mul(i, istep)));
+    if constexpr (is_float_v<T>)
+      out[i] = T(start + double(i) * step);
+    else
+      out[i] = T(wrap_add(istart, wrap_mul(i, istep)));
   }
   DESCENT_HD void vector(int64_t i0) const {
     for (int j = 0; j < kVecElems; ++j) element(i0 + j);
@@ -312,9 +324,7 @@ struct RandomLoop : LoopBase {
   T* out;
   uint64_t seed, offset;
   bool normal;
-  DESCENT_HD void element(int64_t i) const {
-    out[i] = random_element<T>(offset + uint64_t(i), seed, normal);
-  }
+  DESCENT_HD void element(int64_t i) const { out[i] = random_element<T>(offset + uint64_t(i), seed, normal); }
   DESCENT_HD void vector(int64_t i0) const {
     for (int j = 0; j < kVecElems; ++j) element(i0 + j);
   }
@@ -348,7 +358,6 @@ DESCENT_HD void run_thread(const Loop& loop, uint64_t block, uint64_t grid, uint
 }
 
 // [SECTION] Building a loop from tensors (host) ----------------------------------------
-
 
 // Note [A CPU scalar on a device op]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -543,15 +552,16 @@ struct Build {
           loop.vectorized = !cast && vectorizable<3>(loop.off, ptrs, vb);
           launch(loop_launch(kernel_name("", op, out.dtype(), out.dtype()), op_entry(op).profiler_name, loop), loop);
         };
-        if (cast) build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
-        else build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
+        if (cast)
+          build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
+        else
+          build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
       });
     });
   }
 
   // ct: the dtype the comparison is made in (the operands' promoted one).
-  static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out,
-                      ScalarType ct) {
+  static void compare(const Launch& launch, Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
     const Device dev = out.device();
     const bool cast = casts_on_load(a, b, ct, dev);
     visit_dtype(ct, [&]<typename T>() {
@@ -570,8 +580,10 @@ struct Build {
           loop.vectorized = !cast && vectorizable<3>(loop.off, ptrs, vb);
           launch(loop_launch(kernel_name("", op, ct, ct), op_entry(op).profiler_name, loop), loop);
         };
-        if (cast) build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
-        else build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
+        if (cast)
+          build.template operator()<CastIn<T>>([&](const Tensor& t) { return cast_input<T>(t, dev); });
+        else
+          build.template operator()<In<T>>([&](const Tensor& t) { return input<T>(t, dev); });
       });
     });
   }
@@ -655,14 +667,14 @@ struct Build {
 // The device loops of kernels.h for each kind of device: sim_kernels.cpp
 // defines sim's (and kernels.h's device:: functions, which pick one),
 // cuda_elementwise.cu defines cuda's, in builds with CUDA only.
-#define DESCENT_DEVICE_LOOPS                                                                      \
-  void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);              \
-  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);          \
-  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);        \
-  void copy(const Tensor& src, const Tensor& dst);                                                \
-  void fill(const Tensor& out, Scalar value);                                                     \
-  void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);       \
-  void linspace(const Tensor& out, const Scalar& start, const Scalar& end);                       \
+#define DESCENT_DEVICE_LOOPS                                                                \
+  void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);        \
+  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);    \
+  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);  \
+  void copy(const Tensor& src, const Tensor& dst);                                          \
+  void fill(const Tensor& out, Scalar value);                                               \
+  void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep); \
+  void linspace(const Tensor& out, const Scalar& start, const Scalar& end);                 \
   void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
 namespace sim {
 DESCENT_DEVICE_LOOPS

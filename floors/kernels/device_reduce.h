@@ -76,10 +76,10 @@ const char* kernel_name(const char* kind, Op op, ScalarType a, ScalarType b);
 
 // [SECTION] Plans ---------------------------------------------------------------------------
 
-constexpr int kDevMaxDims = 8;                 // kMaxDims (tensor.h): a plan holds sizes inline
-constexpr uint32_t kReduceThreads = 256;       // the most threads of a reduction block
-constexpr int64_t kElemsPerThread = 64;        // the least work a reduction thread is given
-constexpr int64_t kReduceMaxBlocks = 1024;     // blocks of one reduction launch, at most
+constexpr int kDevMaxDims = 8;              // kMaxDims (tensor.h): a plan holds sizes inline
+constexpr uint32_t kReduceThreads = 256;    // the most threads of a reduction block
+constexpr int64_t kElemsPerThread = 64;     // the least work a reduction thread is given
+constexpr int64_t kReduceMaxBlocks = 1024;  // blocks of one reduction launch, at most
 constexpr uint32_t kWarp = 32;
 
 // A strided walk over up to kDevMaxDims dims: the offset, in elements, of
@@ -106,10 +106,10 @@ struct ReducePlan {
   int64_t n = 0;
   int64_t blocks = 1;
   uint32_t threads = kReduceThreads;
-  int vec = 1;        // elements per load: 1, or 16 bytes' worth when each result's elements are an aligned run
-  bool run = false;   // result j's elements are input[out.offset(j) + k], k < n
-  Strided out;        // where result j's elements start in the input
-  Strided red;        // the offset of element k from there (when not `run`)
+  int vec = 1;       // elements per load: 1, or 16 bytes' worth when each result's elements are an aligned run
+  bool run = false;  // result j's elements are input[out.offset(j) + k], k < n
+  Strided out;       // where result j's elements start in the input
+  Strided red;       // the offset of element k from there (when not `run`)
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -174,7 +174,9 @@ struct SumOp {
   using Acc = opmath_t<T>;
   DESCENT_HD Acc identity() const { return Acc(0); }
   template <class S>
-  DESCENT_HD Acc make(S x, int64_t) const { return Acc(x); }
+  DESCENT_HD Acc make(S x, int64_t) const {
+    return Acc(x);
+  }
   DESCENT_HD Acc combine(Acc a, Acc b) const { return plus(a, b); }
 };
 
@@ -190,7 +192,9 @@ struct MaxOp {
   using Acc = MaxAcc<T>;
   DESCENT_HD Acc identity() const { return Acc{T(0), -1}; }
   template <class S>
-  DESCENT_HD Acc make(S x, int64_t k) const { return Acc{T(x), k}; }
+  DESCENT_HD Acc make(S x, int64_t k) const {
+    return Acc{T(x), k};
+  }
   DESCENT_HD Acc combine(Acc a, Acc b) const {
     if (a.k < 0) return b;
     if (b.k < 0) return a;
@@ -231,7 +235,8 @@ DESCENT_HD typename R::Acc thread_total(const R& r, const S* base, const ReduceP
     }
     for (; v < loads; v += stride) add(packs[v], v);
     if (g == 0)
-      for (int64_t k = loads * kVec; k < p.n; ++k) lane[k - loads * kVec] = r.combine(lane[k - loads * kVec], r.make(base[k], k));
+      for (int64_t k = loads * kVec; k < p.n; ++k)
+        lane[k - loads * kVec] = r.combine(lane[k - loads * kVec], r.make(base[k], k));
     for (int width = kVec / 2; width >= 1; width /= 2)
       for (int l = 0; l < width; ++l) lane[l] = r.combine(lane[l], lane[l + width]);
   } else if (p.run) {
@@ -273,8 +278,10 @@ struct SumOut {
   bool mean;
   int64_t count;
   DESCENT_HD void write(int64_t j, Acc a) const {
-    if constexpr (is_float_v<T>) y[j] = T(!mean ? a : count ? Acc(a / Acc(count)) : Acc(NAN));
-    else y[j] = a;
+    if constexpr (is_float_v<T>)
+      y[j] = T(!mean ? a : count ? Acc(a / Acc(count)) : Acc(NAN));
+    else
+      y[j] = a;
   }
 };
 template <class T>
@@ -347,7 +354,9 @@ struct MatmulPlan {
 DESCENT_HD inline float mul_add(float a, float b, float acc) { return fmaf(a, b, acc); }
 DESCENT_HD inline double mul_add(double a, double b, double acc) { return fma(a, b, acc); }
 template <class T, std::enable_if_t<is_int_v<T>, int> = 0>
-DESCENT_HD inline T mul_add(T a, T b, T acc) { return plus(acc, times(a, b)); }
+DESCENT_HD inline T mul_add(T a, T b, T acc) {
+  return plus(acc, times(a, b));
+}
 
 // The tiling of the general kernel (float64, the integers, and float32 operands
 // the fast kernel does not take): 64 x 64 tiles, k steps of 16, 4 x 4 outputs a thread.
@@ -378,7 +387,8 @@ template <class T>
 DESCENT_HD void naive_output(const MatmulPlan& p, const T* a, const T* b, T* out, int64_t i, int64_t j) {
   using Acc = opmath_t<T>;
   Acc acc = Acc(0);
-  for (int64_t k = 0; k < p.k; ++k) acc = mul_add(Acc(a[i * p.sa[1] + k * p.sa[2]]), Acc(b[k * p.sb[1] + j * p.sb[2]]), acc);
+  for (int64_t k = 0; k < p.k; ++k)
+    acc = mul_add(Acc(a[i * p.sa[1] + k * p.sa[2]]), Acc(b[k * p.sb[1] + j * p.sb[2]]), acc);
   out[i * p.n + j] = T(acc);
 }
 
@@ -413,7 +423,8 @@ DESCENT_HD void multiply_tiles(const T (*as)[Tile::BM], const T (*bs)[Tile::BN],
 
 // Thread t's outputs written to out (contiguous [batch, m, n]), inside the matrix only.
 template <class Tile, class T, class Acc>
-DESCENT_HD void store_tile(const MatmulPlan& p, T* out, int64_t row0, int64_t col0, const Acc (*acc)[Tile::TN], uint32_t t) {
+DESCENT_HD void store_tile(const MatmulPlan& p, T* out, int64_t row0, int64_t col0, const Acc (*acc)[Tile::TN],
+                           uint32_t t) {
   const int ty = int(t) / (Tile::BN / Tile::TN), tx = int(t) % (Tile::BN / Tile::TN);
   for (int i = 0; i < Tile::TM; ++i)
     for (int j = 0; j < Tile::TN; ++j) {
@@ -430,11 +441,11 @@ DESCENT_HD void store_tile(const MatmulPlan& p, T* out, int64_t row0, int64_t co
 // (its copy on the device) times self's stride there.
 struct GatherPlan {
   int64_t numel = 0;
-  int dims = 0;                                    // of the result
+  int dims = 0;  // of the result
   int64_t shape[kDevMaxDims] = {};
-  int64_t self_strides[kDevMaxDims] = {};          // over the result's dims (0 on the indexed ones)
-  int indexed = 0;                                 // how many index tensors
-  const int64_t* index[kDevMaxDims] = {};          // device pointers
+  int64_t self_strides[kDevMaxDims] = {};                // over the result's dims (0 on the indexed ones)
+  int indexed = 0;                                       // how many index tensors
+  const int64_t* index[kDevMaxDims] = {};                // device pointers
   int64_t index_strides[kDevMaxDims][kDevMaxDims] = {};  // each index tensor's strides over the result's dims
   int64_t dim_size[kDevMaxDims] = {}, dim_stride[kDevMaxDims] = {};  // self's size and stride at that index's dim
   DESCENT_HD int64_t offset(int64_t linear) const {
@@ -465,8 +476,8 @@ struct ScatterPlan {
   int64_t segments = 0;
   const int64_t* target = nullptr;  // device pointers
   const int64_t* order = nullptr;
-  const int64_t* start = nullptr;   // segments + 1 entries
-  Strided values;                   // the result's shape, values' (broadcast) strides
+  const int64_t* start = nullptr;  // segments + 1 entries
+  Strided values;                  // the result's shape, values' (broadcast) strides
   bool accumulate = false;
 };
 
@@ -480,8 +491,10 @@ DESCENT_HD void scatter_segment(const ScatterPlan& p, T* self, const T* values, 
   T e = self[p.target[s]];
   for (int64_t r = lo; r < hi; ++r) {
     const T x = values[p.values.offset(p.order[r])];
-    if constexpr (is_int_v<T>) e = plus(e, x);
-    else e = T(e + x);  // bool: or; float16 and bfloat16: in float32, rounded each time as the CPU's loop does
+    if constexpr (is_int_v<T>)
+      e = plus(e, x);
+    else
+      e = T(e + x);  // bool: or; float16 and bfloat16: in float32, rounded each time as the CPU's loop does
   }
   self[p.target[s]] = e;
 }

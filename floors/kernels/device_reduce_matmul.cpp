@@ -39,7 +39,6 @@ Strided strided_of(const DimVector& sizes, const DimVector& strides) {
   return s;
 }
 
-
 // The reduction of `in` into `keep` (in's rank, size 1 on the reduced dims):
 // result j's elements start at out.offset(j) (the kept dims, row-major,
 // which is keep's contiguous order) and step through red. When they are one
@@ -78,7 +77,6 @@ ReducePlan plan_reduction(const Tensor& in, const Tensor& keep, const bool* redu
 
 // [SECTION] The simulated device's blocks -------------------------------------------------------
 
-
 // One reduction on sim:0: the first launch (and the second over partials),
 // each block's body running its threads in turn (Note [A reduction over blocks]).
 template <class R, class S, class Out, class Part>
@@ -90,11 +88,14 @@ void sim_reduce(const streams::Stream& s, const char* kernel, const char* op, R 
     const S* base = x + p.out.offset(j);
     Acc v[kReduceThreads];
     for (uint32_t t = 0; t < p.threads; ++t)
-      v[t] = p.vec == 4 ? thread_total<4>(r, base, p, bx, t)
-             : p.vec == 2 ? thread_total<2>(r, base, p, bx, t) : thread_total<1>(r, base, p, bx, t);
+      v[t] = p.vec == 4   ? thread_total<4>(r, base, p, bx, t)
+             : p.vec == 2 ? thread_total<2>(r, base, p, bx, t)
+                          : thread_total<1>(r, base, p, bx, t);
     block_tree(r, v, p.threads);
-    if (p.blocks == 1) out.write(j, v[0]);
-    else part.write(b.x, v[0]);
+    if (p.blocks == 1)
+      out.write(j, v[0]);
+    else
+      part.write(b.x, v[0]);
   });
   if (p.blocks == 1) return;
   const ReducePlan q = partials_shape(p);
@@ -206,7 +207,8 @@ void gather(Device d, ScalarType dt, const void* self, void* out, const GatherPl
     const char* kernel = kernel_name("index_gather", Op::index, dt, dt);
     launch::launch_sim(s, launch::grid_launch(kernel, "aten::index", ceil_div(p.numel, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
-                         for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.numel, int64_t(b.x + 1) * kThreads); ++i)
+                         for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.numel, int64_t(b.x + 1) * kThreads);
+                              ++i)
                            dst[i] = src[p.offset(i)];
                        });
   });
@@ -218,7 +220,8 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
 #ifdef DESCENT_HAVE_CUDA
   if (d.type == DeviceType::CUDA) return cuda_scatter(s, dt, self, values, p);
 #endif
-  DESCENT_CHECK(d.type == DeviceType::Sim, NotImplementedError, "aten::index_put_ on ", d.str(), ": this build has no CUDA");
+  DESCENT_CHECK(d.type == DeviceType::Sim, NotImplementedError, "aten::index_put_ on ", d.str(),
+                ": this build has no CUDA");
   constexpr uint32_t kThreads = 256;
   visit_dtype(dt, [&]<typename T>() {
     T* dst = static_cast<T*>(self);
@@ -226,7 +229,8 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
     const char* kernel = kernel_name("index_scatter", Op::index_put_, dt, dt);
     launch::launch_sim(s, launch::grid_launch(kernel, "aten::index_put_", ceil_div(p.segments, kThreads), kThreads),
                        [=](const launch::Dim3& b) {
-                         for (int64_t i = int64_t(b.x) * kThreads; i < std::min(p.segments, int64_t(b.x + 1) * kThreads); ++i)
+                         for (int64_t i = int64_t(b.x) * kThreads;
+                              i < std::min(p.segments, int64_t(b.x + 1) * kThreads); ++i)
                            scatter_segment(p, dst, src, i);
                        });
   });

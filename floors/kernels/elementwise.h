@@ -33,8 +33,20 @@ DESCENT_HD inline int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64
 // narrower integer wraps in int64 and keeps its low bits (C++20 converts
 // modulo 2**bits), which are the bits it would wrap to on its own: uint8's
 // 255 + 1 is 0, int32's 2**31 - 1 + 1 is -2**31, as in C and PyTorch.
-template <class T> DESCENT_HD T plus(T a, T b) { if constexpr (is_int_v<T>) return T(wrap_add(a, b)); else return T(a + b); }
-template <class T> DESCENT_HD T times(T a, T b) { if constexpr (is_int_v<T>) return T(wrap_mul(a, b)); else return T(a * b); }
+template <class T>
+DESCENT_HD T plus(T a, T b) {
+  if constexpr (is_int_v<T>)
+    return T(wrap_add(a, b));
+  else
+    return T(a + b);
+}
+template <class T>
+DESCENT_HD T times(T a, T b) {
+  if constexpr (is_int_v<T>)
+    return T(wrap_mul(a, b));
+  else
+    return T(a * b);
+}
 
 // An element converted to D the way a tensor cast converts it (to(), copy_,
 // type promotion): unchecked, as PyTorch's casts are (only Scalars are
@@ -70,8 +82,10 @@ struct UnaryFn {
   template <class T>
   DESCENT_HD T operator()(T x) const {
     const F& f = static_cast<const F&>(*this);
-    if constexpr (is_reduced_float_v<T>) return T(f.eval(float(x)));
-    else return f.eval(x);
+    if constexpr (is_reduced_float_v<T>)
+      return T(f.eval(float(x)));
+    else
+      return f.eval(x);
   }
 };
 
@@ -82,27 +96,86 @@ template <class F>
 inline constexpr bool is_float_only_v = std::is_base_of_v<FloatOnly, F>;
 
 // -x of an integer wraps: -(-128) is -128 in int8, -1 is 255 in uint8, as in PyTorch.
-struct NegF : UnaryFn<NegF> { template <class T> DESCENT_HD T eval(T x) const {
-  if constexpr (std::is_same_v<T, bool>) return x; else if constexpr (std::is_integral_v<T>) return T(wrap_mul(x, -1)); else return -x; } };
-// abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
-struct AbsF : UnaryFn<AbsF> { template <class T> DESCENT_HD T eval(T x) const {
-  if constexpr (std::is_unsigned_v<T>) return x;  // bool and uint8
-  else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
-  else return x < 0 ? NegF{}(x) : x; } };
-struct ExpF : UnaryFn<ExpF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::exp(x); } };
-struct LogF : UnaryFn<LogF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::log(x); } };
-struct SqrtF : UnaryFn<SqrtF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sqrt(x); } };
-// relu propagates NaN, like PyTorch's clamp_min(0).
-struct ReluF : UnaryFn<ReluF> { template <class T> DESCENT_HD T eval(T x) const { return x > T(0) || x != x ? x : T(0); } };
-struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly {
-  template <class T> DESCENT_HD T eval(T x) const { return T(1) / (T(1) + std::exp(-x)); }
+struct NegF : UnaryFn<NegF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return x;
+    else if constexpr (std::is_integral_v<T>)
+      return T(wrap_mul(x, -1));
+    else
+      return -x;
+  }
 };
-struct TanhF : UnaryFn<TanhF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::tanh(x); } };
-struct SinF : UnaryFn<SinF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::sin(x); } };
-struct CosF : UnaryFn<CosF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return std::cos(x); } };
+// abs clears the sign bit of a float, so abs(-0.0) is +0.0 (x < 0 is false for -0.0).
+struct AbsF : UnaryFn<AbsF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    if constexpr (std::is_unsigned_v<T>)
+      return x;  // bool and uint8
+    else if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(x);
+    else
+      return x < 0 ? NegF{}(x) : x;
+  }
+};
+struct ExpF : UnaryFn<ExpF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::exp(x);
+  }
+};
+struct LogF : UnaryFn<LogF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::log(x);
+  }
+};
+struct SqrtF : UnaryFn<SqrtF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::sqrt(x);
+  }
+};
+// relu propagates NaN, like PyTorch's clamp_min(0).
+struct ReluF : UnaryFn<ReluF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return x > T(0) || x != x ? x : T(0);
+  }
+};
+struct SigmoidF : UnaryFn<SigmoidF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct TanhF : UnaryFn<TanhF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::tanh(x);
+  }
+};
+struct SinF : UnaryFn<SinF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::sin(x);
+  }
+};
+struct CosF : UnaryFn<CosF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::cos(x);
+  }
+};
 // reciprocal: 1 / x, as PyTorch's kernel divides (exact IEEE division, so no ulps
 // between devices); an integer input is float32 first, as aten's reciprocal(int) is.
-struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly { template <class T> DESCENT_HD T eval(T x) const { return T(1) / x; } };
+struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return T(1) / x;
+  }
+};
 
 // clamp, clamp_min and clamp_max: the bounds that were given, as Scalars
 // (Note [clamp's bounds], elementwise_kernels.cpp).
@@ -137,17 +210,28 @@ struct ClampF {
 template <class T, typename Fn>
 void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
   switch (op) {
-    case Op::neg: return fn(NegF{});
-    case Op::abs: return fn(AbsF{});
-    case Op::exp: return fn(ExpF{});
-    case Op::log: return fn(LogF{});
-    case Op::sqrt: return fn(SqrtF{});
-    case Op::relu: return fn(ReluF{});
-    case Op::sigmoid: return fn(SigmoidF{});
-    case Op::tanh: return fn(TanhF{});
-    case Op::sin: return fn(SinF{});
-    case Op::cos: return fn(CosF{});
-    case Op::reciprocal: return fn(ReciprocalF{});
+    case Op::neg:
+      return fn(NegF{});
+    case Op::abs:
+      return fn(AbsF{});
+    case Op::exp:
+      return fn(ExpF{});
+    case Op::log:
+      return fn(LogF{});
+    case Op::sqrt:
+      return fn(SqrtF{});
+    case Op::relu:
+      return fn(ReluF{});
+    case Op::sigmoid:
+      return fn(SigmoidF{});
+    case Op::tanh:
+      return fn(TanhF{});
+    case Op::sin:
+      return fn(SinF{});
+    case Op::cos:
+      return fn(CosF{});
+    case Op::reciprocal:
+      return fn(ReciprocalF{});
     case Op::clamp:
     case Op::clamp_min:
     case Op::clamp_max:
@@ -155,7 +239,8 @@ void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
       // converted to type int8_t without overflow": torch 2.11's clamp_max(200)).
       return fn(ClampF<T>{bounds.has_lo ? bounds.lo.to<T>() : T(), bounds.has_hi ? bounds.hi.to<T>() : T(),
                           bounds.has_lo, bounds.has_hi});
-    default: throw Error("visit_unary: not a unary op");
+    default:
+      throw Error("visit_unary: not a unary op");
   }
 }
 // Whether op's element function is defined for floats only (FloatOnly above).
@@ -176,21 +261,51 @@ struct BinaryFn {
   template <class T>
   DESCENT_HD T operator()(T a, T b, opmath_t<T> alpha) const {
     const F& f = static_cast<const F&>(*this);
-    if constexpr (is_reduced_float_v<T>) return T(f.eval(float(a), float(b), alpha));
-    else return f.eval(a, b, alpha);
+    if constexpr (is_reduced_float_v<T>)
+      return T(f.eval(float(a), float(b), alpha));
+    else
+      return f.eval(a, b, alpha);
   }
 };
 
-struct AddF : BinaryFn<AddF> { template <class T> DESCENT_HD T eval(T a, T b, T alpha) const {
-  if constexpr (std::is_same_v<T, bool>) return a || (alpha && b); else return plus(a, times(alpha, b)); } };
-struct SubF : BinaryFn<SubF> { template <class T> DESCENT_HD T eval(T a, T b, T alpha) const {
-  if constexpr (std::is_same_v<T, bool>) return a;
-  else if constexpr (std::is_integral_v<T>) return T(wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1))); else return a - alpha * b; } };
-struct MulF : BinaryFn<MulF> { template <class T> DESCENT_HD T eval(T a, T b, T) const {
-  if constexpr (std::is_same_v<T, bool>) return a && b; else return times(a, b); } };
-struct DivF : BinaryFn<DivF> { template <class T> DESCENT_HD T eval(T a, T b, T) const { return a / b; } };  // floats only
+struct AddF : BinaryFn<AddF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T alpha) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return a || (alpha && b);
+    else
+      return plus(a, times(alpha, b));
+  }
+};
+struct SubF : BinaryFn<SubF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T alpha) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return a;
+    else if constexpr (std::is_integral_v<T>)
+      return T(wrap_add(a, wrap_mul(wrap_mul(alpha, b), -1)));
+    else
+      return a - alpha * b;
+  }
+};
+struct MulF : BinaryFn<MulF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return times(a, b);
+  }
+};
+struct DivF : BinaryFn<DivF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T) const {
+    return a / b;
+  }
+};  // floats only
 struct PowF : BinaryFn<PowF> {
-  template <class T> DESCENT_HD T eval(T a, T b, T) const {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T) const {
     if constexpr (std::is_floating_point_v<T>) {
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -227,13 +342,20 @@ struct MseF {
 template <typename Fn>
 void visit_binary(Op op, Fn&& fn) {
   switch (op) {
-    case Op::add: return fn(AddF{});
-    case Op::sub: return fn(SubF{});
-    case Op::mul: return fn(MulF{});
-    case Op::div: return fn(DivF{});
-    case Op::pow: return fn(PowF{});
-    case Op::mse_loss: return fn(MseF{});
-    default: throw Error("visit_binary: not a binary op");
+    case Op::add:
+      return fn(AddF{});
+    case Op::sub:
+      return fn(SubF{});
+    case Op::mul:
+      return fn(MulF{});
+    case Op::div:
+      return fn(DivF{});
+    case Op::pow:
+      return fn(PowF{});
+    case Op::mse_loss:
+      return fn(MseF{});
+    default:
+      throw Error("visit_binary: not a binary op");
   }
 }
 
@@ -244,27 +366,66 @@ template <class F>
 struct CompareFn {
   template <class T>
   DESCENT_HD bool operator()(T a, T b) const {
-    if constexpr (is_reduced_float_v<T>) return static_cast<const F&>(*this).eval(float(a), float(b));
-    else return static_cast<const F&>(*this).eval(a, b);
+    if constexpr (is_reduced_float_v<T>)
+      return static_cast<const F&>(*this).eval(float(a), float(b));
+    else
+      return static_cast<const F&>(*this).eval(a, b);
   }
 };
-struct EqF : CompareFn<EqF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a == b; } };
-struct LtF : CompareFn<LtF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a < b; } };
-struct GtF : CompareFn<GtF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a > b; } };
-struct NeF : CompareFn<NeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a != b; } };  // true when either is NaN
-struct LeF : CompareFn<LeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a <= b; } };
-struct GeF : CompareFn<GeF> { template <class T> DESCENT_HD bool eval(T a, T b) const { return a >= b; } };
+struct EqF : CompareFn<EqF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a == b;
+  }
+};
+struct LtF : CompareFn<LtF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a < b;
+  }
+};
+struct GtF : CompareFn<GtF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a > b;
+  }
+};
+struct NeF : CompareFn<NeF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a != b;
+  }
+};  // true when either is NaN
+struct LeF : CompareFn<LeF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GeF : CompareFn<GeF> {
+  template <class T>
+  DESCENT_HD bool eval(T a, T b) const {
+    return a >= b;
+  }
+};
 
 template <typename Fn>
 void visit_compare(Op op, Fn&& fn) {
   switch (op) {
-    case Op::eq: return fn(EqF{});
-    case Op::lt: return fn(LtF{});
-    case Op::gt: return fn(GtF{});
-    case Op::ne: return fn(NeF{});
-    case Op::le: return fn(LeF{});
-    case Op::ge: return fn(GeF{});
-    default: throw Error("visit_compare: not a comparison op");
+    case Op::eq:
+      return fn(EqF{});
+    case Op::lt:
+      return fn(LtF{});
+    case Op::gt:
+      return fn(GtF{});
+    case Op::ne:
+      return fn(NeF{});
+    case Op::le:
+      return fn(LeF{});
+    case Op::ge:
+      return fn(GeF{});
+    default:
+      throw Error("visit_compare: not a comparison op");
   }
 }
 
@@ -300,9 +461,12 @@ struct LinspaceF {
 template <class T>
 LinspaceF<T> linspace_fn(const Scalar& start, const Scalar& end, int64_t steps) {
   LinspaceF<T> f{start.to<T>("linspace", "start"), end.to<T>("linspace", "end"), {}, steps};
-  if constexpr (is_reduced_float_v<T>) f.step = T(float(T(float(f.end) - float(f.start))) / float(T(float(steps - 1))));
-  else if constexpr (std::is_integral_v<T>) f.step = (double(f.end) - double(f.start)) / double(steps - 1);
-  else f.step = (f.end - f.start) / T(steps - 1);
+  if constexpr (is_reduced_float_v<T>)
+    f.step = T(float(T(float(f.end) - float(f.start))) / float(T(float(steps - 1))));
+  else if constexpr (std::is_integral_v<T>)
+    f.step = (double(f.end) - double(f.start)) / double(steps - 1);
+  else
+    f.step = (f.end - f.start) / T(steps - 1);
   return f;
 }
 

@@ -31,8 +31,9 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor out = empty_output(x.sizes(), dt, x.device(), {&x});  // Note [Output strides follow the inputs]
   begin(span, out);
   loop_work(span, out, {&x}, dt);
-  run_loop(span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
-           [&] { reference_unary(op.id, x, out); });
+  run_loop(
+      span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
+      [&] { reference_unary(op.id, x, out); });
   s.set_result(std::move(out));
 }
 
@@ -85,21 +86,26 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     begin(span, out);
     loop_work(span, out, {}, dt, 0);
     const Scalar nan(std::numeric_limits<double>::quiet_NaN());
-    run_loop(span, out, [&] { device::fill(out, nan); }, [&] { return optimized_fill(out, nan); },
-             [&] { reference_fill(out, nan); });
+    run_loop(
+        span, out, [&] { device::fill(out, nan); }, [&] { return optimized_fill(out, nan); },
+        [&] { reference_fill(out, nan); });
     s.set_result(std::move(out));
     return;
   }
   DESCENT_CHECK(dt != ScalarType::Bool, NotImplementedError, "\"",
-                b.has_lo && b.has_hi ? "clamp_scalar_cpu" : b.has_lo ? "clamp_min_scalar_cpu" : "clamp_max_scalar_cpu",
+                b.has_lo && b.has_hi ? "clamp_scalar_cpu"
+                : b.has_lo           ? "clamp_min_scalar_cpu"
+                                     : "clamp_max_scalar_cpu",
                 "\" not implemented for 'Bool'");
-  visit_dtype(dt, [&]<typename T>() { visit_unary<T>(op.id, b, [](auto) {}); });  // the bounds' checks, before any launch
+  visit_dtype(dt,
+              [&]<typename T>() { visit_unary<T>(op.id, b, [](auto) {}); });  // the bounds' checks, before any launch
   const Tensor xc = cast(x, dt);  // keeps x's layout when x is dense (_to_copy)
   Tensor out = empty_output(x.sizes(), dt, x.device(), {&xc});
   begin(span, out);
   loop_work(span, out, {&xc}, dt, int64_t(b.has_lo) + int64_t(b.has_hi));
-  run_loop(span, out, [&] { device::unary(op.id, xc, out, b); }, [&] { return optimized_unary(op.id, xc, out, b); },
-           [&] { reference_unary(op.id, xc, out, b); });
+  run_loop(
+      span, out, [&] { device::unary(op.id, xc, out, b); }, [&] { return optimized_unary(op.id, xc, out, b); },
+      [&] { reference_unary(op.id, xc, out, b); });
   s.set_result(std::move(out));
 }
 
@@ -141,16 +147,19 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
-  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  visit_dtype(ct, [&]<typename T>() {
+    (void)alpha.to<opmath_t<T>>(op.python_name, "alpha");
+  });  // Note [Checked scalar conversion]
   DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op.python_name);
   Operand ca(a, ct, shape, dev), cb(b, ct, shape, dev);
   Tensor out = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
   const bool scaled = (op.id == Op::add || op.id == Op::sub) && alpha.to_double() != 1.0;  // a multiply more
   loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct, scaled ? 2 : 1);
-  run_loop(span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
-           [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
-           [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
+  run_loop(
+      span, out, [&] { device::binary(op.id, ca.get(), cb.get(), out, alpha); },
+      [&] { return optimized_binary(op.id, ca.get(), cb.get(), out, alpha); },
+      [&] { reference_binary(op.id, ca.get(), cb.get(), out, alpha); });
   return out;
 }
 
@@ -194,8 +203,9 @@ void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, out);
   loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct);
   // One CPU loop only: comparisons are not a hot path.
-  run_loop(span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
-           [&] { reference_compare(op.id, ca.get(), cb.get(), out); });
+  run_loop(
+      span, out, [&] { device::compare(op.id, ca.get(), cb.get(), out, ct); }, [] { return false; },
+      [&] { reference_compare(op.id, ca.get(), cb.get(), out); });
   s.set_result(std::move(out));
 }
 

@@ -119,8 +119,8 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType dt = dtype_arg(s, any_float ? kDefaultFloat : ScalarType::Int64);
   double d0 = start.to_double(), d1 = end.to_double(), ds = step.to_double();
   DESCENT_CHECK(ds != 0, Error, "arange(): step must be nonzero");
-  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "arange(): unsupported range: ", start.str(),
-                " -> ", end.str());
+  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "arange(): unsupported range: ", start.str(), " -> ",
+                end.str());
   constexpr uint64_t kMaxLength = uint64_t(1) << 40;  // elements
   uint64_t n;
   if (!any_float) {  // integer bounds: compared and counted exactly
@@ -140,7 +140,8 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(dt, [&]<typename T>() {
     if (on_device(out)) {
       const bool fp = std::is_floating_point_v<T>;
-      const int64_t i0 = fp ? 0 : start.to<int64_t>("arange", "start"), is = fp ? 0 : step.to<int64_t>("arange", "step");
+      const int64_t i0 = fp ? 0 : start.to<int64_t>("arange", "start"),
+                    is = fp ? 0 : step.to<int64_t>("arange", "step");
       return device::arange(out, d0, ds, i0, is);
     }
     T* p = out.data<T>();
@@ -190,7 +191,8 @@ void linspace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const int64_t steps = s[2].to_int();
   DESCENT_CHECK(steps >= 0, Error, "number of steps must be non-negative");
   const ScalarType dt = dtype_arg(s, kDefaultFloat);
-  DESCENT_CHECK(steps < 2 || dt != ScalarType::Bool, NotImplementedError, "\"linspace_cpu\" not implemented for 'Bool'");
+  DESCENT_CHECK(steps < 2 || dt != ScalarType::Bool, NotImplementedError,
+                "\"linspace_cpu\" not implemented for 'Bool'");
   Tensor out = make_output(span, s, {steps}, dt);
   if (steps == 1) {
     visit_dtype(dt, [&]<typename T>() {
@@ -227,7 +229,8 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (is_float_v<T>) {
       T* p = out.data<T>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = random_element<T>(g.offset + uint64_t(i), g.seed, op.id == Op::randn);
+      for (int64_t i = 0; i < out.numel(); ++i)
+        p[i] = random_element<T>(g.offset + uint64_t(i), g.seed, op.id == Op::randn);
     }
   });
   s.set_result(std::move(out));

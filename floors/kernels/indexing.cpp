@@ -64,10 +64,10 @@ using trace::ScopedSpan;
 // [SECTION] The plan ----------------------------------------------------------------------
 
 struct IndexPlan {
-  DimVector shape;                 // the result's shape
-  Tensor index[kMaxDims];          // per dim of self: its int64 index tensor, or undefined (taken whole)
+  DimVector shape;                    // the result's shape
+  Tensor index[kMaxDims];             // per dim of self: its int64 index tensor, or undefined (taken whole)
   DimVector index_strides[kMaxDims];  // that tensor's strides, broadcast into the result's shape
-  DimVector self_strides;          // self's strides of the dims not indexed, placed in the result's shape
+  DimVector self_strides;             // self's strides of the dims not indexed, placed in the result's shape
 };
 
 // "[2], [3]": the shapes of the index tensors, for the broadcast error.
@@ -87,7 +87,8 @@ void expand_mask(const Tensor& mask, const Tensor& self, int first_dim, Tensor* 
   int64_t count = 0;
   for (int64_t i = 0; i < mask.numel(); ++i)
     count += *(mask.data<bool>() + strided_offset(i, mask.sizes(), mask.strides()));
-  for (int j = 0; j < mask.dim(); ++j) out[first_dim + j] = empty_tensor({count}, ScalarType::Int64, Device{});  // on the host
+  for (int j = 0; j < mask.dim(); ++j)
+    out[first_dim + j] = empty_tensor({count}, ScalarType::Int64, Device{});  // on the host
   int64_t k = 0;
   for (int64_t i = 0; i < mask.numel(); ++i) {
     if (!*(mask.data<bool>() + strided_offset(i, mask.sizes(), mask.strides()))) continue;
@@ -116,8 +117,10 @@ OptionalTensorList long_or_bool(const OptionalTensorList& indices) {
     Tensor c = empty_tensor(t.sizes(), t.dtype() == ScalarType::Int32 ? ScalarType::Int64 : ScalarType::Bool, Device{});
     for (int64_t i = 0; i < t.numel(); ++i) {
       const int64_t at = strided_offset(i, t.sizes(), t.strides());
-      if (t.dtype() == ScalarType::Int32) c.data<int64_t>()[i] = t.data<int32_t>()[at];
-      else c.data<bool>()[i] = t.data<uint8_t>()[at] != 0;
+      if (t.dtype() == ScalarType::Int32)
+        c.data<int64_t>()[i] = t.data<int32_t>()[at];
+      else
+        c.data<bool>()[i] = t.data<uint8_t>()[at] != 0;
     }
     out.push_back(c);
   }
@@ -211,7 +214,6 @@ IndexPlan plan_index(const char* op, const Tensor& self, const OptionalTensorLis
   }
   return p;
 }
-
 
 // The offset in self (in elements, from self's first) of result element `linear`.
 int64_t self_offset(const IndexPlan& p, const Tensor& self, int64_t linear) {
@@ -334,7 +336,8 @@ namespace {
 // per target on the device (ScatterPlan, device_reduce.h).
 void scatter_on_device(const IndexPlan& p, const Tensor& self, const Tensor& v, bool accumulate) {
   const int64_t n = numel_of(p.shape);
-  std::vector<std::pair<int64_t, int64_t>> by_target(static_cast<size_t>(n));  // (target, element): sorting keeps elements in order
+  std::vector<std::pair<int64_t, int64_t>> by_target(
+      static_cast<size_t>(n));  // (target, element): sorting keeps elements in order
   for (int64_t i = 0; i < n; ++i) by_target[size_t(i)] = {self_offset(p, self, i), i};
   std::sort(by_target.begin(), by_target.end());
   std::vector<int64_t> target, order(static_cast<size_t>(n)), start;
@@ -353,7 +356,8 @@ void scatter_on_device(const IndexPlan& p, const Tensor& self, const Tensor& v, 
   copy_dims(p.shape, sp.values.sizes);
   copy_dims(v.strides(), sp.values.strides);
   if (sp.segments == 0) return;
-  const Tensor t = to_device(target, self.device()), o = to_device(order, self.device()), st = to_device(start, self.device());
+  const Tensor t = to_device(target, self.device()), o = to_device(order, self.device()),
+               st = to_device(start, self.device());
   sp.target = t.data<int64_t>();
   sp.order = o.data<int64_t>();
   sp.start = st.data<int64_t>();
@@ -361,7 +365,6 @@ void scatter_on_device(const IndexPlan& p, const Tensor& self, const Tensor& v, 
 }
 
 }  // namespace
-
 
 // aten::index_put_(self, indices, values, accumulate): Note [Advanced indexing].
 // PyTorch's checks: values broadcast to the indexed result and have self's
@@ -388,7 +391,8 @@ void index_put_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                 " for the destination and ", type_word(values.dtype()), " for the source.");
   if (values.dtype() != self.dtype()) values = cast(values, self.dtype());
   if (values.storage() == self.storage()) values = call(Op::clone, values);
-  if (dev && values.device().type == DeviceType::CPU && values.numel() == 1)  // x[i] = 5: a CPU scalar, as PyTorch takes it
+  if (dev && values.device().type == DeviceType::CPU &&
+      values.numel() == 1)  // x[i] = 5: a CPU scalar, as PyTorch takes it
     values = to_device(values.is_contiguous() ? values : call(Op::contiguous, values), self.device());
   DESCENT_CHECK(values.device() == self.device(), Error, "index_put_(): values must be on ", self.device().str(),
                 ", the device of self, not ", values.device().str());

@@ -113,11 +113,16 @@ void check_output_shape(const char* op, const Tensor& self, const Tensor& other)
 
 Op functional_of(Op op) {
   switch (op) {
-    case Op::add_: return Op::add;
-    case Op::sub_: return Op::sub;
-    case Op::mul_: return Op::mul;
-    case Op::div_: return Op::div;
-    default: throw Error("functional_of: not an in-place binary op");
+    case Op::add_:
+      return Op::add;
+    case Op::sub_:
+      return Op::sub;
+    case Op::mul_:
+      return Op::mul;
+    case Op::div_:
+      return Op::div;
+    default:
+      throw Error("functional_of: not an in-place binary op");
   }
 }
 
@@ -143,14 +148,17 @@ void inplace_binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Scalar alpha = op.schema.args.size() > 2 ? s[2].to_scalar() : Scalar(int64_t{1});
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error,
                 "For integral input tensors, argument alpha must not be a floating point number.");
-  visit_dtype(ct, [&]<typename T>() { (void)alpha.to<opmath_t<T>>(op.python_name, "alpha"); });  // Note [Checked scalar conversion]
+  visit_dtype(ct, [&]<typename T>() {
+    (void)alpha.to<opmath_t<T>>(op.python_name, "alpha");
+  });  // Note [Checked scalar conversion]
   Operand ca(self, ct, self.sizes()), cb(other, ct, self.sizes(), self.device());
   Tensor out = ct == self.dtype() ? self : empty_tensor(self.sizes(), ct, self.device());
   begin(span, self);
   loop_work(span, out, {&ca.unexpanded(), &cb.unexpanded()}, ct);
-  run_loop(span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
-           [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
-           [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
+  run_loop(
+      span, out, [&] { device::binary(f, ca.get(), cb.get(), out, alpha); },
+      [&] { return optimized_binary(f, ca.get(), cb.get(), out, alpha); },
+      [&] { reference_binary(f, ca.get(), cb.get(), out, alpha); });
   if (!out.is_same(self)) {
     ScopedSpan cast_span(Floor::Kernels, "cast into self");
     copy_into(cast_span, out, self);
@@ -203,8 +211,9 @@ void fill__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
   begin(span, self);
   loop_work(span, self, {}, self.dtype(), 0);
-  run_loop(span, self, [&] { device::fill(self, value); }, [&] { return optimized_fill(self, value); },
-           [&] { reference_fill(self, value); });
+  run_loop(
+      span, self, [&] { device::fill(self, value); }, [&] { return optimized_fill(self, value); },
+      [&] { reference_fill(self, value); });
   s.set_result(Tensor(self));
 }
 
@@ -231,8 +240,9 @@ void fill_tensor_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   visit_dtype(self.dtype(), [&]<typename T>() { (void)v.to<T>(op.python_name, "value"); });
   begin(span, self);
   loop_work(span, self, {}, self.dtype(), 0);
-  run_loop(span, self, [&] { device::fill(self, v); }, [&] { return optimized_fill(self, v); },
-           [&] { reference_fill(self, v); });
+  run_loop(
+      span, self, [&] { device::fill(self, v); }, [&] { return optimized_fill(self, v); },
+      [&] { reference_fill(self, v); });
   s.set_result(Tensor(self));
 }
 

@@ -65,7 +65,8 @@ bool view_strides(const DimVector& old_sizes, const DimVector& old_strides, cons
 // follow the inputs], layout.cpp); contiguous when they all are.
 DimVector output_strides(const DimVector& shape, std::initializer_list<const Tensor*> inputs);
 // An uninitialised output of `shape` laid out by output_strides.
-Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device, std::initializer_list<const Tensor*> inputs);
+Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device,
+                    std::initializer_list<const Tensor*> inputs);
 
 // Whether `t` covers one block of memory without gaps or overlaps, in some
 // order of its dims (x.T, a permuted contiguous tensor): a sum of all of it
@@ -153,7 +154,7 @@ void reference_unary(Op op, const Tensor& in, const Tensor& out, const ClampBoun
 void reference_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
 void reference_compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out);  // out is bool
 void reference_copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
-void reference_fill(const Tensor& out, Scalar value);  // value into every element, through out's strides
+void reference_fill(const Tensor& out, Scalar value);       // value into every element, through out's strides
 // Reductions: `keep` has in's rank with size 1 on reduced dims, and is the
 // (keepdim) output. `reduced[d]` says whether dim d is reduced.
 void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced);
@@ -174,7 +175,7 @@ bool optimized_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 // The vector unit optimized_matmul uses: the widest this CPU has ("avx512",
 // "avx2" or "sse2"; "generic" off x86-64), unless a narrower one was set.
 const char* matmul_isa();
-std::vector<std::string> matmul_isas();  // the ones this CPU can run, narrowest first
+std::vector<std::string> matmul_isas();      // the ones this CPU can run, narrowest first
 void set_matmul_isa(std::string_view name);  // ValueError naming the choices for any other
 // BLIS's packed panels and an FMA microkernel (Note [Packed matmul]): a, b
 // of any strides, float32 and float64, out contiguous; false without FMA.
@@ -212,7 +213,8 @@ const char* variant(Device d);
 // arguments; `mean` divides each sum by its count on the device.
 void sum(const Tensor& in, const Tensor& keep, const bool* reduced, bool mean);
 void max(const Tensor& in, const Tensor& keep, const Tensor* indices, const bool* reduced);
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out);  // a [B, M, K], b [B, K, N], any strides; out contiguous
+void matmul(const Tensor& a, const Tensor& b,
+            const Tensor& out);  // a [B, M, K], b [B, K, N], any strides; out contiguous
 }  // namespace device
 
 }  // namespace descent::kernels

@@ -86,8 +86,10 @@ bool same_shape_strides(const DimVector& shape, const Tensor* const* in, int n, 
     last &= channels_last(*in[k]);
     same_dense &= dense(*in[k]) && in[k]->strides() == in[n - 1]->strides();
   }
-  if (last) *out = channels_last_strides(shape);
-  else if (same_dense) *out = in[n - 1]->strides();
+  if (last)
+    *out = channels_last_strides(shape);
+  else if (same_dense)
+    *out = in[n - 1]->strides();
   return last || same_dense;
 }
 
@@ -131,8 +133,10 @@ DimVector output_strides(const DimVector& shape, std::initializer_list<const Ten
     int at = i;
     for (int j = i - 1; j >= 0; --j) {
       const int c = outside(order[j], order[at]);
-      if (c > 0) std::swap(order[j], order[at]), at = j;
-      else if (c < 0) break;
+      if (c > 0)
+        std::swap(order[j], order[at]), at = j;
+      else if (c < 0)
+        break;
     }
   }
   bool row_major = true;

@@ -21,12 +21,18 @@ namespace descent::kernels::device {
 
 const char* rung_name(MatmulRung r) {
   switch (r) {
-    case MatmulRung::Auto: return "auto";
-    case MatmulRung::Naive: return "naive";
-    case MatmulRung::SharedTiles: return "shared_tiles";
-    case MatmulRung::RegisterTiles: return "register_tiles";
-    case MatmulRung::Wmma: return "wmma";
-    case MatmulRung::Wgmma: return "wgmma";
+    case MatmulRung::Auto:
+      return "auto";
+    case MatmulRung::Naive:
+      return "naive";
+    case MatmulRung::SharedTiles:
+      return "shared_tiles";
+    case MatmulRung::RegisterTiles:
+      return "register_tiles";
+    case MatmulRung::Wmma:
+      return "wmma";
+    case MatmulRung::Wgmma:
+      return "wgmma";
   }
   return "?";
 }
@@ -111,12 +117,15 @@ void sim_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan& p
     };
     auto shared = std::make_unique<Shared>();
     std::vector<Acc> acc(size_t(Tile::kThreads) * Tile::TM * Tile::TN, Acc(0));  // every thread's registers
-    auto regs = [&](uint32_t t) { return reinterpret_cast<Acc(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN); };
+    auto regs = [&](uint32_t t) {
+      return reinterpret_cast<Acc(*)[Tile::TN]>(acc.data() + size_t(t) * Tile::TM * Tile::TN);
+    };
     const int64_t row0 = int64_t(blk.y) * Tile::BM, col0 = int64_t(blk.x) * Tile::BN;
     const T* ab = a + int64_t(blk.z) * p.sa[0];
     const T* bb = b + int64_t(blk.z) * p.sb[0];
     for (int64_t k0 = 0; k0 < p.k; k0 += Tile::BK) {
-      for (uint32_t t = 0; t < Tile::kThreads; ++t) load_tiles<Tile>(p, ab, bb, row0, col0, k0, shared->as, shared->bs, t);
+      for (uint32_t t = 0; t < Tile::kThreads; ++t)
+        load_tiles<Tile>(p, ab, bb, row0, col0, k0, shared->as, shared->bs, t);
       for (uint32_t t = 0; t < Tile::kThreads; ++t) multiply_tiles<Tile>(shared->as, shared->bs, regs(t), t);
     }
     T* ob = out + int64_t(blk.z) * p.m * p.n;
@@ -144,29 +153,56 @@ void sim_naive(const streams::Stream& s, const char* kernel, const MatmulPlan& p
 
 // The kernels' names, one per dtype (ScalarType's order; bool has none).
 using Names = const char* const[kNumScalarTypes];
-Names kSimNaive = {"", "matmul_naive_int64", "matmul_naive_float32", "matmul_naive_float64", "matmul_naive_float16",
-                   "matmul_naive_bfloat16", "matmul_naive_uint8", "matmul_naive_int8", "matmul_naive_int16",
+Names kSimNaive = {"",
+                   "matmul_naive_int64",
+                   "matmul_naive_float32",
+                   "matmul_naive_float64",
+                   "matmul_naive_float16",
+                   "matmul_naive_bfloat16",
+                   "matmul_naive_uint8",
+                   "matmul_naive_int8",
+                   "matmul_naive_int16",
                    "matmul_naive_int32"};
-Names kSimShared = {"", "matmul_shared_16x16_int64", "matmul_shared_16x16_float32", "matmul_shared_16x16_float64",
-                    "matmul_shared_16x16_float16", "matmul_shared_16x16_bfloat16", "matmul_shared_16x16_uint8",
-                    "matmul_shared_16x16_int8", "matmul_shared_16x16_int16", "matmul_shared_16x16_int32"};
-Names kSimTiled = {"", "matmul_tiled_64x64_int64", "matmul_tiled_128x128_float32", "matmul_tiled_64x64_float64",
-                   "matmul_tiled_64x64_float16", "matmul_tiled_64x64_bfloat16", "matmul_tiled_64x64_uint8",
-                   "matmul_tiled_64x64_int8", "matmul_tiled_64x64_int16", "matmul_tiled_64x64_int32"};
+Names kSimShared = {"",
+                    "matmul_shared_16x16_int64",
+                    "matmul_shared_16x16_float32",
+                    "matmul_shared_16x16_float64",
+                    "matmul_shared_16x16_float16",
+                    "matmul_shared_16x16_bfloat16",
+                    "matmul_shared_16x16_uint8",
+                    "matmul_shared_16x16_int8",
+                    "matmul_shared_16x16_int16",
+                    "matmul_shared_16x16_int32"};
+Names kSimTiled = {"",
+                   "matmul_tiled_64x64_int64",
+                   "matmul_tiled_128x128_float32",
+                   "matmul_tiled_64x64_float64",
+                   "matmul_tiled_64x64_float16",
+                   "matmul_tiled_64x64_bfloat16",
+                   "matmul_tiled_64x64_uint8",
+                   "matmul_tiled_64x64_int8",
+                   "matmul_tiled_64x64_int16",
+                   "matmul_tiled_64x64_int32"};
 
 const char* sim_matmul(MatmulRung r, const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                        const MatmulPlan& p) {
-  const char* kernel = (r == MatmulRung::Naive ? kSimNaive : r == MatmulRung::SharedTiles ? kSimShared : kSimTiled)[int(dt)];
+  const char* kernel = (r == MatmulRung::Naive         ? kSimNaive
+                        : r == MatmulRung::SharedTiles ? kSimShared
+                                                       : kSimTiled)[int(dt)];
   DESCENT_CHECK(dt != ScalarType::Bool, Error, "device::matmul: no product of bool");
   visit_dtype(dt, [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* pa = static_cast<const T*>(a);
       const T* pb = static_cast<const T*>(b);
       T* po = static_cast<T*>(out);
-      if (r == MatmulRung::Naive) sim_naive(s, kernel, p, pa, pb, po);
-      else if (r == MatmulRung::SharedTiles) sim_tiled<SharedTile>(s, kernel, p, pa, pb, po);
-      else if constexpr (std::is_same_v<T, float>) sim_tiled<Float32Tile>(s, kernel, p, pa, pb, po);  // same bits as 64 x 64
-      else sim_tiled<GenericTile>(s, kernel, p, pa, pb, po);
+      if (r == MatmulRung::Naive)
+        sim_naive(s, kernel, p, pa, pb, po);
+      else if (r == MatmulRung::SharedTiles)
+        sim_tiled<SharedTile>(s, kernel, p, pa, pb, po);
+      else if constexpr (std::is_same_v<T, float>)
+        sim_tiled<Float32Tile>(s, kernel, p, pa, pb, po);  // same bits as 64 x 64
+      else
+        sim_tiled<GenericTile>(s, kernel, p, pa, pb, po);
     }
   });
   return kernel;
@@ -208,14 +244,25 @@ void ladder_matmul(const streams::Stream& s, Device d, ScalarType dt, const void
   }
   run.rung = r;
   // A block's rows are the grid's y, at most 65535 blocks.
-  const int64_t rows = r == MatmulRung::Naive ? 8 : r == MatmulRung::SharedTiles ? 16 : r == MatmulRung::Wmma ? 128 : 64;
+  const int64_t rows = r == MatmulRung::Naive         ? 8
+                       : r == MatmulRung::SharedTiles ? 16
+                       : r == MatmulRung::Wmma        ? 128
+                                                      : 64;
   DESCENT_CHECK(ceil_div(p.m, rows) < 65536, Error, "aten::mm on CUDA: at most ", 65535 * rows, " rows on rung ",
                 rung_name(r), ", got ", p.m);
   switch (r) {
-    case MatmulRung::Naive: run.kernel = cuda_matmul_naive(s, dt, a, b, out, p); return;
-    case MatmulRung::SharedTiles: run.kernel = cuda_matmul_shared_tiles(s, dt, a, b, out, p); return;
-    case MatmulRung::Wmma: run.kernel = cuda_matmul_wmma(s, dt, a, b, out, p); return;
-    default: run.kernel = cuda_matmul_register_tiles(s, dt, a, b, out, p); return;
+    case MatmulRung::Naive:
+      run.kernel = cuda_matmul_naive(s, dt, a, b, out, p);
+      return;
+    case MatmulRung::SharedTiles:
+      run.kernel = cuda_matmul_shared_tiles(s, dt, a, b, out, p);
+      return;
+    case MatmulRung::Wmma:
+      run.kernel = cuda_matmul_wmma(s, dt, a, b, out, p);
+      return;
+    default:
+      run.kernel = cuda_matmul_register_tiles(s, dt, a, b, out, p);
+      return;
   }
 #else
   throw NotImplementedError(str("aten::mm on ", d.str(), ": this build has no CUDA"));

@@ -255,11 +255,18 @@ int reduction_layout(const Tensor& in, const bool* reduced, int64_t* outer, int6
     if (!reduced[d] && in.sizes()[d] != 1) return 0;  // reduced dims are not one block
   int64_t before = 1, block = 1, after = 1;
   for (int d = 0; d < in.dim(); ++d) (d < first ? before : d <= last ? block : after) *= in.sizes()[d];
-  if (after == 1) { *outer = before; *inner = block; return 1; }
-  if (before == 1) { *outer = block; *inner = after; return 2; }
+  if (after == 1) {
+    *outer = before;
+    *inner = block;
+    return 1;
+  }
+  if (before == 1) {
+    *outer = block;
+    *inner = after;
+    return 2;
+  }
   return 0;
 }
-
 
 // [SECTION] Cascade sums: Note [Cascade summation] (reference.cpp) ------------------
 
@@ -353,7 +360,8 @@ T cascade_row(const T* x, int64_t n) {
     cut_tree<T>(0, n, levels, leaves);
     std::vector<Lanes<T>> sums(leaves.size());
     parallel_for(0, int64_t(leaves.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) sums[size_t(i)] = lanes_tree(x, leaves[size_t(i)].first, leaves[size_t(i)].second);
+      for (int64_t i = b; i < e; ++i)
+        sums[size_t(i)] = lanes_tree(x, leaves[size_t(i)].first, leaves[size_t(i)].second);
     });
     size_t next = 0;
     lanes = join_tree<T>(0, n, levels, sums, next);

@@ -77,8 +77,10 @@ template <typename T, typename V, int MR, int NV>
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      if (first) acc[i][v] = V{};
-      else std::memcpy(&acc[i][v], t.c + i * t.ldc + v * kLanes, sizeof(V));
+      if (first)
+        acc[i][v] = V{};
+      else
+        std::memcpy(&acc[i][v], t.c + i * t.ldc + v * kLanes, sizeof(V));
     }
   for (int64_t k = k0; k < k1; ++k) {
     const T* bk_row = t.b + (k - k0) * t.ldb;
@@ -182,8 +184,8 @@ template <typename T, int kBytes, int MR, int NV>
 
 // Output rows [lo, hi) of the B x M x N product, rows counted across batches.
 template <typename T, int kBytes, int MR, int NV>
-[[gnu::always_inline]] inline void row_range(const T* a, const T* b, T* c, int64_t M, int64_t K, int64_t N,
-                                             int64_t lo, int64_t hi) {
+[[gnu::always_inline]] inline void row_range(const T* a, const T* b, T* c, int64_t M, int64_t K, int64_t N, int64_t lo,
+                                             int64_t hi) {
   constexpr int64_t NR = NV * kBytes / sizeof(T);
   alignas(64) T panel[kKBlock * NR];
   for (int64_t r = lo; r < hi;) {
@@ -213,8 +215,8 @@ template <typename T>
   row_range<T, 32, 4, 2>(a, b, c, M, K, N, lo, hi);
 }
 template <typename T>
-[[gnu::target("avx512f")]] void range_avx512(const T* a, const T* b, T* c, int64_t M, int64_t K, int64_t N,
-                                             int64_t lo, int64_t hi) {
+[[gnu::target("avx512f")]] void range_avx512(const T* a, const T* b, T* c, int64_t M, int64_t K, int64_t N, int64_t lo,
+                                             int64_t hi) {
   row_range<T, 64, 6, 2>(a, b, c, M, K, N, lo, hi);
 }
 #endif

@@ -339,7 +339,7 @@ inline void tile(const Micro<T>& m, int64_t kc, const T* ap, const T* bp, T* c, 
                  bool load) {
   if (h == m.mr && w == m.nr) return m.fn(kc, ap, bp, c, ldc, load);
   alignas(64) T buf[16 * 64];  // mr x nr fits: at most 12 x 32 floats
-  if (load) {  // the corner past the edge is zeros, never uninitialised bytes
+  if (load) {                  // the corner past the edge is zeros, never uninitialised bytes
     std::fill(buf, buf + m.mr * m.nr, T(0));
     for (int64_t i = 0; i < h; ++i) std::memcpy(buf + i * m.nr, c + i * ldc, size_t(w) * sizeof(T));
   }
@@ -365,7 +365,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   }
   const Blocks bl = blocks(sizeof(T), m.mr, m.nr);
   // A thread for every kMatmulGrain multiply-adds at most: waking one costs more than a small product.
-  const int64_t threads = in_parallel_region() ? 1 : std::clamp<int64_t>(M * N * K / kMatmulGrain, 1, get_num_threads());
+  const int64_t threads =
+      in_parallel_region() ? 1 : std::clamp<int64_t>(M * N * K / kMatmulGrain, 1, get_num_threads());
   T* const bpack = scratch<T, 0>(bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr));
   for (int64_t jc = 0; jc < N; jc += bl.nc) {
     const int64_t nb = std::min(bl.nc, N - jc), panels = (nb + m.nr - 1) / m.nr;
@@ -387,9 +388,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
     for (int64_t pc = 0; pc < K; pc += bl.kc) {
       const int64_t kb = std::min(bl.kc, K - pc);
       const Strided<T> bblock{b.p + pc * b.rs + jc * b.cs, b.rs, b.cs};
-      parallel_for(0, panels, std::max<int64_t>(1, kGrainSize / (kb * m.nr)), [&](int64_t q0, int64_t q1) {
-        pack_b(bblock, nb, kb, m.nr, q0 * m.nr, q1 * m.nr, bpack);
-      });
+      parallel_for(0, panels, std::max<int64_t>(1, kGrainSize / (kb * m.nr)),
+                   [&](int64_t q0, int64_t q1) { pack_b(bblock, nb, kb, m.nr, q0 * m.nr, q1 * m.nr, bpack); });
       parallel_for(0, row_blocks * groups, 1, [&](int64_t t0, int64_t t1) {
         T* const apack = scratch<T, 1>(mc * kb);
         for (int64_t t = t0; t < t1; ++t) {
@@ -405,8 +405,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
               if (down || q + 1 < q_hi)
                 prefetch_tile(c + (ic + (down ? i + m.mr : 0)) * N + jc + j + (down ? 0 : m.nr), N,
                               std::min(m.mr, rows - (down ? i + m.mr : 0)), m.nr * int64_t(sizeof(T)));
-              tile(m, kb, apack + i * kb, bpack + q * m.nr * kb, c + (ic + i) * N + jc + j, N,
-                   std::min(m.mr, rows - i), w, pc > 0);
+              tile(m, kb, apack + i * kb, bpack + q * m.nr * kb, c + (ic + i) * N + jc + j, N, std::min(m.mr, rows - i),
+                   w, pc > 0);
             }
           }
         }
@@ -499,6 +499,7 @@ double microkernel_flops_per_s(int threads) {
     rates[t] = 2.0 * double(m.mr * m.nr * kc) * double(calls) / seconds;
   };
   std::vector<std::thread> others;
+  others.reserve(rates.size());
   for (size_t t = 1; t < rates.size(); ++t) others.emplace_back(run, t);
   run(0);
   for (std::thread& t : others) t.join();

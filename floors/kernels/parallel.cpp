@@ -68,13 +68,13 @@ struct Job {
       : fn(f), begin(b), end(e), chunk(c), chunks(n), threads(t) {}
   const RangeFn fn;
   const int64_t begin, end, chunk, chunks;
-  const int64_t threads;              // how many threads it asks for, the caller included
-  std::atomic<int64_t> next{0};       // the next chunk nobody has claimed
+  const int64_t threads;         // how many threads it asks for, the caller included
+  std::atomic<int64_t> next{0};  // the next chunk nobody has claimed
   // Guarded by the pool's mutex:
-  int helpers = 0;                    // workers that took an invitation and are not done with it
-  std::exception_ptr error;           // the first exception a chunk threw
-  std::condition_variable finished;   // notified when `helpers` drops to 0
-  trace::SpanRef span;                // the caller's parallel_for span; invalid when not traced
+  int helpers = 0;                   // workers that took an invitation and are not done with it
+  std::exception_ptr error;          // the first exception a chunk threw
+  std::condition_variable finished;  // notified when `helpers` drops to 0
+  trace::SpanRef span;               // the caller's parallel_for span; invalid when not traced
 };
 
 class Pool {
@@ -161,8 +161,8 @@ class Pool {
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;     // workers wait here for invitations
-  std::deque<Job*> invitations_;     // one entry per helper a job asks for
+  std::condition_variable wake_;  // workers wait here for invitations
+  std::deque<Job*> invitations_;  // one entry per helper a job asks for
   int workers_ = 0;
 };
 

@@ -62,8 +62,8 @@ constexpr int64_t kGrainSize = 32768;
 class RangeFn {
  public:
   template <typename F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, RangeFn>)
-  RangeFn(const F& f)  // NOLINT: implicit, as std::function's
+  requires(!std::is_same_v<std::remove_cvref_t<F>, RangeFn>)
+      RangeFn(const F& f)  // NOLINT: implicit, as std::function's
       : obj_(&f), call_([](const void* o, int64_t b, int64_t e) { (*static_cast<const F*>(o))(b, e); }) {}
   void operator()(int64_t begin, int64_t end) const { call_(obj_, begin, end); }
 

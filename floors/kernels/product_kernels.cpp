@@ -20,16 +20,26 @@ namespace {
 // how aten::mm names the dtypes it refuses: "long int != float".
 const char* type_meta_name(ScalarType t) {
   switch (t) {
-    case ScalarType::Bool: return "bool";
-    case ScalarType::Int64: return "long int";
-    case ScalarType::Float32: return "float";
-    case ScalarType::Float64: return "double";
-    case ScalarType::Float16: return "c10::Half";
-    case ScalarType::BFloat16: return "c10::BFloat16";
-    case ScalarType::UInt8: return "unsigned char";
-    case ScalarType::Int8: return "signed char";
-    case ScalarType::Int16: return "short int";
-    case ScalarType::Int32: return "int";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::Int64:
+      return "long int";
+    case ScalarType::Float32:
+      return "float";
+    case ScalarType::Float64:
+      return "double";
+    case ScalarType::Float16:
+      return "c10::Half";
+    case ScalarType::BFloat16:
+      return "c10::BFloat16";
+    case ScalarType::UInt8:
+      return "unsigned char";
+    case ScalarType::Int8:
+      return "signed char";
+    case ScalarType::Int16:
+      return "short int";
+    case ScalarType::Int32:
+      return "int";
   }
   return "?";
 }
@@ -44,9 +54,10 @@ Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, Scal
   const int64_t K = A.sizes()[2];
   record_work(span, (A.numel() + Bm.numel()) * int64_t(element_size(A.dtype())) + nbytes(out),
               is_floating(ct) ? 2 * out.numel() * K : 0);
-  run_loop(span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
-           [&] { return cpu_matmul(A, Bm, out); },  // the rung chosen (Note [Matmul rungs], matmul_rungs.cpp)
-           [&] { reference_matmul(A, Bm, out); });
+  run_loop(
+      span, out, [&] { device::matmul(A, Bm, out); },  // any strides (Note [Device matmul], device_reduce.h)
+      [&] { return cpu_matmul(A, Bm, out); },          // the rung chosen (Note [Matmul rungs], matmul_rungs.cpp)
+      [&] { reference_matmul(A, Bm, out); });
   // Every device names the rung that ran (Note [Matmul rungs], Note [The matmul ladder]):
   // the CPU its vector unit too, a GPU the kernel and why the rung asked for could not take it.
   if (dev.type == DeviceType::CPU) {
@@ -91,16 +102,18 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
       DESCENT_CHECK(b.dim() == 2, Error, "mat2 must be a matrix");
       DESCENT_CHECK(a.sizes()[1] == b.sizes()[0], Error, "mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
                     "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
-      DESCENT_CHECK(a.dtype() == b.dtype(), Error, "expected m1 and m2 to have the same dtype, but got: ",
-                    type_meta_name(a.dtype()), " != ", type_meta_name(b.dtype()));
+      DESCENT_CHECK(a.dtype() == b.dtype(), Error,
+                    "expected m1 and m2 to have the same dtype, but got: ", type_meta_name(a.dtype()),
+                    " != ", type_meta_name(b.dtype()));
       break;
     case Op::bmm:
       DESCENT_CHECK(a.dim() == 3, Error, "batch1 must be a 3D tensor");
       DESCENT_CHECK(b.dim() == 3, Error, "batch2 must be a 3D tensor");
       DESCENT_CHECK(a.sizes()[0] == b.sizes()[0], Error, "batch1 and batch2 must have same number of batches, got ",
                     a.sizes()[0], " and ", b.sizes()[0]);
-      DESCENT_CHECK(a.sizes()[2] == b.sizes()[1], Error, "Expected size for first two dimensions of batch2 tensor to be: [",
-                    a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+      DESCENT_CHECK(a.sizes()[2] == b.sizes()[1], Error,
+                    "Expected size for first two dimensions of batch2 tensor to be: [", a.sizes()[0], ", ",
+                    a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
       check_read_as(a, b);
       break;
     case Op::dot:
@@ -119,7 +132,8 @@ void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                     a.sizes()[0], "x", a.sizes()[1], "), vec (", b.sizes()[0], ")");
       check_read_as(a, b);
       break;
-    default: throw Error(str("product_kernel: ", op.name, " is not a matrix product"));
+    default:
+      throw Error(str("product_kernel: ", op.name, " is not a matrix product"));
   }
   const ScalarType ct = result_type(a, b);
   DESCENT_CHECK(ct != ScalarType::Bool, Error, "\"", op.python_name, "\" not implemented for 'Bool'");

@@ -37,7 +37,7 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
     return rank(a) > rank(b) ? a : b;
   }
   const bool a8 = a == ScalarType::UInt8 || a == ScalarType::Int8, b8 = b == ScalarType::UInt8 || b == ScalarType::Int8;
-  if (a8 && b8) return ScalarType::Int16;  // uint8 and int8 (a != b)
+  if (a8 && b8) return ScalarType::Int16;            // uint8 and int8 (a != b)
   return element_size(a) > element_size(b) ? a : b;  // uint8 with a wider signed int: the wider
 }
 
@@ -96,8 +96,8 @@ DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* o
     int ia = a.size() - n + i, ib = b.size() - n + i;
     int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
     DESCENT_CHECK(sa == sb || sa == 1 || sb == 1, Error, op, "(): The size of tensor a (", sa,
-                  ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i,
-                  " (shapes ", a.str(), " and ", b.str(), ")");
+                  ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i, " (shapes ", a.str(),
+                  " and ", b.str(), ")");
     out[i] = sa == 1 ? sb : sa;
   }
   return out;

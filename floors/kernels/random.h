@@ -25,7 +25,7 @@ namespace descent::kernels {
 // simulated device and CUDA threads all run this very code (Note [One kernel
 // body, two devices], device_loops.h), so a seed gives the same bits on each.
 DESCENT_HD inline void philox_rounds(uint64_t counter, uint64_t key, uint32_t* out) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;    // round multipliers
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key increments (golden ratio, sqrt(3)-1)
   uint32_t x0 = uint32_t(counter), x1 = uint32_t(counter >> 32), x2 = 0, x3 = 0;
   uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);

@@ -43,7 +43,6 @@ Tensor finish_reduction(const Tensor& keep, const bool* reduced, bool keepdim) {
   return keep.as_strided(sizes, contiguous_strides(sizes), 0);
 }
 
-
 // A reduction's work for the roofline (Note [A roofline for every kernel
 // span], roofline.cpp): x read once, the kept values (and `extra` bytes of
 // indices) written once, one FLOP per element of x when it is floating.
@@ -75,8 +74,8 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   // PyTorch's promote_integers does, unless a dtype was asked for: then the
   // sum is of that dtype, int32 wrapping in int32 (bool: descent still sums
   // it into int64).
-  ScalarType dt = is_floating(x.dtype()) || (!dtype.is_none() && x.dtype() != ScalarType::Bool) ? x.dtype()
-                                                                                                 : ScalarType::Int64;
+  ScalarType dt =
+      is_floating(x.dtype()) || (!dtype.is_none() && x.dtype() != ScalarType::Bool) ? x.dtype() : ScalarType::Int64;
   // A CPU mean of float16 or bfloat16 sums into float32, divides there and
   // rounds once, as PyTorch's mean_out does (a device divides in its own
   // loop, in float32 too: SumOut, device_reduce.h).
@@ -85,8 +84,9 @@ void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor keep = empty_tensor(keep_shape(x, reduced), via_float ? ScalarType::Float32 : dt, x.device());
   begin(span, keep);
   reduction_work(span, x, keep);
-  run_loop(span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
-           [&] { reference_sum(x, keep, reduced); });
+  run_loop(
+      span, keep, [&] { device::sum(x, keep, reduced, mean); }, [&] { return optimized_sum(x, keep, reduced); },
+      [&] { reference_sum(x, keep, reduced); });
   if (cpu_mean) {
     int64_t count = keep.numel() == 0 ? 0 : x.numel() / keep.numel();
     visit_dtype(keep.dtype(), [&]<typename T>() {
@@ -105,14 +105,16 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& x = s[0].to_tensor();
   bool reduced[kMaxDims];
   if (op.id == Op::max) {
-    DESCENT_CHECK(x.numel() > 0, Error, "max(): Expected reduction dim to be specified for input.numel() == 0. "
+    DESCENT_CHECK(x.numel() > 0, Error,
+                  "max(): Expected reduction dim to be specified for input.numel() == 0. "
                   "Specify the reduction dim with the 'dim' argument.");
     std::fill(reduced, reduced + kMaxDims, true);
     Tensor keep = empty_tensor(keep_shape(x, reduced), x.dtype(), x.device());
     begin(span, keep);
     reduction_work(span, x, keep);
-    run_loop(span, keep, [&] { device::max(x, keep, nullptr, reduced); }, [&] { return optimized_max(x, keep, reduced); },
-             [&] { reference_max(x, keep, nullptr, reduced); });
+    run_loop(
+        span, keep, [&] { device::max(x, keep, nullptr, reduced); }, [&] { return optimized_max(x, keep, reduced); },
+        [&] { reference_max(x, keep, nullptr, reduced); });
     s.set_result(finish_reduction(keep, reduced, false));
     return;
   }
@@ -126,8 +128,9 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor idx = empty_tensor(keep.sizes(), ScalarType::Int64, x.device());
   begin(span, keep);
   reduction_work(span, x, keep, nbytes(idx));
-  run_loop(span, keep, [&] { device::max(x, keep, &idx, reduced); }, [] { return false; },
-           [&] { reference_max(x, keep, &idx, reduced); });
+  run_loop(
+      span, keep, [&] { device::max(x, keep, &idx, reduced); }, [] { return false; },
+      [&] { reference_max(x, keep, &idx, reduced); });
   s.clear();
   s.push(finish_reduction(keep, reduced, keepdim));
   s.push(finish_reduction(idx, reduced, keepdim));
@@ -145,8 +148,10 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
   const int64_t reduction = s[2].to_int();
-  DESCENT_CHECK(reduction >= 0 && reduction <= 2, Error, "mse_loss(): reduction must be 0 (none), 1 (mean) or 2 "
-                "(sum), but got ", reduction);
+  DESCENT_CHECK(reduction >= 0 && reduction <= 2, Error,
+                "mse_loss(): reduction must be 0 (none), 1 (mean) or 2 "
+                "(sum), but got ",
+                reduction);
   const Device dev = common_device(op.python_name, a, b);
   const ScalarType ct = result_type(a, b);
   DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"mse_cpu\" not implemented for '", type_word(ct), "'");
@@ -156,9 +161,10 @@ void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, loss);
   loop_work(span, loss, {&ca.unexpanded(), &cb.unexpanded()}, ct, 2);  // a difference and its square
   const Scalar one(int64_t{1});
-  run_loop(span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
-           [&] { return optimized_binary(op.id, ca.get(), cb.get(), loss, one); },
-           [&] { reference_binary(op.id, ca.get(), cb.get(), loss, one); });
+  run_loop(
+      span, loss, [&] { device::binary(op.id, ca.get(), cb.get(), loss, one); },
+      [&] { return optimized_binary(op.id, ca.get(), cb.get(), loss, one); },
+      [&] { reference_binary(op.id, ca.get(), cb.get(), loss, one); });
   if (reduction == 0) {
     s.set_result(std::move(loss));
     return;

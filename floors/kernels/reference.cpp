@@ -146,13 +146,14 @@ void reference_sum(const Tensor& in, const Tensor& keep, const bool* reduced) {
   }
   const int64_t n = in.numel() == 0 ? 0 : numel_of(red_sizes);  // elements per output
   visit_dtype(keep.dtype(), [&]<typename T>() {
-    T* y = keep.data<T>();  // contiguous: output j is y[j]
+    T* y = keep.data<T>();    // contiguous: output j is y[j]
     using Acc = opmath_t<T>;  // float for float16 and bfloat16 (Note [Reduced-precision floats])
     visit_dtype(in.dtype(), [&]<typename S>() {
       const S* x = in.data<S>();
       for (int64_t j = 0; j < keep.numel(); ++j) {
         const S* row = x + strided_offset(j, kept_sizes, kept_strides);
-        y[j] = T(cascade_sum<Acc>(0, n, [&](int64_t k) { return Acc(row[strided_offset(k, red_sizes, red_strides)]); }));
+        y[j] =
+            T(cascade_sum<Acc>(0, n, [&](int64_t k) { return Acc(row[strided_offset(k, red_sizes, red_strides)]); }));
       }
     });
   });
@@ -216,7 +217,8 @@ void reference_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
         for (int64_t j = 0; j < N; ++j) {
           Acc acc = Acc(0);
           for (int64_t k = 0; k < K; ++k) {
-            acc = plus(acc, times(Acc(pa[n * sa[0] + i * sa[1] + k * sa[2]]), Acc(pb[n * sb[0] + k * sb[1] + j * sb[2]])));
+            acc = plus(acc,
+                       times(Acc(pa[n * sa[0] + i * sa[1] + k * sa[2]]), Acc(pb[n * sb[0] + k * sb[1] + j * sb[2]])));
           }
           po[n * so[0] + i * so[1] + j * so[2]] = T(acc);
         }

@@ -16,30 +16,44 @@ BoxedKernel backend_kernel(Op op, OpKind kind) {
   switch (kind) {
     case OpKind::Unary:
       return op == Op::clamp || op == Op::clamp_min || op == Op::clamp_max ? clamp_kernel : unary_kernel;
-    case OpKind::Binary: return binary_kernel;
-    case OpKind::Comparison: return compare_kernel;
-    case OpKind::Matmul: return op == Op::addmm ? addmm_kernel : product_kernel;
+    case OpKind::Binary:
+      return binary_kernel;
+    case OpKind::Comparison:
+      return compare_kernel;
+    case OpKind::Matmul:
+      return op == Op::addmm ? addmm_kernel : product_kernel;
     case OpKind::Reduction:
       return op == Op::max || op == Op::max_dim ? max_kernel : op == Op::mse_loss ? mse_loss_kernel : sum_kernel;
     case OpKind::Copy:
       switch (op) {
-        case Op::_to_copy: return to_copy_kernel;
-        case Op::index: return index_kernel;
-        case Op::cat: return cat_kernel;
-        default: return clone_kernel;
+        case Op::_to_copy:
+          return to_copy_kernel;
+        case Op::index:
+          return index_kernel;
+        case Op::cat:
+          return cat_kernel;
+        default:
+          return clone_kernel;
       }
     case OpKind::InPlace:
       switch (op) {
-        case Op::copy_: return copy__kernel;
+        case Op::copy_:
+          return copy__kernel;
         case Op::fill_:
-        case Op::zero_: return fill__kernel;
-        case Op::fill_tensor_: return fill_tensor_kernel;
-        case Op::index_put_: return index_put_kernel;
-        default: return inplace_binary_kernel;
+        case Op::zero_:
+          return fill__kernel;
+        case Op::fill_tensor_:
+          return fill_tensor_kernel;
+        case Op::index_put_:
+          return index_put_kernel;
+        default:
+          return inplace_binary_kernel;
       }
-    case OpKind::Read: return local_scalar_dense_kernel;  // item is a composite (composites.cpp)
+    case OpKind::Read:
+      return local_scalar_dense_kernel;  // item is a composite (composites.cpp)
     case OpKind::View:
-    case OpKind::Factory: break;  // views.cpp, factories.cpp
+    case OpKind::Factory:
+      break;  // views.cpp, factories.cpp
   }
   return nullptr;
 }
@@ -60,11 +74,16 @@ Tensor typed_binary(DispatchKeySet, const Tensor& a, const Tensor& b) {
 // The kernel to register: both conventions where the op has a typed form.
 Kernel with_typed(Op op, BoxedKernel k) {
   switch (op) {
-    case Op::add: return Kernel::both(k, &typed_binary_alpha<Op::add>, signature_id<BinaryAlphaSig>());
-    case Op::sub: return Kernel::both(k, &typed_binary_alpha<Op::sub>, signature_id<BinaryAlphaSig>());
-    case Op::mul: return Kernel::both(k, &typed_binary<Op::mul>, signature_id<BinarySig>());
-    case Op::div: return Kernel::both(k, &typed_binary<Op::div>, signature_id<BinarySig>());
-    default: return Kernel(k);
+    case Op::add:
+      return Kernel::both(k, &typed_binary_alpha<Op::add>, signature_id<BinaryAlphaSig>());
+    case Op::sub:
+      return Kernel::both(k, &typed_binary_alpha<Op::sub>, signature_id<BinaryAlphaSig>());
+    case Op::mul:
+      return Kernel::both(k, &typed_binary<Op::mul>, signature_id<BinarySig>());
+    case Op::div:
+      return Kernel::both(k, &typed_binary<Op::div>, signature_id<BinarySig>());
+    default:
+      return Kernel(k);
   }
 }
 
@@ -87,7 +106,7 @@ bool declares(const char* dispatch, DispatchKey key) {
 // alone depends on the device (Note [One kernel body, two devices]).
 void register_backend_kernels(Library& m) {
 #define DESCENT_REGISTER_BACKEND(id, schema, dispatch, kind, exact, domain, module, sample) \
-  if (declares(dispatch, m.key()))                                                        \
+  if (declares(dispatch, m.key()))                                                          \
     if (auto k = kernels::backend_kernel(Op::id, OpKind::kind)) m.impl(Op::id, kernels::with_typed(Op::id, k));
   DESCENT_FORALL_OPS(DESCENT_REGISTER_BACKEND)
 #undef DESCENT_REGISTER_BACKEND

@@ -93,12 +93,13 @@ Peak cuda_peak(int index) {
   p.tf32_flops_per_s = p.tensor_flops_per_s / 2;  // TF32 runs at half the 16-bit rate on 8.0 and later
   p.bytes_per_s = l.memory_clock_hz * l.bus_bits / 8.0 * 2.0;
   const std::string sms = std::to_string(l.sms) + " SMs x " + fixed(l.clock_hz / 1e9, 2) + " GHz x ";
-  p.how = "read from the device (compute capability " + std::to_string(l.cc_major) + "." +
-          std::to_string(l.cc_minor) + ", its maximum clocks): " + sms + std::to_string(r.fp32) +
+  p.how = "read from the device (compute capability " + std::to_string(l.cc_major) + "." + std::to_string(l.cc_minor) +
+          ", its maximum clocks): " + sms + std::to_string(r.fp32) +
           " FLOP per clock (FP32 units) = " + fixed(p.flops_per_s / 1e12, 1) + " TFLOP/s; ";
-  p.how += r.tensor16 ? sms + std::to_string(r.tensor16) + " FLOP per clock (tensor cores, 16-bit) = " +
-                            fixed(p.tensor_flops_per_s / 1e12, 0) + " TFLOP/s; "
-                      : "tensor cores: not in descent's table; ";
+  p.how += r.tensor16
+               ? sms + std::to_string(r.tensor16) +
+                     " FLOP per clock (tensor cores, 16-bit) = " + fixed(p.tensor_flops_per_s / 1e12, 0) + " TFLOP/s; "
+               : "tensor cores: not in descent's table; ";
   p.how += "memory " + fixed(l.memory_clock_hz / 1e9, 2) + " GHz x " + std::to_string(l.bus_bits) +
            " bits x 2 = " + fixed(p.bytes_per_s / 1e12, 2) + " TB/s";
   return p;
@@ -115,6 +116,7 @@ double triad_bytes_per_s(int threads) {
   for (int pass = 0; pass < 3; ++pass) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;
+    ts.reserve(size_t(threads));
     for (int t = 0; t < threads; ++t) {
       ts.emplace_back([&, t] {
         const size_t lo = std::min(kFloats, size_t(t) * slice), hi = std::min(kFloats, lo + slice);
@@ -161,9 +163,7 @@ Peak device_peak(Device d) {
   return cache[key] = p;
 }
 
-std::string roofline_metadata_key(const std::string& device, const char* what) {
-  return "peak." + device + "." + what;
-}
+std::string roofline_metadata_key(const std::string& device, const char* what) { return "peak." + device + "." + what; }
 
 void add_peaks(trace::Trace& t) {
   std::set<std::string> devices;

@@ -29,9 +29,12 @@ const char* kernel_name(const char* kind, Op op, ScalarType a, ScalarType b) {
   std::atomic<const char*>& slot = names[int(op)][int(a)][int(b)];
   if (const char* n = slot.load(std::memory_order_acquire)) return n;
   std::string s;
-  if (*kind == 0) s = str(op_entry(op).python_name, "_", dtype_name(a));
-  else if (a == b) s = str(kind, "_", dtype_name(a));
-  else s = str(kind, "_", dtype_name(a), "_to_", dtype_name(b));
+  if (*kind == 0)
+    s = str(op_entry(op).python_name, "_", dtype_name(a));
+  else if (a == b)
+    s = str(kind, "_", dtype_name(a));
+  else
+    s = str(kind, "_", dtype_name(a), "_to_", dtype_name(b));
   const char* n = trace::intern(s);
   slot.store(n, std::memory_order_release);
   return n;
@@ -85,12 +88,11 @@ void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
 const char* variant(Device d) { return d.type == DeviceType::CUDA ? "cuda" : "sim"; }
 
 #ifdef DESCENT_HAVE_CUDA
-#define DESCENT_ON_DEVICE(d, call) \
-  return (d).type == DeviceType::CUDA ? cuda::call : sim::call
+#define DESCENT_ON_DEVICE(d, call) return (d).type == DeviceType::CUDA ? cuda::call : sim::call
 #else
 // Without the CUDA toolkit no CUDA tensor can exist (the runtime reports no
 // device), so every device loop is sim's.
-#define DESCENT_ON_DEVICE(d, call)                                                                  \
+#define DESCENT_ON_DEVICE(d, call)                                                                       \
   DESCENT_CHECK((d).type != DeviceType::CUDA, NotImplementedError, "this build of descent has no CUDA"); \
   return sim::call
 #endif
@@ -109,8 +111,8 @@ void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarT
 // (cudaMemcpyAsync; a copy task on sim:0), as PyTorch's copy_ does when it
 // may; its device span is "Memcpy DtoD (Device -> Device)", not a kernel.
 void copy(const Tensor& src, const Tensor& dst) {
-  if (src.dtype() == dst.dtype() && src.device() == dst.device() && src.sizes() == dst.sizes() &&
-      src.is_contiguous() && dst.is_contiguous() && dst.numel() > 0) {
+  if (src.dtype() == dst.dtype() && src.device() == dst.device() && src.sizes() == dst.sizes() && src.is_contiguous() &&
+      dst.is_contiguous() && dst.numel() > 0) {
     streams::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
                         size_t(dst.numel()) * element_size(dst.dtype()));
     return;

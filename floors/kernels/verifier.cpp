@@ -84,10 +84,14 @@ Tensor random_tensor(const DimVector& sizes, ScalarType dt, Domain domain, uint6
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
       double u = uniform_double(uint64_t(i) + (salt << 32), seed);  // [0, 1)
-      if constexpr (std::is_same_v<T, bool>) p[i] = u < 0.5;
-      else if constexpr (std::is_unsigned_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(u * 20);  // uint8
-      else if constexpr (std::is_integral_v<T>) p[i] = domain == Domain::Positive ? T(u * 4) : T(T(u * 20) - 10);
-      else p[i] = domain == Domain::Positive ? T(0.1 + 2 * u) : T(8 * u - 4);
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = u < 0.5;
+      else if constexpr (std::is_unsigned_v<T>)
+        p[i] = domain == Domain::Positive ? T(u * 4) : T(u * 20);  // uint8
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = domain == Domain::Positive ? T(u * 4) : T(T(u * 20) - 10);
+      else
+        p[i] = domain == Domain::Positive ? T(0.1 + 2 * u) : T(8 * u - 4);
     }
   });
   return t;
@@ -197,11 +201,16 @@ namespace {
 // float16, 2**-8 bfloat16.
 double eps_of(ScalarType t) {
   switch (t) {
-    case ScalarType::Float32: return 0x1p-24;
-    case ScalarType::Float64: return 0x1p-53;
-    case ScalarType::Float16: return 0x1p-11;
-    case ScalarType::BFloat16: return 0x1p-8;
-    default: return 0;
+    case ScalarType::Float32:
+      return 0x1p-24;
+    case ScalarType::Float64:
+      return 0x1p-53;
+    case ScalarType::Float16:
+      return 0x1p-11;
+    case ScalarType::BFloat16:
+      return 0x1p-8;
+    default:
+      return 0;
   }
 }
 // The unit roundoff of the additions inside a sum or a product of dtype t:
@@ -229,7 +238,6 @@ double ulp_above(T x) {
     return double(std::nextafter(a, std::numeric_limits<T>::infinity()) - a);
   }
 }
-
 
 // The sample's tensors on `d` (a device), everything else as it is.
 Stack args_on(const Stack& args, Device d) {
@@ -304,7 +312,8 @@ Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device
   const double k = double(a.sizes()[a.dim() - 1]);
   const double k_eps = k * acc_eps_of(dt);
   const double k_dev = k_eps * (is_reduced_floating(dt) && device.type == DeviceType::CUDA ? 2.0 : 1.0);
-  const double scale = (k_eps / (1.0 - k_eps) + k_dev / (1.0 - k_dev)) * (1.0 + 4.0 * k_eps);  // and float64's own rounding
+  const double scale =
+      (k_eps / (1.0 - k_eps) + k_dev / (1.0 - k_dev)) * (1.0 + 4.0 * k_eps);  // and float64's own rounding
   double* p = prod.data<double>();
   for (int64_t i = 0; i < prod.numel(); ++i) p[i] *= scale;
   return prod;
@@ -352,7 +361,8 @@ bool same_bits_but_nan_payloads(const Tensor& a, const Tensor& b) {
 
 // A device run against the CPU's reference (Note [Device claims]).
 // `given`: these arguments instead of the op's sample (an op that is not in place).
-Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device, const Stack* given = nullptr) {
+Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device,
+                         const Stack* given = nullptr) {
   Verdict v;
   v.op = op.name;
   v.dtype = dtype;
@@ -368,7 +378,8 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
   std::vector<Tensor> ref, dev;
   const char *ran_ref = "", *ran_dev = "";
   try {
-    if (!declared || op.kind == OpKind::Factory) throw Error(str(op.name, " has no kernel for ", device.str(), " to verify here"));
+    if (!declared || op.kind == OpKind::Factory)
+      throw Error(str(op.name, " has no kernel for ", device.str(), " to verify here"));
     ref = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Reference, &ran_ref);
   } catch (const Error& e) {
     v.claim = "unsupported";
@@ -404,7 +415,8 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
     }
     Tensor bound;
     if (kind == DeviceBound::Ulps) {  // kCudaMathUlps units in the last place of each reference element
-      bound = empty_tensor(a.sizes(), ScalarType::Float64, Device{});  // fresh: to() of a float64 `a` would be `a` itself
+      bound =
+          empty_tensor(a.sizes(), ScalarType::Float64, Device{});  // fresh: to() of a float64 `a` would be `a` itself
       const Tensor ac = call(Op::contiguous, a);
       visit_dtype(a.dtype(), [&]<typename T>() {
         if constexpr (is_float_v<T>) {
@@ -414,8 +426,10 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
             // float16 and bfloat16 are computed in float32 and rounded: 8 ulps
             // of float32 before the rounding, and the rounding may then go
             // the other way, one ulp of the dtype.
-            if constexpr (is_reduced_float_v<T>) p[i] = kCudaMathUlps * ulp_above(float(ra[i])) + ulp_above(ra[i]);
-            else p[i] = kCudaMathUlps * ulp_above(ra[i]);
+            if constexpr (is_reduced_float_v<T>)
+              p[i] = kCudaMathUlps * ulp_above(float(ra[i])) + ulp_above(ra[i]);
+            else
+              p[i] = kCudaMathUlps * ulp_above(ra[i]);
           }
         }
       });
@@ -440,8 +454,8 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       // linear round once more after their product.
       const double after =
           adds_after_product(op) ? 2.0 * eps_of(a.dtype()) * std::max(std::fabs(x), std::fabs(y)) : 0.0;
-      const double allowed = bound.data<double>()[i] + after +
-                             (kind == DeviceBound::Ulps ? 0.0 : final_rounding(a.dtype(), x, y));
+      const double allowed =
+          bound.data<double>()[i] + after + (kind == DeviceBound::Ulps ? 0.0 : final_rounding(a.dtype(), x, y));
       v.max_abs_diff = std::max(v.max_abs_diff, diff);
       v.bound = std::max(v.bound, allowed);
       const bool both_nan = std::isnan(a64.data<double>()[i]) && std::isnan(b64.data<double>()[i]);

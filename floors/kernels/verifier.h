@@ -11,14 +11,14 @@
 namespace descent::kernels {
 
 struct Verdict {
-  std::string op;             // "sum"
-  ScalarType dtype;           // the dtype of the tensor inputs
-  std::string claim;          // "bit-for-bit", "bound", "unsupported", "single kernel"
-  std::string variants;       // what ran: "reference vs optimized"
+  std::string op;        // "sum"
+  ScalarType dtype;      // the dtype of the tensor inputs
+  std::string claim;     // "bit-for-bit", "bound", "unsupported", "single kernel"
+  std::string variants;  // what ran: "reference vs optimized"
   bool passed = false;
-  double max_abs_diff = 0;    // over all outputs
-  double bound = 0;           // the largest bound allowed (0 for bit-for-bit)
-  std::string detail;         // the error message for "unsupported", or what differed
+  double max_abs_diff = 0;  // over all outputs
+  double bound = 0;         // the largest bound allowed (0 for bit-for-bit)
+  std::string detail;       // the error message for "unsupported", or what differed
 };
 
 // Builds the op's sample call (Note [One op table]) with tensors of `dtype`,

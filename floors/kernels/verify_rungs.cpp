@@ -30,10 +30,14 @@ Tensor uniform(const DimVector& sizes, ScalarType dt, uint64_t seed, uint64_t sa
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
       const double u = uniform_double(uint64_t(i) + (salt << 32), seed);
-      if constexpr (std::is_same_v<T, bool>) p[i] = u < 0.5;
-      else if constexpr (std::is_unsigned_v<T>) p[i] = T(u * 20);
-      else if constexpr (std::is_integral_v<T>) p[i] = T(T(u * 20) - 10);
-      else p[i] = T(8 * u - 4);
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = u < 0.5;
+      else if constexpr (std::is_unsigned_v<T>)
+        p[i] = T(u * 20);
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = T(T(u * 20) - 10);
+      else
+        p[i] = T(8 * u - 4);
     }
   });
   return t;
@@ -63,7 +67,8 @@ std::vector<Case> cases(ScalarType dt, uint64_t seed) {
   c.push_back({"136x72x264", Op::mm, stack(uniform({136, 72}, dt, seed, 3), uniform({72, 264}, dt, seed, 4)), true});
   c.push_back({"a.t 40x53x48", Op::mm, stack(transposed(40, 53, dt, seed, 5), uniform({53, 48}, dt, seed, 6)), false});
   c.push_back({"b.t 40x56x48", Op::mm, stack(uniform({40, 56}, dt, seed, 7), transposed(56, 48, dt, seed, 8)), false});
-  c.push_back({"3x40x24x72", Op::bmm, stack(uniform({3, 40, 24}, dt, seed, 9), uniform({3, 24, 72}, dt, seed, 10)), true});
+  c.push_back(
+      {"3x40x24x72", Op::bmm, stack(uniform({3, 40, 24}, dt, seed, 9), uniform({3, 24, 72}, dt, seed, 10)), true});
   return c;
 }
 
@@ -102,7 +107,8 @@ std::vector<Verdict> verify_matmul_rungs(uint64_t seed, Device d) {
         const bool may_hand_down = rung == device::MatmulRung::Wgmma && !c.wgmma_takes;
         if (v.passed && ran.rung != rung && !may_hand_down) {
           v.passed = false;
-          v.detail = str("asked for ", name, ", ran ", device::rung_name(ran.rung), " (", ran.kernel, "): ", ran.fallback);
+          v.detail =
+              str("asked for ", name, ", ran ", device::rung_name(ran.rung), " (", ran.kernel, "): ", ran.fallback);
         } else if (v.passed) {
           v.detail = ran.fallback.empty() ? str("kernel ", ran.kernel) : str("handed down: ", ran.fallback);
         }

@@ -29,15 +29,13 @@ DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
   }
   if (has_zero) known = 0;  // a zero makes the product 0 whatever came before it
   // Sizes whose product an int64 cannot hold cannot hold `numel` elements either.
-  DESCENT_CHECK(has_zero || !overflow, Error, op, "(): shape '", req.str(), "' is invalid for input of size ",
-                numel);
+  DESCENT_CHECK(has_zero || !overflow, Error, op, "(): shape '", req.str(), "' is invalid for input of size ", numel);
   if (infer >= 0) {
     DESCENT_CHECK(known != 0 && numel % known == 0, Error, op, "(): shape '", req.str(),
                   "' is invalid for input of size ", numel);
     out[infer] = numel / known;
   }
-  DESCENT_CHECK(numel_of(out) == numel, Error, op, "(): shape '", req.str(), "' is invalid for input of size ",
-                numel);
+  DESCENT_CHECK(numel_of(out) == numel, Error, op, "(): shape '", req.str(), "' is invalid for input of size ", numel);
   return out;
 }
 
@@ -87,7 +85,7 @@ void set_view(trace::ScopedSpan& span, Stack& s, const Tensor&, Tensor v) {
 }
 
 #define DESCENT_VIEW_KERNEL(fn) void fn(const OpEntry& op, DispatchKeySet, Stack& s)
-#define DESCENT_VIEW_BEGIN                          \
+#define DESCENT_VIEW_BEGIN                                         \
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name); \
   const Tensor& x = s[0].to_tensor();
 
@@ -96,7 +94,8 @@ DESCENT_VIEW_KERNEL(view_kernel) {
   DimVector sizes = infer_size(op.python_name, s[1].to_int_list(), x.numel());
   DimVector strides;
   bool ok = view_strides(x.sizes(), x.strides(), sizes, &strides);
-  DESCENT_CHECK(ok, Error, "view size is not compatible with input tensor's size and stride (at least one dimension "
+  DESCENT_CHECK(ok, Error,
+                "view size is not compatible with input tensor's size and stride (at least one dimension "
                 "spans across two contiguous subspaces). Use .reshape(...) instead.");
   if (op.id == Op::_unsafe_view) {
     // aten::_unsafe_view: the same view, but not recorded as one (no base):
@@ -135,9 +134,10 @@ DESCENT_VIEW_KERNEL(t_kernel) {
 DESCENT_VIEW_KERNEL(permute_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& dims = s[1].to_int_list();
-  DESCENT_CHECK(dims.size() == x.dim(), Error, "permute(): the number of dimensions in the tensor input "
-                "does not match the length of the desired ordering of dimensions i.e. input.dim() = ", x.dim(),
-                " is not equal to len(dims) = ", dims.size());
+  DESCENT_CHECK(dims.size() == x.dim(), Error,
+                "permute(): the number of dimensions in the tensor input "
+                "does not match the length of the desired ordering of dimensions i.e. input.dim() = ",
+                x.dim(), " is not equal to len(dims) = ", dims.size());
   DimVector sizes, strides;
   bool seen[kMaxDims] = {};
   for (int64_t d : dims) {
@@ -170,8 +170,8 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
     DESCENT_CHECK(sizes[i] >= 0, Error, "expand(): invalid size ", req[i], " at dimension ", i,
                   " (sizes must be non-negative, or -1 to keep the existing size)");
     DESCENT_CHECK(sizes[i] == have || have == 1, Error, "The expanded size of the tensor (", sizes[i],
-                  ") must match the existing size (", have, ") at non-singleton dimension ", i, ".  Target sizes: ",
-                  req.str(), ".  Tensor sizes: ", x.shape_str());
+                  ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                  ".  Target sizes: ", req.str(), ".  Tensor sizes: ", x.shape_str());
     strides[i] = sizes[i] == have ? x.strides()[j] : 0;
   }
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
@@ -202,7 +202,8 @@ DESCENT_VIEW_KERNEL(slice_kernel) {
 
 DESCENT_VIEW_KERNEL(select_kernel) {
   DESCENT_VIEW_BEGIN
-  DESCENT_CHECK(x.dim() > 0, IndexError, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+  DESCENT_CHECK(x.dim() > 0, IndexError,
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
   int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
   int64_t n = x.sizes()[d], i = s[2].to_int();

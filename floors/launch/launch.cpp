@@ -224,12 +224,13 @@ int CudaLaunchScope::launch(const void* kernel_fn, void** args) {
   if (span_ < 0 && !correlated_ && !several_gpus()) {  // not tracing: Note [A launch's host cost]
     const DriverLaunch driver = driver_launch();
     const CUfunction f = driver != nullptr ? handle_of(kernel_fn) : nullptr;
-    if (f != nullptr && driver(f, k_.grid.x, k_.grid.y, k_.grid.z, k_.block.x, k_.block.y, k_.block.z,
-                               k_.shared_bytes, static_cast<CUstream>(native_), args, nullptr) == CUDA_SUCCESS)
+    if (f != nullptr && driver(f, k_.grid.x, k_.grid.y, k_.grid.z, k_.block.x, k_.block.y, k_.block.z, k_.shared_bytes,
+                               static_cast<CUstream>(native_), args, nullptr) == CUDA_SUCCESS)
       return int(cudaSuccess);
   }
-  return int(cudaLaunchKernel(kernel_fn, dim3(k_.grid.x, k_.grid.y, k_.grid.z), dim3(k_.block.x, k_.block.y, k_.block.z),
-                              args, k_.shared_bytes, static_cast<cudaStream_t>(native_)));
+  return int(cudaLaunchKernel(kernel_fn, dim3(k_.grid.x, k_.grid.y, k_.grid.z),
+                              dim3(k_.block.x, k_.block.y, k_.block.z), args, k_.shared_bytes,
+                              static_cast<cudaStream_t>(native_)));
 #else
   (void)kernel_fn;
   (void)args;
@@ -243,8 +244,8 @@ void CudaLaunchScope::check(int launch_error) {
   if (e == cudaSuccess) return;
   (void)cudaGetLastError();  // the runtime keeps a failed launch's error for the next call: clear it
   throw Error(str(k_.op, ": launching kernel ", k_.kernel, " (grid ", k_.grid.x, "x", k_.grid.y, "x", k_.grid.z,
-                  ", block ", k_.block.x, "x", k_.block.y, "x", k_.block.z, ") failed: CUDA error: ",
-                  cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
+                  ", block ", k_.block.x, "x", k_.block.y, "x", k_.block.z,
+                  ") failed: CUDA error: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
 #else
   (void)launch_error;
 #endif

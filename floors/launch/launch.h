@@ -46,8 +46,8 @@ struct Dim3 {
 };
 
 struct KernelLaunch {
-  const char* kernel = "";     // a literal: "elementwise_add_float32", ...
-  const char* op = "";         // the op that launched it ("aten::add"), for errors
+  const char* kernel = "";  // a literal: "elementwise_add_float32", ...
+  const char* op = "";      // the op that launched it ("aten::add"), for errors
   Dim3 grid, block;
   uint32_t shared_bytes = 0;
 };

@@ -300,7 +300,8 @@ void* CudaMemory::record_event(alloc::StreamId stream) {
   DeviceScope d(index_);
   cudaEvent_t ev = nullptr;
   check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  check(cudaEventRecord(ev, static_cast<cudaStream_t>(cuda_runtime_instance().native(Stream{Device{DeviceType::CUDA, index_}, stream}))),
+  check(cudaEventRecord(ev, static_cast<cudaStream_t>(
+                                cuda_runtime_instance().native(Stream{Device{DeviceType::CUDA, index_}, stream}))),
         "cudaEventRecord");
   return ev;
 }

@@ -39,9 +39,7 @@ alloc::CachingAllocator& device_allocator(Device d) {
   return *slot;
 }
 
-DataPtr device_allocate(size_t nbytes, Device d) {
-  return device_allocator(d).allocate(nbytes, current_stream(d).id);
-}
+DataPtr device_allocate(size_t nbytes, Device d) { return device_allocator(d).allocate(nbytes, current_stream(d).id); }
 
 void synchronize_devices_in_use() {
   const char* why = trace::kEndOfRecordingWait;
@@ -58,8 +56,7 @@ void set_sim_memory_capacity(size_t bytes) {
   alloc::CachingAllocator& a = device_allocator(Device{DeviceType::Sim, 0});
   a.empty_cache();
   DESCENT_CHECK(a.stats().allocated_bytes == 0, Error, "cannot change sim:0's memory capacity while ",
-                alloc::human_bytes(size_t(a.stats().allocated_bytes)),
-                " are allocated on it: free its tensors first");
+                alloc::human_bytes(size_t(a.stats().allocated_bytes)), " are allocated on it: free its tensors first");
   SimRuntime::get().set_capacity(bytes);
 }
 

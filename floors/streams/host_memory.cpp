@@ -66,8 +66,8 @@ DataPtr pinned_allocate(size_t nbytes) {
     const cudaError_t e = cudaHostAlloc(&p, nbytes, cudaHostAllocDefault);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      throw alloc::OutOfMemoryError(str("cudaHostAlloc could not pin ", alloc::format_size(nbytes),
-                                        " of host memory: ", cudaGetErrorString(e)));
+      throw alloc::OutOfMemoryError(
+          str("cudaHostAlloc could not pin ", alloc::format_size(nbytes), " of host memory: ", cudaGetErrorString(e)));
     }
     return DataPtr{p, nbytes, free_cuda_host, nullptr};
   }

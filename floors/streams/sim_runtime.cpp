@@ -137,10 +137,14 @@ bool parse_bytes(const char* text, size_t* out) {
   if (end == text || !(v >= 0)) return false;
   const std::string unit(end);
   double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB" || unit == "KB" || unit == "K") scale = 1024.0;
-  else if (unit == "MiB" || unit == "MB" || unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "GiB" || unit == "GB" || unit == "G") scale = 1024.0 * 1024 * 1024;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB" || unit == "KB" || unit == "K")
+    scale = 1024.0;
+  else if (unit == "MiB" || unit == "MB" || unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB" || unit == "GB" || unit == "G")
+    scale = 1024.0 * 1024 * 1024;
   if (scale == 0 || v * scale > 0x1p62) return false;
   *out = size_t(v * scale);
   return true;
@@ -158,7 +162,8 @@ class SimMemory final : public alloc::RawBackend {
       if (nbytes > capacity_ - std::min(in_use_, capacity_)) return nullptr;
       in_use_ += nbytes;
     }
-    void* p = std::aligned_alloc(alloc::kAlignment, (nbytes + alloc::kAlignment - 1) / alloc::kAlignment * alloc::kAlignment);
+    void* p =
+        std::aligned_alloc(alloc::kAlignment, (nbytes + alloc::kAlignment - 1) / alloc::kAlignment * alloc::kAlignment);
     if (p == nullptr) {
       std::lock_guard<std::mutex> g(mu_);
       in_use_ -= nbytes;
@@ -269,10 +274,8 @@ struct SimEvent : EventImpl {
   }
   double elapsed_ms(EventImpl& end) override {
     auto& e = static_cast<SimEvent&>(end);
-    DESCENT_CHECK(recorded && e.recorded, Error,
-                  "Both events must be recorded before calculating elapsed time.");
-    DESCENT_CHECK(query() && e.query(), Error,
-                  "Both events must be completed before calculating elapsed time.");
+    DESCENT_CHECK(recorded && e.recorded, Error, "Both events must be recorded before calculating elapsed time.");
+    DESCENT_CHECK(query() && e.query(), Error, "Both events must be completed before calculating elapsed time.");
     return double(e.time_->load() - time_->load()) / 1e6;
   }
 

@@ -20,9 +20,12 @@ std::string Stream::str() const { return descent::str(device.str(), " stream ", 
 
 DeviceRuntime& runtime(DeviceType t) {
   switch (t) {
-    case DeviceType::Sim: return SimRuntime::get();
-    case DeviceType::CUDA: return cuda_runtime();
-    case DeviceType::CPU: break;
+    case DeviceType::Sim:
+      return SimRuntime::get();
+    case DeviceType::CUDA:
+      return cuda_runtime();
+    case DeviceType::CPU:
+      break;
   }
   throw std::logic_error("streams::runtime: the CPU has no device runtime");
 }
@@ -131,7 +134,9 @@ void record_sim_span(trace::DeviceSpan d, const Stream& s, int64_t start_ns, uin
   trace::record_device_span(d);
 }
 
-int64_t sim_enqueue(const Stream& s, std::function<void()> task) { return SimRuntime::get().enqueue(s, std::move(task)); }
+int64_t sim_enqueue(const Stream& s, std::function<void()> task) {
+  return SimRuntime::get().enqueue(s, std::move(task));
+}
 
 // [SECTION] Copies --------------------------------------------------------------------
 

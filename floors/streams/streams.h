@@ -49,7 +49,7 @@ struct Stream {
   Device device{DeviceType::Sim, 0};  // never the CPU
   int64_t id = 0;                     // 0: the device's default stream
   bool operator==(const Stream&) const = default;
-  std::string str() const;            // "sim:0 stream 0"
+  std::string str() const;  // "sim:0 stream 0"
 };
 
 // One event, recorded on a stream: it completes when the device reaches it.
@@ -62,7 +62,7 @@ struct EventImpl {
   virtual void synchronize() = 0;                 // the host waits for the marker
   virtual double elapsed_ms(EventImpl& end) = 0;  // device time from this marker to `end`'s; both must be complete
   bool recorded = false;
-  Stream stream;                                  // where it was last recorded
+  Stream stream;  // where it was last recorded
 };
 
 // [SECTION] A device kind's runtime ------------------------------------------------
@@ -90,13 +90,13 @@ class DeviceRuntime {
   virtual alloc::RawBackend& memory(int index) = 0;
 
   // Streams.
-  virtual int64_t create_stream(int index) = 0;             // a new stream's id (> 0)
-  virtual void* native(const Stream& s) = 0;                // cudaStream_t; nullptr on sim
-  virtual void synchronize(const Stream& s) = 0;            // the host waits until s is empty
-  virtual bool query(const Stream& s) = 0;                  // s is empty now
-  virtual int64_t queue_depth(const Stream& s) = 0;         // work enqueued and not finished; -1 when unknown
-  virtual void synchronize_device(int index) = 0;           // every stream of the device
-  virtual bool idle(int index) = 0;                         // no work waits or runs on any stream of the device
+  virtual int64_t create_stream(int index) = 0;      // a new stream's id (> 0)
+  virtual void* native(const Stream& s) = 0;         // cudaStream_t; nullptr on sim
+  virtual void synchronize(const Stream& s) = 0;     // the host waits until s is empty
+  virtual bool query(const Stream& s) = 0;           // s is empty now
+  virtual int64_t queue_depth(const Stream& s) = 0;  // work enqueued and not finished; -1 when unknown
+  virtual void synchronize_device(int index) = 0;    // every stream of the device
+  virtual bool idle(int index) = 0;                  // no work waits or runs on any stream of the device
 
   virtual std::unique_ptr<EventImpl> create_event(int index, bool enable_timing) = 0;
 

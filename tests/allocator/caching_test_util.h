@@ -24,7 +24,7 @@ namespace {
 
 // [SECTION] Helpers ------------------------------------------------------------------
 
-constexpr size_t kKiB = 1024;        // bytes
+constexpr size_t kKiB = 1024;         // bytes
 constexpr size_t kMiB = 1024 * kKiB;  // bytes
 constexpr size_t kGiB = 1024 * kMiB;  // bytes
 

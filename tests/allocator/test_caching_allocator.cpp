@@ -189,8 +189,8 @@ TEST(CachingAllocatorCoalescing, ThreeNeighboursBecomeOneBlockInAnyOrder) {
     for (int i : order) p[i].release();
     Snapshot snap = alloc.snapshot();
     ASSERT_EQ(snap.segments.size(), 1u);
-    EXPECT_EQ(layout(snap.segments[0]), "12288 free | 4096 used(4096) | " + std::to_string(kSmallBuffer - 16 * kKiB) +
-                                            " free");
+    EXPECT_EQ(layout(snap.segments[0]),
+              "12288 free | 4096 used(4096) | " + std::to_string(kSmallBuffer - 16 * kKiB) + " free");
     EXPECT_EQ(snap.stats.num_merges, 2) << order[0] << order[1] << order[2];
     alloc.check_invariants();
 
@@ -231,8 +231,8 @@ TEST_F(CachingTest, ABlockFreedOnOneStreamIsNotHandedToAnother) {
 }
 
 TEST_F(CachingTest, EmptyCacheFreesOnlyWhollyFreeSegments) {
-  DataPtr live = alloc.allocate(100);          // small segment, stream 0, stays
-  alloc.allocate(3 * kMiB).release();          // large segment, wholly free
+  DataPtr live = alloc.allocate(100);           // small segment, stream 0, stays
+  alloc.allocate(3 * kMiB).release();           // large segment, wholly free
   alloc.allocate(100, /*stream=*/5).release();  // small segment of stream 5, wholly free
   EXPECT_EQ(alloc.stats().reserved_bytes, i64(2 * kSmallBuffer + kLargeBuffer));
 
@@ -446,9 +446,9 @@ TEST(CachingAllocatorRandomized, TwoThousandOpsMatchAModelOfLiveBytes) {
   std::vector<LiveBlock> live;
   auto random_size = [&rng]() -> size_t {
     unsigned r = rng() % 100;
-    if (r < 70) return 1 + rng() % (64 * kKiB);                   // small pool, mostly
+    if (r < 70) return 1 + rng() % (64 * kKiB);                      // small pool, mostly
     if (r < 95) return 64 * kKiB + rng() % (kSmallSize + kMiB / 2);  // around the pool border
-    return kSmallSize + rng() % (12 * kMiB);                       // large pool, both segment rules
+    return kSmallSize + rng() % (12 * kMiB);                         // large pool, both segment rules
   };
   for (int op = 0; op < kOps; ++op) {
     if (live.empty() || rng() % 100 < 55) {
@@ -506,7 +506,8 @@ TEST(CachingAllocatorRandomized, EveryAllocationTakesTheBestFitTheSnapshotShows)
     if (live.empty() || rng() % 100 < 52) {
       const size_t n = random_size();
       const StreamId stream = static_cast<StreamId>(rng() % 3);
-      const size_t rounded = n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+      const size_t rounded =
+          n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
       const bool small = rounded <= kSmallSize;
       size_t best_size = SIZE_MAX;
       uintptr_t best_addr = 0;

@@ -87,8 +87,8 @@ TEST(CachingAllocatorStreams, CrossStreamReuseWaitsForTheEvent) {
   p.release();
   ASSERT_EQ(backend.events.size(), 1u);
   EXPECT_EQ(backend.events[0].stream, 2);
-  EXPECT_EQ(stat(alloc, "allocation.all.current"), 0);    // the free was requested...
-  EXPECT_EQ(stat(alloc, "active.all.current"), 1);        // ... but has not completed
+  EXPECT_EQ(stat(alloc, "allocation.all.current"), 0);  // the free was requested...
+  EXPECT_EQ(stat(alloc, "active.all.current"), 1);      // ... but has not completed
   EXPECT_EQ(stat(alloc, "active_bytes.all.current"), 4096);
   EXPECT_EQ(stat(alloc, "requested_bytes.all.current"), 4096);
   alloc.check_invariants();
@@ -179,13 +179,13 @@ TEST(CachingAllocatorOom, CachedBlocksAreFreedThenTheDeviceSynchronizedThenTheMe
   alloc.record_memory_history(true);
   DataPtr x = alloc.allocate(3 * kMiB);  // a 20 MiB segment, split
   alloc.record_stream(x, 2);
-  x.release();                        // waits for stream 2
-  DataPtr y = alloc.allocate(100);    // a 2 MiB segment: 22 MiB in use
+  x.release();                      // waits for stream 2
+  DataPtr y = alloc.allocate(100);  // a 2 MiB segment: 22 MiB in use
   backend.log.clear();
   // 18 MiB: more than x's segment's free 17 MiB, and than the 2 MiB the backend has left.
   DataPtr big = alloc.allocate(18 * kMiB);
-  EXPECT_EQ(backend.log, (std::vector<std::string>{"malloc 18.00 MiB refused", "synchronize_device",
-                                                   "free 20.00 MiB", "malloc 18.00 MiB"}));
+  EXPECT_EQ(backend.log, (std::vector<std::string>{"malloc 18.00 MiB refused", "synchronize_device", "free 20.00 MiB",
+                                                   "malloc 18.00 MiB"}));
   EXPECT_EQ(stat(alloc, "num_alloc_retries"), 1);
   EXPECT_EQ(stat(alloc, "num_sync_all_streams"), 1);
   EXPECT_EQ(stat(alloc, "num_device_free"), 1);
@@ -211,7 +211,7 @@ TEST(CachingAllocatorOom, CachedBlocksAreFreedThenTheDeviceSynchronizedThenTheMe
   ASSERT_FALSE(h.empty());
   EXPECT_STREQ(action_name(h.back().action), "oom");
   EXPECT_EQ(h.back().size, 15 * kMiB);  // the rounded request, as PyTorch
-  EXPECT_EQ(h.back().addr, 4 * kMiB);  // the device's free bytes, as PyTorch
+  EXPECT_EQ(h.back().addr, 4 * kMiB);   // the device's free bytes, as PyTorch
   y.release();
   big.release();
   alloc.check_invariants();
@@ -233,9 +233,8 @@ TEST(CachingAllocatorOom, CudaMessageNamesTheGpu) {
 
 TEST(CachingAllocatorFormat, FormatSizeFollowsPyTorch) {
   const std::pair<uint64_t, const char*> cases[] = {
-      {0, "0 bytes"},           {1024, "1024 bytes"},         {1025, "1.00 KiB"},
-      {1048576, "1024.00 KiB"}, {1048577, "1.00 MiB"},        {2096640, "2.00 MiB"},
-      {kGiB, "1024.00 MiB"},    {1ull << 50, "1048576.00 GiB"}};
+      {0, "0 bytes"},        {1024, "1024 bytes"},  {1025, "1.00 KiB"},    {1048576, "1024.00 KiB"},
+      {1048577, "1.00 MiB"}, {2096640, "2.00 MiB"}, {kGiB, "1024.00 MiB"}, {1ull << 50, "1048576.00 GiB"}};
   for (const auto& [n, text] : cases) EXPECT_EQ(format_size(n), text) << n;
 }
 
@@ -475,10 +474,9 @@ TEST(CachingAllocatorScript, ScriptedSequenceGivesPyTorchsStatistics) {
        {1095680, 2096640, 3146240, 2050560},
        {24117248, 24117248, 48234496, 24117248}},
   };
-  std::map<std::string, int64_t> expected = {{"num_alloc_retries", 0}, {"num_ooms", 0},
-                                             {"num_sync_all_streams", 1},  // empty_cache
-                                             {"num_device_alloc", 4},      {"num_device_free", 1},
-                                             {"max_split_size", -1}};
+  std::map<std::string, int64_t> expected = {
+      {"num_alloc_retries", 0}, {"num_ooms", 0},        {"num_sync_all_streams", 1},  // empty_cache
+      {"num_device_alloc", 4},  {"num_device_free", 1}, {"max_split_size", -1}};
   const char* metrics[] = {"current", "peak", "allocated", "freed"};
   for (const Row& r : rows)
     for (int m = 0; m < 4; ++m) {

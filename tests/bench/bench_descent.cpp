@@ -97,11 +97,14 @@ int main() {
 #if defined(__x86_64__)
   // The counter read inline, 8 in a row: the hardware's own cost per read,
   // without the call that now_ticks() pays. A span cannot cost less than two.
-  bench::report("clock_read_inline", bench::median_ns_per_call([] {
-    uint64_t sum = 0;
-    for (int i = 0; i < 8; ++i) sum += __rdtsc();
-    asm volatile("" : : "r"(sum));
-  }, n / 8) / 8);
+  bench::report("clock_read_inline", bench::median_ns_per_call(
+                                         [] {
+                                           uint64_t sum = 0;
+                                           for (int i = 0; i < 8; ++i) sum += __rdtsc();
+                                           asm volatile("" : : "r"(sum));
+                                         },
+                                         n / 8) /
+                                         8);
 #endif
 
   // What tracing adds to a real call: the traced add minus the plain one,

@@ -65,9 +65,12 @@ int main(int argc, char** argv) {
   Device d{DeviceType::CUDA, 0};
   int sum_log2 = 28, n = 4096;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--device")) d = Device::parse(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--sum-log2")) sum_log2 = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--matmul")) n = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--device"))
+      d = Device::parse(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--sum-log2"))
+      sum_log2 = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--matmul"))
+      n = std::atoi(argv[i + 1]);
   }
   if (streams::runtime(d.type).device_count() <= d.index) {
     std::fprintf(stderr, "bench_device: %s is not available: %s\n", d.str().c_str(),

@@ -65,16 +65,16 @@ int main() {
     // The whole C++ path of a 1-element add on sim:0 (sim:0's worker drains the queue).
     Tensor a = call(Op::to, call(Op::randn, DimVector{1}), IValue(), sim);
     Tensor b = call(Op::to, call(Op::randn, DimVector{1}), IValue(), sim);
-    bench::report("sim_add_1elem_cpp", bench::median_ns_per_call([&] {
-      Tensor c = call(Op::add, a, b);
-    }, n / 4));
+    bench::report("sim_add_1elem_cpp", bench::median_ns_per_call([&] { Tensor c = call(Op::add, a, b); }, n / 4));
     streams::synchronize(sim);
   }
   // The simulated device's allocator hit: 1 MiB, freed and asked again.
-  bench::report("sim_alloc_hit_1MiB", bench::median_ns_per_call([&] {
-    DataPtr p = streams::device_allocate(1 << 20, sim);
-    p.release();
-  }, n));
+  bench::report("sim_alloc_hit_1MiB", bench::median_ns_per_call(
+                                          [&] {
+                                            DataPtr p = streams::device_allocate(1 << 20, sim);
+                                            p.release();
+                                          },
+                                          n));
   if (streams::runtime(DeviceType::CUDA).device_count() == 0) {
     std::fprintf(stderr, "bench_launch: no CUDA device (%s); CUDA rows skipped\n",
                  streams::runtime(DeviceType::CUDA).unavailable_reason().c_str());
@@ -82,21 +82,27 @@ int main() {
   }
   const Device cuda{DeviceType::CUDA, 0};
   cudaFree(nullptr);  // creates the context outside the clock
-  bench::report("cuda_alloc_hit_1MiB", bench::median_ns_per_call([&] {
-    DataPtr p = streams::device_allocate(1 << 20, cuda);
-    p.release();
-  }, n));
+  bench::report("cuda_alloc_hit_1MiB", bench::median_ns_per_call(
+                                           [&] {
+                                             DataPtr p = streams::device_allocate(1 << 20, cuda);
+                                             p.release();
+                                           },
+                                           n));
   cudaStream_t s0 = nullptr;
-  bench::report("raw_cudaMallocAsync_free_1MiB", bench::median_ns_per_call([&] {
-    void* p = nullptr;
-    cudaMallocAsync(&p, 1 << 20, s0);
-    cudaFreeAsync(p, s0);
-  }, n / 10));
-  bench::report("raw_cudaMalloc_free_1MiB", bench::median_ns_per_call([&] {
-    void* p = nullptr;
-    cudaMalloc(&p, 1 << 20);
-    cudaFree(p);
-  }, 2000));
+  bench::report("raw_cudaMallocAsync_free_1MiB", bench::median_ns_per_call(
+                                                     [&] {
+                                                       void* p = nullptr;
+                                                       cudaMallocAsync(&p, 1 << 20, s0);
+                                                       cudaFreeAsync(p, s0);
+                                                     },
+                                                     n / 10));
+  bench::report("raw_cudaMalloc_free_1MiB", bench::median_ns_per_call(
+                                                [&] {
+                                                  void* p = nullptr;
+                                                  cudaMalloc(&p, 1 << 20);
+                                                  cudaFree(p);
+                                                },
+                                                2000));
   bench::report("raw_empty_launch", launch_ns([] { empty_kernel<<<1, 1>>>(); }));
   const streams::Stream stream = streams::current_stream(cuda);
   const launch::KernelLaunch k{"empty_kernel", "bench", {1, 1, 1}, {1, 1, 1}, 0};
@@ -107,10 +113,11 @@ int main() {
     // The same launch as one runtime call, and as the driver's call on the kernel's handle.
     void* args[] = {const_cast<LoopSized*>(&arg)};
     bench::report("raw_cudaLaunchKernel_loop_sized", launch_ns([&] {
-      cudaLaunchKernel(reinterpret_cast<const void*>(loop_sized_kernel), dim3(1), dim3(256), args, 0, nullptr);
-    }));
-    using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, CUstream, void**, void**);
+                    cudaLaunchKernel(reinterpret_cast<const void*>(loop_sized_kernel), dim3(1), dim3(256), args, 0,
+                                     nullptr);
+                  }));
+    using DriverLaunch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      CUstream, void**, void**);
     void* p = nullptr;
     cudaDriverEntryPointQueryResult found{};
     cudaFunction_t f = nullptr;
@@ -119,8 +126,8 @@ int main() {
         cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(loop_sized_kernel)) == cudaSuccess) {
       auto driver = reinterpret_cast<DriverLaunch>(p);
       bench::report("raw_cuLaunchKernel_loop_sized", launch_ns([&] {
-        driver(reinterpret_cast<CUfunction>(f), 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
-      }));
+                      driver(reinterpret_cast<CUfunction>(f), 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr);
+                    }));
     }
     // A launch after other work has run through the caches, as in a Python
     // loop between calls: 256 KiB read, then the launch; and the reading alone.
@@ -132,9 +139,9 @@ int main() {
       sink = sink + acc;
     };
     bench::report("raw_loop_sized_launch_after_256KiB", launch_ns([&] {
-      read_other();
-      loop_sized_kernel<<<1, 256>>>(arg);
-    }));
+                    read_other();
+                    loop_sized_kernel<<<1, 256>>>(arg);
+                  }));
     bench::report("read_256KiB_alone", launch_ns(read_other));
   }
   Tensor a = call(Op::to, call(Op::randn, DimVector{1}), IValue(), cuda);

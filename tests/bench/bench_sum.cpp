@@ -34,8 +34,9 @@ int main() {
   Tensor d = call(Op::full, DimVector{1 << 23}, 0.5, ScalarType::Float64);
   for (int threads : {1, 2}) {
     kernels::set_num_threads(threads);
-    std::printf("threads=%d  sum 2^24 f32: %.2f ms  4096x4096.sum(1): %.2f ms  .sum(0): %.2f ms  sum 2^23 f64: %.2f ms\n",
-                threads, median_ms([&] { call(Op::sum, x); }), median_ms([&] { call(Op::sum_dim, m, DimVector{1}); }),
-                median_ms([&] { call(Op::sum_dim, m, DimVector{0}); }), median_ms([&] { call(Op::sum, d); }));
+    std::printf(
+        "threads=%d  sum 2^24 f32: %.2f ms  4096x4096.sum(1): %.2f ms  .sum(0): %.2f ms  sum 2^23 f64: %.2f ms\n",
+        threads, median_ms([&] { call(Op::sum, x); }), median_ms([&] { call(Op::sum_dim, m, DimVector{1}); }),
+        median_ms([&] { call(Op::sum_dim, m, DimVector{0}); }), median_ms([&] { call(Op::sum, d); }));
   }
 }

@@ -15,8 +15,7 @@ int main() {
   bench::report("torch_cpp_add_1elem", bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
   {
     c10::InferenceMode guard;
-    bench::report("torch_cpp_add_1elem_inference",
-                  bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
+    bench::report("torch_cpp_add_1elem_inference", bench::median_ns_per_call([&] { at::Tensor c = at::add(a, b); }, n));
   }
   at::Tensor w = at::randn({1}).requires_grad_();
   bench::report("torch_cpp_add_1elem_grad", bench::median_ns_per_call([&] { at::Tensor c = at::add(w, b); }, n));

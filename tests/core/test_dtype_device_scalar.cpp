@@ -23,9 +23,9 @@
 namespace descent {
 namespace {
 
-constexpr ScalarType kAllDtypes[] = {ScalarType::Bool,     ScalarType::Int64, ScalarType::Float32, ScalarType::Float64,
-                                     ScalarType::Float16,  ScalarType::BFloat16, ScalarType::UInt8, ScalarType::Int8,
-                                     ScalarType::Int16,    ScalarType::Int32};
+constexpr ScalarType kAllDtypes[] = {
+    ScalarType::Bool,     ScalarType::Int64, ScalarType::Float32, ScalarType::Float64, ScalarType::Float16,
+    ScalarType::BFloat16, ScalarType::UInt8, ScalarType::Int8,    ScalarType::Int16,   ScalarType::Int32};
 
 // [SECTION] dtypes --------------------------------------------------------------------
 
@@ -49,7 +49,12 @@ TEST(Dtype, NamesAndSizes) {
 
 TEST(Dtype, TheNarrowIntegers) {
   // torch.uint8, int8, int16 (short) and int32 (int): names, sizes, PyTorch's words.
-  struct Case { ScalarType t; const char* name; size_t size; const char* word; };
+  struct Case {
+    ScalarType t;
+    const char* name;
+    size_t size;
+    const char* word;
+  };
   for (Case c : {Case{ScalarType::UInt8, "uint8", 1, "Byte"}, Case{ScalarType::Int8, "int8", 1, "Char"},
                  Case{ScalarType::Int16, "int16", 2, "Short"}, Case{ScalarType::Int32, "int32", 4, "Int"},
                  Case{ScalarType::Int64, "int64", 8, "Long"}}) {
@@ -68,14 +73,17 @@ TEST(Dtype, TheNarrowIntegers) {
 }
 
 TEST(Dtype, ParseAcceptsNamesAndAliases) {
-  struct Case { const char* text; ScalarType want; };
-  for (Case c : {Case{"bool", ScalarType::Bool}, Case{"int64", ScalarType::Int64}, Case{"long", ScalarType::Int64},
-                 Case{"float32", ScalarType::Float32}, Case{"float", ScalarType::Float32},
-                 Case{"float64", ScalarType::Float64}, Case{"double", ScalarType::Float64},
-                 Case{"float16", ScalarType::Float16}, Case{"half", ScalarType::Float16},
-                 Case{"bfloat16", ScalarType::BFloat16}, Case{"int32", ScalarType::Int32}, Case{"int", ScalarType::Int32},
-                 Case{"int16", ScalarType::Int16}, Case{"short", ScalarType::Int16}, Case{"int8", ScalarType::Int8},
-                 Case{"uint8", ScalarType::UInt8}}) {
+  struct Case {
+    const char* text;
+    ScalarType want;
+  };
+  for (Case c :
+       {Case{"bool", ScalarType::Bool}, Case{"int64", ScalarType::Int64}, Case{"long", ScalarType::Int64},
+        Case{"float32", ScalarType::Float32}, Case{"float", ScalarType::Float32}, Case{"float64", ScalarType::Float64},
+        Case{"double", ScalarType::Float64}, Case{"float16", ScalarType::Float16}, Case{"half", ScalarType::Float16},
+        Case{"bfloat16", ScalarType::BFloat16}, Case{"int32", ScalarType::Int32}, Case{"int", ScalarType::Int32},
+        Case{"int16", ScalarType::Int16}, Case{"short", ScalarType::Int16}, Case{"int8", ScalarType::Int8},
+        Case{"uint8", ScalarType::UInt8}}) {
     ScalarType got = ScalarType::Bool;
     EXPECT_TRUE(parse_dtype(c.text, &got)) << c.text;
     EXPECT_EQ(got, c.want) << c.text;
@@ -89,8 +97,8 @@ TEST(Dtype, ParseAcceptsNamesAndAliases) {
 }
 
 TEST(Dtype, ParseRejectsUnknownNamesWithoutWriting) {
-  for (const char* bad : {"", "Int", "uint16", "int128", "float8", "Float32", "float32 ", "torch.float32", "bool8", "bf16",
-                          "byte", "char"}) {
+  for (const char* bad : {"", "Int", "uint16", "int128", "float8", "Float32", "float32 ", "torch.float32", "bool8",
+                          "bf16", "byte", "char"}) {
     ScalarType got = ScalarType::Float64;
     EXPECT_FALSE(parse_dtype(bad, &got)) << "'" << bad << "'";
     EXPECT_EQ(got, ScalarType::Float64) << "'" << bad << "' wrote the output";
@@ -129,7 +137,12 @@ TEST(Dtype, CppTypesAndVisit) {
 // [SECTION] Devices -------------------------------------------------------------------
 
 TEST(Device, ParsesTheDocumentedForms) {
-  struct Case { const char* text; DeviceType type; int index; const char* str; };
+  struct Case {
+    const char* text;
+    DeviceType type;
+    int index;
+    const char* str;
+  };
   for (Case c : {Case{"cpu", DeviceType::CPU, 0, "cpu"}, Case{"cpu:0", DeviceType::CPU, 0, "cpu"},
                  Case{"sim", DeviceType::Sim, 0, "sim:0"}, Case{"sim:0", DeviceType::Sim, 0, "sim:0"},
                  Case{"sim:3", DeviceType::Sim, 3, "sim:3"}, Case{"cuda", DeviceType::CUDA, 0, "cuda:0"},
@@ -151,8 +164,8 @@ TEST(Device, BadStringsRaiseRuntimeErrorNamingTheString) {
   // As torch.device: every bad string is a RuntimeError (descent's Error, not
   // one of its subclasses); an index past 127 (c10's int8 DeviceIndex) and
   // digit runs that do not fit any integer too, without overflowing the parser.
-  for (const char* bad : {"", "gpu", "CPU", "cuda0", "cpu:1", "sim:", "cuda:-1", "cuda:x", "cuda:1:2", "sim:1234",
-                          ":0", " cpu", "cuda: 1", "cuda:01", "cuda:128", "cuda:9999999999", "sim:4294967296",
+  for (const char* bad : {"", "gpu", "CPU", "cuda0", "cpu:1", "sim:", "cuda:-1", "cuda:x", "cuda:1:2", "sim:1234", ":0",
+                          " cpu", "cuda: 1", "cuda:01", "cuda:128", "cuda:9999999999", "sim:4294967296",
                           "sim:18446744073709551617", "cuda:99999999999999999999999999999999999999"}) {
     try {
       Device::parse(bad);
@@ -183,7 +196,7 @@ TEST(Scalar, KeepsTheTypeItCameFrom) {
 }
 
 TEST(Scalar, ConvertsBetweenKinds) {
-  EXPECT_EQ(Scalar(2.7).to_int(), 2);    // truncation toward zero, as C++
+  EXPECT_EQ(Scalar(2.7).to_int(), 2);  // truncation toward zero, as C++
   EXPECT_EQ(Scalar(-2.7).to_int(), -2);
   EXPECT_DOUBLE_EQ(Scalar(7).to_double(), 7.0);
   EXPECT_DOUBLE_EQ(Scalar(true).to_double(), 1.0);
@@ -215,8 +228,10 @@ TEST(Scalar, ToRaisesForValuesTheTypeCannotHold) {
     return "no error";
   };
   for (double v : {double(NAN), double(INFINITY), -double(INFINITY), 0x1p63, -0x1p63 * 1.0000001, 1e300}) {
-    EXPECT_EQ(message([&] { Scalar(v).to<int64_t>(); }).find("value cannot be converted to type int64_t without overflow"),
-              0u) << v;
+    EXPECT_EQ(
+        message([&] { Scalar(v).to<int64_t>(); }).find("value cannot be converted to type int64_t without overflow"),
+        0u)
+        << v;
     EXPECT_NE(message([&] { Scalar(v).to_int(); }), "no error") << v;
   }
   EXPECT_EQ(message([&] { Scalar(1e20).to<int64_t>("full", "fill_value"); }),
@@ -234,10 +249,15 @@ TEST(Scalar, ToRaisesForValuesTheTypeCannotHold) {
   EXPECT_EQ(Scalar(int64_t{-2147483648LL}).to<int32_t>(), INT32_MIN);
   EXPECT_EQ(Scalar(2.9).to<int16_t>(), 2);
   EXPECT_EQ(Scalar(true).to<uint8_t>(), 1);
-  EXPECT_EQ(message([&] { Scalar(int64_t{128}).to<int8_t>(); }).find("value cannot be converted to type int8_t without overflow"), 0u);
+  EXPECT_EQ(message([&] {
+              Scalar(int64_t{128}).to<int8_t>();
+            }).find("value cannot be converted to type int8_t without overflow"),
+            0u);
   EXPECT_EQ(message([&] { Scalar(int64_t{256}).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"), 0u);
-  EXPECT_EQ(message([&] { Scalar(int64_t{-256}).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"), 0u);
-  EXPECT_EQ(message([&] { Scalar(int64_t{40000}).to<int16_t>(); }).find("value cannot be converted to type int16_t"), 0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{-256}).to<uint8_t>(); }).find("value cannot be converted to type uint8_t"),
+            0u);
+  EXPECT_EQ(message([&] { Scalar(int64_t{40000}).to<int16_t>(); }).find("value cannot be converted to type int16_t"),
+            0u);
   EXPECT_EQ(message([&] { Scalar(int64_t{1} << 31).to<int32_t>("fill_", "value"); }),
             "fill_(): value cannot be converted to type int without overflow");
   // A double fits an int8 when -128 <= v <= 127 (torch 2.11: 127.5 raises), truncated toward zero.
@@ -249,7 +269,8 @@ TEST(Scalar, ToRaisesForValuesTheTypeCannotHold) {
       << "a negative float does not wrap";
   for (double v : {1e300, -1e300, 3.5e38})
     EXPECT_EQ(message([&] { Scalar(v).to<float>(); }).find("value cannot be converted to type float without overflow"),
-              0u) << v;
+              0u)
+        << v;
   EXPECT_EQ(Scalar(double(std::numeric_limits<float>::max())).to<float>(), std::numeric_limits<float>::max());
   EXPECT_TRUE(std::isinf(Scalar(double(INFINITY)).to<float>()));
   EXPECT_TRUE(std::isnan(Scalar(double(NAN)).to<float>()));
@@ -272,10 +293,18 @@ TEST(Errors, KindsDeriveFromErrorAndStrConcatenates) {
   EXPECT_EQ(str("a", 1, "b", 2.5), "a1b2.5");
   auto raise = [](int which) {
     switch (which) {
-      case 0: DESCENT_CHECK(false, TypeError, "t", 0); break;
-      case 1: DESCENT_CHECK(false, ValueError, "v", 1); break;
-      case 2: DESCENT_CHECK(false, IndexError, "i", 2); break;
-      default: DESCENT_CHECK(false, NotImplementedError, "n", 3); break;
+      case 0:
+        DESCENT_CHECK(false, TypeError, "t", 0);
+        break;
+      case 1:
+        DESCENT_CHECK(false, ValueError, "v", 1);
+        break;
+      case 2:
+        DESCENT_CHECK(false, IndexError, "i", 2);
+        break;
+      default:
+        DESCENT_CHECK(false, NotImplementedError, "n", 3);
+        break;
     }
   };
   for (int k = 0; k < 4; ++k) EXPECT_THROW(raise(k), Error);

@@ -77,8 +77,10 @@ TEST(BFloat16, IsTheTopHalfOfAFloat32) {
     x.bits = uint16_t(b);
     const float f = float(x);
     EXPECT_EQ(bits_of(f), b << 16);
-    if (std::isnan(f)) EXPECT_EQ(BFloat16(f).bits, (b & 0x8000) | 0x7fc0) << std::hex << b;
-    else EXPECT_EQ(BFloat16(f).bits, b) << std::hex << b;
+    if (std::isnan(f))
+      EXPECT_EQ(BFloat16(f).bits, (b & 0x8000) | 0x7fc0) << std::hex << b;
+    else
+      EXPECT_EQ(BFloat16(f).bits, b) << std::hex << b;
   }
   EXPECT_EQ(float(BFloat16(1.0f + 0x1p-8f)), 1.0f) << "a tie goes to the even neighbour";
   EXPECT_EQ(float(BFloat16(1.0f + 0x1.8p-8f)), 1.0f + 0x1p-7f);

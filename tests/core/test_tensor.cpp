@@ -136,10 +136,10 @@ TEST(Shapes, WrapDimErrorsNameTheOpAndTheRange) {
 
 TEST(Tensor, IsContiguousForVariousStrides) {
   EXPECT_TRUE(strided({2, 3}, {3, 1}).is_contiguous());
-  EXPECT_FALSE(strided({3, 2}, {1, 3}).is_contiguous());     // a transpose
-  EXPECT_FALSE(strided({2, 3}, {6, 2}).is_contiguous());     // a slice with step 2
-  EXPECT_FALSE(strided({2, 3}, {0, 1}).is_contiguous());     // an expand
-  EXPECT_FALSE(strided({2, 3}, {4, 1}).is_contiguous());     // a column slice: rows padded
+  EXPECT_FALSE(strided({3, 2}, {1, 3}).is_contiguous());        // a transpose
+  EXPECT_FALSE(strided({2, 3}, {6, 2}).is_contiguous());        // a slice with step 2
+  EXPECT_FALSE(strided({2, 3}, {0, 1}).is_contiguous());        // an expand
+  EXPECT_FALSE(strided({2, 3}, {4, 1}).is_contiguous());        // a column slice: rows padded
   EXPECT_TRUE(strided({2, 1, 3}, {3, 99, 1}).is_contiguous());  // size-1 strides do not matter
   EXPECT_TRUE(strided({1}, {7}).is_contiguous());
   EXPECT_TRUE(strided({}, {}).is_contiguous());              // 0-d
@@ -168,7 +168,10 @@ TEST(Tensor, AsStridedSharesTheStorage) {
   EXPECT_EQ(row.data<float>()[0], 3.f);
   // The storage lives as long as any view does.
   int uses = base.storage()->use_count();
-  { Tensor extra = base.as_strided({1}, {1}, 0); EXPECT_EQ(base.storage()->use_count(), uses + 1); }
+  {
+    Tensor extra = base.as_strided({1}, {1}, 0);
+    EXPECT_EQ(base.storage()->use_count(), uses + 1);
+  }
   EXPECT_EQ(base.storage()->use_count(), uses);
 }
 

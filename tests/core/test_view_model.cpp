@@ -97,7 +97,10 @@ class ViewChain {
           int64_t a = rand(0, n - 1), b = rand(0, n - 1);
           t = call(Op::transpose, t, dim_arg(a, n), dim_arg(b, n));
           std::swap(m.sizes[a], m.sizes[b]);
-          m.to_base = [f = m.to_base, a, b](Index i) { std::swap(i[a], i[b]); return f(i); };
+          m.to_base = [f = m.to_base, a, b](Index i) {
+            std::swap(i[a], i[b]);
+            return f(i);
+          };
           return "transpose(" + std::to_string(a) + ", " + std::to_string(b) + ")";
         }
         case 1: {  // permute
@@ -129,7 +132,10 @@ class ViewChain {
           int64_t len = e0 > s0 ? (e0 - s0 + step - 1) / step : 0;
           t = call(Op::slice, t, dim_arg(d, n), start ? IValue(*start) : IValue(), end ? IValue(*end) : IValue(), step);
           m.sizes[d] = len;
-          m.to_base = [f = m.to_base, d, s0, step](Index i) { i[d] = s0 + i[d] * step; return f(i); };
+          m.to_base = [f = m.to_base, d, s0, step](Index i) {
+            i[d] = s0 + i[d] * step;
+            return f(i);
+          };
           return "slice(" + std::to_string(d) + ", " + (start ? std::to_string(*start) : "None") + ", " +
                  (end ? std::to_string(*end) : "None") + ", " + std::to_string(step) + ")";
         }
@@ -141,7 +147,10 @@ class ViewChain {
           t = call(Op::select, t, dim_arg(d, n), index);
           int64_t pos = index < 0 ? index + size : index;
           m.sizes.erase(m.sizes.begin() + d);
-          m.to_base = [f = m.to_base, d, pos](Index i) { i.insert(i.begin() + d, pos); return f(i); };
+          m.to_base = [f = m.to_base, d, pos](Index i) {
+            i.insert(i.begin() + d, pos);
+            return f(i);
+          };
           return "select(" + std::to_string(d) + ", " + std::to_string(index) + ")";
         }
         case 4: {  // expand: size-1 dims grow, maybe a new leading dim; -1 keeps a size
@@ -171,7 +180,10 @@ class ViewChain {
           int64_t d = rand(0, n);
           t = call(Op::unsqueeze, t, coin() ? d : d - n - 1);
           m.sizes.insert(m.sizes.begin() + d, 1);
-          m.to_base = [f = m.to_base, d](Index i) { i.erase(i.begin() + d); return f(i); };
+          m.to_base = [f = m.to_base, d](Index i) {
+            i.erase(i.begin() + d);
+            return f(i);
+          };
           return "unsqueeze(" + std::to_string(d) + ")";
         }
         case 6:
@@ -188,13 +200,16 @@ class ViewChain {
             } catch (const Error&) {
               // No view can express it; reshape must then copy.
               t = call(Op::reshape, prev, req);
-              EXPECT_FALSE(t.storage() == prev.storage()) << "reshape" << req.str() << " shares storage after view failed";
+              EXPECT_FALSE(t.storage() == prev.storage())
+                  << "reshape" << req.str() << " shares storage after view failed";
             }
           } else {
             t = call(Op::reshape, t, req);
           }
           *shares_storage = t.storage() == prev.storage();
-          m.to_base = [f = m.to_base, old = m.sizes, sizes](const Index& i) { return f(unravel(ravel(i, sizes), old)); };
+          m.to_base = [f = m.to_base, old = m.sizes, sizes](const Index& i) {
+            return f(unravel(ravel(i, sizes), old));
+          };
           m.sizes = sizes;
           return std::string(is_view ? "view" : "reshape") + req.str();
         }

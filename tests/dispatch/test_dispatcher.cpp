@@ -60,10 +60,10 @@ TEST(DispatchKeySet, PerBackendKeysAreAFunctionalityAndABackend) {
   static_assert(cpu.highest_backend() == BackendComponent::CPU);
   static_assert(autograd_cpu.has_functionality(Functionality::AutogradFunctionality));
   static_assert(autograd_cpu.highest_backend() == BackendComponent::CPU);
-  static_assert((cpu | autograd_cpu).repr() == (DispatchKeySet::backend(BackendComponent::CPU) |
-                                                DispatchKeySet::functionality(Functionality::Dense) |
-                                                DispatchKeySet::functionality(Functionality::AutogradFunctionality))
-                                                   .repr());
+  static_assert((cpu | autograd_cpu).repr() ==
+                (DispatchKeySet::backend(BackendComponent::CPU) | DispatchKeySet::functionality(Functionality::Dense) |
+                 DispatchKeySet::functionality(Functionality::AutogradFunctionality))
+                    .repr());
   // The representation's one loss: CPU with AutogradCUDA also "holds" CUDA and AutogradCPU.
   constexpr DispatchKeySet mixed = cpu | DispatchKeySet(DispatchKey::AutogradCUDA);
   static_assert(mixed.has(DispatchKey::CUDA) && mixed.has(DispatchKey::AutogradCPU));
@@ -105,9 +105,21 @@ TEST(DispatchKeySet, PrintedAsC10PrintsThem) {
   EXPECT_STREQ(s.name(), "CPU|AutogradCPU");
   EXPECT_EQ(s.name(), s.name()) << "name() is interned: the same pointer each time";
   EXPECT_STREQ(DispatchKeySet().name(), "{}");
-  const char* names[] = {"Undefined", "CPU", "CUDA", "Sim", "BackendSelect", "ADInplaceOrView", "AutogradCPU",
-                         "AutogradCUDA", "AutogradSim", "AutocastCPU", "AutocastCUDA", "AutocastSim", "Autograd",
-                         "CompositeExplicitAutograd", "CompositeImplicitAutograd"};
+  const char* names[] = {"Undefined",
+                         "CPU",
+                         "CUDA",
+                         "Sim",
+                         "BackendSelect",
+                         "ADInplaceOrView",
+                         "AutogradCPU",
+                         "AutogradCUDA",
+                         "AutogradSim",
+                         "AutocastCPU",
+                         "AutocastCUDA",
+                         "AutocastSim",
+                         "Autograd",
+                         "CompositeExplicitAutograd",
+                         "CompositeImplicitAutograd"};
   for (int k = 0; k < kNumDispatchKeys; ++k) EXPECT_STREQ(dispatch_key_name(DispatchKey(k)), names[k]);
   EXPECT_EQ(alias_runtime_keys(DispatchKey::Autograd).str(), "AutogradCPU, AutogradCUDA, AutogradSim");
   EXPECT_EQ(alias_runtime_keys(DispatchKey::CompositeExplicitAutograd).str(), "CPU, CUDA, Sim");

@@ -48,8 +48,9 @@ TEST(Schema, ParsesArgumentsTypesAndDefaults) {
 // Note [Schema names and alias annotations]: namespace, overload, and the
 // three names an op goes by.
 TEST(Schema, ParsesNamespaceAndOverload) {
-  Schema s = parse_schema("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
-                          "ScalarType? dtype=None) -> Tensor");
+  Schema s = parse_schema(
+      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
+      "ScalarType? dtype=None) -> Tensor");
   EXPECT_EQ(s.ns, "aten");
   EXPECT_EQ(s.name, "sum");
   EXPECT_EQ(s.overload, "dim_IntList");
@@ -100,11 +101,11 @@ TEST(Schema, ParsesEveryTypeAndOptional) {
   Schema s = parse_schema(
       "f(Tensor a, Tensor? b, Scalar c, int d, int[] e, int[]? g, bool h, float i, ScalarType j, ScalarType? k, "
       "Device l, Device? m) -> Tensor");
-  const ArgType want[] = {ArgType::Tensor, ArgType::Tensor,  ArgType::Scalar,     ArgType::Int,
-                          ArgType::IntList, ArgType::IntList, ArgType::Bool,      ArgType::Float,
+  const ArgType want[] = {ArgType::Tensor,     ArgType::Tensor,     ArgType::Scalar, ArgType::Int,
+                          ArgType::IntList,    ArgType::IntList,    ArgType::Bool,   ArgType::Float,
                           ArgType::ScalarType, ArgType::ScalarType, ArgType::Device, ArgType::Device};
-  const char* type_str[] = {"Tensor", "Tensor?", "Scalar", "int", "int[]", "int[]?", "bool", "float",
-                            "ScalarType", "ScalarType?", "Device", "Device?"};
+  const char* type_str[] = {"Tensor", "Tensor?", "Scalar",     "int",         "int[]",  "int[]?",
+                            "bool",   "float",   "ScalarType", "ScalarType?", "Device", "Device?"};
   ASSERT_EQ(s.args.size(), 12u);
   for (size_t i = 0; i < 12; ++i) {
     EXPECT_EQ(s.args[i].type, want[i]) << i;
@@ -336,8 +337,7 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     // but an Autograd kernel that records nothing, as PyTorch's (Note [One
     // derivative per op], floors/autograd/derivatives.cpp).
     for (DispatchKey k : {DispatchKey::AutogradCPU, DispatchKey::AutogradCUDA, DispatchKey::AutogradSim}) {
-      EXPECT_EQ(e.is_fallthrough(k), factory) << e.name << ": only the factories fall through "
-                                              << dispatch_key_name(k);
+      EXPECT_EQ(e.is_fallthrough(k), factory) << e.name << ": only the factories fall through " << dispatch_key_name(k);
       if (composite) {
         EXPECT_EQ(e.kernel(k), e.kernel(DispatchKey::CPU)) << e.name;
       }
@@ -349,9 +349,11 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
     EXPECT_NE(e.kernel(DispatchKey::CPU), nullptr) << e.name << " has no CPU kernel";
     // The devices' kernels are there where the row declares them (the CUDA ones in a build with CUDA).
     const std::string_view dispatch = e.dispatch;
-    EXPECT_EQ(e.kernel(DispatchKey::Sim) != nullptr, composite || dispatch.find("Sim") != std::string_view::npos) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::Sim) != nullptr, composite || dispatch.find("Sim") != std::string_view::npos)
+        << e.name;
 #ifdef DESCENT_HAVE_CUDA
-    EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite || dispatch.find("CUDA") != std::string_view::npos) << e.name;
+    EXPECT_EQ(e.kernel(DispatchKey::CUDA) != nullptr, composite || dispatch.find("CUDA") != std::string_view::npos)
+        << e.name;
 #endif
     if (!factory) {  // `Tensor self`, but where aten names it otherwise: cat's `Tensor[] tensors`, linear's `input`,
                      // and pow.Scalar's `Scalar self` (2 ** x), whose tensor is its second argument

@@ -34,7 +34,8 @@ std::vector<std::string> conventions(const std::function<void()>& fn) {
 TEST(Unboxed, BinaryOpsRunTheirTypedKernelAndAgreeWithBoxed) {
   std::mt19937_64 rng(7);
   for (ScalarType dt : {ScalarType::Int64, ScalarType::Float32, ScalarType::Float64}) {
-    const Tensor a = testing_util::random_tensor({3, 4}, dt, rng, 1, 5), b = testing_util::random_tensor({4}, dt, rng, 1, 5);
+    const Tensor a = testing_util::random_tensor({3, 4}, dt, rng, 1, 5),
+                 b = testing_util::random_tensor({4}, dt, rng, 1, 5);
     EXPECT_TRUE(same(TypedOp<BinaryAlphaSig>(Op::add).call(a, b, Scalar(int64_t{2})), call(Op::add, a, b, 2)));
     EXPECT_TRUE(same(TypedOp<BinaryAlphaSig>(Op::sub).call(a, b, Scalar(int64_t{1})), call(Op::sub, a, b)));
     EXPECT_TRUE(same(TypedOp<BinarySig>(Op::mul).call(a, b), call(Op::mul, a, b)));
@@ -42,7 +43,8 @@ TEST(Unboxed, BinaryOpsRunTheirTypedKernelAndAgreeWithBoxed) {
   }
   const Tensor x = testing_util::make({2}, ScalarType::Float32, {1, 2});
   // Both dispatches of the call (the Autograd kernel's, then the CPU kernel's) stay unboxed.
-  EXPECT_EQ(conventions([&] { TypedOp<BinarySig>(Op::mul).call(x, x); }), (std::vector<std::string>{"unboxed", "unboxed"}));
+  EXPECT_EQ(conventions([&] { TypedOp<BinarySig>(Op::mul).call(x, x); }),
+            (std::vector<std::string>{"unboxed", "unboxed"}));
   // A typed call of another signature than the kernel's is boxed, not mistaken for it
   // (the redispatch below autograd is then a boxed call, which marks no convention).
   EXPECT_EQ(conventions([&] { TypedOp<Tensor(const Tensor&)>(Op::neg).call(x); }), std::vector<std::string>{"boxed"});
@@ -84,13 +86,21 @@ IValue typed_call(Op op, const Stack& s, std::index_sequence<I...>) {
 }
 IValue typed_call(Op op, const Stack& s) {
   switch (s.size()) {
-    case 1: return typed_call(op, s, std::make_index_sequence<1>());
-    case 2: return typed_call(op, s, std::make_index_sequence<2>());
-    case 3: return typed_call(op, s, std::make_index_sequence<3>());
-    case 4: return typed_call(op, s, std::make_index_sequence<4>());
-    case 5: return typed_call(op, s, std::make_index_sequence<5>());
-    case 6: return typed_call(op, s, std::make_index_sequence<6>());
-    default: ADD_FAILURE() << "a sample call of " << s.size() << " arguments"; return IValue();
+    case 1:
+      return typed_call(op, s, std::make_index_sequence<1>());
+    case 2:
+      return typed_call(op, s, std::make_index_sequence<2>());
+    case 3:
+      return typed_call(op, s, std::make_index_sequence<3>());
+    case 4:
+      return typed_call(op, s, std::make_index_sequence<4>());
+    case 5:
+      return typed_call(op, s, std::make_index_sequence<5>());
+    case 6:
+      return typed_call(op, s, std::make_index_sequence<6>());
+    default:
+      ADD_FAILURE() << "a sample call of " << s.size() << " arguments";
+      return IValue();
   }
 }
 
@@ -122,7 +132,8 @@ TEST(Unboxed, EveryOpGivesTheSameResultBoxedAndTyped) {
         continue;
       }
       ASSERT_TRUE(r.is_tensor()) << e.name;
-      if (e.id == Op::empty || e.id == Op::empty_strided) {  // its elements are whatever the memory held: compare what it promises
+      if (e.id == Op::empty ||
+          e.id == Op::empty_strided) {  // its elements are whatever the memory held: compare what it promises
         EXPECT_EQ(r.to_tensor().sizes(), again[0].to_tensor().sizes());
         EXPECT_EQ(r.to_tensor().dtype(), again[0].to_tensor().dtype());
         EXPECT_EQ(r.to_tensor().strides(), again[0].to_tensor().strides());

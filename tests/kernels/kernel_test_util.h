@@ -35,9 +35,7 @@ inline std::vector<double> values(const Tensor& t) {
   for (int64_t n = 0; n < t.numel(); ++n) {
     int64_t off = t.offset();
     for (int d = 0; d < t.dim(); ++d) off += idx[size_t(d)] * t.strides()[d];
-    visit_dtype(t.dtype(), [&]<typename T>() {
-      out.push_back(double(reinterpret_cast<const T*>(base)[off]));
-    });
+    visit_dtype(t.dtype(), [&]<typename T>() { out.push_back(double(reinterpret_cast<const T*>(base)[off])); });
     for (int d = t.dim() - 1; d >= 0; --d) {  // odometer increment
       if (++idx[size_t(d)] < t.sizes()[d]) break;
       idx[size_t(d)] = 0;
@@ -53,10 +51,14 @@ inline std::vector<double> random_values(int64_t n, ScalarType dtype, std::mt199
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) {
     double r = u(rng);
-    if (dtype == ScalarType::Bool) x = r < (lo + hi) / 2 ? 0 : 1;
-    else if (is_integral(dtype, false)) x = std::floor(r);
-    else if (dtype == ScalarType::Float32) x = double(float(r));
-    else x = r;
+    if (dtype == ScalarType::Bool)
+      x = r < (lo + hi) / 2 ? 0 : 1;
+    else if (is_integral(dtype, false))
+      x = std::floor(r);
+    else if (dtype == ScalarType::Float32)
+      x = double(float(r));
+    else
+      x = r;
   }
   return v;
 }
@@ -67,7 +69,8 @@ inline Tensor random_tensor(const DimVector& sizes, ScalarType dtype, std::mt199
 }
 
 // A non-contiguous tensor of `sizes` (2-d): the transpose of a contiguous [sizes[1], sizes[0]].
-inline Tensor transposed(const DimVector& sizes, ScalarType dtype, std::mt19937_64& rng, double lo = -4, double hi = 4) {
+inline Tensor transposed(const DimVector& sizes, ScalarType dtype, std::mt19937_64& rng, double lo = -4,
+                         double hi = 4) {
   Tensor base = random_tensor({sizes[1], sizes[0]}, dtype, rng, lo, hi);
   return call(Op::transpose, base, 0, 1);
 }

@@ -49,7 +49,7 @@ TEST(CascadeSum, Float32SumsOfMillionsAreRight) {
     EXPECT_STREQ(kernels::last_variant(), name(v)) << "x.T.sum() has a fast path: the transpose is dense";
     EXPECT_EQ(item_f(total), 25165824.0f);
     Tensor rows = full({3, 1 << 23}, 1.0);
-    Tensor by_row = call(Op::sum_dim, rows, DimVector{1});  // 3 long rows
+    Tensor by_row = call(Op::sum_dim, rows, DimVector{1});    // 3 long rows
     Tensor by_col = call(Op::sum_dim, ones_t, DimVector{0});  // the same, strided
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(values(by_row)[size_t(i)], 8388608.0 * 1) << i;
@@ -94,7 +94,8 @@ TEST(CascadeSum, OptimizedSumIsTheSameOnAnyNumberOfThreads) {
     std::vector<double> r = values(call(Op::sum, x));
     r.push_back(values(call(Op::sum, odd))[0]);
     for (double v : values(call(Op::sum_dim, m, DimVector{0}))) r.push_back(v);
-    for (double v : values(call(Op::sum_dim, call(Op::view, x, DimVector{3, 1'000'000, 1}), DimVector{1}))) r.push_back(v);
+    for (double v : values(call(Op::sum_dim, call(Op::view, x, DimVector{3, 1'000'000, 1}), DimVector{1})))
+      r.push_back(v);
     got.push_back(r);
   }
   for (size_t i = 1; i < got.size(); ++i) EXPECT_EQ(got[i], got[0]) << "thread count " << i;

@@ -98,8 +98,9 @@ TEST(Composites, MatmulDecomposesAsAtNativeMatmul) {
       {{2, 1, 3, 4},
        {5, 4, 2},
        {"aten::expand", "aten::reshape", "aten::expand", "aten::reshape", "aten::bmm", "aten::_unsafe_view"}},
-      {{4}, {2, 4, 5}, {"aten::expand", "aten::reshape", "aten::expand", "aten::reshape", "aten::bmm",
-                        "aten::_unsafe_view"}},
+      {{4},
+       {2, 4, 5},
+       {"aten::expand", "aten::reshape", "aten::expand", "aten::reshape", "aten::bmm", "aten::_unsafe_view"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.a.str() + " @ " + c.b.str());
@@ -150,21 +151,34 @@ TEST(Composites, ProductErrorsArePyTorchs) {
             "3 and 4 elements respectively");
   EXPECT_EQ(message([&] { call(Op::mv, m23, iota({4})); }), "size mismatch, got input (2), mat (2x3), vec (4)");
   // Note [matmul names the shapes it was given]: one 1-D operand, the shapes as given.
-  EXPECT_EQ(message([&] { call(Op::matmul, m23, iota({4})); }), "matmul(): shapes [2, 3] and [4] cannot be multiplied (3 != 4)");
-  EXPECT_EQ(message([&] { call(Op::matmul, iota({4}), iota({2, 3, 5})); }),
+  EXPECT_EQ(message([&] { call(Op::matmul, m23, iota({4})); }),
+            "matmul(): shapes [2, 3] and [4] cannot be multiplied (3 != 4)");
+  EXPECT_EQ(message([&] {
+              call(Op::matmul, iota({4}), iota({2, 3, 5}));
+            }),
             "matmul(): shapes [4] and [2, 3, 5] cannot be multiplied (4 != 3)");
   // Two dtypes are refused, in each product's words.
   Tensor i23 = make({2, 3}, ScalarType::Int64, {1, 2, 3, 4, 5, 6});
-  EXPECT_EQ(message([&] { call(Op::matmul, i23, iota({3, 2})); }),
+  EXPECT_EQ(message([&] {
+              call(Op::matmul, i23, iota({3, 2}));
+            }),
             "expected m1 and m2 to have the same dtype, but got: long int != float");
-  EXPECT_EQ(message([&] { call(Op::dot, iota({2}), make({2}, ScalarType::Float64, {1, 2})); }),
+  EXPECT_EQ(message([&] {
+              call(Op::dot, iota({2}), make({2}, ScalarType::Float64, {1, 2}));
+            }),
             "dot : expected both vectors to have same dtype, but found Float and Double");
   EXPECT_EQ(message([&] { call(Op::mv, i23, iota({3})); }), "expected scalar type Long but found Float");
-  EXPECT_EQ(message([&] { call(Op::bmm, iota({1, 2, 3}), make({1, 3, 1}, ScalarType::Float64, {1, 2, 3})); }),
+  EXPECT_EQ(message([&] {
+              call(Op::bmm, iota({1, 2, 3}), make({1, 3, 1}, ScalarType::Float64, {1, 2, 3}));
+            }),
             "expected scalar type Float but found Double");
-  EXPECT_EQ(message([&] { call(Op::bmm, iota({2, 2, 3}), iota({3, 3, 2})); }),
+  EXPECT_EQ(message([&] {
+              call(Op::bmm, iota({2, 2, 3}), iota({3, 3, 2}));
+            }),
             "batch1 and batch2 must have same number of batches, got 2 and 3");
-  EXPECT_EQ(message([&] { call(Op::matmul, iota({2, 2, 3}), iota({2, 2, 3})); }),
+  EXPECT_EQ(message([&] {
+              call(Op::matmul, iota({2, 2, 3}), iota({2, 2, 3}));
+            }),
             "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 2].");
   EXPECT_EQ(message([&] { call(Op::mm, iota({3}), m23); }), "self must be a matrix");
 }
@@ -228,7 +242,8 @@ TEST(DeclaredKernels, TheRealTableKeepsItsPromises) {
   EXPECT_STREQ(op_entry(Op::matmul).dispatch, "CompositeImplicitAutograd");
   EXPECT_STREQ(op_entry(Op::mm).dispatch, "CPU, Sim, CUDA");
   EXPECT_STREQ(op_entry(Op::ones).dispatch, "BackendSelect, CPU, Sim, CUDA");
-  EXPECT_EQ(declared_keys("BackendSelect, CPU"), (std::vector<DispatchKey>{DispatchKey::BackendSelect, DispatchKey::CPU}));
+  EXPECT_EQ(declared_keys("BackendSelect, CPU"),
+            (std::vector<DispatchKey>{DispatchKey::BackendSelect, DispatchKey::CPU}));
   EXPECT_THROW(declared_keys("CPU, Cpu"), ValueError);
 }
 

@@ -48,9 +48,10 @@ bool have_cuda() { return streams::runtime(DeviceType::CUDA).device_count() > 0;
 
 // [SECTION] Helpers ------------------------------------------------------------------
 
-
 // t on the host: through to() (Note [Copies between devices]).
-Tensor host(const Tensor& t) { return t.device().type == DeviceType::CPU ? t : call(Op::_to_copy, t, IValue(), Device{}); }
+Tensor host(const Tensor& t) {
+  return t.device().type == DeviceType::CPU ? t : call(Op::_to_copy, t, IValue(), Device{});
+}
 Tensor on(const Tensor& t, Device d) { return call(Op::_to_copy, t, IValue(), d); }
 
 // Units in the last place between two values of dtype dt (0 when equal, NaN
@@ -96,10 +97,14 @@ bool covered(const OpEntry& op) {
     case OpKind::Binary:
     case OpKind::Comparison:
     case OpKind::View:
-    case OpKind::Factory: return true;
-    case OpKind::Copy: return op.id != Op::index;
-    case OpKind::InPlace: return op.id != Op::index_put_;
-    default: return false;  // reductions, products and indexing: test_device_reduce_matmul.cpp
+    case OpKind::Factory:
+      return true;
+    case OpKind::Copy:
+      return op.id != Op::index;
+    case OpKind::InPlace:
+      return op.id != Op::index_put_;
+    default:
+      return false;  // reductions, products and indexing: test_device_reduce_matmul.cpp
   }
 }
 
@@ -116,8 +121,10 @@ double cuda_ulps(const OpEntry& op) {
     case Op::pow:
     case Op::pow_scalar:
     case Op::pow_scalar_base:
-    case Op::randn: return 8;
-    default: return 0;
+    case Op::randn:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -198,8 +205,8 @@ void scalars_and_devices(Device d) {
   Tensor q = call(Op::add, x, make({}, ScalarType::Float64, {0.5}));
   EXPECT_EQ(q.device(), d);
   EXPECT_EQ(q.dtype(), ScalarType::Float32) << "a 0-d tensor does not promote a dimensioned one";
-  const std::string want = "add(): Expected all tensors to be on the same device, but found at least two devices, " +
-                           d.str() + " and cpu!";
+  const std::string want =
+      "add(): Expected all tensors to be on the same device, but found at least two devices, " + d.str() + " and cpu!";
   EXPECT_EQ(error_of([&] { call(Op::add, x, make({3}, ScalarType::Float32, {1, 2, 3})); }), want);
   EXPECT_THROW(call(Op::eq, make({2, 3}, ScalarType::Float32, {1, 2, 3, 4, 5, 6}), x), Error);
   // In place, self decides the device: a CPU scalar self cannot take a device operand.
@@ -268,14 +275,16 @@ TEST(DeviceElementwise, InPlaceOpsWriteThroughViewsAndKeepTheCpuChecks) {
   // Partial overlap is refused as on the CPU, with the CPU's words.
   auto partial = [](const Tensor& t) {
     Tensor flat = call(Op::view, t, DimVector{12});
-    return error_of([&] { call(Op::add_, call(Op::slice, flat, 0, 1, IValue(), 1), call(Op::slice, flat, 0, 0, 11, 1)); });
+    return error_of(
+        [&] { call(Op::add_, call(Op::slice, flat, 0, 1, IValue(), 1), call(Op::slice, flat, 0, 0, 11, 1)); });
   };
   EXPECT_FALSE(partial(cpu).empty());
   EXPECT_EQ(partial(dev), partial(cpu));
   // A wider result is cast into self: int64 self += float is refused, float32 += float64 is not.
   Tensor i = on(make({2}, ScalarType::Int64, {1, 2}), kSim);
-  EXPECT_EQ(error_of([&] { call(Op::add_, i, scalar_tensor(Scalar(0.5))); }),
-            error_of([&] { call(Op::add_, make({2}, ScalarType::Int64, {1, 2}), scalar_tensor(Scalar(0.5))); }));
+  EXPECT_EQ(error_of([&] { call(Op::add_, i, scalar_tensor(Scalar(0.5))); }), error_of([&] {
+              call(Op::add_, make({2}, ScalarType::Int64, {1, 2}), scalar_tensor(Scalar(0.5)));
+            }));
   Tensor f = on(make({2}, ScalarType::Float32, {1, 2}), kSim);
   call(Op::add_, f, on(make({2}, ScalarType::Float64, {0.25, 0.5}), kSim));
   EXPECT_EQ(values(host(f)), (std::vector<double>{1.25, 2.5}));
@@ -283,7 +292,8 @@ TEST(DeviceElementwise, InPlaceOpsWriteThroughViewsAndKeepTheCpuChecks) {
   EXPECT_EQ(values(host(dev)), std::vector<double>(12, 7.0));
   call(Op::zero_, dev);
   EXPECT_EQ(values(host(dev)), std::vector<double>(12, 0.0));
-  EXPECT_THROW(call(Op::fill_, on(make({1}, ScalarType::Int64, {0}), kSim), Scalar(1e30)), Error);  // checked conversion
+  EXPECT_THROW(call(Op::fill_, on(make({1}, ScalarType::Int64, {0}), kSim), Scalar(1e30)),
+               Error);  // checked conversion
 }
 
 // [SECTION] Copies between devices ------------------------------------------------------
@@ -334,8 +344,10 @@ TEST(DeviceElementwise, FactoriesFillOnTheDeviceAndRandomNumbersMatchTheCpu) {
                    call(Op::full, DimVector{3, 5}, Scalar(2.5), IValue(), IValue()), 0));
   EXPECT_TRUE(same(call(Op::arange, Scalar(int64_t{10}), ScalarType::Float64, kSim),
                    call(Op::arange, Scalar(int64_t{10}), ScalarType::Float64, IValue()), 0));
-  EXPECT_TRUE(same(call(Op::arange_start_step, Scalar(int64_t{-5}), Scalar(int64_t{100}), Scalar(int64_t{7}), IValue(), kSim),
-                   call(Op::arange_start_step, Scalar(int64_t{-5}), Scalar(int64_t{100}), Scalar(int64_t{7}), IValue(), IValue()), 0));
+  EXPECT_TRUE(same(
+      call(Op::arange_start_step, Scalar(int64_t{-5}), Scalar(int64_t{100}), Scalar(int64_t{7}), IValue(), kSim),
+      call(Op::arange_start_step, Scalar(int64_t{-5}), Scalar(int64_t{100}), Scalar(int64_t{7}), IValue(), IValue()),
+      0));
   EXPECT_THROW(call(Op::full, DimVector{2}, Scalar(1e300), ScalarType::Float32, kSim), Error);
   for (Op op : {Op::rand, Op::randn}) {
     kernels::manual_seed(1234);

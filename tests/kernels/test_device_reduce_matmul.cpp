@@ -68,9 +68,11 @@ double gamma(int64_t d, ScalarType t) { return double(d) * eps_of(t) / (1 - doub
 
 // Note [Device claims] for sum.dim_IntList (dims) or sum (no dims), mean dividing by n.
 std::vector<double> sum_bound(const Tensor& x, const IValue& dims, bool mean) {
-  Tensor abs_sum = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)), dims, true));
+  Tensor abs_sum =
+      call(Op::contiguous, call(Op::sum_dim, call(Op::abs, call(Op::to, x, ScalarType::Float64)), dims, true));
   const int64_t outputs = abs_sum.numel(), n = outputs ? x.numel() / outputs : 0;
-  double g = gamma(kernels::cascade_depth(n), x.dtype()) + gamma(kernels::device::device_sum_depth(n, outputs), x.dtype());
+  double g =
+      gamma(kernels::cascade_depth(n), x.dtype()) + gamma(kernels::device::device_sum_depth(n, outputs), x.dtype());
   if (mean && n) g /= double(n);
   std::vector<double> b = values(abs_sum);
   for (double& v : b) v *= g;
@@ -82,14 +84,16 @@ const ScalarType kAll[] = {ScalarType::Bool, ScalarType::Int64, ScalarType::Floa
 // [SECTION] The verifier on each device --------------------------------------------------------
 
 TEST(DeviceReduceMatmul, VerifierHoldsForEveryOpAndDtype) {
-  const Op ops[] = {Op::sum, Op::sum_dim, Op::mean, Op::mean_dim, Op::max, Op::max_dim, Op::mse_loss, Op::matmul,
-                    Op::mm, Op::addmm, Op::bmm, Op::dot, Op::mv, Op::linear, Op::index, Op::index_put_, Op::cat};
+  const Op ops[] = {Op::sum,      Op::sum_dim, Op::mean,  Op::mean_dim,   Op::max, Op::max_dim,
+                    Op::mse_loss, Op::matmul,  Op::mm,    Op::addmm,      Op::bmm, Op::dot,
+                    Op::mv,       Op::linear,  Op::index, Op::index_put_, Op::cat};
   for (Device d : devices())
     for (Op op : ops)
       for (ScalarType dt : kAll)
         for (uint64_t seed : {1, 7}) {
           kernels::Verdict v = kernels::verify(op_entry(op), dt, seed, d);
-          EXPECT_TRUE(v.passed) << d.str() << " " << v.op << " " << dtype_name(dt) << ": " << v.claim << " " << v.detail;
+          EXPECT_TRUE(v.passed) << d.str() << " " << v.op << " " << dtype_name(dt) << ": " << v.claim << " "
+                                << v.detail;
           if (v.claim != "unsupported") {
             EXPECT_NE(v.variants.find(d.type == DeviceType::CUDA ? "cuda" : "sim"), std::string::npos) << v.variants;
           }
@@ -140,16 +144,20 @@ TEST(DeviceReduceMatmul, SumsOfEveryDtypeAndLayout) {
             const Tensor got = call(Op::sum_dim, xd, dims, keepdim);
             EXPECT_EQ(got.device(), d);
             const std::string w = what + " sum dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
-            if (fl) expect_within(want, got, sum_bound(c.x, dims, false), w);
-            else expect_same(want, got, w);
+            if (fl)
+              expect_within(want, got, sum_bound(c.x, dims, false), w);
+            else
+              expect_same(want, got, w);
             if (fl) {
               const Tensor mw = reference(Op::mean_dim, c.x, dims, keepdim), mg = call(Op::mean_dim, xd, dims, keepdim);
               expect_within(mw, mg, sum_bound(c.x, dims, true), w + " mean");
             }
           }
         const Tensor all = call(Op::sum, xd);
-        if (fl) expect_within(reference(Op::sum, c.x), all, sum_bound(c.x, IValue(), false), what + " sum");
-        else expect_same(reference(Op::sum, c.x), all, what + " sum");
+        if (fl)
+          expect_within(reference(Op::sum, c.x), all, sum_bound(c.x, IValue(), false), what + " sum");
+        else
+          expect_same(reference(Op::sum, c.x), all, what + " sum");
       }
     }
 }
@@ -178,8 +186,10 @@ TEST(DeviceReduceMatmul, LargeSumsUseManyBlocks) {
       for (const Tensor& v : {x, call(Op::slice, x, 0, 1, n, 1)}) {
         const Tensor vd = copy_to(v, d);
         const std::string what = d.str() + " " + dtype_name(dt) + (v.offset() ? " misaligned" : " aligned");
-        if (is_floating(dt)) expect_within(reference(Op::sum, v), call(Op::sum, vd), sum_bound(v, IValue(), false), what);
-        else expect_same(reference(Op::sum, v), call(Op::sum, vd), what);
+        if (is_floating(dt))
+          expect_within(reference(Op::sum, v), call(Op::sum, vd), sum_bound(v, IValue(), false), what);
+        else
+          expect_same(reference(Op::sum, v), call(Op::sum, vd), what);
       }
       // Rows of a matrix: many results, each over several blocks.
       const Tensor m = random_tensor({3, 200003}, dt, rng, -2, 2);
@@ -187,7 +197,9 @@ TEST(DeviceReduceMatmul, LargeSumsUseManyBlocks) {
       if (is_floating(dt))
         expect_within(reference(Op::sum_dim, m, dim1, false), call(Op::sum_dim, copy_to(m, d), dim1, false),
                       sum_bound(m, dim1, false), d.str() + " rows");
-      else expect_same(reference(Op::sum_dim, m, dim1, false), call(Op::sum_dim, copy_to(m, d), dim1, false), d.str() + " rows");
+      else
+        expect_same(reference(Op::sum_dim, m, dim1, false), call(Op::sum_dim, copy_to(m, d), dim1, false),
+                    d.str() + " rows");
     }
 }
 
@@ -195,11 +207,11 @@ TEST(DeviceReduceMatmul, EmptySums) {
   for (Device d : devices()) {
     const Tensor x = empty_tensor({0, 5}, ScalarType::Float32, Device{});
     const Tensor xd = copy_to(x, d);
-    expect_same(reference(Op::sum_dim, x, IValue(DimVector{0}), false), call(Op::sum_dim, xd, IValue(DimVector{0}), false),
-                "sum over an empty dim");
+    expect_same(reference(Op::sum_dim, x, IValue(DimVector{0}), false),
+                call(Op::sum_dim, xd, IValue(DimVector{0}), false), "sum over an empty dim");
     expect_same(reference(Op::mean, x), call(Op::mean, xd), "mean of nothing is nan");
-    expect_same(reference(Op::sum_dim, x, IValue(DimVector{1}), true), call(Op::sum_dim, xd, IValue(DimVector{1}), true),
-                "no results");
+    expect_same(reference(Op::sum_dim, x, IValue(DimVector{1}), true),
+                call(Op::sum_dim, xd, IValue(DimVector{1}), true), "no results");
     EXPECT_THROW(call(Op::max, xd), Error);
   }
 }
@@ -260,8 +272,10 @@ std::vector<double> product_bound(Op op, const Tensor& a, const Tensor& b) {
 void check_product(Device d, Op op, const Tensor& a, const Tensor& b, const std::string& what) {
   const Tensor want = reference(op, a, b), got = call(op, copy_to(a, d), copy_to(b, d));
   EXPECT_EQ(got.device(), d);
-  if (is_floating(a.dtype())) expect_within(want, got, product_bound(op, a, b), d.str() + " " + what);
-  else expect_same(want, got, d.str() + " " + what);
+  if (is_floating(a.dtype()))
+    expect_within(want, got, product_bound(op, a, b), d.str() + " " + what);
+  else
+    expect_same(want, got, d.str() + " " + what);
 }
 
 TEST(DeviceReduceMatmul, ProductsOfEveryShapeAndLayout) {
@@ -270,8 +284,8 @@ TEST(DeviceReduceMatmul, ProductsOfEveryShapeAndLayout) {
     for (ScalarType dt : {ScalarType::Int64, ScalarType::Float32, ScalarType::Float64}) {
       const std::string t = dtype_name(dt);
       // Edges of every tile size (64, 128), k not a multiple of the step, and the float32 fast path (multiples of 4).
-      for (auto [m, k, n] : {std::tuple{17, 23, 19}, {130, 67, 129}, {128, 64, 256}, {1, 1, 1}, {5, 0, 7}, {0, 3, 4},
-                             {200, 132, 136}})
+      for (auto [m, k, n] :
+           {std::tuple{17, 23, 19}, {130, 67, 129}, {128, 64, 256}, {1, 1, 1}, {5, 0, 7}, {0, 3, 4}, {200, 132, 136}})
         check_product(d, Op::mm, random_tensor({m, k}, dt, rng, -3, 3), random_tensor({k, n}, dt, rng, -3, 3),
                       t + " mm " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
       check_product(d, Op::mm, testing_util::transposed({70, 33}, dt, rng), testing_util::transposed({33, 90}, dt, rng),
@@ -281,7 +295,8 @@ TEST(DeviceReduceMatmul, ProductsOfEveryShapeAndLayout) {
                     random_tensor({3, 40, 12}, dt, rng), t + " bmm transposed");
       check_product(d, Op::dot, random_tensor({1000}, dt, rng), random_tensor({1000}, dt, rng), t + " dot");
       check_product(d, Op::mv, random_tensor({77, 300}, dt, rng), random_tensor({300}, dt, rng), t + " mv");
-      check_product(d, Op::matmul, random_tensor({2, 3, 20, 30}, dt, rng), random_tensor({30, 8}, dt, rng), t + " matmul");
+      check_product(d, Op::matmul, random_tensor({2, 3, 20, 30}, dt, rng), random_tensor({30, 8}, dt, rng),
+                    t + " matmul");
     }
 }
 
@@ -294,7 +309,8 @@ TEST(DeviceReduceMatmul, BoolProductsAreRefused) {
 
 // One algorithm, two devices: sim:0 and cuda:0 give the same bits.
 TEST(DeviceReduceMatmul, SimAndCudaAgreeBitForBit) {
-  if (devices().size() < 2) GTEST_SKIP() << "no CUDA device: " << streams::runtime(DeviceType::CUDA).unavailable_reason();
+  if (devices().size() < 2)
+    GTEST_SKIP() << "no CUDA device: " << streams::runtime(DeviceType::CUDA).unavailable_reason();
   std::mt19937_64 rng(21);
   const Device sim{DeviceType::Sim, 0}, cuda{DeviceType::CUDA, 0};
   const Tensor x = random_tensor({(1 << 20) + 7}, ScalarType::Float32, rng);
@@ -302,16 +318,20 @@ TEST(DeviceReduceMatmul, SimAndCudaAgreeBitForBit) {
   const Tensor m = random_tensor({300, 1001}, ScalarType::Float32, rng);
   expect_same(to_cpu(call(Op::sum_dim, copy_to(m, sim), IValue(DimVector{0}), false)),
               call(Op::sum_dim, copy_to(m, cuda), IValue(DimVector{0}), false), "sum over columns");
-  for (auto [a, b] : {std::pair{random_tensor({260, 132}, ScalarType::Float32, rng), random_tensor({132, 200}, ScalarType::Float32, rng)},
-                      {random_tensor({61, 33}, ScalarType::Float32, rng), random_tensor({33, 17}, ScalarType::Float32, rng)},
-                      {random_tensor({61, 33}, ScalarType::Float64, rng), random_tensor({33, 17}, ScalarType::Float64, rng)}})
-    expect_same(to_cpu(call(Op::mm, copy_to(a, sim), copy_to(b, sim))), call(Op::mm, copy_to(a, cuda), copy_to(b, cuda)),
-                "mm");
+  for (auto [a, b] :
+       {std::pair{random_tensor({260, 132}, ScalarType::Float32, rng),
+                  random_tensor({132, 200}, ScalarType::Float32, rng)},
+        {random_tensor({61, 33}, ScalarType::Float32, rng), random_tensor({33, 17}, ScalarType::Float32, rng)},
+        {random_tensor({61, 33}, ScalarType::Float64, rng), random_tensor({33, 17}, ScalarType::Float64, rng)}})
+    expect_same(to_cpu(call(Op::mm, copy_to(a, sim), copy_to(b, sim))),
+                call(Op::mm, copy_to(a, cuda), copy_to(b, cuda)), "mm");
 }
 
 // [SECTION] Advanced indexing ----------------------------------------------------------------------------
 
-Tensor ints(const DimVector& sizes, std::vector<double> v) { return testing_util::make(sizes, ScalarType::Int64, std::move(v)); }
+Tensor ints(const DimVector& sizes, std::vector<double> v) {
+  return testing_util::make(sizes, ScalarType::Int64, std::move(v));
+}
 OptionalTensorList list(std::initializer_list<Tensor> ts) {
   OptionalTensorList l;
   for (const Tensor& t : ts) l.push_back(t);
@@ -335,7 +355,8 @@ TEST(DeviceReduceMatmul, IndexGathersExactly) {
         OptionalTensorList on_dev;
         for (const Tensor& t : cases[c]) on_dev.push_back(t.defined() ? copy_to(t, d) : t);
         const Tensor want = reference(Op::index, x, cases[c]);
-        expect_same(want, call(Op::index, xd, on_dev), d.str() + " " + dtype_name(dt) + " index case " + std::to_string(c));
+        expect_same(want, call(Op::index, xd, on_dev),
+                    d.str() + " " + dtype_name(dt) + " index case " + std::to_string(c));
         // Index tensors on the CPU are taken for a device tensor, as in PyTorch.
         expect_same(want, call(Op::index, xd, cases[c]), d.str() + " CPU indices, case " + std::to_string(c));
       }

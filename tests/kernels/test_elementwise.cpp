@@ -96,7 +96,10 @@ std::vector<std::pair<Tensor, Tensor>> operand_pairs(ScalarType dt, std::mt19937
 
 TEST(Binary, ArithmeticMatchesFloat64Reference) {
   std::mt19937_64 rng(11);
-  struct Case { Op op; RefFn ref; };
+  struct Case {
+    Op op;
+    RefFn ref;
+  };
   const Case cases[] = {
       {Op::add, [](double a, double b) { return a + b; }},
       {Op::sub, [](double a, double b) { return a - b; }},
@@ -175,7 +178,12 @@ TEST(Binary, ReferenceAndOptimizedAgreeBitForBit) {
 
 TEST(Unary, EveryOpMatchesFloat64Reference) {
   std::mt19937_64 rng(21);
-  struct Case { Op op; double (*ref)(double); bool positive; double ulps; };
+  struct Case {
+    Op op;
+    double (*ref)(double);
+    bool positive;
+    double ulps;
+  };
   const Case cases[] = {
       {Op::neg, [](double x) { return -x; }, false, 0},
       {Op::abs, [](double x) { return std::fabs(x); }, false, 0},
@@ -284,18 +292,28 @@ TEST(Unary, ClampIsPytorchsExpressionInBothVariants) {
   EXPECT_EQ(call(Op::clamp, i, 0.5, IValue()).dtype(), ScalarType::Float32) << "the bounds promote as Python numbers";
   EXPECT_EQ(call(Op::clamp, i, int64_t{0}, IValue()).dtype(), ScalarType::Int64);
   EXPECT_EQ(call(Op::clamp_min, make({2}, ScalarType::Bool, {1, 0}), int64_t{0}).dtype(), ScalarType::Int64);
-  expect_error<Error>([&] { call(Op::clamp, f, IValue(), IValue()); }, "At least one of 'min' or 'max' must not be None");
-  expect_error<NotImplementedError>([&] { call(Op::clamp_max, make({2}, ScalarType::Bool, {1, 0}), true); },
-                                    "\"clamp_max_scalar_cpu\" not implemented for 'Bool'");
-  expect_error<Error>([&] { call(Op::clamp, make({2}, ScalarType::Float16, {1, 0}), IValue(), 1e6); },
-                      "cannot be converted to type at::Half without overflow");
+  expect_error<Error>([&] { call(Op::clamp, f, IValue(), IValue()); },
+                      "At least one of 'min' or 'max' must not be None");
+  expect_error<NotImplementedError>(
+      [&] {
+        call(Op::clamp_max, make({2}, ScalarType::Bool, {1, 0}), true);
+      },
+      "\"clamp_max_scalar_cpu\" not implemented for 'Bool'");
+  expect_error<Error>(
+      [&] {
+        call(Op::clamp, make({2}, ScalarType::Float16, {1, 0}), IValue(), 1e6);
+      },
+      "cannot be converted to type at::Half without overflow");
 }
 
 // [SECTION] Comparisons -------------------------------------------------------------------
 
 TEST(Compare, ResultsAreBoolAndMatchReference) {
   std::mt19937_64 rng(31);
-  struct Case { Op op; RefFn ref; };
+  struct Case {
+    Op op;
+    RefFn ref;
+  };
   const Case cases[] = {
       {Op::eq, [](double a, double b) { return double(a == b); }},
       {Op::lt, [](double a, double b) { return double(a < b); }},
@@ -318,11 +336,14 @@ TEST(Compare, ResultsAreBoolAndMatchReference) {
 // [SECTION] Type promotion ------------------------------------------------------------------
 
 TEST(Promotion, ResultDtypes) {
-  auto t = [](ScalarType dt, bool zero_dim = false) {
-    return zero_dim ? make({}, dt, {1}) : make({3}, dt, {1, 0, 1});
-  };
+  auto t = [](ScalarType dt, bool zero_dim = false) { return zero_dim ? make({}, dt, {1}) : make({3}, dt, {1, 0, 1}); };
   using S = ScalarType;
-  struct Case { Op op; Tensor a, b; S want; const char* what; };
+  struct Case {
+    Op op;
+    Tensor a, b;
+    S want;
+    const char* what;
+  };
   Tensor wrapped_float = make({}, S::Float64, {0.5});
   wrapped_float.impl()->wrapped_number = true;  // as the binding marks a Python float
   Tensor wrapped_int = make({}, S::Int64, {2});
@@ -358,14 +379,16 @@ TEST(Promotion, ResultDtypes) {
   // The compute dtype itself, before div and the comparisons pick their output dtype.
   EXPECT_EQ(kernels::result_type(t(S::Int64), t(S::Int64)), S::Int64);
   EXPECT_EQ(kernels::result_type(t(S::Bool), t(S::Float64, true)), S::Float64);
-  EXPECT_EQ(kernels::result_type(t(S::Float64, true), t(S::Float32, true)), S::Float64) << "two 0-d tensors: normal rules";
+  EXPECT_EQ(kernels::result_type(t(S::Float64, true), t(S::Float32, true)), S::Float64)
+      << "two 0-d tensors: normal rules";
 }
 
 // torch.promote_types over every pair of dtypes, PyTorch's promoteTypes table
 // written out (rows and columns: b, u8, i8, i16, i32, i64, f16, bf16, f32, f64).
 TEST(Promotion, TheTableOfEveryPair) {
   using S = ScalarType;
-  const S order[] = {S::Bool, S::UInt8, S::Int8, S::Int16, S::Int32, S::Int64, S::Float16, S::BFloat16, S::Float32, S::Float64};
+  const S order[] = {S::Bool,  S::UInt8,   S::Int8,     S::Int16,   S::Int32,
+                     S::Int64, S::Float16, S::BFloat16, S::Float32, S::Float64};
   const S b = S::Bool, u8 = S::UInt8, i8 = S::Int8, i16 = S::Int16, i32 = S::Int32, i64 = S::Int64, f16 = S::Float16,
           bf = S::BFloat16, f32 = S::Float32, f64 = S::Float64;
   const S table[10][10] = {
@@ -382,7 +405,8 @@ TEST(Promotion, TheTableOfEveryPair) {
   };
   for (int i = 0; i < 10; ++i)
     for (int j = 0; j < 10; ++j) {
-      EXPECT_EQ(kernels::promote_types_of(order[i], order[j]), table[i][j]) << dtype_name(order[i]) << ", " << dtype_name(order[j]);
+      EXPECT_EQ(kernels::promote_types_of(order[i], order[j]), table[i][j])
+          << dtype_name(order[i]) << ", " << dtype_name(order[j]);
       const Tensor a = make({2}, order[i], {1, 0}), c = make({2}, order[j], {1, 1});
       EXPECT_EQ(kernels::result_type(a, c), table[i][j]) << dtype_name(order[i]) << " + " << dtype_name(order[j]);
     }
@@ -417,7 +441,8 @@ TEST(Promotion, IntegerArithmeticWraps) {
               (std::vector<double>{0, 44}));
     EXPECT_EQ(values(call(Op::sub, make({1}, S::UInt8, {0}), make({1}, S::UInt8, {1}))), (std::vector<double>{255}));
     EXPECT_EQ(values(call(Op::add, make({1}, S::Int8, {127}), make({1}, S::Int8, {1}))), (std::vector<double>{-128}));
-    EXPECT_EQ(values(call(Op::mul, make({1}, S::Int16, {300}), make({1}, S::Int16, {300}))), (std::vector<double>{24464}));
+    EXPECT_EQ(values(call(Op::mul, make({1}, S::Int16, {300}), make({1}, S::Int16, {300}))),
+              (std::vector<double>{24464}));
     EXPECT_EQ(values(call(Op::add, make({1}, S::Int32, {2147483647}), make({1}, S::Int32, {1}))),
               (std::vector<double>{-2147483648.0}));
     EXPECT_EQ(values(call(Op::neg, make({2}, S::Int8, {-128, 5}))), (std::vector<double>{-128, -5}));
@@ -443,9 +468,11 @@ TEST(Promotion, PromotedValues) {
   EXPECT_EQ(values(call(Op::div, make({3}, S::Int64, {7, -7, 1}), make({3}, S::Int64, {2, 2, 0}))),
             (std::vector<double>{3.5, -3.5, INFINITY}));
   EXPECT_EQ(values(call(Op::add, make({4}, S::Bool, {1, 1, 0, 0}), make({4}, S::Bool, {1, 0, 1, 0}))),
-            (std::vector<double>{1, 1, 1, 0})) << "bool + is logical or";
+            (std::vector<double>{1, 1, 1, 0}))
+      << "bool + is logical or";
   EXPECT_EQ(values(call(Op::mul, make({4}, S::Bool, {1, 1, 0, 0}), make({4}, S::Bool, {1, 0, 1, 0}))),
-            (std::vector<double>{1, 0, 0, 0})) << "bool * is logical and";
+            (std::vector<double>{1, 0, 0, 0}))
+      << "bool * is logical and";
   Tensor s = call(Op::sum, make({2, 2}, S::Int64, {1, 2, 3, 4}));
   EXPECT_EQ(s.dtype(), S::Int64);
   EXPECT_EQ(values(s), (std::vector<double>{10}));
@@ -477,7 +504,8 @@ TEST(ElementwiseErrors, ShapesThatDoNotBroadcastNameTheOp) {
     EXPECT_NE(m.find("[3]"), std::string::npos) << m;
   }
   EXPECT_THROW(call(Op::eq, make({2, 3}, ScalarType::Int64, std::vector<double>(6)),
-                    make({3, 2}, ScalarType::Int64, std::vector<double>(6))), Error);
+                    make({3, 2}, ScalarType::Int64, std::vector<double>(6))),
+               Error);
 }
 
 // PyTorch's rules: a tensor of integer exponents may be negative (powi: 1 for
@@ -493,13 +521,15 @@ TEST(ElementwiseErrors, IntegerPowWithNegativeExponent) {
     kernels::VariantGuard g(v);
     EXPECT_EQ(values(call(Op::pow, base, exps)), (std::vector<double>{2, 0, 1, -1, 1, 0}));
     EXPECT_EQ(values(call(Op::pow, make({2}, ScalarType::Int64, {2, 1}), make({}, ScalarType::Int64, {-2}))),
-              (std::vector<double>{0, 1})) << "a 0-d tensor exponent is a tensor, not a number";
+              (std::vector<double>{0, 1}))
+        << "a 0-d tensor exponent is a tensor, not a number";
     EXPECT_THROW(call(Op::pow, transposed({2, 2}, ScalarType::Int64, rng, 1, 3), wrapped), Error);
     EXPECT_THROW(call(Op::pow, make({2}, ScalarType::Bool, {1, 0}), wrapped), Error) << "bool is integral too";
   }
   // A float exponent promotes to float: no error.
-  EXPECT_EQ(values(call(Op::pow, make({4}, ScalarType::Int64, {2, 3, 4, 5}), make({4}, ScalarType::Float32, {1, 2, -1, 0}))),
-            (std::vector<double>{2, 9, 0.25, 1}));
+  EXPECT_EQ(
+      values(call(Op::pow, make({4}, ScalarType::Int64, {2, 3, 4, 5}), make({4}, ScalarType::Float32, {1, 2, -1, 0}))),
+      (std::vector<double>{2, 9, 0.25, 1}));
 }
 
 }  // namespace

@@ -48,7 +48,11 @@ TEST(Factories, FillValuesShapesAndDtypes) {
 }
 
 TEST(Factories, FullInfersItsDtypeFromTheValue) {
-  struct Case { IValue value; ScalarType want; double stored; };
+  struct Case {
+    IValue value;
+    ScalarType want;
+    double stored;
+  };
   for (const Case& c : {Case{IValue(2.5), ScalarType::Float32, 2.5}, Case{IValue(int64_t{3}), ScalarType::Int64, 3},
                         Case{IValue(true), ScalarType::Bool, 1}}) {
     Tensor t = call(Op::full, DimVector{2, 2}, c.value);
@@ -90,7 +94,8 @@ TEST(Factories, FullRaisesForAValueItsDtypeCannotHold) {
   Tensor lowest = call(Op::full, DimVector{1}, -0x1p63, ScalarType::Int64);
   EXPECT_EQ(lowest.data<int64_t>()[0], std::numeric_limits<int64_t>::min()) << "-2^63 itself fits";
   EXPECT_EQ(call(Op::full, DimVector{1}, 0x1p63 - 1024, ScalarType::Int64).data<int64_t>()[0],
-            int64_t((uint64_t(1) << 63) - 1024)) << "the largest double below 2^63";
+            int64_t((uint64_t(1) << 63) - 1024))
+      << "the largest double below 2^63";
   EXPECT_TRUE(std::isinf(values(call(Op::full, DimVector{1}, double(INFINITY)))[0])) << "inf is a float";
   EXPECT_TRUE(std::isnan(values(call(Op::full, DimVector{1}, double(NAN)))[0])) << "so is NaN";
   EXPECT_EQ(values(call(Op::full, DimVector{1}, 1e300, ScalarType::Float64)), std::vector<double>{1e300});
@@ -128,7 +133,10 @@ TEST(Arange, ValuesAndDtypes) {
 TEST(Arange, IntegerBoundsAtTheEndsOfInt64AreCountedExactly) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t k62 = int64_t(1) << 62;
-  struct Case { int64_t start, end, step; std::vector<int64_t> want; };
+  struct Case {
+    int64_t start, end, step;
+    std::vector<int64_t> want;
+  };
   const Case cases[] = {
       {kMax - 9, kMax, 3, {kMax - 9, kMax - 6, kMax - 3}},  // a double rounds both bounds to 2^63
       {kMin, kMin + 10, 3, {kMin, kMin + 3, kMin + 6, kMin + 9}},
@@ -185,7 +193,11 @@ TEST(Linspace, FillsFromBothEndsWithFusedStepsAsPytorch) {
     const float want = i < 1000 ? std::fma(step, float(i), start) : std::fma(-step, float(1999 - i), end);
     ASSERT_EQ(p[i], want) << i;
   }
-  auto bits = [&](int i) { uint32_t b; std::memcpy(&b, &p[i], 4); return b; };
+  auto bits = [&](int i) {
+    uint32_t b;
+    std::memcpy(&b, &p[i], 4);
+    return b;
+  };
   EXPECT_EQ(bits(0), 0xc0490fdbu);
   EXPECT_EQ(bits(1), 0xc048dc5cu);
   EXPECT_EQ(bits(999), 0xbacdfd58u);
@@ -194,7 +206,7 @@ TEST(Linspace, FillsFromBothEndsWithFusedStepsAsPytorch) {
   // int64 steps in double and truncates; float16 rounds every operation to 16 bits.
   EXPECT_EQ(values(call(Op::linspace, -2.5, 7.25, 33, ScalarType::Int64)),
             (std::vector<double>{-2, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2,
-                                 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 7}));
+                                 2,  3,  3,  3,  3, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 7}));
   const std::vector<double> h = values(call(Op::linspace, -pi, pi, 2000, ScalarType::Float16));
   EXPECT_EQ(std::vector<double>(h.begin() + 997, h.begin() + 1003),
             (std::vector<double>{-0.0078125, -0.005859375, -0.001953125, 0.001953125, 0.005859375, 0.0078125}));

@@ -62,7 +62,8 @@ TEST(MatmulLadder, TheVerifierHoldsEveryRungOnEveryDtype) {
     const std::vector<kernels::Verdict> vs = kernels::verify_matmul_rungs(1, d);
     std::vector<std::string> seen;
     for (const kernels::Verdict& v : vs) {
-      EXPECT_TRUE(v.passed) << d.str() << " " << v.op << " " << dtype_name(v.dtype) << ": " << v.variants << ": " << v.detail;
+      EXPECT_TRUE(v.passed) << d.str() << " " << v.op << " " << dtype_name(v.dtype) << ": " << v.variants << ": "
+                            << v.detail;
       seen.push_back(v.op);
     }
     for (const std::string& rung : device::matmul_rungs(d)) {
@@ -86,8 +87,10 @@ TEST(MatmulLadder, RungsOneToThreeGiveTheSameBits) {
         Rung r(d, rung);
         const std::vector<double> got = values(on(call(Op::mm, on(a, d), on(b, d)), Device{}));
         EXPECT_EQ(device::rung_name(device::last_matmul_run().rung), std::string(rung));
-        if (first.empty()) first = got;
-        else EXPECT_EQ(got, first) << d.str() << " " << rung << " " << dtype_name(dt);
+        if (first.empty())
+          first = got;
+        else
+          EXPECT_EQ(got, first) << d.str() << " " << rung << " " << dtype_name(dt);
       }
   }
 }

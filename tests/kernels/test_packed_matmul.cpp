@@ -22,7 +22,8 @@ namespace {
 using testing_util::random_tensor;
 
 bool has_packed_rung() {  // FMA on this CPU (AVX-512, or AVX2 with FMA)
-  const Tensor a = testing_util::make({1, 1, 1}, ScalarType::Float32, {1}), out = empty_tensor({1, 1, 1}, ScalarType::Float32, Device{});
+  const Tensor a = testing_util::make({1, 1, 1}, ScalarType::Float32, {1}),
+               out = empty_tensor({1, 1, 1}, ScalarType::Float32, Device{});
   return kernels::packed_matmul(a, a, out);
 }
 
@@ -61,7 +62,8 @@ void holds_the_bound_on_odd_shapes() {
   struct Shape {
     int64_t m, k, n;
   };
-  const Shape shapes[] = {{1, 1, 1}, {7, 13, 5}, {129, 257, 65}, {1, 300, 47}, {50, 1000, 3}, {800, 20, 33}, {13, 600, 87}};
+  const Shape shapes[] = {{1, 1, 1},     {7, 13, 5},    {129, 257, 65}, {1, 300, 47},
+                          {50, 1000, 3}, {800, 20, 33}, {13, 600, 87}};
   for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
     for (const Shape& s : shapes) {
       const Tensor a = random_tensor({s.m, s.k}, dt, rng, -4, 4), b = random_tensor({s.k, s.n}, dt, rng, -4, 4);
@@ -88,8 +90,8 @@ void holds_the_bound_on_odd_shapes() {
           args.push(c.y);
           const kernels::Verdict v = kernels::verify_call(op_entry(c.op), args, dt, Device{});
           SCOPED_TRACE(std::string(c.what) + " " + dtype_name(dt) + " " + std::to_string(s.m) + "x" +
-                       std::to_string(s.k) + "x" + std::to_string(s.n) + " threads=" + std::to_string(threads) +
-                       ": " + v.variants + " " + v.detail);
+                       std::to_string(s.k) + "x" + std::to_string(s.n) + " threads=" + std::to_string(threads) + ": " +
+                       v.variants + " " + v.detail);
           EXPECT_TRUE(v.passed);
           EXPECT_EQ(v.variants, "reference vs register+packed");
           EXPECT_EQ(v.claim, "bound");

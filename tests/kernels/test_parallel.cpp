@@ -82,8 +82,8 @@ TEST_F(Parallel, EveryIndexExactlyOnceForOddRangesAndGrains) {
           for (int64_t i = lo; i < hi; ++i) seen[size_t(i - begin)].fetch_add(1, std::memory_order_relaxed);
         });
         for (int64_t i = 0; i < n; ++i)
-          ASSERT_EQ(seen[size_t(i)].load(), 1) << "index " << begin + i << " of [" << begin << ", " << end
-                                               << ") grain " << grain << ", " << threads << " threads";
+          ASSERT_EQ(seen[size_t(i)].load(), 1) << "index " << begin + i << " of [" << begin << ", " << end << ") grain "
+                                               << grain << ", " << threads << " threads";
         // The pieces are contiguous, in order, and tile the range; no more
         // than one per grain, on no more threads than asked for.
         std::vector<Piece> pieces = run_pieces(begin, end, grain);
@@ -106,8 +106,11 @@ TEST_F(Parallel, EveryIndexExactlyOnceForOddRangesAndGrains) {
 
 TEST_F(Parallel, SmallRangesRunInlineOnTheCaller) {
   set_num_threads(4);
-  for (auto [begin, end, grain] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 1}, {0, 1, kernels::kGrainSize},
-                                   {3, 100, 97}, {3, 100, 1000}, {0, kernels::kGrainSize, kernels::kGrainSize}}) {
+  for (auto [begin, end, grain] : {std::tuple<int64_t, int64_t, int64_t>{0, 1, 1},
+                                   {0, 1, kernels::kGrainSize},
+                                   {3, 100, 97},
+                                   {3, 100, 1000},
+                                   {0, kernels::kGrainSize, kernels::kGrainSize}}) {
     std::vector<Piece> pieces = run_pieces(begin, end, grain);
     ASSERT_EQ(pieces.size(), 1u) << "[" << begin << ", " << end << ") grain " << grain;
     EXPECT_EQ(pieces[0].lo, begin);
@@ -165,7 +168,11 @@ TEST_F(Parallel, ExceptionsComeBackToTheCaller) {
   }
   EXPECT_THROW(parallel_for(0, n, 1, [](int64_t, int64_t) { throw std::runtime_error("every chunk"); }),
                std::runtime_error);
-  EXPECT_THROW(parallel_for(0, n, 1, [](int64_t lo, int64_t) { if (lo > 0) throw 42; }), int);
+  EXPECT_THROW(parallel_for(0, n, 1,
+                            [](int64_t lo, int64_t) {
+                              if (lo > 0) throw 42;
+                            }),
+               int);
   // The pool still works afterwards.
   std::vector<Piece> pieces = run_pieces(0, n, 1);
   ASSERT_FALSE(pieces.empty());
@@ -234,7 +241,8 @@ TEST_F(Parallel, ThreadCountRoundTripsAndRejectsBadValues) {
       ADD_FAILURE() << "set_num_threads(" << bad << ") accepted";
     } catch (const ValueError& e) {
       EXPECT_NE(std::string(e.what()).find("set_num_threads(): expected a number of threads from 1 to"),
-                std::string::npos) << e.what();
+                std::string::npos)
+          << e.what();
     }
     EXPECT_EQ(get_num_threads(), 3) << "a refused value changes nothing";
   }
@@ -256,7 +264,8 @@ void expect_same_bits(const char* what, F make_result) {
   ASSERT_EQ(serial.sizes(), parallel.sizes()) << what;
   ASSERT_EQ(serial.dtype(), parallel.dtype()) << what;
   ASSERT_TRUE(serial.is_contiguous() && parallel.is_contiguous()) << what;
-  EXPECT_EQ(std::memcmp(serial.data_ptr(), parallel.data_ptr(), size_t(serial.numel()) * element_size(serial.dtype())), 0)
+  EXPECT_EQ(std::memcmp(serial.data_ptr(), parallel.data_ptr(), size_t(serial.numel()) * element_size(serial.dtype())),
+            0)
       << what << ": one thread and four threads differ";
 }
 
@@ -270,7 +279,8 @@ TEST_F(Parallel, MatmulSameBitsOnOneThreadAndMany) {
   }
   // And the register rung's parallel result is the reference loop's, bit for
   // bit (the packed one's is within a bound: Note [Packed matmul]).
-  Tensor a = random_tensor({257, 129}, ScalarType::Float32, rng), b = random_tensor({129, 65}, ScalarType::Float32, rng);
+  Tensor a = random_tensor({257, 129}, ScalarType::Float32, rng),
+         b = random_tensor({129, 65}, ScalarType::Float32, rng);
   kernels::MatmulRungGuard rung(DeviceType::CPU, "register");
   set_num_threads(4);
   Tensor fast = call(Op::matmul, a, b);

@@ -35,8 +35,8 @@ using kernels::VariantGuard;
 // [SECTION] A float64 reference reduction ----------------------------------------------
 
 struct Reduced {
-  DimVector keep;              // in's sizes with reduced dims set to 1
-  std::vector<double> sum;     // per keep element, in long double then rounded
+  DimVector keep;           // in's sizes with reduced dims set to 1
+  std::vector<double> sum;  // per keep element, in long double then rounded
   std::vector<double> abs_sum;
   std::vector<int64_t> count;
 };
@@ -62,7 +62,8 @@ Reduced reduce_ref(const Tensor& in, const std::vector<bool>& reduced) {
     abs_acc[size_t(o)] += std::fabs(v[size_t(i)]);
     ++r.count[size_t(o)];
   }
-  for (int64_t j = 0; j < n_out; ++j) r.sum.push_back(double(acc[size_t(j)])), r.abs_sum.push_back(double(abs_acc[size_t(j)]));
+  for (int64_t j = 0; j < n_out; ++j)
+    r.sum.push_back(double(acc[size_t(j)])), r.abs_sum.push_back(double(abs_acc[size_t(j)]));
   return r;
 }
 
@@ -93,8 +94,9 @@ void check_sum(Op op, const Tensor& x, const std::optional<DimVector>& dims, boo
     double n = double(r.count[j]);
     double want_v = op == Op::mean_dim ? (n ? r.sum[j] / n : NAN) : r.sum[j];
     // Note [Summation bound], for one cascade: cascade_depth(n) eps sum|x|, divided by n for mean; plus the final rounding.
-    double bound = double(kernels::cascade_depth(int64_t(n))) * eps_of(want) * r.abs_sum[j] / (op == Op::mean_dim && n ? n : 1) +
-                   eps_of(want) * std::fabs(want_v);
+    double bound =
+        double(kernels::cascade_depth(int64_t(n))) * eps_of(want) * r.abs_sum[j] / (op == Op::mean_dim && n ? n : 1) +
+        eps_of(want) * std::fabs(want_v);
     if (std::isnan(want_v)) {
       EXPECT_TRUE(std::isnan(got[j])) << j;
     } else {
@@ -107,9 +109,9 @@ void check_sum(Op op, const Tensor& x, const std::optional<DimVector>& dims, boo
 
 TEST(Sum, EveryDimChoiceMatchesReference) {
   std::mt19937_64 rng(51);
-  std::vector<std::optional<DimVector>> dim_choices = {std::nullopt, DimVector{}, DimVector{0}, DimVector{1},
-                                                       DimVector{2}, DimVector{-1}, DimVector{0, 2}, DimVector{2, 0},
-                                                       DimVector{0, 1, 2}, DimVector{1, 2}};
+  std::vector<std::optional<DimVector>> dim_choices = {
+      std::nullopt,  DimVector{},     DimVector{0},    DimVector{1},       DimVector{2},
+      DimVector{-1}, DimVector{0, 2}, DimVector{2, 0}, DimVector{0, 1, 2}, DimVector{1, 2}};
   for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64, ScalarType::Int64, ScalarType::Bool}) {
     Tensor contiguous = random_tensor({3, 4, 5}, dt, rng, -10, 10);
     Tensor permuted = call(Op::permute, random_tensor({5, 3, 4}, dt, rng, -10, 10), DimVector{1, 2, 0});
@@ -126,15 +128,15 @@ TEST(Sum, EveryDimChoiceMatchesReference) {
 TEST(Sum, ZeroSizeAndZeroDim) {
   Tensor empty = make({0, 3}, ScalarType::Float32, {});
   for (Op op : {Op::sum_dim, Op::mean_dim}) {
-    for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}},
-                             std::optional<DimVector>{DimVector{1}}})
+    for (const auto& dims :
+         {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}}, std::optional<DimVector>{DimVector{1}}})
       for (bool keepdim : {false, true}) check_sum(op, empty, dims, keepdim);
   }
   EXPECT_EQ(values(call(Op::sum_dim, empty, DimVector{0})), (std::vector<double>{0, 0, 0}));
   EXPECT_TRUE(std::isnan(values(call(Op::mean, empty))[0])) << "the mean of nothing is NaN";
   Tensor scalar = make({}, ScalarType::Float64, {2.5});
-  for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}},
-                           std::optional<DimVector>{DimVector{-1}}}) {
+  for (const auto& dims :
+       {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{0}}, std::optional<DimVector>{DimVector{-1}}}) {
     Tensor s = call(Op::sum_dim, scalar, dims ? IValue(*dims) : IValue(), true);
     EXPECT_EQ(s.dim(), 0);
     EXPECT_EQ(values(s), (std::vector<double>{2.5}));
@@ -201,7 +203,8 @@ TEST(SumVariants, AgreeWithinTheSummationBound) {
         ASSERT_EQ(rv.size(), r.sum.size());
         for (size_t j = 0; j < rv.size(); ++j) {
           double n = double(r.count[j]);
-          double bound = 2 * double(kernels::cascade_depth(int64_t(n))) * eps_of(dt) * r.abs_sum[j] / (op == Op::mean_dim ? n : 1);
+          double bound =
+              2 * double(kernels::cascade_depth(int64_t(n))) * eps_of(dt) * r.abs_sum[j] / (op == Op::mean_dim ? n : 1);
           EXPECT_LE(std::fabs(rv[j] - ov[j]), bound) << "element " << j;
         }
         check_sum(op, x, dims, false);  // the Auto result against the float64 reference too
@@ -212,8 +215,8 @@ TEST(SumVariants, AgreeWithinTheSummationBound) {
   // which catches an element dropped or added twice that the bound above could hide.
   Tensor ints = random_tensor({64, 1000}, ScalarType::Float32, rng, -50, 50);
   for (int64_t i = 0; i < ints.numel(); ++i) ints.data<float>()[i] = std::floor(ints.data<float>()[i]);
-  for (const auto& dims : {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{1}},
-                           std::optional<DimVector>{DimVector{0}}}) {
+  for (const auto& dims :
+       {std::optional<DimVector>{}, std::optional<DimVector>{DimVector{1}}, std::optional<DimVector>{DimVector{0}}}) {
     IValue d = dims ? IValue(*dims) : IValue();
     Tensor opt = call(Op::sum_dim, ints, d);
     VariantGuard g(Variant::Reference);
@@ -361,7 +364,8 @@ void check_matmul(const Tensor& a, const Tensor& b, const DimVector& want_shape)
           acc += p, abs_acc += std::fabs(p);
         }
         double got = ov[size_t(bi * M * N + i * N + j)];
-        EXPECT_LE(std::fabs(got - acc), 2 * double(K + 1) * eps_of(dt) * abs_acc) << "batch " << bi << " [" << i << ", " << j << "]";
+        EXPECT_LE(std::fabs(got - acc), 2 * double(K + 1) * eps_of(dt) * abs_acc)
+            << "batch " << bi << " [" << i << ", " << j << "]";
       }
   }
 }

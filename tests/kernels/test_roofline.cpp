@@ -43,11 +43,11 @@ TEST(Roofline, KernelsRecordTheBytesTheyMoveAndTheFlopsTheyDo) {
     const Tensor b = call(Op::_to_copy, make({3, 5}, ScalarType::Float32, std::vector<double>(15, 1.0)), IValue(), d);
     const Tensor i = call(Op::_to_copy, make({4}, ScalarType::Int64, {1, 2, 3, 4}), IValue(), d);
     trace::start();
-    call(Op::add, x, x, Scalar(int64_t{1}));                      // 3 x 16 B, 4 additions
-    call(Op::add, x, x, Scalar(2.0));                             // and 4 multiplies by alpha
-    call(Op::mul, i, i);                                          // integers: no floating-point work
-    call(Op::mm, a, b);                                           // (6 + 15 + 10) x 4 B, 2 x 2 x 5 x 3 FLOP
-    call(Op::sum, a, IValue());                                   // 24 B read, 4 written, 6 additions
+    call(Op::add, x, x, Scalar(int64_t{1}));  // 3 x 16 B, 4 additions
+    call(Op::add, x, x, Scalar(2.0));         // and 4 multiplies by alpha
+    call(Op::mul, i, i);                      // integers: no floating-point work
+    call(Op::mm, a, b);                       // (6 + 15 + 10) x 4 B, 2 x 2 x 5 x 3 FLOP
+    call(Op::sum, a, IValue());               // 24 B read, 4 written, 6 additions
     const trace::Trace t = trace::stop();
     int adds = 0;
     for (const trace::Span& s : t.spans) {

@@ -72,8 +72,11 @@ TEST(ViewErrors, ShapesPastInt64AreInvalidNotWrapped) {
   // (2^62 + 1) * 4 wraps to 4 in int64: the product is checked, not wrapped.
   Tensor x = iota({4});
   const int64_t big = (int64_t(1) << 62) + 1, k32 = int64_t(1) << 32;
-  expect_error<Error>([&] { call(Op::reshape, x, DimVector{big, 4}); },
-                           "reshape(): shape '[4611686018427387905, 4]' is invalid for input of size 4");
+  expect_error<Error>(
+      [&] {
+        call(Op::reshape, x, DimVector{big, 4});
+      },
+      "reshape(): shape '[4611686018427387905, 4]' is invalid for input of size 4");
   expect_error<Error>([&] { call(Op::view, x, DimVector{big, -1}); }, "view(): shape '[4611686018427387905, -1]'");
   expect_error<Error>([&] { call(Op::view, x, DimVector{-1, big, 4}); }, "is invalid for input of size 4");
   expect_error<Error>([&] { call(Op::reshape, x, DimVector{k32, k32, 2}); }, "is invalid for input of size 4");
@@ -153,10 +156,8 @@ TEST(Copies, StridedSourcesTakeTheOptimizedLoopAndMatchTheReference) {
   std::mt19937_64 rng(91);
   const Tensor x = random_tensor({37, 41, 5}, ScalarType::Float32, rng);
   const Tensor sources[] = {
-      call(Op::transpose, x, 0, 1),
-      call(Op::permute, x, DimVector{2, 0, 1}),
-      call(Op::slice, x, 1, 3, 40, 2),
-      call(Op::expand, call(Op::slice, x, 0, 0, 1), DimVector{6, 41, 5}),
+      call(Op::transpose, x, 0, 1),    call(Op::permute, x, DimVector{2, 0, 1}),
+      call(Op::slice, x, 1, 3, 40, 2), call(Op::expand, call(Op::slice, x, 0, 0, 1), DimVector{6, 41, 5}),
       call(Op::select, x, 2, 4),
   };
   const int saved_threads = kernels::get_num_threads();
@@ -206,7 +207,8 @@ TEST(Copies, CopyIntoBroadcastsAndConverts) {
   Tensor base = call(Op::zeros, DimVector{3, 2});
   call(Op::copy_, call(Op::transpose, base, 0, 1), iota({2, 3}));
   EXPECT_EQ(values(base), (std::vector<double>{0, 3, 1, 4, 2, 5}));
-  EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({2, 3})), Error) << "output with shape [3] doesn't match the broadcast shape [2, 3]";
+  EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({2, 3})), Error)
+      << "output with shape [3] doesn't match the broadcast shape [2, 3]";
   EXPECT_THROW(call(Op::copy_, call(Op::zeros, DimVector{3}), iota({4})), Error);
 }
 

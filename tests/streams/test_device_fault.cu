@@ -39,7 +39,8 @@ TEST(CudaLaunchError, ARefusedLaunchNamesTheOpAndKernelAndTheNextLaunchWorks) {
   } catch (const Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("aten::test_launch: launching kernel write_one (grid 1x1x1, block 4096x1x1) failed: CUDA error: "),
-              std::string::npos) << m;
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("(cudaError"), std::string::npos) << m;  // the runtime's name of the error
   }
   const launch::KernelLaunch good{"write_one", "aten::test_launch", {1, 1, 1}, {64, 1, 1}, 0};

@@ -232,7 +232,8 @@ TEST(SimLaunch, AFaultingKernelIsNamedAtTheNextSynchronization) {
     FAIL() << "the fault should be raised";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("aten::test_op: kernel faulty_kernel faulted on sim:0 in block (1, 0, 0)"), std::string::npos) << m;
+    EXPECT_NE(m.find("aten::test_op: kernel faulty_kernel faulted on sim:0 in block (1, 0, 0)"), std::string::npos)
+        << m;
   }
 }
 

@@ -10,6 +10,7 @@ __global__ void descent_test_fill_kernel(float* p, int n, float value) {
 
 int descent_test_fill(float* p, int n, float value, void* stream) {
   constexpr int kThreads = 256;
-  descent_test_fill_kernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, n, value);
+  descent_test_fill_kernel<<<(n + kThreads - 1) / kThreads, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p, n,
+                                                                                                              value);
   return static_cast<int>(cudaGetLastError());
 }

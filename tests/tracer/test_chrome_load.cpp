@@ -108,7 +108,8 @@ TEST(Json, DocumentsMove) {
 TEST(Json, NestingUpToTheLimit) {
   const int kLimit = 512;
   EXPECT_NO_THROW(json::parse(std::string(kLimit, '[') + std::string(kLimit, ']'), "t"));
-  const std::string e = error_of([&] { json::parse(std::string(kLimit + 1, '[') + std::string(kLimit + 1, ']'), "t"); });
+  const std::string e =
+      error_of([&] { json::parse(std::string(kLimit + 1, '[') + std::string(kLimit + 1, ']'), "t"); });
   EXPECT_NE(e.find("nested too deeply"), std::string::npos) << e;
   // A depth bomb: a clear error, not a stack overflow.
   const std::string bomb = error_of([] { json::parse(std::string(10'000'000, '['), "bomb.json"); });
@@ -274,7 +275,8 @@ Trace sample_trace() {
   t.spans = {
       make_span(1, 0, Floor::Python, "x + 1", base, base + 9'000, 0, {{"n", int64_t{3}}}),
       make_span(2, 1, Floor::Binding, "add", base, base + 5'001, 0, {}),
-      make_span(3, 2, Floor::Dispatch, "add", base + 10, base + 4'000, 0, {{"keyset", std::string("CPU")}, {"ok", true}}),
+      make_span(3, 2, Floor::Dispatch, "add", base + 10, base + 4'000, 0,
+                {{"keyset", std::string("CPU")}, {"ok", true}}),
       make_span(4, 3, Floor::Kernels, "add", base + 11, base + 3'999, 0, {{"ratio", 0.125}, {"floor", int64_t{2}}}),
       make_span(5, 1, Floor::Allocator, "malloc", base + 6'000, base + 6'000, 0, {{"bytes", int64_t{4096}}}),
       make_span(6, 0, Floor::Device, "kernel", base + 3'000, base + 12'345, 2, {}),
@@ -310,7 +312,8 @@ TEST(ChromeLoad, DescentExportNumbersThreadsFromOneAndKeepsItsDataInOtherData) {
 // Note [Chrome export times from a base]: a steady clock past 2^42 us (51
 // days of uptime) is more than a double of microseconds holds to the ns.
 TEST(ChromeLoad, DescentExportRoundTripsAfterYearsOfUptime) {
-  for (const int64_t uptime_ns : {int64_t{60} * 86'400'000'000'000, int64_t{3} * 365 * 86'400'000'000'000 + 5'000'000}) {
+  for (const int64_t uptime_ns :
+       {int64_t{60} * 86'400'000'000'000, int64_t{3} * 365 * 86'400'000'000'000 + 5'000'000}) {
     Trace t = sample_trace();
     for (Span& s : t.spans) s.start_ns += uptime_ns, s.end_ns += uptime_ns;
     const std::string json = to_chrome_json(t);
@@ -325,7 +328,8 @@ TEST(ChromeLoad, DescentExportRoundTripsAfterYearsOfUptime) {
 TEST(ChromeLoad, DescentExportBaseMustBeAnIntegerInRange) {
   const auto with_base = [](const std::string& base) {
     return R"({"traceEvents":[{"name":"x","cat":"python","ph":"X","ts":1,"dur":2,"pid":1,"tid":1}],
-               "otherData":{"span_cost_ns":1,"ts_base_ns":)" + base + "}}";
+               "otherData":{"span_cost_ns":1,"ts_base_ns":)" +
+           base + "}}";
   };
   EXPECT_EQ(from_chrome_json(with_base("5000")).spans[0].start_ns, 6000);
   EXPECT_EQ(error_of([&] { from_chrome_json(with_base("\"5\""), "b.json"); }),
@@ -414,7 +418,8 @@ TEST(ChromeLoad, WrongShapesRaiseNamingWhatAndWhere) {
       {"[1]", "traceEvents[0]: is number, expected an object"},
       {"[{\"ts\": 1}]", "traceEvents[0]: missing \"ph\""},
       {"[{\"ph\": 1}]", "\"ph\" is number"},
-      {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}, {\"ph\":\"X\",\"name\":\"b\"}]", "traceEvents[1] (\"b\"): missing \"ts\""},
+      {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1}, {\"ph\":\"X\",\"name\":\"b\"}]",
+       "traceEvents[1] (\"b\"): missing \"ts\""},
       {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"1\"}]", "\"ts\" is string, expected a number"},
       {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}]", "negative \"dur\""},
       {"[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":null}]", "\"dur\" is null"},
@@ -458,13 +463,14 @@ TEST(ChromeLoad, RandomEventsAlwaysFormATree) {
       const int pid = static_cast<int>(rng() % 2), tid = static_cast<int>(rng() % 3);
       const double ts = static_cast<double>(rng() % 100) / 4, dur = static_cast<double>(rng() % 40) / 4;
       if (std::string(cat) == "ac2g") {
-        text += "{\"ph\":\"" + std::string(rng() % 2 ? "s" : "f") + "\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":" +
-                std::to_string(rng() % 4) + ",\"ts\":" + std::to_string(ts) + ",\"pid\":" + std::to_string(pid) +
+        text += "{\"ph\":\"" + std::string(rng() % 2 ? "s" : "f") +
+                "\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":" + std::to_string(rng() % 4) +
+                ",\"ts\":" + std::to_string(ts) + ",\"pid\":" + std::to_string(pid) +
                 ",\"tid\":" + std::to_string(tid) + ",\"bp\":\"e\"}";
       } else {
         text += "{\"ph\":\"X\",\"cat\":\"" + std::string(cat) + "\",\"name\":\"aten::op" + std::to_string(i) +
-                "\",\"ts\":" + std::to_string(ts) + ",\"dur\":" + std::to_string(dur) + ",\"pid\":" +
-                std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + "}";
+                "\",\"ts\":" + std::to_string(ts) + ",\"dur\":" + std::to_string(dur) +
+                ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + "}";
       }
     }
     text += "]";
@@ -473,8 +479,8 @@ TEST(ChromeLoad, RandomEventsAlwaysFormATree) {
     for (size_t k = 1; k < t.spans.size(); ++k) {
       const Span& a = t.spans[k - 1];
       const Span& b = t.spans[k];
-      EXPECT_TRUE(a.thread < b.thread || (a.thread == b.thread && (a.start_ns < b.start_ns ||
-                                                                   (a.start_ns == b.start_ns && a.id < b.id))));
+      EXPECT_TRUE(a.thread < b.thread ||
+                  (a.thread == b.thread && (a.start_ns < b.start_ns || (a.start_ns == b.start_ns && a.id < b.id))));
     }
     for (const Flow& f : t.flows) EXPECT_TRUE(by_id(t, f.from) && by_id(t, f.to));
   }
@@ -515,9 +521,12 @@ TEST(LoadAnyTrace, SniffsTheFormat) {
   const std::string empty = put("empty", "");
   EXPECT_NE(error_of([&] { load_any(empty); }).find(empty + ":1: the file is empty: expected descent's format"),
             std::string::npos);
-  const std::string junk = put("junk", std::string("\x7f" "ELF\x01\x00\xff", 7));
-  EXPECT_NE(error_of([&] { load_any(junk); }).find(junk + ":1: bad magic (not a trace file): expected descent's format"),
-            std::string::npos);
+  const std::string junk = put("junk", std::string("\x7f"
+                                                   "ELF\x01\x00\xff",
+                                                   7));
+  EXPECT_NE(
+      error_of([&] { load_any(junk); }).find(junk + ":1: bad magic (not a trace file): expected descent's format"),
+      std::string::npos);
   const std::string blank = put("blank", std::string(10000, ' ') + "\n");
   EXPECT_NE(error_of([&] { load_any(blank); }).find(blank + ":1: the file holds only whitespace"), std::string::npos);
   EXPECT_NE(error_of([&] { load_any(dir.string()); }).find("it is a directory"), std::string::npos);

@@ -24,25 +24,25 @@ using test_util::find;
 constexpr int kElements = 1 << 20;
 
 // Skips the test unless a CUDA device is usable.
-#define SKIP_WITHOUT_DEVICE()                                                    \
-  do {                                                                           \
-    int devices = 0;                                                             \
-    const cudaError_t e = cudaGetDeviceCount(&devices);                          \
-    if (e != cudaSuccess || devices == 0) {                                      \
-      cudaGetLastError();                                                        \
-      GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(e);               \
-    }                                                                            \
+#define SKIP_WITHOUT_DEVICE()                                      \
+  do {                                                             \
+    int devices = 0;                                               \
+    const cudaError_t e = cudaGetDeviceCount(&devices);            \
+    if (e != cudaSuccess || devices == 0) {                        \
+      cudaGetLastError();                                          \
+      GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(e); \
+    }                                                              \
   } while (0)
 
 // Starts a recording; skips (after stopping it) when CUPTI is not collecting.
-#define START_OR_SKIP()                                                          \
-  do {                                                                           \
-    start();                                                                     \
-    if (!cupti::active()) {                                                      \
-      const Trace t = stop();                                                    \
-      EXPECT_TRUE(t.metadata.contains("device.timing"));                         \
-      GTEST_SKIP() << "CUPTI is not collecting: " << cupti::status();            \
-    }                                                                            \
+#define START_OR_SKIP()                                               \
+  do {                                                                \
+    start();                                                          \
+    if (!cupti::active()) {                                           \
+      const Trace t = stop();                                         \
+      EXPECT_TRUE(t.metadata.contains("device.timing"));              \
+      GTEST_SKIP() << "CUPTI is not collecting: " << cupti::status(); \
+    }                                                                 \
   } while (0)
 
 std::vector<const Span*> device_spans(const Trace& t, const std::string& name_prefix) {
@@ -113,8 +113,7 @@ TEST(Cupti, AKernelsDeviceSpanLiesBetweenItsLaunchAndTheSynchronize) {
   EXPECT_EQ(k.args.at(0).key, "device");
   EXPECT_EQ(std::get<std::string>(k.find_arg("grid") ? *k.find_arg("grid") : ArgValue{std::string()}),
             "[" + std::to_string(kElements / 256) + ", 1, 1]");
-  EXPECT_EQ(std::get<std::string>(k.find_arg("block") ? *k.find_arg("block") : ArgValue{std::string()}),
-            "[256, 1, 1]");
+  EXPECT_EQ(std::get<std::string>(k.find_arg("block") ? *k.find_arg("block") : ArgValue{std::string()}), "[256, 1, 1]");
   EXPECT_EQ(t.metadata.at("thread." + std::to_string(k.thread) + ".device").rfind("cuda:", 0), 0u);
   expect_inside(t, k, *find(t, "cudaLaunchKernel"), *find(t, "synchronize"), correlation);
 }

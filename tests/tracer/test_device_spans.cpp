@@ -101,7 +101,8 @@ std::vector<ReadBack> as_read_back(const Trace& t) {
 std::vector<std::tuple<std::string, std::string, std::string>> flows_by_name(const Trace& t) {
   const SpanIndex index(t);
   std::vector<std::tuple<std::string, std::string, std::string>> out;
-  for (const Flow& f : t.flows) out.emplace_back(t.spans[index.find(f.from)].name, t.spans[index.find(f.to)].name, f.name);
+  for (const Flow& f : t.flows)
+    out.emplace_back(t.spans[index.find(f.from)].name, t.spans[index.find(f.to)].name, f.name);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -214,7 +215,7 @@ TEST(DeviceSpans, NothingIsRecordedWithTracingOffOrFromAnEarlierRecording) {
   EXPECT_EQ(find(t, "last_recording"), nullptr);
   const Span* b = find(t, "backwards");
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(b->duration_ns(), 0);  // an end before the start is taken as the start
+  EXPECT_EQ(b->duration_ns(), 0);      // an end before the start is taken as the start
   EXPECT_EQ(stop().spans.size(), 0u);  // and the next recording starts empty
   start();
   EXPECT_EQ(stop().spans.size(), 0u);
@@ -229,8 +230,8 @@ TEST(DeviceSpans, ASnapshotKeepsItsWindowAndJoinsOnlyLaunchesInIt) {
   const uint64_t second = traced_launch("second_launch");
   std::thread worker([&] {
     const int64_t t0 = now_ns();
-    record_device_span(kernel_span("early", 0, first, since - 1, since));    // before the window
-    record_device_span(kernel_span("first_k", 0, first, t0, t0 + 10));        // its launch is before the window
+    record_device_span(kernel_span("early", 0, first, since - 1, since));  // before the window
+    record_device_span(kernel_span("first_k", 0, first, t0, t0 + 10));     // its launch is before the window
     record_device_span(kernel_span("second_k", 0, second, t0 + 20, t0 + 30));
   });
   worker.join();

@@ -44,9 +44,9 @@ TEST(SpanHandles, ASpanLeftOpenAcrossStopAndStartCannotCloseANewOne) {
   const SpanHandle fresh = begin_span(Floor::Python, "new");  // the same index in the emptied buffer
   ASSERT_GE(fresh, 0);
   EXPECT_NE(fresh, stale);
-  end_span(stale);                       // must match nothing
-  add_arg(stale, "stale", int64_t{1});   // nor add an argument to the new span
-  { DESCENT_SPAN(Kernels, "child"); }    // opened after: still the new span's child
+  end_span(stale);                      // must match nothing
+  add_arg(stale, "stale", int64_t{1});  // nor add an argument to the new span
+  { DESCENT_SPAN(Kernels, "child"); }   // opened after: still the new span's child
   const int64_t before_end = now_ns();
   end_span(fresh);
   const Trace t = stop();
@@ -161,9 +161,12 @@ TEST(Clock, TheTraceSaysWhichClockTimedIt) {
 Trace three_runs(double span_cost_ns) {
   Trace t;
   t.span_cost_ns = span_cost_ns;
-  t.spans = {make_span(1, 0, "s", 0, 1000), make_span(2, 1, "c", 10, 110),
-             make_span(3, 0, "s", 2000, 2300), make_span(4, 3, "c", 2010, 2040),
-             make_span(5, 0, "s", 3000, 3500), make_span(6, 5, "c", 3010, 3060),
+  t.spans = {make_span(1, 0, "s", 0, 1000),
+             make_span(2, 1, "c", 10, 110),
+             make_span(3, 0, "s", 2000, 2300),
+             make_span(4, 3, "c", 2010, 2040),
+             make_span(5, 0, "s", 3000, 3500),
+             make_span(6, 5, "c", 3010, 3060),
              make_span(7, 0, "worker chunk", 3100, 3200, 1)};
   return t;
 }

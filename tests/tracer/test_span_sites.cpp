@@ -187,8 +187,8 @@ TEST(EmbeddedSources, HoldTheFloorsAndTheTracer) {
   const auto paths = embedded_source_paths();
   EXPECT_GT(paths.size(), 40u);
   EXPECT_TRUE(std::is_sorted(paths.begin(), paths.end()));
-  for (const char* p : {"tracer/tracer.h", "tracer/sources.h", "floors/dispatch/dispatcher.cpp",
-                        "floors/python/descent/_tensor.py"}) {
+  for (const char* p :
+       {"tracer/tracer.h", "tracer/sources.h", "floors/dispatch/dispatcher.cpp", "floors/python/descent/_tensor.py"}) {
     EXPECT_FALSE(embedded_source(p).empty()) << p;
   }
   EXPECT_TRUE(embedded_source("no/such/file.cpp").empty());

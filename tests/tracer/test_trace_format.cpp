@@ -140,7 +140,13 @@ TEST(ChromeJson, IsWellFormedAndHoldsTheEvents) {
   Trace t;
   t.span_cost_ns = 18.5;
   t.metadata["device"] = "sim:0 (simulated)";
-  t.spans.push_back({1, 0, Floor::Python, "say \"hi\"\\ \n\t\x01 caf\xc3\xa9 \xff", 1'234'567, 1'240'000, 0,
+  t.spans.push_back({1,
+                     0,
+                     Floor::Python,
+                     "say \"hi\"\\ \n\t\x01 caf\xc3\xa9 \xff",
+                     1'234'567,
+                     1'240'000,
+                     0,
                      {{"keyset", std::string("CPU")}, {"nan", std::nan("")}, {"big", int64_t{-9}}, {"ok", false}}});
   t.spans.push_back({2, 1, Floor::Kernels, "add", 1'235'000, 1'236'001, 0, {{"inf", -INFINITY}}});
   t.spans.push_back({3, 0, Floor::Device, "kernel", 5, 7, 1, {}});
@@ -181,18 +187,34 @@ std::string random_bytes(std::mt19937_64& rng, size_t max_len) {
   std::string s(rng() % (max_len + 1), '\0');
   for (char& c : s) {
     switch (rng() % 4) {
-      case 0: c = static_cast<char>(rng() % 256); break;  // any byte
-      case 1: c = " \t\n\r\\\"x"[rng() % 7]; break;     // the ones that need escaping
-      default: c = static_cast<char>('a' + rng() % 26); break;
+      case 0:
+        c = static_cast<char>(rng() % 256);
+        break;  // any byte
+      case 1:
+        c = " \t\n\r\\\"x"[rng() % 7];
+        break;  // the ones that need escaping
+      default:
+        c = static_cast<char>('a' + rng() % 26);
+        break;
     }
   }
   return s;
 }
 
 double random_double(std::mt19937_64& rng) {
-  static const double kSpecial[] = {0.0, -0.0, 1.0, -1.5, 0.1, std::numeric_limits<double>::max(),
-                                    -std::numeric_limits<double>::max(), std::numeric_limits<double>::min(),
-                                    std::numeric_limits<double>::denorm_min(), INFINITY, -INFINITY, 1e300, -1e-300};
+  static const double kSpecial[] = {0.0,
+                                    -0.0,
+                                    1.0,
+                                    -1.5,
+                                    0.1,
+                                    std::numeric_limits<double>::max(),
+                                    -std::numeric_limits<double>::max(),
+                                    std::numeric_limits<double>::min(),
+                                    std::numeric_limits<double>::denorm_min(),
+                                    INFINITY,
+                                    -INFINITY,
+                                    1e300,
+                                    -1e-300};
   if (rng() % 2) return kSpecial[rng() % std::size(kSpecial)];
   double d;
   do {
@@ -219,10 +241,18 @@ Trace random_trace(std::mt19937_64& rng) {
     for (size_t a = rng() % 6; a > 0; --a) {
       ArgValue v;
       switch (rng() % 4) {
-        case 0: v = static_cast<int64_t>(rng()); break;
-        case 1: v = random_double(rng); break;
-        case 2: v = static_cast<bool>(rng() % 2); break;
-        default: v = random_bytes(rng, 16); break;
+        case 0:
+          v = static_cast<int64_t>(rng());
+          break;
+        case 1:
+          v = random_double(rng);
+          break;
+        case 2:
+          v = static_cast<bool>(rng() % 2);
+          break;
+        default:
+          v = random_bytes(rng, 16);
+          break;
       }
       s.args.push_back({random_bytes(rng, 8), v});
     }
@@ -340,10 +370,18 @@ TEST(DescentFormat, MutatedInputNeverCrashes) {
     for (int edits = 1 + rng() % 4; edits > 0 && !text.empty(); --edits) {
       const size_t at = rng() % text.size();
       switch (rng() % 4) {
-        case 0: text[at] = static_cast<char>(rng() % 256); break;
-        case 1: text.erase(at, 1 + rng() % 8); break;
-        case 2: text.insert(at, 1, " \n\\\"0-x"[rng() % 7]); break;
-        default: text.resize(at); break;
+        case 0:
+          text[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          text.erase(at, 1 + rng() % 8);
+          break;
+        case 2:
+          text.insert(at, 1, " \n\\\"0-x"[rng() % 7]);
+          break;
+        default:
+          text.resize(at);
+          break;
       }
     }
     try {

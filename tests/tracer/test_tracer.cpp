@@ -224,7 +224,7 @@ TEST(Tracer, SnapshotHoldsTheSpansOfAWindowAndTheRecordingGoesOn) {
 
 TEST(Tracer, AWindowCountsOnlyTheSpansDroppedInsideIt) {
   const uint32_t saved = span_limit();
-  set_span_limit(1);  // one chunk: 16384 spans
+  set_span_limit(1);               // one chunk: 16384 spans
   EXPECT_EQ(dropped_spans(), 0u);  // no recording
   start();
   for (int i = 0; i < 16384 + 10; ++i) {
@@ -240,7 +240,7 @@ TEST(Tracer, AWindowCountsOnlyTheSpansDroppedInsideIt) {
   EXPECT_EQ(window.metadata.at("tracer.dropped_spans"), "1");
   const Trace quiet = snapshot(now_ns(), dropped_spans());
   EXPECT_EQ(quiet.metadata.count("tracer.dropped_spans"), 0u);  // nothing dropped since
-  const Trace tail = stop(since, dropped_before);  // stop() takes a window too
+  const Trace tail = stop(since, dropped_before);               // stop() takes a window too
   EXPECT_EQ(tail.metadata.at("tracer.dropped_spans"), "1");
   set_span_limit(saved);
 }
@@ -364,7 +364,6 @@ TEST(Tracer, ThreadsGetSeparateNumbersAndParents) {
   EXPECT_EQ(check_structure(t), "");
   for (size_t i = 1; i < t.spans.size(); ++i) EXPECT_LE(t.spans[i - 1].thread, t.spans[i].thread);
 }
-
 
 // recorded_spans() is read by another thread while one records (the app's
 // status line): it grows as spans are recorded, counts every thread's, and

@@ -69,9 +69,10 @@ const trace::Trace& named(const std::string& name) {
   throw std::runtime_error("no trace named " + name + " in " + traces_dir());
 }
 
-#define NEED_TRACES()                                                                            \
-  if (traces_dir().empty()) GTEST_SKIP() << "DESCENT_EXPLAIN_TRACES is not set: run through ctest, " \
-                                            "whose fixture ui_explain_traces writes the traces"
+#define NEED_TRACES()                                                      \
+  if (traces_dir().empty())                                                \
+  GTEST_SKIP() << "DESCENT_EXPLAIN_TRACES is not set: run through ctest, " \
+                  "whose fixture ui_explain_traces writes the traces"
 
 // A span's shape, independent of the explainer: its floor, its name (an op's
 // name, a Python function's or a statement's text stand for their class), its
@@ -127,11 +128,17 @@ TEST(Explain, EverySpanOfEveryOpOnEveryDeviceIsExplained) {
   for (const auto& [shape, kind] : kinds) std::cout << "  " << shape << " -> " << kind << "\n";
   std::cout << kinds.size() << " shapes of span, " << distinct.size() << " kinds of explanation\n";
   // The kinds a lesson asks about are all among them.
-  for (const char* k : {"binding.op", "allocator.wrapped_number", "dispatch.call", "dispatch.redispatch",
-                        "dispatch.from_kernel", "autograd.none", "autograd.recorded", "autograd.evaluate_function",
-                        "kernel.reference", "kernel.optimized", "kernel.device", "kernel.parallel_for",
-                        "allocator.cache_hit", "allocator.cache_miss", "allocator.raw_malloc", "allocator.free",
-                        "streams.enqueue", "launch", "streams.synchronize", "device.kernel", "streams.copy"}) {
+  for (const char* k : {"binding.op",           "allocator.wrapped_number",
+                        "dispatch.call",        "dispatch.redispatch",
+                        "dispatch.from_kernel", "autograd.none",
+                        "autograd.recorded",    "autograd.evaluate_function",
+                        "kernel.reference",     "kernel.optimized",
+                        "kernel.device",        "kernel.parallel_for",
+                        "allocator.cache_hit",  "allocator.cache_miss",
+                        "allocator.raw_malloc", "allocator.free",
+                        "streams.enqueue",      "launch",
+                        "streams.synchronize",  "device.kernel",
+                        "streams.copy"}) {
     EXPECT_TRUE(distinct.count(k)) << "no span of the traces was explained as " << k;
   }
 }

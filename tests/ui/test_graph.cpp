@@ -165,8 +165,11 @@ TEST(Graph, AnEmptyOrForeignTraceHasNoGraph) {
   s.args.push_back({"graph", std::string("none: no input requires grad")});
   t.spans.push_back(s);
   s.id = 2;
-  s.args = {{"graph", std::string("recorded")}, {"node", std::string("AddBackward0")}, {"node_id", int64_t{9}},
-            {"edge0_id", int64_t{-1}}, {"edge1_id", int64_t{42}}};  // no edges list: the target's name is unknown
+  s.args = {{"graph", std::string("recorded")},
+            {"node", std::string("AddBackward0")},
+            {"node_id", int64_t{9}},
+            {"edge0_id", int64_t{-1}},
+            {"edge1_id", int64_t{42}}};  // no edges list: the target's name is unknown
   t.spans.push_back(s);
   const AutogradGraph g = build_graph(t);
   ASSERT_EQ(g.nodes.size(), 2u);

@@ -52,12 +52,12 @@ TEST(MemoryModel, ReplayingTheWholeHistoryGivesTheSnapshotAfter) {
   Recorder r;
   DataPtr warm = r.a.allocate(3000);  // a segment before the recording starts
   r.begin();
-  DataPtr x = r.a.allocate(4000);     // a hit in the cached segment, split
+  DataPtr x = r.a.allocate(4000);       // a hit in the cached segment, split
   DataPtr big = r.a.allocate(3 << 20);  // the large pool: a 20 MiB segment, split
-  x.release();                              // free, merged with the free rest
-  DataPtr z = r.a.allocate(4000);    // the cached block again
+  x.release();                          // free, merged with the free rest
+  DataPtr z = r.a.allocate(4000);       // the cached block again
   big.release();
-  r.a.empty_cache();                        // the large segment goes back
+  r.a.empty_cache();  // the large segment goes back
   r.end();
   ASSERT_FALSE(r.d.history.empty());
   const MemoryAt all = replay(r.d, INT64_MAX);
@@ -117,7 +117,7 @@ TEST(MemoryModel, AFreeWaitingForAnotherStreamIsPendingUntilItCompletes) {
   DataPtr p = r.a.allocate(2048);
   r.a.record_stream(p, 1);
   const uint64_t addr = reinterpret_cast<uint64_t>(p.ptr);
-  p.release();                       // free_requested: waits for stream 1's event
+  p.release();                   // free_requested: waits for stream 1's event
   DataPtr q = r.a.allocate(64);  // processes the events: free_completed
   r.end();
   size_t requested = SIZE_MAX;

@@ -32,7 +32,8 @@ trace::Trace device_add_and_backward() {
   t.spans.push_back(make_span(6, 0, Floor::Python, "loss.backward()", 2000, 3000));
   t.spans.push_back(make_span(7, 6, Floor::Binding, "_run_backward", 2010, 2990));
   t.spans.push_back(make_span(8, 7, Floor::Autograd, "autograd::engine::evaluate_function: AddBackward0", 2020, 2500));
-  t.spans.push_back(make_span(9, 7, Floor::Autograd, "autograd::engine::evaluate_function: AccumulateGrad", 2510, 2980));
+  t.spans.push_back(
+      make_span(9, 7, Floor::Autograd, "autograd::engine::evaluate_function: AccumulateGrad", 2510, 2980));
   return t;
 }
 

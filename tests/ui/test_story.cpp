@@ -77,7 +77,7 @@ TEST(Story, WarmMedianLeavesTheFirstCallOut) {
   const Story s = build_story(t);
   const Timing root = timing_of(s, 0);
   EXPECT_EQ(root.warm_samples, 1);
-  EXPECT_EQ(root.inclusive_ns, 1000);      // the second call's
+  EXPECT_EQ(root.inclusive_ns, 1000);       // the second call's
   EXPECT_EQ(root.cold_inclusive_ns, 3000);  // the first call's
   const Timing alloc = timing_of(s, 4);
   EXPECT_EQ(alloc.inclusive_ns, 100);
@@ -159,8 +159,8 @@ TEST(Playback, RealTimeFollowsTheTraceClock) {
   // Steps 0 -> 1 are 100 ns apart: shorter than the minimum, so the minimum.
   EXPECT_DOUBLE_EQ(p.step_seconds(s, 0), kMinStepSeconds);
   // Step 9 (up from the first root at 3000) to 10 (down into the second at 10000): 7 us.
-  EXPECT_DOUBLE_EQ(p.step_seconds(s, 9), kMaxStepSeconds < 7 * kRealTimeSecondsPerUs ? kMaxStepSeconds
-                                                                                       : 7 * kRealTimeSecondsPerUs);
+  EXPECT_DOUBLE_EQ(p.step_seconds(s, 9),
+                   kMaxStepSeconds < 7 * kRealTimeSecondsPerUs ? kMaxStepSeconds : 7 * kRealTimeSecondsPerUs);
   p.faster();
   EXPECT_DOUBLE_EQ(p.step_seconds(s, 0), kMinStepSeconds / 2);
 }

@@ -35,8 +35,12 @@ trace::Trace two_launches_and_a_wait() {
   auto launch = [](uint64_t id, uint64_t parent, const char* kernel, int64_t a, int64_t b, int64_t stream,
                    int64_t correlation) {
     return make_span(id, parent, Floor::Launch, "simLaunchKernel", a, b, 0,
-                     {{"kernel", std::string(kernel)}, {"grid", int64_t{1}}, {"block", int64_t{256}},
-                      {"shared_bytes", int64_t{0}}, {"stream", stream}, {"correlation", correlation}});
+                     {{"kernel", std::string(kernel)},
+                      {"grid", int64_t{1}},
+                      {"block", int64_t{256}},
+                      {"shared_bytes", int64_t{0}},
+                      {"stream", stream},
+                      {"correlation", correlation}});
   };
   auto enqueue = [](uint64_t id, uint64_t parent, int64_t a, int64_t b, int64_t stream, int64_t depth) {
     return make_span(id, parent, Floor::Streams, "enqueue", a, b, 0, {{"stream", stream}, {"queue_depth", depth}});
@@ -131,7 +135,7 @@ TEST(StreamsModel, AWaitWaitsForWhatIsStillOnTheDevice) {
   const trace::Span& item = t.spans[index_of(t, 8)];
   EXPECT_TRUE(is_sync_span(item));
   EXPECT_FALSE(is_sync_span(t.spans[index_of(t, 3)]));  // an enqueue is not a wait
-  const auto w = waited_for(m, item);  // add ended at 4500, before the wait: only mul
+  const auto w = waited_for(m, item);                   // add ended at 4500, before the wait: only mul
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0], (std::pair<size_t, size_t>{0, 1}));
 }
@@ -141,15 +145,15 @@ TEST(StreamsModel, WhatFloorsSevenAndEightDecidedInWords) {
   const StreamsModel m = build_streams(t);
   const std::string launch = device_decision(t, m, index_of(t, 4));
   EXPECT_NE(launch.find("kernel add_float32: grid 1 x block 256 threads, 0 B shared memory, on stream 0"),
-            std::string::npos) << launch;
+            std::string::npos)
+      << launch;
   EXPECT_NE(launch.find("after the launch returned"), std::string::npos) << launch;
   EXPECT_EQ(device_decision(t, m, index_of(t, 3)),
             "on stream 0, queue depth 1: nothing ahead of it, the device can start at once");
   EXPECT_EQ(device_decision(t, m, index_of(t, 6)), "on stream 0, queue depth 2: this work and 1 ahead of it");
   EXPECT_EQ(device_decision(t, m, index_of(t, 8)),
             "the host waits (simDeviceSynchronize) for 1 piece of work still on sim:0");
-  EXPECT_NE(device_decision(t, m, index_of(t, 9)).find("recording ended before the device ran it"),
-            std::string::npos);
+  EXPECT_NE(device_decision(t, m, index_of(t, 9)).find("recording ended before the device ran it"), std::string::npos);
   EXPECT_EQ(device_decision(t, m, index_of(t, 2)), "");  // not a device floor
 }
 
@@ -194,7 +198,10 @@ trace::Trace record_sim_add() {
       disp.arg("kernel", "Sim");
       trace::ScopedSpan kern(Floor::Kernels, "aten::ones");
       kern.arg("variant", "sim");
-      { trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc"); alloc.arg("bytes", int64_t{512}); }
+      {
+        trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc");
+        alloc.arg("bytes", int64_t{512});
+      }
       // The fill kernel runs until the add is queued behind it (however long a
       // busy machine keeps this thread from enqueueing it), then 300 us more.
       launch::launch_sim(s, launch::linear_launch("fill_float32", "aten::ones", 4), [](const launch::Dim3&) {
@@ -210,7 +217,10 @@ trace::Trace record_sim_add() {
       disp.arg("kernel", "Sim");
       trace::ScopedSpan kern(Floor::Kernels, "aten::add");
       kern.arg("variant", "sim");
-      { trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc"); alloc.arg("bytes", int64_t{512}); }
+      {
+        trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc");
+        alloc.arg("bytes", int64_t{512});
+      }
       launch::launch_sim(s, launch::linear_launch("add_float32", "aten::add", 4), [](const launch::Dim3&) {});
       g_add_queued.store(true);
     }

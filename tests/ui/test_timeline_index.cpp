@@ -119,7 +119,9 @@ TEST(TimelineIndex, RowsAndLanes) {
       const size_t p = b.parent[s];
       const bool parent_here = p != SIZE_MAX && x.row_of_lane(x.lane_of_span(p)) == x.row_of_lane(lane);
       EXPECT_EQ(lane - row.first_lane, parent_here ? x.lane_of_span(p) - row.first_lane + 1 : 0u);
-      if (k > 0) { EXPECT_LE(b.t.spans[x.span_at(lane, k - 1)].start_ns, b.t.spans[s].start_ns); }
+      if (k > 0) {
+        EXPECT_LE(b.t.spans[x.span_at(lane, k - 1)].start_ns, b.t.spans[s].start_ns);
+      }
     }
   }
   for (int c : seen) EXPECT_EQ(c, 1);
@@ -151,7 +153,9 @@ void check_walk(const Trace& t, const TimelineIndex& x, size_t lane, double t0, 
       max_end = std::max(max_end, s.end_ns);
       EXPECT_TRUE(static_cast<double>(s.start_ns) <= t1 && static_cast<double>(s.end_ns) >= t0)
           << "item covers a span outside the window";
-      if (it.merged()) { EXPECT_LT(static_cast<double>(s.duration_ns()), w) << "a wide span was merged"; }
+      if (it.merged()) {
+        EXPECT_LT(static_cast<double>(s.duration_ns()), w) << "a wide span was merged";
+      }
     }
     EXPECT_EQ(it.start_ns, t.spans[x.span_at(lane, it.first)].start_ns);
     EXPECT_EQ(it.end_ns, max_end);
@@ -176,8 +180,8 @@ TEST(TimelineIndex, WalkMatchesBruteForce) {
     for (int q = 0; q < 60; ++q) {
       const double zoom = std::pow(10.0, -static_cast<double>(rng() % 60) / 10.0);  // 1 .. 1e-6 of the trace
       const double width = std::max(1.0, span * zoom);
-      const double t0 = static_cast<double>(x.min_ns()) - width * 0.1 +
-                        static_cast<double>(rng() % 1000) / 1000.0 * span;
+      const double t0 =
+          static_cast<double>(x.min_ns()) - width * 0.1 + static_cast<double>(rng() % 1000) / 1000.0 * span;
       const double t1 = t0 + width;
       const double npp = width / 1600.0;
       for (size_t lane = 0; lane < x.lanes(); ++lane) {
