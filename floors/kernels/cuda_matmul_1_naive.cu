@@ -26,22 +26,11 @@ __global__ void __launch_bounds__(kNaiveX* kNaiveY) matmul_naive(MatmulPlan p, c
                out + int64_t(blockIdx.z) * p.m * p.n, i, j);
 }
 
-const char* const kNaiveNames[kNumScalarTypes] = {"",
-                                                  "matmul_naive_int64",
-                                                  "matmul_naive_float32",
-                                                  "matmul_naive_float64",
-                                                  "matmul_naive_float16",
-                                                  "matmul_naive_bfloat16",
-                                                  "matmul_naive_uint8",
-                                                  "matmul_naive_int8",
-                                                  "matmul_naive_int16",
-                                                  "matmul_naive_int32"};
-
 }  // namespace
 
 const char* cuda_matmul_naive(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                               const MatmulPlan& p) {
-  const char* kernel = kNaiveNames[int(dt)];
+  const char* kernel = matmul_kernel_name("naive", dt);
   visit_product_dtype(dt, [&]<class T>() {
     launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kNaiveX), kNaiveX * kNaiveY);
     k.grid.y = uint32_t(ceil_div(p.m, kNaiveY));

@@ -11,24 +11,9 @@
 
 namespace descent::kernels::device {
 
-namespace {
-
-const char* const kSharedNames[kNumScalarTypes] = {"",
-                                                   "matmul_shared_16x16_int64",
-                                                   "matmul_shared_16x16_float32",
-                                                   "matmul_shared_16x16_float64",
-                                                   "matmul_shared_16x16_float16",
-                                                   "matmul_shared_16x16_bfloat16",
-                                                   "matmul_shared_16x16_uint8",
-                                                   "matmul_shared_16x16_int8",
-                                                   "matmul_shared_16x16_int16",
-                                                   "matmul_shared_16x16_int32"};
-
-}  // namespace
-
 const char* cuda_matmul_shared_tiles(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                                      const MatmulPlan& p) {
-  const char* kernel = kSharedNames[int(dt)];
+  const char* kernel = matmul_kernel_name("shared_16x16", dt);
   visit_product_dtype(dt, [&]<class T>() { launch_tiled<SharedTile, T>(s, kernel, p, a, b, out); });
   return kernel;
 }

@@ -138,17 +138,6 @@ bool float32_fast(const MatmulPlan& p, const void* a, const void* b, const void*
   return rows_of_16_bytes(p, 4, a, b) && aligned16(out);
 }
 
-const char* const kTiledNames[kNumScalarTypes] = {"",
-                                                  "matmul_tiled_64x64_int64",
-                                                  "matmul_tiled_64x64_float32",
-                                                  "matmul_tiled_64x64_float64",
-                                                  "matmul_tiled_64x64_float16",
-                                                  "matmul_tiled_64x64_bfloat16",
-                                                  "matmul_tiled_64x64_uint8",
-                                                  "matmul_tiled_64x64_int8",
-                                                  "matmul_tiled_64x64_int16",
-                                                  "matmul_tiled_64x64_int32"};
-
 }  // namespace
 
 const char* cuda_matmul_register_tiles(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
@@ -163,7 +152,7 @@ const char* cuda_matmul_register_tiles(const streams::Stream& s, ScalarType dt, 
                         static_cast<float*>(out));
     return "matmul_float32_128x128";
   }
-  const char* kernel = kTiledNames[int(dt)];
+  const char* kernel = matmul_kernel_name("tiled_64x64", dt);
   visit_product_dtype(dt, [&]<class T>() { launch_tiled<GenericTile, T>(s, kernel, p, a, b, out); });
   return kernel;
 }

@@ -7,6 +7,7 @@
 #include "floors/kernels/matmul_ladder.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -35,6 +36,18 @@ const char* rung_name(MatmulRung r) {
       return "wgmma";
   }
   return "?";
+}
+
+const char* matmul_kernel_name(std::string_view family, ScalarType dt) {
+  static const auto* names = [] {
+    auto* m = new std::map<std::pair<std::string, int>, std::string>;  // never freed: the names outlive every trace
+    for (const char* f : {"naive", "shared_16x16", "tiled_64x64", "tiled_128x128"})
+      for (int t = 0; t < kNumScalarTypes; ++t)
+        (*m)[{f, t}] = std::string("matmul_") + f + "_" + dtype_name(ScalarType(t));
+    return m;
+  }();
+  const auto it = names->find({std::string(family), int(dt)});
+  return it == names->end() ? "matmul_unknown" : it->second.c_str();
 }
 
 bool rung_takes(MatmulRung r, ScalarType dt) {
@@ -151,44 +164,13 @@ void sim_naive(const streams::Stream& s, const char* kernel, const MatmulPlan& p
   });
 }
 
-// The kernels' names, one per dtype (ScalarType's order; bool has none).
-using Names = const char* const[kNumScalarTypes];
-Names kSimNaive = {"",
-                   "matmul_naive_int64",
-                   "matmul_naive_float32",
-                   "matmul_naive_float64",
-                   "matmul_naive_float16",
-                   "matmul_naive_bfloat16",
-                   "matmul_naive_uint8",
-                   "matmul_naive_int8",
-                   "matmul_naive_int16",
-                   "matmul_naive_int32"};
-Names kSimShared = {"",
-                    "matmul_shared_16x16_int64",
-                    "matmul_shared_16x16_float32",
-                    "matmul_shared_16x16_float64",
-                    "matmul_shared_16x16_float16",
-                    "matmul_shared_16x16_bfloat16",
-                    "matmul_shared_16x16_uint8",
-                    "matmul_shared_16x16_int8",
-                    "matmul_shared_16x16_int16",
-                    "matmul_shared_16x16_int32"};
-Names kSimTiled = {"",
-                   "matmul_tiled_64x64_int64",
-                   "matmul_tiled_128x128_float32",
-                   "matmul_tiled_64x64_float64",
-                   "matmul_tiled_64x64_float16",
-                   "matmul_tiled_64x64_bfloat16",
-                   "matmul_tiled_64x64_uint8",
-                   "matmul_tiled_64x64_int8",
-                   "matmul_tiled_64x64_int16",
-                   "matmul_tiled_64x64_int32"};
-
 const char* sim_matmul(MatmulRung r, const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                        const MatmulPlan& p) {
-  const char* kernel = (r == MatmulRung::Naive         ? kSimNaive
-                        : r == MatmulRung::SharedTiles ? kSimShared
-                                                       : kSimTiled)[int(dt)];
+  const char* kernel = matmul_kernel_name(r == MatmulRung::Naive         ? "naive"
+                                          : r == MatmulRung::SharedTiles ? "shared_16x16"
+                                          : dt == ScalarType::Float32    ? "tiled_128x128"
+                                                                         : "tiled_64x64",
+                                          dt);
   DESCENT_CHECK(dt != ScalarType::Bool, Error, "device::matmul: no product of bool");
   visit_dtype(dt, [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {

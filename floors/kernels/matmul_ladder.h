@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "floors/core/device.h"
@@ -56,6 +57,11 @@ constexpr int kMatmulRungs = 5;
 const char* rung_name(MatmulRung r);  // "naive", ..., "wgmma"; "auto"
 // Whether rung r multiplies dtype dt at all (bool never; wmma and wgmma only the 16-bit floats).
 bool rung_takes(MatmulRung r, ScalarType dt);
+// A product kernel's name as the trace shows it on sim:0 and CUDA alike:
+// "matmul_" + family + "_" + dtype ("matmul_naive_float32",
+// "matmul_shared_16x16_int64"); families "naive", "shared_16x16",
+// "tiled_64x64", "tiled_128x128". The text lives as long as the program.
+const char* matmul_kernel_name(std::string_view family, ScalarType dt);
 
 // The rungs that run on d, lowest first: sim:0 runs rungs 1 to 3; a CUDA
 // device 1 to 4, and 5 where it is compute capability 9.0.

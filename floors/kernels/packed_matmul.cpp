@@ -208,8 +208,8 @@ struct Micro {
 #if defined(__x86_64__)
 // The same microkernel in each unit's words. GCC inlines a function built for
 // one instruction set only into a function built for the same, so each unit
-// has its own helpers and its own copy of the (short) loop, rather than one
-// template the helpers could not be inlined into.
+// has its own helpers (V<T>), and the loop (packed_micro.inc) is compiled
+// once inside each unit's namespace with that unit's instruction set on.
 namespace avx512 {
 #define DESCENT_TARGET gnu::target("avx512f"), gnu::always_inline
 template <typename T>
@@ -236,31 +236,10 @@ struct V<double> {
 };
 #undef DESCENT_TARGET
 
-template <typename T, int MR, int NV>
-[[gnu::target("avx512f")]] void micro(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, bool load) {
-  using W = V<T>;
-  constexpr int L = W::kLanes;
-  typename W::R acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = load ? W::load(c + i * ldc + v * L) : W::zero();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NV * L) {
-    typename W::R b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = W::load(bp + v * L);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const typename W::R a = W::splat(ap[i]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = W::fma(a, b[v], acc[i][v]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) W::store(c + i * ldc + v * L, acc[i][v]);
-}
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#include "floors/kernels/packed_micro.inc"
+#pragma GCC pop_options
 }  // namespace avx512
 
 namespace avx2 {
@@ -289,31 +268,10 @@ struct V<double> {
 };
 #undef DESCENT_TARGET
 
-template <typename T, int MR, int NV>
-[[gnu::target("avx2,fma")]] void micro(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, bool load) {
-  using W = V<T>;
-  constexpr int L = W::kLanes;
-  typename W::R acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = load ? W::load(c + i * ldc + v * L) : W::zero();
-  for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NV * L) {
-    typename W::R b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = W::load(bp + v * L);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const typename W::R a = W::splat(ap[i]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = W::fma(a, b[v], acc[i][v]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) W::store(c + i * ldc + v * L, acc[i][v]);
-}
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "floors/kernels/packed_micro.inc"
+#pragma GCC pop_options
 }  // namespace avx2
 #endif
 

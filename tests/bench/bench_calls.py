@@ -9,21 +9,9 @@ the Python floor: build both versions, then run this against each in turn
 Each line is the minimum and the median of 40 timings of 20000 calls (after a
 warm-up). On a shared machine the minimum is the steadier of the two.
 """
-import statistics
 import sys
-import time
 
-
-def timings_ns(fn, n=20000, reps=40):
-    for _ in range(2000):
-        fn()
-    runs = []
-    for _ in range(reps):
-        t = time.perf_counter_ns()
-        for _ in range(n):
-            fn()
-        runs.append((time.perf_counter_ns() - t) / n)
-    return min(runs), statistics.median(runs)
+from bench import timings_ns  # tests/bench/bench.py, beside this file
 
 
 def main():
@@ -34,7 +22,7 @@ def main():
              ("a + 1", lambda: a + 1), ("a.sum()", lambda: a.sum()), ("a.view(1)", lambda: a.view(1)),
              ("a.dim()", lambda: a.dim())]
     for name, fn in calls:
-        lo, med = timings_ns(fn)
+        lo, med = timings_ns(fn, n=20000, reps=40)
         print(f"{name:18s} min {lo:6.0f} ns  median {med:6.0f} ns")
 
 

@@ -47,6 +47,9 @@ ALL_DTYPES = DTYPES + [descent.float16, descent.bfloat16] + INT_DTYPES  # descen
 NP_DTYPE = {descent.bool: np.bool_, descent.int64: np.int64,
             descent.float32: np.float32, descent.float64: np.float64}
 LAYOUTS = ["contiguous", "offset", "transposed", "stepped", "expanded"]
+# The devices the device tests run on: sim:0 everywhere, cuda:0 where there is a GPU.
+needs_cuda = pytest.mark.skipif(not descent.cuda.is_available(), reason="no CUDA device here")
+DEVICES = ["sim:0", pytest.param("cuda:0", marks=needs_cuda)]
 # (op name, dtype) pairs the runtime refuses with TypeError, as PyTorch does.
 def op_key(op):
     """A short name for a row of descent._C._ops(): its Python name ("add" for

@@ -11,10 +11,10 @@ import re
 import pytest
 
 import descent
+from conftest import needs_cuda
 from descent import _C
 
 SIM = "sim:0"
-needs_cuda = pytest.mark.skipif(not descent.cuda.is_available(), reason="no CUDA device here")
 
 
 def floors_of(trace):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DTYPES, OPS_BY_KEY, dtype_id, to_np
+from conftest import DEVICES, DTYPES, OPS_BY_KEY, dtype_id, to_np
 from test_ops import parse_sample
 
 KINDS = {"unary", "binary", "comparison", "view", "factory", "copy", "in_place", "inplace"}
@@ -23,15 +23,6 @@ CUDA_ULPS = dict.fromkeys(["exp", "log", "tanh", "sigmoid", "sin", "cos", "pow.T
                            "pow.Scalar", "randn"], 8)
 
 
-def cuda_available():
-    try:
-        descent.ones(1, device="cuda:0")
-        return True
-    except RuntimeError:
-        return False
-
-
-DEVICES = ["sim:0", pytest.param("cuda:0", marks=pytest.mark.skipif(not cuda_available(), reason="no CUDA device"))]
 
 
 def host(t):

@@ -10,19 +10,9 @@ import sys
 import pytest
 
 import descent
+from conftest import DEVICES
 
 
-def _devices():
-    out = ["sim:0"]
-    try:
-        descent.zeros(1, device="cuda:0")
-        out.append("cuda:0")
-    except (RuntimeError, NotImplementedError):
-        pass
-    return out
-
-
-DEVICES = _devices()
 
 
 def _close(a, b, rel=1e-5):

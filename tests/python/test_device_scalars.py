@@ -19,10 +19,8 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import to_np
+from conftest import DEVICES, needs_cuda, to_np
 
-needs_cuda = pytest.mark.skipif(not descent.cuda.is_available(), reason="no CUDA device here")
-DEVICES = ["sim:0", pytest.param("cuda:0", marks=needs_cuda)]
 
 
 def in_order(trace):

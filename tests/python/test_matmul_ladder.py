@@ -14,25 +14,16 @@ import pytest
 import descent
 from descent import _C
 
-from conftest import cli
+from conftest import DEVICES, cli, needs_cuda
 
 
-def cuda_available():
-    try:
-        descent.ones(1, device="cuda:0")
-        return True
-    except RuntimeError:
-        return False
-
-
-DEVICES = ["sim:0", pytest.param("cuda:0", marks=pytest.mark.skipif(not cuda_available(), reason="no CUDA device"))]
 
 
 @pytest.fixture(autouse=True)
 def auto_rungs():
     yield
     _C._set_matmul_rung("sim:0", "auto")
-    if cuda_available():
+    if descent.cuda.is_available():
         _C._set_matmul_rung("cuda:0", "auto")
 
 
@@ -72,7 +63,7 @@ def test_each_rung_agrees_and_the_trace_names_it(device, rng):
     assert rung_of_traced_mm(a, b)["rung"] == "register_tiles"
 
 
-@pytest.mark.skipif(not cuda_available(), reason="no CUDA device")
+@needs_cuda
 def test_cuda_bfloat16_takes_its_tensor_core_rung():
     a = descent.ones(256, 128, dtype=descent.bfloat16, device="cuda:0")
     b = descent.ones(128, 256, dtype=descent.bfloat16, device="cuda:0")
