@@ -170,6 +170,13 @@ Explanation kernel_span(const At& a) {
     note(e, "Streams and the two clocks");
     pytorch(e, "aten/src/ATen/native/cuda/CUDALoops.cuh", "gpu_kernel_impl, launch_vectorized_kernel");
     op_specific(e, a.sp.name);
+    if (str(a.sp, "math") == "tf32") {
+      say(e,
+          "It ran in TF32, because descent.backends.cuda.matmul.allow_tf32 is True: each float32 operand was cut "
+          "to a 10-bit mantissa on its way into the tensor cores, so the result is close to float32's but not its "
+          "bits, and several times faster.");
+      note(e, "TF32 matmul");
+    }
     roofline_sentences(e, a);
     return e;
   }

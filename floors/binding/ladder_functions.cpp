@@ -84,7 +84,20 @@ PyObject* py_verify_matmul_rungs(PyObject*, PyObject* args) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// _set_cublas_allow_tf32(bool) and _get_cublas_allow_tf32(): PyTorch's
+// names for whether a float32 product on CUDA may run in TF32 (Note [TF32
+// matmul], floors/kernels/cuda_matmul_4_wmma.cu).
+PyObject* py_set_allow_tf32(PyObject*, PyObject* o) {
+  if (!PyBool_Check(o))
+    return PyErr_Format(PyExc_RuntimeError, "set_allow_tf32_cublas expects a bool, but got %s", Py_TYPE(o)->tp_name);
+  device::set_allow_tf32(o == Py_True);
+  Py_RETURN_NONE;
+}
+PyObject* py_get_allow_tf32(PyObject*, PyObject*) { return PyBool_FromLong(device::allow_tf32()); }
+
 PyMethodDef ladder_functions[] = {
+    {"_set_cublas_allow_tf32", py_set_allow_tf32, METH_O, "_set_cublas_allow_tf32(bool): float32 products in TF32"},
+    {"_get_cublas_allow_tf32", py_get_allow_tf32, METH_NOARGS, "whether float32 products on CUDA may run in TF32"},
     {"_matmul_rungs", py_matmul_rungs, METH_O, "_matmul_rungs(device): the matmul ladder's rungs there, lowest first"},
     {"_set_matmul_rung", py_set_matmul_rung, METH_VARARGS, "_set_matmul_rung(device, name): a rung, or 'auto'"},
     {"_matmul_rung", py_matmul_rung, METH_O, "_matmul_rung(device): the rung asked for there"},

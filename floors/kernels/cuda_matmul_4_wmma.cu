@@ -1,6 +1,7 @@
 // The matmul ladder's rung 4 (Note [The matmul ladder], matmul_ladder.h):
 // float16 and bfloat16 on tensor cores, a warp at a time, through CUDA's
-// wmma API (Note [Tensor-core matmul] below).
+// wmma API (Note [Tensor-core matmul] below); float32 there too in TF32
+// when it is allowed (Note [TF32 matmul]).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -151,12 +152,138 @@ void launch_tensor_core(const streams::Stream& s, const char* kernel, bool fast,
     launch::launch_cuda(s, k, matmul_tensor_core<T, false>, p, pa, pb, po);
 }
 
+// Note [TF32 matmul]
+// ~~~~~~~~~~~~~~~~~~
+// float32 runs on tensor cores only when asked (descent.backends.cuda.matmul.
+// allow_tf32 = True, or set_float32_matmul_precision("high"), as in
+// PyTorch, where it is off for matmuls by default): each operand is rounded
+// to TF32 (float32's 8-bit exponent with a 10-bit mantissa) as it enters the
+// instruction's fragment, and the products are summed in float32. So the
+// result is inexact by design, each product off by up to about 2**-10 of
+// itself where float32 would be off by 2**-24: the verifier holds it to Note
+// [Device matmul bound] plus that rounding, and the kernel span says
+// math=tf32. The block is the 16-bit kernel's, 128 x 128 outputs in eight
+// warps of 64 x 32, with k in steps of 16 (a float tile is twice the bytes)
+// and 8 per instruction (m16n16k8). Each thread brings two 16-byte chunks of
+// a's k tile and two of b's per step; the strided path reads them element by
+// element.
+constexpr int kTfBK = 16, kTfLdA = kTfBK + 4, kTfLdB = kTcBN + 4;  // rows padded by 16 bytes
+
+template <bool kFast>
+__global__ void __launch_bounds__(kTcThreads) matmul_tf32(MatmulPlan p, const float* a, const float* b, float* out) {
+#if __CUDA_ARCH__ >= 800
+  using namespace nvcuda;
+  __shared__ alignas(128) float as[2][kTcBM][kTfLdA];
+  __shared__ alignas(128) float bs[2][kTfBK][kTfLdB];
+  __shared__ alignas(128) float stage[kTcThreads / 32][16 * 16];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, wm = warp / 4, wn = warp % 4;
+  const int64_t row0 = int64_t(blockIdx.y) * kTcBM, col0 = int64_t(blockIdx.x) * kTcBN;
+  a += int64_t(blockIdx.z) * p.sa[0];
+  b += int64_t(blockIdx.z) * p.sb[0];
+  out += int64_t(blockIdx.z) * p.m * p.n;
+  float4 na[2], nb[2];
+  // Chunk c of this thread: a's row (t + 256 c) / 4, k ((t + 256 c) % 4) * 4; b's k row (t + 256 c) / 32,
+  // columns ((t + 256 c) % 32) * 4.
+  auto load = [&](int64_t k0) {
+    for (int c = 0; c < 2; ++c) {
+      const int idx = t + c * kTcThreads;
+      const int64_t ra = row0 + idx / 4, ca = k0 + (idx % 4) * 4;
+      const int64_t rb = k0 + idx / 32, cb = col0 + (idx % 32) * 4;
+      if constexpr (kFast) {
+        na[c] =
+            ra < p.m && ca < p.k ? *reinterpret_cast<const float4*>(a + ra * p.sa[1] + ca) : make_float4(0, 0, 0, 0);
+        nb[c] =
+            rb < p.k && cb < p.n ? *reinterpret_cast<const float4*>(b + rb * p.sb[1] + cb) : make_float4(0, 0, 0, 0);
+      } else {
+        float ea[4], eb[4];
+        for (int e = 0; e < 4; ++e) {
+          ea[e] = ra < p.m && ca + e < p.k ? a[ra * p.sa[1] + (ca + e) * p.sa[2]] : 0.0f;
+          eb[e] = rb < p.k && cb + e < p.n ? b[rb * p.sb[1] + (cb + e) * p.sb[2]] : 0.0f;
+        }
+        na[c] = make_float4(ea[0], ea[1], ea[2], ea[3]);
+        nb[c] = make_float4(eb[0], eb[1], eb[2], eb[3]);
+      }
+    }
+  };
+  auto store = [&](int buf) {
+    for (int c = 0; c < 2; ++c) {
+      const int idx = t + c * kTcThreads;
+      *reinterpret_cast<float4*>(&as[buf][idx / 4][(idx % 4) * 4]) = na[c];
+      *reinterpret_cast<float4*>(&bs[buf][idx / 32][(idx % 32) * 4]) = nb[c];
+    }
+  };
+
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[4][2];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+  load(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTfBK) {
+    const bool more = k0 + kTfBK < p.k;
+    if (more) load(k0 + kTfBK);  // in flight during the products
+#pragma unroll
+    for (int kk = 0; kk < kTfBK; kk += 8) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa[4];
+      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fb[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        wmma::load_matrix_sync(fa[i], &as[buf][wm * 64 + i * 16][kk], kTfLdA);
+        for (int e = 0; e < fa[i].num_elements; ++e) fa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        wmma::load_matrix_sync(fb[j], &bs[buf][kk][wn * 32 + j * 16], kTfLdB);
+        for (int e = 0; e < fb[j].num_elements; ++e) fb[j].x[e] = wmma::__float_to_tf32(fb[j].x[e]);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+    if (more) store(buf ^ 1);  // the other buffer was last read before the previous barrier
+    __syncthreads();
+    buf ^= 1;
+  }
+  float* st = stage[warp];
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int64_t r = row0 + wm * 64 + i * 16 + e / 16, c = col0 + wn * 32 + j * 16 + e % 16;
+        if (r < p.m && c < p.n) out[r * p.n + c] = st[e];
+      }
+      __syncwarp();
+    }
+#else
+  __trap();  // TF32 tensor cores need sm_80 or later
+#endif
+}
+
 }  // namespace
 
 const char* cuda_matmul_wmma(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                              const MatmulPlan& p) {
+  if (dt == ScalarType::Float32) {  // only when TF32 is allowed (Note [TF32 matmul])
+    const bool fast = rows_of_16_bytes(p, 4, a, b);
+    const char* kernel = fast ? "matmul_tf32_128x128_float32" : "matmul_tf32_strided_float32";
+    launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kTcBN), kTcThreads);
+    k.grid.y = uint32_t(ceil_div(p.m, kTcBM));
+    k.grid.z = uint32_t(p.batch);
+    k.shared_bytes = 0;  // static: two k tiles of a and b, and the totals' staging
+    const auto* pa = static_cast<const float*>(a);
+    const auto* pb = static_cast<const float*>(b);
+    auto* po = static_cast<float*>(out);
+    if (fast)
+      launch::launch_cuda(s, k, matmul_tf32<true>, p, pa, pb, po);
+    else
+      launch::launch_cuda(s, k, matmul_tf32<false>, p, pa, pb, po);
+    return kernel;
+  }
   DESCENT_CHECK(dt == ScalarType::Float16 || dt == ScalarType::BFloat16, Error,
-                "cuda_matmul_wmma: tensor cores take float16 and bfloat16 only");
+                "cuda_matmul_wmma: tensor cores take float16, bfloat16 and (with TF32 allowed) float32 only");
   const bool fast = rows_of_16_bytes(p, 8, a, b);
   const char* kernel = dt == ScalarType::Float16
                            ? (fast ? "matmul_tensor_core_128x128_float16" : "matmul_tensor_core_strided_float16")

@@ -50,9 +50,17 @@ const char* matmul_kernel_name(std::string_view family, ScalarType dt) {
   return it == names->end() ? "matmul_unknown" : it->second.c_str();
 }
 
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}  // namespace
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+
 bool rung_takes(MatmulRung r, ScalarType dt) {
   if (dt == ScalarType::Bool) return false;
-  if (r == MatmulRung::Wmma || r == MatmulRung::Wgmma) return dt == ScalarType::Float16 || dt == ScalarType::BFloat16;
+  const bool half = dt == ScalarType::Float16 || dt == ScalarType::BFloat16;
+  if (r == MatmulRung::Wmma) return half || (dt == ScalarType::Float32 && allow_tf32());
+  if (r == MatmulRung::Wgmma) return half;
   return true;
 }
 
@@ -199,15 +207,22 @@ void ladder_matmul(const streams::Stream& s, Device d, ScalarType dt, const void
   RungRun& run = last_matmul_run();
   run.fallback.clear();
   const bool half = dt == ScalarType::Float16 || dt == ScalarType::BFloat16;
-  const MatmulRung best = d.type == DeviceType::CUDA && half ? (has_wgmma(d) ? MatmulRung::Wgmma : MatmulRung::Wmma)
-                                                             : MatmulRung::RegisterTiles;
+  const bool cuda = d.type == DeviceType::CUDA;
+  const bool tf32 = cuda && dt == ScalarType::Float32 && allow_tf32();  // Note [TF32 matmul]
+  const MatmulRung best = cuda && half ? (has_wgmma(d) ? MatmulRung::Wgmma : MatmulRung::Wmma)
+                          : tf32       ? MatmulRung::Wmma
+                                       : MatmulRung::RegisterTiles;
   MatmulRung r = requested_matmul_rung(d);
   if (r == MatmulRung::Auto) {
     r = best;
-  } else if (!rung_takes(r, dt)) {
-    run.fallback = str(rung_name(r), " takes float16 and bfloat16 only: ran ", rung_name(best));
+  } else if (!rung_takes(r, dt) || (r == MatmulRung::Wmma && dt == ScalarType::Float32 && !cuda)) {
+    run.fallback = str(rung_name(r),
+                       r == MatmulRung::Wmma ? " takes float16, bfloat16 and float32 with TF32 allowed"
+                                             : " takes float16 and bfloat16 only",
+                       ": ran ", rung_name(best));
     r = best;
   }
+  run.tf32 = r == MatmulRung::Wmma && dt == ScalarType::Float32;
   if (d.type == DeviceType::Sim) {
     run.rung = r;
     run.kernel = sim_matmul(r, s, dt, a, b, out, p);

@@ -55,7 +55,8 @@ enum class MatmulRung : int { Auto = 0, Naive = 1, SharedTiles = 2, RegisterTile
 constexpr int kMatmulRungs = 5;
 
 const char* rung_name(MatmulRung r);  // "naive", ..., "wgmma"; "auto"
-// Whether rung r multiplies dtype dt at all (bool never; wmma and wgmma only the 16-bit floats).
+// Whether rung r multiplies dtype dt at all (bool never; wmma and wgmma only
+// the 16-bit floats, and wmma float32 too while TF32 is allowed).
 bool rung_takes(MatmulRung r, ScalarType dt);
 // A product kernel's name as the trace shows it on sim:0 and CUDA alike:
 // "matmul_" + family + "_" + dtype ("matmul_naive_float32",
@@ -71,6 +72,14 @@ std::vector<std::string> matmul_rungs(Device d);
 void set_matmul_rung(Device d, const std::string& name);
 MatmulRung requested_matmul_rung(Device d);
 
+// Whether a float32 product on CUDA may run on tensor cores in TF32 (Note
+// [TF32 matmul], cuda_matmul_4_wmma.cu): PyTorch's
+// torch.backends.cuda.matmul.allow_tf32, off unless set. Every thread sees
+// it. The simulated device has no tensor cores and ignores it, as PyTorch's
+// CPU matmul does.
+bool allow_tf32();
+void set_allow_tf32(bool allow);
+
 // What the last device product of this thread ran, for its kernel span and
 // the tests: the rung, the kernel's name, and why the rung asked for could
 // not take it ("" when it could).
@@ -78,6 +87,7 @@ struct RungRun {
   MatmulRung rung = MatmulRung::Auto;
   const char* kernel = "";
   std::string fallback;
+  bool tf32 = false;  // a float32 product that ran in TF32 (Note [TF32 matmul])
 };
 RungRun& last_matmul_run();
 

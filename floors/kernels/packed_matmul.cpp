@@ -73,10 +73,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
-#include <vector>
 #include <memory>
 #include <new>
+#include <thread>
+#include <vector>
 
 #include <unistd.h>
 

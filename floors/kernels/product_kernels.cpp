@@ -70,6 +70,7 @@ Tensor batched_product(ScopedSpan& span, const Tensor& A, const Tensor& Bm, Scal
     span.arg("rung", device::rung_name(r.rung));
     span.arg("kernel", r.kernel);
     if (!r.fallback.empty()) span.arg("rung_fallback", trace::intern(r.fallback));
+    if (r.tf32) span.arg("math", "tf32");  // Note [TF32 matmul]
   }
   return out;
 }

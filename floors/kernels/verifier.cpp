@@ -11,6 +11,7 @@
 
 #include "floors/kernels/device_reduce.h"
 #include "floors/kernels/kernels.h"
+#include "floors/kernels/matmul_ladder.h"
 #include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/random.h"
 #include "floors/streams/streams.h"
@@ -300,7 +301,8 @@ bool adds_after_product(const OpEntry& op) { return op.id == Op::addmm || op.id 
 
 // Note [Device matmul bound]: (gamma_K + gamma_K') (|A| |B|) per output
 // element, |A| |B| in float64; gamma_K' with twice float32's roundoff for
-// the tensor cores of a float16 or bfloat16 product on CUDA. The operands are
+// the tensor cores of a float16 or bfloat16 product on CUDA, and for a
+// float32 one in TF32 also the operands' rounding (Note [TF32 matmul]). The operands are
 // the first two tensors, addmm's mat1 and mat2 (linear's |A||B| is linear of
 // them without the bias).
 Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device device) {
@@ -311,9 +313,13 @@ Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device
   Tensor prod = call(Op::contiguous, op.id == Op::addmm ? call(Op::mm, abs_a, abs_b) : call(op.id, abs_a, abs_b));
   const double k = double(a.sizes()[a.dim() - 1]);
   const double k_eps = k * acc_eps_of(dt);
-  const double k_dev = k_eps * (is_reduced_floating(dt) && device.type == DeviceType::CUDA ? 2.0 : 1.0);
+  // A float32 product in TF32 (Note [TF32 matmul]) rounds each operand to a 10-bit mantissa first: each
+  // product is off by up to 2 * 2**-11 (+ 2**-22) of itself, then summed as the tensor cores sum.
+  const bool tf32 = dt == ScalarType::Float32 && device.type == DeviceType::CUDA && device::allow_tf32();
+  const double k_dev = k_eps * ((is_reduced_floating(dt) || tf32) && device.type == DeviceType::CUDA ? 2.0 : 1.0);
+  const double operands = tf32 ? std::ldexp(1.0, -10) + std::ldexp(1.0, -22) : 0.0;
   const double scale =
-      (k_eps / (1.0 - k_eps) + k_dev / (1.0 - k_dev)) * (1.0 + 4.0 * k_eps);  // and float64's own rounding
+      (k_eps / (1.0 - k_eps) + k_dev / (1.0 - k_dev) + operands) * (1.0 + 4.0 * k_eps);  // and float64's own rounding
   double* p = prod.data<double>();
   for (int64_t i = 0; i < prod.numel(); ++i) p[i] *= scale;
   return prod;

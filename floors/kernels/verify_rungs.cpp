@@ -9,7 +9,9 @@
 // cannot take a call (wgmma reads only rows contiguous along k and n)
 // hands it down, as in any product, and the verdict says so; where the
 // rung's own rules say it takes the call, another rung running is a failure.
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <type_traits>
 
 #include "floors/core/error.h"
@@ -82,18 +84,31 @@ struct RungGuard {
   ~RungGuard() { device::set_matmul_rung(d, device::rung_name(before)); }
 };
 
+// Allows TF32 for a scope (or not), and puts back what was set before.
+struct Tf32Guard {
+  bool before = device::allow_tf32();
+  explicit Tf32Guard(bool allow) { device::set_allow_tf32(allow); }
+  ~Tf32Guard() { device::set_allow_tf32(before); }
+};
+
 }  // namespace
 
 std::vector<Verdict> verify_matmul_rungs(uint64_t seed, Device d) {
   std::vector<Verdict> out;
   if (d.type == DeviceType::CPU) return out;
   const std::vector<std::string> rungs = device::matmul_rungs(d);
-  for (const std::string& name : rungs) {
+  // Every rung as it is, then CUDA's wmma once more with TF32 allowed, on float32 alone (Note [TF32 matmul]).
+  std::vector<std::pair<std::string, bool>> passes;
+  for (const std::string& name : rungs) passes.push_back({name, false});
+  if (d.type == DeviceType::CUDA && std::find(rungs.begin(), rungs.end(), "wmma") != rungs.end())
+    passes.push_back({"wmma", true});
+  for (const auto& [name, tf32] : passes) {
     RungGuard guard(d, name);
+    Tf32Guard allow(tf32);
     const auto rung = device::requested_matmul_rung(d);
     for (int t = 0; t < kNumScalarTypes; ++t) {
       const ScalarType dt = ScalarType(t);
-      if (!device::rung_takes(rung, dt)) continue;
+      if (!device::rung_takes(rung, dt) || (tf32 && dt != ScalarType::Float32)) continue;
       for (const Case& c : cases(dt, seed)) {
         device::last_matmul_run() = device::RungRun{};
         Verdict v = verify_call(op_entry(c.op), c.args, dt, d);
@@ -102,7 +117,7 @@ std::vector<Verdict> verify_matmul_rungs(uint64_t seed, Device d) {
           out.push_back(std::move(v));
           continue;
         }
-        v.op = str(op_entry(c.op).python_name, "[", name, "] ", c.name);
+        v.op = str(op_entry(c.op).python_name, "[", name, tf32 ? " tf32" : "", "] ", c.name);
         v.variants = str("reference vs ", d.type == DeviceType::CUDA ? "cuda " : "sim ", device::rung_name(ran.rung));
         const bool may_hand_down = rung == device::MatmulRung::Wgmma && !c.wgmma_takes;
         if (v.passed && ran.rung != rung && !may_hand_down) {

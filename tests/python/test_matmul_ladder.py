@@ -72,6 +72,58 @@ def test_cuda_bfloat16_takes_its_tensor_core_rung():
     assert float((a @ b).float().sum().item()) == 256 * 256 * 128
 
 
+# [SECTION] TF32 (Note [TF32 matmul]) ---------------------------------------------------------------
+
+def test_tf32_is_off_until_asked_with_pytorchs_names():
+    assert descent.backends.cuda.matmul.allow_tf32 is False
+    assert descent.get_float32_matmul_precision() == "highest"
+    try:
+        descent.set_float32_matmul_precision("high")
+        assert descent.backends.cuda.matmul.allow_tf32 is True
+        descent.backends.cuda.matmul.allow_tf32 = False
+        assert descent.get_float32_matmul_precision() == "highest"
+        with pytest.raises(RuntimeError, match="set_allow_tf32_cublas expects a bool, but got int"):
+            descent.backends.cuda.matmul.allow_tf32 = 1
+        with pytest.raises(AttributeError, match="Unknown attribute allow_tf16"):
+            descent.backends.cuda.matmul.allow_tf16
+        with pytest.warns(UserWarning, match="Ignoring invalid value for float32 matmul precision"):
+            descent.set_float32_matmul_precision("fast")
+    finally:
+        descent.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_sim_has_no_tensor_cores_and_ignores_tf32(rng):
+    a = descent.tensor(rng.standard_normal((40, 56)).astype(np.float32))
+    b = descent.tensor(rng.standard_normal((56, 48)).astype(np.float32))
+    a, b = a.to("sim:0"), b.to("sim:0")
+    want = (a @ b).cpu().numpy()
+    try:
+        descent.backends.cuda.matmul.allow_tf32 = True
+        run = rung_of_traced_mm(a, b)
+        assert run["rung"] == "register_tiles" and "math" not in run
+        assert np.array_equal((a @ b).cpu().numpy(), want)
+    finally:
+        descent.backends.cuda.matmul.allow_tf32 = False
+
+
+@needs_cuda
+def test_cuda_float32_runs_in_tf32_only_when_allowed(rng):
+    a_np = rng.standard_normal((256, 192)).astype(np.float32)
+    b_np = rng.standard_normal((192, 320)).astype(np.float32)
+    a, b = descent.tensor(a_np, device="cuda:0"), descent.tensor(b_np, device="cuda:0")
+    exact = a_np.astype(np.float64) @ b_np
+    assert rung_of_traced_mm(a, b)["rung"] == "register_tiles"
+    try:
+        descent.backends.cuda.matmul.allow_tf32 = True
+        run = rung_of_traced_mm(a, b)
+        assert run["rung"] == "wmma" and run["math"] == "tf32" and "tf32" in run["kernel"]
+        got = (a @ b).cpu().numpy()
+    finally:
+        descent.backends.cuda.matmul.allow_tf32 = False
+    err = np.abs(got - exact).max() / np.abs(exact).max()
+    assert 1e-7 < err < 1e-2, err  # TF32's 10-bit mantissa: inexact, but close
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_verify_covers_every_rung(device):
     ladder = _C._verify_matmul_rungs(1, device)

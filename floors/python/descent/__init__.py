@@ -34,7 +34,8 @@ _C._set_tensor_class(Tensor)
 # descent._C._nn, as torch.linear does not exist and torch._C._nn.linear does.
 __all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "promote_types", "verify", "set_kernel_variant", "trace",
            "set_num_threads", "get_num_threads", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled"]
+           "is_grad_enabled", "is_inference_mode_enabled", "set_float32_matmul_precision",
+           "get_float32_matmul_precision"]
 for _op in _C._ops():
     if _op["python_module"] == "nn":
         continue
@@ -71,6 +72,24 @@ def verify(op=None, seed=1, device=None):
     return _C._verify(seed, op, None if device is None else str(device))
 
 
+def set_float32_matmul_precision(precision):
+    """PyTorch's switch for float32 products: "highest" keeps float32 (the
+    default); "high" and "medium" let a CUDA device run them in TF32, as
+    descent.backends.cuda.matmul.allow_tf32 = True does (Note [TF32 matmul]).
+    Another value is ignored with a warning, as PyTorch ignores it."""
+    if precision not in ("highest", "high", "medium"):
+        import warnings
+        warnings.warn(f"Ignoring invalid value for float32 matmul precision: {precision!r} "
+                      "(expected 'highest', 'high' or 'medium')")
+        return
+    _C._set_cublas_allow_tf32(precision != "highest")
+
+
+def get_float32_matmul_precision():
+    """"highest", or "high" while float32 products may run in TF32."""
+    return "high" if _C._get_cublas_allow_tf32() else "highest"
+
+
 def set_kernel_variant(variant):
     """'auto' (default), 'reference' or 'optimized' kernels for this thread."""
     _C._set_variant(variant)
@@ -82,7 +101,7 @@ from .grad_mode import (  # noqa: E402
 from .tracing import trace  # noqa: E402
 from . import autograd  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
-from . import cuda, sim  # noqa: E402,F401
+from . import backends, cuda, sim  # noqa: E402,F401
 from . import library, ops  # noqa: E402,F401  (torch.library and torch.ops)
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):

@@ -147,7 +147,7 @@ def _time_ms(device, fn, reps):
     return statistics.median(times)
 
 
-def _torch_ms(device, n, dtype_name, reps):
+def _torch_ms(device, n, dtype_name, reps, tf32=False):
     """torch.matmul's median time (ms) on the same device, or None without torch or the device."""
     if not device.startswith("cuda"):
         return None
@@ -157,7 +157,7 @@ def _torch_ms(device, n, dtype_name, reps):
         return None
     if not torch.cuda.is_available():
         return None
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     dt = getattr(torch, dtype_name)
     dev = torch.device(device)
     a = torch.rand(n, n, device=dev, dtype=torch.float32).mul_(2).sub_(1).to(dt)
@@ -171,6 +171,7 @@ def _torch_ms(device, n, dtype_name, reps):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
+    torch.backends.cuda.matmul.allow_tf32 = False
     return statistics.median(times)
 
 
@@ -185,6 +186,27 @@ def _verdicts(device, seed=1):
             ok, why = False, f"{v['op']}: {v['detail']}"
         out[key] = (ok, why)
     return out
+
+
+def _tf32_rows(device, n, a, b, reps, verdicts, echo):
+    """float32 in TF32 (Note [TF32 matmul]): cuBLAS with allow_tf32 and descent's wmma rung; 1 if its verdict failed."""
+    flops = 2.0 * n ** 3
+    torch_ms = _torch_ms(device, n, "float32", reps, tf32=True)
+    if torch_ms is not None:
+        echo(f"{'float32':9} {n:>5}  {'torch tf32':15} {torch_ms:>10.3f} {flops / torch_ms / 1e9:>9.3g} {1.0:>8.2f}")
+    _C._set_matmul_rung(device, "wmma")
+    _C._set_cublas_allow_tf32(True)
+    try:
+        ms = _time_ms(device, lambda: a @ b, reps)
+        ran = _C._last_matmul_run(device)
+    finally:
+        _C._set_cublas_allow_tf32(False)
+        _C._set_matmul_rung(device, "auto")
+    ok, why = verdicts.get(("wmma tf32", "float32"), (True, "no verdict"))
+    ratio = f"{torch_ms / ms:>8.2f}" if torch_ms is not None else f"{'-':>8}"
+    echo(f"{'float32':9} {n:>5}  {'wmma tf32':15} {ms:>10.3f} {flops / ms / 1e9:>9.3g} {ratio}  "
+         f"{'ok' if ok else 'FAIL':7}  {ran['kernel']}{'' if ok else '  ' + why}")
+    return 0 if ok else 1
 
 
 def ladder_device(device, sizes, dtypes, reps, echo=print):
@@ -221,6 +243,8 @@ def ladder_device(device, sizes, dtypes, reps, echo=print):
                 note = f" (ran {ran['rung']}: {ran['fallback']})" if ran["rung"] != rung else ""
                 echo(f"{dtype_name:9} {n:>5}  {rung:15} {ms:>10.3f} {flops / ms / 1e9:>9.3g} {ratio}  "
                      f"{'ok' if ok else 'FAIL':7}  {ran['kernel']}{note}{'' if ok else '  ' + why}")
+            if dtype_name == "float32" and device.startswith("cuda") and "wmma" in rungs:
+                failed += _tf32_rows(device, n, a, b, reps, verdicts, echo)
             del a, b
     return 1 if failed else 0
 
