@@ -58,9 +58,11 @@ void roofline_sentences(Explanation& e, const At& a) {
   } else {
     s += " and did no arithmetic";
   }
-  s += " in " + time + (p.warm ? " (the warm median)" : " (a first call)") +
-       (p.on_device_clock ? " on the device's clock" : ", the kernel span's inclusive time") + ": " +
-       si_text(p.bytes_per_s(), "B/s") + (p.flops > 0 ? ", " + si_text(p.flops_per_s(), "FLOP/s") : "") + ".";
+  s += " in " + time +
+       (p.on_device_clock
+            ? std::string(" on the device's clock (its kernels' spans)")
+            : std::string(p.warm ? " (the warm median" : " (a first call") + ", the kernel span's inclusive time)") +
+       ": " + si_text(p.bytes_per_s(), "B/s") + (p.flops > 0 ? ", " + si_text(p.flops_per_s(), "FLOP/s") : "") + ".";
   say(e, s);
   char ridge[32];
   std::snprintf(ridge, sizeof ridge, "%.3g", p.ridge());
@@ -169,7 +171,17 @@ Explanation kernel_span(const At& a) {
     note(e, "One kernel body, two devices");
     note(e, "Streams and the two clocks");
     pytorch(e, "aten/src/ATen/native/cuda/CUDALoops.cuh", "gpu_kernel_impl, launch_vectorized_kernel");
-    op_specific(e, a.sp.name);
+    if (has(a.sp, "rung")) {  // a product: which rung of the device's ladder ran (Note [The matmul ladder])
+      say(e,
+          "A product on a device has a ladder of kernels, plainest first: naive, shared_tiles, register_tiles, "
+          "wmma (tensor cores) and, on compute capability 9.0, wgmma fed by TMA. This one ran the " +
+              str(a.sp, "rung") + " rung (" + str(a.sp, "kernel") +
+              "); descent bench matmul --ladder times every rung beside cuBLAS.");
+      note(e, "The matmul ladder");
+      if (str(a.sp, "rung") == "wgmma") note(e, "Hopper matmul");
+    } else {
+      op_specific(e, a.sp.name);
+    }
     if (str(a.sp, "math") == "tf32") {
       say(e,
           "It ran in TF32, because descent.backends.cuda.matmul.allow_tf32 is True: each float32 operand was cut "

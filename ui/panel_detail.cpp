@@ -145,7 +145,7 @@ void roofline_summary(const RooflinePoint& p) {
       : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
                                                 : "its roof on " + p.device;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(bound_color(p)));
-  ImGui::TextWrapped("Roofline: %s, %s of %s (the plot is below the explanation)", bound_word(p), pct, roof.c_str());
+  ImGui::TextWrapped("Roofline: %s, %s of %s", bound_word(p), pct, roof.c_str());
   ImGui::PopStyleColor();
 }
 
@@ -161,7 +161,7 @@ void roofline_view(const RooflinePoint& p) {
     return;
   }
   const float fs = ImGui::GetFontSize();
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, 8.5f * fs);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, 8.0f * fs);
   const ImVec2 o = ImGui::GetCursorScreenPos();
   ImGui::Dummy(size);
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -256,13 +256,15 @@ void draw_detail(App& app) {
     ImGui::PopStyleColor();
   }
   const RooflinePoint roof = sp.floor == trace::Floor::Kernels ? roofline_of(app.story, i) : RooflinePoint{};
-  if (roof.known) roofline_summary(roof);
+  if (roof.known) {
+    roofline_summary(roof);
+    roofline_view(roof);
+  }
   ImGui::Separator();
   if (!e.kind.empty())
     explanation_view(app, e);
   else
     ImGui::TextWrapped("%s", floor_explanation(static_cast<int>(sp.floor)).c_str());
-  if (roof.known) roofline_view(roof);
   if (!app.presenter && !sp.args.empty() &&
       ImGui::BeginTable("##args", 2, ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_SizingStretchProp)) {
     ImGui::Separator();
