@@ -148,7 +148,8 @@ TEST(MatmulLadder, ARungThatCannotTakeACallHandsItDownAndSaysWhy) {
     const Traced t = traced_mm(on(random_tensor({9, 9}, ScalarType::Float64, rng), kCuda),
                                on(random_tensor({9, 9}, ScalarType::Float64, rng), kCuda), kCuda);
     EXPECT_EQ(t.rung, "register_tiles");
-    EXPECT_NE(t.fallback.find("wmma takes float16 and bfloat16 only"), std::string::npos) << t.fallback;
+    EXPECT_NE(t.fallback.find("wmma takes float16, bfloat16 and float32 with TF32 allowed"), std::string::npos)
+        << t.fallback;
   }
   if (!device::wgmma_available(0)) GTEST_SKIP() << "no sm_90a device: wgmma does not run here";
   {
