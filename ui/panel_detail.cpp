@@ -119,12 +119,6 @@ void explanation_view(App& app, const Explanation& e) {
   }
 }
 
-const char* bound_word(const RooflinePoint& p) {
-  return p.bound == RooflinePoint::Bound::Overhead ? "overhead-bound"
-         : p.bound == RooflinePoint::Bound::Memory ? "memory-bound"
-                                                   : "compute-bound";
-}
-
 // The kernel's place on its device's roofline (ui/roofline.h, Note [A
 // roofline for every kernel span]): log-log, FLOP per byte across, FLOP/s up;
 // the roof rises with the bandwidth up to the ridge, then stays at the
@@ -145,13 +139,13 @@ void roofline_summary(const RooflinePoint& p) {
       : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
                                                 : "its roof on " + p.device;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(bound_color(p)));
-  ImGui::TextWrapped("Roofline: %s, %s of %s", bound_word(p), pct, roof.c_str());
+  ImGui::TextWrapped("Roofline: %s-bound, %s of %s", p.bound_word(), pct, roof.c_str());
   ImGui::PopStyleColor();
 }
 
 void roofline_view(const RooflinePoint& p) {
   const ImU32 dot = bound_color(p);
-  const char* bound = bound_word(p);
+  const std::string bound = std::string(p.bound_word()) + "-bound";
   if (p.flops <= 0) {
     const std::string label =
         si_text(p.bytes_per_s(), "B/s") + " of " + si_text(p.peak_bytes_per_s, "B/s") + ": " + bound;

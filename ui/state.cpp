@@ -185,9 +185,7 @@ std::string roofline_json(const App& app) {
   if (!app.has_steps()) return "  \"roofline\": null,\n";
   const RooflinePoint p = roofline_of(app.story, app.current_span());
   if (!p.known) return "  \"roofline\": null,\n";
-  const char* bound = p.bound == RooflinePoint::Bound::Overhead ? "overhead"
-                      : p.bound == RooflinePoint::Bound::Memory ? "memory"
-                                                                : "compute";
+  const char* bound = p.bound_word();
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "  \"roofline\": {\"device\": %s, \"bound\": \"%s\", \"bytes\": %.0f, \"flops\": %.0f, "

@@ -11,6 +11,7 @@
 
 #include "floors/binding/binding.h"
 #include "floors/kernels/roofline.h"
+#include "tracer/roofline.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {
@@ -113,6 +114,23 @@ PyObject* t_flows(PyObject* o, PyObject*) {
   });
   DESCENT_PY_CATCH(nullptr)
 }
+// roofline(span_id): where that kernel span sits on its device's roofline
+// (tracer/roofline.h), as a dict; known is False when it cannot say.
+PyObject* t_roofline(PyObject* o, PyObject* arg) {
+  const unsigned long long id = PyLong_AsUnsignedLongLong(arg);
+  if (id == static_cast<unsigned long long>(-1) && PyErr_Occurred()) return nullptr;
+  DESCENT_PY_TRY
+  const trace::Trace& t = T(o);
+  size_t i = 0;
+  while (i < t.spans.size() && t.spans[i].id != id) ++i;
+  DESCENT_CHECK(i < t.spans.size(), IndexError, "roofline(): the trace has no span ", id);
+  const trace::RooflinePoint p = trace::roofline_of(t, i);
+  return Py_BuildValue("{s:O,s:s,s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:s}", "known", p.known ? Py_True : Py_False, "device",
+                       p.device.c_str(), "bound", p.known ? p.bound_word() : "", "bytes", p.bytes, "flops", p.flops,
+                       "seconds", p.seconds, "intensity", p.intensity(), "ridge", p.ridge(), "fraction", p.fraction(),
+                       "peak_flops_per_s", p.peak_flops_per_s, "peak_flops_name", p.peak_flops_name.c_str());
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* t_chrome_json(PyObject* o, PyObject*) {
   DESCENT_PY_TRY return py_text(trace::to_chrome_json(T(o)));
   DESCENT_PY_CATCH(nullptr)
@@ -201,6 +219,7 @@ PyObject* t_set_metadata(PyObject* o, PyObject* args) {
 
 PyMethodDef trace_methods[] = {
     {"format_tree", t_format_tree, METH_NOARGS, "the spans as an indented tree with times and decisions"},
+    {"roofline", t_roofline, METH_O, "roofline(span_id): where a kernel span sits on its device's roofline"},
     {"format_tree_repeated", t_format_tree_repeated, METH_O,
      "format_tree_repeated(runs): the last run's tree with warm medians and the cold run, the tracer's cost taken out"},
     {"warm_medians", t_warm_medians, METH_O,

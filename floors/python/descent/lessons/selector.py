@@ -308,8 +308,13 @@ def helpers(spans, trace, output="", error=None):
     def arg(text):
         return Selector.parse(text).value(spans)
 
-    return {"span": span, "spans": all_spans, "count": count, "arg": arg, "trace": trace, "output": output,
-            "error": error}
+    def roofline(text):
+        """Where the span a selector names sits on its device's roofline (Note [A roofline for every kernel span]):
+        a dict with bound ("overhead", "memory", "compute"), fraction, intensity, ridge, bytes, flops, seconds."""
+        return trace.roofline(span(text).id)
+
+    return {"span": span, "spans": all_spans, "count": count, "arg": arg, "roofline": roofline, "trace": trace,
+            "output": output, "error": error}
 
 
 class Tolerance:
