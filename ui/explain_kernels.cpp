@@ -186,7 +186,8 @@ Explanation kernel_span(const At& a) {
       say(e,
           "It ran in TF32, because descent.backends.cuda.matmul.allow_tf32 is True: each float32 operand was cut "
           "to a 10-bit mantissa on its way into the tensor cores, so the result is close to float32's but not its "
-          "bits, and several times faster.");
+          "bits. cuBLAS's TF32 is several times faster than its float32; descent's TF32 kernel is a plain wmma "
+          "rung, not yet faster than its own float32 tiles (docs/BENCHMARKS.md).");
       note(e, "TF32 matmul");
     }
     roofline_sentences(e, a);

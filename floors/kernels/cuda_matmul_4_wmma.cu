@@ -166,7 +166,9 @@ void launch_tensor_core(const streams::Stream& s, const char* kernel, bool fast,
 // warps of 64 x 32, with k in steps of 16 (a float tile is twice the bytes)
 // and 8 per instruction (m16n16k8). Each thread brings two 16-byte chunks of
 // a's k tile and two of b's per step; the strided path reads them element by
-// element.
+// element. It is correct, not yet fast: on the H200, 41 TFLOP/s at 4096^3,
+// 0.11x cuBLAS's TF32 and no faster than float32's register tiles
+// (docs/BENCHMARKS.md); the 16-bit path's wgmma rung shows what it would take.
 constexpr int kTfBK = 16, kTfLdA = kTfBK + 4, kTfLdB = kTcBN + 4;  // rows padded by 16 bytes
 
 template <bool kFast>
