@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "floors/core/log.h"
 #include "floors/kernels/parallel.h"
 #include "floors/streams/streams.h"
 
@@ -135,9 +136,11 @@ Peak cpu_peak(int threads) {
   p.flops_per_s = microkernel_flops_per_s(threads);
   p.bytes_per_s = triad_bytes_per_s(threads);
   const std::string on = std::to_string(threads) + (threads == 1 ? " thread" : " threads");
-  p.how = "measured on this machine's CPU, " + on + ": the matmul microkernel over cached panels, " +
-          fixed(p.flops_per_s / 1e9, 1) + " GFLOP/s; a triad over three 32 MiB arrays, " +
-          fixed(p.bytes_per_s / 1e9, 1) + " GB/s";
+  p.how =
+      "measured on this machine's CPU, " + on + ": " +
+      (p.flops_per_s > 0 ? "the matmul microkernel over cached panels, " + fixed(p.flops_per_s / 1e9, 1) + " GFLOP/s"
+                         : std::string("no FMA unit to measure the arithmetic with (no compute roof)")) +
+      "; a triad over three 32 MiB arrays, " + fixed(p.bytes_per_s / 1e9, 1) + " GB/s";
   return p;
 }
 
@@ -179,13 +182,16 @@ void add_peaks(trace::Trace& t) {
     }
   }
   for (const std::string& name : devices) {
-    Device d;
+    // A device this build does not know, or a peak that cannot be had (no
+    // thread for the measurement, a device that stopped answering): no roof
+    // for it, and the recording is kept whole.
+    Peak p;
     try {
-      d = Device::parse(name);
-    } catch (const std::exception&) {
-      continue;  // not a device this build knows: no roof
+      p = device_peak(Device::parse(name));
+    } catch (const std::exception& e) {
+      log::warn("the roofline of ", name, " is left out of the trace: ", e.what());
+      continue;
     }
-    const Peak p = device_peak(d);
     const auto put = [&](const char* what, double v) {
       if (v > 0) t.metadata[roofline_metadata_key(name, what)] = fixed(v, 0);
     };
