@@ -116,6 +116,7 @@ PyObject* device_object(Device d);  // new reference
 // descent.cuda and descent.sim are built on, and Tensor's device methods.
 bool init_devices(PyObject* module);
 bool init_matmul_ladder(PyObject* module);  // ladder_functions.cpp (called by init_devices)
+bool init_distributed(PyObject* module);    // distributed_functions.cpp (called by init_devices)
 // descent.library's functions: Python kernels, operators defined and called by name (library_object.cpp).
 bool init_library(PyObject* module);
 // The module functions of the binding's files, added at the module's start (module.cpp).

@@ -572,7 +572,7 @@ bool init_devices(PyObject* m) {
   if (PyType_Ready(&g_event_type) < 0) return false;
   Py_INCREF(&g_event_type);
   if (PyModule_AddObject(m, "_EventBase", reinterpret_cast<PyObject*>(&g_event_type)) < 0) return false;
-  return PyModule_AddFunctions(m, device_functions) == 0 && init_matmul_ladder(m);
+  return PyModule_AddFunctions(m, device_functions) == 0 && init_matmul_ladder(m) && init_distributed(m);
 }
 
 }  // namespace descent::binding

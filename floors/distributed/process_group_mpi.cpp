@@ -14,24 +14,36 @@ namespace {
 
 MPI_Datatype mpi_type(Element e) {
   switch (e) {
-    case Element::Bool: return MPI_C_BOOL;
-    case Element::UInt8: return MPI_UINT8_T;
-    case Element::Int8: return MPI_INT8_T;
-    case Element::Int16: return MPI_INT16_T;
-    case Element::Int32: return MPI_INT32_T;
-    case Element::Int64: return MPI_INT64_T;
-    case Element::Float32: return MPI_FLOAT;
-    case Element::Float64: return MPI_DOUBLE;
+    case Element::Bool:
+      return MPI_C_BOOL;
+    case Element::UInt8:
+      return MPI_UINT8_T;
+    case Element::Int8:
+      return MPI_INT8_T;
+    case Element::Int16:
+      return MPI_INT16_T;
+    case Element::Int32:
+      return MPI_INT32_T;
+    case Element::Int64:
+      return MPI_INT64_T;
+    case Element::Float32:
+      return MPI_FLOAT;
+    case Element::Float64:
+      return MPI_DOUBLE;
   }
   return MPI_DATATYPE_NULL;
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return MPI_SUM;
-    case ReduceOp::Product: return MPI_PROD;
-    case ReduceOp::Min: return MPI_MIN;
-    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Product:
+      return MPI_PROD;
+    case ReduceOp::Min:
+      return MPI_MIN;
+    case ReduceOp::Max:
+      return MPI_MAX;
   }
   return MPI_OP_NULL;
 }
@@ -129,9 +141,8 @@ void ProcessGroupMPI::run() {
 
 std::shared_ptr<Work> ProcessGroupMPI::all_reduce(void* data, int64_t count, Element e, ReduceOp op) {
   const int n = mpi_count(count, "all_reduce");
-  return enqueue([=] {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type(e), mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
-  });
+  return enqueue(
+      [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type(e), mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::broadcast(void* data, int64_t count, Element e, int root) {
@@ -144,9 +155,8 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(void* data, int64_t count, Elem
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const void* in, void* out, int64_t count, Element e) {
   const int n = mpi_count(count, "all_gather");
-  return enqueue([=] {
-    check(MPI_Allgather(in, n, mpi_type(e), out, n, mpi_type(e), MPI_COMM_WORLD), "MPI_Allgather");
-  });
+  return enqueue(
+      [=] { check(MPI_Allgather(in, n, mpi_type(e), out, n, mpi_type(e), MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const void* in, void* out, int64_t count, Element e,

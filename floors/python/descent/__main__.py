@@ -10,6 +10,7 @@
 """
 import argparse
 import os
+import subprocess
 import shutil
 import signal
 import sys
@@ -161,6 +162,32 @@ def cmd_app(rest):
     os.execvp(argv[0], argv)
 
 
+def cmd_run(args):
+    """`descent run --nproc N script.py ...`: N processes of the script under Open MPI's mpirun, each
+    with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); the mpi
+    backend of descent.distributed takes its ranks from MPI itself."""
+    if args.as_rank:  # inside mpirun: this process is one rank
+        from descent import distributed
+        import runpy
+        distributed._rank_env()
+        sys.argv = [args.script] + args.args
+        runpy.run_path(args.script, run_name="__main__")
+        return 0
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise CommandError("no mpirun on PATH: tools/install-deps installs Debian's Open MPI (openmpi-bin)")
+    if args.nproc < 1:
+        raise CommandError(f"--nproc must be 1 or more, not {args.nproc}")
+    if not os.path.exists(args.script):
+        raise CommandError(f"no such script: {args.script}")
+    env = dict(os.environ)
+    if os.geteuid() == 0:  # Open MPI refuses root unless told twice
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [mpirun, "--oversubscribe", "-np", str(args.nproc), sys.executable, "-m", "descent", "run", "--as-rank",
+           args.script] + args.args
+    return subprocess.run(cmd, env=env).returncode
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="descent", description="See one line of Python descend eight floors.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -186,6 +213,12 @@ def main(argv=None):
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
+    rn = sub.add_parser("run", help="run a script in N processes, as torchrun does (descent.distributed's mpi backend)")
+    rn.add_argument("--nproc", type=int, default=1, metavar="N", help="how many processes (ranks)")
+    rn.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)
+    rn.add_argument("script")
+    rn.add_argument("args", nargs=argparse.REMAINDER)
+    rn.set_defaults(fn=cmd_run)
     from descent import bench
     bench.add_parser(sub)
     from descent.lessons import terminal as lesson_terminal

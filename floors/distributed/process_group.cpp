@@ -1,0 +1,60 @@
+// The default process group (process_group.h).
+#include "floors/distributed/process_group.h"
+
+#include <mutex>
+
+#include "floors/core/error.h"
+
+namespace descent::distributed {
+
+namespace {
+std::mutex g_mu;
+std::unique_ptr<ProcessGroupMPI> g_group;
+bool g_finalized = false;  // MPI cannot start again in the same process
+}  // namespace
+
+bool have_mpi() {
+#ifdef DESCENT_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+void init_process_group(const std::string& backend) {
+  std::lock_guard<std::mutex> g(g_mu);
+  DESCENT_CHECK(!g_group, Error, "trying to initialize the default process group twice!");
+  DESCENT_CHECK(backend == "mpi" || backend == "nccl", ValueError, "Invalid backend: '", backend,
+                "' (descent has 'mpi' for CPU and sim:0 tensors, and 'nccl' for CUDA ones)");
+  DESCENT_CHECK(backend != "nccl", NotImplementedError,
+                "the nccl backend is not built yet in descent (issue 20); 'mpi' takes CPU and sim:0 tensors");
+  DESCENT_CHECK(have_mpi(), Error,
+                "Distributed package doesn't have MPI built in: descent found no MPI library when it was configured "
+                "(tools/install-deps installs Debian's Open MPI)");
+  DESCENT_CHECK(!g_finalized, Error, "the MPI backend cannot start again in a process that destroyed its group");
+#ifdef DESCENT_HAVE_MPI
+  g_group = std::make_unique<ProcessGroupMPI>();
+#endif
+}
+
+ProcessGroupMPI& default_group() {
+  std::lock_guard<std::mutex> g(g_mu);
+  DESCENT_CHECK(g_group != nullptr, ValueError,
+                "Default process group has not been initialized, please make sure to call init_process_group.");
+  return *g_group;
+}
+
+bool is_initialized() {
+  std::lock_guard<std::mutex> g(g_mu);
+  return g_group != nullptr;
+}
+
+void destroy_process_group() {
+  std::lock_guard<std::mutex> g(g_mu);
+  DESCENT_CHECK(g_group != nullptr, ValueError,
+                "Default process group has not been initialized, please make sure to call init_process_group.");
+  g_group.reset();
+  g_finalized = true;
+}
+
+}  // namespace descent::distributed

@@ -1,0 +1,134 @@
+"""descent.distributed, as torch.distributed (issue 20, WORK IN PROGRESS): one default process group
+over MPI for CPU and sim:0 tensors, started under `descent run --nproc N`, and its collectives:
+all_reduce, broadcast, all_gather, reduce_scatter and barrier, each synchronous or, with
+async_op=True, returning a Work whose wait() blocks until it ran. The collectives are not yet ops
+of the table, so a trace does not show them descend the floors; nccl (CUDA) is not built yet."""
+import os
+
+from descent import _C
+
+
+class ReduceOp:
+    SUM = "sum"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+
+
+class Work:
+    """A collective started with async_op=True: wait() blocks until it ran (and raises what it
+    raised); is_completed() says whether it has. It keeps its tensors alive until then."""
+
+    def __init__(self, handle, keep=(), then=None):
+        self._handle, self._keep, self._then, self._done = handle, keep, then, False
+
+    def is_completed(self):
+        return self._done or _C._dist_is_completed(self._handle)
+
+    def wait(self, timeout=None):
+        if not self._done:
+            _C._dist_wait(self._handle)
+            self._done = True
+            if self._then is not None:
+                self._then()
+            self._keep = ()
+        return True
+
+
+def _finish(work, async_op):
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def is_available():
+    return True
+
+
+def is_mpi_available():
+    return _C._dist_have_mpi()
+
+
+def is_nccl_available():
+    return False
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None):
+    """The default process group. With backend "mpi" the ranks come from MPI (`descent run --nproc N`
+    starts them), and world_size and rank, when given, must agree with it, as in PyTorch."""
+    backend = "mpi" if backend is None else str(backend).lower()
+    _C._dist_init(backend)
+    if world_size not in (-1, None) and world_size != _C._dist_world_size():
+        raise ValueError(f"world_size {world_size} does not match MPI's {_C._dist_world_size()}")
+    if rank not in (-1, None) and rank != _C._dist_rank():
+        raise ValueError(f"rank {rank} does not match MPI's {_C._dist_rank()}")
+
+
+def is_initialized():
+    return _C._dist_is_initialized()
+
+
+def get_rank(group=None):
+    return _C._dist_rank()
+
+
+def get_world_size(group=None):
+    return _C._dist_world_size()
+
+
+def get_backend(group=None):
+    get_rank()  # the error before init
+    return "mpi"
+
+
+def destroy_process_group(group=None):
+    _C._dist_destroy()
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    return _finish(Work(_C._dist_barrier()), async_op)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    return _finish(Work(_C._dist_all_reduce(tensor, op), keep=(tensor,)), async_op)
+
+
+def broadcast(tensor, src, group=None, async_op=False, group_src=None):
+    return _finish(Work(_C._dist_broadcast(tensor, src), keep=(tensor,)), async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    import descent
+    n = get_world_size()
+    if len(tensor_list) != n:
+        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the group {n} ranks")
+    flat = descent.empty(n * tensor.numel(), dtype=tensor.dtype, device=tensor.device)
+    src = tensor.contiguous()
+
+    def scatter():
+        for k, t in enumerate(tensor_list):
+            t.copy_(flat[k * src.numel():(k + 1) * src.numel()].view(t.shape))
+    return _finish(Work(_C._dist_all_gather(flat, src), keep=(flat, src), then=scatter), async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    import descent
+    n = get_world_size()
+    if len(input_list) != n:
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the group {n} ranks")
+    flat = descent.cat([t.contiguous().reshape(-1) for t in input_list])
+    return _finish(Work(_C._dist_reduce_scatter(output, flat, op), keep=(output, flat)), async_op)
+
+
+def _rank_env():
+    """torchrun's variables, from the ones Open MPI's mpirun sets for each rank."""
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK")
+    if rank is None:
+        return
+    os.environ.setdefault("RANK", rank)
+    os.environ.setdefault("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    os.environ.setdefault("LOCAL_RANK", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", rank))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")

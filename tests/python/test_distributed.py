@@ -1,0 +1,54 @@
+"""descent.distributed over MPI (issue 20, work in progress): `descent run --nproc N` starts N ranks
+under mpirun, and every collective (all_reduce sync and async, broadcast, all_gather,
+reduce_scatter, barrier), on CPU and sim:0 tensors, gives on every rank what one process computes
+(tests/python/distributed/collectives.py). Skipped where descent was built without MPI."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import descent
+import descent.distributed as dist
+from descent import _C
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+needs_mpi = pytest.mark.skipif(not (_C._dist_have_mpi() and shutil.which("mpirun")),
+                               reason="descent was built without MPI, or there is no mpirun")
+
+
+def run(nproc, script, timeout=180):
+    return subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", str(nproc), script],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@needs_mpi
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_every_collective_gives_what_one_process_computes(nproc):
+    r = run(nproc, os.path.join(HERE, "distributed", "collectives.py"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert sorted(line for line in r.stdout.splitlines() if line.startswith("rank")) == \
+        [f"rank {k} of {nproc}: ok" for k in range(nproc)]
+
+
+def test_a_collective_before_init_is_pytorchs_error():
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="Default process group has not been initialized, please make sure to "
+                                         "call init_process_group."):
+        dist.all_reduce(descent.ones(2))
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        dist.get_rank()
+
+
+def test_backends_it_does_not_have_say_so():
+    with pytest.raises(ValueError, match="Invalid backend: 'gloo'"):
+        dist.init_process_group("gloo")
+    with pytest.raises(NotImplementedError, match="nccl backend is not built yet"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
+
+
+def test_descent_run_names_what_is_wrong(tmp_path):
+    r = run(2, str(tmp_path / "missing.py"))
+    assert r.returncode == 2 and "no such script" in r.stderr, r.stderr
