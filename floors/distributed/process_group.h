@@ -1,6 +1,6 @@
 // The default process group of this process (c10d's): what
-// init_process_group makes and every collective uses. WORK IN PROGRESS on
-// branch `distributed` (issue 20); see README.md.
+// init_process_group makes and every collective uses. Work in progress
+// (issue 20); see README.md.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
 // The MPI process group (c10d's ProcessGroupMPI): collectives over the CPU
-// memory of tensors, one worker thread making every MPI call. WORK IN
-// PROGRESS on branch `distributed` (issue 20): not built by CMake yet, not
-// an op of the table yet; see floors/distributed/README.md for the plan.
+// memory of tensors, one worker thread making every MPI call. Work in
+// progress (issue 20): the collectives are not ops of the table yet; see
+// floors/distributed/README.md.
 //
 // Note [One thread makes every MPI call]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

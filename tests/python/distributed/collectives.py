@@ -30,4 +30,4 @@ except RuntimeError as e:
 else:
     raise AssertionError("float16 was not refused")
 dist.destroy_process_group()
-print(f"rank {r} of {n}: ok")
+print(f"rank {r} of {n}: ok", flush=True)
