@@ -24,7 +24,7 @@ std::string str_arg(const Span& s, const char* key) {
   return x ? *x : "";
 }
 double meta(const trace::Trace& t, const std::string& device, const char* what) {
-  const auto it = t.metadata.find("peak." + device + "." + what);
+  const auto it = t.metadata.find(roofline_metadata_key(device, what));
   if (it == t.metadata.end()) return 0;
   return std::strtod(it->second.c_str(), nullptr);
 }
@@ -54,6 +54,8 @@ std::vector<size_t> device_spans_of(const Trace& t, size_t i) {
 }
 
 }  // namespace
+
+std::string roofline_metadata_key(const std::string& device, const char* what) { return "peak." + device + "." + what; }
 
 double RooflinePoint::fraction() const {
   if (flops > 0) {
@@ -105,7 +107,7 @@ RooflinePoint roofline_of(const Trace& t, size_t i, const TimeOf& time_of) {
     p.peak_flops_per_s = tf32;
     p.peak_flops_name = "the TF32 tensor cores";
   }
-  const auto how = t.metadata.find("peak." + p.device + ".how");
+  const auto how = t.metadata.find(roofline_metadata_key(p.device, "how"));
   if (how != t.metadata.end()) p.peak_how = how->second;
   if (p.peak_bytes_per_s <= 0 || (p.flops > 0 && p.peak_flops_per_s <= 0)) return p;
   p.known = true;

@@ -39,6 +39,11 @@ struct RooflinePoint {
   const char* bound_word() const;  // "overhead", "memory", "compute"
 };
 
+// The trace's metadata key of one of a device's peaks: "peak.<device>.<what>"
+// (what: bytes_per_s, flops_per_s, tensor_flops_per_s, tf32_flops_per_s,
+// how). floors/kernels/roofline.cpp writes them (add_peaks); roofline_of reads them.
+std::string roofline_metadata_key(const std::string& device, const char* what);
+
 // Below this share of its roof a kernel is overhead-bound: most of its time
 // was not spent on its elements.
 constexpr double kOverheadBelow = 0.1;

@@ -47,8 +47,7 @@ bool is_factory(const At& a) {
 void roofline_sentences(Explanation& e, const At& a) {
   const RooflinePoint p = roofline_of(a.s, a.i);
   if (!p.known) return;
-  char pct[32];
-  std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
+  const std::string pct = share_text(p);
   const std::string time = trace::format_duration(int64_t(p.seconds * 1e9));
   std::string s = "On the roofline: it moved " + si_text(p.bytes, "B");
   if (p.flops > 0) {
@@ -69,7 +68,7 @@ void roofline_sentences(Explanation& e, const At& a) {
   const std::string bw = si_text(p.peak_bytes_per_s, "B/s"), fl = si_text(p.peak_flops_per_s, "FLOP/s");
   switch (p.bound) {
     case RooflinePoint::Bound::Overhead:
-      say(e, std::string(pct) + " of what " + p.device +
+      say(e, pct + " of what " + p.device +
                  " could do at this intensity: overhead-bound. The time went "
                  "to getting started (" +
                  (p.on_device_clock ? "the kernel's launch and ramp-up on the device, a few "
@@ -85,7 +84,7 @@ void roofline_sentences(Explanation& e, const At& a) {
                                pct + " of the bandwidth, " + bw +
                                ". Fewer bytes (a smaller dtype, a fused op) would make it faster; faster arithmetic "
                                "would not."
-                         : "It does no arithmetic, so only memory can bound it: it reached " + std::string(pct) +
+                         : "It does no arithmetic, so only memory can bound it: it reached " + pct +
                                " of the bandwidth, " + bw + ".");
       break;
     case RooflinePoint::Bound::Compute:

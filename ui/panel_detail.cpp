@@ -132,14 +132,13 @@ ImU32 bound_color(const RooflinePoint& p) {
 
 // One line under the times: which bound, and how near the roof.
 void roofline_summary(const RooflinePoint& p) {
-  char pct[32];
-  std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
+  const std::string pct = share_text(p);
   const std::string roof =
       p.bound == RooflinePoint::Bound::Compute  ? p.peak_flops_name + "' " + si_text(p.peak_flops_per_s, "FLOP/s")
       : p.bound == RooflinePoint::Bound::Memory ? "the memory's " + si_text(p.peak_bytes_per_s, "B/s")
                                                 : "its roof on " + p.device;
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(bound_color(p)));
-  ImGui::TextWrapped("Roofline: %s-bound, %s of %s", p.bound_word(), pct, roof.c_str());
+  ImGui::TextWrapped("Roofline: %s-bound, %s of %s", p.bound_word(), pct.c_str(), roof.c_str());
   ImGui::PopStyleColor();
 }
 

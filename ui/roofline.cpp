@@ -13,6 +13,12 @@ RooflinePoint roofline_of(const Story& s, size_t i) {
   });
 }
 
+std::string share_text(const RooflinePoint& p) {
+  char pct[32];
+  std::snprintf(pct, sizeof pct, p.fraction() >= 0.01 ? "%.0f%%" : "%.2g%%", 100 * p.fraction());
+  return pct;
+}
+
 std::string si_text(double v, const char* unit) {
   const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
   int k = 0;

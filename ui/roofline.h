@@ -17,6 +17,9 @@ using trace::RooflinePoint;
 // the detail panel shows times (timing_of).
 RooflinePoint roofline_of(const Story& s, size_t i);
 
+// The share of its roof the kernel reached: "44%", "0.00054%".
+std::string share_text(const RooflinePoint& p);
+
 // "48 B", "3.2 GB/s", "4.1 GFLOP/s": SI prefixes, three digits.
 std::string si_text(double v, const char* unit);
 

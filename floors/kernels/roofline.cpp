@@ -166,8 +166,6 @@ Peak device_peak(Device d) {
   return cache[key] = p;
 }
 
-std::string roofline_metadata_key(const std::string& device, const char* what) { return "peak." + device + "." + what; }
-
 void add_peaks(trace::Trace& t) {
   std::set<std::string> devices;
   for (const trace::Span& s : t.spans) {
@@ -193,13 +191,13 @@ void add_peaks(trace::Trace& t) {
       continue;
     }
     const auto put = [&](const char* what, double v) {
-      if (v > 0) t.metadata[roofline_metadata_key(name, what)] = fixed(v, 0);
+      if (v > 0) t.metadata[trace::roofline_metadata_key(name, what)] = fixed(v, 0);
     };
     put("bytes_per_s", p.bytes_per_s);
     put("flops_per_s", p.flops_per_s);
     put("tensor_flops_per_s", p.tensor_flops_per_s);
     put("tf32_flops_per_s", p.tf32_flops_per_s);
-    t.metadata[roofline_metadata_key(name, "how")] = p.how;
+    t.metadata[trace::roofline_metadata_key(name, "how")] = p.how;
   }
 }
 

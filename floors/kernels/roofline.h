@@ -8,6 +8,7 @@
 
 #include "floors/core/device.h"
 #include "floors/core/tensor.h"
+#include "tracer/roofline.h"
 #include "tracer/trace.h"
 #include "tracer/tracer.h"
 
@@ -41,9 +42,8 @@ Peak device_peak(Device d);
 
 // Puts the peaks of every device whose kernels t holds into t's metadata, as
 // "peak.<device>.bytes_per_s", ".flops_per_s", ".tensor_flops_per_s",
-// ".tf32_flops_per_s" and ".how" (roofline_metadata_key).
+// ".tf32_flops_per_s" and ".how" (trace::roofline_metadata_key).
 void add_peaks(trace::Trace& t);
-std::string roofline_metadata_key(const std::string& device, const char* what);
 
 // The CPU microkernel's rate on `threads` threads at once over panels that
 // stay in the caches (packed_matmul.cpp): the FLOP/s this CPU reaches when

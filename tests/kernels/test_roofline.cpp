@@ -76,12 +76,12 @@ TEST(Roofline, ATraceCarriesThePeaksOfItsDevices) {
   kernels::add_peaks(t);
   for (const char* device : {"cpu", "sim:0"}) {
     const auto& m = t.metadata;
-    ASSERT_TRUE(m.count(kernels::roofline_metadata_key(device, "bytes_per_s"))) << device;
-    EXPECT_GT(std::stod(m.at(kernels::roofline_metadata_key(device, "bytes_per_s"))), 1e8) << device;
-    EXPECT_NE(m.at(kernels::roofline_metadata_key(device, "how")).find("measured"), std::string::npos);
+    ASSERT_TRUE(m.count(trace::roofline_metadata_key(device, "bytes_per_s"))) << device;
+    EXPECT_GT(std::stod(m.at(trace::roofline_metadata_key(device, "bytes_per_s"))), 1e8) << device;
+    EXPECT_NE(m.at(trace::roofline_metadata_key(device, "how")).find("measured"), std::string::npos);
   }
-  EXPECT_NE(t.metadata.at(kernels::roofline_metadata_key("sim:0", "how")).find("one host thread"), std::string::npos);
-  EXPECT_FALSE(t.metadata.count(kernels::roofline_metadata_key("cuda:0", "how")));
+  EXPECT_NE(t.metadata.at(trace::roofline_metadata_key("sim:0", "how")).find("one host thread"), std::string::npos);
+  EXPECT_FALSE(t.metadata.count(trace::roofline_metadata_key("cuda:0", "how")));
 }
 
 // On a GPU the peaks are read from the device: the H200's are about 67
