@@ -154,7 +154,7 @@ void roofline_view(const RooflinePoint& p) {
     return;
   }
   const float fs = ImGui::GetFontSize();
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, 8.0f * fs);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, 9.0f * fs);
   const ImVec2 o = ImGui::GetCursorScreenPos();
   ImGui::Dummy(size);
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -164,7 +164,7 @@ void roofline_view(const RooflinePoint& p) {
   const double y1 = std::log10(peak * 3);
   const double y0 = std::min(std::log10(peak) - 3.5, std::log10(std::max(p.flops_per_s(), 1.0)) - 0.5);
   const float left = o.x + 0.5f * fs, right = o.x + size.x - 0.5f * fs;
-  const float top = o.y + 1.3f * fs, bottom = o.y + size.y - 1.3f * fs;
+  const float top = o.y + 2.5f * fs, bottom = o.y + size.y - 1.3f * fs;  // the title and the peak's label above
   const auto at = [&](double x, double y) {
     return ImVec2(left + float((std::log10(x) - x0) / (x1 - x0)) * (right - left),
                   bottom - float((std::log10(y) - y0) / (y1 - y0)) * (bottom - top));
@@ -178,15 +178,19 @@ void roofline_view(const RooflinePoint& p) {
   const ImVec2 d = at(p.intensity(), std::max(p.flops_per_s(), std::pow(10.0, y0)));
   dl->AddCircleFilled(d, 0.4f * fs, dot);
   const std::string peak_label = si_text(peak, "FLOP/s") + " (" + p.peak_flops_name + ")";
+  // The labels keep apart at any font size: the peak's between the title and the flat roof, memory's under
+  // the slope's left end, the kernel's on the side of its dot that has room (above it in the lower half).
   dl->AddText(ImVec2(std::min(ridge_at.x + 0.3f * fs, right - ImGui::CalcTextSize(peak_label.c_str()).x),
                      ridge_at.y - 1.2f * fs),
               roof, peak_label.c_str());
-  const std::string bw_label = si_text(p.peak_bytes_per_s, "B/s");
-  dl->AddText(ImVec2(left + 0.3f * fs, bottom - 1.2f * fs), faint, (bw_label + " memory").c_str());
+  const std::string bw_label = si_text(p.peak_bytes_per_s, "B/s") + " memory";
+  const ImVec2 slope_start = at(std::pow(10.0, x0), std::pow(10.0, x0) * p.peak_bytes_per_s);
+  dl->AddText(ImVec2(left + 0.3f * fs, std::clamp(slope_start.y + 0.3f * fs, top, bottom - fs)), faint,
+              bw_label.c_str());
   const std::string me = "this kernel: " + std::string(bound);
   const float w = ImGui::CalcTextSize(me.c_str()).x;
-  dl->AddText(ImVec2(std::clamp(d.x - w / 2, left, right - w), std::min(d.y + 0.5f * fs, bottom - 0.1f * fs)), dot,
-              me.c_str());
+  const float me_y = d.y > (top + bottom) / 2 ? d.y - 1.5f * fs : d.y + 0.5f * fs;
+  dl->AddText(ImVec2(std::clamp(d.x - w / 2, left, right - w), std::clamp(me_y, top, bottom - fs)), dot, me.c_str());
   dl->AddText(ImVec2(right - ImGui::CalcTextSize("FLOP per byte").x, bottom + 0.1f * fs), faint, "FLOP per byte");
   dl->AddText(ImVec2(left, o.y), faint, ("roofline of " + p.device + ", log-log; FLOP/s up").c_str());
 }
