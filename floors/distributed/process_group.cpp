@@ -23,7 +23,7 @@ bool have_mpi() {
 
 void init_process_group(const std::string& backend) {
   std::lock_guard<std::mutex> g(g_mu);
-  DESCENT_CHECK(!g_group, Error, "trying to initialize the default process group twice!");
+  DESCENT_CHECK(!g_group, ValueError, "trying to initialize the default process group twice!");
   DESCENT_CHECK(backend == "mpi" || backend == "nccl", ValueError, "Invalid backend: '", backend,
                 "' (descent has 'mpi' for CPU and sim:0 tensors, and 'nccl' for CUDA ones)");
   DESCENT_CHECK(backend != "nccl", NotImplementedError,

@@ -13,8 +13,9 @@ namespace descent::distributed {
 // Whether this build has an MPI library (found at configure time).
 bool have_mpi();
 
-// Makes the default group with `backend` ("mpi"); RuntimeError when one
-// exists already, for a backend this build lacks, or for "nccl" (not yet).
+// Makes the default group with `backend` ("mpi"); ValueError (PyTorch's
+// words) when one exists already or the backend is unknown, RuntimeError for
+// a backend this build lacks, NotImplementedError for "nccl" (not yet).
 void init_process_group(const std::string& backend);
 // The default group; ValueError (PyTorch's words) before init_process_group.
 ProcessGroupMPI& default_group();

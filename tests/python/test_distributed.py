@@ -33,6 +33,19 @@ def test_every_collective_gives_what_one_process_computes(nproc):
     assert sorted(re.findall(r"rank (\d+) of (\d+): ok", r.stdout)) == [(str(k), str(nproc)) for k in range(nproc)]
 
 
+@needs_mpi
+def test_a_script_that_never_destroys_its_group_ends_cleanly(tmp_path):
+    script = tmp_path / "no_destroy.py"
+    script.write_text("import descent, descent.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "x = descent.ones(3)\n"
+                      "dist.all_reduce(x)\n"
+                      "print('sum', x.tolist(), flush=True)\n")
+    r = run(2, str(script))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.count("sum [2.0, 2.0, 2.0]") == 2, r.stdout
+
+
 def test_a_collective_before_init_is_pytorchs_error():
     assert not dist.is_initialized()
     with pytest.raises(ValueError, match="Default process group has not been initialized, please make sure to "

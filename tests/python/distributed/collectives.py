@@ -3,6 +3,12 @@ import descent
 import descent.distributed as dist
 
 dist.init_process_group("mpi")
+try:
+    dist.init_process_group("mpi")
+except ValueError as e:
+    assert str(e) == "trying to initialize the default process group twice!", e
+else:
+    raise AssertionError("a second init_process_group was not refused")
 r, n = dist.get_rank(), dist.get_world_size()
 assert os.environ["RANK"] == str(r) and os.environ["WORLD_SIZE"] == str(n)
 for device in ["cpu", "sim:0"]:

@@ -3,6 +3,7 @@ over MPI for CPU and sim:0 tensors, started under `descent run --nproc N`, and i
 all_reduce, broadcast, all_gather, reduce_scatter and barrier, each synchronous or, with
 async_op=True, returning a Work whose wait() blocks until it ran. The collectives are not yet ops
 of the table, so a trace does not show them descend the floors; nccl (CUDA) is not built yet."""
+import atexit
 import os
 
 from descent import _C
@@ -60,6 +61,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     starts them), and world_size and rank, when given, must agree with it, as in PyTorch."""
     backend = "mpi" if backend is None else str(backend).lower()
     _C._dist_init(backend)
+    atexit.register(_end_at_exit)
     if world_size not in (-1, None) and world_size != _C._dist_world_size():
         raise ValueError(f"world_size {world_size} does not match MPI's {_C._dist_world_size()}")
     if rank not in (-1, None) and rank != _C._dist_rank():
@@ -85,6 +87,14 @@ def get_backend(group=None):
 
 def destroy_process_group(group=None):
     _C._dist_destroy()
+
+
+def _end_at_exit():
+    """A script that never calls destroy_process_group: its group ends while Python still runs (as
+    PyTorch's atexit hook ends its process groups), so MPI_Finalize is not left to a static
+    destructor after the interpreter is gone."""
+    if _C._dist_is_initialized():
+        _C._dist_destroy()
 
 
 def barrier(group=None, async_op=False, device_ids=None):
