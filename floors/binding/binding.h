@@ -112,6 +112,9 @@ PyObject* tensor_tuple(const std::vector<Tensor>& ts);
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);
 PyObject* device_object(Device d);  // new reference
+// The device descent.set_default_device chose for this thread's factories
+// (Note [The default device]); none means the CPU (settings.cpp).
+std::optional<Device>& default_device();
 // Devices from Python (device_object.cpp): the functions and the Event type
 // descent.cuda and descent.sim are built on, and Tensor's device methods.
 bool init_devices(PyObject* module);

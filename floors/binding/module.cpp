@@ -101,6 +101,9 @@ PyObject* op_function(size_t index, PyObject* const* args, Py_ssize_t nargs, PyO
   Stack stack;
   const OpEntry* op = nullptr;
   if (!parse_args(g, args, nargs, kwnames, stack, &op)) return nullptr;
+  if (default_device() && op->kind == OpKind::Factory && stack.size() == int(op->schema.args.size()) &&
+      op->schema.args.back().name == "device" && stack[stack.size() - 1].is_none())
+    stack[stack.size() - 1] = IValue(*default_device());  // Note [The default device]
   if (span.active()) span.arg("overload", op->name);
   return call_parsed(*op, stack, args, nargs, kwnames, requires_grad);
   DESCENT_PY_CATCH(nullptr)

@@ -90,7 +90,45 @@ PyObject* py_set_matmul_isa(PyObject*, PyObject* arg) {
 
 }  // namespace
 
+// Note [The default device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch.set_default_device("cuda") makes a factory called without a device
+// (torch.zeros(3), torch.linspace(...), torch.tensor(data)) make its tensor
+// there; PyTorch's tutorials start with it. PyTorch does it in Python, with
+// a TorchFunctionMode (torch/utils/_device.py, DeviceContext) that writes
+// device= into the call's keywords before the binding parses them; it is
+// thread-local. descent fills the same argument one step later, in the
+// binding, once the call has been parsed against its schema (op_function,
+// module.cpp): the trace shows the factory's device argument as PyTorch's
+// op receives it. Only a factory (an op whose last argument is `Device?
+// device`) reads it; an op on tensors stays on its tensors' device.
+std::optional<Device>& default_device() {
+  static thread_local std::optional<Device> d;
+  return d;
+}
+
+PyObject* py_set_default_device(PyObject*, PyObject* arg) {
+  DESCENT_PY_TRY
+  if (arg == Py_None) {
+    default_device().reset();
+  } else {
+    DESCENT_CHECK(PyUnicode_Check(arg) || Py_TYPE(arg) == &g_device_type, TypeError,
+                  "set_default_device(): expected a device, a str or None, not ", Py_TYPE(arg)->tp_name);
+    const Device d = PyUnicode_Check(arg) ? Device::parse(utf8_text(arg)) : device_of(arg);
+    if (d.type == DeviceType::CPU)
+      default_device().reset();
+    else
+      default_device() = d;
+  }
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_get_default_device(PyObject*, PyObject*) { return device_object(default_device().value_or(Device{})); }
+
 PyMethodDef g_settings_functions[] = {
+    {"set_default_device", py_set_default_device, METH_O,
+     "set_default_device(device): where factories called without a device make their tensors (None: the CPU)"},
+    {"get_default_device", py_get_default_device, METH_NOARGS, "the device factories use when given none"},
     {"manual_seed", py_manual_seed, METH_O, "seeds the counter-based generator and rewinds it"},
     {"_set_variant", py_set_variant, METH_O, "'auto', 'reference' or 'optimized' kernels for this thread"},
     {"_last_variant", py_last_variant, METH_NOARGS, "which loop the last kernel on this thread ran"},

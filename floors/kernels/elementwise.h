@@ -311,7 +311,9 @@ struct DivF : BinaryFn<DivF> {
 // pow_tensor_scalar_kernel; the CUDA kernel in PowKernel.cu does the same).
 // They are faster (x * x vectorizes, std::pow does not) and their bits are
 // not std::pow's: x ** 2 here gives PyTorch's bits because it multiplies as
-// PyTorch does. PowF checks the exponent per element, so a tensor of
+// PyTorch does (2, 3, -2, -1: plain arithmetic, the same on every machine;
+// 0.5 and -0.5 are std::sqrt's correctly rounded root, where PyTorch's
+// vector sqrt may differ in the last bit). PowF checks the exponent per element, so a tensor of
 // exponents (pow.Tensor_Tensor, where aten calls std::pow) takes the same
 // forms; for these exponents the two agree within one ulp. Where the
 // exponent is one number (x ** 2), the check does not depend on the loop's

@@ -2,7 +2,7 @@
 `import descent as torch` (issue 22).
 
 Each script below is the tutorial's code (pytorch/tutorials,
-beginner_source/examples_autograd/ and examples_nn/), re-typed line for line
+beginner_source/examples_tensor/, examples_autograd/ and examples_nn/), re-typed line for line
 with its prose comments left out; `import torch` reads `import descent as
 torch`, and nothing else differs: every loop runs the tutorial's full count
 of iterations (all six take a few seconds). The tests check that the loss
@@ -18,6 +18,88 @@ import numpy as np
 import pytest
 
 import descent
+
+POLYNOMIAL_TENSOR = '''
+import math
+import descent as torch
+
+
+dtype = torch.float
+device = torch.device("cpu")
+
+x = torch.linspace(-math.pi, math.pi, 2000, device=device, dtype=dtype)
+y = torch.sin(x)
+
+a = torch.randn((), device=device, dtype=dtype)
+b = torch.randn((), device=device, dtype=dtype)
+c = torch.randn((), device=device, dtype=dtype)
+d = torch.randn((), device=device, dtype=dtype)
+
+learning_rate = 1e-6
+for t in range(2000):
+    y_pred = a + (b * x) + (c * x.pow(2)) + (d * x.pow(3))
+
+    loss = (y_pred - y).pow(2).sum().item()
+    if t % 100 == 99:
+        print(t, loss)
+
+    grad_y_pred = -2.0 * (y - y_pred)
+    grad_a = grad_y_pred.sum()
+    grad_b = torch.matmul(input=grad_y_pred, other=x).sum()
+    grad_c = torch.matmul(input=grad_y_pred, other=x.pow(2)).sum()
+    grad_d = torch.matmul(input=grad_y_pred, other=x.pow(3)).sum()
+
+    a -= learning_rate * grad_a
+    b -= learning_rate * grad_b
+    c -= learning_rate * grad_c
+    d -= learning_rate * grad_d
+
+
+print(f'Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3')
+'''
+
+# examples_autograd/polynomial_autograd.py as it reads with torch.set_default_device (a later
+# revision asks torch.accelerator instead and zeroes the grads with `a.grad = 0.`, which torch
+# itself refuses with a TypeError; test_the_accelerator_line_runs_unchanged runs its first lines).
+POLYNOMIAL_AUTOGRAD = '''
+import descent as torch
+import math
+
+dtype = torch.float
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.set_default_device(device)
+
+x = torch.linspace(-math.pi, math.pi, 2000, dtype=dtype)
+y = torch.sin(x)
+
+a = torch.randn((), dtype=dtype, requires_grad=True)
+b = torch.randn((), dtype=dtype, requires_grad=True)
+c = torch.randn((), dtype=dtype, requires_grad=True)
+d = torch.randn((), dtype=dtype, requires_grad=True)
+
+learning_rate = 1e-6
+for t in range(2000):
+    y_pred = a + b * x + c * x ** 2 + d * x ** 3
+
+    loss = (y_pred - y).pow(2).sum()
+    if t % 100 == 99:
+        print(t, loss.item())
+
+    loss.backward()
+
+    with torch.no_grad():
+        a -= learning_rate * a.grad
+        b -= learning_rate * b.grad
+        c -= learning_rate * c.grad
+        d -= learning_rate * d.grad
+
+        a.grad = None
+        b.grad = None
+        c.grad = None
+        d.grad = None
+
+print(f'Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3')
+'''
 
 POLYNOMIAL_CUSTOM_FUNCTION = '''
 import descent as torch
@@ -256,8 +338,11 @@ def run(script, seed=0, torch_module=None):
         descent.manual_seed(seed)
     random.seed(seed)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(script, "<tutorial>", "exec"), {"__name__": "__main__"})
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(script, "<tutorial>", "exec"), {"__name__": "__main__"})
+    finally:  # a script's set_default_device stays with the script
+        (torch_module or descent).set_default_device(None)
     lines = out.getvalue().splitlines()
     losses = [(int(t), float(v)) for t, v in (line.split() for line in lines[:-1])]
     return losses, lines[-1]
@@ -288,6 +373,55 @@ def custom_function_losses_in_float64():
         grads = (2 * r.sum(), 2 * (r * p3).sum(), 2 * (r * b * dp3).sum(), 2 * (r * b * dp3 * x).sum())
         a, b, c, d = (v - 5e-6 * g for v, g in zip((a, b, c, d), grads))
     return losses
+
+
+def test_polynomial_tensor():
+    losses, result = run(POLYNOMIAL_TENSOR)
+    check_falls(losses, 100, 20, below=100.0)
+    assert result.startswith("Result: y = ") and result.endswith(" x^3")
+
+
+def test_polynomial_autograd():
+    losses, result = run(POLYNOMIAL_AUTOGRAD)
+    check_falls(losses, 100, 20, below=100.0)
+    assert result.startswith("Result: y = ") and result.endswith(" x^3")
+    assert descent.get_default_device() == descent.device("cpu")  # set back after the script
+
+
+def test_set_default_device_moves_the_factories_only():
+    """Note [The default device]: factories called without a device make their tensors on the
+    default one; an op on tensors stays where its tensors are; None puts the CPU back."""
+    descent.set_default_device("sim:0")
+    try:
+        made = [descent.zeros(2), descent.linspace(0, 1, 3), descent.tensor([1.0]), descent.randn(()),
+                descent.arange(3), descent.full((2,), 7.0)]
+        assert [str(t.device) for t in made] == ["sim:0"] * 6
+        assert str(descent.get_default_device()) == "sim:0"
+        cpu = descent.ones(2, device="cpu")
+        assert str(cpu.device) == "cpu" and str((cpu + 1).device) == "cpu"
+        with descent.trace() as t:
+            descent.zeros(2)
+        keys = [s["args"].get("keyset", "") for s in t.result.spans()
+                if s["floor_name"] == "dispatch" and s["name"] == "aten::zeros"]
+        assert keys and "Sim" in keys[-1], [(s["floor_name"], s["name"], s["args"]) for s in t.result.spans()]
+    finally:
+        descent.set_default_device(None)
+    assert str(descent.zeros(1).device) == "cpu"
+    with pytest.raises(TypeError, match="expected a device"):
+        descent.set_default_device(3)
+
+
+def test_the_accelerator_line_runs_unchanged():
+    """The newest revision of the autograd tutorial picks its device through torch.accelerator."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile("import descent as torch\n"
+                     "device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() "
+                     "else \"cpu\"\n"
+                     "print(f\"Using {device} device\")\n", "<tutorial>", "exec"), {})
+    want = "cuda" if descent.cuda.is_available() else "cpu"
+    assert out.getvalue() == f"Using {want} device\n"
+    assert (descent.accelerator.current_accelerator() is None) == (not descent.cuda.is_available())
 
 
 def test_polynomial_custom_function():
@@ -328,7 +462,7 @@ def test_dynamic_net():
     assert result.endswith(" x^5 ?")
 
 
-@pytest.mark.parametrize("name", ["POLYNOMIAL_CUSTOM_FUNCTION", "POLYNOMIAL_NN", "POLYNOMIAL_OPTIM",
+@pytest.mark.parametrize("name", ["POLYNOMIAL_TENSOR", "POLYNOMIAL_AUTOGRAD", "POLYNOMIAL_CUSTOM_FUNCTION", "POLYNOMIAL_NN", "POLYNOMIAL_OPTIM",
                                   "POLYNOMIAL_OPTIM_RMSPROP", "POLYNOMIAL_MODULE", "DYNAMIC_NET"])
 def test_against_torch(name):
     """The same text on torch: the loss falls alike. Only the custom Function's

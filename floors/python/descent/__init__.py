@@ -15,8 +15,8 @@ import os as _os
 
 from . import _C
 from ._C import (  # noqa: F401  (dtypes, devices and errors keep PyTorch's names)
-    OutOfMemoryError, bfloat16, bool, device, dtype, float16, float32, float64, get_num_threads, int8, int16, int32,
-    int64, manual_seed, promote_types, set_num_threads, uint8,
+    OutOfMemoryError, bfloat16, bool, device, dtype, float16, float32, float64, get_default_device, get_num_threads,
+    int8, int16, int32, int64, manual_seed, promote_types, set_default_device, set_num_threads, uint8,
 )
 from ._tensor import Size, Tensor
 
@@ -50,7 +50,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     -> float32. On a device the elements are made on the host and copied over
     (floor 7), as PyTorch's torch.tensor copies them."""
     t = _C._tensor(data, dtype)
-    if device is not None and str(device) != "cpu":
+    if device is None:
+        device = _C.get_default_device()  # Note [The default device] (settings.cpp)
+    if str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
         t.requires_grad_()
@@ -101,7 +103,7 @@ from .grad_mode import (  # noqa: E402
 from .tracing import trace  # noqa: E402
 from . import autograd  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
-from . import backends, cuda, sim  # noqa: E402,F401
+from . import accelerator, backends, cuda, sim  # noqa: E402,F401
 from . import library, ops  # noqa: E402,F401  (torch.library and torch.ops)
 
 if _os.environ.get("DESCENT_TRACE", "") not in ("", "0"):
