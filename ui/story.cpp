@@ -232,6 +232,24 @@ Story build_story(const trace::Trace& t, bool fold_helpers) {
   }
   s.facts.resize(s.roots.size());
   for (size_t r = 0; r < s.roots.size(); ++r) s.facts[r] = call_facts(s, r);
+  // Repeats inside a call: spans grouped by the path of names from their
+  // root (a hash of the parent's path and the span's name), in story order.
+  s.repeat_group.assign(n, UINT32_MAX);
+  {
+    std::vector<uint64_t> path_hash(n, 0);
+    std::unordered_map<uint64_t, uint32_t> group_of;
+    for (const Step& st : s.steps) {
+      if (!st.down) continue;
+      const size_t i = st.span, p = s.parent_index[i];
+      const uint64_t parent = p == SIZE_MAX ? 0 : path_hash[p];
+      path_hash[i] = (parent * 0x100000001b3ULL) ^ std::hash<std::string_view>{}(t.spans[i].name);
+      if (p == SIZE_MAX) continue;  // a root is repeated by its line (below), not inside a call
+      const auto [it, fresh] = group_of.emplace(path_hash[i], static_cast<uint32_t>(s.repeats.size()));
+      if (fresh) s.repeats.emplace_back();
+      s.repeat_group[i] = it->second;
+      if (s.repeats[it->second].size() <= kMaxWarmSamples) s.repeats[it->second].push_back(i);
+    }
+  }
   std::unordered_map<std::string_view, size_t> line_index;
   s.line_of_root.resize(s.roots.size());
   for (size_t r = 0; r < s.roots.size(); ++r) {
@@ -427,8 +445,21 @@ Timing timing_of(const Story& s, size_t span) {
   std::reverse(path.begin(), path.end());
   const size_t r = root_of_step(s, s.down_step[span]);
   const std::vector<size_t>& line = s.lines[s.line_of_root[r]];
-  if (line.size() < 2) return t;
   std::vector<int64_t> incl, self;
+  if (line.size() < 2) {  // a line run once: its repeats inside the call, if any
+    if (s.repeat_group[span] == UINT32_MAX) return t;
+    const std::vector<size_t>& same = s.repeats[s.repeat_group[span]];
+    if (same.size() < 2) return t;
+    t.cold_inclusive_ns = s.trace->spans[same[0]].duration_ns();
+    for (size_t k = 1; k < same.size(); ++k) {
+      incl.push_back(s.trace->spans[same[k]].duration_ns());
+      self.push_back(s.self_ns[same[k]]);
+    }
+    t.warm_samples = static_cast<int>(incl.size());
+    t.inclusive_ns = median(incl);
+    t.self_ns = median(self);
+    return t;
+  }
   for (size_t k = 0; k < line.size() && k <= kMaxWarmSamples; ++k) {
     size_t at = s.roots[line[k]];
     bool found = true;

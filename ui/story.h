@@ -82,6 +82,11 @@ struct Story {
   std::vector<CallFacts> facts;                            // per root: what its call did (skip reasons)
   std::vector<size_t> line_of_root;                        // per root: its line's index in `lines`
   std::vector<std::vector<size_t>> lines;                  // per distinct line (root name): its roots' positions
+  // Per told span: its group of spans with the same path of names from its
+  // root (UINT32_MAX when none), and per group its first kMaxWarmSamples + 1
+  // spans in story order: the repeats inside one call (a loop's body).
+  std::vector<uint32_t> repeat_group;
+  std::vector<std::vector<size_t>> repeats;
 };
 
 // Note [The beginner's story]
@@ -156,7 +161,10 @@ size_t root_of_span(const Story& s, size_t i);
 // caches yet, the allocator has no block to reuse, lazy set-up (a thread pool,
 // a device context) happens inside it, and fresh pages fault in. A warm call,
 // the same line run again, shows what the line costs in a loop, often ten
-// times less. The app labels every time cold or warm; R runs the line on
+// times less. A span whose path of names already ran earlier in the same
+// call is warm as well: the body of a loop run as one statement
+// (`for i in range(1000): x + 1`), whose first pass is the cold one. The
+// app labels every time cold or warm; R runs the line on
 // screen kWarmRuns times so the warm median shows beside the cold time, the
 // step bar says which run is on screen ("run 2 of 5"), and M goes to the run
 // whose time is the median of the warm ones. Inclusive is a span with

@@ -83,6 +83,29 @@ TEST(Story, WarmMedianLeavesTheFirstCallOut) {
   EXPECT_EQ(alloc.inclusive_ns, 100);
 }
 
+// `for i in range(3): x + 1` as one statement: one root, its body three
+// times. The first pass is cold, the others warm (Note [Cold and warm times]).
+TEST(Story, RepeatsInsideOneCallAreWarmAfterTheFirst) {
+  trace::Trace t;
+  t.spans.push_back(make_span(1, 0, Floor::Python, "for i in range(3): x + 1", 0, 10000));
+  const int64_t took[] = {3000, 500, 700};
+  for (uint64_t k = 0; k < 3; ++k) {
+    const int64_t at = 100 + 3100 * static_cast<int64_t>(k);
+    t.spans.push_back(make_span(10 * k + 2, 1, Floor::Binding, "add", at, at + took[k]));
+    t.spans.push_back(make_span(10 * k + 3, 10 * k + 2, Floor::Dispatch, "add", at + 10, at + took[k] - 10));
+  }
+  const Story s = build_story(t);
+  ASSERT_EQ(s.roots.size(), 1u);
+  for (size_t span : {size_t{1}, size_t{3}, size_t{5}}) {  // every binding "add", first or not
+    const Timing add = timing_of(s, span);
+    EXPECT_EQ(add.warm_samples, 2) << span;
+    EXPECT_EQ(add.inclusive_ns, 600) << span;  // the median of 500 and 700
+    EXPECT_EQ(add.cold_inclusive_ns, 3000) << span;
+  }
+  EXPECT_EQ(timing_of(s, 6).warm_samples, 2);  // the third pass's dispatch
+  EXPECT_EQ(timing_of(s, 0).warm_samples, 0);  // the statement itself ran once: cold
+}
+
 TEST(Story, EmptyAndOtherThreadOnlyTraces) {
   trace::Trace empty;
   EXPECT_TRUE(build_story(empty).steps.empty());
@@ -127,14 +150,14 @@ TEST(Playback, StepsAndPlays) {
   const trace::Trace t = two_calls();
   const Story s = build_story(t);
   Playback p;
-  p.step_down(s);
-  p.step_down(s);
-  p.step_down(s);
-  p.step_up(s);
+  p.step_forward(s);
+  p.step_forward(s);
+  p.step_forward(s);
+  p.step_back(s);
   EXPECT_EQ(p.step(), 2u);
   p.to_end(s);
   EXPECT_EQ(p.step(), 19u);
-  p.step_down(s);
+  p.step_forward(s);
   EXPECT_EQ(p.step(), 19u);  // stays at the end
   p.toggle(s);               // playing at the end restarts
   EXPECT_TRUE(p.playing);
@@ -142,7 +165,7 @@ TEST(Playback, StepsAndPlays) {
   p.advance(s, kTeachingStepSeconds * 2.5);
   EXPECT_EQ(p.step(), 2u);
   EXPECT_NEAR(p.fraction(), 0.5, 1e-9);
-  p.step_up(s);  // mid-move: back to where the move started
+  p.step_back(s);  // mid-move: back to where the move started
   EXPECT_EQ(p.step(), 2u);
   EXPECT_FALSE(p.playing);
   p.playing = true;
