@@ -18,6 +18,10 @@ const char* jump_kind_name(JumpKind k) {
       return "launch";
     case JumpKind::Kernel:
       return "kernel";
+    case JumpKind::Down:
+      return "step down";
+    case JumpKind::Up:
+      return "step up";
   }
   return "?";
 }
@@ -26,6 +30,7 @@ bool is_jump_target(const Story& s, size_t k, JumpKind kind) {
   if (k >= s.steps.size()) return false;
   const Step& st = s.steps[k];
   if (kind == JumpKind::Floor) return k > 0 && token_floor(s, k) != token_floor(s, k - 1);
+  if (kind == JumpKind::Up) return !st.down;
   if (!st.down) return false;
   const trace::Span& sp = s.trace->spans[st.span];
   switch (kind) {
@@ -37,7 +42,10 @@ bool is_jump_target(const Story& s, size_t k, JumpKind kind) {
       return sp.floor == trace::Floor::Launch;
     case JumpKind::Kernel:
       return sp.floor == trace::Floor::Kernels;
+    case JumpKind::Down:
+      return true;
     case JumpKind::Floor:
+    case JumpKind::Up:
       break;
   }
   return false;

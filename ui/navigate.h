@@ -22,6 +22,10 @@
 //                floor-4 span "autograd::engine::evaluate_function: ...")
 //   launch       a step down into a floor-8 span
 //   kernel       a step down into a floor-5 span
+//   step down    any step down into a span (the Down key: the token goes down)
+//   step up      any step up out of a span (the Up key: the token goes up);
+//                Right and Left (J and K) are the next and previous step,
+//                whichever way it goes
 // Search is the same over the spans whose name contains a text (case
 // ignored): its steps are their steps down, and the search wraps around at
 // either end, as a browser's find does.
@@ -36,8 +40,8 @@
 
 namespace descent::ui {
 
-enum class JumpKind { Statement, Floor, Node, Launch, Kernel };
-constexpr int kJumpKinds = 5;
+enum class JumpKind { Statement, Floor, Node, Launch, Kernel, Down, Up };
+constexpr int kJumpKinds = 7;
 
 const char* jump_kind_name(JumpKind k);  // "statement", "floor change", "autograd node", "launch", "kernel"
 

@@ -23,8 +23,9 @@ namespace {
 // The keys, as the help window lists them: a table, so the columns line up
 // in a proportional font, short enough for a projector's 1280x720.
 constexpr const char* kKeyHelp[][2] = {
-    {"Down / J", "next step (down into a span, or up out of one)"},
-    {"Up / K", "back a step"},
+    {"Right / J", "next step, down into a span or up out of one"},
+    {"Left / K", "back a step"},
+    {"Down / Up", "the next step down / the next step up"},
     {". / Shift+.", "next / previous statement (a floor-1 span)"},
     {"] / [", "next / previous floor change"},
     {"B / Shift+B", "next / previous autograd node backward runs (floor 4)"},
@@ -139,8 +140,11 @@ void handle_keys(App& app) {
   if (typing || popup) return;
   if (lesson_keys(app)) return;  // the Lesson tab's own keys first (panel_lesson.cpp)
   const Story& s = app.story;
-  if (pressed(GLFW_KEY_DOWN) || pressed(GLFW_KEY_J)) app.play.step_down(s);
-  if (pressed(GLFW_KEY_UP) || pressed(GLFW_KEY_K)) app.play.step_up(s);
+  if (pressed(GLFW_KEY_RIGHT) || pressed(GLFW_KEY_J)) app.play.step_forward(s);
+  if (pressed(GLFW_KEY_LEFT) || pressed(GLFW_KEY_K)) app.play.step_back(s);
+  // Down and Up move the token the way they name (Note [Jumping through a story]).
+  if (pressed(GLFW_KEY_DOWN)) jump(app, JumpKind::Down, true);
+  if (pressed(GLFW_KEY_UP)) jump(app, JumpKind::Up, true);
   if (ImGui::IsKeyPressed(GLFW_KEY_SPACE, false)) app.play.toggle(s);
   if (pressed(GLFW_KEY_HOME)) app.play.to_start();
   if (pressed(GLFW_KEY_END)) app.play.to_end(s);
@@ -268,12 +272,12 @@ void draw_playback_buttons(App& app) {
   const Story& s = app.story;
   if (ImGui::Button("|<")) app.play.to_start();
   ImGui::SameLine();
-  if (ImGui::Button("Back")) app.play.step_up(s);
+  if (ImGui::Button("Back")) app.play.step_back(s);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Up, K)");
   ImGui::SameLine();
   if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
   ImGui::SameLine();
-  if (ImGui::Button("Next")) app.play.step_down(s);
+  if (ImGui::Button("Next")) app.play.step_forward(s);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Down, J)");
   ImGui::SameLine();
   if (ImGui::Button(">|")) app.play.to_end(s);

@@ -34,12 +34,12 @@ void Playback::advance(const Story& s, double dt) {
   }
 }
 
-void Playback::step_down(const Story& s) {
+void Playback::step_forward(const Story& s) {
   playing = false;
   position = static_cast<double>(std::min(step() + 1, last_step(s)));
 }
 
-void Playback::step_up(const Story&) {
+void Playback::step_back(const Story&) {
   playing = false;
   // Mid-move, "up" first returns to the step the move started from.
   position = fraction() > 0 ? static_cast<double>(step()) : static_cast<double>(step() > 0 ? step() - 1 : 0);

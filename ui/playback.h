@@ -35,8 +35,8 @@ struct Playback {
   // Moves on by dt seconds of wall time while playing; stops at the last step.
   void advance(const Story& s, double dt_seconds);
 
-  void step_down(const Story& s);  // to the next step (stops playing)
-  void step_up(const Story& s);    // to the previous step (stops playing)
+  void step_forward(const Story& s);  // to the next step (stops playing)
+  void step_back(const Story& s);     // to the previous step (stops playing)
   void to_start();
   void to_end(const Story& s);
   void scrub(const Story& s, size_t step);  // to this step

@@ -432,7 +432,7 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
     try:
         wait_state(state_path, lambda s: s["step"] == 0)
         focus_window(xserver)
-        for key in ("Down", "Down", "Down", "Up"):
+        for key in ("Right", "Right", "Right", "Left"):
             xdotool(xserver, "key", key)
             time.sleep(0.15)
         s = wait_state(state_path, lambda s: s["step"] == 2)
@@ -447,7 +447,7 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
         xdotool(xserver, "key", "Escape")
         s = wait_state(state_path, lambda s: not s["console_has_keys"])
         before = s["step"]
-        xdotool(xserver, "key", "Down")
+        xdotool(xserver, "key", "Right")
         wait_state(state_path, lambda s: s["step"] == before + 1)
         # A good statement becomes the call on screen.
         xdotool(xserver, "key", "F2")
@@ -459,7 +459,7 @@ def test_real_key_presses_step_the_call(tmp_path, saved_trace, xserver):
         # N opens the Note the step's explanation cites, in the Notes tab.
         xdotool(xserver, "key", "Escape")
         wait_state(state_path, lambda s: not s["console_has_keys"])
-        for key in ("Down", "Down"):
+        for key in ("Right", "Right"):
             xdotool(xserver, "key", key)
             time.sleep(0.15)
         s = wait_state(state_path, lambda s: s["step"] == 2)
@@ -770,7 +770,7 @@ def test_an_endless_loop_typed_in_the_console_is_stopped_by_the_stop_key(tmp_pat
         assert ImageChops.difference(shot1, shot2).getbbox() is not None
         # Keys still act on the call on screen while the code runs.
         step = later["step"]
-        xdotool(xserver, "key", "Down")
+        xdotool(xserver, "key", "Right")
         wait_state(state_path, lambda s: s["step"] == step + 1 and s["running"] is not None)
         # Stop.
         xdotool(xserver, "key", "s")

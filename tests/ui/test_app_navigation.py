@@ -151,16 +151,17 @@ def test_ctrl_f_finds_spans_by_name(tmp_path, nav_trace, xserver):
         # Esc closes the field, and the keys step again.
         app.key("Escape")
         app.wait(lambda s: not s["search"]["open"] and "search" not in s["panels"])
-        app.key("Down")
+        app.key("Right")
         app.wait(lambda s: s["step"] == found[1] + 1)
         app.close()
     finally:
         app.proc.kill()
 
 
-def test_the_step_label_says_which_way_and_down_is_the_next_step(tmp_path, nav_trace, xserver):
-    """Down (J) is the next step whichever way the token goes: at a step up
-    out of a span it goes on up, and the label says "up from"."""
+def test_the_step_label_says_which_way_and_down_and_up_go_that_way(tmp_path, nav_trace, xserver):
+    """Down goes to the next step down into a span, Up to the next step up out
+    of one, so the token moves the way the key names; Right (J) is the next
+    step whichever way it goes, and the label says "down into" or "up from"."""
     steps, by_id = expected_steps(nav_trace)
     up = next(k for k, (s, down) in enumerate(steps) if not down and k + 1 < len(steps) and not steps[k + 1][1])
     app = LiveApp(tmp_path, xserver, "--trace", str(nav_trace), "--step", str(up))
@@ -169,12 +170,17 @@ def test_the_step_label_says_which_way_and_down_is_the_next_step(tmp_path, nav_t
         assert s["step_label"].endswith("up from " + steps[up][0]["name"]), s["step_label"]
         assert s["step_label"].startswith(f"{up + 1} / {len(steps)}  floor {token_floor(steps[up], by_id)},")
         app.focus()
-        app.key("Down")
+        app.key("Right")
         s = app.wait(lambda s: s["step"] == up + 1)
         assert s["direction"] == "up" and "up from " + steps[up + 1][0]["name"] in s["step_label"]
-        app.key("Home", "Down")
-        s = app.wait(lambda s: s["step"] == 1)
-        assert s["step_label"].endswith("down into " + steps[1][0]["name"])
+        app.key("Down")  # past the steps up, to the next one down
+        want = next(k for k in range(up + 2, len(steps)) if steps[k][1])
+        s = app.wait(lambda s: s["step"] == want)
+        assert s["direction"] == "down" and s["step_label"].endswith("down into " + steps[want][0]["name"])
+        app.key("Home", "Up")  # from the start, to the first step up
+        first_up = next(k for k in range(len(steps)) if not steps[k][1])
+        s = app.wait(lambda s: s["step"] == first_up)
+        assert s["direction"] == "up"
         app.close()
     finally:
         app.proc.kill()

@@ -68,6 +68,27 @@ TEST(Navigate, AFloorChangeIsAStepOnAnotherFloorThanTheStepBefore) {
   }
 }
 
+// The Down and Up keys move the token the way they name: Down to the next
+// step down into a span, Up to the next step up out of one.
+TEST(Navigate, DownAndUpGoToTheNextStepThatGoesThatWay) {
+  const trace::Trace t = device_add_and_backward();
+  const Story s = build_story(t);
+  EXPECT_EQ(jump_step(s, 0, JumpKind::Down, true), 1u);
+  EXPECT_EQ(jump_step(s, 4, JumpKind::Down, true), 10u);  // up out of the launch, and on to the next statement
+  EXPECT_EQ(jump_step(s, 0, JumpKind::Up, true), 5u);     // up out of the launch: the first step up
+  EXPECT_EQ(jump_step(s, 5, JumpKind::Up, true), 6u);
+  EXPECT_EQ(jump_step(s, 12, JumpKind::Up, true), 13u);
+  EXPECT_EQ(jump_step(s, 17, JumpKind::Up, true), SIZE_MAX);
+  for (size_t k = 0; k < s.steps.size(); ++k) {
+    EXPECT_EQ(is_jump_target(s, k, JumpKind::Down), s.steps[k].down) << k;
+    EXPECT_EQ(is_jump_target(s, k, JumpKind::Up), !s.steps[k].down) << k;
+    if (k == 0) continue;
+    if (s.steps[k].down) {
+      EXPECT_GE(token_floor(s, k), token_floor(s, k - 1)) << k;  // never up on a step down
+    }
+  }
+}
+
 TEST(Navigate, SearchFindsSpansByAnyPartOfTheirNameIgnoringCase) {
   const trace::Trace t = device_add_and_backward();
   const Story s = build_story(t);

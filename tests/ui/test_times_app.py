@@ -30,7 +30,7 @@ def test_r_runs_the_line_again_warm_and_m_goes_to_the_median_run(tmp_path, xserv
         xdotool(xserver, "key", "r")
         s = wait_state(state, lambda s: s["running"] is None and s["steps"] == 5 * SAMPLE_STEPS)
         assert s["run"] == [1, 5] and s["step"] == 0 and s["span"]["warm_samples"] == 4
-        xdotool(xserver, "key", "Down")
+        xdotool(xserver, "key", "Right")
         s = wait_state(state, lambda s: s["step"] == 1)
         xdotool(xserver, "key", "m")
         s = wait_state(state, lambda s: s["run"][0] != 1)
