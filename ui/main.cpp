@@ -697,6 +697,17 @@ int run(int argc, char** argv) {
   const Options& o = app.options;
   const bool headless = !o.screenshot.empty();
   apply_options(app);
+  // Note [The app's span limit]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // Code typed into the console or a lesson's exercise may loop for ever.
+  // The tracer's own limit (Note [Dropped spans], 8M spans a thread) is
+  // sized for a profiling run; in the app each span also becomes a story's
+  // steps, its text and its layout, about 600 bytes in all, so 8M spans
+  // would take a classroom laptop's 5 GB before Stop is pressed. The app
+  // keeps 1M spans a thread (a 1000-pass training loop is 17,000; a lesson
+  // step under 3,000); past it spans are counted, not kept, and the trace
+  // says so. DESCENT_TRACE_MAX_SPANS, when set, is taken as given.
+  setenv("DESCENT_TRACE_MAX_SPANS", "1048576", /*overwrite=*/0);
   // A trace file is read on a second thread while the window and Python start.
   std::string read_error;
   std::future<std::shared_ptr<const trace::Trace>> reading;
