@@ -337,10 +337,24 @@ void lesson_apply(App& app, Loaded l) {
   app.right_tab = RightTab::Lesson;
 }
 
+bool question_waits(const App& app) {
+  return app.right_tab == RightTab::Lesson && app.lesson.asking() && app.lesson.step_trace &&
+         app.loaded.trace == app.lesson.step_trace && app.has_steps();
+}
+
+void hold_at_question(App& app) {
+  if (!question_waits(app) || app.lesson.parked_step == SIZE_MAX || app.step() <= app.lesson.parked_step) return;
+  app.play.playing = false;
+  app.play.scrub(app.story, app.lesson.parked_step);
+  app.jump_said = "answer the question first";
+  app.jump_said_at = app.step();
+}
+
 // Where a step opens: on the span its first selector names; while a
 // question waits, one floor above it (its parent, going down), so the floor
 // that decides is still ahead of the token and its decision still hidden.
 void park_for_step(App& app) {
+  app.lesson.parked_step = SIZE_MAX;
   if (!app.lesson.step_trace) return;
   const auto& spans = app.lesson.step_trace->spans;
   for (const LessonLook& look : app.lesson.looks) {
@@ -351,7 +365,10 @@ void park_for_step(App& app) {
         if (s.id == look.span && s.parent) target = s.parent;
       }
     }
-    if (park_on_span(app, target)) return;
+    if (park_on_span(app, target)) {
+      app.lesson.parked_step = app.step();
+      return;
+    }
   }
 }
 

@@ -101,10 +101,11 @@ struct LessonView {
   std::string in_flight;                            // the "do" of the request being served ("" when none)
   int first_open_step = -1;                         // the step a request to open is for (shown while it runs)
   std::chrono::steady_clock::time_point submitted;  // when the request in flight went to Python
-  double open_ms = -1;         // the last step's opening: request to story shown (run, trace, layout)
-  bool focus_editor = false;   // give the exercise editor the keyboard next frame
-  bool editor_active = false;  // the editor had the keyboard in the last frame (the state dump)
-  int scroll_to = -1;          // bring this question into view next frame (kScrollTo* for the others)
+  double open_ms = -1;            // the last step's opening: request to story shown (run, trace, layout)
+  bool focus_editor = false;      // give the exercise editor the keyboard next frame
+  bool editor_active = false;     // the editor had the keyboard in the last frame (the state dump)
+  int scroll_to = -1;             // bring this question into view next frame (kScrollTo* for the others)
+  size_t parked_step = SIZE_MAX;  // where park_for_step left the token (question_waits keeps it there or before)
   static constexpr int kScrollToTop = -2, kScrollToExercise = -3;
 
   bool open() const { return step >= 0; }
@@ -114,6 +115,15 @@ struct LessonView {
   // The first prediction not answered yet (-1: none).
   int next_question() const;
 };
+
+// Whether a lesson's question waits on the call on screen: the Lesson tab
+// shows, a prediction is unanswered and the story is the step's own trace.
+// Then the token may not go past the step it was parked on, and nothing
+// ahead of it (floors, timeline labels, tooltips) gives the answer away.
+bool question_waits(const App& app);
+// Keeps the token at or before the parked step while question_waits (after
+// the keys and playback moved it); says why when it had to.
+void hold_at_question(App& app);
 
 // Requests (queued; sent when no code runs).
 void lesson_catalog(App& app);

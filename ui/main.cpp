@@ -746,6 +746,7 @@ int run(int argc, char** argv) {
         headless ? (o.play ? kHeadlessFrameSeconds : 0.0) : std::chrono::duration<double>(now - last).count();
     last = now;
     app.play.advance(app.story, dt);
+    hold_at_question(app);
     bench.before_frame(app, frames);
     render_frame(app, window, fonts, built_scale);
     app.frames = static_cast<uint64_t>(++frames);

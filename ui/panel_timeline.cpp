@@ -362,6 +362,9 @@ struct RowsArea {
   float width;
   ImVec2 clip0, clip1;  // the child window's visible rectangle
   double v0, v1, npp;   // the view's window, and ns per pixel
+  // While a lesson's question waits, spans that start after this time keep
+  // their names to themselves (Note [Lessons in the app]); INT64_MAX: none hidden.
+  int64_t hide_after_ns = INT64_MAX;
   // x of a time, clamped just outside the panel: no float trouble deep in a zoom.
   float x_of(double ns) const {
     const double left = area0.x, right = area0.x + width;
@@ -407,7 +410,7 @@ void draw_item(const RowsArea& r, size_t lane, float y0, float y1, const Timelin
   } else {
     const ImU32 fill = floor_color(first.floor, 1.0f);
     r.dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1 - (x1 - x0 > 3 ? 1.0f : 0.0f), y1), fill);
-    if (x1 - x0 >= px(kLabelMinPx)) {
+    if (x1 - x0 >= px(kLabelMinPx) && first.start_ns <= r.hide_after_ns) {
       const float left = r.area0.x, right = r.area0.x + r.width;
       const float tx = std::max(x0, left) + px(kTextPadPx);
       const ImVec4 clip(tx, y0, std::min(x1, right) - px(kTextPadPx), y1);
@@ -503,6 +506,10 @@ void hover_and_click(App& app, const RowsArea& r, const Hover& hover) {
     return;
   }
   const size_t span = hover.item.span;
+  if (r.t.spans[span].start_ns > r.hide_after_ns) {
+    ImGui::SetTooltip("(answer the Lesson tab's question first)");
+    return;
+  }
   app.hovered_span = static_cast<int64_t>(span);
   span_tooltip(app, span);
   const bool clicked = ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
@@ -574,8 +581,9 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   const Pointer pointer = pointer_at(area0, width, axis_pos);
   handle_input(app, pointer, width, scroll_y);
   const double v0 = app.view_start_ns, v1 = app.view_end_ns;
-  const RowsArea rows{x,     app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0,
-                      clip1, v0,          v1,     (v1 - v0) / width};
+  RowsArea rows{x,     app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0,
+                clip1, v0,          v1,     (v1 - v0) / width};
+  if (question_waits(app)) rows.hide_after_ns = app.story.steps[app.step()].at_ns;
   draw_axis(top, app, axis_pos, width, clip1.y);
   draw_queues(app, rows);
   Hover hover;

@@ -202,6 +202,7 @@ void handle_keys(App& app) {
     const Explanation& e = current_explanation(app);
     if (!e.notes.empty()) open_note(app, e.notes.front());
   }
+  hold_at_question(app);  // a lesson's question waits: not past the step it asks at
   if (app.step() != before) app.timeline_follow = true;
 }
 

@@ -166,6 +166,21 @@ def test_headless_a_prediction_before_and_after_its_answer(tmp_path):
     assert s["span"]["id"] == second["evidence_span"]
 
 
+def test_while_a_question_waits_the_token_stays_above_its_answer(tmp_path):
+    """Asked for a step past the question (--step), the token stays where the step parked it, the
+    floors ahead stay hidden, and the status line says why."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "map", "--lesson-step", "1", env=env, name="parked")
+    parked = s["step"]
+    assert lesson(s)["asking"] and parked + 2 < s["steps"]
+    s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "map", "--lesson-step", "1",
+                      "--step", str(s["steps"] - 1), env=env, name="held")
+    assert lesson(s)["asking"] and s["step"] == parked
+    assert "answer the question first" in json.dumps(s)
+    ahead = [f for f in s["floors"] if f["state"] == "ahead"]
+    assert ahead and all(f["decision"] == "(answer the Lesson tab's question first)" for f in ahead), ahead
+
+
 def test_headless_lesson_bad_input_is_named(tmp_path):
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
     _, _, p = run_app(tmp_path, "--lesson", "no-such-lesson", env=env, name="missing", rc=2)
