@@ -154,7 +154,7 @@ Block* CachingAllocator::Impl::alloc_block_locked(size_t alloc_size, bool small,
   {
     trace::ScopedSpan span(trace::Floor::Allocator, "raw_malloc");
     span.arg("bytes", static_cast<int64_t>(alloc_size));
-    ptr = backend.raw_malloc(alloc_size);
+    ptr = DESCENT_DECIDES(span, backend.raw_malloc(alloc_size));  // the device's own allocator, cudaMalloc
   }
   if (ptr == nullptr) return nullptr;
   Block* b = make_block();
@@ -390,7 +390,7 @@ void CachingAllocator::Impl::free_locked(Block* b, void* ptr) {
   decrease(stats.allocated_bytes, b->small, b->size);
   record_trace_locked(TraceEntry::Action::FreeRequested, b->addr, b->requested, b->stream);
   if (b->size >= max_split_size) decrease(stats.oversize_allocations, 1);
-  if (!b->stream_uses.empty()) {
+  if (DESCENT_DECIDES(span, !b->stream_uses.empty())) {  // used on other streams: reused once their events pass
     insert_events_locked(b);
   } else {
     free_block_locked(b);

@@ -86,7 +86,7 @@ DataPtr cpu_allocate(size_t nbytes) {
   size_t padded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   void* ptr = nullptr;
   void* raw = nullptr;  // Note [Small host blocks]
-  if (padded <= kSmallBlock) {
+  if (DESCENT_DECIDES(span, padded <= kSmallBlock)) {
     raw = std::malloc(padded + kAlignment - kMallocAlignment);
     if (raw == nullptr) throw_cpu_oom(nbytes);
     ptr = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + kAlignment - 1) & ~uintptr_t{kAlignment - 1});

@@ -66,6 +66,8 @@ void launch_sim(const streams::Stream& s, const KernelLaunch& k, SimBody body) {
   const uint64_t correlation = span.active() ? trace::next_correlation() : 0;
   span.arg("correlation", int64_t(correlation));
   const KernelLaunch launch = k;
+  enqueue.arg(trace::kDecidedAt, DESCENT_HERE);  // onto stream s, the caller's current stream:
+  span.arg(trace::kDecidedAt, DESCENT_HERE);     // the kernel is queued, not run, and the host goes on
   const int64_t depth = streams::sim_enqueue(s, [=, body = std::move(body)] {
     // The device's clock: when the worker got to the kernel, and when it finished.
     const int64_t start = trace::enabled() ? trace::now_ns() : 0;
@@ -227,6 +229,10 @@ int CudaLaunchScope::launch(const void* kernel_fn, void** args) {
     if (f != nullptr && driver(f, k_.grid.x, k_.grid.y, k_.grid.z, k_.block.x, k_.block.y, k_.block.z, k_.shared_bytes,
                                static_cast<CUstream>(native_), args, nullptr) == CUDA_SUCCESS)
       return int(cudaSuccess);
+  }
+  if (span_ >= 0) {  // the launch on the next line is what both spans record (Note [Where a span decided])
+    trace::add_arg(enqueue_, trace::kDecidedAt, DESCENT_HERE);
+    trace::add_arg(span_, trace::kDecidedAt, DESCENT_HERE);
   }
   return int(cudaLaunchKernel(kernel_fn, dim3(k_.grid.x, k_.grid.y, k_.grid.z),
                               dim3(k_.block.x, k_.block.y, k_.block.z), args, k_.shared_bytes,

@@ -71,7 +71,7 @@ void synchronize(Device d, const char* why) {
   trace::ScopedSpan span(trace::Floor::Streams, why);
   span.arg("device", trace::enabled() ? trace::intern(d.str()) : "");
   span.arg("api", d.type == DeviceType::CUDA ? "cudaDeviceSynchronize" : "simDeviceSynchronize");
-  runtime(d.type).synchronize_device(d.index);
+  DESCENT_DECIDES(span, runtime(d.type).synchronize_device(d.index));  // the host waits for every stream here
 }
 
 void synchronize(const Stream& s, const char* why) {
@@ -79,7 +79,7 @@ void synchronize(const Stream& s, const char* why) {
   span.arg("stream", s.id);
   span.arg("api", s.device.type == DeviceType::CUDA ? "cudaStreamSynchronize" : "simStreamSynchronize");
   if (span.active()) span.arg("queue_depth", runtime(s.device.type).queue_depth(s));
-  runtime(s.device.type).synchronize(s);
+  DESCENT_DECIDES(span, runtime(s.device.type).synchronize(s));  // the host waits for this stream here
 }
 
 // [SECTION] Which op faulted ----------------------------------------------------------
