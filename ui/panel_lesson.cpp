@@ -190,7 +190,12 @@ void draw_code(App& app) {
   ImGui::PushStyleColor(ImGuiCol_Text, kCode);
   draw_prose("```\n" + v.code + "\n```");
   ImGui::PopStyleColor();
-  if (!v.output.empty()) ImGui::TextWrapped("It printed: %s", v.output.c_str());
+  // What the code printed may be an answer (sizes, times): shown once no question waits.
+  if (!v.output.empty() && v.asking()) {
+    ImGui::TextColored(kQuiet, "(what it printed is shown once the questions are answered)");
+  } else if (!v.output.empty()) {
+    ImGui::TextWrapped("It printed: %s", v.output.c_str());
+  }
   if (!v.error.empty()) {
     const std::string last = v.error.substr(v.error.find_last_of('\n', v.error.size() - 2) + 1);
     ImGui::PushStyleColor(ImGuiCol_Text, v.expected_raise ? kHeading : kWrong);

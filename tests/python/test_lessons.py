@@ -126,6 +126,22 @@ def test_answers_are_computed_not_written():
                 assert p.answer.selector is not None
 
 
+def test_map_names_the_binding_function_its_trace_points_into():
+    """Lesson 0 names `op_function` as the function a call crosses into: the binding span's line in the
+    trace lies inside that function of floors/binding/module.cpp."""
+    import re
+    lesson = L.load("map")
+    i = next(k for k, st in enumerate(lesson.steps) if st.run is not None and "descent.randn" in st.run.text)
+    spans = F._selector.Spans(runner.run_step(lesson, i)["trace"])
+    binding = F._selector.Selector.parse("floor=2 span=randn").one(spans)
+    root = os.path.dirname(LESSONS_DIR)
+    lines = open(os.path.join(root, binding.file), encoding="utf-8").read().split("\n")[:binding.line]
+    defined = next(m.group(1) for line in reversed(lines) for m in [re.match(r"^\S.*?\b(\w+)\(.*\{$", line)] if m)
+    assert (binding.file, defined) == ("floors/binding/module.cpp", "op_function")
+    text = open(lesson.path, encoding="utf-8").read()
+    assert text.count("`op_function`") >= 2
+
+
 def test_run_step_returns_plain_data():
     """What the app's embedded interpreter gets: text, numbers, lists, dicts, and the Trace."""
     lesson = L.load("dispatcher")
@@ -232,6 +248,86 @@ def test_cli_answers_from_stdin_and_reset(tmp_path):
     r = run_cli("tensors-and-views", "--reset", tmp_path=tmp_path)
     assert r.returncode == 0 and "forgot" in r.stdout
     assert "0/5 steps seen" in run_cli(tmp_path=tmp_path).stdout
+
+
+PRINTER = """# A step that prints its answer
+
+```lesson
+teaches: t
+assumes: a
+```
+
+## It prints
+
+```run cpu
+y = descent.ones(3)
+print(f"y holds {y.numel()} elements")
+```
+
+```predict
+ask: How many elements does y hold?
+answer: python y.numel()
+```
+
+```predict
+ask: Which floor does descent.ones reach first?
+choices:
+  - python
+  - binding
+  - dispatch
+answer: python span("span=ones").floor_name
+```
+"""
+
+
+def test_cli_prints_the_output_after_the_questions(tmp_path):
+    """What a step prints may be an answer (lesson 0 lists the libraries' sizes, then asks which is the
+    largest): the terminal and the handout show it once the questions were answered."""
+    path = tmp_path / "01-printer.md"
+    path.write_text(PRINTER)
+    r = run_cli(str(path), "--answers", "3,b", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert out.index("Predict: How many elements") < out.index("Right: 3.") < out.index("Right: binding.") \
+        < out.index("It printed:\n    y holds 3 elements"), out
+    r = run_cli(str(path), "--handout", str(tmp_path / "handout"), tmp_path=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    step = (tmp_path / "handout" / "step-01.md").read_text()
+    assert step.index("**Predict 2.**") < step.index("y holds 3 elements")
+
+
+def test_cli_asks_again_after_a_typo(tmp_path):
+    """At the prompt, an answer that is no answer (a letter or a number past the choices, a word for a
+    number, nothing) is asked again, naming what is valid; from --answers it is judged wrong. More
+    --answers than questions is the command's error, as the app's --answer is."""
+    path = tmp_path / "01-printer.md"
+    path.write_text(PRINTER)
+    r = run_cli(str(path), tmp_path=tmp_path, stdin="three\n\n3\nz\n7\n2\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "'three' is not a number. Try again" in r.stdout and "no answer typed. Try again" in r.stdout
+    assert "'z' is none of the choices: type a letter a to c, a number 1 to 3, or a choice's text" in r.stdout
+    assert "'7' is none of the choices" in r.stdout and "2 of 2 predictions right" in r.stdout
+    r = run_cli(str(path), "--answers", "3,z", tmp_path=tmp_path)
+    assert r.returncode == 1 and "('z' is none of the choices" in r.stdout and "1 of 2 predictions right" in r.stdout
+    r = run_cli(str(path), "--answers", "3,b,c", tmp_path=tmp_path)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == "descent lesson: --answers: 'printer' has 2 question(s), not 3\n", r.stderr
+    r = run_cli("map", "--step", "2", "--answers", "b,b", tmp_path=tmp_path)
+    assert r.returncode == 2 and r.stderr == "descent lesson: --answers: step 2 of 'map' has 1 question(s), not 2\n"
+
+
+def test_cli_check_says_why_when_the_last_resort_ends_it(tmp_path):
+    """When the time limit cannot stop the code (a C call that never returns, a trace too large to read
+    back), the last resort ends the process while the code's output still goes to a buffer: its reason
+    must reach the real stdout all the same. Here the code ignores the alarm that would stop it."""
+    code = tmp_path / "stubborn.py"
+    code.write_text("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nprint('hidden')\n"
+                    "while True:\n    pass\n")
+    began = time.perf_counter()
+    r = run_cli("dispatcher", "--check", str(code), "--exercise", "1", "--limit", "1", tmp_path=tmp_path)
+    assert r.returncode == 1 and r.stdout.startswith("FAILED: stopped after 11 s: the code ran past its 1 s limit"), \
+        r.stdout + r.stderr
+    assert time.perf_counter() - began < 30
 
 
 def test_cli_check(tmp_path):

@@ -111,24 +111,56 @@ def cmd_reset(name):
 # [SECTION] Running a lesson -------------------------------------------------------------------------------
 
 class _Answers:
-    """Where answers come from: the --answers list, else stdin (EOF: no answer)."""
+    """Where answers come from: the --answers list, else stdin (EOF: no answer). At the prompt, an answer
+    that cannot be read (a letter past the choices, a word for a number) is asked again; from the list it
+    is judged as it is, wrong."""
 
     def __init__(self, given):
         self.given = None if given is None else [a.strip() for a in given.split(",")]
 
-    def next(self, prompt):
+    def next(self, prompt, why_not=lambda typed: ""):
         if self.given is not None:
             if not self.given:
                 print(f"{prompt}(no answer given)")
                 return None
             a = self.given.pop(0)
             print(f"{prompt}{a}")
+            if why_not(a):
+                print(f"({why_not(a)}: judged wrong)")
             return a
-        try:
-            return input(prompt)
-        except EOFError:
-            print("(no answer)")
-            return None
+        while True:
+            try:
+                typed = input(prompt)
+            except EOFError:
+                print("(no answer)")
+                return None
+            problem = why_not(typed)
+            if not problem:
+                return typed
+            print(f"{problem}. Try again (Ctrl+D shows the answer).")
+
+    def skip(self):
+        """Drops the listed answer of a question that cannot be asked, so the next ones stay in step."""
+        if self.given:
+            self.given.pop(0)
+
+
+def _unreadable(entry, typed):
+    """Why `typed` is no answer to the prediction `entry` at all ("" when it is one, right or wrong)."""
+    from .selector import number_of, reading_of
+    t = typed.strip()
+    choices = entry["choices"]
+    if not t:
+        return "no answer typed"
+    if choices:
+        if reading_of(t, choices) is not None:
+            return ""
+        last = len(choices)
+        return (f"'{t}' is none of the choices: type a letter a to {chr(ord('a') + last - 1)}, a number 1 to "
+                f"{last}, or a choice's text")
+    if entry["kind"] == "number" and number_of(t) is None:
+        return f"'{t}' is not a number"
+    return ""
 
 
 def _indent(text, by="    "):
@@ -144,6 +176,12 @@ def cmd_run(lesson, args):
                   file=sys.stderr)
             return 2
         steps = [args.step - 1]
+    questions = sum(len(lesson.steps[i].predictions) for i in steps)
+    if answers.given is not None and len(answers.given) > questions:
+        where = f"step {args.step} of '{lesson.name}'" if args.step is not None else f"'{lesson.name}'"
+        print(f"descent lesson: --answers: {where} has {questions} question(s), not {len(answers.given)}",
+              file=sys.stderr)
+        return 2
     number = f" {lesson.number}" if lesson.number is not None else ""
     print(f"Lesson{number}: {lesson.title}\n")
     print(f"What it teaches: {lesson.teaches}")
@@ -160,11 +198,11 @@ def cmd_run(lesson, args):
             r = run_step(lesson, i)
             sim = " (a simulated device: this machine has no NVIDIA GPU)" if r["device"] == "sim:0" else ""
             print(f"The code, run on {r['device']}{sim}:\n{_indent(r['code'])}\n")
-            if r["output"]:
-                print(f"It printed:\n{_indent(r['output'])}\n")
             for k, entry in enumerate(r["predictions"]):
                 asked += 1
                 right += _ask(lesson, i, k, entry, r, answers)
+            if r["output"]:  # after the questions: what a step prints may be an answer
+                print(f"It printed:\n{_indent(r['output'])}\n")
             if r["tree"]:
                 print(f"The trace:\n{r['tree'].rstrip()}\n")
             if r["error"]:
@@ -190,11 +228,12 @@ def _ask(lesson, i, k, entry, result, answers):
     for j, c in enumerate(entry["choices"]):
         print(f"  {chr(ord('a') + j)}) {c}")
     if entry["problem"]:
+        answers.skip()
         print(f"(this question cannot be answered here: {entry['problem']})\n")
         return False
     hint = " (a letter)" if entry["choices"] else (f" (a number, {entry['tolerance']})" if entry["tolerance"]
                                                    else "")
-    typed = answers.next(f"Your answer{hint}: ")
+    typed = answers.next(f"Your answer{hint}: ", lambda t: _unreadable(entry, t))
     if typed is None:
         print(f"The answer: {entry['answer_text']}.")
         verdict = False
@@ -260,7 +299,7 @@ def cmd_check(lesson, args):
         print(f"descent lesson: cannot read {args.check}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
         return 2
     limit = args.limit or ex.limit_s
-    _last_resort(limit + 10)
+    _last_resort(limit, limit + 10)
     result = check(lesson, step, code, limit)
     if result["output"]:
         print(f"Your code printed:\n{_indent(result['output'])}\n")
@@ -273,11 +312,18 @@ def cmd_check(lesson, args):
     return 1
 
 
-def _last_resort(seconds):
+def _last_resort(limit, seconds):
     """Ends the process when a check outlives its limit inside a C call that Python cannot interrupt
-    (Note [Stopping student code])."""
+    (Note [Stopping student code]). It fires while the student's code runs, when runner.py has sys.stdout
+    pointed at a buffer of its own: the reason is written to file descriptor 1 itself."""
     def end():
-        print(f"FAILED: stopped after {seconds:g} s: the code never returned to Python", flush=True)
+        text = (f"FAILED: stopped after {seconds:g} s: the code ran past its {limit:g} s limit and could not "
+                "be stopped from Python (a C call that never returns, or a trace too large to read back)\n")
+        try:
+            sys.__stdout__.flush()  # what was printed before the check, in its order
+        except (AttributeError, OSError, ValueError):
+            pass
+        os.write(1, text.encode("utf-8", "replace"))
         os._exit(1)
     t = threading.Timer(seconds, end)
     t.daemon = True
@@ -382,12 +428,12 @@ def cmd_handout(lesson, out_dir, pictures=True):
         if step.run is not None:
             r = run_step(lesson, i)
             md += [f"Run on `{r['device']}`:", "", "```python", r["code"].rstrip(), "```", ""]
-            if r["output"]:
-                md += ["It printed:", "", "```text", r["output"].rstrip(), "```", ""]
             for k, entry in enumerate(r["predictions"]):
                 md.append(f"**Predict {k + 1}.** {entry['ask']}")
                 md += [""] + [f"- {chr(ord('a') + j)}) {c}" for j, c in enumerate(entry["choices"])] + [""]
                 answers.append((k, entry))
+            if r["output"]:  # after the questions, as in the terminal
+                md += ["It printed:", "", "```text", r["output"].rstrip(), "```", ""]
             md += ["The trace (`descent trace` shows the same tree):", "", "```text", r["tree"].rstrip(), "```", ""]
             if r["error"]:
                 md += ["The code raised:", "", "```text", r["error"].rstrip(), "```", ""]
