@@ -22,7 +22,12 @@
 // own exception to the caller. A kernel registered over a built-in one
 // (aten::add.Tensor at CPU) replaces it, as torch.library does with a
 // warning; the built-in comes back when the Library is removed
-// (swap_op_kernel, floors/dispatch/dispatcher.h).
+// (swap_op_kernel, floors/dispatch/dispatcher.h). A fallback,
+// Library("_", "IMPL").fallback(fn, "CPU"), is the same for every operator
+// without a kernel of its own at the key: python_fallback hands fn the
+// operator (a descent.ops OpOverload) before its arguments, as PyTorch's
+// boxed Python fallback does, and descent.library.fallthrough_kernel makes
+// the key one the dispatcher skips (swap_fallback).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,11 +50,12 @@ struct PythonKernelError : Error {
 
 struct PythonKernel {
   int64_t handle;
-  OpEntry* op;
+  OpEntry* op;                       // nullptr for a fallback (every operator without a kernel of its own at its keys)
   std::vector<DispatchKey> keys;     // runtime keys it is registered at
   std::vector<KernelSlot> previous;  // what each held before, put back on removal
-  PyObject* fn;                      // owned
-  const char* name;                  // interned: the function's qualified name, for the span
+  std::vector<Kernel> previous_fallbacks;  // for a fallback: the key's fallback before
+  PyObject* fn;                            // owned
+  const char* name;                        // interned: the function's qualified name, for the span
 };
 
 std::mutex& kernels_mutex() {
@@ -110,27 +116,57 @@ PyObject* kernel_function(const OpEntry& op, DispatchKey key, const char** name)
   return nullptr;
 }
 
-// The kernel every Python kernel is (Note [Python kernels]).
-void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
+// The Python fallback registered at `key`, with a new reference, and its name.
+PyObject* fallback_function(DispatchKey key, const char** name) {
+  std::lock_guard<std::mutex> lock(kernels_mutex());
+  for (auto it = python_kernels().rbegin(); it != python_kernels().rend(); ++it) {
+    const PythonKernel& k = **it;
+    if (k.op != nullptr || k.fn == nullptr) continue;
+    for (DispatchKey rk : k.keys) {
+      if (rk == key) {
+        Py_INCREF(k.fn);
+        *name = k.name;
+        return k.fn;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// The operator as descent.ops names it (an OpOverload): a fallback's first argument.
+PyObject* op_overload(const OpEntry& op) {
+  PyRef ops{PyImport_ImportModule("descent.ops")};
+  if (!ops.p) return nullptr;
+  return PyObject_CallMethod(ops.p, "OpOverload", "s", op.name);
+}
+
+// The kernel every Python kernel and fallback is (Note [Python kernels]).
+void run_python(const OpEntry& op, DispatchKeySet keys, Stack& stack, bool fallback) {
   const DispatchKey key = keys.highest();
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   Gil gil;
   const char* name = "";
-  PyObject* fn = kernel_function(op, key, &name);
-  DESCENT_CHECK(fn != nullptr, Error, "'", op.name, "' has no Python kernel at ", dispatch_key_name(key));
+  PyObject* fn = fallback ? fallback_function(key, &name) : kernel_function(op, key, &name);
+  DESCENT_CHECK(fn != nullptr, Error, "'", op.name, "' has no Python ", fallback ? "fallback" : "kernel", " at ",
+                dispatch_key_name(key));
   PyRef owned_fn{fn};
   if (span.active()) {
-    span.arg("variant", "python");
+    span.arg("variant", fallback ? "python fallback" : "python");
     span.arg("python", name);
   }
-  const size_t n = op.schema.args.size();
-  PyObject* args = PyTuple_New(Py_ssize_t(n));
+  const size_t n = op.schema.args.size(), first = fallback ? 1 : 0;
+  PyObject* args = PyTuple_New(Py_ssize_t(n + first));
   if (!args) throw PythonKernelError();
   PyRef owned_args{args};
+  if (fallback) {
+    PyObject* o = op_overload(op);
+    if (!o) throw PythonKernelError();
+    PyTuple_SET_ITEM(args, 0, o);
+  }
   for (size_t i = 0; i < n; ++i) {
     PyObject* a = ivalue_to_python(stack[int(i)]);
     if (!a) throw PythonKernelError();
-    PyTuple_SET_ITEM(args, Py_ssize_t(i), a);
+    PyTuple_SET_ITEM(args, Py_ssize_t(i + first), a);
   }
   PyObject* r = PyObject_Call(fn, args, nullptr);
   if (!r) throw PythonKernelError();
@@ -151,6 +187,20 @@ void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) {
                 op.name, "' must return a tuple of ", want, " tensors");
   for (size_t i = 0; i < want; ++i) push(PyTuple_GET_ITEM(r, Py_ssize_t(i)), i);
 }
+void python_kernel(const OpEntry& op, DispatchKeySet keys, Stack& stack) { run_python(op, keys, stack, false); }
+void python_fallback(const OpEntry& op, DispatchKeySet keys, Stack& stack) { run_python(op, keys, stack, true); }
+
+std::vector<DispatchKey> runtime_keys_of(DispatchKey key) {
+  std::vector<DispatchKey> out;
+  if (is_alias(key)) {
+    const DispatchKeySet runtime = alias_runtime_keys(key);
+    for (int i = 1; i <= kNumRuntimeKeys; ++i)
+      if (runtime.has(DispatchKey(i))) out.push_back(DispatchKey(i));
+  } else {
+    out.push_back(key);
+  }
+  return out;
+}
 
 DispatchKey key_named(const std::string& name) {
   for (int k = 1; k <= kNumDispatchKeys; ++k)
@@ -161,12 +211,12 @@ DispatchKey key_named(const std::string& name) {
 }
 
 // _library_impl(operator name, key name, fn, fn's name) -> handle: fn becomes the operator's kernel at the key
-// (at each of its runtime keys, for an alias key such as Autograd).
+// (at each of its runtime keys, for an alias key such as Autograd); None makes the key a fallthrough for it.
 PyObject* py_library_impl(PyObject*, PyObject* args) {
   const char *name, *key_name, *fn_name;
   PyObject* fn;
   if (!PyArg_ParseTuple(args, "ssOs", &name, &key_name, &fn, &fn_name)) return nullptr;
-  if (!PyCallable_Check(fn))
+  if (fn != Py_None && !PyCallable_Check(fn))
     return PyErr_Format(PyExc_TypeError, "impl(): the kernel must be callable, not %s", Py_TYPE(fn)->tp_name);
   DESCENT_PY_TRY
   const OpEntry* e = find_operator(name);
@@ -174,14 +224,8 @@ PyObject* py_library_impl(PyObject*, PyObject* args) {
   const DispatchKey key = key_named(key_name);
   auto k = std::make_unique<PythonKernel>();
   k->op = const_cast<OpEntry*>(e);
-  if (is_alias(key)) {
-    const DispatchKeySet runtime = alias_runtime_keys(key);
-    for (int i = 1; i <= kNumRuntimeKeys; ++i)
-      if (runtime.has(DispatchKey(i))) k->keys.push_back(DispatchKey(i));
-  } else {
-    k->keys.push_back(key);
-  }
-  k->fn = fn;
+  k->keys = runtime_keys_of(key);
+  k->fn = fn == Py_None ? nullptr : fn;  // None: fallthrough_kernel, the op skips the key
   k->name = trace::intern(fn_name);
   std::lock_guard<std::mutex> lock(kernels_mutex());
   for (const auto& other : python_kernels()) {
@@ -191,10 +235,40 @@ PyObject* py_library_impl(PyObject*, PyObject* args) {
                       "' already has a Python kernel at ", dispatch_key_name(rk), " (remove its library first)");
   }
   KernelSlot slot;
-  slot.boxed = python_kernel;
-  slot.fallthrough = -1;  // a kernel of its own: never skipped
+  slot.boxed = k->fn ? python_kernel : nullptr;
+  slot.fallthrough = k->fn ? -1 : 1;  // a kernel of its own is never skipped; a fallthrough always is
   for (DispatchKey rk : k->keys) k->previous.push_back(swap_op_kernel(*k->op, rk, slot));
-  Py_INCREF(fn);
+  Py_XINCREF(k->fn);
+  k->handle = g_next_handle++;
+  const int64_t handle = k->handle;
+  python_kernels().push_back(std::move(k));
+  return PyLong_FromLongLong(handle);
+  DESCENT_PY_CATCH(nullptr)
+}
+
+// _library_fallback(key name, fn or None, fn's name) -> handle: fn becomes the key's fallback for every
+// operator without a kernel of its own there (None: the key falls through).
+PyObject* py_library_fallback(PyObject*, PyObject* args) {
+  const char *key_name, *fn_name;
+  PyObject* fn;
+  if (!PyArg_ParseTuple(args, "sOs", &key_name, &fn, &fn_name)) return nullptr;
+  if (fn != Py_None && !PyCallable_Check(fn))
+    return PyErr_Format(PyExc_TypeError, "fallback(): the kernel must be callable, not %s", Py_TYPE(fn)->tp_name);
+  DESCENT_PY_TRY
+  auto k = std::make_unique<PythonKernel>();
+  k->op = nullptr;
+  k->keys = runtime_keys_of(key_named(key_name));
+  k->fn = fn == Py_None ? nullptr : fn;
+  k->name = trace::intern(fn_name);
+  const Kernel slot = fn == Py_None ? Kernel::Fallthrough() : Kernel(python_fallback);
+  std::lock_guard<std::mutex> lock(kernels_mutex());
+  for (const auto& other : python_kernels())
+    for (DispatchKey rk : other->keys)
+      for (DispatchKey mine : k->keys)
+        DESCENT_CHECK(other->op != nullptr || rk != mine, ValueError, "fallback(): ", dispatch_key_name(rk),
+                      " already has a fallback from Python (remove its library first)");
+  for (DispatchKey rk : k->keys) k->previous_fallbacks.push_back(swap_fallback(rk, slot));
+  Py_XINCREF(k->fn);
   k->handle = g_next_handle++;
   const int64_t handle = k->handle;
   python_kernels().push_back(std::move(k));
@@ -214,7 +288,12 @@ PyObject* py_library_remove(PyObject*, PyObject* arg) {
     for (auto it = all.begin(); it != all.end(); ++it) {
       if ((*it)->handle != handle) continue;
       PythonKernel& k = **it;
-      for (size_t i = 0; i < k.keys.size(); ++i) swap_op_kernel(*k.op, k.keys[i], k.previous[i]);
+      for (size_t i = 0; i < k.keys.size(); ++i) {
+        if (k.op != nullptr)
+          swap_op_kernel(*k.op, k.keys[i], k.previous[i]);
+        else
+          swap_fallback(k.keys[i], k.previous_fallbacks[i]);
+      }
       fn = k.fn;
       all.erase(it);
       break;
@@ -294,6 +373,8 @@ PyMethodDef library_methods[] = {
     {"_library_remove", py_library_remove, METH_O,
      "_library_remove(handle): the kernel goes, the one it replaced comes back"},
     {"_library_define", py_library_define, METH_VARARGS, "_library_define(namespace, schema) -> the operator's name"},
+    {"_library_fallback", py_library_fallback, METH_VARARGS,
+     "_library_fallback(key, fn or None, name) -> handle: the key's fallback (None: a fallthrough)"},
     {"_call_operator", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_call_operator)),
      METH_FASTCALL | METH_KEYWORDS, "_call_operator(name, *args, **kwargs): calls an operator by its name"},
     {nullptr, nullptr, 0, nullptr},

@@ -136,6 +136,7 @@ void register_fallback(DispatchKey key, Kernel k, const std::string&) {
   std::lock_guard<std::mutex> lock(registration_mutex());
   for_each_runtime_key(key, [&](DispatchKey rk) { fallbacks()[runtime_slot(rk)] = k; });
   for (OpEntry& e : ops_for_registration()) e.refresh();
+  refresh_defined_ops();
 }
 
 KernelSlot swap_op_kernel(OpEntry& e, DispatchKey key, KernelSlot k) {
@@ -148,6 +149,16 @@ KernelSlot swap_op_kernel(OpEntry& e, DispatchKey key, KernelSlot k) {
   e.own_unboxed[slot] = k.unboxed;
   e.own_unboxed_signature[slot] = k.signature;
   e.refresh();
+  return old;
+}
+
+Kernel swap_fallback(DispatchKey key, Kernel k) {
+  DESCENT_CHECK(is_runtime(key), ValueError, "swap_fallback: ", dispatch_key_name(key), " is not a runtime key");
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  Kernel old = fallbacks()[runtime_slot(key)];
+  fallbacks()[runtime_slot(key)] = k;
+  for (OpEntry& e : ops_for_registration()) e.refresh();
+  refresh_defined_ops();
   return old;
 }
 

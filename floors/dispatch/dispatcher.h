@@ -231,6 +231,9 @@ struct KernelSlot {
 // the old one back when its Library goes (Note [Python kernels],
 // floors/binding/library_object.cpp). ValueError for a key that is not a runtime key.
 KernelSlot swap_op_kernel(OpEntry& op, DispatchKey key, KernelSlot k);
+// The same for a runtime key's fallback (every op without a kernel of its
+// own there runs it): descent.library's Library("_", "IMPL").fallback.
+Kernel swap_fallback(DispatchKey key, Kernel k);
 
 class Library;  // library.h
 // Floor 3's own registration: the fallbacks and the BackendSelect and

@@ -45,6 +45,11 @@ const OpEntry* find_operator(std::string_view name) {
   return nullptr;
 }
 
+void refresh_defined_ops() {
+  std::lock_guard<std::mutex> lock(defined_mutex());
+  for (OpEntry& e : defined_ops()) e.refresh();
+}
+
 std::vector<const OpEntry*> find_overloads(std::string_view qualified_name) {
   std::vector<const OpEntry*> found;
   for (const OpEntry& e : ops_for_registration())

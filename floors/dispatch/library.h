@@ -72,6 +72,9 @@ class Library {
 // An operator by its name ("aten::add.Tensor", or without the namespace):
 // a row of the op table or one defined by Library::def; nullptr when unknown.
 const OpEntry* find_operator(std::string_view name);
+// Recomputes the kernels of the operators Library::def made, after a key's
+// fallback changed (the table's own are the dispatcher's to refresh).
+void refresh_defined_ops();
 // Every overload of an operator name without one ("aten::max": aten::max and
 // aten::max.dim), rows of the table first; empty when there is none.
 std::vector<const OpEntry*> find_overloads(std::string_view qualified_name);

@@ -167,3 +167,51 @@ def test_an_endless_python_kernel_is_stopped_by_the_time_limit():
         with runner.time_limit(0.3):
             getattr(descent.ops.lessonlib, name)(descent.ones(1))
     lib._destroy()
+
+
+def test_a_fallback_runs_for_every_operator_without_a_kernel_at_its_key():
+    """Library("_", "IMPL").fallback(fn, key): an operator with no kernel of its own at the key runs
+    fn(op, *args), op the operator; one with a kernel of its own keeps it; _destroy takes it away."""
+    seen = []
+
+    def tripled_on_the_host(op, *args):
+        seen.append(repr(op))
+        return args[0].cpu().mul(3).to(args[0].device)
+
+    mine = Library("fallbacks_test", "DEF")
+    mine.define("triple(Tensor x) -> Tensor")
+    mine.impl("triple", lambda x: x * 3, "CPU")
+    x = descent.ones(2, device="sim:0")
+    with pytest.raises(NotImplementedError, match="Could not run 'fallbacks_test::triple' with arguments from the "
+                                                  "'Sim' backend"):
+        descent.ops.fallbacks_test.triple(x)
+    lib = Library("_", "IMPL")
+    lib.fallback(tripled_on_the_host, "Sim")
+    with descent.trace() as t:
+        y = descent.ops.fallbacks_test.triple(x)
+    assert y.tolist() == [3.0, 3.0] and str(y.device) == "sim:0"
+    assert seen == ["descent.ops.fallbacks_test.triple"]
+    kernel = next(s for s in t.result.spans() if s["floor_name"] == "kernels" and s["name"] == "fallbacks_test::triple")
+    assert kernel["args"]["variant"] == "python fallback" and kernel["args"]["python"].endswith("tripled_on_the_host")
+    assert (x + 1).tolist() == [2.0, 2.0] and len(seen) == 1  # add has a Sim kernel of its own
+    lib._destroy()
+    with pytest.raises(NotImplementedError, match="'Sim' backend"):
+        descent.ops.fallbacks_test.triple(x)
+
+
+def test_fallbacks_only_in_the_global_namespace_and_fallthrough_kernel():
+    with pytest.raises(RuntimeError, match='Fallback can only be registered using library fragment on the global '
+                                           'namespace "_" but it is aten'):
+        Library("aten", "IMPL").fallback(lambda op, *a: None, "CPU")
+    with pytest.raises(AssertionError, match="dispatch_key must not be empty for fallback"):
+        Library("_", "IMPL").fallback(lambda op, *a: None)
+    # fallthrough_kernel at an op's Autograd key: the dispatcher skips autograd, so no graph is recorded.
+    w = descent.ones(2, requires_grad=True)
+    assert (-w).grad_fn is not None
+    lib = Library("aten", "IMPL")
+    lib.impl("neg", descent.library.fallthrough_kernel, "AutogradCPU")
+    assert (-w).grad_fn is None
+    lib._destroy()
+    assert (-w).grad_fn.name() == "NegBackward0"
+    with pytest.raises(NotImplementedError, match="should never be called"):
+        descent.library.fallthrough_kernel()

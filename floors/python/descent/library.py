@@ -19,14 +19,26 @@ kernel: the dispatcher picks it, its span is floor 5's with variant=python,
 and the ops it calls descend the floors beneath it (Note [Python kernels],
 floors/binding/library_object.cpp). A kernel registered over a built-in one
 replaces it until the library is destroyed (`_destroy()`, or when the Library
-object is collected), as in PyTorch. What descent does not have of
-torch.library: fallback(), impl_abstract/register_fake, custom_op, and
-keys beyond descent's (its keys: CPU, Sim, CUDA, their Autograd keys, the
+object is collected), as in PyTorch.
+
+    # A fallback: every operator without a CPU kernel of its own runs it.
+    lib = descent.library.Library("_", "IMPL")
+    lib.fallback(lambda op, *args: ..., "CPU")  # op: the operator, a descent.ops OpOverload
+    lib.fallback(descent.library.fallthrough_kernel, "AutocastCPU")  # the dispatcher skips the key
+
+What descent does not have of torch.library: impl_abstract/register_fake,
+custom_op, with_keyset=True, and keys beyond descent's (its keys: CPU, Sim, CUDA, their Autograd keys, the
 aliases Autograd and CompositeImplicitAutograd, BackendSelect, ADInplaceOrView).
 """
 from . import _C
 
-__all__ = ["Library"]
+__all__ = ["Library", "fallthrough_kernel"]
+
+
+def fallthrough_kernel():
+    """A dummy function to pass to Library.impl or Library.fallback in order to register a fallthrough:
+    the dispatcher skips the key and goes on to the next one, as torch.library.fallthrough_kernel."""
+    raise NotImplementedError("fallthrough_kernel() should never be called.")
 
 
 class Library:
@@ -60,7 +72,23 @@ class Library:
         key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
         name = op_name if "::" in op_name else f"{self.ns}::{op_name}"
         fn_name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-        self._handles.append(_C._library_impl(name, key, fn, fn_name))
+        self._handles.append(_C._library_impl(name, key, None if fn is fallthrough_kernel else fn, fn_name))
+
+    def fallback(self, fn, dispatch_key="", *, with_keyset=False):
+        """Registers `fn` as the fallback of `dispatch_key`: every operator without a kernel of its own at the
+        key runs fn(op, *args), op being the operator (a descent.ops OpOverload). fallthrough_kernel makes the
+        key one the dispatcher skips. Only a library of the global namespace "_" registers fallbacks."""
+        if dispatch_key == "":
+            dispatch_key = self.dispatch_key
+        if self.ns != "_":
+            raise RuntimeError("Fallback can only be registered using library fragment on the global namespace "
+                               f'"_" but it is {self.ns}')
+        if dispatch_key == "":
+            raise AssertionError("dispatch_key must not be empty for fallback")
+        if with_keyset:
+            raise NotImplementedError("fallback(with_keyset=True): descent's Python kernels are not handed the key set")
+        fn_name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        self._handles.append(_C._library_fallback(dispatch_key, None if fn is fallthrough_kernel else fn, fn_name))
 
     def _destroy(self):
         """Removes every kernel this library registered, putting back what each replaced. (Operators it
