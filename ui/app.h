@@ -150,6 +150,13 @@ struct TextFit {
   bool clipped() const { return width > given + 0.5f; }
 };
 
+// A text in at most `max_lines` lines of `width` pixels, broken at spaces;
+// past them the last line ends with " ..." after a whole word: never cut
+// mid-word (building_layout.cpp). The panels show `shown` and the full
+// text on hover when `shortened`.
+TextFit fit_text(const std::string& text, float width, int max_lines);
+int lines_of(const TextFit& fit);
+
 // [SECTION] The building's layout (building_layout.cpp) ----------------------------
 
 // The building as laid out at a step: where each floor's band, label and
@@ -205,6 +212,7 @@ struct DeviceStripLayout {
   std::vector<StripLane> lanes;
   std::string text;   // "2 queued, not started yet; the host has moved on"
   std::string title;  // "the device, on its own clock: " + text
+  TextFit title_fit;  // the title in the strip's one line
   ImVec2 title_at;
   std::vector<std::string> echoes;  // the kernels shown running
   // While the host waits on the streams floor (.item(), synchronize): a

@@ -112,6 +112,8 @@ void shorten_last_line(std::vector<std::string>& last, float width) {
   last.push_back("...");
 }
 
+}  // namespace
+
 // A text in at most `max_lines` lines of at most `width` pixels: lines break
 // after a space, or inside a word too wide for a line after one of ",|=/(:";
 // when the text needs more lines, the last one ends at a whole word with
@@ -152,6 +154,8 @@ int lines_of(const TextFit& fit) {
   if (fit.shown.empty()) return 0;
   return static_cast<int>(std::count(fit.shown.begin(), fit.shown.end(), '\n')) + 1;
 }
+
+namespace {
 
 // [SECTION] The floors ------------------------------------------------------------------------
 
@@ -322,6 +326,7 @@ DeviceStripLayout lay_out_strip(const App& app, const BuildingLayout& L, ImVec4 
   st.text = strip_text(app, n, host_waits, now);
   st.title = "the device, on its own clock: " + st.text;
   st.title_at = ImVec2(rect.x + 16, rect.y + 3);
+  st.title_fit = fit_text(st.title, rect.z - BuildingLayout::kMarginPx - st.title_at.x, 1);
   if (host_waits) {  // from the middle of the streams floor down to the strip's first row
     st.bracket_x = L.x_end - BuildingLayout::kMarginPx - 10;
     st.bracket_top = L.floor_middle(kStreamsFloor);

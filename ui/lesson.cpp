@@ -308,7 +308,9 @@ void lesson_apply(App& app, Loaded l) {
       if (e.name == v.name) read_progress(*p, nullptr, &e);
     }
   }
-  if (kind == "step") v.scroll_to = LessonView::kScrollToTop;
+  // On a projector the question is what the class looks at: presenter mode
+  // opens a step on its first waiting question, not on the prose above it.
+  if (kind == "step") v.scroll_to = app.presenter && v.asking() ? v.next_question() : LessonView::kScrollToTop;
   if (kind == "answer") v.scroll_to = static_cast<int>(num(r, "k", -1));
   if (kind == "check") v.scroll_to = LessonView::kScrollToExercise;
   // A step's code, or the student's, ran: show its trace; the step parks

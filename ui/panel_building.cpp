@@ -137,8 +137,12 @@ void draw_device_strip(ImDrawList* dl, const BuildingLayout& L) {
     if (!lane.done.empty()) dl->AddText(lane.done_at, kMuted, lane.done.c_str());
   }
   dl->PushClipRect(a, ImVec2(b.x - kMarginPx, b.y), true);
-  dl->AddText(st.title_at, kPaper, st.title.c_str());
+  dl->AddText(st.title_at, kPaper, st.title_fit.shown.c_str());
   dl->PopClipRect();
+  if (st.title_fit.shortened && ImGui::IsWindowHovered() &&
+      ImGui::IsMouseHoveringRect(st.title_at, ImVec2(b.x, st.title_at.y + ImGui::GetTextLineHeight()))) {
+    ImGui::SetTooltip("%s", st.title.c_str());
+  }
   if (st.host_waits) {
     const ImU32 col = floor_color(trace::Floor::Streams);
     const float xb = st.bracket_x, top = st.bracket_top, bottom = st.bracket_bottom;

@@ -225,8 +225,8 @@ void draw_detail(App& app) {
               st.down ? "going down into it" : "coming back up out of it");
   ImGui::PopStyleColor();
   ImGui::TextWrapped("%s", sp.name.c_str());
-  ImGui::Text("%s %s inclusive, %s self, thread %u", t.warm_samples > 0 ? "warm" : "cold",
-              duration_text(t.inclusive_ns).c_str(), duration_text(t.self_ns).c_str(), sp.thread);
+  ImGui::TextWrapped("%s %s inclusive, %s self, thread %u", t.warm_samples > 0 ? "warm" : "cold",
+                     duration_text(t.inclusive_ns).c_str(), duration_text(t.self_ns).c_str(), sp.thread);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip(
         "inclusive: this span with everything under it\nself: this span alone, its children's time "

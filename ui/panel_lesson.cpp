@@ -234,15 +234,19 @@ void draw_prediction(App& app, int k) {
         const std::string label = std::to_string(c + 1) + "   " + plain(p.choices[c]);
         if (ImGui::Button(label.c_str()) && !waiting) lesson_answer(app, k, std::to_string(c + 1));
       }
-      ImGui::TextColored(kQuiet, "Press 1-%zu to answer; R reveals the answer without one (a class's question).",
+      ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
+      ImGui::TextWrapped("Press 1-%zu to answer; R reveals the answer without one (a class's question).",
                          p.choices.size());
+      ImGui::PopStyleColor();
     } else {
       ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x * 0.5f);
       const bool enter = ImGui::InputTextWithHint("##typed", p.kind == "number" ? "a number" : "your answer", &p.input,
                                                   ImGuiInputTextFlags_EnterReturnsTrue);
       ImGui::SameLine();
       if ((ImGui::Button("Answer") || enter) && !p.input.empty() && !waiting) lesson_answer(app, k, p.input);
-      ImGui::TextColored(kQuiet, "Type it and press Enter; R reveals the answer without one.");
+      ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
+      ImGui::TextWrapped("Type it and press Enter; R reveals the answer without one.");
+      ImGui::PopStyleColor();
     }
     if (ImGui::SmallButton("reveal (R)") && !waiting) lesson_reveal(app, k);
     ImGui::PopID();

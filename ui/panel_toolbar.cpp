@@ -318,10 +318,19 @@ void draw_step_label(App& app, float keys_w) {
                          run.k == 1 ? " (cold)" : "");
       ImGui::SameLine();
     }
-    ImGui::TextUnformatted(step_label(app).c_str());
-    if (!app.jump_said.empty() && app.jump_said_at == app.step()) {
+    // Whole words only (a projector's 1280x720 has room for less): what the
+    // jump said first, then the label in what is left; the full label on hover.
+    const std::string said = !app.jump_said.empty() && app.jump_said_at == app.step() ? app.jump_said : "";
+    const float room = text_end - ImGui::GetCursorScreenPos().x;
+    const TextFit said_fit = fit_text(said, room * 0.5f, 1);
+    const float said_w = said.empty() ? 0 : said_fit.width + ImGui::CalcTextSize("  ").x + 8;
+    const std::string label = step_label(app);
+    const TextFit label_fit = fit_text(label, room - said_w, 1);
+    ImGui::TextUnformatted(label_fit.shown.c_str());
+    if (label_fit.shortened && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", label.c_str());
+    if (!said.empty()) {
       ImGui::SameLine();
-      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.45f, 1.0f), "  %s", app.jump_said.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.45f, 1.0f), "  %s", said_fit.shown.c_str());
     }
   } else {
     ImGui::TextDisabled("no steps: the trace is empty");
