@@ -252,7 +252,7 @@ PyObject* function_record(PyObject* ctx, PyObject* a) {
   // 2. The outputs.
   PyRef result{PyTuple_New(n_out)};
   if (!result.p) return nullptr;
-  std::vector<const TensorImpl*> final_outputs;
+  std::vector<const TensorImpl*> final_outputs, bumped;
   for (Py_ssize_t i = 0; i < n_out; ++i) {
     PyObject* o = PyTuple_GET_ITEM(outputs, i);
     if (!is_tensor(o)) {
@@ -265,6 +265,10 @@ PyObject* function_record(PyObject* ctx, PyObject* a) {
     const bool is_dirty = contains(dirty, t.impl());
     const bool differentiable = !contains(non_differentiable, t.impl()) && is_floating(t.dtype());
     PyObject* out = o;
+    if (is_dirty && !contains(bumped, t.impl())) {  // written in place: its version moves, as PyTorch's _mark_dirty
+      bump_version(t);                              // bumps it (a saved copy of it now fails backward's check)
+      bumped.push_back(t.impl());
+    }
     if (is_input && !is_dirty) {  // a new tensor over the same memory, so the input's own history stays its own
       t = autograd::detach(t);
       out = nullptr;

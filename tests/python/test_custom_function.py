@@ -247,6 +247,54 @@ def test_mark_dirty():
         DoubleInPlace.apply(descent.ones(3, requires_grad=True))
 
 
+def dirty_versions(lib, Function):
+    """For AddOneInPlace.apply(x), whose forward writes x in place and marks it
+    dirty: (x._version, z._version, z is x) with x a non-leaf that requires
+    grad, then with x a plain tensor, then the same with forward's mark_dirty
+    left out, then with the mark alone (no write)."""
+
+    def make(write, mark):
+        class AddOneInPlace(Function):
+            @staticmethod
+            def forward(ctx, x):
+                if write:
+                    x.add_(1)
+                if mark:
+                    ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        return AddOneInPlace
+
+    got = []
+    for write, mark in ((True, True), (True, False), (False, True)):
+        fn = make(write, mark)
+        for requires_grad in (True, False):
+            x = lib.ones(3, requires_grad=True) * 1 if requires_grad else lib.ones(3)
+            z = fn.apply(x)
+            got.append((x._version, z._version, z is x))
+    return got
+
+
+# What torch gives (2.15; 2.11 on the H200 host gave the first two alike): torch's _mark_dirty bumps the version
+# of each tensor marked dirty once more, after forward's own in-place write (torch/csrc/autograd/
+# python_function.cpp), with or without grad; an input returned unmarked comes back as a new tensor sharing its
+# version counter.
+DIRTY_VERSIONS = [(2, 2, True), (2, 2, True), (1, 1, False), (1, 1, False), (1, 1, True), (1, 1, True)]
+
+
+def test_mark_dirty_bumps_the_version():
+    """function_record (floors/binding/python_function.cpp) bumps each tensor of ctx.dirty_tensors once."""
+    assert dirty_versions(descent, Function) == DIRTY_VERSIONS
+
+
+def test_mark_dirty_versions_are_torchs():
+    torch = pytest.importorskip("torch")
+    assert dirty_versions(torch, torch.autograd.Function) == DIRTY_VERSIONS
+
+
 def test_mark_non_differentiable_and_materialized_grads():
     got = {}
 

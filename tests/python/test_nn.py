@@ -531,3 +531,100 @@ def test_against_torch():
         assert d.tolist() == pytest.approx(t.tolist())
     assert init._calculate_fan_in_and_fan_out(descent.empty(8, 4, 3, 3)) == \
         torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(8, 4, 3, 3))
+
+
+def test_linear_initial_weights_have_torchs_distribution():
+    """Linear(300, 200) over four seeds, beside torch's: both draw weight and bias
+    uniformly on [-1/sqrt(fan_in), 1/sqrt(fan_in)] (kaiming_uniform_ with a=sqrt(5),
+    then uniform_ for the bias). The two generators' streams differ, so the
+    samples are compared as samples: each statistic of descent's within 5 standard
+    errors of the difference of two independent samples of that uniform (n = 60000
+    weights, 200 biases); the seeds are fixed, so the test is deterministic."""
+    torch = pytest.importorskip("torch")
+    bound = 1 / math.sqrt(300)
+
+    def stats(values):
+        n = len(values)
+        mean = sum(values) / n
+        return n, min(values), max(values), mean, sum((v - mean) ** 2 for v in values) / n
+
+    for seed in range(4):
+        torch.manual_seed(seed)
+        descent.manual_seed(seed)
+        tm, dm = torch.nn.Linear(300, 200), nn.Linear(300, 200)
+        for name in ("weight", "bias"):
+            tv = getattr(tm, name).detach().reshape(-1).tolist()
+            dv = getattr(dm, name).detach().reshape(-1).tolist()
+            assert getattr(dm, name).dtype is descent.float32 and getattr(tm, name).dtype is torch.float32
+            n, tmin, tmax, tmean, tvar = stats(tv)
+            n, dmin, dmax, dmean, dvar = stats(dv)
+            # bounds: inside the interval and reaching its ends, as torch's (a gap of 10/n of the width
+            # from either end has probability e^-10 at most)
+            for lo, hi in ((tmin, tmax), (dmin, dmax)):
+                assert -bound <= lo < -bound * (1 - 10 / n) and bound * (1 - 10 / n) < hi <= bound
+            # mean and variance: a uniform on [-b, b] has variance b^2/3, and its sample variance
+            # a standard error of b^2 sqrt(4 / (45 n)); sqrt(2) for the difference of two samples
+            se_mean = math.sqrt(2) * bound / math.sqrt(3 * n)
+            se_var = math.sqrt(2) * bound ** 2 * math.sqrt(4 / (45 * n))
+            assert abs(dmean - tmean) < 5 * se_mean, (seed, name, dmean, tmean)
+            assert abs(dvar - tvar) < 5 * se_var, (seed, name, dvar, tvar)
+            assert abs(dvar - bound ** 2 / 3) < 5 * se_var and abs(tvar - bound ** 2 / 3) < 5 * se_var
+            if name == "weight":  # the shape: the counts in ten equal bins (each p = 0.1) agree
+                def counts(values):
+                    c = [0] * 10
+                    for v in values:
+                        c[min(int((v + bound) / (2 * bound) * 10), 9)] += 1
+                    return c
+                se_count = math.sqrt(2 * n * 0.1 * 0.9)
+                for dc, tc in zip(counts(dv), counts(tv)):
+                    assert abs(dc - tc) < 5 * se_count, (seed, counts(dv), counts(tv))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_value_and_gradient_against_torch(reduction):
+    """F.mse_loss with input and target both requiring grad: the loss and both
+    gradients are torch's within float32 rounding ('none' backward with a
+    gradient of ones)."""
+    torch = pytest.importorskip("torch")
+    pred = [[0.5, -1.25, 2.0, 3.5], [0.1, 0.7, -0.3, 1.9], [4.0, -2.5, 0.0, 0.25]]
+    target = [[1.0, 0.0, 1.5, -2.0], [0.3, 0.7, 0.2, 2.2], [-1.0, 1.5, 0.125, 0.0]]
+    got = {}
+    for lib, fn in ((torch, torch.nn.functional.mse_loss), (descent, F.mse_loss)):
+        p = lib.tensor(pred, requires_grad=True)
+        t = lib.tensor(target, requires_grad=True)
+        loss = fn(p, t, reduction=reduction)
+        loss.backward(lib.ones(loss.shape) if reduction == "none" else None)
+        got[lib.__name__] = (loss.reshape(-1).tolist(), p.grad.reshape(-1).tolist(), t.grad.reshape(-1).tolist(),
+                             list(loss.shape), loss.grad_fn.name())
+    ours, theirs = got["descent"], got["torch"]
+    assert ours[3:] == theirs[3:]  # the shape and the node (MseLossBackward0)
+    for o, t in zip(ours[:3], theirs[:3]):
+        assert o == pytest.approx(t, rel=1e-6, abs=1e-7)
+
+
+def test_tutorial_models_print_as_torchs():
+    """The models of the tutorials (examples_nn/), built from torch.nn and
+    descent.nn alike, print the same text; so do their losses."""
+    torch = pytest.importorskip("torch")
+
+    def models(lib):
+        class Polynomial3(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = lib.nn.Parameter(lib.randn(()))
+                self.b = lib.nn.Parameter(lib.randn(()))
+                self.c = lib.nn.Parameter(lib.randn(()))
+                self.d = lib.nn.Parameter(lib.randn(()))
+
+        class DynamicNet(Polynomial3):
+            def __init__(self):
+                super().__init__()
+                self.e = lib.nn.Parameter(lib.randn(()))
+
+        return [lib.nn.Sequential(lib.nn.Linear(3, 1), lib.nn.Flatten(0, 1)), Polynomial3(), DynamicNet(),
+                lib.nn.MSELoss(reduction="sum")]
+
+    for ours, theirs in zip(models(descent), models(torch)):
+        assert repr(ours) == repr(theirs)
+        assert str(ours) == str(theirs)
+        assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]

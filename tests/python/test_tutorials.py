@@ -13,6 +13,7 @@ import contextlib
 import io
 import math
 import random
+import statistics
 
 import numpy as np
 import pytest
@@ -462,18 +463,55 @@ def test_dynamic_net():
     assert result.endswith(" x^5 ?")
 
 
-@pytest.mark.parametrize("name", ["POLYNOMIAL_TENSOR", "POLYNOMIAL_AUTOGRAD", "POLYNOMIAL_CUSTOM_FUNCTION", "POLYNOMIAL_NN", "POLYNOMIAL_OPTIM",
-                                  "POLYNOMIAL_OPTIM_RMSPROP", "POLYNOMIAL_MODULE", "DYNAMIC_NET"])
+# The scripts whose start is random (randn, and DYNAMIC_NET's random.randint too), and how many seeds each runs on
+# either side in test_against_torch. On the H200 host (16 cores, torch 2.11) torch's side of these runs took 59 s
+# with DYNAMIC_NET on two seeds: its 30000 steps take 12 s a run, POLYNOMIAL_AUTOGRAD's about 2 s (it runs on
+# CUDA where there is one), the others 0.2-0.8 s; descent's side took about 0.1 s a run (DYNAMIC_NET 2.5 s) on
+# a 2-core CPU machine. DYNAMIC_NET runs one seed, so that the cases take under a minute (about 55 s) there: its
+# final losses spread least (see below), well inside the 15% of MARGIN_OF_MEDIAN.
+RANDOM_STARTS = {"POLYNOMIAL_TENSOR": 8, "POLYNOMIAL_AUTOGRAD": 5, "POLYNOMIAL_NN": 8, "POLYNOMIAL_OPTIM": 8,
+                 "POLYNOMIAL_OPTIM_RMSPROP": 8, "POLYNOMIAL_MODULE": 8, "DYNAMIC_NET": 1}
+# How far past torch's own [min, max] over those seeds descent's median final loss may lie: half the width of
+# that range, and at least 15% of torch's median final loss (a few seeds can fall close together and measure a
+# spread narrower than it is). Measured over 30 seeds on either side (DYNAMIC_NET 10; torch 2.15, CPU), the
+# final losses lay in 8.85-14.6 for the plain gradient descents, 8.85-84 for RMSprop (a long tail) and
+# 8.53-8.98 for DYNAMIC_NET, each side alike, while every first loss printed was 69 or more. Drawing the seeds
+# above at random from those runs, the criterion failed in 1.8% of draws for POLYNOMIAL_AUTOGRAD (5 seeds),
+# 0.3% for POLYNOMIAL_TENSOR and POLYNOMIAL_MODULE, 0.1% or less for the others.
+MARGIN, MARGIN_OF_MEDIAN = 0.5, 0.15
+
+
+@pytest.mark.parametrize("name", ["POLYNOMIAL_CUSTOM_FUNCTION", *RANDOM_STARTS])
 def test_against_torch(name):
-    """The same text on torch: the loss falls alike. Only the custom Function's
-    start is fixed, so only its curve is compared point by point."""
+    """The same text on torch. The custom Function's start is fixed, so its
+    curve is compared point by point. Every other script starts from random
+    numbers, and descent's generator draws other numbers than torch's for a
+    seed, so a single run proves little: each runs on both sides over the
+    seeds 0..n-1 (RANDOM_STARTS), and descent's median final loss must lie
+    within torch's own spread: [min, max] of torch's final losses, widened
+    on either side by MARGIN times its width, or by MARGIN_OF_MEDIAN times
+    torch's median where that is more. The band is checked to be meaningful:
+    its top lies below every first loss either side printed, so a script that
+    stopped learning cannot pass."""
     torch = pytest.importorskip("torch")
     script = globals()[name]
-    ours, _ = run(script)
-    theirs, _ = run(script, torch_module=torch)
-    assert [t for t, _ in ours] == [t for t, _ in theirs]
     if name == "POLYNOMIAL_CUSTOM_FUNCTION":
+        ours, _ = run(script)
+        theirs, _ = run(script, torch_module=torch)
+        assert [t for t, _ in ours] == [t for t, _ in theirs]
         assert [v for _, v in ours] == pytest.approx([v for _, v in theirs], rel=1e-3)
-    else:
-        assert theirs[-1][1] < theirs[0][1] and ours[-1][1] < ours[0][1]
-        assert ours[-1][1] < 3 * theirs[-1][1] + 10
+        return
+    seeds = range(RANDOM_STARTS[name])
+    ours = [run(script, seed)[0] for seed in seeds]
+    theirs = [run(script, seed, torch_module=torch)[0] for seed in seeds]
+    assert all([t for t, _ in o] == [t for t, _ in theirs[0]] for o in ours + theirs)
+    ours_final = sorted(o[-1][1] for o in ours)
+    theirs_final = sorted(t[-1][1] for t in theirs)
+    lo, hi = theirs_final[0], theirs_final[-1]
+    margin = max(MARGIN * (hi - lo), MARGIN_OF_MEDIAN * statistics.median(theirs_final))
+    band = (lo - margin, hi + margin)
+    median = statistics.median(ours_final)
+    assert band[0] <= median <= band[1], (f"descent's median final loss {median} outside torch's spread widened, "
+                                          f"{band}: descent {ours_final}, torch {theirs_final}")
+    first = min(r[0][1] for r in ours + theirs)
+    assert band[1] < first, f"the band {band} reaches the first losses printed ({first}): it tells nothing"
