@@ -139,13 +139,13 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   Tensor out = make_output(span, s, {int64_t(n)}, dt);
   visit_dtype(dt, [&]<typename T>() {
     if (on_device(out)) {
-      const bool fp = std::is_floating_point_v<T>;
+      const bool fp = is_float_v<T>;  // float16 and bfloat16 too (not std::is_floating_point)
       const int64_t i0 = fp ? 0 : start.to<int64_t>("arange", "start"),
                     is = fp ? 0 : step.to<int64_t>("arange", "step");
       return device::arange(out, d0, ds, i0, is);
     }
     T* p = out.data<T>();
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_float_v<T>) {  // float16 and bfloat16 too: their start and step are not integers
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(d0 + double(i) * ds);
     } else {
       // start + i * step in int64, wrapping: every element lies between start

@@ -87,6 +87,9 @@ def test_alpha_that_does_not_fit():
     ((0, 1, 0.25), {}, [0.0, 0.25, 0.5, 0.75], F),
     ((4,), {"dtype": D}, [0.0, 1.0, 2.0, 3.0], D),
     ((1, 4), {"dtype": F}, [1.0, 2.0, 3.0], F),
+    # 16-bit floats step by fractions too (they had taken the integer path: every element was start).
+    ((-3, 5.5, 0.75), {"dtype": descent.float16}, [-3 + 0.75 * i for i in range(12)], descent.float16),
+    ((0, 1, 0.25), {"dtype": descent.bfloat16}, [0.0, 0.25, 0.5, 0.75], descent.bfloat16),
 ])
 def test_arange(args, kwargs, expected, dtype):
     t = descent.arange(*args, **kwargs)

@@ -524,3 +524,22 @@ def test_the_polynomial_tutorial_follows_torch():
     np.testing.assert_allclose(mine, theirs, rtol=1e-4)
     np.testing.assert_allclose(to_np(w), tw.numpy(), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(to_np(b), tb.numpy(), rtol=1e-4, atol=1e-6)
+
+
+# [SECTION] Through the verifier on the devices ------------------------------------------------
+
+TUTORIAL_OPS = ["aten::linspace", "aten::sin", "aten::cos", "aten::clamp", "aten::clamp_min", "aten::clamp_max",
+                "aten::cat", "aten::addmm", "aten::linear", "aten::mse_loss", "aten::pow.Tensor_Tensor"]
+
+
+@pytest.mark.parametrize("device", ["sim:0", "cuda:0"])
+@pytest.mark.parametrize("op", TUTORIAL_OPS)
+def test_the_tutorials_ops_hold_on_every_device_and_dtype(op, device):
+    """The device's kernels against the CPU's reference, every dtype: a float dtype is never left
+    unverified (Note [Device claims], verifier.cpp)."""
+    if device.startswith("cuda") and not descent.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    verdicts = descent.verify(op, device=device)
+    assert verdicts and all(v["passed"] for v in verdicts), [v for v in verdicts if not v["passed"]]
+    floats = [v for v in verdicts if v["dtype"] in ("float32", "float64", "float16", "bfloat16")]
+    assert len(floats) == 4 and all(v["claim"] != "unsupported" for v in floats), floats
