@@ -263,6 +263,7 @@ struct App {
     size_t k = 0;             // which call of that name (from 1)
     size_t other = SIZE_MAX;  // its index in compare->spans
   } compare_match;
+  std::string compare_provenance;  // where and how PyTorch's file was made, as the compare view says it
 
   Running running;           // the user's code on the Python thread (runner.cpp)
   double last_stop_ms = -1;  // the last Stop: from the key to the prompt back, in ms (-1: none yet)

@@ -42,7 +42,7 @@ void cell(const FloorSummary& fs) {
     ImGui::TextDisabled("-");
     return;
   }
-  ImGui::Text("%d spans, %s self", fs.spans, duration_text(fs.self_ns).c_str());
+  ImGui::Text("%d span%s, %s self", fs.spans, fs.spans == 1 ? "" : "s", duration_text(fs.self_ns).c_str());
   std::string names;
   for (const std::string& n : fs.names) names += (names.empty() ? "" : ", ") + n;
   ImGui::TextWrapped("%s", names.c_str());
@@ -114,8 +114,13 @@ std::string provenance(const trace::Trace& o) {
     const auto it = o.metadata.find(key);
     return it == o.metadata.end() ? std::string() : it->second;
   };
+  // Kineto lists the machine's GPUs whatever the ops ran on: where they ran is
+  // read off the file's own events (device work on floor 9 or none).
+  const bool on_gpu = std::any_of(o.spans.begin(), o.spans.end(),
+                                  [](const trace::Span& sp) { return sp.floor == trace::Floor::Device; });
   std::string s = "Recorded by torch.profiler";
-  if (const std::string d = get("device"); !d.empty()) s += " on " + d;
+  if (const std::string d = get("device"); !d.empty()) s += " on a machine with " + d;
+  s += on_gpu ? ", its ops on the GPU" : ", its ops on the CPU";
   if (const std::string ns = get("chrome.baseTimeNanoseconds"); !ns.empty()) {
     const std::time_t secs = static_cast<std::time_t>(std::strtoll(ns.c_str(), nullptr, 10) / 1000000000LL);
     char day[32];
@@ -157,7 +162,8 @@ void draw_compare(App& app) {
                      app.compare->flows.size());
   if (pytorch) {
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%s", provenance(*app.compare).c_str());
+    app.compare_provenance = provenance(*app.compare);
+    ImGui::TextWrapped("%s", app.compare_provenance.c_str());
     ImGui::PopStyleColor();
   }
   // The step: the current span, and the other trace's event that matches it.

@@ -338,7 +338,7 @@ void handle_input(App& app, const Pointer& p, float width, float scroll_y) {
     const double anchor_fraction = p.over_area ? p.fraction : 0.5;
     const double anchor = app.view_start_ns + anchor_fraction * view_w;
     if (ImGui::IsKeyDown(GLFW_KEY_W)) set_width(app, view_w / zoom, anchor, anchor_fraction);
-    if (ImGui::IsKeyDown(GLFW_KEY_S)) set_width(app, view_w * zoom, anchor, anchor_fraction);
+    if (ImGui::IsKeyDown(GLFW_KEY_S) && !app.running.active) set_width(app, view_w * zoom, anchor, anchor_fraction);
     const double pan = view_w * kKeyPanPerSecond * dt;
     if (ImGui::IsKeyDown(GLFW_KEY_A)) app.view_start_ns -= pan, app.view_end_ns -= pan;
     if (ImGui::IsKeyDown(GLFW_KEY_D)) app.view_start_ns += pan, app.view_end_ns += pan;

@@ -173,7 +173,8 @@ void handle_keys(App& app) {
     app.play.playing = false;
     app.play.scrub(s, median_run_step(s, app.step()));
   }
-  if (ImGui::IsKeyPressed(GLFW_KEY_S, false) && !io.KeyCtrl) stop_run(app);
+  // S stops running code; with none running, S over the timeline zooms it out (panel_timeline.cpp).
+  if (ImGui::IsKeyPressed(GLFW_KEY_S, false) && !io.KeyCtrl && app.running.active) stop_run(app);
   if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) {
     app.focus_console = true;
     app.leave_console_frames = 0;

@@ -507,6 +507,7 @@ std::string state_json(const App& app, std::string* stable) {
          ", \"found\": " + (found ? "true" : "false") +
          ", \"floor\": " + std::to_string(found ? building_floor(app.compare->spans[m.other].floor) : 0) +
          ", \"why\": " + quoted(m.why) + "},\n";
+    o += "  \"compare_provenance\": " + quoted(app.compare_provenance) + ",\n";
   }
   o += device_json(app);
   o += explanation_json(app);

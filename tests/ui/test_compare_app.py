@@ -20,3 +20,13 @@ def test_the_compare_view_matches_the_step(tmp_path, step, name, found, words):
     assert m["name"] == name and m["found"] is found and words in m["why"], m
     if found:
         assert m["k"] == 1 and m["floor"] == 3
+
+
+@pytest.mark.parametrize("file, where", [("torch_profile_cpu_add.json", "its ops on the CPU"),
+                                         ("torch_profile_cuda_add.json", "its ops on the GPU")])
+def test_the_compare_view_says_where_pytorchs_file_ran(tmp_path, file, where):
+    """Kineto lists the machine's GPUs in every file: where the ops ran is read off the file's own events."""
+    s, _, _ = run_app(tmp_path, "--code", SAMPLE, "--compare", f"{DATA}/{file}", "--panel", "compare",
+                      "--size", "1280x720")
+    p = s["compare_provenance"]
+    assert p.startswith("Recorded by torch.profiler on a machine with cuda:0") and where in p and "cold" in p, p
