@@ -187,8 +187,14 @@ void abs_backward(BackwardContext& c) {  // g * sgn(x), sgn(0) = 0
 void exp_backward(BackwardContext& c) { c.out[0] = mul(c.g, c.result()); }
 void log_backward(BackwardContext& c) { c.out[0] = div(c.g, c.self()); }
 void sqrt_backward(BackwardContext& c) { c.out[0] = div(c.g, mul(c.result(), number(2))); }
-void relu_backward(BackwardContext& c) {  // threshold_backward: the gradient where the result is positive
-  c.out[0] = mul(c.g, call(Op::gt, c.result(), number(0)));
+void relu_backward(BackwardContext& c) {  // the gradient where the result is positive, as PyTorch's formula
+  c.out[0] = call(Op::threshold_backward, c.g, c.result(), Scalar(int64_t{0}));
+}
+// threshold_backward is linear in grad_output: its own backward masks again;
+// self gets zeros (derivatives.yaml: zeros_like(grad)).
+void threshold_backward_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = call(Op::threshold_backward, c.g, c.other(), c.arg(2).to_scalar());
+  if (c.needs(1)) c.out[1] = zeros(c.sizes(1), c.dtype(1), c.device(1));
 }
 void sigmoid_backward(BackwardContext& c) {
   const Tensor y = c.result();
@@ -401,6 +407,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::log, "LogBackward0", {kSelf, kNone}, log_backward},
     {Op::sqrt, "SqrtBackward0", {kResult, kNone}, sqrt_backward},
     {Op::relu, "ReluBackward0", {kResult, kNone}, relu_backward},
+    {Op::threshold_backward, "ThresholdBackwardBackward0", {kOther, kNone}, threshold_backward_backward},
     {Op::sigmoid, "SigmoidBackward0", {kResult, kNone}, sigmoid_backward},
     {Op::tanh, "TanhBackward0", {kResult, kNone}, tanh_backward},
     {Op::sin, "SinBackward0", {kSelf, kNone}, sin_backward},

@@ -182,6 +182,7 @@ bool add_op_functions(PyObject* m) {
   DESCENT_CHECK(groups.size() <= kOpFunctions.size(), Error, "more overload groups than op functions");
   op_defs().resize(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].overloads[0]->python_module == PythonModule::Hidden) continue;  // descent.ops.aten.<name> only
     PyMethodDef& d = op_defs()[i];
     d.ml_name = groups[i].overloads[0]->schema.name.c_str();  // lives as long as the op table
     d.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(kOpFunctions[i]));

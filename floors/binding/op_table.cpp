@@ -26,7 +26,10 @@ PyObject* py_ops(PyObject*, PyObject*) {
                          "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind", kKinds[int(op.kind)],
                          "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
                          op.domain == Domain::Any ? "any" : "positive", "python_module",
-                         op.python_module == PythonModule::NN ? "nn" : "", "sample", op.sample, "derivative", node);
+                         op.python_module == PythonModule::NN       ? "nn"
+                         : op.python_module == PythonModule::Hidden ? "hidden"
+                                                                    : "",
+                         "sample", op.sample, "derivative", node);
   });
 }
 

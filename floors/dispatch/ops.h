@@ -47,6 +47,10 @@
 //   the first argument is `Tensor self`), NN for those PyTorch keeps in
 //   torch._C._nn (linear, mse_loss), which the binding puts in
 //   descent._C._nn alone: neither a function of descent nor a Tensor method.
+//   Hidden for those PyTorch binds no Python function for at all (its
+//   gen_python_functions.py skips the *_backward ops): threshold_backward
+//   runs under ReluBackward0 and is called from Python only as
+//   descent.ops.aten.threshold_backward, as torch.ops.aten's.
 // - The sample call is a small valid call, read by the verifier and the
 //   tests: arguments separated by ';', where T[4, 6] is a random tensor of
 //   the dtype under test, T[6, 4]^T the transposed (non-contiguous) view of
@@ -148,7 +152,7 @@ enum class Domain : uint8_t { Any, Positive };
 // Where Python finds the op: native_functions.yaml's python_module. Torch:
 // descent._C (and descent, as torch.add); NN: descent._C._nn only, as
 // torch._C._nn.linear, which torch.nn.functional calls.
-enum class PythonModule : uint8_t { Torch, NN };
+enum class PythonModule : uint8_t { Torch, NN, Hidden };
 
 // clang-format off: one row an op, laid out as a table
 #define DESCENT_FORALL_OPS(_)                                                                                          \
@@ -213,6 +217,8 @@ enum class PythonModule : uint8_t { Torch, NN };
   _(log, "aten::log(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")              \
   _(sqrt, "aten::sqrt(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
   _(relu, "aten::relu(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
+  _(threshold_backward, "aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",       \
+    "CPU, Sim, CUDA", Binary, Exact, Any, Hidden, "T[4, 33]; T[4, 33]; 0")                                             \
   _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")           \
   _(tanh, "aten::tanh(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
   _(sin, "aten::sin(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
@@ -327,7 +333,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 82,
+static_assert(kNumOps == 83,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -360,6 +360,17 @@ struct MseF {
   }
 };
 
+// threshold_backward's element: the gradient where self is above the
+// threshold, 0 where it is not (a NaN self passes the gradient: NaN <= t is
+// false), as PyTorch's threshold kernel: relu's backward, with threshold 0
+// and self relu's result. The threshold comes as `alpha`.
+struct ThresholdBackwardF : BinaryFn<ThresholdBackwardF> {
+  template <class T>
+  DESCENT_HD T eval(T grad, T self, T threshold) const {
+    return self <= threshold ? T(0) : grad;
+  }
+};
+
 template <typename Fn>
 void visit_binary(Op op, Fn&& fn) {
   switch (op) {
@@ -375,6 +386,8 @@ void visit_binary(Op op, Fn&& fn) {
       return fn(PowF{});
     case Op::mse_loss:
       return fn(MseF{});
+    case Op::threshold_backward:
+      return fn(ThresholdBackwardF{});
     default:
       throw Error("visit_binary: not a binary op");
   }

@@ -356,7 +356,8 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
         << e.name;
 #endif
     if (!factory) {  // `Tensor self`, but where aten names it otherwise: cat's `Tensor[] tensors`, linear's `input`,
-                     // and pow.Scalar's `Scalar self` (2 ** x), whose tensor is its second argument
+                     // threshold_backward's `grad_output`, and pow.Scalar's `Scalar self` (2 ** x), whose tensor
+                     // is its second argument
       ASSERT_FALSE(e.schema.args.empty()) << e.name;
       const SchemaArg& first = e.schema.args[0];
       if (e.id == Op::pow_scalar_base) {
@@ -367,7 +368,10 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
         EXPECT_EQ(first.name, "tensors") << e.name;
       } else {
         EXPECT_EQ(first.type, ArgType::Tensor) << e.name;
-        EXPECT_EQ(first.name, e.id == Op::linear ? "input" : "self") << e.name;
+        EXPECT_EQ(first.name, e.id == Op::linear               ? "input"
+                              : e.id == Op::threshold_backward ? "grad_output"
+                                                               : "self")
+            << e.name;
       }
     }
     // Every argument after the first with a default also has one (defaults are filled from the end).

@@ -64,7 +64,10 @@ OPS_BY_KEY = {op_key(op): op for op in descent._C._ops()}
 
 def op_function(op):
     """The Python function of a row of the op table: descent.add, or descent._C._nn.linear
-    for the ops PyTorch keeps in torch._C._nn (python_module: nn)."""
+    for the ops PyTorch keeps in torch._C._nn (python_module: nn), or descent.ops.aten.threshold_backward
+    for those PyTorch binds no function for (hidden)."""
+    if op["python_module"] == "hidden":
+        return getattr(descent.ops.aten, op["python_name"])
     return getattr(descent._C._nn if op["python_module"] == "nn" else descent, op["python_name"])
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import descent
-from conftest import DEVICES, DTYPES, OPS_BY_KEY, dtype_id, to_np
+from conftest import DEVICES, DTYPES, OPS_BY_KEY, dtype_id, op_function, to_np
 from test_ops import parse_sample
 
 KINDS = {"unary", "binary", "comparison", "view", "factory", "copy", "in_place", "inplace"}
@@ -65,7 +65,7 @@ def test_sample_call_on_device_equals_cpu(name, dtype, device, rng):
     op = OPS_BY_KEY[name]
     args, _ = parse_sample(op["sample"], dtype, op["domain"], rng)
     dev_args = [on(a, device) for a in args]
-    fn = getattr(descent, op["python_name"])
+    fn = op_function(op)
     kwargs = {"dtype": dtype} if op["kind"] == "factory" else {}
     errors = []
     results = []

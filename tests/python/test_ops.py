@@ -154,6 +154,7 @@ NUMPY_REFERENCE = {
     "ne": np.not_equal, "le": np.less_equal, "ge": np.greater_equal,
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
     "relu": lambda x: np.where(x > 0, x, np.zeros_like(x)),
+    "threshold_backward": lambda g, s, t: np.where(s <= t, np.zeros_like(g), g),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
     "sin": np.sin, "cos": np.cos, "reciprocal": lambda x: 1 / x,
@@ -247,7 +248,8 @@ def test_op_table_columns():
         assert op["schema"].startswith(op["name"] + "("), op
         assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
         assert callable(op_function(op))
-        assert hasattr(descent, op["python_name"]) == (op["python_module"] != "nn"), op  # nn ops: descent._C._nn only
+        # nn ops: descent._C._nn only; hidden ones (threshold_backward): descent.ops.aten only, as in PyTorch
+        assert hasattr(descent, op["python_name"]) == (op["python_module"] not in ("nn", "hidden")), op
         if op["kind"] == "factory":  # BackendSelect reads the last argument
             assert op["schema"].endswith("Device? device=None) -> Tensor"), op
 
@@ -318,7 +320,7 @@ UNARY = sorted(n for n, op in OPS.items() if op["kind"] == "unary")
 # Two tensors (pow.Tensor_Scalar, pow.Scalar and rsub.Scalar, which take a number, are tested by their
 # sample calls, test_pow_scalar and test_reflected_ops.py).
 BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison")
-                and not re.search(r"Scalar (exponent|self|other)", op["schema"]))
+                and not re.search(r"Scalar (exponent|self|other|threshold)", op["schema"]))
 BROADCAST_PAIRS = [((3, 1, 4), (5, 4)), ((), ()), ((2, 3), ()), ((), (4,)), ((0, 3), (1, 3)),
                    ((4, 1), (1, 5)), ((2, 1, 3), (2, 4, 1)), ((3,), (3,)), ((0,), ())]
 

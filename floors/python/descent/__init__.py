@@ -37,7 +37,7 @@ __all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "promote_typ
            "is_grad_enabled", "is_inference_mode_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision"]
 for _op in _C._ops():
-    if _op["python_module"] == "nn":
+    if _op["python_module"] in ("nn", "hidden"):  # hidden: no Python function in PyTorch either (threshold_backward)
         continue
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
