@@ -109,6 +109,9 @@ void apply_step(App& app, const Value& r) {
   v.step_title = str(r, "title");
   v.prose = str(r, "prose");
   v.teacher = str(r, "teacher");
+  v.compare = str(r, "compare");
+  // PyTorch's own profile of the same code, beside descent's in the Compare tab (3).
+  if (!v.compare.empty()) open_compare_file(app, v.compare);
   v.device = str(r, "device");
   v.code = str(r, "code");
   v.output = str(r, "output");

@@ -89,6 +89,7 @@ struct LessonView {
   std::vector<std::string> step_titles;
   int step = -1;
   std::string step_title, prose, teacher, device, code, output, error, raised;
+  std::string compare;  // a PyTorch profile of the step's code (```compare): opened in the Compare tab
   bool expected_raise = false;
   std::vector<LessonLook> looks;
   std::vector<LessonPrediction> predictions;

@@ -170,6 +170,27 @@ def test_teacher_notes_stay_out_of_the_prose():
     assert L.load("map").steps[0].teacher  # the first lesson has notes for the class's first question
 
 
+def test_a_compare_block_names_a_pytorch_profile_that_the_step_reads(tmp_path):
+    """```compare: a torch.profiler file beside the lesson, read by the step's code as `pytorch`; a missing
+    file is named at its line."""
+    import shutil
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(os.path.join(L.directory(), "data", "torch_profile_cpu_mlp_step.json"), data / "p.json")
+    text = ("# T\n\n```lesson\nteaches: t\nassumes: a\n```\n\n## One\n\n```compare\ndata/p.json\n```\n\n"
+            "```run cpu\ny = descent.ones(2)\n```\n\n```predict\nask: How many backward nodes did PyTorch run?\n"
+            "answer: python sum(s['name'].startswith('autograd::engine::evaluate_function') for s in pytorch.spans())\n"
+            "explain: eight\n```\n")
+    path = tmp_path / "t.md"
+    path.write_text(text)
+    lesson = F.parse(text, str(path))
+    assert lesson.steps[0].compare == str(data / "p.json")
+    r = L.run_step(lesson, 0)
+    assert r["compare"] == str(data / "p.json") and r["predictions"][0]["answer"] == 8, r["predictions"]
+    with pytest.raises(F.LessonError, match=r"t.md:11: no PyTorch profile at data/none.json"):
+        F.parse(text.replace("data/p.json", "data/none.json"), str(path))
+
+
 def test_the_apps_lesson_requests():
     """descent._app.lesson, what the app's Lesson tab asks: no answer before it is judged, a reveal that
     records nothing, an exercise checked with its trace, and errors as replies, never raised."""

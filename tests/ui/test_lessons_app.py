@@ -181,6 +181,14 @@ def test_while_a_question_waits_the_token_stays_above_its_answer(tmp_path):
     assert ahead and all(f["decision"] == "(answer the Lesson tab's question first)" for f in ahead), ahead
 
 
+def test_a_step_with_a_pytorch_profile_opens_it_in_the_compare_tab(tmp_path):
+    """Lesson 9's ```compare step: PyTorch's own profile of the same code, beside descent's trace."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "training-step", "--lesson-step", "2", env=env,
+                      name="compare")
+    assert s["compare"] and s["compare"].endswith("torch_profile_cpu_mlp_step.json"), s["compare"]
+
+
 def test_headless_lesson_bad_input_is_named(tmp_path):
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
     _, _, p = run_app(tmp_path, "--lesson", "no-such-lesson", env=env, name="missing", rc=2)

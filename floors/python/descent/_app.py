@@ -111,7 +111,7 @@ def _step_json(lesson, k, r):
         "kind": "step",
         "lesson": {"name": lesson.name, "number": lesson.number, "title": lesson.title, "teaches": lesson.teaches,
                    "assumes": lesson.assumes, "intro": lesson.intro, "steps": [s.title for s in lesson.steps]},
-        "step": k, "title": step.title, "prose": step.prose, "teacher": step.teacher,
+        "step": k, "title": step.title, "prose": step.prose, "teacher": step.teacher, "compare": step.compare,
         "device": r["device"] or "", "code": r["code"] or "", "output": r["output"], "error": r["error"],
         "raised": r["raised"], "expected_raise": bool(step.run is not None and step.run.raises),
         "looks": [{"selector": x["selector"], "span_id": _span_id(x["span"]), "problem": x["problem"]}

@@ -16,6 +16,9 @@ file is read (Note [The lesson format]):
     ```start                        the exercise's starting code (follows it)
     ```solution                     its reference solution (follows it)
     ```teacher                      notes for the teacher: never on the projected window
+    ```compare                      a PyTorch profile (torch.profiler's JSON) of the same code,
+                                    its path from the lesson's folder: the app opens it in the
+                                    Compare tab, the step's code reads it as `pytorch` (a Trace)
 
 Any other fenced block (```python, ```text) is prose, shown as it is.
 
@@ -46,7 +49,7 @@ from . import selector as _selector
 DEVICES = ("cpu", "gpu")
 CODE_BLOCKS = ("setup", "run", "start", "solution")
 DATA_BLOCKS = ("lesson", "look", "predict", "exercise")
-TEXT_BLOCKS = ("teacher",)
+TEXT_BLOCKS = ("teacher", "compare")
 BLOCKS = CODE_BLOCKS + DATA_BLOCKS + TEXT_BLOCKS
 PREDICT_KEYS = ("ask", "choices", "answer", "tolerance", "explain")
 EXERCISE_KEYS = ("goal", "check", "hint", "device", "limit")
@@ -105,6 +108,7 @@ class Step:
     predictions: list = field(default_factory=list)  # [Prediction]
     exercise: Exercise = None
     teacher: str = ""  # the teacher's notes: the app prints them in its terminal, off the projector
+    compare: str = ""  # a PyTorch profile of the same code (a path), for the Compare tab and `pytorch`
 
 
 @dataclass
@@ -256,6 +260,16 @@ class _Parser:
                 if args:
                     self.fail(at, f"expected nothing after ```exercise, found {_show(args)}")
                 step.exercise = pending_exercise = self.exercise(body, body_line, at)
+            elif kind == "compare":
+                if args:
+                    self.fail(at, f"expected nothing after ```compare, found {_show(args)}")
+                paths = [ln.strip() for ln in body if ln.strip()]
+                if len(paths) != 1 or step.compare:
+                    self.fail(at, "a step has one ```compare block, holding one path (a PyTorch profile)")
+                full = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(self.path)), paths[0]))
+                if not os.path.isfile(full):
+                    self.fail(body_line, f"no PyTorch profile at {paths[0]} (a path from the lesson's folder)")
+                step.compare = full
             elif kind == "teacher":
                 if args:
                     self.fail(at, f"expected nothing after ```teacher, found {_show(args)}")

@@ -177,11 +177,13 @@ def run_step(lesson, index, setup_limit_s=60.0):
     step = lesson.steps[index]
     result = {"lesson": lesson.name, "step": index, "title": step.title, "prose": step.prose,
               "device": None, "code": None, "trace": None, "tree": "", "output": "", "error": "", "raised": "",
-              "looks": [], "predictions": [], "exercise": exercise_dict(step.exercise)}
+              "looks": [], "predictions": [], "exercise": exercise_dict(step.exercise), "compare": step.compare}
     if step.run is None:
         return result
     ns = namespace(step.run.device)
-    result["device"], result["code"] = ns["device"], step.run.text
+    result["device"], result["code"], result["compare"] = ns["device"], step.run.text, step.compare
+    if step.compare:  # PyTorch's own profile of the same code, for the step's code and its answers
+        ns["pytorch"] = _C._load_trace(step.compare)
     with _Restore(ns):
         exc = _setup(step, ns, setup_limit_s)
         trace, output = None, ""

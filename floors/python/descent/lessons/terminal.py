@@ -205,6 +205,9 @@ def cmd_run(lesson, args):
                 print(f"It printed:\n{_indent(r['output'])}\n")
             if r["tree"]:
                 print(f"The trace:\n{r['tree'].rstrip()}\n")
+            if r.get("compare"):
+                print(f"PyTorch's own profile of the same code: {r['compare']}\n(beside descent's trace: "
+                      f"descent app --lesson {lesson.name} --lesson-step {i + 1}, then 3 for the Compare tab)\n")
             if r["error"]:
                 print(f"The code raised (this is the step's outcome):\n{_indent(r['error'])}\n")
             for look in r["looks"]:
