@@ -49,7 +49,8 @@ namespace descent::kernels {
 //     the exact product (Higham 3.1; a fused step rounds once, never more)
 //     and |reference - device| <= 2 gamma_K (|A| |B|)_ij, |A| |B| computed
 //     in float64 on the CPU; this is the "bound" of Note [Device matmul bound];
-//   - exp, log, tanh, sigmoid, sin, cos and pow of floats on CUDA: CUDA's
+//   - exp, log, tanh, sigmoid, sin, cos and pow of floats on CUDA, and randn
+//     (the same counter's bits, through Box-Muller's log, sqrt and cos): CUDA's
 //     math library is not glibc's, and its documented error is up to 2 ulps
 //     for expf, tanhf, sinf and cosf, 4 for powf, 1-2 in double precision
 //     (CUDA C++ Programming Guide, "Mathematical Functions"), where glibc's is under 1: the two
@@ -288,7 +289,7 @@ DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   if (!is_floating(result)) return DeviceBound::Exact;
   const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::tanh || op.id == Op::sigmoid ||
                     op.id == Op::sin || op.id == Op::cos || op.id == Op::pow || op.id == Op::pow_scalar ||
-                    op.id == Op::pow_scalar_base;
+                    op.id == Op::pow_scalar_base || op.id == Op::randn;  // randn: Box-Muller's log, sqrt and cos
   if (libm && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
   if (op.kind == OpKind::Matmul) return DeviceBound::Product;
   if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;
