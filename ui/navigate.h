@@ -43,7 +43,7 @@ namespace descent::ui {
 enum class JumpKind { Statement, Floor, Node, Launch, Kernel, Down, Up };
 constexpr int kJumpKinds = 7;
 
-const char* jump_kind_name(JumpKind k);  // "statement", "floor change", "autograd node", "launch", "kernel"
+const char* jump_kind_name(JumpKind k);  // "statement", "floor change", ..., "step down", "step up"
 
 // Whether step k is of the kind (Note [Jumping through a story]).
 bool is_jump_target(const Story& s, size_t k, JumpKind kind);

@@ -2,10 +2,11 @@
 //
 // One key per action, the same in presenter mode (see kKeyHelp). Keys act
 // only when no text field has the keyboard, so typing in the console never
-// moves the token. Down and Up (J and K) go to the next step and the one
+// moves the token. Right and Left (J and K) go to the next step and the one
 // before, whichever way the token then moves (down into a span or up out of
 // one): the buttons say "Next" and "Back", the step's label says which way
-// the token went. The jumps (L, [ ], B, G, E) go to the next step of a kind,
+// the token went. Down and Up go to the next step that moves the token the
+// way they name. The jumps (L, [ ], B, G, E) go to the next step of a kind,
 // with Shift the one before (Note [Jumping through a story], navigate.h).
 #include <GLFW/glfw3.h>
 #include <imgui.h>
@@ -275,12 +276,12 @@ void draw_playback_buttons(App& app) {
   if (ImGui::Button("|<")) app.play.to_start();
   ImGui::SameLine();
   if (ImGui::Button("Back")) app.play.step_back(s);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Up, K)");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("back a step (Left, K)");
   ImGui::SameLine();
   if (ImGui::Button(app.play.playing ? "Pause" : "Play ")) app.play.toggle(s);
   ImGui::SameLine();
   if (ImGui::Button("Next")) app.play.step_forward(s);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Down, J)");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next step, down into a span or up out of one (Right, J)");
   ImGui::SameLine();
   if (ImGui::Button(">|")) app.play.to_end(s);
   ImGui::SameLine();

@@ -13,8 +13,8 @@
 // finds its Python function in a table by the operator and the key it runs
 // for (the highest key of the key set it is handed). It takes the GIL back
 // (the binding released it for the dispatcher), turns the stack's arguments
-// into Python objects in the schema's order (a tensor is the caller's very
-// Python object), calls the function, and puts the tensor (or tuple of
+// into Python objects in the schema's order, the keyword-only ones as
+// keywords (a tensor is the caller's very Python object), calls the function, and puts the tensor (or tuple of
 // tensors) it returns on the stack. Its span is floor 5's, named for the op,
 // with variant=python and the function's name: a Python kernel is a kernel.
 // An exception the function raises is left set in the interpreter and
@@ -154,10 +154,16 @@ void run_python(const OpEntry& op, DispatchKeySet keys, Stack& stack, bool fallb
     span.arg("variant", fallback ? "python fallback" : "python");
     span.arg("python", name);
   }
+  // The positional arguments in order, the keyword-only ones (after `*`) as
+  // keywords, as PyTorch hands a Python kernel its IValues
+  // (parseIValuesToPyArgsKwargs): add.Tensor's kernel gets alpha=...
   const size_t n = op.schema.args.size(), first = fallback ? 1 : 0;
-  PyObject* args = PyTuple_New(Py_ssize_t(n + first));
+  const size_t positional = size_t(op.schema.num_positional());
+  PyObject* args = PyTuple_New(Py_ssize_t(positional + first));
   if (!args) throw PythonKernelError();
   PyRef owned_args{args};
+  PyRef kwargs{positional < n ? PyDict_New() : nullptr};
+  if (positional < n && !kwargs.p) throw PythonKernelError();
   if (fallback) {
     PyObject* o = op_overload(op);
     if (!o) throw PythonKernelError();
@@ -166,9 +172,15 @@ void run_python(const OpEntry& op, DispatchKeySet keys, Stack& stack, bool fallb
   for (size_t i = 0; i < n; ++i) {
     PyObject* a = ivalue_to_python(stack[int(i)]);
     if (!a) throw PythonKernelError();
-    PyTuple_SET_ITEM(args, Py_ssize_t(i + first), a);
+    if (i < positional) {
+      PyTuple_SET_ITEM(args, Py_ssize_t(i + first), a);
+    } else {
+      const int failed = PyDict_SetItemString(kwargs.p, op.schema.args[i].name.c_str(), a);
+      Py_DECREF(a);
+      if (failed) throw PythonKernelError();
+    }
   }
-  PyObject* r = PyObject_Call(fn, args, nullptr);
+  PyObject* r = PyObject_Call(fn, args, kwargs.p);
   if (!r) throw PythonKernelError();
   PyRef owned_r{r};
   const size_t want = op.schema.returns.size();

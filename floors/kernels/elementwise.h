@@ -305,29 +305,26 @@ struct DivF : BinaryFn<DivF> {
 };  // floats only
 // Note [pow's special exponents]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// aten's pow with a float exponent does not call std::pow for the common
-// ones: 2 is base * base, 3 base * base * base, -2 1 / (base * base), 0.5
-// sqrt, -0.5 1 / sqrt, -1 1 / base (aten/src/ATen/native/cpu/PowKernel.cpp,
-// pow_tensor_scalar_kernel; the CUDA kernel in PowKernel.cu does the same).
-// They are faster (x * x vectorizes, std::pow does not) and their bits are
-// not std::pow's: x ** 2 here gives PyTorch's bits because it multiplies as
-// PyTorch does (2, 3, -2, -1: plain arithmetic, the same on every machine;
-// 0.5 and -0.5 are std::sqrt's correctly rounded root, where PyTorch's
-// vector sqrt may differ in the last bit). PowF checks the exponent per element, so a tensor of
-// exponents (pow.Tensor_Tensor, where aten calls std::pow) takes the same
-// forms; for these exponents the two agree within one ulp. Where the
-// exponent is one number (x ** 2), the check does not depend on the loop's
-// index and the compiler takes it out of the loop.
+// aten's pow with one number as the exponent (pow.Tensor_Scalar: x ** 2)
+// does not call std::pow for the common ones: 2 is base * base, 3 base *
+// base * base, -2 1 / (base * base), 0.5 sqrt, -0.5 1 / sqrt, -1 1 / base
+// (aten/src/ATen/native/cpu/PowKernel.cpp, pow_tensor_scalar_kernel; the
+// CUDA kernel in PowKernel.cu does the same). They are faster (x * x
+// vectorizes, std::pow does not) and their results are not always
+// std::pow's: x ** 2 here gives PyTorch's bits because it multiplies as
+// PyTorch does (2, 3, -2, -1: plain arithmetic; 0.5 and -0.5 are std::sqrt's
+// correctly rounded root, where PyTorch's vector sqrt may differ in the last
+// bit), and the edges follow the forms: (-inf) ** 0.5 is sqrt(-inf), NaN,
+// where std::pow gives inf. PowScalarF is that kernel; binary_kernel picks it
+// for pow.Tensor_Scalar alone. A tensor of exponents (pow.Tensor_Tensor) and
+// a number raised to a tensor (pow.Scalar) run PowF, std::pow for every
+// element, as aten's pow_tensor_tensor_kernel does: torch.pow(x, full(0.5))
+// of -inf is inf. The exponent is one number, so the choice does not depend
+// on the loop's index and the compiler takes it out of the loop.
 struct PowF : BinaryFn<PowF> {
   template <class T>
   DESCENT_HD T eval(T a, T b, T) const {
     if constexpr (std::is_floating_point_v<T>) {
-      if (b == T(2)) return a * a;
-      if (b == T(3)) return a * a * a;
-      if (b == T(-2)) return T(1) / (a * a);
-      if (b == T(0.5)) return std::sqrt(a);
-      if (b == T(-0.5)) return T(1) / std::sqrt(a);
-      if (b == T(-1)) return T(1) / a;
       return std::pow(a, b);
     } else if constexpr (std::is_same_v<T, bool>) {
       return a || !b;
@@ -339,6 +336,21 @@ struct PowF : BinaryFn<PowF> {
         if (e & 1) r = times(r, base);
       return r;
     }
+  }
+};
+// pow.Tensor_Scalar's element (Note [pow's special exponents]).
+struct PowScalarF : BinaryFn<PowScalarF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T alpha) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b == T(2)) return a * a;
+      if (b == T(3)) return a * a * a;
+      if (b == T(-2)) return T(1) / (a * a);
+      if (b == T(0.5)) return std::sqrt(a);
+      if (b == T(-0.5)) return T(1) / std::sqrt(a);
+      if (b == T(-1)) return T(1) / a;
+    }
+    return PowF{}.eval(a, b, alpha);
   }
 };
 
@@ -384,6 +396,8 @@ void visit_binary(Op op, Fn&& fn) {
       return fn(DivF{});
     case Op::pow:
       return fn(PowF{});
+    case Op::pow_scalar:
+      return fn(PowScalarF{});
     case Op::mse_loss:
       return fn(MseF{});
     case Op::threshold_backward:

@@ -143,7 +143,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   const Device dev = common_device(op.python_name, a, b);
   ScalarType ct = result_type(a, b);
   if (op.id == Op::sub) check_sub(a, b);
-  if (op.id == Op::pow) check_pow(a, b, ct);
+  if (op.id == Op::pow || op.id == Op::pow_scalar) check_pow(a, b, ct);
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
@@ -175,7 +175,8 @@ void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     const bool base = op.id == Op::pow_scalar_base;
     const Tensor a = base ? scalar_tensor(s[0].to_scalar()) : s[0].to_tensor();
     const Tensor b = base ? s[1].to_tensor() : scalar_tensor(s[1].to_scalar());
-    s.set_result(binary_op(op_entry(Op::pow), a, b, one));
+    // x ** 2 runs pow.Tensor_Scalar's loop (Note [pow's special exponents]); 2 ** x pow's own.
+    s.set_result(binary_op(op_entry(base ? Op::pow : Op::pow_scalar), a, b, one));
     return;
   }
   if (op.id == Op::rsub) {

@@ -66,7 +66,7 @@ template <typename F>
 constexpr int64_t elementwise_grain() {
   constexpr bool costly = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SigmoidF> ||
                           std::is_same_v<F, TanhF> || std::is_same_v<F, SinF> || std::is_same_v<F, CosF> ||
-                          std::is_same_v<F, PowF>;
+                          std::is_same_v<F, PowF> || std::is_same_v<F, PowScalarF>;
   return costly ? kCostlyGrain : kCheapGrain;
 }
 

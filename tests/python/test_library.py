@@ -215,3 +215,36 @@ def test_fallbacks_only_in_the_global_namespace_and_fallthrough_kernel():
     assert (-w).grad_fn.name() == "NegBackward0"
     with pytest.raises(NotImplementedError, match="should never be called"):
         descent.library.fallthrough_kernel()
+
+
+def test_a_python_fallback_then_a_fallthrough_at_an_autograd_key():
+    """An operator defined with a CPU kernel alone falls through AutogradCPU (c10's fallthrough fallback).
+    A Python fallback there catches it; fallthrough_kernel as the fallback (Kernel::Fallthrough through
+    swap_fallback) skips the key again; _destroy puts back what each replaced."""
+    name = fresh("twice")
+    mine = Library("fallthrough_test", "DEF")
+    mine.define(f"{name}(Tensor x) -> Tensor")
+    mine.impl(name, lambda x: x * 2, "CPU")
+    op = getattr(descent.ops.fallthrough_test, name)
+    caught = []
+
+    def autograd_fallback(op, *args):
+        caught.append(repr(op))
+        with descent.inference_mode():  # the Autograd keys excluded: the op's CPU kernel, not this again
+            return op(*args)
+
+    x = descent.ones(2)
+    assert op(x).tolist() == [2.0, 2.0] and caught == []
+    lib = Library("_", "IMPL")
+    lib.fallback(autograd_fallback, "AutogradCPU")
+    try:
+        assert op(x).tolist() == [2.0, 2.0] and caught == [f"descent.ops.fallthrough_test.{name}"]
+    finally:
+        lib._destroy()
+    lib = Library("_", "IMPL")
+    lib.fallback(descent.library.fallthrough_kernel, "AutogradCPU")
+    try:
+        assert op(x).tolist() == [2.0, 2.0] and len(caught) == 1  # skipped: the fallback is gone
+    finally:
+        lib._destroy()
+    assert op(x).tolist() == [2.0, 2.0] and len(caught) == 1

@@ -411,14 +411,21 @@ def test_the_pow_of_a_vector_of_exponents_broadcasts_as_in_the_tutorial():
 
 @pytest.mark.parametrize("dtype", [F, D])
 def test_pow_of_the_common_exponents_multiplies_as_aten_does(dtype, rng):
-    """Note [pow's special exponents]: x ** 2 is x * x, bit for bit, on every device."""
+    """Note [pow's special exponents]: x ** 2 is x * x, bit for bit, on every device; a tensor of
+    exponents takes std::pow, as aten's pow.Tensor_Tensor, and differs from the forms at the edges."""
     a = rng.uniform(0.1, 10, 4099).astype(np.float32 if dtype is F else np.float64)
     for device in ["cpu", "sim:0"]:
         x = descent.tensor(a, device=device)
         forms = {2: x * x, 3: x * x * x, -2: 1 / (x * x), 0.5: x.sqrt(), -0.5: 1 / x.sqrt(), -1: 1 / x}
         for e, want in forms.items():
             assert bits(x ** e) == bits(want) == bits(x.pow(e)), (device, e)
-            assert bits(x.pow(descent.full(x.shape, e, dtype=dtype, device=device))) == bits(want), (device, e)  # pow.Tensor_Tensor
+            tensor_exponent = x.pow(descent.full(x.shape, e, dtype=dtype, device=device))  # pow.Tensor_Tensor
+            np.testing.assert_allclose(to_np(tensor_exponent.cpu()), to_np(want.cpu()), rtol=4e-7 if dtype is F else 1e-15)
+        edges = descent.tensor([-math.inf, -0.0, 4.0], dtype=dtype, device=device)
+        half = descent.full((3,), 0.5, dtype=dtype, device=device)
+        nan_list = [None if v != v else v for v in (edges ** 0.5).cpu().tolist()]
+        assert nan_list == [None, -0.0, 2.0] and str((edges ** 0.5).cpu()[1].item()) == "-0.0"  # sqrt's
+        assert edges.pow(half).cpu().tolist() == [math.inf, 0.0, 2.0]  # std::pow's, as torch.pow(x, full(0.5))
 
 
 def test_pow_of_the_common_exponents_equals_torchs_bits():
@@ -428,6 +435,9 @@ def test_pow_of_the_common_exponents_equals_torchs_bits():
         assert bits(descent.tensor(a) ** e) == (torch.tensor(a) ** e).numpy().tobytes(), e
     for e in [0.5, -0.5]:  # sqrt: descent's is correctly rounded, torch's vector sqrt may not be
         np.testing.assert_allclose(to_np(descent.tensor(a) ** e), (torch.tensor(a) ** e).numpy(), rtol=1.2e-7)
+    edges = [-math.inf, -0.0, 4.0]
+    for pair in ((lambda m: m.tensor(edges) ** 0.5), (lambda m: m.pow(m.tensor(edges), m.tensor([0.5] * 3)))):
+        assert str(pair(descent).tolist()) == str(pair(torch).tolist())
 
 
 def polynomial_fit(lib, linear, mse_loss, steps, lr=1e-6):

@@ -5,7 +5,7 @@ Each script below is the tutorial's code (pytorch/tutorials,
 beginner_source/examples_tensor/, examples_autograd/ and examples_nn/), re-typed line for line
 with its prose comments left out; `import torch` reads `import descent as
 torch`, and nothing else differs: every loop runs the tutorial's full count
-of iterations (all six take a few seconds). The tests check that the loss
+of iterations (all eight take a few seconds). The tests check that the loss
 falls as it does on torch; where torch is installed (the GPU host) the same
 text runs on torch beside it.
 """

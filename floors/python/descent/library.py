@@ -13,7 +13,8 @@
     descent.ops.mylib.twice(x)
 
 A Python kernel takes the operator's arguments in its schema's order (as the
-stack holds them: defaults filled in) and returns a Tensor, or a tuple of
+stack holds them: defaults filled in), those after the schema's `*` as
+keywords (add.Tensor's alpha=...), as PyTorch hands them, and returns a Tensor, or a tuple of
 them for an operator with several results. It runs at its key like any
 kernel: the dispatcher picks it, its span is floor 5's with variant=python,
 and the ops it calls descend the floors beneath it (Note [Python kernels],

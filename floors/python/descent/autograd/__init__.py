@@ -66,7 +66,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = _C._run_backward(outputs, _grads(outputs, grad_outputs), retain_graph, create_graph, inputs_t,
                               allow_unused)
     if materialize_grads:
-        result = tuple(_C.zeros(list(i.shape), dtype=i.dtype) if g is None else g for g, i in zip(result, inputs_t))
+        result = tuple(_C.zeros(list(i.shape), dtype=i.dtype, device=i.device) if g is None else g
+                       for g, i in zip(result, inputs_t))
     return result
 
 
@@ -128,7 +129,7 @@ def _analytical_jacobian(fn, inputs, k, create_graph=False):
     for o in outs:
         per = []
         for j in range(o.numel()):
-            g = _C.zeros(list(o.shape), dtype=o.dtype)
+            g = _C.zeros(list(o.shape), dtype=o.dtype, device=o.device)
             if o.numel():
                 g.reshape(-1)[j] = 1.0
             (gx,) = grad(o, inputs[k], g, retain_graph=True, allow_unused=True)
@@ -170,7 +171,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     outs = _outputs(fn(*inputs))
     if grad_outputs is None:
         _C.manual_seed(0)
-        grad_outputs = tuple(_C.randn(list(o.shape), dtype=o.dtype).requires_grad_() for o in outs)
+        grad_outputs = tuple(_C.randn(list(o.shape), dtype=o.dtype, device=o.device).requires_grad_() for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, _C.TensorBase) and x.requires_grad]
 

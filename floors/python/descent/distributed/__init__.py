@@ -90,9 +90,10 @@ def destroy_process_group(group=None):
 
 
 def _end_at_exit():
-    """A script that never calls destroy_process_group: its group ends while Python still runs (as
-    PyTorch's atexit hook ends its process groups), so MPI_Finalize is not left to a static
-    destructor after the interpreter is gone."""
+    """A script that never calls destroy_process_group: its group ends while Python still runs, so
+    MPI_Finalize is not left to a static destructor after the interpreter is gone. (PyTorch's
+    ProcessGroupMPI registers std::atexit(mpiExit) in C++ for the same end; descent's worker
+    thread must be joined while the interpreter can still be waited on, hence a Python hook.)"""
     if _C._dist_is_initialized():
         _C._dist_destroy()
 

@@ -81,7 +81,8 @@ def namespace(kind):
 class _Restore:
     """Puts back what a step's code may change for the steps after it: grad and inference mode, the current
     streams, the kernel variant, the number of threads, sim:0's capacity; and empties the step's namespace,
-    which drops its tensors and its Libraries (descent.library: their kernels go with them)."""
+    which drops its tensors and its Libraries (descent.library: their kernels go with them); and the default
+    device."""
 
     def __init__(self, namespace):
         self.namespace = namespace
@@ -91,6 +92,7 @@ class _Restore:
         self.threads = descent.get_num_threads()
         self.capacity = _C._sim_memory_capacity()
         self.streams = [(m, m.current_stream()) for m in (descent.sim, descent.cuda) if m.is_available()]
+        self.default_device = descent.get_default_device()  # Note [The default device]: thread state too
         return self
 
     def __exit__(self, *exc):
@@ -99,6 +101,7 @@ class _Restore:
         for module, stream in self.streams:
             module.set_stream(stream)
         descent.set_kernel_variant("auto")
+        descent.set_default_device(self.default_device)
         if descent.get_num_threads() != self.threads:
             descent.set_num_threads(self.threads)
         gc.collect()
@@ -291,6 +294,8 @@ def check_exercise(lesson, index, code_text, limit_s=None):
         result["reason"] = f"the code is not valid Python{line}: {getattr(e, 'msg', None) or e}"
         return result
     ns = namespace(ex.device)
+    if step.compare:  # the step's PyTorch profile, for the exercise's checks as for its answers
+        ns["pytorch"] = _C._load_trace(step.compare)
     began = time.perf_counter()
     with _Restore(ns):
         exc = _setup(step, ns, limit)

@@ -1,4 +1,6 @@
 """descent.optim.Adam, as torch.optim.Adam."""
+import descent as _descent
+
 from .. import _C
 from .._tensor import Tensor
 from .optimizer import (Optimizer, _evaluate_closure, _addcdiv_, _addcmul_, _get_value, _lerp_, _maximum_, _single_tensor_only,
@@ -44,7 +46,8 @@ class Adam(Optimizer):
             grads.append(p.grad)
             state = self.state[p]
             if len(state) == 0:  # lazy state initialization
-                state["step"] = _C._tensor(0.0, _C.float32)  # on the CPU, as PyTorch keeps it
+                # torch.tensor(0.0): on the default device (the CPU unless set_default_device moved it), as PyTorch's
+                state["step"] = _descent.tensor(0.0, dtype=_C.float32)
                 state["exp_avg"] = _zeros_like(p)
                 state["exp_avg_sq"] = _zeros_like(p)
                 if group["amsgrad"]:
