@@ -100,37 +100,35 @@ PyObject* ivalue_to_python(const IValue& v) {
   Py_RETURN_NONE;
 }
 
-// The Python function registered for `op` at `key`, with a new reference, and its name.
-PyObject* kernel_function(const OpEntry& op, DispatchKey key, const char** name) {
-  std::lock_guard<std::mutex> lock(kernels_mutex());
+// The entry registered for `op` (nullptr: a fallback) at `key`, or nullptr:
+// at most one, as registering checks. Under kernels_mutex.
+const PythonKernel* registered(const OpEntry* op, DispatchKey key) {
   for (const auto& k : python_kernels()) {
-    if (k->op != &op) continue;
-    for (DispatchKey rk : k->keys) {
-      if (rk == key) {
-        Py_INCREF(k->fn);
-        *name = k->name;
-        return k->fn;
-      }
-    }
+    if (k->op != op) continue;
+    for (DispatchKey rk : k->keys)
+      if (rk == key) return k.get();
   }
   return nullptr;
 }
 
-// The Python fallback registered at `key`, with a new reference, and its name.
-PyObject* fallback_function(DispatchKey key, const char** name) {
+// The Python function registered for `op` (nullptr: the fallback) at `key`,
+// with a new reference, and its name; nullptr for none (or a fallthrough).
+PyObject* python_function(const OpEntry* op, DispatchKey key, const char** name) {
   std::lock_guard<std::mutex> lock(kernels_mutex());
-  for (auto it = python_kernels().rbegin(); it != python_kernels().rend(); ++it) {
-    const PythonKernel& k = **it;
-    if (k.op != nullptr || k.fn == nullptr) continue;
-    for (DispatchKey rk : k.keys) {
-      if (rk == key) {
-        Py_INCREF(k.fn);
-        *name = k.name;
-        return k.fn;
-      }
-    }
-  }
-  return nullptr;
+  const PythonKernel* k = registered(op, key);
+  if (k == nullptr || k->fn == nullptr) return nullptr;
+  Py_INCREF(k->fn);
+  *name = k->name;
+  return k->fn;
+}
+
+// Keeps `k`, its function owned from now on, and returns its handle. Under kernels_mutex.
+PyObject* keep(std::unique_ptr<PythonKernel> k) {
+  Py_XINCREF(k->fn);
+  k->handle = g_next_handle++;
+  const int64_t handle = k->handle;
+  python_kernels().push_back(std::move(k));
+  return PyLong_FromLongLong(handle);
 }
 
 // The operator as descent.ops names it (an OpOverload): a fallback's first argument.
@@ -146,7 +144,7 @@ void run_python(const OpEntry& op, DispatchKeySet keys, Stack& stack, bool fallb
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   Gil gil;
   const char* name = "";
-  PyObject* fn = fallback ? fallback_function(key, &name) : kernel_function(op, key, &name);
+  PyObject* fn = python_function(fallback ? nullptr : &op, key, &name);
   DESCENT_CHECK(fn != nullptr, Error, "'", op.name, "' has no Python ", fallback ? "fallback" : "kernel", " at ",
                 dispatch_key_name(key));
   PyRef owned_fn{fn};
@@ -240,21 +238,14 @@ PyObject* py_library_impl(PyObject*, PyObject* args) {
   k->fn = fn == Py_None ? nullptr : fn;  // None: fallthrough_kernel, the op skips the key
   k->name = trace::intern(fn_name);
   std::lock_guard<std::mutex> lock(kernels_mutex());
-  for (const auto& other : python_kernels()) {
-    for (DispatchKey rk : other->keys)
-      for (DispatchKey mine : k->keys)
-        DESCENT_CHECK(other->op != e || rk != mine, ValueError, "impl(): '", e->name,
-                      "' already has a Python kernel at ", dispatch_key_name(rk), " (remove its library first)");
-  }
+  for (DispatchKey rk : k->keys)
+    DESCENT_CHECK(!registered(e, rk), ValueError, "impl(): '", e->name, "' already has a Python kernel at ",
+                  dispatch_key_name(rk), " (remove its library first)");
   KernelSlot slot;
   slot.boxed = k->fn ? python_kernel : nullptr;
   slot.fallthrough = k->fn ? -1 : 1;  // a kernel of its own is never skipped; a fallthrough always is
   for (DispatchKey rk : k->keys) k->previous.push_back(swap_op_kernel(*k->op, rk, slot));
-  Py_XINCREF(k->fn);
-  k->handle = g_next_handle++;
-  const int64_t handle = k->handle;
-  python_kernels().push_back(std::move(k));
-  return PyLong_FromLongLong(handle);
+  return keep(std::move(k));
   DESCENT_PY_CATCH(nullptr)
 }
 
@@ -274,17 +265,11 @@ PyObject* py_library_fallback(PyObject*, PyObject* args) {
   k->name = trace::intern(fn_name);
   const Kernel slot = fn == Py_None ? Kernel::Fallthrough() : Kernel(python_fallback);
   std::lock_guard<std::mutex> lock(kernels_mutex());
-  for (const auto& other : python_kernels())
-    for (DispatchKey rk : other->keys)
-      for (DispatchKey mine : k->keys)
-        DESCENT_CHECK(other->op != nullptr || rk != mine, ValueError, "fallback(): ", dispatch_key_name(rk),
-                      " already has a fallback from Python (remove its library first)");
+  for (DispatchKey rk : k->keys)
+    DESCENT_CHECK(!registered(nullptr, rk), ValueError, "fallback(): ", dispatch_key_name(rk),
+                  " already has a fallback from Python (remove its library first)");
   for (DispatchKey rk : k->keys) k->previous_fallbacks.push_back(swap_fallback(rk, slot));
-  Py_XINCREF(k->fn);
-  k->handle = g_next_handle++;
-  const int64_t handle = k->handle;
-  python_kernels().push_back(std::move(k));
-  return PyLong_FromLongLong(handle);
+  return keep(std::move(k));
   DESCENT_PY_CATCH(nullptr)
 }
 
