@@ -54,6 +54,7 @@ struct Options {
   int repeat = 1;                   // --repeat: run the code N times (warm medians)
   int bench_frames = 0;             // --bench-frames N: play N frames, print frame times, exit
   bool bench_pan = false;           // --bench-pan: while benchmarking, pan and zoom the timeline each frame
+  bool bench_jump = false;          // --bench-jump: while benchmarking, open a far step each frame
   bool redraw_full = false;         // --redraw full: draw every frame whole (Note [Redrawing only what changed])
   int frames = 3;                   // --frames N: frames drawn before a screenshot
   bool play = false;                // --play: play from the start step (headless: 1/30 s a frame)
@@ -152,10 +153,16 @@ struct TextFit {
 
 // A text in at most `max_lines` lines of `width` pixels, broken at spaces;
 // past them the last line ends with " ..." after a whole word: never cut
-// mid-word (building_layout.cpp). The panels show `shown` and the full
-// text on hover when `shortened`.
+// mid-word (text_fit.cpp). The panels show `shown` and the full text on
+// hover when `shortened`.
 TextFit fit_text(const std::string& text, float width, int max_lines);
 int lines_of(const TextFit& fit);
+
+// A text a panel drew, as fitted, for the state dump (App::texts_drawn).
+struct DrawnText {
+  const char* panel = "";  // "graph", "streams", "memory", "timeline", ...
+  TextFit fit;
+};
 
 // [SECTION] The building's layout (building_layout.cpp) ----------------------------
 
@@ -235,6 +242,7 @@ struct BuildingLayout {
   float line_h = 0, roof = 0, band_h = 0;
   float x_shaft = 0, shaft_w = 0, x_text = 0, x_end = 0;
   std::string roof_text;  // the line of Python being told, and its result once back up
+  TextFit roof_fit;       // as fitted to the roof's width
   ImVec2 roof_text_at;
   std::array<FloorLayout, kBuildingFloors + 1> floors;  // 1..8
   DeviceStripLayout strip;
@@ -262,8 +270,10 @@ struct App {
     std::string name, why;
     size_t k = 0;             // which call of that name (from 1)
     size_t other = SIZE_MAX;  // its index in compare->spans
+    bool kernel = false;      // the current span is a kernel, and PyTorch's runs inside the matched op (floor 5)
   } compare_match;
   std::string compare_provenance;  // where and how PyTorch's file was made, as the compare view says it
+  std::array<std::array<std::string, 2>, 10> compare_cells;  // per floor 1..9: descent's and the other's count
 
   Running running;           // the user's code on the Python thread (runner.cpp)
   double last_stop_ms = -1;  // the last Stop: from the key to the prompt back, in ms (-1: none yet)
@@ -328,7 +338,11 @@ struct App {
   // Filled by the panels each frame, for the state dump and the tests.
   BuildingLayout building;          // the building as last drawn
   std::vector<TextFit> tab_labels;  // the right panel's tab labels as drawn
-  TextFit timeline_header;          // the timeline's header line as drawn
+  // Every other text drawn into a space of its own (a graph node, a stream's
+  // cell, a table's cell, a timeline label), as fitted: at most kTextsRecorded.
+  static constexpr size_t kTextsRecorded = 4000;
+  std::vector<DrawnText> texts_drawn;
+  TextFit timeline_header;  // the timeline's header line as drawn
   std::vector<std::string> panels_drawn;
   int memory_blocks_drawn = 0;         // blocks the memory panel drew (all devices)
   std::string memory_highlight_drawn;  // the state of the block it outlined ("" when none)
@@ -411,6 +425,15 @@ void jump(App& app, JumpKind kind, bool forward);        // panel_search.cpp: to
 void search_next(App& app, bool forward);                // panel_search.cpp: to the next/previous span named the search
 void open_search(App& app);                              // panel_search.cpp: Ctrl+F
 void draw_search(App& app, ImVec2 pos);                  // panel_search.cpp: the search field, when open
+
+// text_fit.cpp: a text fitted to its space (fit_text), drawn, and recorded in
+// app.texts_drawn under `panel`. draw_fitted draws into a box of the panel's
+// own from `at`, `width` pixels wide; text_fitted is an ImGui text item in the
+// space left on its line (a table's cell), whole on hover when shortened.
+TextFit draw_fitted(App& app, const char* panel, ImDrawList* dl, ImVec2 at, float width, ImU32 col,
+                    const std::string& text, int max_lines = 1);
+void text_fitted(App& app, const char* panel, const std::string& text, int max_lines = 1);
+void record_text(App& app, const char* panel, const TextFit& fit);
 
 // [SECTION] Theme -----------------------------------------------------------------
 

@@ -5,7 +5,6 @@
 //
 // [SECTION] Constants
 // [SECTION] What a floor says
-// [SECTION] Fitting a text to its lines
 // [SECTION] The floors
 // [SECTION] The device strip
 // [SECTION] The building
@@ -55,107 +54,6 @@ std::string decisions_line(const trace::Span& sp) {
   }
   return s;
 }
-
-// [SECTION] Fitting a text to its lines -------------------------------------------------------
-
-float text_w(const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; }
-
-std::string trimmed(std::string t) {
-  while (!t.empty() && t.back() == ' ') t.pop_back();
-  return t;
-}
-
-// The pieces a line may break after: each space, and inside a word wider
-// than the line, each of ",|=/(:".
-std::vector<std::string> break_pieces(const std::string& text, float width) {
-  std::vector<std::string> pieces;
-  std::string cur;
-  for (char c : text) {
-    cur += c;
-    if (c == ' ') {
-      pieces.push_back(cur);
-      cur.clear();
-    }
-  }
-  if (!cur.empty()) pieces.push_back(cur);
-  std::vector<std::string> split;
-  for (const std::string& p : pieces) {
-    if (text_w(trimmed(p)) <= width) {
-      split.push_back(p);
-      continue;
-    }
-    std::string part;
-    for (char c : p) {
-      part += c;
-      if (std::string(",|=/(:").find(c) != std::string::npos) {
-        split.push_back(part);
-        part.clear();
-      }
-    }
-    if (!part.empty()) split.push_back(part);
-  }
-  return split;
-}
-
-// The last line kept of a text with more lines than it has: as many whole
-// words as fit before " ...".
-void shorten_last_line(std::vector<std::string>& last, float width) {
-  auto joined = [&] {
-    std::string t;
-    for (const std::string& p : last) t += p;
-    return trimmed(t);
-  };
-  while (last.size() > 1 && text_w(joined() + " ...") > width) last.pop_back();
-  if (text_w(joined() + " ...") > width) last.clear();                    // not even one word: the dots alone
-  while (!last.empty() && trimmed(last.back()).empty()) last.pop_back();  // "a  b": the second space
-  if (!last.empty()) last.back() = trimmed(last.back()) + " ";
-  last.push_back("...");
-}
-
-}  // namespace
-
-// A text in at most `max_lines` lines of at most `width` pixels: lines break
-// after a space, or inside a word too wide for a line after one of ",|=/(:";
-// when the text needs more lines, the last one ends at a whole word with
-// "..." (the building shows the full text on hover). Never cut mid-word: a
-// single word wider than the line stays whole, and the TextFit says clipped.
-TextFit fit_text(const std::string& text, float width, int max_lines) {
-  TextFit fit;
-  fit.text = text;
-  fit.given = width;
-  std::vector<std::vector<std::string>> lines;
-  std::string line;
-  for (const std::string& p : break_pieces(text, width)) {
-    if (!lines.empty() && text_w(trimmed(line + p)) <= width) {
-      lines.back().push_back(p);
-      line += p;
-    } else {
-      lines.push_back({p});
-      line = p;
-    }
-  }
-  if (static_cast<int>(lines.size()) > max_lines) {
-    lines.resize(static_cast<size_t>(std::max(max_lines, 1)));
-    fit.shortened = true;
-    shorten_last_line(lines.back(), width);
-  }
-  for (const std::vector<std::string>& l : lines) {
-    std::string t;
-    for (const std::string& p : l) t += p;
-    t = trimmed(t);
-    fit.width = std::max(fit.width, text_w(t));
-    fit.shown += (fit.shown.empty() ? "" : "\n") + t;
-  }
-  return fit;
-}
-
-// The number of lines a fitted text takes.
-int lines_of(const TextFit& fit) {
-  if (fit.shown.empty()) return 0;
-  return static_cast<int>(std::count(fit.shown.begin(), fit.shown.end(), '\n')) + 1;
-}
-
-namespace {
 
 // [SECTION] The floors ------------------------------------------------------------------------
 
@@ -273,11 +171,16 @@ StripLane lay_out_lane(const BuildingLayout& L, const StreamLane& lane, const La
   sl.label_at = ImVec2(L.origin.x + 16, y + (row_h - L.line_h) * 0.5f);
   sl.shaft = ImVec4(L.x_shaft, y, L.x_shaft + L.shaft_w, y + row_h - 2);
   float x = L.x_shaft + L.shaft_w + 10;
+  // A box fits its text; one that would not fit in the row, and every one after it, is counted instead.
+  size_t left_out = 0;
   auto box = [&](const DeviceWork& w, bool running, const char* prefix) {
     const std::string text = prefix + w.name;
     const float width = std::max(kStripBoxPx, ImGui::CalcTextSize(text.c_str()).x + 10);
-    const ImVec2 p0(x, y + 2), p1(std::min(x + width, right - BuildingLayout::kMarginPx), y + row_h - 4);
-    if (p1.x - p0.x < 12) return;
+    if (left_out > 0 || x + width > right - BuildingLayout::kMarginPx) {
+      ++left_out;
+      return;
+    }
+    const ImVec2 p0(x, y + 2), p1(x + width, y + row_h - 4);
     sl.boxes.push_back({text, p0, p1, ImVec2(p0.x + 4, p0.y + (p1.y - p0.y - L.line_h) * 0.5f), running});
     x = p1.x + 6;
   };
@@ -288,8 +191,10 @@ StripLane lay_out_lane(const BuildingLayout& L, const StreamLane& lane, const La
     sl.echo_radius = std::min(L.shaft_w, row_h) * 0.32f;
   }
   for (size_t k : at.queued) box(lane.work[k], false, "queued ");
-  if (!at.done.empty() && x < right - BuildingLayout::kMarginPx - 40) {
-    sl.done = "done: " + std::to_string(at.done.size());
+  std::string rest = left_out > 0 ? "+" + std::to_string(left_out) + " more" : std::string();
+  if (!at.done.empty()) rest += (rest.empty() ? "" : ", ") + std::string("done: ") + std::to_string(at.done.size());
+  if (!rest.empty() && x + ImGui::CalcTextSize(rest.c_str()).x < right - BuildingLayout::kMarginPx - 4) {
+    sl.done = rest;
     sl.done_at = ImVec2(x, y + (row_h - L.line_h) * 0.5f);
   }
   return sl;
@@ -387,8 +292,9 @@ BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size) {
   if (at_end && !app.loaded.output.empty()) {
     L.roof_text += "   ->   " + app.loaded.output.substr(0, app.loaded.output.find('\n'));
   }
-  const ImVec2 ts = ImGui::CalcTextSize(L.roof_text.c_str());
-  L.roof_text_at = ImVec2(origin.x + (size.x - ts.x) * 0.5f, origin.y + L.roof - L.line_h - 4);
+  // Centred on the roof, shortened at a word where the panel is narrower than the line.
+  L.roof_fit = fit_text(L.roof_text, size.x - 2 * BuildingLayout::kMarginPx, 1);
+  L.roof_text_at = ImVec2(origin.x + (size.x - L.roof_fit.width) * 0.5f, origin.y + L.roof - L.line_h - 4);
 
   std::array<FloorView, kBuildingFloors + 1> views;
   if (app.has_steps())

@@ -114,9 +114,13 @@ void draw_right_tabs(App& app, ImVec2 pos, ImVec2 size) {
       app.tab_labels.push_back(std::move(fit));
     }
     ImGui::Separator();
+    // Every plain text of a tab wraps at the panel's edge (or its table column's) at a space: none is cut short
+    // on a projector. Texts in a space of their own are fitted instead (text_fit.cpp).
+    ImGui::PushTextWrapPos(0.0f);
     for (const RightTabDef& t : kRightTabs) {
       if (t.which == app.right_tab) t.draw(app);
     }
+    ImGui::PopTextWrapPos();
   }
   ImGui::End();
 }
@@ -147,6 +151,7 @@ void draw_frame(App& app, ImFont* font) {
   ImGuiIO& io = ImGui::GetIO();
   app.panels_drawn.clear();
   app.timeline_header = TextFit{};  // the timeline fills it, when drawn
+  app.texts_drawn.clear();          // every panel adds the texts it fits
   ImGui::PushFont(font);
   handle_keys(app);
   const ImVec2 d = io.DisplaySize;

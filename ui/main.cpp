@@ -54,6 +54,7 @@ const Clock::time_point g_process_start = Clock::now();
 
 constexpr const char* kSampleCode = "descent.ones(2, 2) + 1";
 constexpr float kFontSize = 17.0f, kMonoSize = 15.0f, kPresenterFontSize = 30.0f;  // pixels
+constexpr float kPresenterLines = 1080.0f;          // the window height the presenter's type is sized for (apply_scale)
 constexpr double kHeadlessFrameSeconds = 1.0 / 30;  // of playback per frame, headless with --play
 constexpr double kRunningFrameSeconds = 1.0 / 60;   // a frame at least this often while code runs
 constexpr double kStopGraceSeconds = 2.0;           // for code to answer a stop (headless timeout, closing)
@@ -222,9 +223,16 @@ float g_moved_content_scale = 0;
 void content_scale_changed(GLFWwindow*, float sx, float) { g_moved_content_scale = sx; }
 
 // Fonts and style at the scale the monitor and the zoom ask for, rebuilt
-// when it changes (between frames: the font texture is remade).
-void apply_scale(App& app, Fonts& fonts, float& built_scale, bool device_ready) {
-  const float scale = app.dpi_scale * app.layout.zoom;
+// when it changes (between frames: the font texture is remade). A presenter's
+// type keeps the share of the screen it has at 1080 lines whatever the
+// projector's resolution (a 4K projector reporting no content scale would
+// otherwise show it at half the height): its scale is at least the window's
+// height over 1080.
+void apply_scale(App& app, GLFWwindow* window, Fonts& fonts, float& built_scale, bool device_ready) {
+  int w = 0, h = 0;
+  glfwGetWindowSize(window, &w, &h);
+  const float screen = app.presenter ? std::max(app.dpi_scale, static_cast<float>(h) / kPresenterLines) : app.dpi_scale;
+  const float scale = screen * app.layout.zoom;
   if (std::abs(scale - built_scale) < 1e-3f) return;
   built_scale = scale;
   app.ui_scale = scale;
@@ -288,7 +296,9 @@ double median(std::vector<double> v) {
 }
 
 // --bench-frames N: the call played at 4x in a loop for N frames (with
-// --bench-pan, the timeline panned and zoomed each frame), each frame timed
+// --bench-pan, the timeline panned and zoomed each frame; with --bench-jump,
+// a far step opened each frame, as a click on the timeline or a search does
+// in a long story), each frame timed
 // to its glFinish; --bench-stop: N frames while the code runs, then Stop, and
 // the frames until the prompt is back (bench_app.py reads what report prints).
 struct Benchmark {
@@ -300,12 +310,16 @@ struct Benchmark {
   double first_frame_s = 0;
 
   void start(App& app) const {
-    if (!o.bench_frames) return;
+    if (!o.bench_frames || o.bench_jump) return;
     app.play.playing = true;
     app.play.speed = 4;
   }
   // Before frame number `frames` is drawn: the playback looped, the timeline panned.
   void before_frame(App& app, int frames) const {
+    if (o.bench_jump && app.has_steps()) {  // a step far from the last: a prime stride through the story
+      app.play.scrub(app.story, (static_cast<size_t>(frames) * 7919) % app.story.steps.size());
+      return;
+    }
     if (o.bench_frames && !app.play.playing) app.play.toggle(app.story);  // loop while benchmarking
     if (o.bench_pan) {  // pan by 2% of the view and zoom in and out around the middle
       const double span = app.view_end_ns - app.view_start_ns;
@@ -425,7 +439,7 @@ void setup_imgui(App& app, GLFWwindow* window, bool headless, Fonts& fonts, floa
   }
   if (app.options.zoom > 0) app.layout.zoom = app.options.zoom;
   app.layout = clamped(app.layout);
-  apply_scale(app, fonts, built_scale, /*device_ready=*/false);
+  apply_scale(app, window, fonts, built_scale, /*device_ready=*/false);
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   glfwSetKeyCallback(window, queue_key);             // replaces the backend's: Note [Key presses between frames]
   glfwSetMouseButtonCallback(window, queue_button);  // and the mouse's, the same way
@@ -582,7 +596,7 @@ void render_frame(App& app, GLFWwindow* window, Fonts& fonts, float& built_scale
   feed_keys(window);
   feed_mouse(window);
   if (g_moved_content_scale > 0) app.dpi_scale = std::clamp(std::exchange(g_moved_content_scale, 0.0f), 0.5f, 4.0f);
-  apply_scale(app, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame, or a new monitor
+  apply_scale(app, window, fonts, built_scale, /*device_ready=*/true);  // a zoom asked for last frame, or a new monitor
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   apply_mouse();

@@ -13,7 +13,7 @@ constexpr const char* kUsage =
     "usage: descent app [--code CODE | --trace FILE] [--compare TORCH_TRACE.json] [--presenter]\n"
     "                   [--screenshot OUT.png] [--state OUT.json] [--step N] [--size WxH] [--repeat N]\n"
     "                   [--panel detail|memory|compare|graph|streams|notes] [--note NAME]\n"
-    "                   [--bench-frames N [--bench-pan]]\n"
+    "                   [--bench-frames N [--bench-pan | --bench-jump]]\n"
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
     "                   [--zoom F] [--fold-helpers] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... "
     "[--check FILE.py]]\n"
@@ -56,6 +56,7 @@ enum class Parsed { No, Yes, Bad };
 Parsed as_switch(const std::string& a, Options& o) {
   bool* flag = a == "--presenter"      ? &o.presenter
                : a == "--bench-pan"    ? &o.bench_pan
+               : a == "--bench-jump"   ? &o.bench_jump
                : a == "--fold-helpers" ? &o.fold_helpers
                : a == "--play"         ? &o.play
                : a == "--expect-error" ? &o.expect_error

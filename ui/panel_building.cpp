@@ -68,7 +68,35 @@ void draw_roof(ImDrawList* dl, const BuildingLayout& L) {
   const ImVec2 o = L.origin;
   dl->AddTriangleFilled(ImVec2(o.x, o.y + L.roof), ImVec2(o.x + L.size.x * 0.5f, o.y), ImVec2(L.x_end, o.y + L.roof),
                         IM_COL32(45, 50, 62, 255));
-  dl->AddText(L.roof_text_at, kPaper, L.roof_text.c_str());
+  dl->AddText(L.roof_text_at, kPaper, L.roof_fit.shown.c_str());
+  if (L.roof_fit.shortened && ImGui::IsWindowHovered() &&
+      ImGui::IsMouseHoveringRect(ImVec2(o.x, o.y), ImVec2(L.x_end, o.y + L.roof)))
+    ImGui::SetTooltip("%s", L.roof_text.c_str());
+}
+
+// Every text of the building as laid out, for the state dump's clipping report (App::texts_drawn).
+void record_texts(App& app, const BuildingLayout& L) {
+  auto whole = [](const std::string& text, float given) {
+    TextFit f;
+    f.text = f.shown = text;
+    f.width = ImGui::CalcTextSize(text.c_str()).x;
+    f.given = given;
+    return f;
+  };
+  record_text(app, "building", L.roof_fit);
+  for (int f = 1; f <= kBuildingFloors; ++f) {
+    const FloorLayout& fl = L.floors[f];
+    record_text(app, "building", whole(fl.label, L.x_shaft - fl.label_at.x));
+    for (const PlacedText& t : fl.texts) record_text(app, "building", t.fit);
+  }
+  if (!L.strip.shown) return;
+  record_text(app, "building", L.strip.title_fit);
+  for (const StripLane& lane : L.strip.lanes) {
+    record_text(app, "building", whole(lane.label, L.x_shaft - lane.label_at.x));
+    for (const StripLane::Box& box : lane.boxes)
+      record_text(app, "building", whole(box.text, box.p1.x - box.text_at.x));
+    if (!lane.done.empty()) record_text(app, "building", whole(lane.done, L.x_end - kMarginPx - lane.done_at.x));
+  }
 }
 
 // One floor's band in the colour of its state, its label, its piece of the
@@ -178,6 +206,7 @@ void draw_building(App& app, ImVec2 pos, ImVec2 size) {
   app.panels_drawn.push_back("building");
   app.building = layout_building(app, ImGui::GetCursorScreenPos(), ImGui::GetContentRegionAvail());
   const BuildingLayout& L = app.building;
+  record_texts(app, L);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   draw_roof(dl, L);
   for (int f = 1; f <= kBuildingFloors; ++f) draw_floor(dl, L, f);

@@ -16,36 +16,56 @@ struct FloorSummary {
   int spans = 0;
   int64_t self_ns = 0;
   std::vector<std::string> names;  // distinct, in order of appearance, a few
+  bool within_dispatch = false;    // PyTorch's kernels: no event of their own, inside floor 3's self time
 };
 
 constexpr size_t kNamesShown = 4;
 
-std::array<FloorSummary, 10> summarize(const trace::Trace& t) {
+// Each floor's spans, self time and first names. In PyTorch's profile every
+// aten op on the CPU is a call the dispatcher routed (floor 3) to a kernel
+// (floor 5) that Kineto records no event for: the kernel is counted on floor
+// 5, its time inside the op's self time on floor 3 (Note [Placing PyTorch's
+// events on floors], tracer/load_chrome.cpp).
+std::array<FloorSummary, 10> summarize(const trace::Trace& t, bool kineto) {
   std::array<FloorSummary, 10> out;
   const Story s = build_story(t);  // for self times
+  auto name = [](FloorSummary& fs, const std::string& n) {
+    if (fs.names.size() < kNamesShown && std::find(fs.names.begin(), fs.names.end(), n) == fs.names.end())
+      fs.names.push_back(n);
+  };
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const int f = static_cast<int>(t.spans[i].floor);
     if (f < 1 || f > 9) continue;
     FloorSummary& fs = out[f];
     ++fs.spans;
     fs.self_ns += s.self_ns[i];
-    if (fs.names.size() < kNamesShown &&
-        std::find(fs.names.begin(), fs.names.end(), t.spans[i].name) == fs.names.end()) {
-      fs.names.push_back(t.spans[i].name);
+    name(fs, t.spans[i].name);
+    if (kineto && t.spans[i].floor == trace::Floor::Dispatch) {
+      FloorSummary& kernels = out[static_cast<int>(trace::Floor::Kernels)];
+      ++kernels.spans;
+      kernels.within_dispatch = true;
+      name(kernels, t.spans[i].name + "'s kernel");
     }
   }
   return out;
 }
 
-void cell(const FloorSummary& fs) {
+// A floor's cell: its count and time (returned, for the state dump), then its first names.
+std::string cell(const FloorSummary& fs) {
   if (fs.spans == 0) {
     ImGui::TextDisabled("-");
-    return;
+    return "-";
   }
-  ImGui::Text("%d span%s, %s self", fs.spans, fs.spans == 1 ? "" : "s", duration_text(fs.self_ns).c_str());
+  const std::string n = std::to_string(fs.spans);
+  const std::string head =
+      fs.within_dispatch
+          ? n + (fs.spans == 1 ? " kernel" : " kernels") + ", no event of their own: inside floor 3's self time"
+          : n + (fs.spans == 1 ? " span, " : " spans, ") + duration_text(fs.self_ns) + " self";
+  ImGui::TextUnformatted(head.c_str());
   std::string names;
   for (const std::string& n : fs.names) names += (names.empty() ? "" : ", ") + n;
   ImGui::TextWrapped("%s", names.c_str());
+  return head;
 }
 
 // The calls of a span's name: spans so named whose parent is not (a
@@ -104,6 +124,12 @@ App::CompareMatch match_step(const App& app) {
   } else {
     m.other = calls[std::min(m.k, calls.size()) - 1];
     if (m.k > calls.size()) m.why = "it has fewer calls of it: the last one is shown";
+    // A kernel here: PyTorch's ran inside the op's self time, with no event of its own.
+    if (t.spans[cur].floor == trace::Floor::Kernels && o.spans[m.other].floor == trace::Floor::Dispatch &&
+        m.why.empty()) {
+      m.kernel = true;
+      m.why = "its kernel (floor 5) ran inside this op's self time: Kineto records no kernel event";
+    }
   }
   return m;
 }
@@ -147,8 +173,9 @@ void draw_compare(App& app) {
   static const trace::Trace *cached_left = nullptr, *cached_right = nullptr;
   static std::array<FloorSummary, 10> left, right;
   if (cached_left != app.loaded.trace.get() || cached_right != app.compare.get()) {
-    left = summarize(*app.loaded.trace);
-    right = summarize(*app.compare);
+    const auto format = app.compare->metadata.find("source.format");
+    left = summarize(*app.loaded.trace, false);
+    right = summarize(*app.compare, format != app.compare->metadata.end() && format->second == "kineto");
     cached_left = app.loaded.trace.get();
     cached_right = app.compare.get();
   }
@@ -184,9 +211,10 @@ void draw_compare(App& app) {
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "Now: %s, its call %zu here", m.name.c_str(), m.k);
     if (m.other != SIZE_MAX) {
       const trace::Span& e = app.compare->spans[m.other];
-      other_floor = building_floor(e.floor);
-      ImGui::TextWrapped("%s: %s on floor %d (%s), %s%s%s", other, e.name.c_str(), other_floor,
-                         floor_title(other_floor), duration_text(e.duration_ns()).c_str(), m.why.empty() ? "" : "; ",
+      const int event_floor = building_floor(e.floor);
+      other_floor = m.kernel ? static_cast<int>(trace::Floor::Kernels) : event_floor;  // the row lit
+      ImGui::TextWrapped("%s: %s on floor %d (%s), %s%s%s", other, e.name.c_str(), event_floor,
+                         floor_title(event_floor), duration_text(e.duration_ns()).c_str(), m.why.empty() ? "" : "; ",
                          m.why.c_str());
     } else {
       ImGui::TextWrapped("%s: nothing: %s.", other, m.why.c_str());
@@ -194,8 +222,16 @@ void draw_compare(App& app) {
   }
   if (!ImGui::BeginTable("##compare", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
   ImGui::TableSetupColumn("floor", ImGuiTableColumnFlags_WidthFixed, 120);
-  ImGui::TableSetupColumn("descent");
-  ImGui::TableSetupColumn(other);
+  // Whose times, cold or warm (Note [Cold and warm times]).
+  size_t warm = 0;
+  for (size_t r : app.story.roots) warm += is_warm(app.story, r);
+  const size_t calls = app.story.roots.size();
+  const std::string mine =
+      warm == 0 ? "descent, cold"
+                : "descent, " + std::to_string(calls - warm) + " cold + " + std::to_string(warm) + " warm calls";
+  const std::string theirs = pytorch ? "PyTorch, one cold call" : other;
+  ImGui::TableSetupColumn(mine.c_str());
+  ImGui::TableSetupColumn(theirs.c_str());
   ImGui::TableHeadersRow();
   const int here = app.has_steps() ? token_floor(app.story, app.step()) : 0;
   for (int f = 1; f <= 9; ++f) {
@@ -209,9 +245,9 @@ void draw_compare(App& app) {
     ImGui::Text("%d %s", f, floor_title(f));
     ImGui::PopStyleColor();
     ImGui::TableNextColumn();
-    cell(left[f]);
+    app.compare_cells[f][0] = cell(left[f]);
     ImGui::TableNextColumn();
-    cell(right[f]);
+    app.compare_cells[f][1] = cell(right[f]);
   }
   ImGui::EndTable();
   if (pytorch) {

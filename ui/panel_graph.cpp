@@ -107,7 +107,8 @@ void draw_none_edges(App& app, size_t k, const ImVec4& r, float col_w, float box
     const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
     const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
     dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
-    dl->AddText(ImVec2(x, s1.y + 2), grey, label.c_str());  // on a dark ground, legible over an edge
+    // On a dark ground, legible over an edge; in the column's room (shortened at a word past it).
+    draw_fitted(app, "graph", dl, ImVec2(x, s1.y + 2), room, grey, label);
     app.graph_none_labels[k] = label;
   }
 }
@@ -195,15 +196,15 @@ void draw_graph(App& app) {
     draw_box(dl, states[k], ImVec2(r.x, r.y), ImVec2(r.z, r.w));
     const ImU32 ink = style_of(states[k]).ink;
     draw_mark(dl, states[k], ImVec2(r.z - line_h * 0.6f, r.y + line_h * 0.6f), line_h * 0.3f, ink);
-    dl->PushClipRect(ImVec2(r.x, r.y), ImVec2(r.z - line_h * 1.1f, r.w), true);
-    dl->AddText(ImVec2(r.x + 6, r.y + 3), ink, n.title().c_str());
+    // Two lines left of the state's mark, each shortened at a word where the box is narrow (the hover has all).
+    const float text_w = r.z - line_h * 1.1f - (r.x + 6);
+    draw_fitted(app, "graph", dl, ImVec2(r.x + 6, r.y + 3), text_w, ink, n.title());
     std::string sub = state_word(states[k]);
     if (leaf)
       sub = (n.variable.empty() ? n.shape : std::string("AccumulateGrad")) + "  " + sub;
     else if (!n.saved.empty())
       sub += "  saved: " + n.saved;
-    dl->AddText(ImVec2(r.x + 6, r.y + 3 + line_h), ink, sub.c_str());
-    dl->PopClipRect();
+    draw_fitted(app, "graph", dl, ImVec2(r.x + 6, r.y + 3 + line_h), text_w, ink, sub);
     draw_none_edges(app, k, r, col_w, box_w, line_h);
     if (ImGui::IsMouseHoveringRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w))) hovered = int(k);
   }

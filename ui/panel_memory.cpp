@@ -39,22 +39,21 @@ std::string address_text(uint64_t a) {
   return buf;
 }
 
-void stats_row(const char* name, int64_t before, int64_t after, bool bytes) {
-  ImGui::TableNextRow();
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(name);
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(bytes ? bytes_text(before).c_str() : std::to_string(before).c_str());
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(bytes ? bytes_text(after).c_str() : std::to_string(after).c_str());
-  ImGui::TableNextColumn();
+// A row of a statistics table, each cell fitted to its column in two lines (shortened at a word, whole on
+// hover).
+void stats_row(App& app, const char* name, int64_t before, int64_t after, bool bytes) {
+  auto text = [&](int64_t v) { return bytes ? bytes_text(v) : std::to_string(v); };
   const int64_t d = after - before;
-  ImGui::Text("%s%s", d > 0 ? "+" : "", bytes ? bytes_text(d).c_str() : std::to_string(d).c_str());
+  ImGui::TableNextRow();
+  for (const std::string& cell : {std::string(name), text(before), text(after), (d > 0 ? "+" : "") + text(d)}) {
+    ImGui::TableNextColumn();
+    text_fitted(app, "memory", cell, 2);
+  }
 }
 
 bool begin_stats_table(const char* id) {
-  if (!ImGui::BeginTable(id, 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) return false;
-  ImGui::TableSetupColumn("statistic");
+  if (!ImGui::BeginTable(id, 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return false;
+  ImGui::TableSetupColumn("statistic", ImGuiTableColumnFlags_WidthStretch, 1.6f);  // its names are the longest
   ImGui::TableSetupColumn("before");
   ImGui::TableSetupColumn("after");
   ImGui::TableSetupColumn("change");
@@ -77,10 +76,13 @@ ImU32 block_color(BlockState s) {
 }
 constexpr ImU32 kHighlight = IM_COL32(255, 255, 255, 255);  // the outline of the block the span touched
 
+// One entry of the legend, on the next line where the rest of this one is too short for it.
 void legend_item(BlockState s, const char* words) {
+  const float h = ImGui::GetTextLineHeight();
+  if (ImGui::GetContentRegionAvail().x < h + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(words).x)
+    ImGui::NewLine();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 p = ImGui::GetCursorScreenPos();
-  const float h = ImGui::GetTextLineHeight();
   dl->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + h - 4, p.y + h - 2), block_color(s));
   ImGui::Dummy(ImVec2(h - 2, h));
   ImGui::SameLine();
@@ -101,8 +103,9 @@ int draw_pool(App& app, const std::vector<MemSegment>& segments, bool small, uin
     reserved += s.size;
     ++count;
   }
-  ImGui::Text("%s pool: %d segment%s, %s reserved", small ? "small" : "large", count, count == 1 ? "" : "s",
-              bytes_text(int64_t(reserved)).c_str());
+  text_fitted(app, "memory",
+              std::string(small ? "small" : "large") + " pool: " + std::to_string(count) + " segment" +
+                  (count == 1 ? "" : "s") + ", " + bytes_text(int64_t(reserved)) + " reserved");
   if (count == 0) return 0;
   constexpr float kMinBlockPx = 6;     // the narrowest block drawn, in pixels
   constexpr float kMinSegmentPx = 40;  // the shortest segment bar, in pixels
@@ -135,8 +138,9 @@ int draw_pool(App& app, const std::vector<MemSegment>& segments, bool small, uin
     if (marked) dl->AddRect(ImVec2(mark0.x - 1, mark0.y - 1), ImVec2(mark1.x + 1, mark1.y + 1), kHighlight, 0, 0, 2);
     ImGui::Dummy(ImVec2(w, h));
     ImGui::SameLine();
-    ImGui::Text("%s  %s, %zu block%s", address_text(s.address).c_str(), bytes_text(int64_t(s.size)).c_str(),
-                s.blocks.size(), s.blocks.size() == 1 ? "" : "s");
+    text_fitted(app, "memory",
+                address_text(s.address) + "  " + bytes_text(int64_t(s.size)) + ", " + std::to_string(s.blocks.size()) +
+                    (s.blocks.size() == 1 ? " block" : " blocks"));
     if (hovered) {
       ImGui::BeginTooltip();
       ImGui::Text("block %s, %s (%s asked)\n%s", address_text(hovered->address).c_str(),
@@ -151,13 +155,13 @@ int draw_pool(App& app, const std::vector<MemSegment>& segments, bool small, uin
 
 void draw_device(App& app, const DeviceMemory& d) {
   ImGui::Separator();
-  ImGui::Text("%s: the caching allocator (floor 6), before and after", d.device.c_str());
+  ImGui::TextWrapped("%s: the caching allocator (floor 6), before and after", d.device.c_str());
   const MemCounters &b = d.stats_before, &a = d.stats_after;
   if (b.valid && a.valid && begin_stats_table(("##dev" + d.device).c_str())) {
-    stats_row("allocated", b.allocated_bytes, a.allocated_bytes, true);
-    stats_row("reserved", b.reserved_bytes, a.reserved_bytes, true);
-    stats_row("blocks handed out", b.allocations, a.allocations, false);
-    stats_row("cache hits", b.cache_hits(), a.cache_hits(), false);
+    stats_row(app, "allocated", b.allocated_bytes, a.allocated_bytes, true);
+    stats_row(app, "reserved", b.reserved_bytes, a.reserved_bytes, true);
+    stats_row(app, "blocks handed out", b.allocations, a.allocations, false);
+    stats_row(app, "cache hits", b.cache_hits(), a.cache_hits(), false);
     ImGui::EndTable();
   }
   const size_t step = app.has_steps() ? app.step() : 0;
@@ -190,10 +194,9 @@ void draw_device(App& app, const DeviceMemory& d) {
     std::snprintf(line, sizeof line, "%s %-15s %s  %s  at %s", k == v.entry ? ">" : " ", entry_action_name(e.action),
                   address_text(e.addr).c_str(), bytes_text(int64_t(e.size)).c_str(),
                   duration_text(e.time_ns - origin).c_str());
-    if (k < v.at.replayed)
-      ImGui::TextUnformatted(line);
-    else
-      ImGui::TextDisabled("%s", line);
+    if (k >= v.at.replayed) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    text_fitted(app, "memory", line);
+    if (k >= v.at.replayed) ImGui::PopStyleColor();
   }
 }
 
@@ -229,7 +232,7 @@ void draw_allocations(App& app) {
     for (const trace::SpanArg& arg : sp.args) {
       if (arg.key != "bytes") extra += "  " + arg.key + "=" + arg_text(arg.value);
     }
-    ImGui::Text("%s %s%s%s", sp.name.c_str(), bytes_text(bytes).c_str(), extra.c_str(), past ? "" : "  (ahead)");
+    text_fitted(app, "memory", sp.name + " " + bytes_text(bytes) + extra + (past ? "" : "  (ahead)"));
   }
 }
 
@@ -245,10 +248,10 @@ void draw_memory(App& app) {
   const MemoryStats& a = app.loaded.after;
   ImGui::TextWrapped("CPU allocator (floor 6), before and after the code ran:");
   if (b.valid && a.valid && begin_stats_table("##mem")) {
-    stats_row("allocated", b.allocated_bytes, a.allocated_bytes, true);
-    stats_row("peak allocated", b.peak_allocated_bytes, a.peak_allocated_bytes, true);
-    stats_row("allocations", b.num_allocs, a.num_allocs, false);
-    stats_row("frees", b.num_frees, a.num_frees, false);
+    stats_row(app, "allocated", b.allocated_bytes, a.allocated_bytes, true);
+    stats_row(app, "peak allocated", b.peak_allocated_bytes, a.peak_allocated_bytes, true);
+    stats_row(app, "allocations", b.num_allocs, a.num_allocs, false);
+    stats_row(app, "frees", b.num_frees, a.num_frees, false);
     ImGui::EndTable();
   } else if (!b.valid) {
     ImGui::TextDisabled("(no statistics: this trace was opened from a file, not run here)");

@@ -25,7 +25,7 @@ namespace {
 
 constexpr float kQueueFraction = 0.42f;  // of the lane's width: the queue, left of the device slot
 constexpr float kSlotFraction = 0.27f;   // the device slot
-constexpr float kBoxLines = 2.3f;        // a box's height, in text lines
+constexpr float kBoxLines = 3.3f;        // a box's height, in text lines: the name, then what it does (in two)
 constexpr float kHistoryPx = 16.0f;      // the lane's line over the whole call
 constexpr double kFadeFraction = 0.25;   // of the lane's span: how long a done box takes to fade out
 constexpr size_t kMaxDoneShown = 4;      // done boxes drawn; older ones are a count
@@ -52,15 +52,42 @@ TimeRange lane_range(const App& app, const StreamLane& lane) {
   return r;
 }
 
-// A box for one piece of work: its name and, under it, a second line.
-void work_box(ImDrawList* dl, ImVec2 p0, ImVec2 p1, ImU32 fill, ImU32 ink, const std::string& name,
+// A box for one piece of work: its name (in two lines where it needs them,
+// broken after a "_") and, under it, a second line; both whole on hover.
+void work_box(App& app, ImDrawList* dl, ImVec2 p0, ImVec2 p1, ImU32 fill, ImU32 ink, const std::string& name,
               const std::string& sub) {
   dl->AddRectFilled(p0, p1, fill, 4.0f);
-  dl->PushClipRect(p0, p1, true);
-  const float line_h = ImGui::GetTextLineHeight();
-  dl->AddText(ImVec2(p0.x + 5, p0.y + 3), ink, name.c_str());
-  dl->AddText(ImVec2(p0.x + 5, p0.y + 3 + line_h), ink, sub.c_str());
-  dl->PopClipRect();
+  const float line_h = ImGui::GetTextLineHeight(), width = p1.x - p0.x - 10;
+  const TextFit n = draw_fitted(app, "streams", dl, ImVec2(p0.x + 5, p0.y + 3), width, ink, name, 2);
+  draw_fitted(app, "streams", dl, ImVec2(p0.x + 5, p0.y + 3 + line_h * float(lines_of(n))), width, ink, sub,
+              std::max(1, int((p1.y - p0.y - 3) / line_h) - lines_of(n)));
+  if (ImGui::IsMouseHoveringRect(p0, p1) && ImGui::IsWindowHovered())
+    ImGui::SetTooltip("%s\n%s", name.c_str(), sub.c_str());
+}
+
+// The widths a lane's boxes need, over the work it shows at once: the widest piece of a kernel's name, which
+// a box must hold whole ("float32" of "add_float32": a name breaks after "_") or of its second line, and the
+// widest whole name.
+struct NameWidths {
+  float piece = 0, whole = 0;
+};
+NameWidths name_widths(const StreamLane& lane, const LaneAt& at) {
+  NameWidths widest;
+  widest.piece = ImGui::CalcTextSize("running,").x;  // the widest word of a box's second line
+  auto measure = [&](size_t k) {
+    const std::string& name = lane.work[k].name;
+    widest.whole = std::max(widest.whole, ImGui::CalcTextSize(name.c_str()).x);
+    size_t start = 0;
+    while (start < name.size()) {
+      const size_t end = std::min(name.find('_', start), name.size() - 1) + 1;
+      widest.piece = std::max(widest.piece, ImGui::CalcTextSize(name.c_str() + start, name.c_str() + end).x);
+      start = end;
+    }
+  };
+  for (size_t n = 0; n < at.queued.size() && n < 8; ++n) measure(at.queued[n]);
+  for (size_t n = 0; n < at.done.size() && n < kMaxDoneShown; ++n) measure(at.done[at.done.size() - 1 - n]);
+  if (at.running != SIZE_MAX) measure(at.running);
+  return widest;
 }
 
 std::string depth_text(const DeviceWork& w) {
@@ -87,20 +114,25 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   const float line_h = ImGui::GetTextLineHeight();
   const ImVec2 o = ImGui::GetCursorScreenPos();
   const float w = std::max(240.0f, ImGui::GetContentRegionAvail().x);
-  const float box_h = line_h * kBoxLines;
-  const float box_w = std::clamp(w * 0.16f, 70.0f, 170.0f);
-  const float q1 = o.x + w * kQueueFraction, s1 = q1 + w * kSlotFraction;
+  const NameWidths names = name_widths(lane, at);
+  const float box_w = std::max(std::clamp(w * 0.16f, 70.0f, 170.0f), names.piece + 12);
+  const float box_h = line_h * (kBoxLines + (names.whole + 10 > box_w ? 1.0f : 0.0f));  // a line more for a name in two
+  const float q1 = o.x + w * kQueueFraction, s1 = q1 + std::max(w * kSlotFraction, box_w + 16);
   const float y0 = o.y + 4, y1 = y0 + box_h;
 
   // The queue: an open-ended pipe from the host; the next to run at its right end.
   dl->AddLine(ImVec2(o.x, y0 - 2), ImVec2(q1, y0 - 2), kMuted);
   dl->AddLine(ImVec2(o.x, y1 + 2), ImVec2(q1, y1 + 2), kMuted);
-  dl->AddText(ImVec2(o.x + 2, y1 + 4), kMuted, "host puts work in ->");
+  // Under the queue and the slot, what they are, each in at most two lines (the history goes under the longer).
+  const int under =
+      std::max(lines_of(draw_fitted(app, "streams", dl, ImVec2(o.x + 2, y1 + 4), q1 - o.x - 4, kMuted,
+                                    "host puts work in ->", 2)),
+               lines_of(draw_fitted(app, "streams", dl, ImVec2(q1 + 8, y1 + 4), s1 - q1 - 8, kMuted, "the device", 2)));
   float x = q1 - 4;
   size_t shown = 0;
   for (size_t k : at.queued) {
     if (x - box_w < o.x + 2) break;
-    work_box(dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(trace::Floor::Device, 0.25f), kPaper,
+    work_box(app, dl, ImVec2(x - box_w, y0), ImVec2(x, y1), floor_color(trace::Floor::Device, 0.25f), kPaper,
              lane.work[k].name, "queued, " + depth_text(lane.work[k]));
     x -= box_w + 4;
     ++shown;
@@ -108,9 +140,9 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   if (shown < at.queued.size()) {
     char more[32];
     std::snprintf(more, sizeof more, "+%zu", at.queued.size() - shown);
-    dl->AddText(ImVec2(o.x + 4, y0 + 4), kPaper, more);
+    draw_fitted(app, "streams", dl, ImVec2(o.x + 4, y0 + 4), x - o.x - 4, kPaper, more);
   }
-  if (at.queued.empty()) dl->AddText(ImVec2(o.x + 4, y0 + 4), kMuted, "(empty)");
+  if (at.queued.empty()) draw_fitted(app, "streams", dl, ImVec2(o.x + 4, y0 + 4), q1 - o.x - 8, kMuted, "(empty)");
 
   // The device slot: the one running now.
   dl->AddRectFilled(ImVec2(q1 + 4, y0 - 2), ImVec2(s1 - 4, y1 + 2), kSlotBg, 4.0f);
@@ -118,11 +150,11 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   if (at.running != SIZE_MAX) {
     const DeviceWork& r = lane.work[at.running];
     const std::string sub = "running, " + duration_text(now - r.start_ns) + " in";
-    work_box(dl, ImVec2(q1 + 8, y0 + 2), ImVec2(s1 - 8, y1 - 2), floor_color(trace::Floor::Device), kInk, r.name, sub);
+    work_box(app, dl, ImVec2(q1 + 8, y0 + 2), ImVec2(s1 - 8, y1 - 2), floor_color(trace::Floor::Device), kInk, r.name,
+             sub);
   } else {
-    dl->AddText(ImVec2(q1 + 12, y0 + 4), kMuted, "device idle");
+    draw_fitted(app, "streams", dl, ImVec2(q1 + 12, y0 + 4), s1 - q1 - 20, kMuted, "device idle", 3);
   }
-  dl->AddText(ImVec2(q1 + 8, y1 + 4), kMuted, "the device");
 
   // Done: the most recent nearest the slot, fading as they drain away.
   const TimeRange range = lane_range(app, lane);
@@ -133,7 +165,7 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
     const DeviceWork& d = lane.work[*it];
     const float alpha = 1.0f - static_cast<float>(std::min(0.85, static_cast<double>(now - d.end_ns) / fade_ns));
     if (x + box_w > o.x + w) break;
-    work_box(dl, ImVec2(x, y0), ImVec2(x + box_w, y1), floor_color(trace::Floor::Device, 0.35f * alpha),
+    work_box(app, dl, ImVec2(x, y0), ImVec2(x + box_w, y1), floor_color(trace::Floor::Device, 0.35f * alpha),
              ImGui::ColorConvertFloat4ToU32(ImVec4(0.88f, 0.89f, 0.92f, alpha)), d.name,
              "done " + duration_text(now - d.end_ns) + " ago");
     x += box_w + 4;
@@ -142,11 +174,12 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   if (at.done.size() > drawn) {
     char more[32];
     std::snprintf(more, sizeof more, "+%zu done", at.done.size() - drawn);
-    dl->AddText(ImVec2(std::min(x, o.x + w - 60), y0 + 4), kMuted, more);
+    const float mx = std::min(x, o.x + w - 60);
+    draw_fitted(app, "streams", dl, ImVec2(mx, y0 + 4), o.x + w - mx, kMuted, more);
   }
 
   // The history: the lane over the whole call, and now.
-  const float hy = y1 + line_h + 10, hy1 = hy + kHistoryPx;
+  const float hy = y1 + line_h * float(under) + 10, hy1 = hy + kHistoryPx;
   auto x_of = [&](int64_t t) {
     const double f = static_cast<double>(t - range.lo) / static_cast<double>(range.hi - range.lo);
     return o.x + static_cast<float>(std::clamp(f, 0.0, 1.0)) * w;
@@ -164,8 +197,9 @@ void draw_lane(App& app, const StreamLane& lane, int64_t now) {
   }
   const float xn = x_of(now);
   dl->AddLine(ImVec2(xn, hy - 3), ImVec2(xn, hy1 + 3), IM_COL32(255, 255, 255, 255), 2.0f);
-  dl->AddText(ImVec2(o.x, hy1 + 2), kMuted, "the call:  thin = queued, bar = running, white = now");
-  ImGui::Dummy(ImVec2(w, hy1 + line_h + 6 - o.y));
+  const TextFit legend = draw_fitted(app, "streams", dl, ImVec2(o.x, hy1 + 2), w, kMuted,
+                                     "the call:  thin = queued, bar = running, white = now", 2);
+  ImGui::Dummy(ImVec2(w, hy1 + line_h * float(lines_of(legend)) + 6 - o.y));
   ImGui::Separator();
 }
 

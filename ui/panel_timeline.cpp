@@ -197,8 +197,13 @@ void span_tooltip(const App& app, size_t i) {
   ImGui::TextUnformatted(s.name.c_str());
   ImGui::PopStyleColor();
   ImGui::Text("floor %d: %s", static_cast<int>(s.floor), trace::floor_name(s.floor));
-  ImGui::Text("duration %s, self %s", duration_text(s.duration_ns()).c_str(),
+  // Cold or warm (Note [Cold and warm times]); inclusive and self defined where they appear.
+  const bool warm = is_warm(app.story, i);
+  ImGui::Text("%s: %s inclusive, %s self", warm ? "warm" : "cold", duration_text(s.duration_ns()).c_str(),
               duration_text(i < app.story.self_ns.size() ? app.story.self_ns[i] : s.duration_ns()).c_str());
+  ImGui::TextDisabled("%s", warm ? "warm: a repeat, with caches and set-up done"
+                                 : "cold: a first call, slowed by empty caches and one-time set-up (R: warm runs)");
+  ImGui::TextDisabled("inclusive: with everything under it; self: its children's time taken out");
   ImGui::Text("thread %u%s", s.thread, s.floor == trace::Floor::Device ? " (device)" : "");
   if (!s.file.empty()) ImGui::Text("%s:%u", s.file.c_str(), s.line);
   for (size_t k = 0; k < s.args.size() && k < kMaxArgsShown; ++k) {
@@ -365,6 +370,8 @@ struct RowsArea {
   // While a lesson's question waits, spans that start after this time keep
   // their names to themselves (Note [Lessons in the app]); INT64_MAX: none hidden.
   int64_t hide_after_ns = INT64_MAX;
+  std::vector<DrawnText>* texts = nullptr;  // the labels drawn, as fitted (App::texts_drawn)
+  const Story* story = nullptr;             // for a span's cold or warm
   // x of a time, clamped just outside the panel: no float trouble deep in a zoom.
   float x_of(double ns) const {
     const double left = area0.x, right = area0.x + width;
@@ -404,7 +411,8 @@ void draw_item(const RowsArea& r, size_t lane, float y0, float y1, const Timelin
                Hover& hover) {
   const float x0 = r.x_of(static_cast<double>(it.start_ns));
   const float x1 = std::max(x0 + 1.0f, r.x_of(static_cast<double>(it.end_ns)));
-  const trace::Span& first = r.t.spans[r.x.span_at(lane, it.first)];
+  const size_t span = r.x.span_at(lane, it.first);
+  const trace::Span& first = r.t.spans[span];
   if (it.merged()) {
     r.dl->AddRectFilled(ImVec2(x0, y0 + 3), ImVec2(x1, y1 - 3), floor_color(first.floor, 0.5f));
   } else {
@@ -413,12 +421,23 @@ void draw_item(const RowsArea& r, size_t lane, float y0, float y1, const Timelin
     if (x1 - x0 >= px(kLabelMinPx) && first.start_ns <= r.hide_after_ns) {
       const float left = r.area0.x, right = r.area0.x + r.width;
       const float tx = std::max(x0, left) + px(kTextPadPx);
-      const ImVec4 clip(tx, y0, std::min(x1, right) - px(kTextPadPx), y1);
-      std::string label = first.name;
-      if (x1 - x0 > px(kLabelMinPx) * 4) label += "  " + duration_text(first.duration_ns());
+      // The name and its time where both fit, else the name alone, else no label (the hover has it): never
+      // a name cut mid-word.
+      TextFit fit;
+      fit.text = first.name + "  " + temperature(*r.story, span) + " " + duration_text(first.duration_ns());
+      fit.given = std::min(x1, right) - px(kTextPadPx) - tx;
+      fit.shown = fit.text;
+      fit.width = ImGui::CalcTextSize(fit.shown.c_str()).x;
+      if (fit.width > fit.given) {
+        fit.shown = first.name;
+        fit.width = ImGui::CalcTextSize(fit.shown.c_str()).x;
+        fit.shortened = true;
+      }
+      if (fit.width > fit.given) fit.shown.clear(), fit.width = 0;
       const float font_px = ImGui::GetFontSize();
-      r.dl->AddText(ImGui::GetFont(), font_px, ImVec2(tx, y0 + (px(kLanePx) - font_px) / 2 - 1), label_colour(fill),
-                    label.data(), label.data() + label.size(), 0.0f, &clip);
+      if (!fit.shown.empty())
+        r.dl->AddText(ImVec2(tx, y0 + (px(kLanePx) - font_px) / 2 - 1), label_colour(fill), fit.shown.c_str());
+      if (r.texts && r.texts->size() < App::kTextsRecorded) r.texts->push_back({"timeline", std::move(fit)});
     }
   }
   if (!hover.found && p.over_area && p.mouse.y >= y0 && p.mouse.y <= y1 && p.mouse.x >= x0 - 1 && p.mouse.x <= x1 + 1) {
@@ -437,7 +456,9 @@ size_t draw_rows(const RowsArea& r, const Pointer& p, Hover& hover) {
     if (ry + px(kRowHeaderPx) + px(kLanePx) * static_cast<float>(row.depths) < r.clip0.y) continue;
     r.dl->AddRectFilled(ImVec2(r.area0.x, ry), ImVec2(r.area0.x + r.width, ry + px(kRowHeaderPx) - 1), kRowBg);
     const std::string header = row.label + "  (" + std::to_string(row.spans) + " spans)";
-    r.dl->AddText(ImVec2(r.area0.x + 4, ry + 1), kMuted, header.c_str());
+    TextFit fit = fit_text(header, r.width - 8, 1);
+    r.dl->AddText(ImVec2(r.area0.x + 4, ry + 1), kMuted, fit.shown.c_str());
+    if (r.texts && r.texts->size() < App::kTextsRecorded) r.texts->push_back({"timeline", std::move(fit)});
     for (size_t d = 0; d < row.depths; ++d) {
       const size_t lane = row.first_lane + d;
       const float y0 = r.lane_top(lane), y1 = y0 + px(kLanePx) - 1;
@@ -465,11 +486,24 @@ void draw_flows(const App& app, const RowsArea& r) {
     const double a = static_cast<double>(to_device ? t.spans[from].end_ns : t.spans[from].start_ns);
     const double b = static_cast<double>(t.spans[to].start_ns);
     if (std::max(a, b) < r.v0 || std::min(a, b) > r.v1) continue;
-    const ImVec2 p(r.x_of(a), r.lane_top(r.x.lane_of_span(from)) + px(kLanePx) / 2);
-    const ImVec2 q(r.x_of(b), r.lane_top(r.x.lane_of_span(to)) + 1);
-    if (std::max(p.y, q.y) < r.clip0.y || std::min(p.y, q.y) > r.clip1.y) continue;
+    // The ends at their true places, the line then cut to the panel's width: clamping each end on its own
+    // (x_of) would bend a line whose end is scrolled out of view into a stray diagonal.
+    const double left = r.area0.x, right = r.area0.x + r.width;
+    const double xa = left + (a - r.v0) / r.npp, xb = left + (b - r.v0) / r.npp;
+    const double ya = r.lane_top(r.x.lane_of_span(from)) + px(kLanePx) / 2, yb = r.lane_top(r.x.lane_of_span(to)) + 1;
+    if (std::max(ya, yb) < r.clip0.y || std::min(ya, yb) > r.clip1.y) continue;
+    double t0 = 0, t1 = 1;
+    if (xa == xb && (xa < left || xa > right)) continue;
+    if (xa != xb) {
+      const double ta = (left - xa) / (xb - xa), tb = (right - xa) / (xb - xa);
+      t0 = std::max(t0, std::min(ta, tb));
+      t1 = std::min(t1, std::max(ta, tb));
+    }
+    if (t0 > t1) continue;
+    auto at = [&](double u) { return ImVec2(float(xa + (xb - xa) * u), float(ya + (yb - ya) * u)); };
+    const ImVec2 p = at(t0), q = at(t1);
     r.dl->AddLine(p, q, kFlow, 1.0f);
-    r.dl->AddTriangleFilled(q, ImVec2(q.x - 4, q.y - 7), ImVec2(q.x + 4, q.y - 7), kFlow);
+    if (t1 == 1) r.dl->AddTriangleFilled(q, ImVec2(q.x - 4, q.y - 7), ImVec2(q.x + 4, q.y - 7), kFlow);  // its head
     ++drawn;
   }
 }
@@ -584,6 +618,8 @@ void draw_timeline(App& app, ImVec2 pos, ImVec2 size) {
   RowsArea rows{x,     app.trace(), layout, ImGui::GetWindowDrawList(), area0, width, clip0,
                 clip1, v0,          v1,     (v1 - v0) / width};
   if (question_waits(app)) rows.hide_after_ns = app.story.steps[app.step()].at_ns;
+  rows.texts = &app.texts_drawn;
+  rows.story = &app.story;
   draw_axis(top, app, axis_pos, width, clip1.y);
   draw_queues(app, rows);
   Hover hover;

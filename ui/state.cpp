@@ -498,6 +498,13 @@ std::string state_json(const App& app, std::string* stable) {
   for (size_t k = 0; k < app.tab_labels.size(); ++k) o += (k ? ", " : "") + fit_json(app.tab_labels[k]);
   o += "],\n";
   o += "  \"timeline_header\": " + fit_json(app.timeline_header) + ",\n";
+  o += "  \"texts\": [";
+  for (size_t k = 0; k < app.texts_drawn.size(); ++k) {
+    const DrawnText& d = app.texts_drawn[k];
+    o += std::string(k ? ",\n    " : "\n    ") + "{\"panel\": " + quoted(d.panel) + ", \"fit\": " + fit_json(d.fit) +
+         "}";
+  }
+  o += "],\n";
   o += navigation_json(app);
   o += "  \"compare\": " + (app.compare ? quoted(app.compare_label) : std::string("null")) + ",\n";
   {
@@ -506,8 +513,12 @@ std::string state_json(const App& app, std::string* stable) {
     o += "  \"compare_match\": {\"name\": " + quoted(m.name) + ", \"k\": " + std::to_string(m.k) +
          ", \"found\": " + (found ? "true" : "false") +
          ", \"floor\": " + std::to_string(found ? building_floor(app.compare->spans[m.other].floor) : 0) +
-         ", \"why\": " + quoted(m.why) + "},\n";
+         ", \"kernel\": " + (m.kernel ? "true" : "false") + ", \"why\": " + quoted(m.why) + "},\n";
     o += "  \"compare_provenance\": " + quoted(app.compare_provenance) + ",\n";
+    o += "  \"compare_cells\": [";
+    for (int f = 1; f <= 9; ++f)
+      o += (f > 1 ? ", [" : "[") + quoted(app.compare_cells[f][0]) + ", " + quoted(app.compare_cells[f][1]) + "]";
+    o += "],\n";
   }
   o += device_json(app);
   o += explanation_json(app);

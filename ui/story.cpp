@@ -495,6 +495,15 @@ RunOf run_of_step(const Story& s, size_t step) {
   return r;
 }
 
+bool is_warm(const Story& s, size_t span) {
+  if (span >= s.down_step.size() || s.down_step[span] == SIZE_MAX || s.roots.empty()) return false;
+  const size_t root = root_of_step(s, s.down_step[span]);
+  const std::vector<size_t>& line = s.lines[s.line_of_root[root]];
+  if (!line.empty() && line.front() != root) return true;  // a repeat of its line
+  if (s.repeat_group[span] == UINT32_MAX) return false;
+  return s.repeats[s.repeat_group[span]].front() != span;  // a repeat inside its call
+}
+
 size_t median_run_step(const Story& s, size_t step) {
   if (step >= s.steps.size() || s.roots.empty()) return step;
   const size_t root = root_of_step(s, step);

@@ -185,6 +185,12 @@ struct RunOf {
   size_t k = 1, n = 1;
 };
 RunOf run_of_step(const Story& s, size_t step);
+// Whether a span's own time is warm: its call repeats its line, or the same
+// path of names ran earlier in its call (a loop's body after its first pass).
+// Note [Cold and warm times].
+bool is_warm(const Story& s, size_t span);
+// "cold" or "warm", the word every time shown carries.
+inline const char* temperature(const Story& s, size_t span) { return is_warm(s, span) ? "warm" : "cold"; }
 // The step in the run of the same line whose inclusive time is the median of
 // the warm runs (all but the first), at the same place in its run as `step`
 // is in its own; `step` itself when the line ran fewer than three times.

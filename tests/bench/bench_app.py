@@ -10,6 +10,9 @@ Measures, each as the median over --runs separate processes:
 - a 1,000,000-span trace (a DESCENT_TRACE-style loop, saved in descent's
   format): how long until its first frame, and the median frame while the
   timeline pans across it;
+- a 1000-iteration loop's story (about 34,000 steps): the median frame at
+  1920x1080 when each frame opens a step far from the last (`--bench-jump`,
+  as a click on the timeline or a search does);
 - while the user's code runs on the Python thread (`--bench-stop`, at
   1920x1080): the median and p90 frame with the ~300-span trace playing
   meanwhile, and, once Stop is pressed, the time until the prompt is back
@@ -19,7 +22,8 @@ Measures, each as the median over --runs separate processes:
   with the longest frame drawn while it stopped.
 Targets (issue 9): 8 ms a frame animating, 1 s to the first frame, 2 s to open
 the 1M-span trace, 16 ms a frame panning it. Issue 23: 8 ms a frame at
-1920x1080 while code runs, 200 ms from Stop to the prompt.
+1920x1080 while code runs, 200 ms from Stop to the prompt, 16 ms to open a step of
+a 22,000-step story.
 """
 import argparse
 import os
@@ -38,8 +42,8 @@ def app_output(build, size, *args):
     return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
 
 
-def app_run(build, *args):
-    out = app_output(build, SIZE, *args)
+def app_run(build, *args, size=SIZE):
+    out = app_output(build, size, *args)
     m = re.search(r"first frame ([\d.]+) s after start\s+median ([\d.]+) ms\s+p90 ([\d.]+) ms", out)
     if not m:
         raise RuntimeError(f"no benchmark line in: {out!r}")
@@ -75,10 +79,12 @@ def main():
     big = os.path.join(tmp, "big.descent")
     n_small = save_trace(args.build, "x = descent.randn(32, 32)\nfor i in range(20): y = (x @ x).relu().sum()", small)
     n_big = save_trace(args.build, "x = descent.ones(2, 2)\nfor i in range(111111): x + 1", big)
+    loop = os.path.join(tmp, "loop.descent")
+    n_loop = save_trace(args.build, "x = descent.ones(2, 2)\nfor i in range(1000): x + 1", loop)
     rows = []
 
-    def measure(label, target, pick, *app_args, run=app_run):
-        values = [pick(run(args.build, *app_args)) for _ in range(args.runs)]
+    def measure(label, target, pick, *app_args, run=app_run, **run_args):
+        values = [pick(run(args.build, *app_args, **run_args)) for _ in range(args.runs)]
         rows.append((label, statistics.median(values), min(values), max(values), target))
 
     measure(f"median frame, animating a {n_small}-span trace (redraw what changed)", "≤ 8 ms", lambda r: r[1],
@@ -92,6 +98,9 @@ def main():
             "--trace", big, "--bench-frames", "200", "--bench-pan")
     measure(f"{n_big}-span trace: median frame panning, every frame whole", "", lambda r: r[1],
             "--trace", big, "--bench-frames", "200", "--bench-pan", "--redraw", "full")
+    steps = 2 * n_loop
+    measure(f"1920x1080: a {steps}-step story (a 1000-iteration loop): median frame opening a far step each frame",
+            "≤ 16 ms", lambda r: r[1], "--trace", loop, "--bench-frames", "200", "--bench-jump", size="1920x1080")
     endless = "while True: pass"
     adds = "x = descent.ones(2)\nwhile True: x + 1"
     measure(f"1920x1080: median frame while `{endless}` runs, the {n_small}-span trace playing", "≤ 8 ms",

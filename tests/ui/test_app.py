@@ -668,65 +668,6 @@ def test_the_memory_panel_on_a_trace_file_says_it_has_no_snapshots(tmp_path, sav
     assert state["memory"]["allocator_spans"]  # the floor-6 spans are still listed
 
 
-# [SECTION] Readable on a projector (issue 23) -------------------------------------
-
-def cut_at_a_word(text, shown):
-    """Whether `shown` (lines, perhaps ending in "...") is `text` from its
-    start, broken and shortened only where a word ends: after a space, or
-    inside a long word after one of ,|=/(: (ui/panel_building.cpp, fit_text)."""
-    kept = shown[:-3] if shown.endswith("...") else shown
-    kept = "".join(kept.split())
-    k = 0  # through `text`, skipping its whitespace
-    for n, c in enumerate(text):
-        if k == len(kept):
-            return c == " " or text[n - 1] in " ,|=/(:"
-        if c.isspace():
-            continue
-        if c != kept[k]:
-            return False
-        k += 1
-    return k == len(kept)
-
-
-def floor_step(steps, by_id, floor):
-    return next(k for k, st in enumerate(steps) if st[1] and token_floor(st, by_id) == floor)
-
-
-@pytest.mark.parametrize("size", ["1280x720", "1366x768", "1920x1080", "3840x2160", "3840x2160 zoom 2"])
-@pytest.mark.parametrize("presenter", [False, True], ids=["normal", "presenter"])
-@pytest.mark.parametrize("call", ["sample", "sim"])
-def test_no_tab_label_or_decision_line_is_clipped(tmp_path, saved_trace, size, presenter, call):
-    """Every tab label whole, every floor's decision line (or skip reason)
-    within its band, shortened only at a word, and shown at all; the
-    timeline's header within its line: on a projector's 1280x720 as on a
-    1920x1080 screen, normal and presenter, a CPU call on floor 3 and a sim:0
-    call on floor 8."""
-    trace = saved_trace if call == "sample" else SIM_FIXTURE
-    steps, by_id = expected_steps(trace)
-    step = floor_step(steps, by_id, 3 if call == "sample" else 8)
-    size, _, zoom = size.partition(" zoom ")
-    args = ["--trace", str(trace), "--step", str(step), "--size", size] + (["--presenter"] if presenter else [])
-    args += ["--zoom", zoom] if zoom else []
-    state, png, _ = run_app(tmp_path, *args, name=f"{call}_{size}_{zoom}_{presenter}")
-    assert state["token_floor"] == (3 if call == "sample" else 8)
-    tabs = state["tabs"]
-    assert len(tabs) == 7, tabs
-    for t in tabs:
-        assert not t["clipped"] and t["shown"] == t["text"], t
-    assert {t["text"] for t in tabs} >= {"Detail", "Memory", "Streams", "Notes", "Lesson"}
-    for row in state["floors"]:
-        fit = row["decision_fit"]
-        assert not fit["clipped"], (row["floor"], fit)
-        if fit["text"]:  # each floor shows its decision, or why it was skipped
-            assert fit["shown"].strip(". \n"), (row["floor"], fit)
-            assert cut_at_a_word(fit["text"], fit["shown"]), (row["floor"], fit)
-        if row["state"] == "skipped":
-            assert fit["text"] == "skipped: " + row["skip_reason"], row
-    if not presenter:
-        assert not state["timeline_header"]["clipped"], state["timeline_header"]
-        assert state["timeline_header"]["shown"], state["timeline_header"]
-
-
 # [SECTION] Never frozen: code runs on the Python thread, and Stop ---------------------------
 
 UNDER_ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
