@@ -122,20 +122,13 @@ bool is_helper_span(const Story& s, size_t i) {
   return false;
 }
 
-Story build_story(const trace::Trace& t, bool fold_helpers) {
-  Story s;
-  s.trace = &t;
-  const size_t n = t.spans.size();
-  s.parent_index.assign(n, SIZE_MAX);
-  s.self_ns.assign(n, 0);
-  s.depth.assign(n, 0);
-  s.down_step.assign(n, SIZE_MAX);
-  s.up_step.assign(n, SIZE_MAX);
-  s.child_pos.assign(n, 0);
-  s.child_begin.assign(n + 1, 0);
-  if (n == 0) return s;
-  s.thread = story_thread(t);
+namespace {
 
+// The tree: each span's parent (a backward node run on another thread under
+// the span that made it ready), self times, the roots on the told thread, and
+// the children as one flat list in start order.
+void link_tree(Story& s, const trace::Trace& t) {
+  const size_t n = t.spans.size();
   const trace::SpanIndex by_id(t);
   for (size_t i = 0; i < n; ++i) {
     const trace::Span& sp = t.spans[i];
@@ -177,7 +170,12 @@ Story build_story(const trace::Trace& t, bool fold_helpers) {
     for (auto* c = first; c != last; ++c) s.child_pos[*c] = static_cast<uint32_t>(c - first);
   }
   std::stable_sort(s.roots.begin(), s.roots.end(), [&](size_t a, size_t b) { return starts_before(t, a, b); });
+}
 
+// The steps: a depth-first walk of each root on the told thread, into each
+// span and out of it (a folded helper has no steps of its own).
+void walk_steps(Story& s, const trace::Trace& t, bool fold_helpers) {
+  const size_t n = t.spans.size();
   // Depth-first walk of each root on the told thread, iteratively (a loaded
   // file may nest deeper than the C++ stack could recurse).
   struct Frame {
@@ -218,7 +216,12 @@ Story build_story(const trace::Trace& t, bool fold_helpers) {
     for (size_t p = s.parent_index[i]; p != SIZE_MAX && d < 1 << 20; p = s.parent_index[p]) ++d;
     s.depth[i] = d;
   }
+}
 
+// Per root its floors' steps and facts; the repeats inside a call (by path of
+// names) and the calls of each line (by the root's name): Note [Cold and warm times].
+void index_calls(Story& s, const trace::Trace& t) {
+  const size_t n = t.spans.size();
   // Per root, the down steps of its spans on each floor, in order.
   s.floor_steps.resize(s.roots.size());
   for (size_t r = 0; r < s.roots.size(); ++r) {
@@ -258,6 +261,26 @@ Story build_story(const trace::Trace& t, bool fold_helpers) {
     s.lines[it->second].push_back(r);
     s.line_of_root[r] = it->second;
   }
+}
+
+}  // namespace
+
+Story build_story(const trace::Trace& t, bool fold_helpers) {
+  Story s;
+  s.trace = &t;
+  const size_t n = t.spans.size();
+  s.parent_index.assign(n, SIZE_MAX);
+  s.self_ns.assign(n, 0);
+  s.depth.assign(n, 0);
+  s.down_step.assign(n, SIZE_MAX);
+  s.up_step.assign(n, SIZE_MAX);
+  s.child_pos.assign(n, 0);
+  s.child_begin.assign(n + 1, 0);
+  if (n == 0) return s;
+  s.thread = story_thread(t);
+  link_tree(s, t);
+  walk_steps(s, t, fold_helpers);
+  index_calls(s, t);
   return s;
 }
 

@@ -50,6 +50,27 @@ union Eight {
   T e[8];
 };
 
+// The epilogue of both kernels: a warp's 4 x 2 tiles of float32 totals, each
+// stored to the warp's own 16 x 16 stage in shared memory, then written out
+// as T from (row0, col0) by the warp's 32 threads, the edges left out.
+template <class Acc, class T>
+__device__ void store_totals(Acc (&acc)[4][2], float* st, T* out, const MatmulPlan& p, int64_t row0, int64_t col0,
+                             int lane) {
+#if __CUDA_ARCH__ >= 800
+  using namespace nvcuda;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j) {
+      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int64_t r = row0 + i * 16 + e / 16, c = col0 + j * 16 + e % 16;
+        if (r < p.m && c < p.n) out[r * p.n + c] = T(st[e]);
+      }
+      __syncwarp();
+    }
+#endif
+}
+
 template <class T, bool kFast>
 __global__ void __launch_bounds__(kTcThreads) matmul_tensor_core(MatmulPlan p, const T* a, const T* b, T* out) {
 #if __CUDA_ARCH__ >= 800
@@ -120,17 +141,7 @@ __global__ void __launch_bounds__(kTcThreads) matmul_tensor_core(MatmulPlan p, c
     __syncthreads();
     buf ^= 1;
   }
-  float* st = stage[warp];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 2; ++j) {
-      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = lane; e < 256; e += 32) {
-        const int64_t r = row0 + wm * 64 + i * 16 + e / 16, c = col0 + wn * 32 + j * 16 + e % 16;
-        if (r < p.m && c < p.n) out[r * p.n + c] = T(st[e]);
-      }
-      __syncwarp();
-    }
+  store_totals(acc, stage[warp], out, p, row0 + wm * 64, col0 + wn * 32, lane);
 #else
   __trap();  // tensor cores for bfloat16 need sm_80 or later (the build targets CMAKE_CUDA_ARCHITECTURES)
 #endif
@@ -248,17 +259,7 @@ __global__ void __launch_bounds__(kTcThreads) matmul_tf32(MatmulPlan p, const fl
     __syncthreads();
     buf ^= 1;
   }
-  float* st = stage[warp];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 2; ++j) {
-      wmma::store_matrix_sync(st, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      for (int e = lane; e < 256; e += 32) {
-        const int64_t r = row0 + wm * 64 + i * 16 + e / 16, c = col0 + wn * 32 + j * 16 + e % 16;
-        if (r < p.m && c < p.n) out[r * p.n + c] = st[e];
-      }
-      __syncwarp();
-    }
+  store_totals(acc, stage[warp], out, p, row0 + wm * 64, col0 + wn * 32, lane);
 #else
   __trap();  // TF32 tensor cores need sm_80 or later
 #endif

@@ -18,12 +18,17 @@ NAV_CODE = BACKWARD + "\n" + SIM_CODE
 NODE_PREFIX = "autograd::engine::evaluate_function: "
 
 
-@pytest.fixture(scope="module")
-def nav_trace(tmp_path_factory):
-    path = tmp_path_factory.mktemp("nav") / "nav.descent"
-    r = subprocess.run([CLI, "trace", NAV_CODE, "--save", str(path)], capture_output=True, text=True, timeout=120)
+def traced(tmp_path_factory, name, code):
+    """`code` traced by the CLI and saved as NAME.descent."""
+    path = tmp_path_factory.mktemp(name) / f"{name}.descent"
+    r = subprocess.run([CLI, "trace", code, "--save", str(path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def nav_trace(tmp_path_factory):
+    return traced(tmp_path_factory, "nav", NAV_CODE)
 
 
 def targets(steps, by_id):
@@ -191,10 +196,7 @@ LOOP = "x = descent.ones(2, 2)\nfor i in range(200):\n    x = x + 1"
 
 @pytest.fixture(scope="module")
 def loop_trace(tmp_path_factory):
-    path = tmp_path_factory.mktemp("loop") / "loop.descent"
-    r = subprocess.run([CLI, "trace", LOOP, "--save", str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return path
+    return traced(tmp_path_factory, "loop", LOOP)
 
 
 def test_the_timeline_keeps_the_current_span_readable(tmp_path, loop_trace):
