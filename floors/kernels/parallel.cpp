@@ -10,6 +10,9 @@
 //     shrinks (a smaller thread count just invites fewer of them);
 //   - never destroyed: its workers sleep until the process ends, so no
 //     static destructor has to stop them, and exit() never waits on one;
+//   - a worker done with a loop spins a moment before it sleeps, so the
+//     next loop of the same op finds it awake (Note [Workers spin before
+//     they sleep]);
 //   - a fork()ed child starts a fresh pool (its parent's workers do not exist
 //     in the child, and the old pool's mutex may have been copied locked).
 #include "floors/kernels/parallel.h"
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -59,6 +63,33 @@ std::atomic<int> g_num_threads{0};  // 0 until set_num_threads(): the default
 // of the work left, and the others share the rest.
 constexpr int64_t kChunksPerThread = 4;
 
+// Note [Workers spin before they sleep]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Waking a thread asleep on a condition variable takes tens of
+// microseconds, and the woken workers then take the pool's mutex one after
+// another. A packed matmul of 512 x 512 runs two loops (packing B, then the
+// products), each a few hundred microseconds of work on 16 threads: with
+// every worker asleep between them, the caller claims chunks before the
+// others wake. So a worker that finishes a loop keeps looking for the next
+// invitation for kSpin before it sleeps, reading an atomic count of
+// invitations without the mutex, as OpenMP's runtimes do (GOMP_SPINCOUNT,
+// KMP_BLOCKTIME); a program that stops calling ops has its workers asleep
+// again within kSpin, and a loop that comes within it starts on every thread
+// at once. Measured (docs/BENCHMARKS.md): on the dev VM's two threads, 128^3
+// went from 0.046 to 0.041 ms and 512^3 from 0.876 to 0.833; on the H200
+// host's 16, 512^3 went from 2.35 ms to between 1.06 and 2.46 over four runs
+// (its CPU is shared and noisy), still far from PyTorch's 0.29 ms: the
+// spinning is not what keeps this product from scaling there.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // [SECTION] Jobs and the pool -------------------------------------------------------
 
 // One parallel_for call, on its caller's stack: the range cut into `chunks`
@@ -93,11 +124,13 @@ class Pool {
         std::erase(invitations_, &job);
         invited = 0;
       }
+      pending_.store(int64_t(invitations_.size()), std::memory_order_release);
     }
     for (int64_t i = 0; i < invited; ++i) wake_.notify_one();
     run_chunks(job, false);
     std::unique_lock lock(mutex_);
     std::erase(invitations_, &job);  // withdraw the invitations nobody took: every chunk is claimed
+    pending_.store(int64_t(invitations_.size()), std::memory_order_release);
     job.finished.wait(lock, [&] { return job.helpers == 0; });
     return invited + 1;
   }
@@ -139,11 +172,17 @@ class Pool {
       wake_.wait(lock, [&] { return !invitations_.empty(); });
       Job* job = invitations_.front();
       invitations_.pop_front();
+      pending_.store(int64_t(invitations_.size()), std::memory_order_release);
       ++job->helpers;
       lock.unlock();
       run_chunks(*job, true);
       lock.lock();
       if (--job->helpers == 0) job->finished.notify_one();
+      // Note [Workers spin before they sleep]: the next invitation, looked for a moment without the mutex.
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      while (pending_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) cpu_relax();
+      lock.lock();
     }
   }
 
@@ -161,8 +200,9 @@ class Pool {
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;  // workers wait here for invitations
-  std::deque<Job*> invitations_;  // one entry per helper a job asks for
+  std::condition_variable wake_;     // workers wait here for invitations
+  std::deque<Job*> invitations_;     // one entry per helper a job asks for
+  std::atomic<int64_t> pending_{0};  // invitations_.size(), for the workers that spin
   int workers_ = 0;
 };
 
