@@ -4,12 +4,18 @@
 #include <mutex>
 
 #include "floors/core/error.h"
+#ifdef DESCENT_HAVE_MPI
+#include "floors/distributed/process_group_mpi.h"
+#endif
+#ifdef DESCENT_HAVE_NCCL
+#include "floors/distributed/process_group_nccl.h"
+#endif
 
 namespace descent::distributed {
 
 namespace {
 std::mutex g_mu;
-std::unique_ptr<ProcessGroupMPI> g_group;
+std::unique_ptr<ProcessGroup> g_group;
 bool g_finalized = false;  // MPI cannot start again in the same process
 }  // namespace
 
@@ -21,13 +27,29 @@ bool have_mpi() {
 #endif
 }
 
+bool have_nccl() {
+#ifdef DESCENT_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 void init_process_group(const std::string& backend) {
   std::lock_guard<std::mutex> g(g_mu);
   DESCENT_CHECK(!g_group, ValueError, "trying to initialize the default process group twice!");
   DESCENT_CHECK(backend == "mpi" || backend == "nccl", ValueError, "Invalid backend: '", backend,
                 "' (descent has 'mpi' for CPU and sim:0 tensors, and 'nccl' for CUDA ones)");
-  DESCENT_CHECK(backend != "nccl", NotImplementedError,
-                "the nccl backend is not built yet in descent (issue 20); 'mpi' takes CPU and sim:0 tensors");
+  if (backend == "nccl") {
+    DESCENT_CHECK(
+        have_nccl(), Error,
+        "Distributed package doesn't have NCCL built in: descent found no NCCL beside the CUDA toolkit when "
+        "it was configured (PyTorch's nvidia-nccl-cu13 package brings it); 'mpi' takes CPU and sim:0 tensors");
+#ifdef DESCENT_HAVE_NCCL
+    g_group = make_nccl_group();
+#endif
+    return;
+  }
   DESCENT_CHECK(have_mpi(), Error,
                 "Distributed package doesn't have MPI built in: descent found no MPI library when it was configured "
                 "(tools/install-deps installs Debian's Open MPI)");
@@ -37,7 +59,7 @@ void init_process_group(const std::string& backend) {
 #endif
 }
 
-ProcessGroupMPI& default_group() {
+ProcessGroup& default_group() {
   std::lock_guard<std::mutex> g(g_mu);
   DESCENT_CHECK(g_group != nullptr, ValueError,
                 "Default process group has not been initialized, please make sure to call init_process_group.");
@@ -53,8 +75,8 @@ void destroy_process_group() {
   std::lock_guard<std::mutex> g(g_mu);
   DESCENT_CHECK(g_group != nullptr, ValueError,
                 "Default process group has not been initialized, please make sure to call init_process_group.");
+  if (std::string(g_group->backend()) == "mpi") g_finalized = true;
   g_group.reset();
-  g_finalized = true;
 }
 
 }  // namespace descent::distributed

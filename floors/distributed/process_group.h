@@ -1,24 +1,58 @@
 // The default process group of this process (c10d's): what
-// init_process_group makes and every collective uses. Work in progress
-// (issue 20); see README.md.
+// init_process_group makes and every collective uses, over one of two
+// backends: mpi (CPU and sim:0 tensors, process_group_mpi.h) and nccl (CUDA
+// tensors, process_group_nccl.h). Work in progress (issue 20); see README.md.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "floors/distributed/process_group_mpi.h"
+#include "floors/core/tensor.h"
 
 namespace descent::distributed {
 
-// Whether this build has an MPI library (found at configure time).
-bool have_mpi();
+enum class ReduceOp { Sum, Product, Min, Max };
 
-// Makes the default group with `backend` ("mpi"); ValueError (PyTorch's
-// words) when one exists already or the backend is unknown, RuntimeError for
-// a backend this build lacks, NotImplementedError for "nccl" (not yet).
+// What a collective returns (c10d's Work). wait() is the backend's: with
+// mpi the host waits until the backend's thread has made the call (and
+// rethrows what it raised); with nccl the calling thread's current stream
+// waits for NCCL's stream, and the host goes on (Note [NCCL's own stream]).
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual bool is_completed() = 0;
+  virtual void wait() = 0;
+};
+
+// c10d's ProcessGroup: one backend's collectives over tensors, each started
+// on every rank in the same order. The tensors are contiguous, of the
+// backend's devices, the same shape on every rank.
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual const char* backend() const = 0;  // "mpi", "nccl"
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // In place: every rank's t becomes the reduction of all ranks' t.
+  virtual std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> broadcast(const Tensor& t, int root) = 0;
+  // out holds size() x in.numel() elements, rank r's at r x in.numel().
+  virtual std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) = 0;
+  // in holds size() x out.numel() elements; rank r gets the reduction of every rank's block r.
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> barrier() = 0;
+};
+
+// Whether this build has an MPI library, and NCCL (found at configure time).
+bool have_mpi();
+bool have_nccl();
+
+// Makes the default group with `backend` ("mpi" or "nccl"); ValueError
+// (PyTorch's words) when one exists already or the backend is unknown,
+// RuntimeError for a backend this build lacks.
 void init_process_group(const std::string& backend);
 // The default group; ValueError (PyTorch's words) before init_process_group.
-ProcessGroupMPI& default_group();
+ProcessGroup& default_group();
 bool is_initialized();
 // Drains and ends the default group (MPI_Finalize: a process has one MPI).
 void destroy_process_group();

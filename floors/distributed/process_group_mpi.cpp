@@ -8,30 +8,49 @@
 #include <stdexcept>
 #include <utility>
 
+#include "floors/core/error.h"
+#include "floors/streams/streams.h"
+
 namespace descent::distributed {
 
 namespace {
 
-MPI_Datatype mpi_type(Element e) {
-  switch (e) {
-    case Element::Bool:
+// The MPI type of a dtype (float16 and bfloat16 have none, as in PyTorch's
+// MPI backend, which refuses them).
+MPI_Datatype mpi_type(ScalarType t, const char* fn) {
+  switch (t) {
+    case ScalarType::Bool:
       return MPI_C_BOOL;
-    case Element::UInt8:
+    case ScalarType::UInt8:
       return MPI_UINT8_T;
-    case Element::Int8:
+    case ScalarType::Int8:
       return MPI_INT8_T;
-    case Element::Int16:
+    case ScalarType::Int16:
       return MPI_INT16_T;
-    case Element::Int32:
+    case ScalarType::Int32:
       return MPI_INT32_T;
-    case Element::Int64:
+    case ScalarType::Int64:
       return MPI_INT64_T;
-    case Element::Float32:
+    case ScalarType::Float32:
       return MPI_FLOAT;
-    case Element::Float64:
+    case ScalarType::Float64:
       return MPI_DOUBLE;
+    default:
+      break;
   }
-  return MPI_DATATYPE_NULL;
+  throw Error(str(fn, ": the mpi backend has no type for ", dtype_name(t), " (MPI has none for 16-bit floats)"));
+}
+
+// The memory the mpi backend reads and writes: a contiguous CPU or sim:0
+// tensor's (sim:0's memory is the host's: its stream is drained first, so
+// the kernels queued before are done).
+void* memory_of(const Tensor& t, const char* fn) {
+  const Device d = t.device();
+  DESCENT_CHECK(d.type != DeviceType::CUDA, Error, fn, ": the mpi backend takes CPU and sim:0 tensors, not ", d.str(),
+                " (CUDA tensors need nccl)");
+  DESCENT_CHECK(t.is_contiguous(), Error, fn, ": Tensors must be contiguous");
+  if (d.type == DeviceType::Sim) streams::synchronize(d, "collective");
+  return t.data_ptr();
 }
 
 MPI_Op mpi_op(ReduceOp op) {
@@ -66,12 +85,12 @@ void check(int rc, const char* what) {
 
 }  // namespace
 
-bool Work::is_completed() {
+bool WorkMPI::is_completed() {
   std::lock_guard<std::mutex> g(mu_);
   return done_;
 }
 
-void Work::wait() {
+void WorkMPI::wait() {
   std::unique_lock<std::mutex> g(mu_);
   cv_.wait(g, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);
@@ -104,7 +123,7 @@ ProcessGroupMPI::~ProcessGroupMPI() {
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::enqueue(std::function<void()> call) {
-  auto w = std::make_shared<Work>();
+  auto w = std::make_shared<WorkMPI>();
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stopping_) throw std::runtime_error("the process group is being destroyed");
@@ -116,7 +135,7 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(std::function<void()> call) {
 
 void ProcessGroupMPI::run() {
   for (;;) {
-    std::pair<std::function<void()>, std::shared_ptr<Work>> item;
+    std::pair<std::function<void()>, std::shared_ptr<WorkMPI>> item;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait(g, [&] { return stopping_ || !queue_.empty(); });
@@ -139,31 +158,44 @@ void ProcessGroupMPI::run() {
   }
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::all_reduce(void* data, int64_t count, Element e, ReduceOp op) {
-  const int n = mpi_count(count, "all_reduce");
+std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) {
+  void* data = memory_of(t, "all_reduce");
+  const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
+  const int n = mpi_count(t.numel(), "all_reduce");
   return enqueue(
-      [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, mpi_type(e), mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce"); });
+      [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::broadcast(void* data, int64_t count, Element e, int root) {
-  const int n = mpi_count(count, "broadcast");
+std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
+  void* data = memory_of(t, "broadcast");
+  const MPI_Datatype type = mpi_type(t.dtype(), "broadcast");
+  const int n = mpi_count(t.numel(), "broadcast");
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue([=] { check(MPI_Bcast(data, n, mpi_type(e), root, MPI_COMM_WORLD), "MPI_Bcast"); });
+  return enqueue([=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::all_gather(const void* in, void* out, int64_t count, Element e) {
-  const int n = mpi_count(count, "all_gather");
-  return enqueue(
-      [=] { check(MPI_Allgather(in, n, mpi_type(e), out, n, mpi_type(e), MPI_COMM_WORLD), "MPI_Allgather"); });
+std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
+  DESCENT_CHECK(out.numel() == in.numel() * size_ && out.dtype() == in.dtype(), ValueError,
+                "all_gather: the output must hold world_size x ", in.numel(), " elements of ", dtype_name(in.dtype()));
+  const void* src = memory_of(in, "all_gather");
+  void* dst = memory_of(out, "all_gather");
+  const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
+  const int n = mpi_count(in.numel(), "all_gather");
+  return enqueue([=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const void* in, void* out, int64_t count, Element e,
-                                                      ReduceOp op) {
-  const int n = mpi_count(count, "reduce_scatter");
+std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+  DESCENT_CHECK(in.numel() == out.numel() * size_ && out.dtype() == in.dtype(), ValueError,
+                "reduce_scatter: the input must hold world_size x ", out.numel(), " elements of ",
+                dtype_name(out.dtype()));
+  const void* src = memory_of(in, "reduce_scatter");
+  void* dst = memory_of(out, "reduce_scatter");
+  const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
+  const int n = mpi_count(out.numel(), "reduce_scatter");
   return enqueue([=] {
-    check(MPI_Reduce_scatter_block(in, out, n, mpi_type(e), mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter_block(src, dst, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 

@@ -1,6 +1,7 @@
-// The MPI process group (c10d's ProcessGroupMPI): collectives over the CPU
-// memory of tensors, one worker thread making every MPI call. Work in
-// progress (issue 20): the collectives are not ops of the table yet; see
+// The MPI process group (c10d's ProcessGroupMPI): collectives over the
+// memory of CPU and sim:0 tensors (a sim:0 tensor's stream is drained first:
+// its memory is the host's), one worker thread making every MPI call. Work
+// in progress (issue 20): the collectives are not ops of the table yet; see
 // floors/distributed/README.md.
 //
 // Note [One thread makes every MPI call]
@@ -15,28 +16,23 @@
 #pragma once
 
 #include <condition_variable>
-#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
+
+#include "floors/distributed/process_group.h"
 
 namespace descent::distributed {
 
-enum class ReduceOp { Sum, Product, Min, Max };
-
-// The element types MPI has a type for (float16 and bfloat16 have none, as in
-// PyTorch's MPI backend, which refuses them).
-enum class Element { Bool, UInt8, Int8, Int16, Int32, Int64, Float32, Float64 };
-
 // One queued collective: done once the worker ran it, error set if it threw.
-class Work {
+class WorkMPI : public Work {
  public:
-  bool is_completed();
-  void wait();  // rethrows what the collective raised
+  bool is_completed() override;
+  void wait() override;  // the host waits; rethrows what the collective raised
+
  private:
   friend class ProcessGroupMPI;
   std::mutex mu_;
@@ -45,22 +41,20 @@ class Work {
   std::exception_ptr error_;
 };
 
-class ProcessGroupMPI {
+class ProcessGroupMPI : public ProcessGroup {
  public:
   // MPI_Init_thread (once per process), the world's rank and size.
   ProcessGroupMPI();
-  ~ProcessGroupMPI();  // drains the queue; MPI_Finalize
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  ~ProcessGroupMPI() override;  // drains the queue; MPI_Finalize
+  const char* backend() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
 
-  // In place over `count` elements at `data` (every rank's the same count).
-  std::shared_ptr<Work> all_reduce(void* data, int64_t count, Element e, ReduceOp op);
-  std::shared_ptr<Work> broadcast(void* data, int64_t count, Element e, int root);
-  // out holds size() x count elements, rank r's at r x count.
-  std::shared_ptr<Work> all_gather(const void* in, void* out, int64_t count, Element e);
-  // in holds size() x count elements; rank r gets the reduction of every rank's block r.
-  std::shared_ptr<Work> reduce_scatter(const void* in, void* out, int64_t count, Element e, ReduceOp op);
-  std::shared_ptr<Work> barrier();
+  std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) override;
+  std::shared_ptr<Work> broadcast(const Tensor& t, int root) override;
+  std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override;
+  std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
+  std::shared_ptr<Work> barrier() override;
 
  private:
   std::shared_ptr<Work> enqueue(std::function<void()> call);
@@ -69,7 +63,7 @@ class ProcessGroupMPI {
   int rank_ = 0, size_ = 1;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<Work>>> queue_;
+  std::deque<std::pair<std::function<void()>, std::shared_ptr<WorkMPI>>> queue_;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -1,8 +1,10 @@
 """descent.distributed, as torch.distributed (issue 20, WORK IN PROGRESS): one default process group
-over MPI for CPU and sim:0 tensors, started under `descent run --nproc N`, and its collectives:
-all_reduce, broadcast, all_gather, reduce_scatter and barrier, each synchronous or, with
-async_op=True, returning a Work whose wait() blocks until it ran. The collectives are not yet ops
-of the table, so a trace does not show them descend the floors; nccl (CUDA) is not built yet."""
+over MPI for CPU and sim:0 tensors, started under `descent run --nproc N`, or over NCCL for CUDA
+tensors (where the build found NCCL), and its collectives: all_reduce, broadcast, all_gather,
+reduce_scatter and barrier, each synchronous or, with async_op=True, returning a Work. With mpi,
+wait() blocks until it ran; with nccl, it makes the current stream wait for NCCL's, and the host
+goes on (Note [NCCL's own stream]). The collectives are not yet ops of the table, so a trace shows
+NCCL's launch and kernel but not a c10d:: op on the dispatcher."""
 import atexit
 import os
 
@@ -52,14 +54,23 @@ def is_mpi_available():
 
 
 def is_nccl_available():
-    return False
+    return _C._dist_have_nccl()
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
                        group_name="", pg_options=None, device_id=None):
     """The default process group. With backend "mpi" the ranks come from MPI (`descent run --nproc N`
-    starts them), and world_size and rank, when given, must agree with it, as in PyTorch."""
-    backend = "mpi" if backend is None else str(backend).lower()
+    starts them), and world_size and rank, when given, must agree with it, as in PyTorch. With
+    "nccl" (CUDA tensors) they come from torchrun's RANK and WORLD_SIZE (0 of 1 when unset), and the
+    rank's GPU is cuda:LOCAL_RANK. No backend: nccl where it is built and a GPU is there, else mpi."""
+    if backend is None:
+        import descent
+        backend = "nccl" if _C._dist_have_nccl() and descent.cuda.is_available() else "mpi"
+    backend = str(backend).lower()
+    if backend == "nccl":
+        for name, value in (("RANK", rank), ("WORLD_SIZE", world_size)):
+            if value not in (-1, None):
+                os.environ[name] = str(value)
     _C._dist_init(backend)
     atexit.register(_end_at_exit)
     if world_size not in (-1, None) and world_size != _C._dist_world_size():
@@ -81,8 +92,7 @@ def get_world_size(group=None):
 
 
 def get_backend(group=None):
-    get_rank()  # the error before init
-    return "mpi"
+    return _C._dist_backend()
 
 
 def destroy_process_group(group=None):

@@ -1,0 +1,237 @@
+// The NCCL process group: Note [NCCL's own stream] (process_group_nccl.h).
+#include "floors/distributed/process_group_nccl.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <string>
+
+#ifdef DESCENT_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1  // the C API only
+#include <mpi.h>
+#endif
+
+#include "floors/allocator/allocator.h"
+#include "floors/core/error.h"
+#include "floors/launch/launch.h"
+#include "floors/streams/device_memory.h"
+#include "floors/streams/streams.h"
+#include "tracer/tracer.h"
+
+namespace descent::distributed {
+
+namespace {
+
+void check(ncclResult_t r, const char* what) {
+  if (r == ncclSuccess) return;
+  throw Error(str(what, " failed: ", ncclGetErrorString(r), " (NCCL ", NCCL_MAJOR, ".", NCCL_MINOR, ")"));
+}
+
+void check_cuda(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(str(what, " failed: ", cudaGetErrorString(e)));
+}
+
+int env_int(const char* name, int otherwise) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : otherwise;
+}
+
+ncclDataType_t nccl_type(ScalarType t, const char* fn) {
+  switch (t) {
+    case ScalarType::Bool:  // as PyTorch's ProcessGroupNCCL: a byte
+    case ScalarType::UInt8:
+      return ncclUint8;
+    case ScalarType::Int8:
+      return ncclInt8;
+    case ScalarType::Int32:
+      return ncclInt32;
+    case ScalarType::Int64:
+      return ncclInt64;
+    case ScalarType::Float16:
+      return ncclFloat16;
+    case ScalarType::BFloat16:
+      return ncclBfloat16;
+    case ScalarType::Float32:
+      return ncclFloat32;
+    case ScalarType::Float64:
+      return ncclFloat64;
+    default:
+      break;
+  }
+  throw Error(str(fn, ": the nccl backend has no type for ", dtype_name(t)));
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Product:
+      return ncclProd;
+    case ReduceOp::Min:
+      return ncclMin;
+    case ReduceOp::Max:
+      return ncclMax;
+  }
+  return ncclSum;
+}
+
+// A collective done on NCCL's stream at `done`: Note [NCCL's own stream].
+class WorkNCCL : public Work {
+ public:
+  explicit WorkNCCL(std::unique_ptr<streams::EventImpl> done) : done_(std::move(done)) {}
+  bool is_completed() override { return done_->query(); }
+  void wait() override {
+    trace::ScopedSpan span(trace::Floor::Streams, "wait for NCCL's stream");
+    const streams::Stream s = streams::current_stream(done_->stream.device);
+    span.arg("stream", s.id);
+    span.arg(trace::kDecidedAt, DESCENT_HERE);  // the current stream waits; the host goes on
+    done_->block(s);
+  }
+
+ private:
+  std::unique_ptr<streams::EventImpl> done_;
+};
+
+class ProcessGroupNCCL : public ProcessGroup {
+ public:
+  ProcessGroupNCCL() : rank_(env_int("RANK", 0)), size_(env_int("WORLD_SIZE", 1)) {
+    DESCENT_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, ValueError, "init_process_group('nccl'): RANK ", rank_,
+                  " is not a rank of WORLD_SIZE ", size_);
+    device_ = Device{DeviceType::CUDA, env_int("LOCAL_RANK", 0)};
+    streams::check_device(device_);
+    check_cuda(cudaSetDevice(device_.index), "cudaSetDevice");
+    ncclUniqueId id;
+    if (rank_ == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    share_id(id);
+    check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
+    streams::DeviceRuntime& rt = streams::runtime(DeviceType::CUDA);
+    stream_ = streams::Stream{device_, rt.create_stream(device_.index)};
+  }
+  ~ProcessGroupNCCL() override {
+    (void)cudaSetDevice(device_.index);
+    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(streams::runtime(DeviceType::CUDA).native(stream_)));
+    (void)ncclCommDestroy(comm_);
+#ifdef DESCENT_HAVE_MPI
+    if (mpi_started_) MPI_Finalize();
+#endif
+  }
+  const char* backend() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) override {
+    void* p = memory_of(t, "all_reduce");
+    return collective("ncclAllReduce", "c10d::allreduce_", {&t}, [&](cudaStream_t s) {
+      check(ncclAllReduce(p, p, size_t(t.numel()), nccl_type(t.dtype(), "all_reduce"), nccl_op(op), comm_, s),
+            "ncclAllReduce");
+    });
+  }
+  std::shared_ptr<Work> broadcast(const Tensor& t, int root) override {
+    DESCENT_CHECK(root >= 0 && root < size_, ValueError, "broadcast: src ", root, " is not a rank of a group of ",
+                  size_);
+    void* p = memory_of(t, "broadcast");
+    return collective("ncclBroadcast", "c10d::broadcast_", {&t}, [&](cudaStream_t s) {
+      check(ncclBroadcast(p, p, size_t(t.numel()), nccl_type(t.dtype(), "broadcast"), root, comm_, s), "ncclBroadcast");
+    });
+  }
+  std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override {
+    DESCENT_CHECK(out.numel() == in.numel() * size_ && out.dtype() == in.dtype(), ValueError,
+                  "all_gather: the output must hold world_size x ", in.numel(), " elements of ",
+                  dtype_name(in.dtype()));
+    const void* src = memory_of(in, "all_gather");
+    void* dst = memory_of(out, "all_gather");
+    return collective("ncclAllGather", "c10d::allgather_", {&out, &in}, [&](cudaStream_t s) {
+      check(ncclAllGather(src, dst, size_t(in.numel()), nccl_type(in.dtype(), "all_gather"), comm_, s),
+            "ncclAllGather");
+    });
+  }
+  std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override {
+    DESCENT_CHECK(in.numel() == out.numel() * size_ && out.dtype() == in.dtype(), ValueError,
+                  "reduce_scatter: the input must hold world_size x ", out.numel(), " elements of ",
+                  dtype_name(out.dtype()));
+    const void* src = memory_of(in, "reduce_scatter");
+    void* dst = memory_of(out, "reduce_scatter");
+    return collective("ncclReduceScatter", "c10d::reduce_scatter_", {&out, &in}, [&](cudaStream_t s) {
+      check(ncclReduceScatter(src, dst, size_t(out.numel()), nccl_type(out.dtype(), "reduce_scatter"), nccl_op(op),
+                              comm_, s),
+            "ncclReduceScatter");
+    });
+  }
+  // As PyTorch's NCCL barrier: an all_reduce of one element on the device, then the host waits for it.
+  std::shared_ptr<Work> barrier() override {
+    if (!one_) one_ = std::make_unique<Tensor>(empty_tensor(DimVector{1}, ScalarType::Float32, device_));
+    std::shared_ptr<Work> w = all_reduce(*one_, ReduceOp::Sum);
+    streams::synchronize(stream_, "barrier");
+    return w;
+  }
+
+ private:
+  // A CUDA tensor of this group's device, contiguous: its memory.
+  void* memory_of(const Tensor& t, const char* fn) const {
+    DESCENT_CHECK(t.device().type == DeviceType::CUDA, Error, "No backend type associated with device type ",
+                  device_type_name(t.device().type), " (", fn,
+                  ": the default group is nccl's, for CUDA tensors; 'mpi' takes CPU and sim:0 ones)");
+    DESCENT_CHECK(t.device() == device_, ValueError, fn, ": the nccl backend takes tensors on ", device_.str(),
+                  " (this rank's device), not ", t.device().str());
+    DESCENT_CHECK(t.is_contiguous(), ValueError, fn, ": Tensors must be contiguous");
+    return t.data_ptr();
+  }
+
+  // Steps 1 to 3 of Note [NCCL's own stream] around `call`.
+  template <class Call>
+  std::shared_ptr<Work> collective(const char* nccl_fn, const char* op, std::initializer_list<const Tensor*> tensors,
+                                   Call call) {
+    streams::DeviceRuntime& rt = streams::runtime(DeviceType::CUDA);
+    const streams::Stream compute = streams::current_stream(device_);
+    {
+      trace::ScopedSpan span(trace::Floor::Streams, "NCCL's stream waits for the current stream");
+      span.arg("stream", stream_.id);
+      span.arg("after", compute.id);
+      std::unique_ptr<streams::EventImpl> ready = rt.create_event(device_.index, false);
+      ready->record(compute);
+      ready->block(stream_);
+    }
+    launch::KernelLaunch k;
+    k.kernel = nccl_fn;
+    k.op = op;
+    {
+      launch::CudaLaunchScope scope(stream_, k);  // floor 8; NCCL's kernel correlated to it
+      call(static_cast<cudaStream_t>(scope.stream()));
+    }
+    for (const Tensor* t : tensors) streams::device_allocator(device_).record_stream(t->storage()->data, stream_.id);
+    std::unique_ptr<streams::EventImpl> done = rt.create_event(device_.index, false);
+    done->record(stream_);
+    return std::make_shared<WorkNCCL>(std::move(done));
+  }
+
+  // Rank 0's unique id to every rank: MPI carries it (ranks come from `descent run`, under mpirun).
+  void share_id(ncclUniqueId& id) {
+    if (size_ == 1) return;
+#ifdef DESCENT_HAVE_MPI
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      MPI_Init(nullptr, nullptr);
+      mpi_started_ = true;
+    }
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+#else
+    throw Error(str("init_process_group('nccl') with WORLD_SIZE ", size_,
+                    ": descent passes NCCL's id between ranks through MPI, and this build has none"));
+#endif
+  }
+
+  int rank_, size_;
+  Device device_{DeviceType::CUDA, 0};
+  ncclComm_t comm_ = nullptr;
+  streams::Stream stream_;
+  std::unique_ptr<Tensor> one_;  // the barrier's element
+  bool mpi_started_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> make_nccl_group() { return std::make_unique<ProcessGroupNCCL>(); }
+
+}  // namespace descent::distributed

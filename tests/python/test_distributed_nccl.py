@@ -1,0 +1,79 @@
+"""descent.distributed over NCCL with one rank (issue 20, on the H200 host): every collective on a
+CUDA tensor gives what one process computes; Work.wait() makes the current stream wait for NCCL's
+and the host goes on (Note [NCCL's own stream], floors/distributed/process_group_nccl.h); the
+trace shows the launch on floor 8 and NCCL's own kernel on the device clock, joined to it. Skipped
+where descent was built without NCCL or there is no GPU."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import descent
+from descent import _C
+
+pytestmark = pytest.mark.skipif(not (_C._dist_have_nccl() and descent.cuda.is_available()),
+                                reason="descent was built without NCCL, or there is no GPU")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+SCRIPT = r'''
+import descent, descent.distributed as dist
+def same(a, b):
+    return a.cpu().tolist() == b.cpu().tolist()
+dist.init_process_group("nccl")
+assert dist.get_backend() == "nccl" and dist.get_rank() == 0 and dist.get_world_size() == 1
+x = descent.arange(8, dtype=descent.float32, device="cuda") * 1.5
+y = x.clone()
+dist.all_reduce(y)
+assert same(y, x), y
+for op in (dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+    z = x.clone(); dist.all_reduce(z, op=op); assert same(z, x)
+h = x.to(descent.bfloat16); dist.all_reduce(h); assert same(h, x.to(descent.bfloat16))
+b = x.clone(); dist.broadcast(b, src=0); assert same(b, x)
+outs = [descent.empty(8, device="cuda")]
+dist.all_gather(outs, x); assert same(outs[0], x)
+r = descent.empty(8, device="cuda"); dist.reduce_scatter(r, [x]); assert same(r, x)
+w = dist.all_reduce(x.clone(), async_op=True)
+w.wait()  # the current stream waits; .cpu() below waits for the stream
+descent.cuda.synchronize()
+assert w.is_completed()
+dist.barrier()
+try:
+    dist.all_reduce(descent.ones(2))
+except RuntimeError as e:  # PyTorch's words
+    assert "No backend type associated with device type cpu" in str(e), e
+else:
+    raise AssertionError("a CPU tensor was taken")
+dist.destroy_process_group()
+print("nccl ok")
+'''
+
+
+def run_cli(*args):
+    cli = os.environ.get("DESCENT_CLI") or None
+    cmd = [cli, *args] if cli else [sys.executable, "-m", "descent", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_every_collective_with_one_rank(tmp_path):
+    script = tmp_path / "nccl1.py"
+    script.write_text(SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "nccl ok" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_the_trace_shows_nccls_launch_and_its_kernel_on_the_device_clock(tmp_path):
+    code = ('import descent.distributed as dist\ndist.init_process_group("nccl")\n'
+            'x = descent.ones(1024, device="cuda")\ndist.all_reduce(x)\ndescent.cuda.synchronize()')
+    path = tmp_path / "nccl.descent"
+    r = run_cli("trace", code, "--save", str(path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = run_cli("replay", str(path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert any(re.search(r"\[7 streams *\] NCCL's stream waits for the current stream", ln) for ln in lines), r.stdout
+    assert any(re.search(r"\[8 launch *\] cudaLaunchKernel  kernel=ncclAllReduce", ln) for ln in lines), r.stdout
+    # NCCL's own kernel, from CUPTI on the device clock (ncclDevKernel_AllReduce_Sum_f32_...).
+    assert any(re.search(r"\[9 [a-z]+ *\] ncclDevKernel_AllReduce", ln) for ln in lines), r.stdout
