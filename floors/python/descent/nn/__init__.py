@@ -7,8 +7,8 @@ Pure Python over the ops, as torch.nn is: a Module call is a floor-1 span
 ("nn.Module: Linear_0"), and the ops its forward runs descend the floors as
 any op does (modules/module.py, Note [A module call's span]).
 """
-from . import functional, init  # noqa: F401
+from . import functional, init, parallel  # noqa: F401
 from .modules import Flatten, Linear, Module, MSELoss, ReLU, Sequential  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 
-__all__ = ["Module", "Parameter", "Sequential", "Linear", "ReLU", "Flatten", "MSELoss", "functional", "init"]
+__all__ = ["Module", "Parameter", "Sequential", "Linear", "ReLU", "Flatten", "MSELoss", "functional", "init", "parallel"]

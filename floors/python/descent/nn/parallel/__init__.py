@@ -1,0 +1,4 @@
+"""descent.nn.parallel, as torch.nn.parallel: DistributedDataParallel."""
+from .distributed import DistributedDataParallel  # noqa: F401
+
+__all__ = ["DistributedDataParallel"]
