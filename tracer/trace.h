@@ -265,4 +265,18 @@ Trace from_chrome_json(const std::string& text, const std::string& source_name =
 // TraceFormatError naming the file otherwise, or when it cannot be read.
 Trace load_any(const std::string& path);
 
+// Note [Merging the ranks' traces]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// `descent run --nproc N --trace DIR` records one trace per rank; this puts
+// them on one timeline. The ranks run on one machine, and every trace's times
+// are already on its steady clock (Note [The tracer's clock]: ticks convert
+// to steady_clock ns), so the times are kept as they are. Each rank's threads
+// become rows of their own, named "rank r: thread k" (or "rank r: sim:0
+// stream 0") in the metadata, with "thread.M.rank"; ids are shifted so that
+// they stay unique; and the k-th call of each collective (the MPI worker's
+// "MPI_Allreduce", NCCL's launch) on rank r is joined to the k-th on rank
+// r + 1 by a "collective" flow: every rank calls collectives in the same
+// order, so these are the same collective. Metadata "ranks" says how many.
+Trace merge_ranks(const std::vector<Trace>& ranks);
+
 }  // namespace descent::trace

@@ -194,6 +194,14 @@ bool check_together(const Options& o, std::string& error) {
     error = "--lesson-step, --answer and --check need --lesson NAME";
     return false;
   }
+  if ((o.bench_pan || o.bench_jump) && o.bench_frames == 0) {
+    error = "--bench-pan and --bench-jump: give --bench-frames N too (they move the view while benchmarking)";
+    return false;
+  }
+  if (o.bench_pan && o.bench_jump) {
+    error = "--bench-pan and --bench-jump: one at a time";
+    return false;
+  }
   if (o.bench_stop && o.bench_frames == 0) {
     error = "--bench-stop: give --bench-frames N too (the frames drawn while the code runs)";
     return false;

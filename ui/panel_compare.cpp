@@ -23,12 +23,16 @@ constexpr size_t kNamesShown = 4;
 
 // Each floor's spans, self time and first names. In PyTorch's profile every
 // aten op on the CPU is a call the dispatcher routed (floor 3) to a kernel
-// (floor 5) that Kineto records no event for: the kernel is counted on floor
-// 5, its time inside the op's self time on floor 3 (Note [Placing PyTorch's
-// events on floors], tracer/load_chrome.cpp).
+// (floor 5) that Kineto records no event for; an op that calls no other op
+// (aten::to calls _to_copy, which calls copy_) did its work in that kernel,
+// and it is counted on floor 5, its time inside the op's self time on floor 3
+// (Note [Placing PyTorch's events on floors], tracer/load_chrome.cpp).
 std::array<FloorSummary, 10> summarize(const trace::Trace& t, bool kineto) {
   std::array<FloorSummary, 10> out;
   const Story s = build_story(t);  // for self times
+  std::set<uint64_t> calls_ops;    // the dispatcher calls that call another
+  for (const trace::Span& sp : t.spans)
+    if (sp.floor == trace::Floor::Dispatch && sp.parent != 0) calls_ops.insert(sp.parent);
   auto name = [](FloorSummary& fs, const std::string& n) {
     if (fs.names.size() < kNamesShown && std::find(fs.names.begin(), fs.names.end(), n) == fs.names.end())
       fs.names.push_back(n);
@@ -40,7 +44,7 @@ std::array<FloorSummary, 10> summarize(const trace::Trace& t, bool kineto) {
     ++fs.spans;
     fs.self_ns += s.self_ns[i];
     name(fs, t.spans[i].name);
-    if (kineto && t.spans[i].floor == trace::Floor::Dispatch) {
+    if (kineto && t.spans[i].floor == trace::Floor::Dispatch && !calls_ops.count(t.spans[i].id)) {
       FloorSummary& kernels = out[static_cast<int>(trace::Floor::Kernels)];
       ++kernels.spans;
       kernels.within_dispatch = true;
@@ -125,7 +129,9 @@ App::CompareMatch match_step(const App& app) {
     m.other = calls[std::min(m.k, calls.size()) - 1];
     if (m.k > calls.size()) m.why = "it has fewer calls of it: the last one is shown";
     // A kernel here: PyTorch's ran inside the op's self time, with no event of its own.
-    if (t.spans[cur].floor == trace::Floor::Kernels && o.spans[m.other].floor == trace::Floor::Dispatch &&
+    const auto format = o.metadata.find("source.format");
+    const bool kineto = format != o.metadata.end() && format->second == "kineto";
+    if (kineto && t.spans[cur].floor == trace::Floor::Kernels && o.spans[m.other].floor == trace::Floor::Dispatch &&
         m.why.empty()) {
       m.kernel = true;
       m.why = "its kernel (floor 5) ran inside this op's self time: Kineto records no kernel event";

@@ -103,13 +103,15 @@ void draw_none_edges(App& app, size_t k, const ImVec4& r, float col_w, float box
     const float room = col_w - 8.0f;
     if (ImGui::CalcTextSize(label.c_str()).x > room)
       label = none > 1 ? "no gradient (x" + std::to_string(none) + ")" : "no gradient";
-    const float w = ImGui::CalcTextSize(label.c_str()).x;
+    // In the column's room (shortened at a word past it), on a dark ground: legible over an edge.
+    const TextFit fit = fit_text(label, room, 1);
+    const float w = fit.width;
     const float lo = r.x - (col_w - box_w) * 0.5f + 2.0f, hi = r.z + (col_w - box_w) * 0.5f - w - 2.0f;
     const float x = std::max(lo, std::min(s1.x - w * 0.5f, hi));  // inside the node's column
     dl->AddRectFilled(ImVec2(x - 2, s1.y + 2), ImVec2(x + w + 2, s1.y + 2 + line_h), IM_COL32(30, 30, 36, 230), 3.0f);
-    // On a dark ground, legible over an edge; in the column's room (shortened at a word past it).
-    draw_fitted(app, "graph", dl, ImVec2(x, s1.y + 2), room, grey, label);
-    app.graph_none_labels[k] = label;
+    dl->AddText(ImVec2(x, s1.y + 2), grey, fit.shown.c_str());
+    record_text(app, "graph", fit);
+    app.graph_none_labels[k] = fit.shown;
   }
 }
 

@@ -23,12 +23,13 @@ namespace {
 
 // [SECTION] Layout and constants ----------------------------------------------------------------
 
-constexpr float kQueueFraction = 0.42f;  // of the lane's width: the queue, left of the device slot
-constexpr float kSlotFraction = 0.27f;   // the device slot
-constexpr float kBoxLines = 3.3f;        // a box's height, in text lines: the name, then what it does (in two)
-constexpr float kHistoryPx = 16.0f;      // the lane's line over the whole call
-constexpr double kFadeFraction = 0.25;   // of the lane's span: how long a done box takes to fade out
-constexpr size_t kMaxDoneShown = 4;      // done boxes drawn; older ones are a count
+constexpr float kQueueFraction = 0.42f;    // of the lane's width: the queue, left of the device slot
+constexpr float kSlotFraction = 0.27f;     // the device slot
+constexpr float kBoxLines = 3.3f;          // a box's height, in text lines: the name, then what it does (in two)
+constexpr float kHistoryPx = 16.0f;        // the lane's line over the whole call
+constexpr double kFadeFraction = 0.25;     // of the lane's span: how long a done box takes to fade out
+constexpr size_t kMaxDoneShown = 4;        // done boxes drawn; older ones are a count
+constexpr size_t kMaxQueuedMeasured = 64;  // queued names measured for the boxes' width: more than a lane draws
 constexpr ImU32 kInk = IM_COL32(15, 15, 20, 255);
 constexpr ImU32 kPaper = IM_COL32(225, 228, 235, 255);
 constexpr ImU32 kMuted = IM_COL32(150, 155, 165, 255);
@@ -84,7 +85,7 @@ NameWidths name_widths(const StreamLane& lane, const LaneAt& at) {
       start = end;
     }
   };
-  for (size_t n = 0; n < at.queued.size() && n < 8; ++n) measure(at.queued[n]);
+  for (size_t n = 0; n < at.queued.size() && n < kMaxQueuedMeasured; ++n) measure(at.queued[n]);
   for (size_t n = 0; n < at.done.size() && n < kMaxDoneShown; ++n) measure(at.done[at.done.size() - 1 - n]);
   if (at.running != SIZE_MAX) measure(at.running);
   return widest;

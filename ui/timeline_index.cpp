@@ -68,9 +68,11 @@ TimelineIndex TimelineIndex::build(const trace::Trace& t, const std::vector<size
       tr.device = (keys[by_key[r]] >> 32) != 0;
       const std::string n = std::to_string(tr.thread);
       tr.label = tr.device ? "device (thread " + n + ")" : "thread " + n;
-      // A device row is named in the metadata ("sim:0 stream 0": Note [Device spans]).
+      // A device row is named in the metadata ("sim:0 stream 0": Note [Device spans]), and so is every row of
+      // a merged trace ("rank 1: thread 0": Note [Merging the ranks' traces]).
       const auto name = t.metadata.find("thread." + n);
-      if (tr.device && name != t.metadata.end() && !name->second.empty()) tr.label = name->second + " (device clock)";
+      if (name != t.metadata.end() && !name->second.empty())
+        tr.label = tr.device ? name->second + " (device clock)" : name->second;
     }
   }
   for (uint32_t& r : row) r = order[r];

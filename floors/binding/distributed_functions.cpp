@@ -118,7 +118,10 @@ PyObject* py_barrier(PyObject*, PyObject*) {
   DESCENT_PY_CATCH(nullptr)
 }
 
-// _dist_wait(handle): blocks (the GIL released) until the collective ran; raises what it raised.
+// _dist_wait(handle) -> whether it is done: with mpi the host waits (the GIL
+// released) until the collective ran, raising what it raised, and the handle
+// is let go; with nccl the current stream waits, and the handle stays for
+// _dist_is_completed until _dist_release.
 PyObject* py_wait(PyObject*, PyObject* h) {
   const long long id = PyLong_AsLongLong(h);
   if (id == -1 && PyErr_Occurred()) return nullptr;
@@ -128,10 +131,18 @@ PyObject* py_wait(PyObject*, PyObject* h) {
     GilRelease release;
     w->wait();
   }
+  if (!w->host_waits()) Py_RETURN_FALSE;
+  std::lock_guard<std::mutex> g(g_works_mu);
+  g_works.erase(id);
+  Py_RETURN_TRUE;
+  DESCENT_PY_CATCH(nullptr)
+}
+PyObject* py_release(PyObject*, PyObject* h) {
+  const long long id = PyLong_AsLongLong(h);
+  if (id == -1 && PyErr_Occurred()) return nullptr;
   std::lock_guard<std::mutex> g(g_works_mu);
   g_works.erase(id);
   Py_RETURN_NONE;
-  DESCENT_PY_CATCH(nullptr)
 }
 PyObject* py_is_completed(PyObject*, PyObject* h) {
   const long long id = PyLong_AsLongLong(h);
@@ -156,6 +167,7 @@ PyMethodDef distributed_functions[] = {
     {"_dist_barrier", py_barrier, METH_NOARGS, "_dist_barrier() -> handle"},
     {"_dist_wait", py_wait, METH_O, "_dist_wait(handle): until the collective ran"},
     {"_dist_is_completed", py_is_completed, METH_O, "_dist_is_completed(handle)"},
+    {"_dist_release", py_release, METH_O, "_dist_release(handle): forget the collective"},
     {nullptr, nullptr, 0, nullptr},
 };
 

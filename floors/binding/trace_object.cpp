@@ -279,6 +279,20 @@ PyObject* py_load_trace(PyObject*, PyObject* path) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// _merge_traces([path, ...]) -> Trace: the ranks' traces on one timeline (Note [Merging the ranks' traces]).
+PyObject* py_merge_traces(PyObject*, PyObject* paths) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(PyList_Check(paths), TypeError, "_merge_traces(): expected a list of paths");
+  std::vector<trace::Trace> ranks;
+  for (Py_ssize_t k = 0; k < PyList_GET_SIZE(paths); ++k) {
+    std::string p;
+    if (!path_arg("_merge_traces", PyList_GET_ITEM(paths, k), p)) return nullptr;
+    ranks.push_back(trace::load_any(p));
+  }
+  return new_trace_object(trace::merge_ranks(ranks));
+  DESCENT_PY_CATCH(nullptr)
+}
+
 // _span_begin(floor, name, site=0) -> index (-1 when tracing is off); _span_end(index).
 // `site` is what _register_site returned for the Python code opening the span.
 PyObject* py_span_begin(PyObject*, PyObject* args) {
@@ -468,6 +482,8 @@ PyMethodDef trace_functions[] = {
     {"_trace_dropped", py_trace_dropped, METH_NOARGS, "spans the running recording has dropped so far"},
     {"_load_trace", py_load_trace, METH_O,
      "reads a trace file: descent's format or Chrome JSON (PyTorch profiler too)"},
+    {"_merge_traces", py_merge_traces, METH_O,
+     "_merge_traces([path, ...]): the ranks' traces on one timeline, a row group per rank"},
     {"_span_begin", py_span_begin, METH_VARARGS, "_span_begin(floor, name, site=0) -> index"},
     {"_register_site", py_register_site, METH_VARARGS,
      "_register_site(file, line, function) -> a source site for _span_begin"},

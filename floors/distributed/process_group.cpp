@@ -40,6 +40,8 @@ void init_process_group(const std::string& backend) {
   DESCENT_CHECK(!g_group, ValueError, "trying to initialize the default process group twice!");
   DESCENT_CHECK(backend == "mpi" || backend == "nccl", ValueError, "Invalid backend: '", backend,
                 "' (descent has 'mpi' for CPU and sim:0 tensors, and 'nccl' for CUDA ones)");
+  DESCENT_CHECK(!g_finalized, Error,
+                "MPI was ended by a destroyed process group and cannot start again in this process");
   if (backend == "nccl") {
     DESCENT_CHECK(
         have_nccl(), Error,
@@ -53,7 +55,6 @@ void init_process_group(const std::string& backend) {
   DESCENT_CHECK(have_mpi(), Error,
                 "Distributed package doesn't have MPI built in: descent found no MPI library when it was configured "
                 "(tools/install-deps installs Debian's Open MPI)");
-  DESCENT_CHECK(!g_finalized, Error, "the MPI backend cannot start again in a process that destroyed its group");
 #ifdef DESCENT_HAVE_MPI
   g_group = std::make_unique<ProcessGroupMPI>();
 #endif
@@ -75,7 +76,7 @@ void destroy_process_group() {
   std::lock_guard<std::mutex> g(g_mu);
   DESCENT_CHECK(g_group != nullptr, ValueError,
                 "Default process group has not been initialized, please make sure to call init_process_group.");
-  if (std::string(g_group->backend()) == "mpi") g_finalized = true;
+  if (g_group->ends_mpi()) g_finalized = true;
   g_group.reset();
 }
 

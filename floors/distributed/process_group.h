@@ -22,6 +22,8 @@ class Work {
   virtual ~Work() = default;
   virtual bool is_completed() = 0;
   virtual void wait() = 0;
+  // Whether wait() waits on the host (mpi), so that the collective is done once it returns.
+  virtual bool host_waits() const = 0;
 };
 
 // c10d's ProcessGroup: one backend's collectives over tensors, each started
@@ -41,6 +43,8 @@ class ProcessGroup {
   // in holds size() x out.numel() elements; rank r gets the reduction of every rank's block r.
   virtual std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> barrier() = 0;
+  // Whether ending this group ended MPI (MPI_Finalize), which cannot start again in the process.
+  virtual bool ends_mpi() const = 0;
 };
 
 // Whether this build has an MPI library, and NCCL (found at configure time).
@@ -54,7 +58,8 @@ void init_process_group(const std::string& backend);
 // The default group; ValueError (PyTorch's words) before init_process_group.
 ProcessGroup& default_group();
 bool is_initialized();
-// Drains and ends the default group (MPI_Finalize: a process has one MPI).
+// Drains and ends the default group (and MPI, where the group started it:
+// a process has one MPI, which cannot start again).
 void destroy_process_group();
 
 }  // namespace descent::distributed

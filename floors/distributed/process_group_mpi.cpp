@@ -10,6 +10,7 @@
 
 #include "floors/core/error.h"
 #include "floors/streams/streams.h"
+#include "tracer/tracer.h"
 
 namespace descent::distributed {
 
@@ -40,6 +41,8 @@ MPI_Datatype mpi_type(ScalarType t, const char* fn) {
   }
   throw Error(str(fn, ": the mpi backend has no type for ", dtype_name(t), " (MPI has none for 16-bit floats)"));
 }
+
+int64_t bytes_of(const Tensor& t) { return t.numel() * int64_t(element_size(t.dtype())); }
 
 // The memory the mpi backend reads and writes: a contiguous CPU or sim:0
 // tensor's (sim:0's memory is the host's: its stream is drained first, so
@@ -91,6 +94,7 @@ bool WorkMPI::is_completed() {
 }
 
 void WorkMPI::wait() {
+  trace::ScopedSpan span(trace::Floor::Streams, "wait for the MPI worker");  // the host waits
   std::unique_lock<std::mutex> g(mu_);
   cv_.wait(g, [&] { return done_; });
   if (error_) std::rethrow_exception(error_);
@@ -122,12 +126,18 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized) MPI_Finalize();
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::enqueue(std::function<void()> call) {
+std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, int64_t bytes, std::function<void()> call) {
+  trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stopping_) throw std::runtime_error("the process group is being destroyed");
-    queue_.emplace_back(std::move(call), w);
+    queue_.push_back(Item{mpi_fn, bytes, std::move(call), w});
+    if (span.active()) {
+      span.arg("queue", "mpi");
+      span.arg("collective", mpi_fn);
+      span.arg("queue_depth", int64_t(queue_.size()));
+    }
   }
   cv_.notify_one();
   return w;
@@ -135,7 +145,7 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(std::function<void()> call) {
 
 void ProcessGroupMPI::run() {
   for (;;) {
-    std::pair<std::function<void()>, std::shared_ptr<WorkMPI>> item;
+    Item item;
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait(g, [&] { return stopping_ || !queue_.empty(); });
@@ -145,16 +155,18 @@ void ProcessGroupMPI::run() {
     }
     std::exception_ptr error;
     try {
-      item.first();
+      trace::ScopedSpan span(trace::Floor::Streams, item.mpi_fn);  // on the worker's row: the collective itself
+      if (span.active()) span.arg("bytes", item.bytes);
+      item.call();
     } catch (...) {
       error = std::current_exception();
     }
     {
-      std::lock_guard<std::mutex> g(item.second->mu_);
-      item.second->done_ = true;
-      item.second->error_ = error;
+      std::lock_guard<std::mutex> g(item.work->mu_);
+      item.work->done_ = true;
+      item.work->error_ = error;
     }
-    item.second->cv_.notify_all();
+    item.work->cv_.notify_all();
   }
 }
 
@@ -162,8 +174,9 @@ std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) 
   void* data = memory_of(t, "all_reduce");
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
-  return enqueue(
-      [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce"); });
+  return enqueue("MPI_Allreduce", bytes_of(t), [=] {
+    check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
+  });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
@@ -173,7 +186,7 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue([=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
+  return enqueue("MPI_Bcast", bytes_of(t), [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
@@ -183,7 +196,8 @@ std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tenso
   void* dst = memory_of(out, "all_gather");
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
-  return enqueue([=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
+  return enqueue("MPI_Allgather", bytes_of(out),
+                 [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
@@ -194,13 +208,13 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   void* dst = memory_of(out, "reduce_scatter");
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
-  return enqueue([=] {
+  return enqueue("MPI_Reduce_scatter_block", bytes_of(in), [=] {
     check(MPI_Reduce_scatter_block(src, dst, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::barrier() {
-  return enqueue([] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+  return enqueue("MPI_Barrier", 0, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

@@ -32,6 +32,7 @@ class WorkMPI : public Work {
  public:
   bool is_completed() override;
   void wait() override;  // the host waits; rethrows what the collective raised
+  bool host_waits() const override { return true; }
 
  private:
   friend class ProcessGroupMPI;
@@ -55,15 +56,24 @@ class ProcessGroupMPI : public ProcessGroup {
   std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override;
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override;
   std::shared_ptr<Work> barrier() override;
+  bool ends_mpi() const override { return true; }
 
  private:
-  std::shared_ptr<Work> enqueue(std::function<void()> call);
+  // Queues `call` for the worker, which runs it in a floor-7 span named
+  // `mpi_fn` ("MPI_Allreduce"): the caller's side is an "enqueue" span.
+  std::shared_ptr<Work> enqueue(const char* mpi_fn, int64_t bytes, std::function<void()> call);
   void run();
 
   int rank_ = 0, size_ = 1;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<WorkMPI>>> queue_;
+  struct Item {
+    const char* mpi_fn;
+    int64_t bytes;
+    std::function<void()> call;
+    std::shared_ptr<WorkMPI> work;
+  };
+  std::deque<Item> queue_;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -37,6 +37,7 @@ int env_int(const char* name, int otherwise) {
   return v && *v ? std::atoi(v) : otherwise;
 }
 
+// NCCL's type of a dtype; TypeError for one it has none for (PyTorch's class).
 ncclDataType_t nccl_type(ScalarType t, const char* fn) {
   switch (t) {
     case ScalarType::Bool:  // as PyTorch's ProcessGroupNCCL: a byte
@@ -59,10 +60,13 @@ ncclDataType_t nccl_type(ScalarType t, const char* fn) {
     default:
       break;
   }
-  throw Error(str(fn, ": the nccl backend has no type for ", dtype_name(t)));
+  throw TypeError(str(fn, ": the nccl backend has no type for ", dtype_name(t)));
 }
 
-ncclRedOp_t nccl_op(ReduceOp op) {
+// A bool is a byte to NCCL: its sum is an "or" (max) and its product an "and" (min), as PyTorch maps them.
+ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
+  if (t == ScalarType::Bool && op == ReduceOp::Sum) return ncclMax;
+  if (t == ScalarType::Bool && op == ReduceOp::Product) return ncclMin;
   switch (op) {
     case ReduceOp::Sum:
       return ncclSum;
@@ -81,6 +85,7 @@ class WorkNCCL : public Work {
  public:
   explicit WorkNCCL(std::unique_ptr<streams::EventImpl> done) : done_(std::move(done)) {}
   bool is_completed() override { return done_->query(); }
+  bool host_waits() const override { return false; }
   void wait() override {
     trace::ScopedSpan span(trace::Floor::Streams, "wait for NCCL's stream");
     const streams::Stream s = streams::current_stream(done_->stream.device);
@@ -117,22 +122,24 @@ class ProcessGroupNCCL : public ProcessGroup {
 #endif
   }
   const char* backend() const override { return "nccl"; }
+  bool ends_mpi() const override { return mpi_started_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) override {
     void* p = memory_of(t, "all_reduce");
+    const ncclDataType_t type = nccl_type(t.dtype(), "all_reduce");
     return collective("ncclAllReduce", "c10d::allreduce_", {&t}, [&](cudaStream_t s) {
-      check(ncclAllReduce(p, p, size_t(t.numel()), nccl_type(t.dtype(), "all_reduce"), nccl_op(op), comm_, s),
-            "ncclAllReduce");
+      check(ncclAllReduce(p, p, size_t(t.numel()), type, nccl_op(op, t.dtype()), comm_, s), "ncclAllReduce");
     });
   }
   std::shared_ptr<Work> broadcast(const Tensor& t, int root) override {
     DESCENT_CHECK(root >= 0 && root < size_, ValueError, "broadcast: src ", root, " is not a rank of a group of ",
                   size_);
     void* p = memory_of(t, "broadcast");
+    const ncclDataType_t type = nccl_type(t.dtype(), "broadcast");
     return collective("ncclBroadcast", "c10d::broadcast_", {&t}, [&](cudaStream_t s) {
-      check(ncclBroadcast(p, p, size_t(t.numel()), nccl_type(t.dtype(), "broadcast"), root, comm_, s), "ncclBroadcast");
+      check(ncclBroadcast(p, p, size_t(t.numel()), type, root, comm_, s), "ncclBroadcast");
     });
   }
   std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override {
@@ -141,9 +148,9 @@ class ProcessGroupNCCL : public ProcessGroup {
                   dtype_name(in.dtype()));
     const void* src = memory_of(in, "all_gather");
     void* dst = memory_of(out, "all_gather");
+    const ncclDataType_t type = nccl_type(in.dtype(), "all_gather");
     return collective("ncclAllGather", "c10d::allgather_", {&out, &in}, [&](cudaStream_t s) {
-      check(ncclAllGather(src, dst, size_t(in.numel()), nccl_type(in.dtype(), "all_gather"), comm_, s),
-            "ncclAllGather");
+      check(ncclAllGather(src, dst, size_t(in.numel()), type, comm_, s), "ncclAllGather");
     });
   }
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override {
@@ -152,9 +159,9 @@ class ProcessGroupNCCL : public ProcessGroup {
                   dtype_name(out.dtype()));
     const void* src = memory_of(in, "reduce_scatter");
     void* dst = memory_of(out, "reduce_scatter");
+    const ncclDataType_t type = nccl_type(out.dtype(), "reduce_scatter");
     return collective("ncclReduceScatter", "c10d::reduce_scatter_", {&out, &in}, [&](cudaStream_t s) {
-      check(ncclReduceScatter(src, dst, size_t(out.numel()), nccl_type(out.dtype(), "reduce_scatter"), nccl_op(op),
-                              comm_, s),
+      check(ncclReduceScatter(src, dst, size_t(out.numel()), type, nccl_op(op, out.dtype()), comm_, s),
             "ncclReduceScatter");
     });
   }
@@ -215,6 +222,13 @@ class ProcessGroupNCCL : public ProcessGroup {
       MPI_Init(nullptr, nullptr);
       mpi_started_ = true;
     }
+    // MPI's ranks are the ones that carry the id: they must be RANK and WORLD_SIZE.
+    int mpi_rank = 0, mpi_size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    DESCENT_CHECK(mpi_rank == rank_ && mpi_size == size_, ValueError, "init_process_group('nccl'): rank ", rank_,
+                  " of ", size_, " does not match MPI's rank ", mpi_rank, " of ", mpi_size,
+                  " (descent run --nproc N sets both)");
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
 #else
     throw Error(str("init_process_group('nccl') with WORLD_SIZE ", size_,

@@ -45,6 +45,33 @@ def test_ddp_trains_as_one_process_on_the_whole_batch(nproc):
 
 
 @needs_mpi
+def test_descent_run_trace_merges_the_ranks_onto_one_timeline(tmp_path):
+    """Note [Merging the ranks' traces]: one trace per rank, merged; each rank's rows named by it;
+    the MPI worker's collectives on each rank; the k-th of each joined across the ranks."""
+    out = tmp_path / "traces"
+    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "2", "--trace", str(out),
+                        os.path.join(HERE, "distributed", "ddp.py")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "2 ranks traced" in r.stderr and (out / "merged.descent").exists(), r.stderr
+    t = _C._load_trace(str(out / "merged.descent"))
+    assert t.check() == "", t.check()
+    meta = t.metadata
+    assert meta["ranks"] == "2"
+    rank_of = {int(k.split(".")[1]): int(v) for k, v in meta.items() if k.startswith("thread.") and k.endswith(".rank")}
+    assert set(rank_of.values()) == {0, 1}
+    assert all(meta[f"thread.{th}"].startswith(f"rank {rk}: ") for th, rk in rank_of.items())
+    spans = t.spans()
+    by_id = {s["id"]: s for s in spans}
+    calls = [[s for s in spans if s["name"] == "MPI_Allreduce" and rank_of[s["thread"]] == rk] for rk in (0, 1)]
+    assert len(calls[0]) == len(calls[1]) >= 60, [len(c) for c in calls]  # 3 buckets x 20 steps, and more
+    joined = [(src, dst) for src, dst, name in t.flows() if name == "collective"]
+    assert len(joined) >= len(calls[0])
+    for src, dst in joined:
+        a, b = by_id[src], by_id[dst]
+        assert a["name"] == b["name"] and (rank_of[a["thread"]], rank_of[b["thread"]]) == (0, 1)
+
+
+@needs_mpi
 def test_a_script_that_never_destroys_its_group_ends_cleanly(tmp_path):
     script = tmp_path / "no_destroy.py"
     script.write_text("import descent, descent.distributed as dist\n"

@@ -36,9 +36,16 @@ outs = [descent.empty(8, device="cuda")]
 dist.all_gather(outs, x); assert same(outs[0], x)
 r = descent.empty(8, device="cuda"); dist.reduce_scatter(r, [x]); assert same(r, x)
 w = dist.all_reduce(x.clone(), async_op=True)
-w.wait()  # the current stream waits; .cpu() below waits for the stream
-descent.cuda.synchronize()
-assert w.is_completed()
+w.wait()  # the current stream waits for NCCL's; the host goes on
+descent.cuda.synchronize()  # now the host waits for the current stream, which waited for NCCL's
+assert w.is_completed()  # asked of NCCL's event, not assumed from wait()
+try:
+    dist.all_reduce(descent.ones(2, dtype=descent.int16, device="cuda"))
+except TypeError as e:
+    assert "no type for int16" in str(e), e
+else:
+    raise AssertionError("int16 was taken")
+t = descent.tensor([True, False], device="cuda"); dist.all_reduce(t); assert t.tolist() == [True, False]
 dist.barrier()
 try:
     dist.all_reduce(descent.ones(2))

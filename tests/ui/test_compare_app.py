@@ -1,5 +1,7 @@
 """The compare view follows the step (issue 23): the current span's match in PyTorch's profile (the same
 name, its k-th call, a redispatch counted once), or why PyTorch has none."""
+import re
+
 import pytest
 
 from test_app import APP, DATA, SAMPLE, run_app
@@ -45,7 +47,8 @@ def test_the_compare_view_puts_pytorchs_events_on_their_floors(tmp_path, file):
     mine, theirs = zip(*cells.values())
     assert theirs[2].endswith("self") and not theirs[2].startswith("-"), cells  # floor 3: aten ops
     n_aten = int(theirs[2].split()[0])
-    assert theirs[4] == f"{n_aten} kernels, no event of their own: inside floor 3's self time", cells
+    m = re.fullmatch(r"(\d+) kernels?, no event of their own: inside floor 3's self time", theirs[4])
+    assert m and 0 < int(m.group(1)) < n_aten, cells  # one per op that calls no other (aten::add's, not aten::to's)
     assert theirs[1] == "-", cells  # no binding span in PyTorch's profile
     assert mine[4].endswith("self"), cells  # descent's own kernels, timed
     if "cuda" in file:

@@ -171,7 +171,13 @@ def cmd_run(args):
         import runpy
         distributed._rank_env()
         sys.argv = [args.script] + args.args
-        runpy.run_path(args.script, run_name="__main__")
+        if not args.trace:
+            runpy.run_path(args.script, run_name="__main__")
+            return 0
+        from descent import tracing
+        with tracing.trace() as t:  # the whole script, then this rank's file (Note [Merging the ranks' traces])
+            runpy.run_path(args.script, run_name="__main__")
+        t.result.save(os.path.join(args.trace, f"rank{os.environ.get('RANK', '0')}.descent"))
         return 0
     mpirun = shutil.which("mpirun")
     if mpirun is None:
@@ -183,9 +189,24 @@ def cmd_run(args):
     env = dict(os.environ)
     if os.geteuid() == 0:  # Open MPI refuses root unless told twice
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = [mpirun, "--oversubscribe", "-np", str(args.nproc), sys.executable, "-m", "descent", "run", "--as-rank",
-           args.script] + args.args
-    return subprocess.run(cmd, env=env).returncode
+    cmd = [mpirun, "--oversubscribe", "-np", str(args.nproc), sys.executable, "-m", "descent", "run", "--as-rank"]
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+        cmd += ["--trace", os.path.abspath(args.trace)]
+    rc = subprocess.run(cmd + [args.script] + args.args, env=env).returncode
+    if rc != 0 or not args.trace:
+        return rc
+    from descent import _C
+    paths = [os.path.join(args.trace, f"rank{r}.descent") for r in range(args.nproc)]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise CommandError(f"--trace: no trace from {', '.join(missing)}")
+    merged = os.path.join(args.trace, "merged.descent")
+    t = _C._merge_traces(paths)
+    t.save(merged)
+    print(f"descent run: {args.nproc} ranks traced, {len(t.spans())} spans on one timeline: {merged} "
+          f"(descent app --trace {merged})", file=sys.stderr)
+    return 0
 
 
 def main(argv=None):
@@ -215,6 +236,8 @@ def main(argv=None):
     o.set_defaults(fn=cmd_ops)
     rn = sub.add_parser("run", help="run a script in N processes, as torchrun does (descent.distributed's mpi backend)")
     rn.add_argument("--nproc", type=int, default=1, metavar="N", help="how many processes (ranks)")
+    rn.add_argument("--trace", metavar="DIR",
+                    help="trace every rank into DIR/rankR.descent, then merge them into DIR/merged.descent")
     rn.add_argument("--as-rank", action="store_true", help=argparse.SUPPRESS)
     rn.add_argument("script")
     rn.add_argument("args", nargs=argparse.REMAINDER)

@@ -19,23 +19,30 @@ class ReduceOp:
 
 
 class Work:
-    """A collective started with async_op=True: wait() blocks until it ran (and raises what it
-    raised); is_completed() says whether it has. It keeps its tensors alive until then."""
+    """A collective started with async_op=True. wait(): with mpi the host waits until it ran (and
+    raises what it raised); with nccl the current stream waits for NCCL's and the host goes on
+    (Note [NCCL's own stream]). is_completed() says whether it has run. It keeps its tensors alive
+    until then (nccl: the caching allocator keeps their memory for NCCL's stream)."""
 
     def __init__(self, handle, keep=(), then=None):
-        self._handle, self._keep, self._then, self._done = handle, keep, then, False
+        self._handle, self._keep, self._then = handle, keep, then
+        self._waited = self._done = False
 
     def is_completed(self):
         return self._done or _C._dist_is_completed(self._handle)
 
     def wait(self, timeout=None):
-        if not self._done:
-            _C._dist_wait(self._handle)
-            self._done = True
+        if not self._waited:
+            self._waited = True
+            self._done = _C._dist_wait(self._handle)
             if self._then is not None:
                 self._then()
             self._keep = ()
         return True
+
+    def __del__(self):
+        if not self._done and _C is not None:
+            _C._dist_release(self._handle)
 
 
 def _finish(work, async_op):

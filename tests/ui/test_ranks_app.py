@@ -1,0 +1,25 @@
+"""A merged trace of several ranks in the app (issue 20, Note [Merging the ranks' traces]): one
+group of rows per rank, each named by it. Skipped where descent was built without MPI."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from test_app import APP, pytestmark, run_app  # noqa: F401
+
+DDP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "distributed", "ddp.py")
+
+
+def test_a_merged_trace_has_a_group_of_rows_per_rank(tmp_path):
+    from descent import _C
+    if not (_C._dist_have_mpi() and shutil.which("mpirun")):
+        pytest.skip("descent was built without MPI, or there is no mpirun")
+    out = tmp_path / "traces"
+    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "2", "--trace", str(out), DDP],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--size", "1280x720")
+    rows = state["timeline_rows"]
+    assert any(x.startswith("rank 0: ") for x in rows) and any(x.startswith("rank 1: ") for x in rows), rows
