@@ -4,7 +4,10 @@
 #define OMPI_SKIP_MPICXX 1  // the C API only (its C++ bindings warn under -Wextra)
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <string_view>
+#include <vector>
 #include <stdexcept>
 #include <utility>
 
@@ -126,13 +129,21 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized) MPI_Finalize();
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, int64_t bytes, std::function<void()> call) {
+std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, std::function<void()> call) {
   trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
+  Fingerprint print{};
+  print.fill(-1);
+  print[0] = static_cast<int64_t>(std::hash<std::string_view>{}(mpi_fn)&0x7fffffff);
+  if (shaped) {
+    print[1] = static_cast<int64_t>(shaped->dtype());
+    print[2] = shaped->dim();
+    for (int64_t d = 0; d < shaped->dim() && d < kMaxDims; ++d) print[size_t(3 + d)] = shaped->size(d);
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stopping_) throw std::runtime_error("the process group is being destroyed");
-    queue_.push_back(Item{mpi_fn, bytes, std::move(call), w});
+    queue_.push_back(Item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w});
     if (span.active()) {
       span.arg("queue", "mpi");
       span.arg("collective", mpi_fn);
@@ -155,6 +166,7 @@ void ProcessGroupMPI::run() {
     }
     std::exception_ptr error;
     try {
+      if (size_ > 1) check_fingerprints(item.mpi_fn, item.print);
       trace::ScopedSpan span(trace::Floor::Streams, item.mpi_fn);  // on the worker's row: the collective itself
       if (span.active()) span.arg("bytes", item.bytes);
       item.call();
@@ -170,11 +182,35 @@ void ProcessGroupMPI::run() {
   }
 }
 
+// Note [Collectives check their shapes]: on the worker, before the collective.
+void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& mine) {
+  std::vector<Fingerprint> all(static_cast<size_t>(size_), Fingerprint{});
+  check(MPI_Allgather(mine.data(), int(mine.size()), MPI_INT64_T, all.data(), int(mine.size()), MPI_INT64_T,
+                      MPI_COMM_WORLD),
+        "MPI_Allgather (the collectives' fingerprints)");
+  if (std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; })) return;
+  auto shape = [](const Fingerprint& f) {
+    if (f[1] < 0) return std::string("no tensor");
+    std::string s = "[";
+    for (int64_t d = 0; d < f[2] && d < kMaxDims; ++d) s += (d ? ", " : "") + std::to_string(f[size_t(3 + d)]);
+    if (f[2] > kMaxDims) s += ", ...";
+    return s + "] " + dtype_name(static_cast<ScalarType>(f[1]));
+  };
+  std::string ranks;
+  for (size_t r = 0; r < all.size(); ++r) {
+    const bool same_op = all[r][0] == mine[0];
+    ranks += str(r ? "; " : "", "rank ", r, ": ", same_op ? shape(all[r]) : "another collective");
+  }
+  throw ValueError(str(mpi_fn, ": the ranks' tensors differ (", ranks,
+                       "); every rank must call the same collectives, in the same order, on tensors of one shape "
+                       "and dtype. None ran (Note [Collectives check their shapes])."));
+}
+
 std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) {
   void* data = memory_of(t, "all_reduce");
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
-  return enqueue("MPI_Allreduce", bytes_of(t), [=] {
+  return enqueue("MPI_Allreduce", &t, [=] {
     check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
   });
 }
@@ -186,7 +222,7 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue("MPI_Bcast", bytes_of(t), [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
+  return enqueue("MPI_Bcast", &t, [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
@@ -196,7 +232,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tenso
   void* dst = memory_of(out, "all_gather");
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
-  return enqueue("MPI_Allgather", bytes_of(out),
+  return enqueue("MPI_Allgather", &in,
                  [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
@@ -208,13 +244,13 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   void* dst = memory_of(out, "reduce_scatter");
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
-  return enqueue("MPI_Reduce_scatter_block", bytes_of(in), [=] {
+  return enqueue("MPI_Reduce_scatter_block", &in, [=] {
     check(MPI_Reduce_scatter_block(src, dst, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::barrier() {
-  return enqueue("MPI_Barrier", 0, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+  return enqueue("MPI_Barrier", nullptr, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

@@ -13,8 +13,22 @@
 // (async_op=True) and wait() blocks until the worker has run it. The order of
 // collectives is then the order the program enqueued them, the same on every
 // rank, which MPI requires. descent does the same.
+//
+// Note [Collectives check their shapes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MPI trusts every rank to pass the same count: an all_reduce of 4 floats on
+// one rank and 6 on another reads past a buffer or waits forever. Before each
+// collective the worker gathers every rank's fingerprint of it (which
+// collective, the dtype, the shape: a few int64s, always the same count, so
+// this gather itself cannot mismatch) and compares them; where they differ,
+// every rank skips the collective and its Work raises ValueError naming each
+// rank's shape, instead of a hang. PyTorch checks this only with
+// TORCH_DISTRIBUTED_DEBUG=DETAIL; descent always does, for a learner whose
+// first DDP script gets a shape wrong, at the cost of one small gather per
+// collective (a latency, not a bandwidth: docs/BENCHMARKS.md).
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -61,7 +75,11 @@ class ProcessGroupMPI : public ProcessGroup {
  private:
   // Queues `call` for the worker, which runs it in a floor-7 span named
   // `mpi_fn` ("MPI_Allreduce"): the caller's side is an "enqueue" span.
-  std::shared_ptr<Work> enqueue(const char* mpi_fn, int64_t bytes, std::function<void()> call);
+  std::shared_ptr<Work> enqueue(const char* mpi_fn, const Tensor* shaped, std::function<void()> call);
+  // Note [Collectives check their shapes]: which collective, dtype, rank, sizes (the first kMaxDims).
+  static constexpr int kMaxDims = 6;
+  using Fingerprint = std::array<int64_t, 3 + kMaxDims>;
+  void check_fingerprints(const char* mpi_fn, const Fingerprint& mine);
   void run();
 
   int rank_ = 0, size_ = 1;
@@ -70,6 +88,7 @@ class ProcessGroupMPI : public ProcessGroup {
   struct Item {
     const char* mpi_fn;
     int64_t bytes;
+    Fingerprint print;
     std::function<void()> call;
     std::shared_ptr<WorkMPI> work;
   };

@@ -45,6 +45,13 @@ def test_ddp_trains_as_one_process_on_the_whole_batch(nproc):
 
 
 @needs_mpi
+def test_ranks_that_disagree_on_a_shape_are_told_not_left_hanging():
+    r = run(2, os.path.join(HERE, "distributed", "mismatch.py"), timeout=60)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert sorted(re.findall(r"rank (\d+) of 2: mismatch ok", r.stdout)) == ["0", "1"], r.stdout
+
+
+@needs_mpi
 def test_descent_run_trace_merges_the_ranks_onto_one_timeline(tmp_path):
     """Note [Merging the ranks' traces]: one trace per rank, merged; each rank's rows named by it;
     the MPI worker's collectives on each rank; the k-th of each joined across the ranks."""
