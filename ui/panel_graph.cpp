@@ -160,7 +160,8 @@ void draw_graph(App& app) {
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float avail = std::max(200.0f, ImGui::GetContentRegionAvail().x);
   const float line_h = ImGui::GetTextLineHeight();
-  const float box_h = line_h * 2.3f, gap_y = line_h * 2.2f;  // room for a None edge's label under a box
+  // A box: its title, then its state and what it saved in up to two lines; room under it for a None edge's label.
+  const float box_h = line_h * 3.3f, gap_y = line_h * 2.2f;
   const float col_w = avail / float(std::max(1, g.widest));
   const float box_w = std::min(col_w - 10.0f, ImGui::GetFontSize() * 11.0f);
   auto box_of = [&](const GraphNode& n) {
@@ -198,7 +199,7 @@ void draw_graph(App& app) {
     draw_box(dl, states[k], ImVec2(r.x, r.y), ImVec2(r.z, r.w));
     const ImU32 ink = style_of(states[k]).ink;
     draw_mark(dl, states[k], ImVec2(r.z - line_h * 0.6f, r.y + line_h * 0.6f), line_h * 0.3f, ink);
-    // Two lines left of the state's mark, each shortened at a word where the box is narrow (the hover has all).
+    // Left of the state's mark, shortened at a word where the box is narrow (the hover has all).
     const float text_w = r.z - line_h * 1.1f - (r.x + 6);
     draw_fitted(app, "graph", dl, ImVec2(r.x + 6, r.y + 3), text_w, ink, n.title());
     std::string sub = state_word(states[k]);
@@ -206,7 +207,7 @@ void draw_graph(App& app) {
       sub = (n.variable.empty() ? n.shape : std::string("AccumulateGrad")) + "  " + sub;
     else if (!n.saved.empty())
       sub += "  saved: " + n.saved;
-    draw_fitted(app, "graph", dl, ImVec2(r.x + 6, r.y + 3 + line_h), text_w, ink, sub);
+    draw_fitted(app, "graph", dl, ImVec2(r.x + 6, r.y + 3 + line_h), text_w, ink, sub, 2);
     draw_none_edges(app, k, r, col_w, box_w, line_h);
     if (ImGui::IsMouseHoveringRect(ImVec2(r.x, r.y), ImVec2(r.z, r.w))) hovered = int(k);
   }
