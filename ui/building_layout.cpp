@@ -38,8 +38,8 @@ std::string timing_line(const App& app, size_t span) {
   const Timing t = timing_of(app.story, span);
   const std::string times = duration_text(t.inclusive_ns) + " inclusive, " + duration_text(t.self_ns) + " self";
   if (t.warm_samples > 0) {
-    return "warm " + times + "  (median of " + std::to_string(t.warm_samples) + "; cold first call " +
-           duration_text(t.cold_inclusive_ns) + ")";
+    return "warm " + times + "  (median of " + std::to_string(t.warm_samples) +
+           (t.cold_known ? "; cold first call " + duration_text(t.cold_inclusive_ns) : std::string()) + ")";
   }
   return "cold " + times;
 }

@@ -235,10 +235,12 @@ void draw_detail(App& app) {
   // What the words mean, where the times first appear (Note [Cold and warm times], story.h).
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   if (t.warm_samples > 0) {
+    const std::string cold = t.cold_known ? "the first (cold) call took " + duration_text(t.cold_inclusive_ns)
+                                          : std::string("the first (cold) call ran no span at this place");
     ImGui::TextWrapped(
-        "the median of %d warm calls of this line; the first (cold) call took %s. Inclusive: the "
-        "span with everything under it; self: the span alone.",
-        t.warm_samples, duration_text(t.cold_inclusive_ns).c_str());
+        "the median of %d warm calls of this line; %s. Inclusive: the span with everything under it; self: the "
+        "span alone.",
+        t.warm_samples, cold.c_str());
   } else if (!app.presenter) {
     ImGui::TextWrapped(
         "cold: a first call, slowed by empty caches and one-time set-up; R runs the line %d times "

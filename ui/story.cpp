@@ -474,6 +474,7 @@ Timing timing_of(const Story& s, size_t span) {
     const std::vector<size_t>& same = s.repeats[s.repeat_group[span]];
     if (same.size() < 2) return t;
     t.cold_inclusive_ns = s.trace->spans[same[0]].duration_ns();
+    t.cold_known = true;
     for (size_t k = 1; k < same.size(); ++k) {
       incl.push_back(s.trace->spans[same[k]].duration_ns());
       self.push_back(s.self_ns[same[k]]);
@@ -496,6 +497,7 @@ Timing timing_of(const Story& s, size_t span) {
     if (!found || s.trace->spans[at].name != s.trace->spans[span].name) continue;
     if (k == 0) {
       t.cold_inclusive_ns = s.trace->spans[at].duration_ns();
+      t.cold_known = true;
       continue;
     }
     incl.push_back(s.trace->spans[at].duration_ns());

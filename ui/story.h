@@ -176,6 +176,7 @@ struct Timing {
   int64_t self_ns = 0;
   int warm_samples = 0;           // calls of the same line after the first, matched at this span
   int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when warm_samples > 0)
+  bool cold_known = false;        // whether the first call had a matching span (its structure may differ)
 };
 Timing timing_of(const Story& s, size_t span);
 

@@ -106,6 +106,29 @@ TEST(Story, RepeatsInsideOneCallAreWarmAfterTheFirst) {
   EXPECT_EQ(timing_of(s, 0).warm_samples, 0);  // the statement itself ran once: cold
 }
 
+// Three calls of one line whose first call took another path: the warm
+// median of the two that match, and no cold time made up for the first
+// (is_warm says which spans are warm).
+TEST(Story, AFirstCallWithoutTheSpanHasNoColdTime) {
+  trace::Trace t;
+  t.spans.push_back(make_span(1, 0, Floor::Python, "f(x)", 0, 1000));
+  t.spans.push_back(make_span(2, 1, Floor::Binding, "other", 100, 900));
+  t.spans.push_back(make_span(3, 0, Floor::Python, "f(x)", 2000, 3000));
+  t.spans.push_back(make_span(4, 3, Floor::Binding, "add", 2100, 2500));
+  t.spans.push_back(make_span(5, 0, Floor::Python, "f(x)", 4000, 5000));
+  t.spans.push_back(make_span(6, 5, Floor::Binding, "add", 4100, 4700));
+  const Story s = build_story(t);
+  ASSERT_EQ(s.roots.size(), 3u);
+  const Timing add = timing_of(s, 3);
+  EXPECT_EQ(add.warm_samples, 2);
+  EXPECT_EQ(add.inclusive_ns, 500);  // the median of 400 and 600
+  EXPECT_FALSE(add.cold_known);
+  EXPECT_TRUE(timing_of(s, 0).cold_known);  // the roots match: the first is the cold one
+  EXPECT_FALSE(is_warm(s, 0));
+  EXPECT_TRUE(is_warm(s, 2));
+  EXPECT_TRUE(is_warm(s, 3));
+}
+
 TEST(Story, EmptyAndOtherThreadOnlyTraces) {
   trace::Trace empty;
   EXPECT_TRUE(build_story(empty).steps.empty());
