@@ -60,9 +60,13 @@ Trace merge_ranks(const std::vector<Trace>& ranks) {
       if (device != t.metadata.end()) out.metadata[new_key + ".device"] = device->second;
       out.metadata[new_key + ".rank"] = std::to_string(r);
     }
+    // Rank 0's metadata as it is; another rank's under "rank<r>." (its dropped spans, its device's clock).
     for (const auto& [key, value] : t.metadata) {
       if (key.rfind("thread.", 0) == 0) continue;
-      if (r == 0 || key.rfind("fingerprint.", 0) != 0) out.metadata.emplace(key, value);  // rank 0's first
+      if (r == 0)
+        out.metadata.emplace(key, value);
+      else if (key.rfind("fingerprint.", 0) != 0)
+        out.metadata.emplace("rank" + std::to_string(r) + "." + key, value);
     }
     id_base += max_id;
     thread_base += threads;

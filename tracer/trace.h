@@ -276,7 +276,9 @@ Trace load_any(const std::string& path);
 // they stay unique; and the k-th call of each collective (the MPI worker's
 // "MPI_Allreduce", NCCL's launch) on rank r is joined to the k-th on rank
 // r + 1 by a "collective" flow: every rank calls collectives in the same
-// order, so these are the same collective. Metadata "ranks" says how many.
+// order, so these are the same collective. Metadata "ranks" says how many;
+// rank 0's metadata is kept as it is, another rank's under "rank<r>." (its
+// dropped spans, its device's clock).
 Trace merge_ranks(const std::vector<Trace>& ranks);
 
 }  // namespace descent::trace

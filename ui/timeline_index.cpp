@@ -68,8 +68,8 @@ TimelineIndex TimelineIndex::build(const trace::Trace& t, const std::vector<size
       tr.device = (keys[by_key[r]] >> 32) != 0;
       const std::string n = std::to_string(tr.thread);
       tr.label = tr.device ? "device (thread " + n + ")" : "thread " + n;
-      // A device row is named in the metadata ("sim:0 stream 0": Note [Device spans]), and so is every row of
-      // a merged trace ("rank 1: thread 0": Note [Merging the ranks' traces]).
+      // A row the metadata names keeps that name: a device's ("sim:0 stream 0": Note [Device spans]), every
+      // row of a merged trace ("rank 1: thread 0": Note [Merging the ranks' traces]), a Chrome file's.
       const auto name = t.metadata.find("thread." + n);
       if (name != t.metadata.end() && !name->second.empty())
         tr.label = tr.device ? name->second + " (device clock)" : name->second;

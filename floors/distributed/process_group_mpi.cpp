@@ -129,16 +129,19 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized) MPI_Finalize();
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, std::function<void()> call) {
+std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra,
+                                               std::function<void()> call) {
   trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
   Fingerprint print{};
   print.fill(-1);
   print[0] = static_cast<int64_t>(std::hash<std::string_view>{}(mpi_fn)&0x7fffffff);
+  print[4] = extra;
   if (shaped) {
     print[1] = static_cast<int64_t>(shaped->dtype());
     print[2] = shaped->dim();
-    for (int64_t d = 0; d < shaped->dim() && d < kMaxDims; ++d) print[size_t(3 + d)] = shaped->size(d);
+    print[3] = shaped->numel();
+    for (int64_t d = 0; d < shaped->dim() && d < kMaxDims; ++d) print[size_t(kSizesAt + d)] = shaped->size(d);
   }
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -184,17 +187,24 @@ void ProcessGroupMPI::run() {
 
 // Note [Collectives check their shapes]: on the worker, before the collective.
 void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& mine) {
+  trace::ScopedSpan span(trace::Floor::Streams, "check the ranks' shapes");  // where the ranks meet
   std::vector<Fingerprint> all(static_cast<size_t>(size_), Fingerprint{});
   check(MPI_Allgather(mine.data(), int(mine.size()), MPI_INT64_T, all.data(), int(mine.size()), MPI_INT64_T,
                       MPI_COMM_WORLD),
         "MPI_Allgather (the collectives' fingerprints)");
   if (std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; })) return;
-  auto shape = [](const Fingerprint& f) {
+  const bool extras_differ =
+      std::any_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f[4] != all[0][4]; });
+  auto shape = [&](const Fingerprint& f) {
     if (f[1] < 0) return std::string("no tensor");
     std::string s = "[";
-    for (int64_t d = 0; d < f[2] && d < kMaxDims; ++d) s += (d ? ", " : "") + std::to_string(f[size_t(3 + d)]);
-    if (f[2] > kMaxDims) s += ", ...";
-    return s + "] " + dtype_name(static_cast<ScalarType>(f[1]));
+    for (int64_t d = 0; d < f[2] && d < kMaxDims; ++d) s += (d ? ", " : "") + std::to_string(f[size_t(kSizesAt + d)]);
+    if (f[2] > kMaxDims) s += ", ... (" + std::to_string(f[3]) + " elements)";
+    s += "] " + std::string(dtype_name(static_cast<ScalarType>(f[1])));
+    if (!extras_differ || f[4] < 0) return s;
+    static constexpr const char* kOps[] = {"sum", "product", "min", "max"};
+    const bool bcast = std::string_view(mpi_fn) == "MPI_Bcast";
+    return s + (bcast ? ", src " + std::to_string(f[4]) : std::string(", op ") + kOps[f[4] & 3]);
   };
   std::string ranks;
   for (size_t r = 0; r < all.size(); ++r) {
@@ -210,7 +220,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) 
   void* data = memory_of(t, "all_reduce");
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
-  return enqueue("MPI_Allreduce", &t, [=] {
+  return enqueue("MPI_Allreduce", &t, int64_t(op), [=] {
     check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
   });
 }
@@ -222,7 +232,7 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue("MPI_Bcast", &t, [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
+  return enqueue("MPI_Bcast", &t, root, [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
@@ -232,7 +242,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tenso
   void* dst = memory_of(out, "all_gather");
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
-  return enqueue("MPI_Allgather", &in,
+  return enqueue("MPI_Allgather", &in, -1,
                  [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
@@ -244,13 +254,13 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   void* dst = memory_of(out, "reduce_scatter");
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
-  return enqueue("MPI_Reduce_scatter_block", &in, [=] {
+  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), [=] {
     check(MPI_Reduce_scatter_block(src, dst, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::barrier() {
-  return enqueue("MPI_Barrier", nullptr, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+  return enqueue("MPI_Barrier", nullptr, -1, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

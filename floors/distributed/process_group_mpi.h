@@ -19,13 +19,17 @@
 // MPI trusts every rank to pass the same count: an all_reduce of 4 floats on
 // one rank and 6 on another reads past a buffer or waits forever. Before each
 // collective the worker gathers every rank's fingerprint of it (which
-// collective, the dtype, the shape: a few int64s, always the same count, so
-// this gather itself cannot mismatch) and compares them; where they differ,
+// collective, the dtype, the number of elements, the shape's first sizes, and
+// the root or reduce op: a few int64s, always the same count, so this gather
+// itself cannot mismatch) and compares them; where they differ,
 // every rank skips the collective and its Work raises ValueError naming each
 // rank's shape, instead of a hang. PyTorch checks this only with
 // TORCH_DISTRIBUTED_DEBUG=DETAIL; descent always does, for a learner whose
 // first DDP script gets a shape wrong, at the cost of one small gather per
-// collective (a latency, not a bandwidth: docs/BENCHMARKS.md).
+// collective (a latency, not a bandwidth: docs/BENCHMARKS.md). What it cannot
+// catch: an error raised on one rank before its collective is queued (a
+// non-contiguous or float16 tensor there alone), or a rank that never calls
+// the collective the others wait in: those still hang.
 #pragma once
 
 #include <array>
@@ -75,10 +79,12 @@ class ProcessGroupMPI : public ProcessGroup {
  private:
   // Queues `call` for the worker, which runs it in a floor-7 span named
   // `mpi_fn` ("MPI_Allreduce"): the caller's side is an "enqueue" span.
-  std::shared_ptr<Work> enqueue(const char* mpi_fn, const Tensor* shaped, std::function<void()> call);
-  // Note [Collectives check their shapes]: which collective, dtype, rank, sizes (the first kMaxDims).
-  static constexpr int kMaxDims = 6;
-  using Fingerprint = std::array<int64_t, 3 + kMaxDims>;
+  // `extra`: what else every rank must agree on (the root, the reduce op), -1 for nothing.
+  std::shared_ptr<Work> enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, std::function<void()> call);
+  // Note [Collectives check their shapes]: which collective, dtype, dimensions, elements, extra, the first kMaxDims
+  // sizes.
+  static constexpr int kMaxDims = 6, kSizesAt = 5;
+  using Fingerprint = std::array<int64_t, kSizesAt + kMaxDims>;
   void check_fingerprints(const char* mpi_fn, const Fingerprint& mine);
   void run();
 

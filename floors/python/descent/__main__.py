@@ -9,6 +9,7 @@
     descent lesson [NAME] [--answers A,B] [--check FILE.py] [--handout DIR] [--validate [PATH]] [--reset]
 """
 import argparse
+import glob
 import os
 import subprocess
 import shutil
@@ -175,10 +176,14 @@ def cmd_run(args):
             runpy.run_path(args.script, run_name="__main__")
             return 0
         from descent import tracing
+        code = 0
         with tracing.trace() as t:  # the whole script, then this rank's file (Note [Merging the ranks' traces])
-            runpy.run_path(args.script, run_name="__main__")
+            try:
+                runpy.run_path(args.script, run_name="__main__")
+            except SystemExit as e:  # sys.exit() in the script: the trace is still written
+                code = e.code
         t.result.save(os.path.join(args.trace, f"rank{os.environ.get('RANK', '0')}.descent"))
-        return 0
+        return code
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise CommandError("no mpirun on PATH: tools/install-deps installs Debian's Open MPI (openmpi-bin)")
@@ -192,6 +197,8 @@ def cmd_run(args):
     cmd = [mpirun, "--oversubscribe", "-np", str(args.nproc), sys.executable, "-m", "descent", "run", "--as-rank"]
     if args.trace:
         os.makedirs(args.trace, exist_ok=True)
+        for old in glob.glob(os.path.join(args.trace, "rank*.descent")):  # an earlier run's: never merged again
+            os.remove(old)
         cmd += ["--trace", os.path.abspath(args.trace)]
     rc = subprocess.run(cmd + [args.script] + args.args, env=env).returncode
     if rc != 0 or not args.trace:

@@ -59,5 +59,24 @@ assert started[:3] == [sizes[0], sizes[0] + sizes[1], 4], (started[:3], sizes)  
 # The bound: float32 sums of 24 terms regrouped (each rank's mean, then the ranks' sum), through 20 steps.
 worst = max((p - q).abs().max().item() for p, q in zip(model.parameters(), reference.parameters()))
 assert worst <= 2e-6, worst
+
+
+class Unused(descent.nn.Module):  # b gets no gradient: the next forward says so, as PyTorch's DDP does
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = descent.nn.Linear(2, 2), descent.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.a(x)
+
+
+unused = DDP(Unused())
+unused(descent.ones(1, 2)).sum().backward()
+try:
+    unused(descent.ones(1, 2))
+except RuntimeError as e:
+    assert "Expected to have finished reduction in the prior iteration" in str(e), e
+else:
+    raise AssertionError("a parameter without a gradient went unnoticed")
 print(f"rank {r} of {n}: ddp ok, worst difference {worst:.2e}")
 dist.destroy_process_group()

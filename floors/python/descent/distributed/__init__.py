@@ -33,8 +33,8 @@ class Work:
 
     def wait(self, timeout=None):
         if not self._waited:
+            self._done = _C._dist_wait(self._handle)  # raises again on a second wait after a failure
             self._waited = True
-            self._done = _C._dist_wait(self._handle)
             if self._then is not None:
                 self._then()
             self._keep = ()

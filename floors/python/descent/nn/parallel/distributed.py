@@ -5,9 +5,11 @@ that the communication overlaps the rest of backward.
 
 Note [DDP's buckets]
 ~~~~~~~~~~~~~~~~~~~~
-At construction the parameters are broadcast from rank 0 (every rank starts from the same model),
-and split into buckets of at most `bucket_cap_mb`, in the reverse order of module.parameters():
-backward computes the last layer's gradients first, so the first bucket fills first. A hook on each
+At construction the parameters and buffers are broadcast from rank 0 (every rank starts from the
+same model; the buffers again before each forward, with broadcast_buffers), and the parameters
+split into buckets of at most `bucket_cap_mb` and of one dtype, in the reverse order of
+module.parameters(): backward computes the last layer's gradients first, so the first bucket fills
+first. A hook on each
 parameter's AccumulateGrad node (the node that writes .grad) copies the new gradient into its
 bucket's flat buffer, divided by the world size, as PyTorch's default communication hook divides
 it; when a bucket is full its all_reduce starts with async_op=True, in bucket order (every rank must
@@ -22,13 +24,17 @@ Two differences from PyTorch, on purpose: bucket_cap_mb defaults to 1 KiB here w
 overlap with backward; and the Works are waited on in the hook of the last gradient, where PyTorch's
 Reducer queues a callback at the end of backward (the same moment when every parameter gets a
 gradient; descent has no find_unused_parameters: a parameter without one is an error, as it is in
-PyTorch by default).
+PyTorch by default: the next forward raises RuntimeError, as PyTorch's does, where a backward did
+not give every parameter a gradient).
 """
 from ..modules import Module
 from ... import distributed as dist
 import descent
 
 _DEFAULT_BUCKET_BYTES = 1024  # Note [DDP's buckets]: small, for lessons
+# PyTorch's other keyword arguments, accepted and without effect here (a misspelt one is a TypeError).
+_IGNORED = {"check_reduction", "gradient_as_bucket_view", "static_graph", "delay_all_reduce_named_params",
+            "param_to_hook_all_reduce", "mixed_precision", "device_mesh", "init_sync", "skip_all_reduce_unused_params"}
 
 
 class _Bucket:
@@ -44,6 +50,9 @@ class DistributedDataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False, **kwargs):
         super().__init__()
+        unknown = sorted(set(kwargs) - _IGNORED)
+        if unknown:
+            raise TypeError(f"DistributedDataParallel.__init__() got an unexpected keyword argument '{unknown[0]}'")
         if not dist.is_initialized():
             raise ValueError("Default process group has not been initialized, please make sure to call "
                              "init_process_group.")
@@ -56,14 +65,16 @@ class DistributedDataParallel(Module):
         devices = {str(p.device) for p in params}
         if len(devices) > 1:
             raise ValueError(f"DistributedDataParallel's parameters must be on one device, not {sorted(devices)}")
+        self.broadcast_buffers = broadcast_buffers
         for p in params:  # every rank starts from rank 0's model
             dist.broadcast(p.detach(), src=0)
+        self._broadcast_buffers()
         cap = _DEFAULT_BUCKET_BYTES if bucket_cap_mb is None else int(bucket_cap_mb * 1024 * 1024)
         self.buckets = []
         current, size = [], 0
         for p in reversed(params):  # backward's order, roughly: the last layer first
             nbytes = p.numel() * p.dtype.itemsize
-            if current and size + nbytes > cap:
+            if current and (size + nbytes > cap or p.dtype != current[0].dtype):  # a bucket is one flat tensor
                 self.buckets.append(_Bucket(current))
                 current, size = [], 0
             current.append(p)
@@ -84,7 +95,18 @@ class DistributedDataParallel(Module):
             self._grad_accumulators.append(acc)
 
     def forward(self, *inputs, **kwargs):
+        if self._next != 0 or any(b.ready for b in self.buckets):
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting a new one. This error "
+                "indicates that your module has parameters that were not used in producing loss (descent's "
+                "DistributedDataParallel has no find_unused_parameters: Note [DDP's buckets]).")
+        if self.broadcast_buffers:
+            self._broadcast_buffers()
         return self.module(*inputs, **kwargs)
+
+    def _broadcast_buffers(self):
+        for b in self.module.buffers():
+            dist.broadcast(b.detach(), src=0)
 
     def _hook_for(self, p):
         def hook(grad_inputs, grad_outputs):
