@@ -18,12 +18,64 @@ std::string depth_clause(int64_t depth) {
          " ahead of it, which the device runs first.";
 }
 
+// A collective's spans on floor 7 (floors/distributed): the MPI worker's queue and calls, and NCCL's stream.
+Explanation collective_span(const At& a) {
+  const std::string& n = a.sp.name;
+  Explanation e;
+  if (n == "enqueue") {
+    e = make("streams.mpi_enqueue", "Queued for the MPI worker: " + str(a.sp, "collective"));
+    say(e,
+        "The collective is not run here: it is put in the queue of the one thread that makes every MPI call, "
+        "in the order the program asked for them, the same on every rank." +
+            depth_clause(num(a.sp, "queue_depth")));
+    say(e, "The host goes on; wait() on its Work (or a call without async_op) waits for the worker.");
+    note(e, "One thread makes every MPI call");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::enqueue");
+  } else if (starts_with(n, "MPI_")) {
+    e = make("streams.mpi_call", n + " of " + bytes_text(num(a.sp, "bytes")) + ", on the MPI worker");
+    say(e,
+        "The worker thread makes the MPI call itself: every rank's worker is in the same call now, and it "
+        "returns when this rank's part of the collective is done.");
+    note(e, "One thread makes every MPI call");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::runLoop");
+  } else if (n == "check the ranks' shapes") {
+    e = make("streams.mpi_check", "The ranks compare what they are about to do");
+    say(e,
+        "Before the collective every rank's worker gathers every rank's fingerprint of it (which collective, "
+        "dtype, shape, root or op): where they differ, every rank raises ValueError instead of hanging. This "
+        "is where the ranks meet: a rank that arrives early waits here.");
+    note(e, "Collectives check their shapes");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp", "ProcessGroupWrapper::runCollectiveChecks");
+  } else if (n == "wait for the MPI worker") {
+    e = make("streams.mpi_wait", "The host waits for the MPI worker");
+    say(e,
+        "Work.wait() on an MPI collective blocks this thread until the worker has made the call (and raises "
+        "what it raised).");
+    note(e, "One thread makes every MPI call");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "WorkMPI::wait");
+  } else if (n == "NCCL's stream waits for the current stream" || n == "wait for NCCL's stream") {
+    const bool before = n[0] == 'N';
+    e = make(before ? "streams.nccl_before" : "streams.nccl_after",
+             before ? "NCCL's stream waits for the current stream" : "The current stream waits for NCCL's");
+    say(e, before ? "An event recorded on the current stream, and NCCL's own stream made to wait for it: the "
+                    "collective starts only once the kernels that wrote the tensor have run. The host does not wait."
+                  : "Work.wait() on a NCCL collective is a stream wait: kernels launched after it run after the "
+                    "collective, and the host goes on at once.");
+    note(e, "NCCL's own stream");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+            before ? "ProcessGroupNCCL::collective: syncStream" : "WorkNCCL::synchronizeStream");
+  }
+  return e;
+}
+
 Explanation streams_span(const At& a) {
   const std::string& n = a.sp.name;
   const std::string api = str(a.sp, "api");
   const std::string stream = str(a.sp, "stream");
   Explanation e;
-  if (n == "enqueue") {
+  if (Explanation c = collective_span(a); !c.kind.empty() && (n != "enqueue" || str(a.sp, "queue") == "mpi")) {
+    e = std::move(c);
+  } else if (n == "enqueue") {
     e = make("streams.enqueue", "Queued on stream " + (stream.empty() ? std::string("?") : stream));
     say(e, "A device op is not run, it is queued: the launch below puts the kernel on stream " + stream +
                ", this thread's current stream for the device, a first-in first-out queue the device drains on its "

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from test_app import APP, pytestmark, run_app  # noqa: F401
+from test_app import APP, expected_steps, pytestmark, run_app  # noqa: F401
 
 DDP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "distributed", "ddp.py")
 
@@ -23,3 +23,9 @@ def test_a_merged_trace_has_a_group_of_rows_per_rank(tmp_path):
     state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--size", "1280x720")
     rows = state["timeline_rows"]
     assert any(x.startswith("rank 0: ") for x in rows) and any(x.startswith("rank 1: ") for x in rows), rows
+    # A collective handed to the MPI worker is explained as that, not as a kernel's enqueue.
+    steps, _ = expected_steps(out / "merged.descent")
+    k = next(k for k, (sp, down) in enumerate(steps) if down and sp["name"] == "enqueue" and sp["args"].get("queue") == "mpi")
+    state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--step", str(k), name="enqueue")
+    e = state["explanation"]
+    assert e["kind"] == "streams.mpi_enqueue" and "One thread makes every MPI call" in e["notes"], e
