@@ -1,7 +1,6 @@
 // One trace of several ranks: Note [Merging the ranks' traces] (trace.h).
 #include <algorithm>
 #include <map>
-#include <tuple>
 
 #include "tracer/trace.h"
 
@@ -81,9 +80,7 @@ Trace merge_ranks(const std::vector<Trace>& ranks) {
         out.flows.push_back({per_rank[r][k].second, per_rank[r + 1][k].second, "collective"});
     }
   }
-  std::sort(out.spans.begin(), out.spans.end(), [](const Span& a, const Span& b) {
-    return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
-  });
+  std::sort(out.spans.begin(), out.spans.end(), span_order);
   return out;
 }
 

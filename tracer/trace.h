@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -62,8 +63,13 @@ struct Flow {
   bool operator==(const Flow&) const = default;
 };
 
+// The order of a Trace's spans: by thread, then start, then id.
+inline bool span_order(const Span& a, const Span& b) {
+  return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
+}
+
 struct Trace {
-  std::vector<Span> spans;                      // sorted by (thread, start_ns, id)
+  std::vector<Span> spans;                      // sorted by span_order: (thread, start_ns, id)
   std::vector<Flow> flows;                      // ends name spans of this trace
   double span_cost_ns = 0;                      // tracer's own cost per span, measured at start
   std::map<std::string, std::string> metadata;  // e.g. "device" -> "sim:0 (simulated)"

@@ -694,9 +694,7 @@ Trace collect(const ClockPair& at, int64_t since_ns, uint64_t dropped_before) {
     ids.push_back({b.get(), first, next_id - first});
   }
   detail::collect_device_spans(t, thread, next_id, since_ns);  // rows after the CPU threads
-  std::sort(t.spans.begin(), t.spans.end(), [](const Span& a, const Span& b) {
-    return std::tie(a.thread, a.start_ns, a.id) < std::tie(b.thread, b.start_ns, b.id);
-  });
+  std::sort(t.spans.begin(), t.spans.end(), span_order);
   detail::resolve_flows(t, ids, epoch);
   detail::join_device_flows(t);
   if (std::string note = cupti::detail::timing_note(); !note.empty()) t.metadata["device.timing"] = std::move(note);

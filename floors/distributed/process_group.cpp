@@ -19,6 +19,17 @@ std::unique_ptr<ProcessGroup> g_group;
 bool g_finalized = false;  // MPI cannot start again in the same process
 }  // namespace
 
+void ProcessGroup::check_all_gather(const Tensor& out, const Tensor& in) const {
+  DESCENT_CHECK(out.numel() == in.numel() * size() && out.dtype() == in.dtype(), ValueError,
+                "all_gather: the output must hold world_size x ", in.numel(), " elements of ", dtype_name(in.dtype()));
+}
+
+void ProcessGroup::check_reduce_scatter(const Tensor& out, const Tensor& in) const {
+  DESCENT_CHECK(in.numel() == out.numel() * size() && out.dtype() == in.dtype(), ValueError,
+                "reduce_scatter: the input must hold world_size x ", out.numel(), " elements of ",
+                dtype_name(out.dtype()));
+}
+
 bool have_mpi() {
 #ifdef DESCENT_HAVE_MPI
   return true;

@@ -45,6 +45,11 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> barrier() = 0;
   // Whether ending this group ended MPI (MPI_Finalize), which cannot start again in the process.
   virtual bool ends_mpi() const = 0;
+
+ protected:
+  // The sizes all_gather and reduce_scatter take (above), for every backend: ValueError otherwise.
+  void check_all_gather(const Tensor& out, const Tensor& in) const;
+  void check_reduce_scatter(const Tensor& out, const Tensor& in) const;
 };
 
 // Whether this build has an MPI library, and NCCL (found at configure time).

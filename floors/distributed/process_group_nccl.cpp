@@ -143,9 +143,7 @@ class ProcessGroupNCCL : public ProcessGroup {
     });
   }
   std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override {
-    DESCENT_CHECK(out.numel() == in.numel() * size_ && out.dtype() == in.dtype(), ValueError,
-                  "all_gather: the output must hold world_size x ", in.numel(), " elements of ",
-                  dtype_name(in.dtype()));
+    check_all_gather(out, in);
     const void* src = memory_of(in, "all_gather");
     void* dst = memory_of(out, "all_gather");
     const ncclDataType_t type = nccl_type(in.dtype(), "all_gather");
@@ -154,9 +152,7 @@ class ProcessGroupNCCL : public ProcessGroup {
     });
   }
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override {
-    DESCENT_CHECK(in.numel() == out.numel() * size_ && out.dtype() == in.dtype(), ValueError,
-                  "reduce_scatter: the input must hold world_size x ", out.numel(), " elements of ",
-                  dtype_name(out.dtype()));
+    check_reduce_scatter(out, in);
     const void* src = memory_of(in, "reduce_scatter");
     void* dst = memory_of(out, "reduce_scatter");
     const ncclDataType_t type = nccl_type(out.dtype(), "reduce_scatter");
