@@ -73,7 +73,10 @@ Explanation streams_span(const At& a) {
   const std::string api = str(a.sp, "api");
   const std::string stream = str(a.sp, "stream");
   Explanation e;
-  if (Explanation c = collective_span(a); !c.kind.empty() && (n != "enqueue" || str(a.sp, "queue") == "mpi")) {
+  // A kernel's enqueue is this floor's own; the MPI worker's (queue=mpi) and the other collective spans are
+  // collective_span's.
+  const bool kernel_enqueue = n == "enqueue" && str(a.sp, "queue") != "mpi";
+  if (Explanation c = kernel_enqueue ? Explanation{} : collective_span(a); !c.kind.empty()) {
     e = std::move(c);
   } else if (n == "enqueue") {
     e = make("streams.enqueue", "Queued on stream " + (stream.empty() ? std::string("?") : stream));
