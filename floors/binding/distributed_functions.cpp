@@ -39,7 +39,8 @@ dist::ReduceOp op_of(const std::string& op) {
   if (op == "product") return dist::ReduceOp::Product;
   if (op == "min") return dist::ReduceOp::Min;
   if (op == "max") return dist::ReduceOp::Max;
-  throw ValueError(str("unknown reduce op '", op, "' (sum, product, min, max)"));
+  if (op == "avg") return dist::ReduceOp::Avg;
+  throw ValueError(str("unknown reduce op '", op, "' (sum, product, min, max, avg)"));
 }
 
 PyObject* handle(std::shared_ptr<dist::Work> w) { return PyLong_FromLongLong(keep(std::move(w))); }

@@ -11,7 +11,8 @@
 
 namespace descent::distributed {
 
-enum class ReduceOp { Sum, Product, Min, Max };
+// Avg is nccl's alone (ncclAvg), as in PyTorch, whose MPI and Gloo backends lack it.
+enum class ReduceOp { Sum, Product, Min, Max, Avg };
 
 // What a collective returns (c10d's Work). wait() is the backend's: with
 // mpi the host waits until the backend's thread has made the call (and

@@ -69,8 +69,10 @@ MPI_Op mpi_op(ReduceOp op) {
       return MPI_MIN;
     case ReduceOp::Max:
       return MPI_MAX;
+    case ReduceOp::Avg:
+      break;
   }
-  return MPI_OP_NULL;
+  throw ValueError("ReduceOp.AVG: the mpi backend has no average (as PyTorch's ProcessGroupMPI; nccl has one)");
 }
 
 // MPI counts are ints: a larger call is refused by name, not truncated.
@@ -220,9 +222,9 @@ std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) 
   void* data = memory_of(t, "all_reduce");
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
-  return enqueue("MPI_Allreduce", &t, int64_t(op), [=] {
-    check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
-  });
+  const MPI_Op mop = mpi_op(op);  // before the queue: an op MPI lacks fails on the caller
+  return enqueue("MPI_Allreduce", &t, int64_t(op),
+                 [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, MPI_COMM_WORLD), "MPI_Allreduce"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
@@ -251,8 +253,9 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   void* dst = memory_of(out, "reduce_scatter");
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
+  const MPI_Op mop = mpi_op(op);
   return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), [=] {
-    check(MPI_Reduce_scatter_block(src, dst, n, type, mpi_op(op), MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter_block(src, dst, n, type, mop, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 

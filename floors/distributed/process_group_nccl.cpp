@@ -60,7 +60,9 @@ ncclDataType_t nccl_type(ScalarType t, const char* fn) {
     default:
       break;
   }
-  throw TypeError(str(fn, ": the nccl backend has no type for ", dtype_name(t)));
+  // PyTorch's words, with c10's name of the dtype (int16 is the one descent has and NCCL lacks).
+  throw TypeError(str("Input tensor data type is not supported for NCCL process group: ",
+                      t == ScalarType::Int16 ? "Short" : dtype_name(t), " (", fn, ")"));
 }
 
 // A bool is a byte to NCCL: its sum is an "or" (max) and its product an "and" (min), as PyTorch maps them.
@@ -76,6 +78,8 @@ ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
       return ncclMin;
     case ReduceOp::Max:
       return ncclMax;
+    case ReduceOp::Avg:  // with one rank, a float's average is NCCL's own kernel (a sum times 1/1)
+      return ncclAvg;
   }
   return ncclSum;
 }

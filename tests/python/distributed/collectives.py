@@ -35,5 +35,11 @@ except RuntimeError as e:
     assert "no type for float16" in str(e), e
 else:
     raise AssertionError("float16 was not refused")
+try:  # refused on the caller, before any rank waits in MPI
+    dist.all_reduce(descent.ones(2), op=dist.ReduceOp.AVG)
+except ValueError as e:
+    assert "the mpi backend has no average" in str(e), e
+else:
+    raise AssertionError("ReduceOp.AVG was taken by mpi")
 dist.destroy_process_group()
 print(f"rank {r} of {n}: ok", flush=True)

@@ -16,6 +16,7 @@ class ReduceOp:
     PRODUCT = "product"
     MIN = "min"
     MAX = "max"
+    AVG = "avg"  # nccl only, as in PyTorch
 
 
 class Work:
