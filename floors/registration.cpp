@@ -18,7 +18,9 @@
 //      for the ops with a device argument, ADInplaceOrView's for the
 //      in-place and view ops;
 //   3. floor 4's Autograd kernels, after the derivative table is checked;
-//   4. floor 5's kernels at CPU, Sim and CUDA, and the composites;
+//   4. floor 5's kernels at CPU, Sim and CUDA, and the composites, then
+//      the c10d:: operators' kernels at the same keys, which hand the work
+//      to a process group (floors/distributed, Note [Collectives are c10d ops]);
 //   5. every row of the op table against the keys it declares (Note
 //      [Registering kernels like TORCH_LIBRARY_IMPL]): a missing kernel
 //      stops the program here, naming the op, not at the op's first call.
@@ -33,6 +35,7 @@
 #include "floors/allocator/allocator.h"
 #include "floors/autograd/variable_type.h"
 #include "floors/dispatch/library.h"
+#include "floors/distributed/process_group.h"
 #include "floors/kernels/kernels.h"
 #include "floors/streams/device_memory.h"
 
@@ -46,6 +49,7 @@ void register_floors() {
     register_dispatch_kernels();
     register_autograd_kernels();
     register_kernels();
+    distributed::register_c10d_kernels();
     check_declared_kernels();
   });
 }

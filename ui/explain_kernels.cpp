@@ -117,6 +117,36 @@ Explanation kernel_span(const At& a) {
     pytorch(e, "aten/src/ATen/native/Copy.cpp", "copy_impl");
     return e;
   }
+  // A c10d:: operator's kernel (floors/distributed/c10d_kernels.cpp): no loop, a hand-off.
+  if (has(a.sp, "backend") && starts_with(a.sp.name, "c10d::")) {
+    const std::string backend = str(a.sp, "backend"), device = str(a.sp, "device");
+    Explanation e = make("kernel.collective", "The kernel of " + a.sp.name + " hands the call to " + backend);
+    say(e,
+        "A collective is an operator like any other: the dispatcher picked this kernel from the tensors' key "
+        "set (the " +
+            device +
+            " key), as it picks add's. It runs no loop of its own: it asks the default process group for its "
+            "backend of " +
+            device + " tensors (c10d's getBackend) and hands it the call, which returns a Work at once.");
+    say(e, backend == "nccl"
+               ? "NCCL's part follows on floor 7 (its own stream, made to wait for the current one) and floor 8 "
+                 "(the NCCL call, a launch whose kernel the device runs)."
+               : "MPI's part follows on floor 7: the call is queued for the one thread that makes every MPI call.");
+    note(e, "Collectives are c10d ops");
+    pytorch(e, "torch/csrc/distributed/c10d/Ops.cpp", "allreduce_CPU, allreduce_CUDA: getBackend(DEV)->allreduce");
+    return e;
+  }
+  if (a.sp.name == "copy each rank's block out") {
+    Explanation e = make("kernel.allgather_copy", "all_gather copies each rank's block into its tensor");
+    say(e,
+        "The backend gathered every rank's tensor into one flat buffer; now that the Work has been waited "
+        "on, each rank's block is copied into its tensor of the list (with NCCL, queued on the current "
+        "stream, which waits for NCCL's).");
+    note(e, "Collectives are c10d ops");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+            "ProcessGroupNCCL::allgather: copies out of the flattened output");
+    return e;
+  }
   if (variant.empty()) {
     Explanation e = make("kernel.stopped", "The kernel of " + a.sp.name + " stopped before choosing a loop");
     say(e,

@@ -259,7 +259,9 @@ void not_differentiable_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Autograd, op.profiler_name);
   span.arg("graph", !grad_mode_enabled()      ? "none: grad mode is off"
                     : op.kind == OpKind::Read ? "none: not differentiable (a Scalar result)"
-                                              : "none: not differentiable (a bool result)");
+                    : op.kind == OpKind::Collective
+                        ? "none: a collective has no derivative (PyTorch's autograd fallback runs it below autograd)"
+                        : "none: not differentiable (a bool result)");
   AutoDispatchBelowADInplaceOrView guard;
   redispatch_boxed(op, below_autograd(ks), s);
 }
@@ -278,23 +280,25 @@ namespace descent {
 // the check below makes "has a derivative" match Note [One derivative per
 // op]: a factory, a comparison or a composite has none; every other op has
 // one. An op added to the table without its formula fails here, at start-up.
-// A comparison, or a read of an element (item's _local_scalar_dense, whose
-// result is a Scalar), gets a kernel that records nothing (not_differentiable_kernel).
+// A comparison, a read of an element (item's _local_scalar_dense, whose
+// result is a Scalar) or a collective (Note [Collectives are c10d ops])
+// gets a kernel that records nothing (not_differentiable_kernel).
 void register_autograd_kernels() {
   Library m(Library::IMPL, "aten", DispatchKey::Autograd);
   for (const OpEntry& e : ops_for_registration()) {
     const bool exempt = e.kind == OpKind::Factory || e.kind == OpKind::Comparison || e.kind == OpKind::Read ||
-                        autograd::is_composite(e);
+                        e.kind == OpKind::Collective || autograd::is_composite(e);
     const autograd::Derivative* d = autograd::derivative_of(e.id);
     DESCENT_CHECK(exempt || d != nullptr, Error, "autograd: '", e.name,
                   "' has no derivative formula (floors/autograd/derivatives.cpp); add one, as derivatives.yaml has one "
                   "for every differentiable op");
     DESCENT_CHECK(!exempt || d == nullptr, Error, "autograd: '", e.name, "' is a ",
-                  autograd::is_composite(e) ? "composite" : "factory, comparison or read",
+                  autograd::is_composite(e) ? "composite" : "factory, comparison, read or collective",
                   " and must not have a derivative formula (Note [One derivative per op])");
     if (d)
       m.impl(e.id, autograd::autograd_kernel_for(e.id));
-    else if (e.kind == OpKind::Comparison || (e.kind == OpKind::Read && !autograd::is_composite(e)))
+    else if (e.kind == OpKind::Comparison || e.kind == OpKind::Collective ||
+             (e.kind == OpKind::Read && !autograd::is_composite(e)))
       m.impl(e.id, Kernel(autograd::not_differentiable_kernel));
   }
 }

@@ -13,9 +13,9 @@ namespace descent::binding {
 namespace {
 
 PyObject* py_ops(PyObject*, PyObject*) {
-  static const char* kKinds[] = {"factory", "unary", "binary", "comparison", "reduction",
-                                 "matmul",  "view",  "copy",   "inplace",    "read"};
-  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Read) + 1);
+  static const char* kKinds[] = {"factory", "unary", "binary",  "comparison", "reduction", "matmul",
+                                 "view",    "copy",  "inplace", "read",       "collective"};
+  static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Collective) + 1);
   return py_list(all_ops().size(), [](size_t i) {
     const OpEntry& op = all_ops()[i];
     // The node autograd records for it (Note [One derivative per op]); a composite's come from its parts.
@@ -52,7 +52,8 @@ PyObject* py_verify(PyObject*, PyObject* args) {
   {
     GilRelease release;
     for (const OpEntry& op : all_ops()) {
-      if (only && !op_matches(op, only)) continue;
+      // Every row the verifier holds, or the one named (a collective's name: its ValueError says why not).
+      if (only ? !op_matches(op, only) : !kernels::is_verified(op)) continue;
       for (int t = 0; t < kNumScalarTypes; ++t) vs.push_back(kernels::verify(op, ScalarType(t), seed, device));
     }
   }

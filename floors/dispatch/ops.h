@@ -128,6 +128,33 @@
 // Where descent does decompose as aten does, the row says so: the
 // CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
 // beneath it) and mse_loss (mean or sum beneath it).
+//
+// Note [Collectives are c10d ops]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch defines its collectives as operators of the c10d namespace
+// (torch/csrc/distributed/c10d/Ops.cpp, TORCH_LIBRARY(c10d)), with kernels
+// at CPU, CUDA and PrivateUse1: torch.distributed.all_reduce(t) calls
+// c10d::allreduce_ through the dispatcher, which computes the key set of
+// its tensors, and the kernel of the backend key (CUDA for a CUDA tensor)
+// asks the process group for its backend of that device type
+// (getBackend(DeviceType::CUDA)), which makes the call: ProcessGroupNCCL
+// or ProcessGroupMPI. A group with no backend for the device raises "No
+// backend type associated with device type cpu". descent's last five rows
+// are those operators (floors/distributed/c10d_kernels.cpp has their
+// kernels, at CPU, Sim and CUDA, Sim standing where PrivateUse1 does), and
+// they differ from PyTorch's schemas (tests/python/data/torch_c10d_facts_h200.txt)
+// only where descent lacks the type:
+// - process_group is an int, the group's id (0: the default group, the only
+//   one descent has), where PyTorch passes a ProcessGroup object;
+// - reduce_op is an int, c10d's RedOpType (SUM 0, AVG 1, PRODUCT 2, MIN 3,
+//   MAX 4), where PyTorch passes a ReduceOp object holding one;
+// - the result is an int, the handle of the Work (kept in c10d_kernels.cpp),
+//   where PyTorch returns (Tensor[], Work): the tensors are the caller's own;
+// - allgather_'s output_tensors and reduce_scatter_'s input_tensors are one
+//   Tensor[] (one input tensor a rank), where PyTorch's are Tensor[][].
+// They have no derivative, as in PyTorch, whose autograd fallback runs them
+// below autograd: their Autograd kernel records nothing.
+
 #pragma once
 
 #include <cstdint>
@@ -145,6 +172,7 @@ enum class OpKind : uint8_t {
   Copy,        // copies elements (dtype conversion, contiguous, the elements indices pick)
   InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
   Read,        // reads one element into a host Scalar (-> Scalar): no tensor result, no gradient
+  Collective,  // c10d's: hands its tensors to the default process group's backend (-> int: the Work)
 };
 enum class Exactness : uint8_t { Exact, Reordered };
 // Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
@@ -323,7 +351,27 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     Torch, "T[4, 33]; 2.5")                                                                                            \
   _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, \
     Any, Torch, "T[4, 33]; T[]")                                                                                       \
-  _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")
+  _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")    \
+  /* collectives: c10d's ops, whose kernels hand the work to a process group (Note [Collectives are c10d ops]) */      \
+  _(c10d_allreduce_,                                                                                                   \
+    "c10d::allreduce_(Tensor[] tensors, int process_group, int reduce_op, Tensor? sparse_indices, bool "               \
+    "async_op=True, int timeout=-1) -> int",                                                                           \
+    "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")                                                              \
+  _(c10d_broadcast_,                                                                                                   \
+    "c10d::broadcast_(Tensor[] tensors, int process_group, int root_rank, int root_tensor, bool async_op=True, int "   \
+    "timeout=-1) -> int",                                                                                              \
+    "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")                                                              \
+  _(c10d_allgather_,                                                                                                   \
+    "c10d::allgather_(Tensor[] output_tensors, Tensor[] input_tensors, int process_group, bool async_op=True, int "    \
+    "timeout=-1) -> int",                                                                                              \
+    "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")                                                              \
+  _(c10d_reduce_scatter_,                                                                                              \
+    "c10d::reduce_scatter_(Tensor[] output_tensors, Tensor[] input_tensors, int process_group, int reduce_op, bool "   \
+    "async_op=True, int timeout=-1) -> int",                                                                           \
+    "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")                                                              \
+  _(c10d_barrier,                                                                                                      \
+    "c10d::barrier(Tensor tensor, int process_group, int[] device_ids, bool async_op=True, int timeout=-1) -> int",    \
+    "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")
 // clang-format on
 
 enum class Op : uint16_t {
@@ -333,7 +381,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 83,
+static_assert(kNumOps == 88,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -189,7 +189,9 @@ Schema parse_schema(std::string_view text) {
   c.expect("->");
   auto one_return = [&](bool in_tuple) {
     SchemaReturn r;
-    if (!in_tuple && c.eat("Scalar")) {  // a read's one value (item): no alias, no name
+    // A host value, no alias, no name: a read's one value (item's Scalar), or a
+    // collective's Work handle (int: Note [Collectives are c10d ops], ops.h).
+    if (!in_tuple && (c.eat("Scalar") || c.eat("int"))) {
       r.is_scalar = true;
       s.returns.push_back(std::move(r));
       return;

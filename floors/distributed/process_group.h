@@ -1,7 +1,8 @@
 // The default process group of this process (c10d's): what
 // init_process_group makes and every collective uses, over one of two
 // backends: mpi (CPU and sim:0 tensors, process_group_mpi.h) and nccl (CUDA
-// tensors, process_group_nccl.h). Work in progress (issue 20); see README.md.
+// tensors, process_group_nccl.h). The c10d:: operators' kernels call it
+// (c10d_kernels.cpp, Note [Collectives are c10d ops]); see README.md.
 #pragma once
 
 #include <memory>
@@ -34,6 +35,8 @@ class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
   virtual const char* backend() const = 0;  // "mpi", "nccl"
+  // Whether the group has a backend for tensors of this device type (c10d's getBackend(type)).
+  virtual bool serves(DeviceType t) const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   // In place: every rank's t becomes the reduction of all ranks' t.
@@ -67,5 +70,16 @@ bool is_initialized();
 // Drains and ends the default group (and MPI, where the group started it:
 // a process has one MPI, which cannot start again).
 void destroy_process_group();
+
+// The Works the c10d:: kernels return, by handle (Note [Collectives are c10d
+// ops], floors/dispatch/ops.h): kept until forget_work; work_of raises Error
+// for a handle it does not hold.
+int64_t keep_work(std::shared_ptr<Work> w);
+std::shared_ptr<Work> work_of(int64_t handle);
+void forget_work(int64_t handle);
+
+// Registers the c10d:: operators' kernels at CPU, Sim and CUDA (c10d_kernels.cpp);
+// called by register_floors (Note [Registering the floors]).
+void register_c10d_kernels();
 
 }  // namespace descent::distributed

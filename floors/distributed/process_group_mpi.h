@@ -1,7 +1,6 @@
 // The MPI process group (c10d's ProcessGroupMPI): collectives over the
 // memory of CPU and sim:0 tensors (a sim:0 tensor's stream is drained first:
-// its memory is the host's), one worker thread making every MPI call. Work
-// in progress (issue 20): the collectives are not ops of the table yet; see
+// its memory is the host's), one worker thread making every MPI call; see
 // floors/distributed/README.md.
 //
 // Note [One thread makes every MPI call]
@@ -66,6 +65,7 @@ class ProcessGroupMPI : public ProcessGroup {
   ProcessGroupMPI();
   ~ProcessGroupMPI() override;  // drains the queue; MPI_Finalize
   const char* backend() const override { return "mpi"; }
+  bool serves(DeviceType t) const override { return t != DeviceType::CUDA; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 

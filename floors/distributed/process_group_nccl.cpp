@@ -126,6 +126,7 @@ class ProcessGroupNCCL : public ProcessGroup {
 #endif
   }
   const char* backend() const override { return "nccl"; }
+  bool serves(DeviceType t) const override { return t == DeviceType::CUDA; }
   bool ends_mpi() const override { return mpi_started_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -1,7 +1,7 @@
 // The NCCL process group (c10d's ProcessGroupNCCL): collectives over CUDA
 // tensors, run by NCCL's kernels on a stream of its own. Built where CMake
 // found NCCL beside the CUDA toolkit (the nvidia-nccl-cu13 package that
-// PyTorch's install brings). Work in progress (issue 20); see README.md.
+// PyTorch's install brings). See README.md.
 //
 // Note [NCCL's own stream]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

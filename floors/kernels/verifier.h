@@ -21,6 +21,12 @@ struct Verdict {
   std::string detail;       // the error message for "unsupported", or what differed
 };
 
+// Whether the verifier holds the row to a reference: every row but c10d's
+// collectives, whose kernels hand the work to a process group and have no
+// sample call (Note [Collectives are c10d ops]; tests/python/test_distributed.py
+// holds them to what one process computes).
+bool is_verified(const OpEntry& op);
+
 // Builds the op's sample call (Note [One op table]) with tensors of `dtype`,
 // drawn from the counter-based generator with `seed`.
 Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed);

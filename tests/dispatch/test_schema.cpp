@@ -224,7 +224,7 @@ TEST(Schema, MalformedSchemasNameTheColumn) {
   expect_bad("f(Tensor a", 10, "expected ','");
   expect_bad("f(Tensor a) Tensor", 12, "expected '->'");
   expect_bad("f(Tensor a) -> Tensor extra", 22, "unexpected text");
-  expect_bad("f(Tensor a) -> int", 15, "expected 'Tensor'");
+  expect_bad("f(Tensor a) -> (Tensor, int)", 24, "expected 'Tensor'");  // an int (a Work's handle) only alone
   expect_bad("f(Tensor a=None) -> Tensor", 15, "not optional");
   expect_bad("f(int a=abc) -> Tensor", 11, "cannot read default value 'abc'");
   expect_bad("f(Tensor a,) -> Tensor", 11, "expected a type");
@@ -255,7 +255,8 @@ TEST(OpTable, EveryOpHasAParsedSchemaWithItsName) {
     EXPECT_EQ(parse_schema(e.schema.text).full_name(), e.name) << "the stored text parses to the same name";
     EXPECT_TRUE(e.schema.text.rfind(std::string(e.name) + "(", 0) == 0) << e.schema.text;
     EXPECT_FALSE(e.schema.returns.empty()) << e.name;
-    EXPECT_EQ(e.schema.ns, "aten") << e.name;
+    // aten's, but for c10d's collectives (Note [Collectives are c10d ops]).
+    EXPECT_EQ(e.schema.ns, e.kind == OpKind::Collective ? "c10d" : "aten") << e.name;
     EXPECT_EQ(std::string(e.profiler_name), e.schema.qualified_name());
     EXPECT_EQ(std::string(e.python_name), e.schema.name);
     // In-place rows write into self and return it; views return an alias of self.
@@ -363,13 +364,17 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
       if (e.id == Op::pow_scalar_base) {
         EXPECT_EQ(first.type, ArgType::Scalar) << e.name;
         EXPECT_EQ(e.schema.args[1].type, ArgType::Tensor) << e.name;
-      } else if (e.id == Op::cat) {
+      } else if (e.id == Op::cat || e.id == Op::c10d_allreduce_ || e.id == Op::c10d_broadcast_) {
         EXPECT_EQ(first.type, ArgType::TensorList) << e.name;
         EXPECT_EQ(first.name, "tensors") << e.name;
+      } else if (e.id == Op::c10d_allgather_ || e.id == Op::c10d_reduce_scatter_) {
+        EXPECT_EQ(first.type, ArgType::TensorList) << e.name;
+        EXPECT_EQ(first.name, "output_tensors") << e.name;
       } else {
         EXPECT_EQ(first.type, ArgType::Tensor) << e.name;
         EXPECT_EQ(first.name, e.id == Op::linear               ? "input"
                               : e.id == Op::threshold_backward ? "grad_output"
+                              : e.id == Op::c10d_barrier       ? "tensor"
                                                                : "self")
             << e.name;
       }

@@ -24,7 +24,10 @@ class VerifyAll : public ::testing::TestWithParam<uint64_t> {};
 TEST_P(VerifyAll, EveryOpAndDtypePasses) {
   std::vector<Verdict> verdicts = kernels::verify_all(GetParam());
   const std::string table = kernels::format_verdicts(verdicts);
-  ASSERT_EQ(verdicts.size(), size_t(kNumOps) * kNumScalarTypes) << table;
+  size_t verified = 0;
+  for (const OpEntry& e : all_ops()) verified += kernels::is_verified(e);
+  EXPECT_EQ(verified, size_t(kNumOps) - 5) << "every row but c10d's five collectives";
+  ASSERT_EQ(verdicts.size(), verified * kNumScalarTypes) << table;
   std::set<std::string> ops_seen;
   std::map<std::string, int> claims;
   for (const Verdict& v : verdicts) {
@@ -56,7 +59,8 @@ TEST_P(VerifyAll, EveryOpAndDtypePasses) {
       EXPECT_LE(v.max_abs_diff, v.bound);
     }
   }
-  for (const OpEntry& e : all_ops()) EXPECT_TRUE(ops_seen.count(e.name)) << e.name << " missing from the verdicts";
+  for (const OpEntry& e : all_ops())
+    EXPECT_EQ(ops_seen.count(e.name), size_t(kernels::is_verified(e))) << e.name << " missing from the verdicts";
   EXPECT_GT(claims["bit-for-bit"], 0) << table;
   EXPECT_GT(claims["bound"], 0) << table;
   EXPECT_GT(claims["single kernel"], 0) << table;
@@ -94,6 +98,7 @@ TEST(Verifier, NarrowIntegersAreExactOnEveryDevice) {
   for (ScalarType dt : {ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16, ScalarType::Int32}) {
     for (Device d : {Device{}, Device::parse("sim:0")}) {
       for (const OpEntry& e : all_ops()) {
+        if (!kernels::is_verified(e)) continue;
         const Verdict v = kernels::verify(e, dt, 2, d);
         SCOPED_TRACE(v.op + " " + dtype_name(dt) + " on " + d.str() + ": " + v.claim + " " + v.detail);
         EXPECT_TRUE(v.passed);
@@ -136,6 +141,10 @@ TEST(Verifier, SampleCallsFollowTheOpTable) {
   EXPECT_EQ(testing_util::values(lg[0].to_tensor()), testing_util::values(again[0].to_tensor()));
   // Every sample call runs.
   for (const OpEntry& e : all_ops()) {
+    if (!kernels::is_verified(e)) {
+      EXPECT_THROW(kernels::sample_call(e, ScalarType::Float32, 2), ValueError) << e.name;
+      continue;
+    }
     Stack c = kernels::sample_call(e, ScalarType::Float32, 2);
     EXPECT_NO_THROW(call_boxed(e.id, c)) << e.name << ": " << e.sample;
   }

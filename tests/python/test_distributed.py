@@ -1,4 +1,4 @@
-"""descent.distributed over MPI (issue 20, work in progress): `descent run --nproc N` starts N ranks
+"""descent.distributed over MPI (issue 20): `descent run --nproc N` starts N ranks
 under mpirun, and every collective (all_reduce sync and async, broadcast, all_gather,
 reduce_scatter, barrier), on CPU and sim:0 tensors, gives on every rank what one process computes
 (tests/python/distributed/collectives.py). Skipped where descent was built without MPI."""
@@ -113,3 +113,62 @@ def test_backends_it_does_not_have_say_so():
 def test_descent_run_names_what_is_wrong(tmp_path):
     r = run(2, str(tmp_path / "missing.py"))
     assert r.returncode == 2 and "no such script" in r.stderr, r.stderr
+
+
+# [SECTION] The collectives are c10d:: ops (Note [Collectives are c10d ops]) ------------------
+
+def torch_c10d_schemas():
+    """The schemas PyTorch 2.11 printed on the H200 host (tools/torch-c10d-facts.py)."""
+    with open(os.path.join(HERE, "data", "torch_c10d_facts_h200.txt")) as f:
+        return dict(re.findall(r"^SCHEMA (\S+) => (.*)$", f.read(), re.M))
+
+
+def argument_names(schema):
+    args = schema.split("(", 1)[1].rsplit(") ->", 1)[0]
+    return [a.strip().rsplit(" ", 1)[1].split("=")[0] for a in args.split(",")]
+
+
+def test_the_collectives_are_rows_of_the_op_table_with_pytorchs_names_and_arguments():
+    torch_schemas = torch_c10d_schemas()
+    rows = [op for op in descent._C._ops() if op["kind"] == "collective"]
+    assert [op["name"] for op in rows] == ["c10d::allreduce_", "c10d::broadcast_", "c10d::allgather_",
+                                           "c10d::reduce_scatter_", "c10d::barrier"]
+    for op in rows:
+        assert op["dispatch"] == "CPU, Sim, CUDA", op  # PyTorch's: CPU, CUDA, PrivateUse1
+        assert op["python_module"] == "hidden" and not hasattr(descent, op["python_name"]), op
+        # The same arguments in the same order; the types differ only as the Note lists.
+        assert argument_names(op["schema"]) == argument_names(torch_schemas[op["python_name"]]), op
+        assert callable(getattr(descent.ops.c10d, op["python_name"]))
+
+
+@needs_mpi
+def test_a_collective_descends_the_floors_as_an_op(tmp_path):
+    """all_reduce is a call of c10d::allreduce_: the dispatcher's key set from the tensor, autograd's
+    kernel that records nothing, the CPU kernel asking the group for its backend, then MPI's queue."""
+    script = tmp_path / "one.py"
+    script.write_text("import descent, descent.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "x = descent.ones(3, requires_grad=True) * 1\n"
+                      "dist.all_reduce(x)\n"
+                      "try:\n"
+                      "    descent.ops.c10d.allreduce_([x], 1, 0, None, False, -1)\n"
+                      "except ValueError as e:\n"
+                      "    assert 'process_group 1 is not a group descent has' in str(e), e\n"
+                      "else:\n"
+                      "    raise AssertionError('group 1 was taken')\n"
+                      "dist.destroy_process_group()\n")
+    trace_dir = tmp_path / "traces"
+    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "1", "--trace", str(trace_dir),
+                        str(script)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    merged = [p for p in os.listdir(trace_dir) if p.endswith(".descent")]
+    r = subprocess.run([sys.executable, "-m", "descent", "replay", str(trace_dir / sorted(merged)[0])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [ln.strip() for ln in r.stdout.splitlines()]
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("[3 dispatch ] c10d::allreduce_"))
+    assert "keyset=CPU|BackendSelect|ADInplaceOrView|AutogradCPU kernel=AutogradCPU" in lines[first], lines[first]
+    assert lines[first + 1].startswith("[4 autograd ] c10d::allreduce_  graph=none: a collective has no derivative")
+    assert lines[first + 2].startswith("[3 dispatch ] c10d::allreduce_  redispatch=true keyset=CPU kernel=CPU")
+    assert lines[first + 3].startswith("[5 kernels  ] c10d::allreduce_  backend=mpi device=cpu"), lines[first + 3]
+    assert lines[first + 4].startswith("[7 streams  ] enqueue  queue=mpi collective=MPI_Allreduce"), lines[first + 4]

@@ -86,6 +86,10 @@ def test_the_trace_shows_nccls_launch_and_its_kernel_on_the_device_clock(tmp_pat
     r = run_cli("replay", str(path))
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
+    # c10d::allreduce_ on the dispatcher, its CUDA kernel handing the call to nccl (Note [Collectives are c10d ops]).
+    assert any(re.search(r"\[3 dispatch *\] c10d::allreduce_  keyset=CUDA\|.*AutogradCUDA kernel=AutogradCUDA", ln)
+               for ln in lines), r.stdout
+    assert any(re.search(r"\[5 kernels *\] c10d::allreduce_  backend=nccl device=cuda", ln) for ln in lines), r.stdout
     assert any(re.search(r"\[7 streams *\] NCCL's stream waits for the current stream", ln) for ln in lines), r.stdout
     launches = [re.search(r"correlation=(\d+)", ln).group(1) for ln in lines
                 if re.search(r"\[8 launch *\] cudaLaunchKernel  kernel=ncclAllReduce", ln)]

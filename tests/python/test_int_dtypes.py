@@ -315,7 +315,7 @@ def test_sim_device_computes_what_the_cpu_does(dt):
 def test_the_verifier_covers_the_narrow_integers_bit_for_bit(device):
     vs = [v for v in descent.verify(seed=3, device=device) if v["dtype"] in ("uint8", "int8", "int16", "int32")]
     assert {v["dtype"] for v in vs} == {"uint8", "int8", "int16", "int32"}
-    assert len(vs) == 4 * len(descent._C._ops())
+    assert len(vs) == 4 * len([o for o in descent._C._ops() if o["kind"] != "collective"])
     failed = [(v["op"], v["dtype"], v["detail"]) for v in vs if not v["passed"]]
     assert not failed, failed
     for v in vs:

@@ -104,7 +104,7 @@ def test_sim_gives_the_cpus_bits(dtype):
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_the_verifier_holds_every_op_in_both_dtypes(device):
     vs = [v for v in descent.verify(device=None if device == "cpu" else device) if v["dtype"] in ("float16", "bfloat16")]
-    assert len(vs) == 2 * len(descent._C._ops())
+    assert len(vs) == 2 * len([o for o in descent._C._ops() if o["kind"] != "collective"])
     assert all(v["passed"] for v in vs), [(v["op"], v["dtype"], v["detail"]) for v in vs if not v["passed"]]
 
 

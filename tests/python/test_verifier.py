@@ -19,7 +19,7 @@ import pytest
 import descent
 from conftest import ALL_DTYPES, DTYPES, OPS_BY_KEY, UNSUPPORTED, cli, python_env, random_array, to_np
 
-OPS = {op["name"]: op for op in descent._C._ops()}
+OPS = {op["name"]: op for op in descent._C._ops() if op["kind"] != "collective"}  # the rows the verifier holds
 SEEDS = [1, 2, 3]
 
 
@@ -115,7 +115,7 @@ def test_cli_verify_and_ops():
                        env=python_env())
     assert r.returncode == 2 and "no op named 'nope'" in r.stderr
     r = subprocess.run([cli(), "ops"], capture_output=True, text=True, timeout=120, env=python_env())
-    assert r.returncode == 0 and len(r.stdout.splitlines()) == len(OPS)
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == len(descent._C._ops())
     assert all(op["schema"] in r.stdout for op in OPS.values())
     # Each row says which keys have kernels, as native_functions.yaml's dispatch: does.
     # (Sim and CUDA where one boxed kernel serves the devices too: Note [One kernel body, two devices].)
@@ -207,3 +207,9 @@ def test_variants_agree(name, rng):
         assert abs(float(results["reference"]) - float(results["auto"])) <= bound
     else:
         assert results["reference"].tobytes() == results["auto"].tobytes()
+
+
+def test_a_collective_is_not_the_verifiers_and_says_why():
+    """c10d's rows need a process group: no sample call, no reference (test_distributed.py holds them)."""
+    with pytest.raises(ValueError, match="c10d::allreduce_ has no sample call: a collective needs a process group"):
+        descent.verify("c10d::allreduce_")

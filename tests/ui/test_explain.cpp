@@ -226,6 +226,7 @@ const std::set<std::string> kCheckedPyTorchPaths = {
     "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp",
     "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
     "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp",
+    "torch/csrc/distributed/c10d/Ops.cpp",
     "torch/csrc/autograd/profiler_python.cpp",
     "torch/csrc/autograd/python_engine.cpp",
     "torch/csrc/autograd/python_variable.cpp",

@@ -29,3 +29,10 @@ def test_a_merged_trace_has_a_group_of_rows_per_rank(tmp_path):
     state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--step", str(k), name="enqueue")
     e = state["explanation"]
     assert e["kind"] == "streams.mpi_enqueue" and "One thread makes every MPI call" in e["notes"], e
+    # The c10d:: operator's kernel above it: a hand-off to the group's backend, not a loop.
+    k = next(k for k, (sp, down) in enumerate(steps) if down and sp["name"] == "c10d::allreduce_"
+             and sp["args"].get("backend") == "mpi")
+    state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--step", str(k), name="c10d")
+    e = state["explanation"]
+    assert e["kind"] == "kernel.collective" and "Collectives are c10d ops" in e["notes"], e
+    assert "hands the call to mpi" in e["title"], e

@@ -1,22 +1,43 @@
-"""descent.distributed, as torch.distributed (issue 20, WORK IN PROGRESS): one default process group
-over MPI for CPU and sim:0 tensors, started under `descent run --nproc N`, or over NCCL for CUDA
-tensors (where the build found NCCL), and its collectives: all_reduce, broadcast, all_gather,
-reduce_scatter and barrier, each synchronous or, with async_op=True, returning a Work. With mpi,
-wait() blocks until it ran; with nccl, it makes the current stream wait for NCCL's, and the host
-goes on (Note [NCCL's own stream]). The collectives are not yet ops of the table, so a trace shows
-NCCL's launch and kernel but not a c10d:: op on the dispatcher."""
+"""descent.distributed, as torch.distributed (issue 20): one default process group over MPI for CPU
+and sim:0 tensors, started under `descent run --nproc N`, or over NCCL for CUDA tensors (where the
+build found NCCL), and its collectives: all_reduce, broadcast, all_gather, reduce_scatter and
+barrier, each synchronous or, with async_op=True, returning a Work. Each is a call of a c10d::
+operator (descent.ops.c10d.allreduce_, ...), which descends the floors as any op: the dispatcher
+picks the kernel of the tensors' backend key, and the kernel hands the work to the group's backend
+(Note [Collectives are c10d ops]). With mpi, wait() blocks until it ran; with nccl, it makes the
+current stream wait for NCCL's, and the host goes on (Note [NCCL's own stream])."""
 import atexit
+import enum
 import os
 
 from descent import _C
+from descent import ops as _ops
+
+_c10d = _ops.c10d
+_GROUP = 0  # the default group's id, the only group descent has
+
+
+class RedOpType(enum.Enum):
+    """c10d's reduce operations, numbered as c10d numbers them (the c10d:: operators take the number)."""
+    SUM = 0
+    AVG = 1  # nccl only, as in PyTorch
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
 
 
 class ReduceOp:
-    SUM = "sum"
-    PRODUCT = "product"
-    MIN = "min"
-    MAX = "max"
-    AVG = "avg"  # nccl only, as in PyTorch
+    SUM = RedOpType.SUM
+    AVG = RedOpType.AVG
+    PRODUCT = RedOpType.PRODUCT
+    MIN = RedOpType.MIN
+    MAX = RedOpType.MAX
+
+
+def _red(op):
+    if isinstance(op, RedOpType):
+        return op.value
+    raise TypeError(f"op must be a ReduceOp (descent.distributed.ReduceOp.SUM, ...), not {type(op).__name__}")
 
 
 class Work:
@@ -25,8 +46,8 @@ class Work:
     (Note [NCCL's own stream]). is_completed() says whether it has run. It keeps its tensors alive
     until then (nccl: the caching allocator keeps their memory for NCCL's stream)."""
 
-    def __init__(self, handle, keep=(), then=None):
-        self._handle, self._keep, self._then = handle, keep, then
+    def __init__(self, handle, keep=()):
+        self._handle, self._keep = handle, keep
         self._waited = self._done = False
 
     def is_completed(self):
@@ -36,8 +57,6 @@ class Work:
         if not self._waited:
             self._done = _C._dist_wait(self._handle)  # raises again on a second wait after a failure
             self._waited = True
-            if self._then is not None:
-                self._then()
             self._keep = ()
         return True
 
@@ -117,38 +136,31 @@ def _end_at_exit():
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    return _finish(Work(_C._dist_barrier()), async_op)
+    import descent
+    # The tensor is for the dispatcher, to pick the backend's key: a CUDA one for nccl, as PyTorch's.
+    device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if get_backend() == "nccl" else "cpu"
+    one = descent.empty(1, device=device)
+    return _finish(Work(_c10d.barrier(one, _GROUP, list(device_ids or []), async_op, -1), keep=(one,)), async_op)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    return _finish(Work(_C._dist_all_reduce(tensor, op), keep=(tensor,)), async_op)
+    return _finish(Work(_c10d.allreduce_([tensor], _GROUP, _red(op), None, async_op, -1), keep=(tensor,)), async_op)
 
 
 def broadcast(tensor, src, group=None, async_op=False, group_src=None):
-    return _finish(Work(_C._dist_broadcast(tensor, src), keep=(tensor,)), async_op)
+    return _finish(Work(_c10d.broadcast_([tensor], _GROUP, src, 0, async_op, -1), keep=(tensor,)), async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    import descent
-    n = get_world_size()
-    if len(tensor_list) != n:
-        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the group {n} ranks")
-    flat = descent.empty(n * tensor.numel(), dtype=tensor.dtype, device=tensor.device)
-    src = tensor.contiguous()
-
-    def scatter():
-        for k, t in enumerate(tensor_list):
-            t.copy_(flat[k * src.numel():(k + 1) * src.numel()].view(t.shape))
-    return _finish(Work(_C._dist_all_gather(flat, src), keep=(flat, src), then=scatter), async_op)
+    """Rank k's tensor into tensor_list[k] of every rank; the copies out of one flat buffer happen at
+    wait() (c10d_kernels.cpp)."""
+    return _finish(Work(_c10d.allgather_(list(tensor_list), [tensor], _GROUP, async_op, -1),
+                        keep=(tensor_list, tensor)), async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    import descent
-    n = get_world_size()
-    if len(input_list) != n:
-        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the group {n} ranks")
-    flat = descent.cat([t.contiguous().reshape(-1) for t in input_list])
-    return _finish(Work(_C._dist_reduce_scatter(output, flat, op), keep=(output, flat)), async_op)
+    return _finish(Work(_c10d.reduce_scatter_([output], list(input_list), _GROUP, _red(op), async_op, -1),
+                        keep=(output, input_list)), async_op)
 
 
 def _rank_env():
