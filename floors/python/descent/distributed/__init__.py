@@ -14,6 +14,9 @@ from descent import _C
 from descent import ops as _ops
 
 _c10d = _ops.c10d
+# The operators, looked up once (each call still descends every floor).
+_allreduce_, _broadcast_, _allgather_ = _c10d.allreduce_, _c10d.broadcast_, _c10d.allgather_
+_reduce_scatter_, _barrier = _c10d.reduce_scatter_, _c10d.barrier
 _GROUP = 0  # the default group's id, the only group descent has
 
 
@@ -140,26 +143,26 @@ def barrier(group=None, async_op=False, device_ids=None):
     # The tensor is for the dispatcher, to pick the backend's key: a CUDA one for nccl, as PyTorch's.
     device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}" if get_backend() == "nccl" else "cpu"
     one = descent.empty(1, device=device)
-    return _finish(Work(_c10d.barrier(one, _GROUP, list(device_ids or []), async_op, -1), keep=(one,)), async_op)
+    return _finish(Work(_barrier(one, _GROUP, list(device_ids or []), async_op, -1), keep=(one,)), async_op)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    return _finish(Work(_c10d.allreduce_([tensor], _GROUP, _red(op), None, async_op, -1), keep=(tensor,)), async_op)
+    return _finish(Work(_allreduce_([tensor], _GROUP, _red(op), None, async_op, -1), keep=(tensor,)), async_op)
 
 
 def broadcast(tensor, src, group=None, async_op=False, group_src=None):
-    return _finish(Work(_c10d.broadcast_([tensor], _GROUP, src, 0, async_op, -1), keep=(tensor,)), async_op)
+    return _finish(Work(_broadcast_([tensor], _GROUP, src, 0, async_op, -1), keep=(tensor,)), async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Rank k's tensor into tensor_list[k] of every rank; the copies out of one flat buffer happen at
     wait() (c10d_kernels.cpp)."""
-    return _finish(Work(_c10d.allgather_(list(tensor_list), [tensor], _GROUP, async_op, -1),
+    return _finish(Work(_allgather_(list(tensor_list), [tensor], _GROUP, async_op, -1),
                         keep=(tensor_list, tensor)), async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    return _finish(Work(_c10d.reduce_scatter_([output], list(input_list), _GROUP, _red(op), async_op, -1),
+    return _finish(Work(_reduce_scatter_([output], list(input_list), _GROUP, _red(op), async_op, -1),
                         keep=(output, input_list)), async_op)
 
 
