@@ -17,10 +17,14 @@ namespace {
 
 namespace dist = distributed;
 
-PyObject* py_init(PyObject*, PyObject* backend) {
+// _dist_init(backend, timeout_seconds)
+PyObject* py_init(PyObject*, PyObject* args) {
+  PyObject* backend = nullptr;
+  double timeout_s = 1800;  // PyTorch's default_pg_timeout for the CPU backends
+  if (!PyArg_ParseTuple(args, "O|d:_dist_init", &backend, &timeout_s)) return nullptr;
   DESCENT_PY_TRY
   DESCENT_CHECK(PyUnicode_Check(backend), TypeError, "init_process_group(): backend must be a str");
-  dist::init_process_group(utf8_text(backend));
+  dist::init_process_group(utf8_text(backend), int64_t(timeout_s * 1000));
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
@@ -82,7 +86,7 @@ PyMethodDef distributed_functions[] = {
     {"_dist_have_mpi", py_have_mpi, METH_NOARGS, "whether this build has the mpi backend"},
     {"_dist_have_nccl", py_have_nccl, METH_NOARGS, "whether this build has the nccl backend"},
     {"_dist_backend", py_backend, METH_NOARGS, "the default group's backend: 'mpi' or 'nccl'"},
-    {"_dist_init", py_init, METH_O, "_dist_init(backend): the default process group"},
+    {"_dist_init", py_init, METH_VARARGS, "_dist_init(backend, timeout_seconds=1800): the default process group"},
     {"_dist_is_initialized", py_is_initialized, METH_NOARGS, "whether the default group exists"},
     {"_dist_rank", py_rank, METH_NOARGS, "this process's rank"},
     {"_dist_world_size", py_world_size, METH_NOARGS, "the number of processes"},

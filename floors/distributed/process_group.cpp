@@ -46,7 +46,8 @@ bool have_nccl() {
 #endif
 }
 
-void init_process_group(const std::string& backend) {
+void init_process_group(const std::string& backend, int64_t timeout_ms) {
+  DESCENT_CHECK(timeout_ms > 0, ValueError, "init_process_group(): timeout must be positive, not ", timeout_ms, " ms");
   std::lock_guard<std::mutex> g(g_mu);
   DESCENT_CHECK(!g_group, ValueError, "trying to initialize the default process group twice!");
   DESCENT_CHECK(backend == "mpi" || backend == "nccl", ValueError, "Invalid backend: '", backend,
@@ -67,7 +68,7 @@ void init_process_group(const std::string& backend) {
                 "Distributed package doesn't have MPI built in: descent found no MPI library when it was configured "
                 "(tools/install-deps installs Debian's Open MPI)");
 #ifdef DESCENT_HAVE_MPI
-  g_group = std::make_unique<ProcessGroupMPI>();
+  g_group = std::make_unique<ProcessGroupMPI>(std::chrono::milliseconds(timeout_ms));
 #endif
 }
 

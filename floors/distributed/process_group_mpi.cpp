@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <string_view>
 #include <vector>
 #include <stdexcept>
@@ -101,11 +102,17 @@ bool WorkMPI::is_completed() {
 void WorkMPI::wait() {
   trace::ScopedSpan span(trace::Floor::Streams, "wait for the MPI worker");  // the host waits
   std::unique_lock<std::mutex> g(mu_);
-  cv_.wait(g, [&] { return done_; });
+  if (!cv_.wait_for(g, timeout_, [&] { return done_; })) {  // Note [A collective times out]
+    broken_->store(true);
+    throw Error(str("Timed out after ", double(timeout_.count()) / 1000, " s waiting for ", mpi_fn_,
+                    ": the other ranks did not join it (a rank that never calls it, or calls another first). "
+                    "The process group is broken: ending it ends every rank (MPI_Abort). "
+                    "Note [A collective times out]"));
+  }
   if (error_) std::rethrow_exception(error_);
 }
 
-ProcessGroupMPI::ProcessGroupMPI() {
+ProcessGroupMPI::ProcessGroupMPI(std::chrono::milliseconds timeout) : timeout_(timeout) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -120,11 +127,18 @@ ProcessGroupMPI::ProcessGroupMPI() {
 }
 
 ProcessGroupMPI::~ProcessGroupMPI() {
+  bool drained = false;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::unique_lock<std::mutex> g(mu_);
     stopping_ = true;
+    cv_.notify_all();
+    drained = !broken_->load() && cv_.wait_for(g, timeout_, [&] { return worker_done_; });
   }
-  cv_.notify_all();
+  if (!drained) {  // the worker is stuck in MPI: Note [A collective times out]
+    std::fprintf(stderr, "descent: rank %d: a collective timed out; MPI_Abort ends every rank of the job\n", rank_);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);  // does not return
+  }
   worker_.join();
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -135,6 +149,9 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
                                                std::function<void()> call) {
   trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
+  w->mpi_fn_ = mpi_fn;
+  w->timeout_ = timeout_;
+  w->broken_ = broken_;
   Fingerprint print{};
   print.fill(-1);
   print[0] = static_cast<int64_t>(std::hash<std::string_view>{}(mpi_fn)&0x7fffffff);
@@ -165,7 +182,11 @@ void ProcessGroupMPI::run() {
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait(g, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything enqueued has run
+      if (queue_.empty()) {  // stopping, and everything enqueued has run
+        worker_done_ = true;
+        cv_.notify_all();
+        return;
+      }
       item = std::move(queue_.front());
       queue_.pop_front();
     }

@@ -28,10 +28,26 @@
 // collective (a latency, not a bandwidth: docs/BENCHMARKS.md). What it cannot
 // catch: an error raised on one rank before its collective is queued (a
 // non-contiguous or float16 tensor there alone), or a rank that never calls
-// the collective the others wait in: those still hang.
+// the collective the others wait in: for those, Note [A collective times out].
+//
+// Note [A collective times out]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank that never calls the collective the others are in leaves them
+// waiting inside MPI, and an MPI call cannot be interrupted. As PyTorch's
+// NCCL watchdog does, descent bounds the wait instead: Work.wait() waits at
+// most the group's timeout (init_process_group(timeout=...), PyTorch's
+// default of 30 minutes for the CPU backends), then raises RuntimeError
+// naming the collective, and the group is broken. The worker is still in
+// MPI, so the group cannot end cleanly: ending it (destroy_process_group,
+// or the script's end) calls MPI_Abort, which ends every rank of the job
+// (PyTorch's watchdog likewise tears the process down). Ending a group
+// whose worker is still busy past the timeout does the same, so no script
+// hangs forever at its end. The NCCL backend has no such bound yet.
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -48,11 +64,15 @@ namespace descent::distributed {
 class WorkMPI : public Work {
  public:
   bool is_completed() override;
-  void wait() override;  // the host waits; rethrows what the collective raised
+  // The host waits, at most the group's timeout (Note [A collective times out]); rethrows what the collective raised.
+  void wait() override;
   bool host_waits() const override { return true; }
 
  private:
   friend class ProcessGroupMPI;
+  const char* mpi_fn_ = "";
+  std::chrono::milliseconds timeout_{0};
+  std::shared_ptr<std::atomic<bool>> broken_;  // the group's: set when a wait times out
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -61,9 +81,11 @@ class WorkMPI : public Work {
 
 class ProcessGroupMPI : public ProcessGroup {
  public:
-  // MPI_Init_thread (once per process), the world's rank and size.
-  ProcessGroupMPI();
-  ~ProcessGroupMPI() override;  // drains the queue; MPI_Finalize
+  // MPI_Init_thread (once per process), the world's rank and size; each Work waits at most `timeout`.
+  explicit ProcessGroupMPI(std::chrono::milliseconds timeout);
+  // Drains the queue; MPI_Finalize. MPI_Abort instead where a wait timed out, or the worker is
+  // still busy after the timeout (Note [A collective times out]).
+  ~ProcessGroupMPI() override;
   const char* backend() const override { return "mpi"; }
   bool serves(DeviceType t) const override { return t != DeviceType::CUDA; }
   int rank() const override { return rank_; }
@@ -100,6 +122,9 @@ class ProcessGroupMPI : public ProcessGroup {
   };
   std::deque<Item> queue_;
   bool stopping_ = false;
+  bool worker_done_ = false;  // run() returned: the queue is drained
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<std::atomic<bool>> broken_ = std::make_shared<std::atomic<bool>>(false);
   std::thread worker_;
 };
 

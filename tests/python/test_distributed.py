@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -172,3 +173,17 @@ def test_a_collective_descends_the_floors_as_an_op(tmp_path):
     assert lines[first + 2].startswith("[3 dispatch ] c10d::allreduce_  redispatch=true keyset=CPU kernel=CPU")
     assert lines[first + 3].startswith("[5 kernels  ] c10d::allreduce_  backend=mpi device=cpu"), lines[first + 3]
     assert lines[first + 4].startswith("[7 streams  ] enqueue  queue=mpi collective=MPI_Allreduce"), lines[first + 4]
+
+
+@needs_mpi
+def test_a_rank_that_never_joins_times_out_and_ends_the_job():
+    """Note [A collective times out]: rank 0 raises after 2 s naming the collective, and ending its
+    broken group aborts the job (rank 1, asleep for 120 s, included) instead of hanging."""
+    start = time.monotonic()
+    r = run(2, os.path.join(HERE, "distributed", "timeout.py"), timeout=90)
+    assert time.monotonic() - start < 60, "the job was not ended by the abort"
+    assert r.returncode != 0, r.stdout
+    assert re.search(r"rank 0: timed out after [23]\.\d s: Timed out after 2 s waiting for MPI_Allreduce", r.stdout), \
+        r.stdout + r.stderr[-2000:]
+    assert "rank 0: destroy returned" not in r.stdout
+    assert "a collective timed out; MPI_Abort ends every rank of the job" in r.stderr, r.stderr[-2000:]

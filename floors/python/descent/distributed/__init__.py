@@ -92,7 +92,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     """The default process group. With backend "mpi" the ranks come from MPI (`descent run --nproc N`
     starts them), and world_size and rank, when given, must agree with it, as in PyTorch. With
     "nccl" (CUDA tensors) they come from torchrun's RANK and WORLD_SIZE (0 of 1 when unset), and the
-    rank's GPU is cuda:LOCAL_RANK. No backend: nccl where it is built and a GPU is there, else mpi."""
+    rank's GPU is cuda:LOCAL_RANK. timeout (a datetime.timedelta): how long an mpi collective may be
+    waited for (Note [A collective times out]). No backend: nccl where it is built and a GPU is there, else mpi."""
     if backend is None:
         import descent
         backend = "nccl" if _C._dist_have_nccl() and descent.cuda.is_available() else "mpi"
@@ -101,7 +102,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         for name, value in (("RANK", rank), ("WORLD_SIZE", world_size)):
             if value not in (-1, None):
                 os.environ[name] = str(value)
-    _C._dist_init(backend)
+    seconds = 1800.0 if timeout is None else timeout.total_seconds()  # PyTorch's default_pg_timeout
+    _C._dist_init(backend, seconds)
     atexit.register(_end_at_exit)
     if world_size not in (-1, None) and world_size != _C._dist_world_size():
         raise ValueError(f"world_size {world_size} does not match MPI's {_C._dist_world_size()}")

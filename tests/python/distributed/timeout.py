@@ -1,0 +1,24 @@
+"""A rank that never calls the collective the others wait in (Note [A collective times out]), run
+by test_distributed.py with 2 ranks: rank 0's wait raises after the group's timeout, naming the
+collective, and ending the broken group ends every rank instead of hanging."""
+import datetime
+import time
+
+import descent
+import descent.distributed as dist
+
+dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=2))
+r = dist.get_rank()
+if r == 1:
+    time.sleep(120)  # never calls the all_reduce: rank 0 waits alone
+    raise SystemExit("rank 1 was not ended by rank 0's abort")
+start = time.monotonic()
+try:
+    dist.all_reduce(descent.ones(2))
+except RuntimeError as e:
+    assert "Timed out after 2 s waiting for MPI_Allreduce" in str(e), e
+    print(f"rank 0: timed out after {time.monotonic() - start:.1f} s: {e}", flush=True)
+else:
+    raise AssertionError("the all_reduce returned without rank 1")
+dist.destroy_process_group()  # aborts the job: the worker is still inside MPI
+print("rank 0: destroy returned", flush=True)
