@@ -76,6 +76,8 @@ try:
     unused(descent.ones(1, 2))
 except RuntimeError as e:
     assert "Expected to have finished reduction in the prior iteration" in str(e), e
+    # PyTorch's list of the parameters without a gradient: b's weight and bias (torch_c10d_facts_h200.txt).
+    assert f"Parameter indices which did not receive grad for rank {r}: 2 3" in str(e), e
 else:
     raise AssertionError("a parameter without a gradient went unnoticed")
 print(f"rank {r} of {n}: ddp ok, worst difference {worst:.2e}")

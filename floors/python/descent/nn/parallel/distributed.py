@@ -88,6 +88,7 @@ class DistributedDataParallel(Module):
                 self._slot[id(p)] = (b, offset)
                 offset += p.numel()
         self._next = 0  # the next bucket to start
+        self._params, self._got_grad = params, set()  # which got a gradient this iteration (ids)
         self._grad_accumulators = []  # kept alive: the hooks live on them
         for p in params:
             acc = p.expand(p.shape).grad_fn.next_functions[0][0]
@@ -96,10 +97,12 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         if self._next != 0 or any(b.ready for b in self.buckets):
-            raise RuntimeError(
+            missing = " ".join(str(i) for i, p in enumerate(self._params) if id(p) not in self._got_grad)
+            raise RuntimeError(  # PyTorch's first sentences and its list of indices
                 "Expected to have finished reduction in the prior iteration before starting a new one. This error "
                 "indicates that your module has parameters that were not used in producing loss (descent's "
-                "DistributedDataParallel has no find_unused_parameters: Note [DDP's buckets]).")
+                "DistributedDataParallel has no find_unused_parameters: Note [DDP's buckets]).\n"
+                f"Parameter indices which did not receive grad for rank {dist.get_rank()}: {missing}")
         if self.broadcast_buffers:
             self._broadcast_buffers()
         return self.module(*inputs, **kwargs)
@@ -115,6 +118,7 @@ class DistributedDataParallel(Module):
 
     def _mark_ready(self, p):
         b, offset = self._slot[id(p)]
+        self._got_grad.add(id(p))
         bucket = self.buckets[b]
         if bucket.flat is None:
             bucket.flat = descent.zeros(bucket.numel, dtype=p.dtype, device=p.device)
@@ -139,3 +143,4 @@ class DistributedDataParallel(Module):
                 offset += p.numel()
             bucket.ready, bucket.work = 0, None
         self._next = 0
+        self._got_grad.clear()
