@@ -24,7 +24,7 @@ for name in ("allreduce_", "broadcast_", "allgather_", "allgather_into_tensor_co
     print("SCHEMA", name, "=>", op.default._schema if op is not None else None)
     if op is not None:
         dump = torch._C._dispatch_dump(f"c10d::{name}")
-        print("KERNELS", name, "=>", [ln.split(":")[0] for ln in dump.splitlines() if "kernel" in ln and ln[:1].isupper()])
+        print("KERNELS", name, "=>", [ln.split(":")[0].strip() for ln in dump.splitlines() if "registered at" in ln])
 dist.init_process_group("nccl")
 x = torch.ones(1024, device="cuda")
 print("KEYS cuda tensor =>", torch._C._dispatch_keys(x))

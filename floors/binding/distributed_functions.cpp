@@ -4,6 +4,7 @@
 // _dist_wait and _dist_is_completed read (descent.distributed's Work wraps
 // one). The collectives themselves are ops of the table, called through
 // descent.ops.c10d as any op.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,7 +25,9 @@ PyObject* py_init(PyObject*, PyObject* args) {
   if (!PyArg_ParseTuple(args, "O|d:_dist_init", &backend, &timeout_s)) return nullptr;
   DESCENT_PY_TRY
   DESCENT_CHECK(PyUnicode_Check(backend), TypeError, "init_process_group(): backend must be a str");
-  dist::init_process_group(utf8_text(backend), int64_t(timeout_s * 1000));
+  // At least a millisecond; at most a year (timedelta.max would overflow the wait's nanoseconds).
+  const double ms = std::min(std::max(timeout_s * 1000, 1.0), 365.0 * 24 * 3600 * 1000);
+  dist::init_process_group(utf8_text(backend), int64_t(ms));
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }

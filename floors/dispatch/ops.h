@@ -143,7 +143,7 @@
 // are those operators (floors/distributed/c10d_kernels.cpp has their
 // kernels, at CPU, Sim and CUDA, Sim standing where PrivateUse1 does), and
 // they differ from PyTorch's schemas (tests/python/data/torch_c10d_facts_h200.txt)
-// only where descent lacks the type:
+// where descent lacks the type, and in what the kernels read:
 // - process_group is an int, the group's id (0: the default group, the only
 //   one descent has), where PyTorch passes a ProcessGroup object;
 // - reduce_op is an int, c10d's RedOpType (SUM 0, AVG 1, PRODUCT 2, MIN 3,
@@ -152,6 +152,9 @@
 //   where PyTorch returns (Tensor[], Work): the tensors are the caller's own;
 // - allgather_'s output_tensors and reduce_scatter_'s input_tensors are one
 //   Tensor[] (one input tensor a rank), where PyTorch's are Tensor[][].
+// The kernels read neither async_op (a Work is always returned; the
+// caller waits on it or not) nor timeout (the group's, given to
+// init_process_group, bounds an mpi wait: Note [A collective times out]).
 // They have no derivative, as in PyTorch, whose autograd fallback runs them
 // below autograd: their Autograd kernel records nothing.
 

@@ -112,11 +112,13 @@ void broadcast_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 }
 
 // The backend's Work, and the buffers the kernel made for it (a flat copy
-// of the inputs or outputs): the backend reads or writes them after the
-// kernel has returned (the MPI worker runs later; NCCL's stream too), so
-// they live as long as this Work. For allgather_, wait() then copies each
-// rank's block of the flat buffer into its output tensor (with nccl, on the
-// current stream, which wait() has made wait for NCCL's).
+// of the inputs or outputs), held as long as this Work (the backends hold
+// what they use until they are done with it: the MPI queue its tensors,
+// NCCL's stream through record_stream). For allgather_, wait() then copies
+// each rank's block of the flat buffer into its output tensor (with nccl, on
+// the current stream, which wait() has made wait for NCCL's): unlike
+// PyTorch, whose backends copy as part of the collective, an async
+// all_gather's list is filled at wait(), not before.
 class KernelWork : public Work {
  public:
   KernelWork(std::shared_ptr<Work> w, std::vector<Tensor> held, OptionalTensorList outs = {})
@@ -125,6 +127,7 @@ class KernelWork : public Work {
   bool host_waits() const override { return w_->host_waits(); }
   void wait() override {
     w_->wait();
+    std::lock_guard<std::mutex> g(copy_mu_);  // wait() runs without the GIL: two threads may wait on one Work
     if (outs_.size() == 0 || copied_) return;
     copied_ = true;
     trace::ScopedSpan span(trace::Floor::Kernels, "copy each rank's block out");
@@ -138,6 +141,7 @@ class KernelWork : public Work {
   std::shared_ptr<Work> w_;
   std::vector<Tensor> held_;  // for allgather_, the flat buffer first
   OptionalTensorList outs_;
+  std::mutex copy_mu_;
   bool copied_ = false;
 };
 
@@ -167,7 +171,11 @@ void reduce_scatter_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(ins.size() == g.size(), ValueError, "reduce_scatter: input_list has ", ins.size(),
                 " tensors, the group ", g.size(), " ranks");
   OptionalTensorList flat_parts;
-  for (const Tensor& t : ins) flat_parts.push_back(call(Op::reshape, t, DimVector{-1}));
+  for (int k = 0; k < ins.size(); ++k) {
+    DESCENT_CHECK(ins[k].numel() == out.numel() && ins[k].dtype() == out.dtype() && ins[k].device() == out.device(),
+                  ValueError, "reduce_scatter: input_list[", k, "] is not of the output's size, dtype and device");
+    flat_parts.push_back(call(Op::reshape, ins[k], DimVector{-1}));
+  }
   const Tensor flat = call(Op::cat, flat_parts, int64_t(0));
   std::shared_ptr<Work> w = g.reduce_scatter(out, flat, reduce_op_of(s[3].to_int()));
   done(s, std::make_shared<KernelWork>(std::move(w), std::vector<Tensor>{flat}));

@@ -73,7 +73,8 @@ MPI_Op mpi_op(ReduceOp op) {
     case ReduceOp::Avg:
       break;
   }
-  throw ValueError("ReduceOp.AVG: the mpi backend has no average (as PyTorch's ProcessGroupMPI; nccl has one)");
+  // PyTorch's ProcessGroupMPI has no MPI op for AVG either, and fails on its worker; descent refuses on the caller.
+  throw ValueError("ReduceOp.AVG: the mpi backend has no average (nccl has one)");
 }
 
 // MPI counts are ints: a larger call is refused by name, not truncated.
@@ -104,7 +105,9 @@ void WorkMPI::wait() {
   std::unique_lock<std::mutex> g(mu_);
   if (!cv_.wait_for(g, timeout_, [&] { return done_; })) {  // Note [A collective times out]
     broken_->store(true);
+    const std::string in = in_call_->load();
     throw Error(str("Timed out after ", double(timeout_.count()) / 1000, " s waiting for ", mpi_fn_,
+                    in.empty() ? std::string() : " (the MPI worker is in " + in + ")",
                     ": the other ranks did not join it (a rank that never calls it, or calls another first). "
                     "The process group is broken: ending it ends every rank (MPI_Abort). "
                     "Note [A collective times out]"));
@@ -134,7 +137,7 @@ ProcessGroupMPI::~ProcessGroupMPI() {
     cv_.notify_all();
     drained = !broken_->load() && cv_.wait_for(g, timeout_, [&] { return worker_done_; });
   }
-  if (!drained) {  // the worker is stuck in MPI: Note [A collective times out]
+  if (!drained) {  // a wait timed out, or the worker is still in MPI: Note [A collective times out]
     std::fprintf(stderr, "descent: rank %d: a collective timed out; MPI_Abort ends every rank of the job\n", rank_);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);  // does not return
@@ -146,12 +149,15 @@ ProcessGroupMPI::~ProcessGroupMPI() {
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra,
-                                               std::function<void()> call) {
+                                               std::vector<Tensor> keep, std::function<void()> call) {
+  DESCENT_CHECK(!broken_->load(), Error, mpi_fn,
+                ": the process group is broken (a collective timed out: Note [A collective times out]); end it");
   trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
   w->mpi_fn_ = mpi_fn;
   w->timeout_ = timeout_;
   w->broken_ = broken_;
+  w->in_call_ = in_call_;
   Fingerprint print{};
   print.fill(-1);
   print[0] = static_cast<int64_t>(std::hash<std::string_view>{}(mpi_fn)&0x7fffffff);
@@ -165,7 +171,7 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stopping_) throw std::runtime_error("the process group is being destroyed");
-    queue_.push_back(Item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w});
+    queue_.push_back(Item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, std::move(keep)});
     if (span.active()) {
       span.arg("queue", "mpi");
       span.arg("collective", mpi_fn);
@@ -192,13 +198,19 @@ void ProcessGroupMPI::run() {
     }
     std::exception_ptr error;
     try {
-      if (size_ > 1) check_fingerprints(item.mpi_fn, item.print);
+      if (size_ > 1) {
+        in_call_->store("MPI_Allgather of the ranks' fingerprints");
+        check_fingerprints(item.mpi_fn, item.print);
+      }
+      in_call_->store(item.mpi_fn);
       trace::ScopedSpan span(trace::Floor::Streams, item.mpi_fn);  // on the worker's row: the collective itself
       if (span.active()) span.arg("bytes", item.bytes);
       item.call();
     } catch (...) {
       error = std::current_exception();
     }
+    in_call_->store("");
+    item.keep.clear();  // the memory is the caller's again
     {
       std::lock_guard<std::mutex> g(item.work->mu_);
       item.work->done_ = true;
@@ -244,7 +256,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) 
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
   const MPI_Op mop = mpi_op(op);  // before the queue: an op MPI lacks fails on the caller
-  return enqueue("MPI_Allreduce", &t, int64_t(op),
+  return enqueue("MPI_Allreduce", &t, int64_t(op), {t},
                  [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, MPI_COMM_WORLD), "MPI_Allreduce"); });
 }
 
@@ -255,7 +267,8 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue("MPI_Bcast", &t, root, [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
+  return enqueue("MPI_Bcast", &t, root, {t},
+                 [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
@@ -264,7 +277,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tenso
   void* dst = memory_of(out, "all_gather");
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
-  return enqueue("MPI_Allgather", &in, -1,
+  return enqueue("MPI_Allgather", &in, -1, {out, in},
                  [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
@@ -275,13 +288,13 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
   const MPI_Op mop = mpi_op(op);
-  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), [=] {
+  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), {out, in}, [=] {
     check(MPI_Reduce_scatter_block(src, dst, n, type, mop, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::barrier() {
-  return enqueue("MPI_Barrier", nullptr, -1, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+  return enqueue("MPI_Barrier", nullptr, -1, {}, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

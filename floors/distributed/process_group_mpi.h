@@ -33,11 +33,13 @@
 // Note [A collective times out]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A rank that never calls the collective the others are in leaves them
-// waiting inside MPI, and an MPI call cannot be interrupted. As PyTorch's
-// NCCL watchdog does, descent bounds the wait instead: Work.wait() waits at
-// most the group's timeout (init_process_group(timeout=...), PyTorch's
-// default of 30 minutes for the CPU backends), then raises RuntimeError
-// naming the collective, and the group is broken. The worker is still in
+// waiting inside MPI, and an MPI call cannot be interrupted. PyTorch's
+// ProcessGroupMPI has no bound (its wait() waits forever); its NCCL backend's
+// watchdog has one. descent adds one of its own to the mpi backend:
+// Work.wait() waits at most the group's timeout (init_process_group(timeout=...),
+// PyTorch's default of 30 minutes for the CPU backends), counted from the
+// wait, then raises RuntimeError naming the collective and the call the
+// worker is in, and the group is broken: a later collective is refused. The worker is still in
 // MPI, so the group cannot end cleanly: ending it (destroy_process_group,
 // or the script's end) calls MPI_Abort, which ends every rank of the job
 // (PyTorch's watchdog likewise tears the process down). Ending a group
@@ -55,6 +57,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "floors/distributed/process_group.h"
 
@@ -72,7 +75,8 @@ class WorkMPI : public Work {
   friend class ProcessGroupMPI;
   const char* mpi_fn_ = "";
   std::chrono::milliseconds timeout_{0};
-  std::shared_ptr<std::atomic<bool>> broken_;  // the group's: set when a wait times out
+  std::shared_ptr<std::atomic<const char*>> in_call_;  // the group's
+  std::shared_ptr<std::atomic<bool>> broken_;          // the group's: set when a wait times out
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -102,7 +106,10 @@ class ProcessGroupMPI : public ProcessGroup {
   // Queues `call` for the worker, which runs it in a floor-7 span named
   // `mpi_fn` ("MPI_Allreduce"): the caller's side is an "enqueue" span.
   // `extra`: what else every rank must agree on (the root, the reduce op), -1 for nothing.
-  std::shared_ptr<Work> enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, std::function<void()> call);
+  // `keep`: the tensors whose memory `call` reads or writes, held by the queue until the worker has run
+  // it (as PyTorch's WorkEntry holds src and dst), whatever becomes of the caller's Work.
+  std::shared_ptr<Work> enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, std::vector<Tensor> keep,
+                                std::function<void()> call);
   // Note [Collectives check their shapes]: which collective, dtype, dimensions, elements, extra, the first kMaxDims
   // sizes.
   static constexpr int kMaxDims = 6, kSizesAt = 5;
@@ -119,12 +126,16 @@ class ProcessGroupMPI : public ProcessGroup {
     Fingerprint print;
     std::function<void()> call;
     std::shared_ptr<WorkMPI> work;
+    std::vector<Tensor> keep;
   };
   std::deque<Item> queue_;
   bool stopping_ = false;
   bool worker_done_ = false;  // run() returned: the queue is drained
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<bool>> broken_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<const char*>>
+      in_call_ =  // what the worker is in now ("" when idle), for the timeout's message
+      std::make_shared<std::atomic<const char*>>("");
   std::thread worker_;
 };
 

@@ -67,6 +67,7 @@ ncclDataType_t nccl_type(ScalarType t, const char* fn) {
 
 // A bool is a byte to NCCL: its sum is an "or" (max) and its product an "and" (min), as PyTorch maps them.
 ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
+  if (t == ScalarType::Bool && op == ReduceOp::Avg) throw TypeError("Cannot use ReduceOp.AVG with boolean inputs");
   if (t == ScalarType::Bool && op == ReduceOp::Sum) return ncclMax;
   if (t == ScalarType::Bool && op == ReduceOp::Product) return ncclMin;
   switch (op) {
@@ -134,8 +135,9 @@ class ProcessGroupNCCL : public ProcessGroup {
   std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) override {
     void* p = memory_of(t, "all_reduce");
     const ncclDataType_t type = nccl_type(t.dtype(), "all_reduce");
+    const ncclRedOp_t rop = nccl_op(op, t.dtype());  // before any wait or launch: a refused op leaves no trace
     return collective("ncclAllReduce", "c10d::allreduce_", {&t}, [&](cudaStream_t s) {
-      check(ncclAllReduce(p, p, size_t(t.numel()), type, nccl_op(op, t.dtype()), comm_, s), "ncclAllReduce");
+      check(ncclAllReduce(p, p, size_t(t.numel()), type, rop, comm_, s), "ncclAllReduce");
     });
   }
   std::shared_ptr<Work> broadcast(const Tensor& t, int root) override {
@@ -161,9 +163,9 @@ class ProcessGroupNCCL : public ProcessGroup {
     const void* src = memory_of(in, "reduce_scatter");
     void* dst = memory_of(out, "reduce_scatter");
     const ncclDataType_t type = nccl_type(out.dtype(), "reduce_scatter");
+    const ncclRedOp_t rop = nccl_op(op, out.dtype());
     return collective("ncclReduceScatter", "c10d::reduce_scatter_", {&out, &in}, [&](cudaStream_t s) {
-      check(ncclReduceScatter(src, dst, size_t(out.numel()), type, nccl_op(op, out.dtype()), comm_, s),
-            "ncclReduceScatter");
+      check(ncclReduceScatter(src, dst, size_t(out.numel()), type, rop, comm_, s), "ncclReduceScatter");
     });
   }
   // As PyTorch's NCCL barrier: an all_reduce of one element on the device, then the host waits for it.

@@ -47,6 +47,12 @@ except TypeError as e:  # PyTorch's words (tests/python/data/torch_c10d_facts_h2
 else:
     raise AssertionError("int16 was taken")
 t = descent.tensor([True, False], device="cuda"); dist.all_reduce(t); assert t.tolist() == [True, False]
+try:
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+except TypeError as e:  # PyTorch's words
+    assert "Cannot use ReduceOp.AVG with boolean inputs" in str(e), e
+else:
+    raise AssertionError("AVG of bools was taken")
 dist.barrier()
 try:
     dist.all_reduce(descent.ones(2))

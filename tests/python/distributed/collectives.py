@@ -29,6 +29,19 @@ for device in ["cpu", "sim:0"]:
     dist.reduce_scatter(out, [descent.full((2,), float(r + 1), device=device) for _ in range(n)])
     assert out.tolist() == [n * (n + 1) / 2] * 2, out
     dist.barrier()
+    # An async collective whose Work is dropped at once: the MPI queue holds its tensors (the flat input
+    # made here among them) until the worker has run it, and a later collective runs after it.
+    out = descent.zeros(2, device=device)
+    dist.reduce_scatter(out, [descent.full((2,), float(r + 1), device=device) for _ in range(n)], async_op=True)
+    dist.barrier()
+    assert out.tolist() == [n * (n + 1) / 2] * 2, out
+    try:
+        # With 2 ranks, 3 + 1 elements are the 2 x 2 the output needs in all, but not a block per rank.
+        dist.reduce_scatter(out, [descent.ones(3 if k == 0 else 1, device=device) for k in range(n)])
+    except ValueError as e:
+        assert "reduce_scatter: input_list[0] is not of the output's size" in str(e), e
+    else:
+        raise AssertionError("inputs of the wrong sizes were taken")
 try:
     dist.all_reduce(descent.ones(2, dtype=descent.float16))
 except RuntimeError as e:

@@ -20,5 +20,10 @@ except RuntimeError as e:
     print(f"rank 0: timed out after {time.monotonic() - start:.1f} s: {e}", flush=True)
 else:
     raise AssertionError("the all_reduce returned without rank 1")
+try:  # the group is broken: a later collective is refused, not queued behind the stuck one
+    dist.all_reduce(descent.ones(2))
+except RuntimeError as e:
+    assert "the process group is broken" in str(e), e
+    print("rank 0: refused after the timeout", flush=True)
 dist.destroy_process_group()  # aborts the job: the worker is still inside MPI
 print("rank 0: destroy returned", flush=True)
