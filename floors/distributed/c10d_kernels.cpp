@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "floors/dispatch/library.h"
 #include "floors/distributed/process_group.h"
@@ -111,35 +110,34 @@ void broadcast_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   done(s, g.broadcast(t, int(s[2].to_int())));
 }
 
-// The backend's Work, and the buffers the kernel made for it (a flat copy
-// of the inputs or outputs), held as long as this Work (the backends hold
-// what they use until they are done with it: the MPI queue its tensors,
-// NCCL's stream through record_stream). For allgather_, wait() then copies
-// each rank's block of the flat buffer into its output tensor (with nccl, on
+// What allgather_ returns: the backend's Work on one flat buffer (the
+// backends hold the memory they use until they are done with it: the MPI
+// queue its tensors, NCCL's stream through record_stream), whose wait()
+// then copies each rank's block of it into its output tensor (with nccl, on
 // the current stream, which wait() has made wait for NCCL's): unlike
 // PyTorch, whose backends copy as part of the collective, an async
 // all_gather's list is filled at wait(), not before.
-class KernelWork : public Work {
+class AllGatherWork : public Work {
  public:
-  KernelWork(std::shared_ptr<Work> w, std::vector<Tensor> held, OptionalTensorList outs = {})
-      : w_(std::move(w)), held_(std::move(held)), outs_(std::move(outs)) {}
+  AllGatherWork(std::shared_ptr<Work> w, Tensor flat, OptionalTensorList outs)
+      : w_(std::move(w)), flat_(std::move(flat)), outs_(std::move(outs)) {}
   bool is_completed() override { return w_->is_completed(); }
   bool host_waits() const override { return w_->host_waits(); }
   void wait() override {
     w_->wait();
     std::lock_guard<std::mutex> g(copy_mu_);  // wait() runs without the GIL: two threads may wait on one Work
-    if (outs_.size() == 0 || copied_) return;
+    if (copied_) return;
     copied_ = true;
     trace::ScopedSpan span(trace::Floor::Kernels, "copy each rank's block out");
     for (int k = 0; k < outs_.size(); ++k) {
-      const Tensor block = call(Op::view, call(Op::select, held_[0], int64_t(0), int64_t(k)), outs_[k].sizes());
+      const Tensor block = call(Op::view, call(Op::select, flat_, int64_t(0), int64_t(k)), outs_[k].sizes());
       call(Op::copy_, outs_[k], block);
     }
   }
 
  private:
   std::shared_ptr<Work> w_;
-  std::vector<Tensor> held_;  // for allgather_, the flat buffer first
+  Tensor flat_;  // the backend's output: world_size rows of the input's numel
   OptionalTensorList outs_;
   std::mutex copy_mu_;
   bool copied_ = false;
@@ -158,7 +156,7 @@ void allgather_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
                   ValueError, "all_gather: tensor_list[", k, "] is not of the input's size, dtype and device");
   Tensor flat = empty_tensor(DimVector{g.size(), in.numel()}, in.dtype(), in.device());
   std::shared_ptr<Work> w = g.all_gather(flat, in);
-  done(s, std::make_shared<KernelWork>(std::move(w), std::vector<Tensor>{flat, in}, outs));
+  done(s, std::make_shared<AllGatherWork>(std::move(w), std::move(flat), outs));
 }
 
 // reduce_scatter_(Tensor[] output_tensors, Tensor[] input_tensors, int process_group, int reduce_op, bool async_op,
@@ -177,8 +175,7 @@ void reduce_scatter_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     flat_parts.push_back(call(Op::reshape, ins[k], DimVector{-1}));
   }
   const Tensor flat = call(Op::cat, flat_parts, int64_t(0));
-  std::shared_ptr<Work> w = g.reduce_scatter(out, flat, reduce_op_of(s[3].to_int()));
-  done(s, std::make_shared<KernelWork>(std::move(w), std::vector<Tensor>{flat}));
+  done(s, g.reduce_scatter(out, flat, reduce_op_of(s[3].to_int())));  // the backend holds flat until it ran
 }
 
 // barrier(Tensor tensor, int process_group, int[] device_ids, bool async_op, int timeout): the tensor

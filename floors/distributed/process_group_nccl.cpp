@@ -179,9 +179,10 @@ class ProcessGroupNCCL : public ProcessGroup {
  private:
   // A CUDA tensor of this group's device, contiguous: its memory.
   void* memory_of(const Tensor& t, const char* fn) const {
-    DESCENT_CHECK(t.device().type == DeviceType::CUDA, Error, "No backend type associated with device type ",
-                  device_type_name(t.device().type), " (", fn,
-                  ": the default group is nccl's, for CUDA tensors; 'mpi' takes CPU and sim:0 ones)");
+    // The c10d kernels ask serves() first and raise PyTorch's "No backend type ..." (c10d_kernels.cpp); this
+    // guards a direct call, as the mpi backend's memory_of does.
+    DESCENT_CHECK(t.device().type == DeviceType::CUDA, Error, fn, ": the nccl backend takes CUDA tensors, not ",
+                  t.device().str(), " (CPU and sim:0 tensors need mpi)");
     DESCENT_CHECK(t.device() == device_, ValueError, fn, ": the nccl backend takes tensors on ", device_.str(),
                   " (this rank's device), not ", t.device().str());
     DESCENT_CHECK(t.is_contiguous(), ValueError, fn, ": Tensors must be contiguous");
