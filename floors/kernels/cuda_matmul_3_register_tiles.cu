@@ -42,11 +42,17 @@ namespace {
 // fragments are read from shared memory while this step's products run.
 constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 8, kF32Threads = 128;
 constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 rows, 2 of 4 columns
+// The a tile's rows (one k each) are 4 floats longer than its 128 numbers:
+// the two threads that store one 32-byte piece of an a row write k and k + 4
+// of one row, 128 floats apart in an unpadded tile, the same bank. Measured
+// on the H200 at 4096^3, beside the unpadded kernel in the same run: 44.0
+// against 43.3 TFLOP/s (experiments of 2026-12-02, docs/BENCHMARKS.md).
+constexpr int kF32APad = 4;
 
 __global__ void __launch_bounds__(kF32Threads, 2)
     matmul_float32_128x128(MatmulPlan p, const float* __restrict__ a, const float* __restrict__ b,
                            float* __restrict__ out) {
-  __shared__ alignas(16) float as[2][kF32BK][kF32BM];
+  __shared__ alignas(16) float as[2][kF32BK][kF32BM + kF32APad];
   __shared__ alignas(16) float bs[2][kF32BK][kF32BN];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   const int a_off = (warp / 2) * 64 + (lane / 8) * 4;  // first row of the thread's groups (+16 g)
@@ -147,7 +153,7 @@ const char* cuda_matmul_register_tiles(const streams::Stream& s, ScalarType dt, 
         launch::grid_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
     k.grid.y = uint32_t(ceil_div(p.m, kF32BM));
     k.grid.z = uint32_t(p.batch);
-    k.shared_bytes = 0;  // static: 2 x (8 x 128 + 8 x 128) floats
+    k.shared_bytes = 0;  // static: 2 x (8 x 132 + 8 x 128) floats
     launch::launch_cuda(s, k, matmul_float32_128x128, p, static_cast<const float*>(a), static_cast<const float*>(b),
                         static_cast<float*>(out));
     return "matmul_float32_128x128";

@@ -19,11 +19,12 @@
 //   for jc in steps of nc (columns of C and B)        B's block: kc x nc, in L3
 //     for pc in steps of kc (the k dimension)
 //       pack B[pc:+kc, jc:+nc] into panels nr columns wide
-//       for ic in steps of mc (rows of C and A)       A's block: mc x kc, in L2
-//         pack A[ic:+mc, pc:+kc] into panels mr rows tall
-//         for jr in steps of nr                       a panel of B: kc x nr, in L1 (or L2)
-//           for ir in steps of mr
-//             microkernel: C[ir:+mr, jr:+nr] += panel of A x panel of B
+//       pack A[:, pc:+kc] into panels mr rows tall       (in passes, for a tall A)
+//       for each task (a group of A's panels x a group of B's panels)
+//         for ic in steps of mc (the task's rows)       A's block: mc x kc, in L2
+//           for jr in steps of nr                      a panel of B: kc x nr, in L1 (or L2)
+//             for ir in steps of mr
+//               microkernel: C[ir:+mr, jr:+nr] += panel of A x panel of B
 //
 // A packed panel holds its kc steps one after the other: step k of an A
 // panel is the mr numbers a[ir..ir+mr)[k] side by side, step k of a B panel
@@ -50,14 +51,24 @@
 // step, then goes through the caches a third as often (a B panel streams
 // from L2 at 15 bytes a cycle, well within what L2 gives).
 //
-// Threads split the ic and jr loops: every (block of rows, group of column
-// panels) pair is a task of parallel_for, which packs its own A block. With
-// fewer row blocks than threads the rows are cut finer (down to mr), then the
-// columns, into as many groups as make the tasks share evenly among the
-// threads. Packing B is split over its panels first. B is packed one kc
-// step at a time, just before the tasks use it, so that it is still in L2 (a
-// version that packed all of K at once, for fewer meetings of the threads,
-// was 5-10% slower on one thread: B came back from L3).
+// Threads. Each kc step is two parallel_for loops: the packing of B (in
+// blocks of steps across all its panels) and of A's panels, every panel
+// once and shared by all the tasks; then the tasks, C cut into a grid of
+// row groups by column groups (task_grid). The grid weighs two things. A
+// square task reads the fewest panels for its products and uses each B
+// panel over the most rows. Several tasks a thread let the threads that
+// run fast, or woke first, take more of them: on the H200 host the same
+// task took 2.0 to 3.6 ms on different cores of one product, so a split of
+// one task a thread waited for the slowest. At 512 x 512 on 16 threads the
+// grid is 11 x 4 (tasks of 48 rows by 128 columns, 44 of them), at 2048 x
+// 2048 8 x 8 (264 by 256). A's panels are packed for all of M at once up to
+// 8 MiB (a pass). B is packed one kc step at a time, just before the tasks
+// use it, so that it is still in the caches (a version that packed all of K
+// at once was 5-10% slower on one thread: B came back from L3). Measured
+// on the H200 host beside torch.mm in the same run (docs/BENCHMARKS.md):
+// 16 threads at 512^2 0.31-0.45 ms against 0.47 with the split before (one
+// 36-row task a thread across half the columns, each packing its own A
+// block), at 2048^2 14.4-15.0 ms against 16.9.
 //
 // Rounding. Each element is still one chain of K steps in ascending k (the
 // kc blocks go on from what C holds), but a step is one fused multiply-add,
@@ -72,6 +83,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -156,39 +168,48 @@ T* scratch(int64_t n) {
 
 // [SECTION] Packing ----------------------------------------------------------------
 
-// Rows [0, rows) x steps [0, kc) of `a` into panels of mr rows: panel p, step
-// k, row i at dst[(p * kc + k) * mr + i]; rows past `rows` are zeros.
+// One panel of A: rows [0, h) x steps [0, kc) of `a`, step k of row i at
+// dst[k * mr + i]; rows h..mr are zeros. Written step by step (contiguous
+// writes), each step's mr numbers read from h rows, or from one column when
+// A's rows are its unit stride (a transposed operand).
 template <typename T>
-void pack_a(Strided<T> a, int64_t rows, int64_t kc, int64_t mr, T* dst) {
-  for (int64_t r0 = 0; r0 < rows; r0 += mr, dst += kc * mr) {
-    const int64_t h = std::min(mr, rows - r0);
-    if (h < mr) std::fill(dst, dst + kc * mr, T(0));
-    for (int64_t i = 0; i < h; ++i) {
-      const T* src = a.p + (r0 + i) * a.rs;
-      if (a.cs == 1) {
-        for (int64_t k = 0; k < kc; ++k) dst[k * mr + i] = src[k];
-      } else {
-        for (int64_t k = 0; k < kc; ++k) dst[k * mr + i] = src[k * a.cs];
-      }
-    }
+void pack_a_panel(Strided<T> a, int64_t h, int64_t kc, int64_t mr, T* dst) {
+  if (h < mr) std::fill(dst, dst + kc * mr, T(0));
+  if (a.rs == 1 && h == mr) {
+    for (int64_t k = 0; k < kc; ++k) std::copy_n(a.p + k * a.cs, mr, dst + k * mr);
+    return;
   }
+  const T* rows[16];  // mr <= 16 (Micro)
+  for (int64_t i = 0; i < h; ++i) rows[i] = a.p + i * a.rs;
+  for (int64_t k = 0; k < kc; ++k, dst += mr)
+    for (int64_t i = 0; i < h; ++i) dst[i] = rows[i][k * a.cs];
 }
 
-// Steps [0, kc) x columns [j0, j1) of `b` (j0 a multiple of nr) into panels
-// of nr columns: panel q, step k, column j at dst[(q * kc + k) * nr + j];
-// columns past `cols` are zeros.
+// Steps [k0, k1) of B's panels [0, panels), a block of B of kc steps by w
+// columns: step k of column j of panel q at dst[(q * kc + k) * nr + j];
+// columns past w are zeros. Read a step at a time along B's rows when its
+// columns are its unit stride (nr / (64 bytes) fixed-size copies a panel:
+// inlined moves, not calls to memcpy), else a column at a time. A thread
+// packs a range of steps across every panel, not a panel: a panel's steps
+// are rows of B, one page apart in a 2048-column B, and on the H200 host a
+// thread packing 64 KiB panels moved 0.5 GB/s, a page-table walk a row.
 template <typename T>
-void pack_b(Strided<T> b, int64_t cols, int64_t kc, int64_t nr, int64_t j0, int64_t j1, T* dst) {
-  dst += j0 * kc;
-  for (int64_t c0 = j0; c0 < j1; c0 += nr, dst += kc * nr) {
-    const int64_t w = std::min(nr, cols - c0);
-    if (w < nr) std::fill(dst, dst + kc * nr, T(0));
-    if (b.cs == 1) {
-      for (int64_t k = 0; k < kc; ++k) std::memcpy(dst + k * nr, b.p + k * b.rs + c0, size_t(w) * sizeof(T));
-    } else {
-      for (int64_t j = 0; j < w; ++j)
-        for (int64_t k = 0; k < kc; ++k) dst[k * nr + j] = b.p[k * b.rs + (c0 + j) * b.cs];
+void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k1, int64_t kc, int64_t nr, T* dst) {
+  constexpr int64_t kLine = 64 / sizeof(T);
+  const int64_t whole = w / nr;  // panels without an edge
+  if (whole < panels)
+    for (int64_t k = k0; k < k1; ++k) std::fill_n(dst + (whole * kc + k) * nr, nr, T(0));
+  if (b.cs == 1 && nr % kLine == 0) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const T* src = b.p + k * b.rs;
+      for (int64_t q = 0; q < whole; ++q)
+        for (int64_t j = 0; j < nr; j += kLine) std::memcpy(dst + (q * kc + k) * nr + j, src + q * nr + j, 64);
+      if (whole < panels)
+        std::memcpy(dst + (whole * kc + k) * nr, src + whole * nr, size_t(w - whole * nr) * sizeof(T));
     }
+  } else {
+    for (int64_t j = 0; j < w; ++j)
+      for (int64_t k = k0; k < k1; ++k) dst[((j / nr) * kc + k) * nr + j % nr] = b.p[k * b.rs + j * b.cs];
   }
 }
 
@@ -314,6 +335,39 @@ inline void prefetch_tile(const T* c, int64_t ld, int64_t h, int64_t bytes) {
     for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(c + i * ld) + b, 1, 3);
 }
 
+// The grid of tasks a product's C is cut into: rg groups of A's panels
+// (rows) by cg groups of B's panels (columns), Note [Packed matmul]. A task
+// of tm x tn elements of C costs tm tn steps of products plus 16 (tm + tn)
+// for the A and B panels it reads from other cores' caches. The threads
+// claim tasks as they come free, so a product takes at least the rounds of
+// tasks the threads need, and on a host whose cores run at different speeds
+// (or wake late) about the total over the threads plus one task, the tail
+// of the slowest thread: kTail task. The grid of least cost, among those of
+// at most four tasks a thread; the squarest of those as good.
+constexpr double kTail = 1.0;
+struct Grid {
+  int64_t rg = 1, cg = 1;
+};
+Grid task_grid(int64_t row_panels, int64_t col_panels, int64_t mr, int64_t nr, int64_t threads) {
+  Grid best;
+  double best_cost = 0;
+  int64_t best_edge = 0;
+  const int64_t most = threads == 1 ? 1 : 4 * threads;
+  for (int64_t rg = 1; rg <= std::min(row_panels, most); ++rg)
+    for (int64_t cg = 1; cg <= std::min(col_panels, most / rg); ++cg) {
+      const int64_t tm = (row_panels + rg - 1) / rg * mr, tn = (col_panels + cg - 1) / cg * nr;
+      const double task = double(tm) * double(tn) + 16.0 * double(tm + tn), tasks = double(rg * cg);
+      const double rounds = std::ceil(tasks / double(threads));
+      const double cost = std::max(rounds * task, tasks * task / double(threads) + kTail * task);
+      if (best_edge == 0 || cost < best_cost * 0.999 || (cost <= best_cost * 1.001 && tm + tn < best_edge)) {
+        best = {rg, cg};
+        best_cost = cost;
+        best_edge = tm + tn;
+      }
+    }
+  return best;
+}
+
 // C (M x N, contiguous rows) = A (M x K) B (K x N), Note [Packed matmul].
 template <typename T>
 void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t M, int64_t K, int64_t N) {
@@ -325,50 +379,62 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   // A thread for every kMatmulGrain multiply-adds at most: waking one costs more than a small product.
   const int64_t threads =
       in_parallel_region() ? 1 : std::clamp<int64_t>(M * N * K / kMatmulGrain, 1, get_num_threads());
+  // Rows of A packed at once: all of M, up to a pass's buffer of kPassBytes.
+  constexpr int64_t kPassBytes = 8 << 20;
+  const int64_t pass_rows = std::min(M, std::max(bl.mc, kPassBytes / (bl.kc * int64_t(sizeof(T))) / m.mr * m.mr));
+  const int64_t mcp = bl.mc / m.mr;  // A's panels in one block of a task, the block that stays in L2
   T* const bpack = scratch<T, 0>(bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr));
+  T* const apack = scratch<T, 1>(bl.kc * ((pass_rows + m.mr - 1) / m.mr * m.mr));
   for (int64_t jc = 0; jc < N; jc += bl.nc) {
-    const int64_t nb = std::min(bl.nc, N - jc), panels = (nb + m.nr - 1) / m.nr;
-    // The split of this block of C among threads: row blocks, cut finer than
-    // mc (down to mr) when there are fewer than threads, then column groups.
-    int64_t row_blocks = (M + bl.mc - 1) / bl.mc;
-    if (row_blocks < threads) row_blocks = std::min((M + m.mr - 1) / m.mr, threads);
-    const int64_t mc = ((M + row_blocks - 1) / row_blocks + m.mr - 1) / m.mr * m.mr;  // whole panels
-    row_blocks = (M + mc - 1) / mc;
-    // Column groups: the fewest that give every thread the same number of
-    // tasks, within 10% (3 row blocks on 2 threads would leave one idle a third of the time).
-    int64_t groups = 1;
-    while (groups < panels) {
-      const int64_t tasks = row_blocks * groups;
-      if (tasks >= threads && 10 * ((tasks + threads - 1) / threads * threads - tasks) <= tasks) break;
-      ++groups;
-    }
-    const int64_t per_group = (panels + groups - 1) / groups;
+    const int64_t nb = std::min(bl.nc, N - jc), col_panels = (nb + m.nr - 1) / m.nr;
     for (int64_t pc = 0; pc < K; pc += bl.kc) {
       const int64_t kb = std::min(bl.kc, K - pc);
-      const Strided<T> bblock{b.p + pc * b.rs + jc * b.cs, b.rs, b.cs};
-      parallel_for(0, panels, std::max<int64_t>(1, kGrainSize / (kb * m.nr)),
-                   [&](int64_t q0, int64_t q1) { pack_b(bblock, nb, kb, m.nr, q0 * m.nr, q1 * m.nr, bpack); });
-      parallel_for(0, row_blocks * groups, 1, [&](int64_t t0, int64_t t1) {
-        T* const apack = scratch<T, 1>(mc * kb);
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t ic = (t / groups) * mc, rows = std::min(mc, M - ic);
-          const int64_t q_lo = (t % groups) * per_group, q_hi = std::min(panels, q_lo + per_group);
-          if (q_lo >= q_hi) continue;
-          pack_a(Strided<T>{a.p + ic * a.rs + pc * a.cs, a.rs, a.cs}, rows, kb, m.mr, apack);
-          for (int64_t q = q_lo; q < q_hi; ++q) {
-            const int64_t j = q * m.nr, w = std::min(m.nr, nb - j);
-            for (int64_t i = 0; i < rows; i += m.mr) {
-              // The next tile of C on its way from memory while this one runs.
-              const bool down = i + m.mr < rows;
-              if (down || q + 1 < q_hi)
-                prefetch_tile(c + (ic + (down ? i + m.mr : 0)) * N + jc + j + (down ? 0 : m.nr), N,
-                              std::min(m.mr, rows - (down ? i + m.mr : 0)), m.nr * int64_t(sizeof(T)));
-              tile(m, kb, apack + i * kb, bpack + q * m.nr * kb, c + (ic + i) * N + jc + j, N, std::min(m.mr, rows - i),
-                   w, pc > 0);
+      for (int64_t ic = 0; ic < M; ic += pass_rows) {
+        const int64_t rows = std::min(pass_rows, M - ic), row_panels = (rows + m.mr - 1) / m.mr;
+        // Packing, shared among the threads: B (once for every pass of this
+        // kc step) in blocks of steps across all its panels, then A's panels.
+        const int64_t b_step = std::clamp<int64_t>(kGrainSize / (col_panels * m.nr), 1, kb);
+        const int64_t b_items = ic == 0 ? (kb + b_step - 1) / b_step : 0;
+        // A chunk of the loop for every kGrainSize numbers packed.
+        const int64_t items = b_items + row_panels, numbers = kb * ((ic == 0 ? nb : 0) + row_panels * m.mr);
+        parallel_for(0, items, std::max<int64_t>(1, items * kGrainSize / numbers), [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < std::min(i1, b_items); ++i)
+            pack_b_steps(Strided<T>{b.p + pc * b.rs + jc * b.cs, b.rs, b.cs}, nb, col_panels, i * b_step,
+                         std::min(kb, (i + 1) * b_step), kb, m.nr, bpack);
+          for (int64_t p = std::max(i0, b_items) - b_items; p < i1 - b_items; ++p) {
+            const int64_t r = ic + p * m.mr;
+            pack_a_panel(Strided<T>{a.p + r * a.rs + pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - r), kb, m.mr,
+                         apack + p * kb * m.mr);
+          }
+        });
+        // The products: task t is row group t / cg by column group t % cg.
+        const Grid g = task_grid(row_panels, col_panels, m.mr, m.nr, threads);
+        parallel_for(0, g.rg * g.cg, 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t r = t / g.cg, h = t % g.cg;
+            const int64_t p0 = r * row_panels / g.rg, p1 = (r + 1) * row_panels / g.rg;
+            const int64_t q0 = h * col_panels / g.cg, q1 = (h + 1) * col_panels / g.cg;
+            for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
+              const int64_t pe = std::min(p1, pb + mcp);
+              for (int64_t q = q0; q < q1; ++q) {
+                const int64_t j = q * m.nr, w = std::min(m.nr, nb - j);
+                for (int64_t p = pb; p < pe; ++p) {
+                  const int64_t i = p * m.mr, hi = std::min(m.mr, rows - i);
+                  // The next tile of C on its way from memory while this one runs.
+                  const bool down = p + 1 < pe;
+                  if (down || q + 1 < q1) {
+                    const int64_t ni = down ? i + m.mr : pb * m.mr, nj = down ? j : j + m.nr;
+                    prefetch_tile(c + (ic + ni) * N + jc + nj, N, std::min(m.mr, rows - ni),
+                                  std::min(m.nr, nb - nj) * int64_t(sizeof(T)));
+                  }
+                  tile(m, kb, apack + p * kb * m.mr, bpack + q * kb * m.nr, c + (ic + i) * N + jc + j, N, hi, w,
+                       pc > 0);
+                }
+              }
             }
           }
-        }
-      });
+        });
+      }
     }
   }
 }
