@@ -51,24 +51,35 @@
 // step, then goes through the caches a third as often (a B panel streams
 // from L2 at 15 bytes a cycle, well within what L2 gives).
 //
-// Threads. Each kc step is two parallel_for loops: the packing of B (in
-// blocks of steps across all its panels) and of A's panels, every panel
-// once and shared by all the tasks; then the tasks, C cut into a grid of
-// row groups by column groups (task_grid). The grid weighs two things. A
-// square task reads the fewest panels for its products and uses each B
-// panel over the most rows. Several tasks a thread let the threads that
-// run fast, or woke first, take more of them: on the H200 host the same
-// task took 2.0 to 3.6 ms on different cores of one product, so a split of
-// one task a thread waited for the slowest. At 512 x 512 on 16 threads the
-// grid is 11 x 4 (tasks of 48 rows by 128 columns, 44 of them), at 2048 x
-// 2048 8 x 8 (264 by 256). A's panels are packed for all of M at once up to
-// 8 MiB (a pass). B is packed one kc step at a time, just before the tasks
-// use it, so that it is still in the caches (a version that packed all of K
-// at once was 5-10% slower on one thread: B came back from L3). Measured
-// on the H200 host beside torch.mm in the same run (docs/BENCHMARKS.md):
-// 16 threads at 512^2 0.31-0.45 ms against 0.47 with the split before (one
-// 36-row task a thread across half the columns, each packing its own A
-// block), at 2048^2 14.4-15.0 ms against 16.9.
+// Threads. The loop nest's steps (a kc block of K for a block of B's
+// columns and a pass of A's rows) become one list of items: each step's
+// packing (B in blocks of steps across all its panels, then A's panels,
+// every panel once and shared by all its tasks), then its tasks, C cut into
+// a grid of row groups by column groups (task_grid). One parallel_for runs
+// the whole list: every thread claims the next item and runs it once its
+// inputs are ready, spinning until then. A step's tasks wait for its
+// packing and for the step before's tasks (the same tiles of C, the kc
+// blocks in order); a step's packing waits for the tasks of the step two
+// before, which read the other of two packed buffers last. So the threads
+// done with a step's tasks pack the next step's panels while the others
+// finish, and the pool is met once a product, not twice a kc step (its
+// workers wake tens of microseconds apart on the H200 host).
+//
+// The grid weighs two things. A square task reads the fewest panels for its
+// products and uses each B panel over the most rows. Several tasks a thread
+// let the threads that run fast, or woke first, take more of them: on the
+// H200 host the same task took 2.0 to 3.6 ms on different cores of one
+// product, so a split of one task a thread waited for the slowest. At 512 x
+// 512 on 16 threads the grid is 11 x 4 (tasks of 48 rows by 128 columns, 44
+// of them), at 2048 x 2048 8 x 8 (264 by 256). A's panels are packed for all
+// of M at once up to 8 MiB (a pass). B is packed one kc step at a time, just
+// before the tasks use it, so that it is still in the caches (a version that
+// packed all of K at once was 5-10% slower on one thread: B came back from
+// L3). Measured on the H200 host beside torch.mm in the same run
+// (docs/BENCHMARKS.md): 16 threads at 512^2 0.31-0.45 ms against 0.47 with
+// the split before (one 36-row task a thread across half the columns, each
+// packing its own A block, two loops of the pool a kc step), at 2048^2
+// 14.4-15.0 ms against 16.9, before the one list.
 //
 // Rounding. Each element is still one chain of K steps in ascending k (the
 // kc blocks go on from what C holds), but a step is one fused multiply-add,
@@ -368,6 +379,32 @@ Grid task_grid(int64_t row_panels, int64_t col_panels, int64_t mr, int64_t nr, i
   return best;
 }
 
+// One step of the loop nest: a kc block of K (pc) for a block of B's
+// columns (jc) and a pass of A's rows (ic), its packing and its products.
+struct Step {
+  int64_t jc, nb, col_panels;  // B's columns [jc, jc + nb), in col_panels panels
+  int64_t pc, kb;              // K's steps [pc, pc + kb)
+  int64_t ic, rows, row_panels;
+  bool packs_b;     // the first pass of its (jc, pc): later passes use the same packed B
+  int64_t b_step;   // B's steps a packing item packs
+  int64_t b_items;  // packing items of B (0 unless packs_b), then row_panels of A
+  Grid grid;        // its products' tasks
+  int64_t first;    // its first item in the product's list: packing, then tasks
+  int64_t packing() const { return b_items + row_panels; }
+  int64_t tasks() const { return grid.rg * grid.cg; }
+};
+
+// Waits until `done` reaches `want` (other threads' items; see packed_product):
+// a spin, then yields, for a thread that holds one may have lost its core.
+inline void wait_for(const std::atomic<int64_t>& done, int64_t want) {
+  for (int spins = 0; done.load(std::memory_order_acquire) < want; ++spins) {
+    if (spins < 4096)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+}
+
 // C (M x N, contiguous rows) = A (M x K) B (K x N), Note [Packed matmul].
 template <typename T>
 void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t M, int64_t K, int64_t N) {
@@ -383,60 +420,113 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   constexpr int64_t kPassBytes = 8 << 20;
   const int64_t pass_rows = std::min(M, std::max(bl.mc, kPassBytes / (bl.kc * int64_t(sizeof(T))) / m.mr * m.mr));
   const int64_t mcp = bl.mc / m.mr;  // A's panels in one block of a task, the block that stays in L2
-  T* const bpack = scratch<T, 0>(bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr));
-  T* const apack = scratch<T, 1>(bl.kc * ((pass_rows + m.mr - 1) / m.mr * m.mr));
-  for (int64_t jc = 0; jc < N; jc += bl.nc) {
-    const int64_t nb = std::min(bl.nc, N - jc), col_panels = (nb + m.nr - 1) / m.nr;
-    for (int64_t pc = 0; pc < K; pc += bl.kc) {
-      const int64_t kb = std::min(bl.kc, K - pc);
+
+  // The steps, in the loop nest's order, and every item of the product in one list.
+  std::vector<Step> steps;
+  int64_t items = 0;
+  for (int64_t jc = 0; jc < N; jc += bl.nc)
+    for (int64_t pc = 0; pc < K; pc += bl.kc)
       for (int64_t ic = 0; ic < M; ic += pass_rows) {
-        const int64_t rows = std::min(pass_rows, M - ic), row_panels = (rows + m.mr - 1) / m.mr;
-        // Packing, shared among the threads: B (once for every pass of this
-        // kc step) in blocks of steps across all its panels, then A's panels.
-        const int64_t b_step = std::clamp<int64_t>(kGrainSize / (col_panels * m.nr), 1, kb);
-        const int64_t b_items = ic == 0 ? (kb + b_step - 1) / b_step : 0;
-        // A chunk of the loop for every kGrainSize numbers packed.
-        const int64_t items = b_items + row_panels, numbers = kb * ((ic == 0 ? nb : 0) + row_panels * m.mr);
-        parallel_for(0, items, std::max<int64_t>(1, items * kGrainSize / numbers), [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < std::min(i1, b_items); ++i)
-            pack_b_steps(Strided<T>{b.p + pc * b.rs + jc * b.cs, b.rs, b.cs}, nb, col_panels, i * b_step,
-                         std::min(kb, (i + 1) * b_step), kb, m.nr, bpack);
-          for (int64_t p = std::max(i0, b_items) - b_items; p < i1 - b_items; ++p) {
-            const int64_t r = ic + p * m.mr;
-            pack_a_panel(Strided<T>{a.p + r * a.rs + pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - r), kb, m.mr,
-                         apack + p * kb * m.mr);
+        Step st;
+        st.jc = jc, st.nb = std::min(bl.nc, N - jc), st.col_panels = (st.nb + m.nr - 1) / m.nr;
+        st.pc = pc, st.kb = std::min(bl.kc, K - pc);
+        st.ic = ic, st.rows = std::min(pass_rows, M - ic), st.row_panels = (st.rows + m.mr - 1) / m.mr;
+        st.packs_b = ic == 0;
+        // A packing item of B is about kGrainSize numbers: some steps across all its panels.
+        st.b_step = std::clamp<int64_t>(kGrainSize / (st.col_panels * m.nr), 1, st.kb);
+        st.b_items = st.packs_b ? (st.kb + st.b_step - 1) / st.b_step : 0;
+        st.grid = task_grid(st.row_panels, st.col_panels, m.mr, m.nr, threads);
+        st.first = items;
+        items += st.packing() + st.tasks();
+        steps.push_back(st);
+      }
+  // Two of each packed buffer: step s + 1 packs into one while step s's
+  // products read the other (one thread runs them one after the other: one).
+  const int64_t nbuf = threads > 1 ? 2 : 1;
+  const int64_t b_size = bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr);
+  const int64_t a_size = bl.kc * ((pass_rows + m.mr - 1) / m.mr * m.mr);
+  T* const bbuf = scratch<T, 0>(nbuf * b_size);
+  T* const abuf = scratch<T, 1>(nbuf * a_size);
+  std::vector<int64_t> b_of(steps.size());  // which B buffer each step's products read
+  for (size_t s = 0, nbufs = 0; s < steps.size(); ++s)
+    b_of[s] = steps[s].packs_b ? int64_t(nbufs++ % nbuf) : b_of[s - 1];
+
+  // How many of each step's packing items and tasks are done.
+  std::unique_ptr<std::atomic<int64_t>[]> packed(new std::atomic<int64_t>[steps.size()]),
+      computed(new std::atomic<int64_t>[steps.size()]);
+  for (size_t s = 0; s < steps.size(); ++s) packed[s] = 0, computed[s] = 0;
+
+  auto pack = [&](size_t s, int64_t i) {
+    const Step& st = steps[s];
+    T* const bpack = bbuf + b_of[s] * b_size;
+    T* const apack = abuf + int64_t(s) % nbuf * a_size;
+    if (i < st.b_items) {
+      pack_b_steps(Strided<T>{b.p + st.pc * b.rs + st.jc * b.cs, b.rs, b.cs}, st.nb, st.col_panels, i * st.b_step,
+                   std::min(st.kb, (i + 1) * st.b_step), st.kb, m.nr, bpack);
+    } else {
+      const int64_t p = i - st.b_items, r = st.ic + p * m.mr;
+      pack_a_panel(Strided<T>{a.p + r * a.rs + st.pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - r), st.kb, m.mr,
+                   apack + p * st.kb * m.mr);
+    }
+  };
+  // Task t of step s: row group t / cg by column group t % cg.
+  auto compute = [&](size_t s, int64_t t) {
+    const Step& st = steps[s];
+    const T* const bpack = bbuf + b_of[s] * b_size;
+    const T* const apack = abuf + int64_t(s) % nbuf * a_size;
+    const int64_t r = t / st.grid.cg, h = t % st.grid.cg;
+    const int64_t p0 = r * st.row_panels / st.grid.rg, p1 = (r + 1) * st.row_panels / st.grid.rg;
+    const int64_t q0 = h * st.col_panels / st.grid.cg, q1 = (h + 1) * st.col_panels / st.grid.cg;
+    T* const cb = c + st.ic * N + st.jc;         // this step's block of C
+    for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
+      const int64_t pe = std::min(p1, pb + mcp);
+      for (int64_t q = q0; q < q1; ++q) {
+        const int64_t j = q * m.nr, w = std::min(m.nr, st.nb - j);
+        for (int64_t p = pb; p < pe; ++p) {
+          const int64_t i = p * m.mr;
+          // The next tile of C on its way from memory while this one runs.
+          const bool down = p + 1 < pe;
+          if (down || q + 1 < q1) {
+            const int64_t ni = down ? i + m.mr : pb * m.mr, nj = down ? j : j + m.nr;
+            prefetch_tile(cb + ni * N + nj, N, std::min(m.mr, st.rows - ni),
+                          std::min(m.nr, st.nb - nj) * int64_t(sizeof(T)));
           }
-        });
-        // The products: task t is row group t / cg by column group t % cg.
-        const Grid g = task_grid(row_panels, col_panels, m.mr, m.nr, threads);
-        parallel_for(0, g.rg * g.cg, 1, [&](int64_t t0, int64_t t1) {
-          for (int64_t t = t0; t < t1; ++t) {
-            const int64_t r = t / g.cg, h = t % g.cg;
-            const int64_t p0 = r * row_panels / g.rg, p1 = (r + 1) * row_panels / g.rg;
-            const int64_t q0 = h * col_panels / g.cg, q1 = (h + 1) * col_panels / g.cg;
-            for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
-              const int64_t pe = std::min(p1, pb + mcp);
-              for (int64_t q = q0; q < q1; ++q) {
-                const int64_t j = q * m.nr, w = std::min(m.nr, nb - j);
-                for (int64_t p = pb; p < pe; ++p) {
-                  const int64_t i = p * m.mr, hi = std::min(m.mr, rows - i);
-                  // The next tile of C on its way from memory while this one runs.
-                  const bool down = p + 1 < pe;
-                  if (down || q + 1 < q1) {
-                    const int64_t ni = down ? i + m.mr : pb * m.mr, nj = down ? j : j + m.nr;
-                    prefetch_tile(c + (ic + ni) * N + jc + nj, N, std::min(m.mr, rows - ni),
-                                  std::min(m.nr, nb - nj) * int64_t(sizeof(T)));
-                  }
-                  tile(m, kb, apack + p * kb * m.mr, bpack + q * kb * m.nr, c + (ic + i) * N + jc + j, N, hi, w,
-                       pc > 0);
-                }
-              }
-            }
-          }
-        });
+          tile(m, st.kb, apack + p * st.kb * m.mr, bpack + q * st.kb * m.nr, cb + i * N + j, N,
+               std::min(m.mr, st.rows - i), w, st.pc > 0);
+        }
       }
     }
-  }
+  };
+
+  // Every thread claims items in the list's order and runs each once its
+  // inputs are ready (Note [Packed matmul]): a step's tasks wait for its
+  // packing and for the previous step's tasks (the same tiles of C, the kc
+  // blocks in order); a step's packing waits for the tasks of the step two
+  // before, the last to read the buffers it writes. Items are claimed in
+  // order and never wait on a later one, so every wait is for an item some
+  // running thread holds: none waits forever.
+  std::atomic<int64_t> next{0};
+  auto run = [&](int64_t, int64_t) {
+    size_t s = 0;
+    for (int64_t item; (item = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      while (item >= steps[s].first + steps[s].packing() + steps[s].tasks()) ++s;
+      const Step& st = steps[s];
+      const int64_t i = item - st.first;
+      if (i < st.packing()) {
+        if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks());
+        pack(s, i);
+        packed[s].fetch_add(1, std::memory_order_release);
+      } else {
+        wait_for(packed[s], st.packing());
+        if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks());
+        compute(s, i - st.packing());
+        computed[s].fetch_add(1, std::memory_order_release);
+      }
+    }
+  };
+  // One loop of the pool for the whole product, a chunk for each thread; a
+  // chunk whose thread came late finds the list done and returns at once.
+  parallel_for(0, threads, 1, run);
 }
 
 }  // namespace

@@ -82,14 +82,6 @@ constexpr int64_t kChunksPerThread = 4;
 // spinning is not what keeps this product from scaling there.
 constexpr auto kSpin = std::chrono::microseconds(100);
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // [SECTION] Jobs and the pool -------------------------------------------------------
 
 // One parallel_for call, on its caller's stack: the range cut into `chunks`

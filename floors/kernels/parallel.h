@@ -50,6 +50,15 @@ int get_num_threads();        // threads a parallel loop uses, the caller includ
 void set_num_threads(int n);  // 1 to kMaxThreads, else ValueError; 1 makes every loop serial
 bool in_parallel_region();    // true while this thread runs a chunk of a parallel_for
 
+// One iteration of a spin-wait: tells the core this thread is waiting.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // [SECTION] parallel_for -----------------------------------------------------------
 
 // The unit grains are counted in, PyTorch's GRAIN_SIZE (elements of a cheap
