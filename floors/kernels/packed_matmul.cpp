@@ -75,11 +75,12 @@
 // of M at once up to 8 MiB (a pass). B is packed one kc step at a time, just
 // before the tasks use it, so that it is still in the caches (a version that
 // packed all of K at once was 5-10% slower on one thread: B came back from
-// L3). Measured on the H200 host beside torch.mm in the same run
-// (docs/BENCHMARKS.md): 16 threads at 512^2 0.31-0.45 ms against 0.47 with
-// the split before (one 36-row task a thread across half the columns, each
-// packing its own A block, two loops of the pool a kc step), at 2048^2
-// 14.4-15.0 ms against 16.9, before the one list.
+// L3). Measured on the H200 host beside torch.mm in the same runs
+// (docs/BENCHMARKS.md), 16 threads: at 2048^2 16.9 ms with the split before
+// (one 132-row task a thread, each packing its own A block, two loops of the
+// pool a kc step), 12.7-13.6 with this one (torch: 11.8-13.2); at 512^2
+// 0.47 before, 0.28-0.54 now (torch: 0.22-0.30), and once 2.3 ms, as if the
+// workers had not come.
 //
 // Rounding. Each element is still one chain of K steps in ascending k (the
 // kc blocks go on from what C holds), but a step is one fused multiply-add,
