@@ -44,7 +44,8 @@ constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 8, kF32Threads = 128;
 constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 rows, 2 of 4 columns
 // The a tile's rows (one k each) are 4 floats longer than its 128 numbers:
 // the two threads that store one 32-byte piece of an a row write k and k + 4
-// of one row, 128 floats apart in an unpadded tile, the same bank. Measured
+// of one row, 512 floats apart in an unpadded tile (4 rows of 128), the
+// same bank. Measured
 // on the H200 at 4096^3, beside the unpadded kernel in the same run: 44.0
 // against 43.3 TFLOP/s (experiments of 2026-12-02, docs/BENCHMARKS.md).
 constexpr int kF32APad = 4;

@@ -11,7 +11,7 @@
 //
 // Note [Packed matmul]
 // ~~~~~~~~~~~~~~~~~~~~
-// C (M x N) += A (M x K) B (K x N) as BLIS does it (Van Zee and van de Geijn,
+// C (M x N) = A (M x K) B (K x N) as BLIS does it (Van Zee and van de Geijn,
 // "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", 2015):
 // five loops around a microkernel, each sized so that what it reuses stays in
 // one level of the cache.
@@ -60,7 +60,8 @@
 // inputs are ready, spinning until then. A step's tasks wait for its
 // packing and for the step before's tasks (the same tiles of C, the kc
 // blocks in order); a step's packing waits for the tasks of the step two
-// before, which read the other of two packed buffers last. So the threads
+// before, the last to read the buffer it writes (of two, taken in turn: A's
+// by step, B's by (jc, pc), whose passes of A's rows share one packed B). So the threads
 // done with a step's tasks pack the next step's panels while the others
 // finish, and the pool is met once a product, not twice a kc step (its
 // workers wake tens of microseconds apart on the H200 host).
@@ -89,8 +90,10 @@
 // sum_k |a_ik||b_kj| of the exact product (Higham 3.1), so they differ by at
 // most twice that: the verifier holds this rung to Note [Device matmul
 // bound], as it holds a GPU's fused products, not to bit equality. The bits
-// do not depend on the thread count (each element is still one thread's
-// chain). float16, bfloat16 and the integers are not packed: the register
+// do not depend on the thread count: an element's kc blocks may run on
+// different threads, but always in order (each step's tasks wait for the
+// step before's), and the blocks, passes and tiles are the same for any
+// count. float16, bfloat16 and the integers are not packed: the register
 // rung takes them.
 #include <algorithm>
 #include <atomic>
@@ -395,14 +398,27 @@ struct Step {
   int64_t tasks() const { return grid.rg * grid.cg; }
 };
 
+// A count of one step's items done, alone on its cache line (the threads
+// spinning on one count do not lose their copy each time another moves).
+struct alignas(64) Count {
+  std::atomic<int64_t> n{0};
+  void add() {
+    n.fetch_add(1, std::memory_order_release);
+    n.notify_all();
+  }
+};
+
 // Waits until `done` reaches `want` (other threads' items; see packed_product):
-// a spin, then yields, for a thread that holds one may have lost its core.
-inline void wait_for(const std::atomic<int64_t>& done, int64_t want) {
-  for (int spins = 0; done.load(std::memory_order_acquire) < want; ++spins) {
-    if (spins < 4096)
+// a spin, then a sleep until the count moves (a thread that holds one of the
+// items may have lost its core, with more threads than cores).
+inline void wait_for(const Count& done, int64_t want) {
+  for (int spins = 0;; ++spins) {
+    const int64_t now = done.n.load(std::memory_order_acquire);
+    if (now >= want) return;
+    if (spins < 2048)
       cpu_relax();
     else
-      std::this_thread::yield();
+      done.n.wait(now, std::memory_order_acquire);
   }
 }
 
@@ -453,9 +469,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
     b_of[s] = steps[s].packs_b ? int64_t(nbufs++ % nbuf) : b_of[s - 1];
 
   // How many of each step's packing items and tasks are done.
-  std::unique_ptr<std::atomic<int64_t>[]> packed(new std::atomic<int64_t>[steps.size()]),
-      computed(new std::atomic<int64_t>[steps.size()]);
-  for (size_t s = 0; s < steps.size(); ++s) packed[s] = 0, computed[s] = 0;
+  std::vector<Count> packed(steps.size()), computed(steps.size());
 
   auto pack = [&](size_t s, int64_t i) {
     const Step& st = steps[s];
@@ -516,18 +530,21 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       if (i < st.packing()) {
         if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks());
         pack(s, i);
-        packed[s].fetch_add(1, std::memory_order_release);
+        packed[s].add();
       } else {
         wait_for(packed[s], st.packing());
         if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks());
         compute(s, i - st.packing());
-        computed[s].fetch_add(1, std::memory_order_release);
+        computed[s].add();
       }
     }
   };
-  // One loop of the pool for the whole product, a chunk for each thread; a
+  // One loop of the pool for the whole product, a chunk for each thread (no
+  // more than the most items of a step: the others would only wait); a
   // chunk whose thread came late finds the list done and returns at once.
-  parallel_for(0, threads, 1, run);
+  int64_t widest = 1;
+  for (const Step& st : steps) widest = std::max(widest, st.packing() + st.tasks());
+  parallel_for(0, std::min(threads, widest), 1, run);
 }
 
 }  // namespace

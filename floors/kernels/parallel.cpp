@@ -67,8 +67,8 @@ constexpr int64_t kChunksPerThread = 4;
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Waking a thread asleep on a condition variable takes tens of
 // microseconds, and the woken workers then take the pool's mutex one after
-// another. A packed matmul of 512 x 512 runs two loops (packing B, then the
-// products), each a few hundred microseconds of work on 16 threads: with
+// another. A packed matmul of 512 x 512 ran two loops (packing B, then the
+// products; one since, Note [Packed matmul]), each a few hundred microseconds of work on 16 threads: with
 // every worker asleep between them, the caller claims chunks before the
 // others wake. So a worker that finishes a loop keeps looking for the next
 // invitation for kSpin before it sleeps, reading an atomic count of

@@ -22,8 +22,8 @@
 // loop as before, and two threads share a cache line only where chunks meet.
 // Results stay bit for bit what one thread computes: every output element is
 // still computed by exactly one thread, by the same code, from the same inputs
-// in the same order (a matrix product is split by output rows, so each row's
-// sums keep their order; a long sum is split at a fixed level of its cascade,
+// in the same order (a matrix product is split by output tiles, each
+// element's sums kept in their order; a long sum is split at a fixed level of its cascade,
 // Note [Cascade summation], so its order does not depend on the threads). A loop no longer than its grain runs inline on the caller (one
 // compare and branch, before the pool is touched), and so does a loop opened
 // from inside a chunk: no nested parallelism. An exception thrown by a chunk
