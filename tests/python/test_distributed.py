@@ -4,6 +4,7 @@ reduce_scatter, barrier), on CPU and sim:0 tensors, gives on every rank what one
 (tests/python/distributed/collectives.py). Skipped where descent was built without MPI."""
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -189,3 +190,51 @@ def test_a_rank_that_never_joins_times_out_and_ends_the_job():
     assert "rank 0: refused after the timeout" in r.stdout, r.stdout
     assert "rank 0: destroy returned" not in r.stdout
     assert "a collective timed out; MPI_Abort ends every rank of the job" in r.stderr, r.stderr[-2000:]
+
+
+@needs_mpi
+def test_killing_the_launcher_ends_every_rank(tmp_path):
+    """Note [A rank ends with its launcher]: SIGKILL to `descent run` (a test's timeout, kill -9)
+    leaves no mpirun and no rank behind, where before they spun on forever."""
+    marker = f"descent-orphan-check-{os.getpid()}"
+    script = tmp_path / f"{marker}.py"
+    script.write_text("import time, descent, descent.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "print('rank up', flush=True)\n"
+                      "time.sleep(600)\n")
+    launcher = subprocess.Popen([sys.executable, "-m", "descent", "run", "--nproc", "2", str(script)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def alive():  # every process whose command line names the script: mpirun and the ranks
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if marker.encode() in f.read() and int(pid) != launcher.pid:
+                        found.append(int(pid))
+            except (OSError, ValueError):
+                pass
+        return found
+
+    try:
+        seen, deadline = "", time.time() + 60
+        while seen.count("rank up") < 2:  # both ranks are up, in their sleep (mpirun may join their lines)
+            assert time.time() < deadline, "the ranks did not start:\n" + seen
+            if select.select([launcher.stdout], [], [], 1.0)[0]:
+                chunk = os.read(launcher.stdout.fileno(), 4096).decode()
+                assert chunk, "the job ended first:\n" + seen
+                seen += chunk
+        assert len(alive()) >= 2
+        launcher.kill()
+        launcher.wait(timeout=10)
+        deadline = time.time() + 20
+        while alive() and time.time() < deadline:
+            time.sleep(0.2)
+        assert alive() == [], "left running after the launcher was killed"
+    finally:
+        launcher.kill()
+        for pid in alive():
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass

@@ -163,11 +163,39 @@ def cmd_app(rest):
     os.execvp(argv[0], argv)
 
 
+def _end_with_parent(parent_pid):
+    """Asks Linux to send this process SIGTERM when the process that started it ends, however it
+    ends (SIGKILL included); ends at once if that has already happened. Note [A rank ends with its
+    launcher]."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the link is not made
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+# Note [A rank ends with its launcher]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `descent run` starts mpirun, which starts the ranks. If the launcher is
+# killed outright (SIGKILL: a test's timeout, a closed terminal's kill -9),
+# it cannot pass anything on, and mpirun and its ranks would go on alone: a
+# rank waiting in a collective spins forever on a core. So each link of the
+# chain asks the kernel for a SIGTERM when its parent ends (prctl's
+# PR_SET_PDEATHSIG): mpirun when the launcher ends, each rank when mpirun
+# (or the daemon that started it) ends. torchrun does the same for its
+# workers with the same call. A process whose parent ended before it could
+# ask ends at once.
+
+
 def cmd_run(args):
     """`descent run --nproc N script.py ...`: N processes of the script under Open MPI's mpirun, each
     with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); the mpi
     backend of descent.distributed takes its ranks from MPI itself."""
     if args.as_rank:  # inside mpirun: this process is one rank
+        _end_with_parent(os.getppid())
         from descent import distributed
         import runpy
         distributed._rank_env()
@@ -200,7 +228,8 @@ def cmd_run(args):
         for old in glob.glob(os.path.join(args.trace, "rank*.descent")):  # an earlier run's: never merged again
             os.remove(old)
         cmd += ["--trace", os.path.abspath(args.trace)]
-    rc = subprocess.run(cmd + [args.script] + args.args, env=env).returncode
+    me = os.getpid()
+    rc = subprocess.run(cmd + [args.script] + args.args, env=env, preexec_fn=lambda: _end_with_parent(me)).returncode
     if rc != 0 or not args.trace:
         return rc
     from descent import _C
