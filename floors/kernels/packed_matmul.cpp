@@ -51,20 +51,20 @@
 // step, then goes through the caches a third as often (a B panel streams
 // from L2 at 15 bytes a cycle, well within what L2 gives).
 //
-// Threads. The loop nest's steps (a kc block of K for a block of B's
-// columns and a pass of A's rows) become one list of items: each step's
-// packing (B in blocks of steps across all its panels, then A's panels,
-// every panel once and shared by all its tasks), then its tasks, C cut into
-// a grid of row groups by column groups (task_grid). One parallel_for runs
-// the whole list: every thread claims the next item and runs it once its
-// inputs are ready, spinning until then. A step's tasks wait for its
-// packing and for the step before's tasks (the same tiles of C, the kc
-// blocks in order); a step's packing waits for the tasks of the step two
-// before, the last to read the buffer it writes (of two, taken in turn: A's
-// by step, B's by (jc, pc), whose passes of A's rows share one packed B). So the threads
-// done with a step's tasks pack the next step's panels while the others
-// finish, and the pool is met once a product, not twice a kc step (its
-// workers wake tens of microseconds apart on the H200 host).
+// Threads. The loop nest's steps (a kc block of K for a block of B's columns
+// and a pass of A's rows) become one list of items: each step's packing (B in
+// blocks of steps across all its panels, then A's panels, every panel once and
+// shared by all its tasks), then its tasks, C cut into a grid of row groups by
+// column groups (task_grid). One parallel_for runs the whole list: every thread
+// claims the next item and runs it once its inputs are ready (a short spin,
+// then a sleep on the count of what it waits for). A step's tasks wait for its
+// packing and for the step before's tasks (the same tiles of C, the kc blocks
+// in order); a step's packing waits for the tasks of the step two before, the
+// last to read the buffer it writes (of two, taken in turn: A's by step, B's by
+// (jc, pc), whose passes of A's rows share one packed B). So the threads done
+// with a step's tasks pack the next step's panels while the others finish, and
+// the pool is met once a product, not twice a kc step (its workers wake tens of
+// microseconds apart on the H200 host).
 //
 // The grid weighs two things. A square task reads the fewest panels for its
 // products and uses each B panel over the most rows. Several tasks a thread
@@ -206,8 +206,9 @@ void pack_a_panel(Strided<T> a, int64_t h, int64_t kc, int64_t mr, T* dst) {
 // columns are its unit stride (nr / (64 bytes) fixed-size copies a panel:
 // inlined moves, not calls to memcpy), else a column at a time. A thread
 // packs a range of steps across every panel, not a panel: a panel's steps
-// are rows of B, one page apart in a 2048-column B, and on the H200 host a
-// thread packing 64 KiB panels moved 0.5 GB/s, a page-table walk a row.
+// are rows of B, one 4 KiB page apart in a 2048-column B, and on the H200
+// host a thread packing 64 KiB panels that way moved about 0.5 GB/s (most
+// likely an address-translation miss a row).
 template <typename T>
 void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k1, int64_t kc, int64_t nr, T* dst) {
   constexpr int64_t kLine = 64 / sizeof(T);
