@@ -45,9 +45,8 @@ constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 row
 // The a tile's rows (one k each) are 4 floats longer than its 128 numbers:
 // the two threads that store one 32-byte piece of an a row write k and k + 4
 // of one row, 512 floats apart in an unpadded tile (4 rows of 128), the
-// same bank. Measured
-// on the H200 at 4096^3, beside the unpadded kernel in the same run: 44.0
-// against 43.3 TFLOP/s (experiments of 2026-12-02, docs/BENCHMARKS.md).
+// same bank. Measured on the H200 at 4096^3, beside the unpadded kernel in
+// the same run: 44.0 against 43.3 TFLOP/s (docs/BENCHMARKS.md, 2026-12-02).
 constexpr int kF32APad = 4;
 
 __global__ void __launch_bounds__(kF32Threads, 2)

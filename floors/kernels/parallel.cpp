@@ -65,21 +65,21 @@ constexpr int64_t kChunksPerThread = 4;
 
 // Note [Workers spin before they sleep]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Waking a thread asleep on a condition variable takes tens of
-// microseconds, and the woken workers then take the pool's mutex one after
-// another. A packed matmul of 512 x 512 ran two loops (packing B, then the
-// products; one since, Note [Packed matmul]), each a few hundred microseconds of work on 16 threads: with
-// every worker asleep between them, the caller claims chunks before the
+// Waking a thread asleep on a condition variable takes tens of microseconds,
+// and the woken workers then take the pool's mutex one after another. A packed
+// matmul of 512 x 512 ran two loops (packing B, then the products; one since:
+// Note [Packed matmul]), each a few hundred microseconds of work on 16 threads:
+// with every worker asleep between them, the caller claims chunks before the
 // others wake. So a worker that finishes a loop keeps looking for the next
-// invitation for kSpin before it sleeps, reading an atomic count of
-// invitations without the mutex, as OpenMP's runtimes do (GOMP_SPINCOUNT,
-// KMP_BLOCKTIME); a program that stops calling ops has its workers asleep
-// again within kSpin, and a loop that comes within it starts on every thread
-// at once. Measured (docs/BENCHMARKS.md): on the dev VM's two threads, 128^3
-// went from 0.046 to 0.041 ms and 512^3 from 0.876 to 0.833; on the H200
-// host's 16, 512^3 went from 2.35 ms to between 1.06 and 2.46 over four runs
-// (its CPU is shared and noisy), still far from PyTorch's 0.29 ms: the
-// spinning is not what keeps this product from scaling there.
+// invitation for kSpin before it sleeps, reading an atomic count of invitations
+// without the mutex, as OpenMP's runtimes do (GOMP_SPINCOUNT, KMP_BLOCKTIME); a
+// program that stops calling ops has its workers asleep again within kSpin, and
+// a loop that comes within it starts on every thread at once. Measured
+// (docs/BENCHMARKS.md): on the dev VM's two threads, 128^3 went from 0.046 to
+// 0.041 ms and 512^3 from 0.876 to 0.833; on the H200 host's 16, 512^3 went
+// from 2.35 ms to between 1.06 and 2.46 over four runs (its CPU is shared and
+// noisy), still far from PyTorch's 0.29 ms: the spinning is not what keeps this
+// product from scaling there.
 constexpr auto kSpin = std::chrono::microseconds(100);
 
 // [SECTION] Jobs and the pool -------------------------------------------------------

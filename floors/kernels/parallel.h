@@ -12,25 +12,26 @@
 // life of the process: starting a thread costs a system call, a stack and tens
 // of microseconds every time, waking a sleeping one much less. The calling
 // thread works too, rather than sleeping while others work: it invites up to
-// n - 1 workers, then claims chunks from the same counter they claim from, so
-// n threads share the loop; when a worker is slow to wake, or busy with
-// another caller's loop, the caller simply does more of the chunks itself
-// (there are up to four chunks per thread for that reason). Once the counter
-// runs out it withdraws the invitations nobody took and waits only for the
-// helpers that did. Chunks are contiguous runs of indices, so each thread
-// streams through its own stretch of memory with the same vectorized inner
-// loop as before, and two threads share a cache line only where chunks meet.
-// Results stay bit for bit what one thread computes: every output element is
-// still computed by exactly one thread, by the same code, from the same inputs
-// in the same order (a matrix product is split by output tiles, each
-// element's sums kept in their order; a long sum is split at a fixed level of its cascade,
-// Note [Cascade summation], so its order does not depend on the threads). A loop no longer than its grain runs inline on the caller (one
-// compare and branch, before the pool is touched), and so does a loop opened
-// from inside a chunk: no nested parallelism. An exception thrown by a chunk
-// is carried back and rethrown on the caller (the first one wins) once every
-// chunk has finished. Traced, the loop is a "parallel_for" span and every
-// chunk a "parallel_for chunk" span (begin=, end=) of the thread that ran it;
-// a worker's chunk is joined to the loop by a flow, an arrow in Perfetto
+// n - 1 workers, then claims chunks from the same counter they claim from, so n
+// threads share the loop; when a worker is slow to wake, or busy with another
+// caller's loop, the caller simply does more of the chunks itself (there are up
+// to four chunks per thread for that reason). Once the counter runs out it
+// withdraws the invitations nobody took and waits only for the helpers that
+// did. Chunks are contiguous runs of indices, so each thread streams through
+// its own stretch of memory with the same vectorized inner loop as before, and
+// two threads share a cache line only where chunks meet. Results stay bit for
+// bit what one thread computes: every output element is computed by the same
+// code, from the same inputs, in the same order (a matrix product is split by
+// output tiles, and an element's blocks of K run in order, whichever threads
+// run them; a long sum is split at a fixed level of its cascade,
+// Note [Cascade summation], so its order does not depend on the threads). A
+// loop no longer than its grain runs inline on the caller (one compare and
+// branch, before the pool is touched), and so does a loop opened from inside a
+// chunk: no nested parallelism. An exception thrown by a chunk is carried back
+// and rethrown on the caller (the first one wins) once every chunk has
+// finished. Traced, the loop is a "parallel_for" span and every chunk a
+// "parallel_for chunk" span (begin=, end=) of the thread that ran it; a
+// worker's chunk is joined to the loop by a flow, an arrow in Perfetto
 // (Note [Flows between threads] in tracer/tracer.h).
 #pragma once
 

@@ -27,8 +27,9 @@ verdict holds each rung's result to the bound both the register-blocked and
 the packed rung obey: within gamma_n (|A||B|) of the exact product (Note
 [Device matmul bound]; numpy computes the exact product's stand-in and
 |A||B| in float64, before any timing and half a second before the first:
-its BLAS's threads spin for a while after a product, on the same cores). The reference rung (the plain loop) is run only up to
-512 unless --slow: at 2048 it takes minutes.
+its BLAS's threads spin for a while after a product, on the same cores).
+The reference rung (the plain loop) is run only up to 512 unless --slow: at
+2048 it takes minutes.
 """
 import os
 import statistics
