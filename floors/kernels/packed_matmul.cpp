@@ -19,7 +19,7 @@
 //   for jc in steps of nc (columns of C and B)        B's block: kc x nc, in L3
 //     for pc in steps of kc (the k dimension)
 //       pack B[pc:+kc, jc:+nc] into panels nr columns wide
-//       pack A[:, pc:+kc] into panels mr rows tall       (in passes, for a tall A)
+//       pack A[:, pc:+kc] into panels mr rows tall       (in passes: a tall A; one thread)
 //       for each task (a group of A's panels x a group of B's panels)
 //         for ic in steps of mc (the task's rows)       A's block: mc x kc, in L2
 //           for jr in steps of nr                      a panel of B: kc x nr, in L1 (or L2)
@@ -67,36 +67,37 @@
 // microseconds apart on the H200 host).
 //
 // The grid weighs two things. A square task reads the fewest panels for its
-// products and uses each B panel over the most rows. Several tasks a thread
-// let the threads that run fast, or woke first, take more of them: on the
-// H200 host the same task took 2.0 to 3.6 ms on different cores of one
-// product, so a split of one task a thread waited for the slowest. At 512 x
-// 512 on 16 threads the grid is 11 x 4 (tasks of 48 rows by 128 columns, 44
-// of them), at 2048 x 2048 8 x 8 (264 by 256). A's panels are packed for all
-// of M at once up to 8 MiB (a pass); one thread packs an mc block at a time,
-// just before its products, so that it is still in L2 (4-6% faster at
-// 1024^2 and 2048^2 on the development VM than the whole of M at once). B is packed one kc step at a time, just
-// before the tasks use it, so that it is still in the caches (a version that
-// packed all of K at once was 5-10% slower on one thread: B came back from
-// L3). Measured on the H200 host beside torch.mm in the same runs
+// products and uses each B panel over the most rows. Several tasks a thread let
+// the threads that run fast, or woke first, take more of them: on the H200 host
+// the same task took 2.0 to 3.6 ms on different cores of one product, so a
+// split of one task a thread waited for the slowest. At 512 x 512 on 16 threads
+// the grid is 11 x 4 (tasks of 48 rows by 128 columns, 44 of them), at
+// 2048 x 2048 8 x 8 (264 by 256). A's panels are packed for all of M at once up
+// to 8 MiB (a pass); one thread packs an mc block at a time, just before its
+// products, so that it is still in L2 (4-6% faster at 1024^2 and 2048^2 on the
+// development VM than the whole of M at once). B is packed one kc step at a
+// time, just before the tasks use it, so that it is still in the caches (a
+// version that packed all of K at once was 5-10% slower on one thread: B came
+// back from L3). Measured on the H200 host beside torch.mm in the same runs
 // (docs/BENCHMARKS.md), 16 threads: at 2048^2 16.9 ms with the split before
 // (one 132-row task a thread, each packing its own A block, two loops of the
-// pool a kc step), 12.7-13.6 with this one (torch: 11.8-13.2); at 512^2
-// 0.47 before, 0.28-0.54 now (torch: 0.22-0.30), and once 2.3 ms, as if the
-// workers had not come.
+// pool a kc step), 12.2-17.7 with this one (torch: 11.1-13.5); at 512^2 0.47
+// before, 0.29-0.54 now (torch: 0.22-0.33), and 2.3 ms in the ladder's own run
+// while numpy's BLAS threads spun on the same cores (since fixed in the bench).
 //
-// Rounding. Each element is still one chain of K steps in ascending k (the
-// kc blocks go on from what C holds), but a step is one fused multiply-add,
-// rounded once, where the reference rounds the product and then the sum. So
-// the bits can differ from the reference's: both are within gamma_K
-// sum_k |a_ik||b_kj| of the exact product (Higham 3.1), so they differ by at
-// most twice that: the verifier holds this rung to Note [Device matmul
-// bound], as it holds a GPU's fused products, not to bit equality. The bits
-// do not depend on the thread count: an element's kc blocks may run on
-// different threads, but always in order (each step's tasks wait for the
-// step before's), and the blocks, passes and tiles are the same for any
-// count. float16, bfloat16 and the integers are not packed: the register
-// rung takes them.
+// Rounding. Each element is still one chain of K steps in ascending k (the kc
+// blocks go on from what C holds), but a step is one fused multiply-add,
+// rounded once, where the reference rounds the product and then the sum. So the
+// bits can differ from the reference's: both are within gamma_K sum_k
+// |a_ik||b_kj| of the exact product (Higham 3.1), so they differ by at most
+// twice that: the verifier holds this rung to Note [Device matmul bound], as it
+// holds a GPU's fused products, not to bit equality. The bits do not depend on
+// the thread count: an element's kc blocks may run on different threads, but
+// always in order (each step's tasks wait for the step before's), and the kc
+// blocks and the tiles' rows and columns are the same for any count (one
+// thread's passes of A's rows are shorter, which no element's sum depends on).
+// float16, bfloat16 and the integers are not packed: the register rung takes
+// them.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
