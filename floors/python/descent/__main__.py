@@ -185,9 +185,10 @@ def _end_with_parent(parent_pid):
 # rank waiting in a collective spins forever on a core. So each link of the
 # chain asks the kernel for a SIGTERM when its parent ends (prctl's
 # PR_SET_PDEATHSIG): mpirun when the launcher ends, each rank when mpirun
-# (or the daemon that started it) ends. torchrun does the same for its
-# workers with the same call. A process whose parent ended before it could
-# ask ends at once.
+# (or the daemon that started it) ends. PyTorch's
+# torch.multiprocessing.spawn makes the same call in each worker it starts
+# (with SIGINT). A process whose parent ended before it could ask ends at
+# once.
 
 
 def cmd_run(args):
