@@ -5,6 +5,7 @@
 // one output a thread (SharedTile), rung 3 with 4 x 4 (GenericTile).
 #pragma once
 
+#include <atomic>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -42,6 +43,20 @@ void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan
   k.grid.z = uint32_t(p.batch);
   launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b),
                       static_cast<T*>(out));
+}
+
+// A kernel that uses more than 48 KiB of dynamic shared memory must say so,
+// once per device, before its first launch there
+// (cudaFuncAttributeMaxDynamicSharedMemorySize); `raised` remembers, a flag
+// a device.
+constexpr int kMaxDevices = 64;
+
+template <class Kernel>
+void raise_shared_limit(Kernel* fn, int bytes, const char* kernel, int dev, std::atomic<bool> (&raised)[kMaxDevices]) {
+  if (dev < 0 || dev >= kMaxDevices || raised[dev].load(std::memory_order_acquire)) return;
+  const cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  DESCENT_CHECK(e == cudaSuccess, Error, "aten::mm: cudaFuncSetAttribute for ", kernel, ": ", cudaGetErrorString(e));
+  raised[dev].store(true, std::memory_order_release);
 }
 
 // visit_dtype without bool, which has no product.
