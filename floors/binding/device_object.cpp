@@ -18,6 +18,7 @@
 
 #include "floors/binding/binding.h"
 #include "floors/core/grad_mode.h"
+#include "floors/kernels/device_reduce.h"
 #include "floors/streams/device_memory.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"
@@ -92,6 +93,20 @@ PyObject* py_synchronize(PyObject*, PyObject* dev) {
   const Device d = usable_device(dev, "synchronize");
   GilRelease release;
   streams::synchronize(d, "synchronize");
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
+// torch.cuda._sleep(cycles): a kernel on the device's current stream that spins for that many clock cycles.
+PyObject* py_cuda_sleep(PyObject*, PyObject* args) {
+  DESCENT_PY_TRY
+  PyObject* dev = nullptr;
+  long long cycles = 0;
+  if (!PyArg_ParseTuple(args, "OL", &dev, &cycles)) return nullptr;
+  const Device d = usable_device(dev, "_sleep");
+  DESCENT_CHECK(d.type == DeviceType::CUDA, ValueError, "_sleep: a CUDA device, not ", d.str());
+#ifdef DESCENT_HAVE_CUDA
+  kernels::device::cuda_sleep(streams::current_stream(d), int64_t(cycles));
+#endif
   Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
@@ -521,6 +536,7 @@ PyMethodDef device_functions[] = {
     {"_check_device", py_check_device, METH_O, "RuntimeError in one line unless the device is usable"},
     {"_get_device_name", py_device_name, METH_O, "the device's name"},
     {"_synchronize", py_synchronize, METH_O, "waits for every stream of the device"},
+    {"_cuda_sleep", py_cuda_sleep, METH_VARARGS, "_cuda_sleep(device, cycles): a kernel that spins that long"},
     {"_synchronize_devices_in_use", py_synchronize_devices_in_use, METH_NOARGS,
      "waits for every device with memory in use, in floor-7 spans 'wait for the devices (end of recording)'"},
     {"_current_stream", py_current_stream, METH_O, "this thread's current stream id on the device"},

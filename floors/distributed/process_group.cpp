@@ -60,7 +60,7 @@ void init_process_group(const std::string& backend, int64_t timeout_ms) {
         "Distributed package doesn't have NCCL built in: descent found no NCCL beside the CUDA toolkit when "
         "it was configured (PyTorch's nvidia-nccl-cu13 package brings it); 'mpi' takes CPU and sim:0 tensors");
 #ifdef DESCENT_HAVE_NCCL
-    g_group = make_nccl_group();
+    g_group = make_nccl_group(std::chrono::milliseconds(timeout_ms));
 #endif
     return;
   }

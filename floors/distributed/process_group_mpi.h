@@ -44,7 +44,8 @@
 // or the script's end) calls MPI_Abort, which ends every rank of the job
 // (PyTorch's watchdog likewise tears the process down). Ending a group
 // whose worker is still busy past the timeout does the same, so no script
-// hangs forever at its end. The NCCL backend has no such bound yet.
+// hangs forever at its end. The NCCL backend's bound is its watchdog's
+// (Note [NCCL's watchdog]).
 #pragma once
 
 #include <array>

@@ -4,8 +4,15 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #ifdef DESCENT_HAVE_MPI
 #define OMPI_SKIP_MPICXX 1  // the C API only
@@ -88,7 +95,7 @@ ncclRedOp_t nccl_op(ReduceOp op, ScalarType t) {
 // A collective done on NCCL's stream at `done`: Note [NCCL's own stream].
 class WorkNCCL : public Work {
  public:
-  explicit WorkNCCL(std::unique_ptr<streams::EventImpl> done) : done_(std::move(done)) {}
+  explicit WorkNCCL(std::shared_ptr<streams::EventImpl> done) : done_(std::move(done)) {}
   bool is_completed() override { return done_->query(); }
   bool host_waits() const override { return false; }
   void wait() override {
@@ -100,12 +107,24 @@ class WorkNCCL : public Work {
   }
 
  private:
-  std::unique_ptr<streams::EventImpl> done_;
+  std::shared_ptr<streams::EventImpl> done_;  // the watchdog's too, until it has passed
 };
+
+// A collective the watchdog waits for: what it prints, in PyTorch's words, when one times out.
+struct InFlight {
+  int64_t seq;
+  const char* op_type;  // c10d's OpType: ALLREDUCE, BROADCAST, ALLGATHER, REDUCE_SCATTER
+  int64_t numel_in, numel_out;
+  std::chrono::steady_clock::time_point start;
+  std::shared_ptr<streams::EventImpl> done;
+};
+
+constexpr std::chrono::milliseconds kWatchdogPoll{100};  // as PyTorch's watchdog, which wakes every 100 ms
 
 class ProcessGroupNCCL : public ProcessGroup {
  public:
-  ProcessGroupNCCL() : rank_(env_int("RANK", 0)), size_(env_int("WORLD_SIZE", 1)) {
+  explicit ProcessGroupNCCL(std::chrono::milliseconds timeout)
+      : rank_(env_int("RANK", 0)), size_(env_int("WORLD_SIZE", 1)), timeout_(timeout) {
     DESCENT_CHECK(size_ >= 1 && rank_ >= 0 && rank_ < size_, ValueError, "init_process_group('nccl'): RANK ", rank_,
                   " is not a rank of WORLD_SIZE ", size_);
     device_ = Device{DeviceType::CUDA, env_int("LOCAL_RANK", 0)};
@@ -117,10 +136,18 @@ class ProcessGroupNCCL : public ProcessGroup {
     check(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
     streams::DeviceRuntime& rt = streams::runtime(DeviceType::CUDA);
     stream_ = streams::Stream{device_, rt.create_stream(device_.index)};
+    watchdog_ = std::thread([this] { watch(); });
   }
   ~ProcessGroupNCCL() override {
     (void)cudaSetDevice(device_.index);
+    // The watchdog still watches: a collective that never ends takes the process down, not this wait.
     (void)cudaStreamSynchronize(static_cast<cudaStream_t>(streams::runtime(DeviceType::CUDA).native(stream_)));
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    watchdog_.join();
     (void)ncclCommDestroy(comm_);
 #ifdef DESCENT_HAVE_MPI
     if (mpi_started_) MPI_Finalize();
@@ -136,27 +163,27 @@ class ProcessGroupNCCL : public ProcessGroup {
     void* p = memory_of(t, "all_reduce");
     const ncclDataType_t type = nccl_type(t.dtype(), "all_reduce");
     const ncclRedOp_t rop = nccl_op(op, t.dtype());  // before any wait or launch: a refused op leaves no trace
-    return collective("ncclAllReduce", "c10d::allreduce_", {&t}, [&](cudaStream_t s) {
-      check(ncclAllReduce(p, p, size_t(t.numel()), type, rop, comm_, s), "ncclAllReduce");
-    });
+    return collective(
+        "ncclAllReduce", "c10d::allreduce_", {"ALLREDUCE", t.numel(), t.numel()}, {&t},
+        [&](cudaStream_t s) { check(ncclAllReduce(p, p, size_t(t.numel()), type, rop, comm_, s), "ncclAllReduce"); });
   }
   std::shared_ptr<Work> broadcast(const Tensor& t, int root) override {
     DESCENT_CHECK(root >= 0 && root < size_, ValueError, "broadcast: src ", root, " is not a rank of a group of ",
                   size_);
     void* p = memory_of(t, "broadcast");
     const ncclDataType_t type = nccl_type(t.dtype(), "broadcast");
-    return collective("ncclBroadcast", "c10d::broadcast_", {&t}, [&](cudaStream_t s) {
-      check(ncclBroadcast(p, p, size_t(t.numel()), type, root, comm_, s), "ncclBroadcast");
-    });
+    return collective(
+        "ncclBroadcast", "c10d::broadcast_", {"BROADCAST", t.numel(), t.numel()}, {&t},
+        [&](cudaStream_t s) { check(ncclBroadcast(p, p, size_t(t.numel()), type, root, comm_, s), "ncclBroadcast"); });
   }
   std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override {
     check_all_gather(out, in);
     const void* src = memory_of(in, "all_gather");
     void* dst = memory_of(out, "all_gather");
     const ncclDataType_t type = nccl_type(in.dtype(), "all_gather");
-    return collective("ncclAllGather", "c10d::allgather_", {&out, &in}, [&](cudaStream_t s) {
-      check(ncclAllGather(src, dst, size_t(in.numel()), type, comm_, s), "ncclAllGather");
-    });
+    return collective(
+        "ncclAllGather", "c10d::allgather_", {"ALLGATHER", in.numel(), out.numel()}, {&out, &in},
+        [&](cudaStream_t s) { check(ncclAllGather(src, dst, size_t(in.numel()), type, comm_, s), "ncclAllGather"); });
   }
   std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override {
     check_reduce_scatter(out, in);
@@ -164,9 +191,11 @@ class ProcessGroupNCCL : public ProcessGroup {
     void* dst = memory_of(out, "reduce_scatter");
     const ncclDataType_t type = nccl_type(out.dtype(), "reduce_scatter");
     const ncclRedOp_t rop = nccl_op(op, out.dtype());
-    return collective("ncclReduceScatter", "c10d::reduce_scatter_", {&out, &in}, [&](cudaStream_t s) {
-      check(ncclReduceScatter(src, dst, size_t(out.numel()), type, rop, comm_, s), "ncclReduceScatter");
-    });
+    return collective("ncclReduceScatter", "c10d::reduce_scatter_", {"REDUCE_SCATTER", in.numel(), out.numel()},
+                      {&out, &in}, [&](cudaStream_t s) {
+                        check(ncclReduceScatter(src, dst, size_t(out.numel()), type, rop, comm_, s),
+                              "ncclReduceScatter");
+                      });
   }
   // As PyTorch's NCCL barrier: an all_reduce of one element on the device, then the host waits for it.
   std::shared_ptr<Work> barrier() override {
@@ -189,10 +218,17 @@ class ProcessGroupNCCL : public ProcessGroup {
     return t.data_ptr();
   }
 
-  // Steps 1 to 3 of Note [NCCL's own stream] around `call`.
+  // What the watchdog prints of a collective: c10d's OpType, and the elements in and out.
+  struct Kind {
+    const char* op_type;
+    int64_t numel_in, numel_out;
+  };
+
+  // Steps 1 to 3 of Note [NCCL's own stream] around `call`, then the watchdog's (Note [NCCL's watchdog]).
   template <class Call>
-  std::shared_ptr<Work> collective(const char* nccl_fn, const char* op, std::initializer_list<const Tensor*> tensors,
-                                   Call call) {
+  std::shared_ptr<Work> collective(const char* nccl_fn, const char* op, Kind kind,
+                                   std::initializer_list<const Tensor*> tensors, Call call) {
+    const auto start = std::chrono::steady_clock::now();
     streams::DeviceRuntime& rt = streams::runtime(DeviceType::CUDA);
     const streams::Stream compute = streams::current_stream(device_);
     {
@@ -211,9 +247,50 @@ class ProcessGroupNCCL : public ProcessGroup {
       call(static_cast<cudaStream_t>(scope.stream()));
     }
     for (const Tensor* t : tensors) streams::device_allocator(device_).record_stream(t->storage()->data, stream_.id);
-    std::unique_ptr<streams::EventImpl> done = rt.create_event(device_.index, false);
+    std::shared_ptr<streams::EventImpl> done = rt.create_event(device_.index, false);
     done->record(stream_);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      in_flight_.push_back({++seq_, kind.op_type, kind.numel_in, kind.numel_out, start, done});
+    }
     return std::make_shared<WorkNCCL>(std::move(done));
+  }
+
+  // The watchdog's thread: every kWatchdogPoll, forgets the collectives whose
+  // event has passed, and takes the process down when one has run past the
+  // timeout (Note [NCCL's watchdog]).
+  void watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lock, kWatchdogPoll);
+      std::erase_if(in_flight_, [](const InFlight& w) {
+        try {
+          return w.done->query();
+        } catch (const std::exception&) {
+          return true;  // a device error: the next CUDA call on the stream raises it where it can be caught
+        }
+      });
+      const auto now = std::chrono::steady_clock::now();
+      for (const InFlight& w : in_flight_)
+        if (now - w.start > timeout_) take_the_process_down(w, now);
+    }
+  }
+
+  // PyTorch's words (ProcessGroupNCCL's watchdog, with its default
+  // TORCH_NCCL_ASYNC_ERROR_HANDLING=3: the process ends, its communicators
+  // are not aborted first).
+  [[noreturn]] void take_the_process_down(const InFlight& w, std::chrono::steady_clock::time_point now) const {
+    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.start).count();
+    const std::string message =
+        str("[Rank ", rank_, "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=", w.seq,
+            ", OpType=", w.op_type, ", NumelIn=", w.numel_in, ", NumelOut=", w.numel_out,
+            ", Timeout(ms)=", timeout_.count(), ") ran for ", ran, " milliseconds before timing out.\n[Rank ", rank_,
+            "] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+            "subsequent GPU operations might run on corrupted/incomplete data. To avoid data inconsistency, we are "
+            "taking the entire process down.\n");
+    std::fputs(message.c_str(), stderr);
+    std::fflush(stderr);
+    std::abort();
   }
 
   // Rank 0's unique id to every rank: MPI carries it (ranks come from `descent run`, under mpirun).
@@ -246,10 +323,20 @@ class ProcessGroupNCCL : public ProcessGroup {
   streams::Stream stream_;
   std::unique_ptr<Tensor> one_;  // the barrier's element
   bool mpi_started_ = false;
+  // Note [NCCL's watchdog]: the collectives not yet passed, guarded by mu_.
+  std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<InFlight> in_flight_;
+  int64_t seq_ = 0;  // c10d's SeqNum: the first collective is 1
+  bool stopping_ = false;
+  std::thread watchdog_;
 };
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> make_nccl_group() { return std::make_unique<ProcessGroupNCCL>(); }
+std::unique_ptr<ProcessGroup> make_nccl_group(std::chrono::milliseconds timeout) {
+  return std::make_unique<ProcessGroupNCCL>(timeout);
+}
 
 }  // namespace descent::distributed

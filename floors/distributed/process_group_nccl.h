@@ -24,14 +24,43 @@
 // to the others (ranks are started by `descent run`, under mpirun); with one
 // rank no MPI is needed. NVLink multicast is left as the environment sets it
 // (NCCL_NVLS_ENABLE and the others): descent sets no NCCL variable.
+//
+// Note [NCCL's watchdog]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Work.wait() is a stream wait, so no host thread waits for a collective,
+// and a rank that never joins would leave NCCL's stream waiting forever,
+// and every stream that waits for it. As PyTorch's ProcessGroupNCCL, the
+// group keeps a thread of its own, the watchdog: every 100 ms it asks each
+// collective's event (step 3 above) whether the device has passed it, and
+// forgets those that have. One that has run longer than the group's
+// timeout (init_process_group(timeout=...), PyTorch's default of 10 minutes
+// for nccl), counted from its call, ends the process: the watchdog prints
+// PyTorch's line, "[Rank 0] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4, NumelOut=4,
+// Timeout(ms)=1000) ran for 1041 milliseconds before timing out." (PyTorch
+// 2.11's, word for word, on the H200 host), then why the process goes, and
+// aborts (SIGABRT) without ncclCommAbort: the process's end frees what NCCL
+// held, as with PyTorch's default TORCH_NCCL_ASYNC_ERROR_HANDLING=3. On
+// purpose descent ends at once where PyTorch 2.11 first dumps its debug
+// information (TORCH_NCCL_DUMP_ON_TIMEOUT) and, in the run that printed the
+// line above, had not ended 40 s later: a learner's script should not hang
+// after saying why. Ending the group (destroy_process_group, the script's
+// end) first waits for NCCL's stream with the watchdog still watching, so a
+// script cannot hang at its end either. The test keeps the compute stream
+// busy (descent.cuda._sleep, torch.cuda._sleep's twin) longer than a
+// one-second timeout, so that an all_reduce, which waits for it (step 1),
+// cannot start in time.
 #pragma once
+
+#include <chrono>
 
 #include "floors/distributed/process_group.h"
 
 namespace descent::distributed {
 
 // The NCCL group of rank RANK of WORLD_SIZE (torchrun's variables; 0 of 1
-// when unset) on cuda:LOCAL_RANK (0 when unset).
-std::unique_ptr<ProcessGroup> make_nccl_group();
+// when unset) on cuda:LOCAL_RANK (0 when unset); a collective may run for
+// `timeout` (Note [NCCL's watchdog]).
+std::unique_ptr<ProcessGroup> make_nccl_group(std::chrono::milliseconds timeout);
 
 }  // namespace descent::distributed

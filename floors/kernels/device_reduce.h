@@ -506,7 +506,7 @@ void scatter(Device d, ScalarType dt, void* self, const void* values, const Scat
 
 // [SECTION] CUDA entry points ----------------------------------------------------------------
 
-// Defined in cuda_reduce.cu and cuda_index.cu (the product's rungs:
+// Defined in cuda_reduce.cu, cuda_index.cu and cuda_sleep.cu (the product's rungs:
 // matmul_ladder.h); each launches on stream `s` of a CUDA
 // device through floor 8 (launch_cuda) and returns. `partials` holds
 // plan.outputs * plan.blocks running totals (and `partial_index` as many
@@ -518,6 +518,8 @@ void cuda_max(const streams::Stream& s, ScalarType dt, const void* x, void* y, i
               int64_t* partial_index, const ReducePlan& plan);
 void cuda_gather(const streams::Stream& s, ScalarType dt, const void* self, void* out, const GatherPlan& plan);
 void cuda_scatter(const streams::Stream& s, ScalarType dt, void* self, const void* values, const ScatterPlan& plan);
+// descent.cuda._sleep: a kernel that spins for `cycles` of the device's clock.
+void cuda_sleep(const streams::Stream& s, int64_t cycles);
 #endif
 
 }  // namespace descent::kernels::device

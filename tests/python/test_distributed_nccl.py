@@ -1,7 +1,8 @@
 """descent.distributed over NCCL with one rank (issue 20, on the H200 host): every collective on a
 CUDA tensor gives what one process computes; Work.wait() makes the current stream wait for NCCL's
 and the host goes on (Note [NCCL's own stream], floors/distributed/process_group_nccl.h); the
-trace shows the launch on floor 8 and NCCL's own kernel on the device clock, joined to it. Skipped
+trace shows the launch on floor 8 and NCCL's own kernel on the device clock, joined to it; the
+watchdog ends a collective that runs past the timeout (Note [NCCL's watchdog]). Skipped
 where descent was built without NCCL or there is no GPU."""
 import os
 import re
@@ -103,3 +104,88 @@ def test_the_trace_shows_nccls_launch_and_its_kernel_on_the_device_clock(tmp_pat
     device = [ln for ln in lines if re.search(r"^\s*\[9 [a-z]+ *\]", ln)]
     assert not any(re.search(rf"correlation={launches[0]}\b", ln) for ln in device), r.stdout  # the sum: nothing to do
     assert any(re.search(rf"correlation={launches[1]}\b", ln) for ln in device), r.stdout  # the average: NCCL's kernel
+
+
+# Note [NCCL's watchdog]: the compute stream spins for about 20 s (descent.cuda._sleep; more where
+# the clock runs slower), the all_reduce waits for it (Note [NCCL's own stream], step 1), and the
+# group's timeout is one second: the watchdog must end the process within a few seconds, in
+# PyTorch's words. A first all_reduce before the spin makes the communicator: PyTorch makes its
+# own at the first collective, and doing so waits for the device, which would let the spin end
+# first. The same script under torch, where torch is here, prints the same WorkNCCL(...) (seen on
+# the H200 host with PyTorch 2.11: "[Rank 0] Watchdog caught collective operation timeout:
+# WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=1000) ran for 1041
+# milliseconds before timing out."); torch then dumps its debug information and had not ended 40 s
+# later, so its process is read until that line and then killed.
+WATCHDOG = r"""
+import datetime, sys, time
+import {lib} as torch, {lib}.distributed as dist
+dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=1))
+dist.all_reduce(torch.ones(1, device="cuda"))
+torch.cuda.synchronize()
+x = torch.ones(4, device="cuda")
+torch.cuda._sleep(40_000_000_000)
+dist.all_reduce(x)
+print("enqueued", flush=True)
+time.sleep(60)
+print("not ended", flush=True)
+"""
+WORK = re.compile(r"\[Rank 0\] Watchdog caught collective operation timeout: (WorkNCCL\(.*?\)) ran for (\d+) "
+                  r"milliseconds before timing out\.")
+
+
+def watchdog_script(tmp_path, lib):
+    script = tmp_path / f"watchdog_{lib}.py"
+    script.write_text(WATCHDOG.format(lib=lib))
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29533", RANK="0", WORLD_SIZE="1")
+    return [sys.executable, str(script)], env
+
+
+def test_the_watchdog_ends_a_collective_that_runs_past_the_timeout(tmp_path):
+    import time
+    cmd, env = watchdog_script(tmp_path, "descent")
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    took = time.monotonic() - t0
+    assert "enqueued" in r.stdout and "not ended" not in r.stdout, r.stdout + r.stderr[-3000:]
+    assert r.returncode == -6, (r.returncode, r.stderr[-3000:])  # SIGABRT, as PyTorch's terminate
+    m = WORK.search(r.stderr)
+    assert m, r.stderr[-3000:]
+    assert m.group(1) == "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=1000)", m.group(0)
+    assert 1000 <= int(m.group(2)) < 3000, m.group(0)
+    assert "To avoid data inconsistency, we are taking the entire process down." in r.stderr, r.stderr[-3000:]
+    assert took < 30, took  # not the 20 s of the spin plus the 60 s of the script's sleep
+    try:
+        import torch
+    except ImportError:
+        return
+    if not torch.cuda.is_available():
+        return
+    import threading
+    cmd, env = watchdog_script(tmp_path, "torch")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    timer = threading.Timer(90, p.kill)
+    timer.start()
+    try:
+        mt = next((mt for mt in map(WORK.search, p.stderr) if mt), None)
+    finally:
+        timer.cancel()
+        p.kill()
+        p.wait()
+    assert mt and mt.group(1) == m.group(1), mt and mt.group(0)
+
+
+def test_the_watchdog_forgets_a_collective_that_ended_in_time(tmp_path):
+    # A collective that ends before the timeout, then a host that idles past it: no watchdog line, a clean end.
+    code = ('import datetime, time, descent, descent.distributed as dist\n'
+            'dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=1))\n'
+            'x = descent.ones(4, device="cuda")\n'
+            'descent.cuda._sleep(200_000_000)\n'  # about 0.1 s
+            'dist.all_reduce(x)\n'
+            'time.sleep(2.5)\n'
+            'dist.destroy_process_group()\n'
+            'print("ended", x.tolist())\n')
+    script = tmp_path / "in_time.py"
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ended [1.0, 1.0, 1.0, 1.0]" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "Watchdog" not in r.stderr, r.stderr[-3000:]

@@ -11,6 +11,7 @@ Asking for cuda where there is none raises RuntimeError in one line saying
 why (no driver, no GPU, or a build without CUDA); is_available() says False.
 The functions are _device.py's, bound to "cuda" (Note [Streams in Python]).
 """
+from . import _C
 from ._device import _DeviceModule, _EventBase, _StreamBase, StreamContext  # noqa: F401
 
 
@@ -26,3 +27,9 @@ class Event(_EventBase):
 
 
 __all__ = _DeviceModule("cuda", Stream, Event).export(globals())
+
+
+def _sleep(cycles):
+    """torch.cuda._sleep: a kernel on the current stream that spins for `cycles` clock cycles (tests
+    use it to keep a stream busy)."""
+    _C._cuda_sleep(f"cuda:{current_device()}", int(cycles))

@@ -93,7 +93,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     starts them), and world_size and rank, when given, must agree with it, as in PyTorch. With
     "nccl" (CUDA tensors) they come from torchrun's RANK and WORLD_SIZE (0 of 1 when unset), and the
     rank's GPU is cuda:LOCAL_RANK. timeout (a datetime.timedelta): how long an mpi collective may be
-    waited for (Note [A collective times out]). No backend: nccl where it is built and a GPU is there, else mpi."""
+    waited for (Note [A collective times out]), or an nccl one may run before the watchdog ends the
+    process (Note [NCCL's watchdog]). No backend: nccl where it is built and a GPU is there, else mpi."""
     if backend is None:
         import descent
         backend = "nccl" if _C._dist_have_nccl() and descent.cuda.is_available() else "mpi"
@@ -102,7 +103,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         for name, value in (("RANK", rank), ("WORLD_SIZE", world_size)):
             if value not in (-1, None):
                 os.environ[name] = str(value)
-    seconds = 1800.0 if timeout is None else timeout.total_seconds()  # PyTorch's default_pg_timeout
+    # PyTorch's default_pg_timeout, and default_pg_nccl_timeout for nccl
+    seconds = (600.0 if backend == "nccl" else 1800.0) if timeout is None else timeout.total_seconds()
     _C._dist_init(backend, seconds)
     atexit.register(_end_at_exit)
     if world_size not in (-1, None) and world_size != _C._dist_world_size():
