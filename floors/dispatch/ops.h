@@ -154,7 +154,8 @@
 //   Tensor[] (one input tensor a rank), where PyTorch's are Tensor[][].
 // The kernels read neither async_op (a Work is always returned; the
 // caller waits on it or not) nor timeout (the group's, given to
-// init_process_group, bounds an mpi wait: Note [A collective times out]).
+// init_process_group, bounds an mpi wait, Note [A collective times out],
+// and an nccl collective's run, Note [NCCL's watchdog]).
 // They have no derivative, as in PyTorch, whose autograd fallback runs them
 // below autograd: their Autograd kernel records nothing.
 

@@ -64,8 +64,9 @@ bool have_nccl();
 // (PyTorch's words) when one exists already or the backend is unknown,
 // RuntimeError for a backend this build lacks.
 // `timeout_ms`: how long a collective may be waited for (mpi: Note [A
-// collective times out]) or may run (nccl: Note [NCCL's watchdog]);
-// PyTorch's defaults are 30 minutes for the CPU backends, 10 for nccl.
+// collective times out]) or may run (nccl: Note [NCCL's watchdog]).
+// descent.distributed passes PyTorch's defaults when given none: 30 minutes
+// for the CPU backends, 10 for nccl.
 void init_process_group(const std::string& backend, int64_t timeout_ms = 30 * 60 * 1000);
 // The default group; ValueError (PyTorch's words) before init_process_group.
 ProcessGroup& default_group();

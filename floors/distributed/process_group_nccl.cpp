@@ -260,10 +260,15 @@ class ProcessGroupNCCL : public ProcessGroup {
   // event has passed, and takes the process down when one has run past the
   // timeout (Note [NCCL's watchdog]).
   void watch() {
+    (void)cudaSetDevice(device_.index);  // its queries touch this group's device alone
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       cv_.wait_for(lock, kWatchdogPoll);
-      std::erase_if(in_flight_, [](const InFlight& w) {
+      // The events are asked without the lock, so that a collective being queued does not wait for the driver.
+      std::vector<InFlight> watching;
+      watching.swap(in_flight_);
+      lock.unlock();
+      std::erase_if(watching, [](const InFlight& w) {
         try {
           return w.done->query();
         } catch (const std::exception&) {
@@ -271,8 +276,11 @@ class ProcessGroupNCCL : public ProcessGroup {
         }
       });
       const auto now = std::chrono::steady_clock::now();
-      for (const InFlight& w : in_flight_)
+      for (const InFlight& w : watching)
         if (now - w.start > timeout_) take_the_process_down(w, now);
+      lock.lock();
+      in_flight_.insert(in_flight_.begin(), std::make_move_iterator(watching.begin()),
+                        std::make_move_iterator(watching.end()));  // before any queued meanwhile: in order
     }
   }
 

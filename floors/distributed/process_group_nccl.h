@@ -49,7 +49,9 @@
 // script cannot hang at its end either. The test keeps the compute stream
 // busy (descent.cuda._sleep, torch.cuda._sleep's twin) longer than a
 // one-second timeout, so that an all_reduce, which waits for it (step 1),
-// cannot start in time.
+// cannot start in time. Not yet: PyTorch's watchdog also asks NCCL for
+// errors of its own (ncclCommGetAsyncError), so that a peer's failure ends
+// the process before the timeout; descent's waits for the timeout.
 #pragma once
 
 #include <chrono>

@@ -46,8 +46,8 @@ namespace {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A barrier is where a block's warps wait for the slowest, so fewer barriers,
 // fewer waits. A k tile of 32 has a quarter of the barriers of a tile of 8;
-// but carried through registers whole it would need 32 more registers a
-// thread, which this kernel does not have. So the next tile comes in four
+// but carried through registers whole it would need 48 more registers a
+// thread (64 floats of a and b, not 16), which this kernel does not have. So the next tile comes in four
 // pieces of 8 k, through the same 16 registers: piece 0 is loaded as the
 // tile's products begin, and at k = 8, 16 and 24 the piece in registers is
 // stored to shared memory and the next one loaded. Measured on the H200 beside

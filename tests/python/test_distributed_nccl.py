@@ -4,10 +4,14 @@ and the host goes on (Note [NCCL's own stream], floors/distributed/process_group
 trace shows the launch on floor 8 and NCCL's own kernel on the device clock, joined to it; the
 watchdog ends a collective that runs past the timeout (Note [NCCL's watchdog]). Skipped
 where descent was built without NCCL or there is no GPU."""
+import importlib.util
 import os
 import re
+import resource
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -136,15 +140,22 @@ WORK = re.compile(r"\[Rank 0\] Watchdog caught collective operation timeout: (Wo
 def watchdog_script(tmp_path, lib):
     script = tmp_path / f"watchdog_{lib}.py"
     script.write_text(WATCHDOG.format(lib=lib))
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29533", RANK="0", WORLD_SIZE="1")
+    with socket.socket() as s:  # a free port for torch's store
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1")
     return [sys.executable, str(script)], env
+
+
+def no_core_file():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort with a GPU context would write a large one
 
 
 def test_the_watchdog_ends_a_collective_that_runs_past_the_timeout(tmp_path):
     import time
     cmd, env = watchdog_script(tmp_path, "descent")
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, preexec_fn=no_core_file)
     took = time.monotonic() - t0
     assert "enqueued" in r.stdout and "not ended" not in r.stdout, r.stdout + r.stderr[-3000:]
     assert r.returncode == -6, (r.returncode, r.stderr[-3000:])  # SIGABRT, as PyTorch's terminate
@@ -154,15 +165,11 @@ def test_the_watchdog_ends_a_collective_that_runs_past_the_timeout(tmp_path):
     assert 1000 <= int(m.group(2)) < 3000, m.group(0)
     assert "To avoid data inconsistency, we are taking the entire process down." in r.stderr, r.stderr[-3000:]
     assert took < 30, took  # not the 20 s of the spin plus the 60 s of the script's sleep
-    try:
-        import torch
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:  # not imported here: a second CUDA runtime beside descent's
         return
-    if not torch.cuda.is_available():
-        return
-    import threading
     cmd, env = watchdog_script(tmp_path, "torch")
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=no_core_file)
     timer = threading.Timer(90, p.kill)
     timer.start()
     try:
