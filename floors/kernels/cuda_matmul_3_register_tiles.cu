@@ -46,18 +46,18 @@ namespace {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A barrier is where a block's warps wait for the slowest, so fewer barriers,
 // fewer waits. A k tile of 32 has a quarter of the barriers of a tile of 8;
-// but carried through registers whole it would need 48 more registers a
-// thread (64 floats of a and b, not 16), which this kernel does not have. So the next tile comes in four
-// pieces of 8 k, through the same 16 registers: piece 0 is loaded as the
-// tile's products begin, and at k = 8, 16 and 24 the piece in registers is
-// stored to shared memory and the next one loaded. Measured on the H200 beside
-// cuBLAS in the same run (a standalone sweep of this kernel's variants,
-// identical bits): 4096^3 44.4 TFLOP/s with tiles of 8, 45.4 with 16, 46.3
-// with 32 (0.90-0.92 of cuBLAS), 44.3 with 48; 8192^3 44.8, 45.7, 46.8, 45.7.
-// Tried in the same sweep and slower: blocks taken in groups of 8 rows for L2
-// (-2%), cp.async in 2 to 4 stages instead of registers (-15%), the products
-// column by column or zig-zag (-0 to -5%), the loads issued later in the step
-// (-1 to -4%).
+// but carried through registers whole it would need 48 more registers a thread
+// (64 floats of a and b, not 16), which this kernel does not have. So the next
+// tile comes in four pieces of 8 k, through the same 16 registers: piece 0 is
+// loaded as the tile's products begin, and at k = 8, 16 and 24 the piece in
+// registers is stored to shared memory and the next one loaded. Measured on
+// the H200 beside cuBLAS in the same run (a standalone sweep of this kernel's
+// variants, identical bits): 4096^3 44.4 TFLOP/s with tiles of 8, 45.4 with
+// 16, 46.3 with 32 (0.90-0.92 of cuBLAS), 44.3 with 48; 8192^3 44.8, 45.7,
+// 46.8, 45.7. Tried in the same sweep and slower: blocks taken in groups of 8
+// rows for L2 (-2%), cp.async in 2 to 4 stages instead of registers (-15%),
+// the products column by column or zig-zag (-0 to -5%), the loads issued later
+// in the step (-1 to -4%).
 constexpr int kF32BM = 128, kF32BN = 128, kF32BK = 32, kF32Piece = 8, kF32Threads = 128;
 constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 rows, 2 of 4 columns
 // The a tile's rows (one k each) are 4 floats longer than its 128 numbers:
