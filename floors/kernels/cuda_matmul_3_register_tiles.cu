@@ -68,7 +68,7 @@ constexpr int kF32TM = 16, kF32TN = 8;  // a thread's outputs: 4 groups of 4 row
 constexpr int kF32APad = 4;
 
 // Two k tiles of a (transposed) and of b: 66,560 bytes, more than the 48 KiB
-// a kernel gets without asking (raise_shared_limit); two blocks a
+// a kernel gets without asking (the launch asks: CudaLaunchScope); two blocks a
 // multiprocessor still fit in its 228 KiB.
 struct Float32Tiles {
   float a[2][kF32BK][kF32BM + kF32APad];
@@ -185,8 +185,6 @@ bool float32_fast(const MatmulPlan& p, const void* a, const void* b, const void*
 const char* cuda_matmul_register_tiles(const streams::Stream& s, ScalarType dt, const void* a, const void* b, void* out,
                                        const MatmulPlan& p) {
   if (dt == ScalarType::Float32 && float32_fast(p, a, b, out)) {
-    static std::atomic<bool> raised[kMaxDevices] = {};
-    raise_shared_limit(matmul_float32_128x128, kF32SharedBytes, "matmul_float32_128x128", s.device.index, raised);
     launch::KernelLaunch k =
         launch::grid_launch("matmul_float32_128x128", "aten::mm", ceil_div(p.n, kF32BN), kF32Threads);
     k.grid.y = uint32_t(ceil_div(p.m, kF32BM));

@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include "floors/core/error.h"
-#include "floors/kernels/cuda_matmul_tiled.cuh"
 #include "floors/kernels/matmul_ladder.h"
 #include "floors/launch/launch.h"
 
@@ -333,6 +332,8 @@ int make_map(CUtensorMap* map, ScalarType dt, const void* base, int64_t inner, i
                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
 
+constexpr int kMaxDevices = 64;
+
 }  // namespace
 
 bool wgmma_available(int index) {
@@ -382,11 +383,6 @@ const char* cuda_matmul_wgmma(const streams::Stream& s, ScalarType dt, const voi
                 " and ", eb, ")");
   const bool bf16 = dt == ScalarType::BFloat16;
   const char* kernel = bf16 ? "matmul_wgmma_128x256_bfloat16" : "matmul_wgmma_128x256_float16";
-  static std::atomic<bool> raised[2][kMaxDevices] = {};  // the shared-memory limit, raised once per kernel and device
-  if (bf16)
-    raise_shared_limit(matmul_wgmma<__nv_bfloat16>, kSharedBytes, kernel, s.device.index, raised[1]);
-  else
-    raise_shared_limit(matmul_wgmma<__half>, kSharedBytes, kernel, s.device.index, raised[0]);
   launch::KernelLaunch k = launch::grid_launch(kernel, "aten::mm", ceil_div(p.n, kBN), kThreads);
   k.grid.y = uint32_t(ceil_div(p.m, kBM));
   k.grid.z = uint32_t(p.batch);

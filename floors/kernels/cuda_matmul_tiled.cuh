@@ -5,7 +5,6 @@
 // one output a thread (SharedTile), rung 3 with 4 x 4 (GenericTile).
 #pragma once
 
-#include <atomic>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -43,28 +42,6 @@ void launch_tiled(const streams::Stream& s, const char* kernel, const MatmulPlan
   k.grid.z = uint32_t(p.batch);
   launch::launch_cuda(s, k, matmul_tiled<Tile, T>, p, static_cast<const T*>(a), static_cast<const T*>(b),
                       static_cast<T*>(out));
-}
-
-// A kernel that uses more than 48 KiB of dynamic shared memory must say so,
-// once per device, before its first launch there
-// (cudaFuncAttributeMaxDynamicSharedMemorySize, which applies to the
-// calling thread's current device: `dev` is made current for the call);
-// `raised` remembers, a flag a device.
-constexpr int kMaxDevices = 64;
-
-template <class Kernel>
-void raise_shared_limit(Kernel* fn, int bytes, const char* kernel, int dev, std::atomic<bool> (&raised)[kMaxDevices]) {
-  DESCENT_CHECK(dev >= 0 && dev < kMaxDevices, Error, "aten::mm: ", kernel, " on cuda:", dev, ": descent counts ",
-                kMaxDevices, " devices at most");
-  if (raised[dev].load(std::memory_order_acquire)) return;
-  int current = -1;
-  cudaError_t e = cudaGetDevice(&current);
-  const bool switched = e == cudaSuccess && current != dev;
-  if (switched) e = cudaSetDevice(dev);
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (switched) (void)cudaSetDevice(current);
-  DESCENT_CHECK(e == cudaSuccess, Error, "aten::mm: cudaFuncSetAttribute for ", kernel, ": ", cudaGetErrorString(e));
-  raised[dev].store(true, std::memory_order_release);
 }
 
 // visit_dtype without bool, which has no product.

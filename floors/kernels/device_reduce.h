@@ -325,21 +325,21 @@ struct MaxPartials {
 // How a block works (the same in the sim's body and the CUDA kernels): the
 // output is cut into tiles of BM x BN, one block each (blockIdx.z the batch);
 // the block walks k in steps of BK, copying a BM x BK tile of a and a BK x BN
-// tile of b into shared memory (zeros past the edges), waits for every
-// thread, and each thread adds the products of that step into its own TM x
-// TN outputs held in registers. Each element of a and b read from memory
-// feeds TM or TN multiply-adds. The float32 kernel on CUDA is the same
-// tiling at 128 x 128 x 32, arranged for the GPU: 128 threads in four warps,
-// each warp a 64 x 64 quarter of the tile and each thread 16 x 8 outputs,
-// reading a and b 16 bytes at a time, loading the next k tile through
-// registers, 8 k at a time, while the shared one is in use (two shared
-// buffers, one barrier a tile) and the next k step's values from shared
-// memory while the current one's multiply-adds run
-// (cuda_matmul_3_register_tiles.cu says why this shape won: 0.905 of cuBLAS
-// at 4096^3 on the H200, from 0.76 with 256 threads of 8 x 8). Every tiling gives the same bits: only the order of k
-// matters, and it is always ascending. float16 and bfloat16 run the general
-// tiles on sim:0, adding in float32; on CUDA they run on tensor cores, whose
-// order is the hardware's (Note [Tensor-core matmul], cuda_matmul_4_wmma.cu):
+// tile of b into shared memory (zeros past the edges), waits for every thread,
+// and each thread adds the products of that step into its own TM x TN outputs
+// held in registers. Each element of a and b read from memory feeds TM or TN
+// multiply-adds. The float32 kernel on CUDA is the same tiling at
+// 128 x 128 x 32, arranged for the GPU: 128 threads in four warps, each warp a
+// 64 x 64 quarter of the tile and each thread 16 x 8 outputs, reading a and b
+// 16 bytes at a time, loading the next k tile through registers, 8 k at a
+// time, while the shared one is in use (two shared buffers, one barrier a
+// tile) and the next k step's values from shared memory while the current
+// one's multiply-adds run (cuda_matmul_3_register_tiles.cu says why this
+// shape won: 0.905 of cuBLAS at 4096^3 on the H200, from 0.76 with 256 threads
+// of 8 x 8). Every tiling gives the same bits: only the order of k matters,
+// and it is always ascending. float16 and bfloat16 run the general tiles on
+// sim:0, adding in float32; on CUDA they run on tensor cores, whose order is
+// the hardware's (Note [Tensor-core matmul], cuda_matmul_4_wmma.cu):
 // there the two devices agree within the bound, not bit for bit, unless a
 // lower rung of the ladder is asked for (Note [The matmul ladder],
 // matmul_ladder.h: one thread per output, shared tiles, register tiles).

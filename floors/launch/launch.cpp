@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "floors/core/error.h"
 #include "tracer/cupti.h"
@@ -182,8 +185,33 @@ CUfunction handle_of(const void* kernel) {
 }  // namespace
 #endif
 
+#ifdef DESCENT_HAVE_CUDA
+namespace {
+// A kernel may use 48 KiB of dynamic shared memory unless it asks for more
+// (cudaFuncAttributeMaxDynamicSharedMemorySize), once per device: asked on
+// the launch's device, which is current, and remembered, a kernel and device
+// at a time, so that later launches pay a lookup only.
+constexpr uint32_t kSharedWithoutAsking = 48 * 1024;
+
+cudaError_t allow_shared_bytes(const void* kernel_fn, int device, uint32_t bytes) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, uint32_t> allowed;  // the most asked for, by kernel and device
+  std::lock_guard<std::mutex> g(mu);
+  uint32_t& most = allowed[{kernel_fn, device}];
+  if (most >= bytes) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel_fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (e == cudaSuccess) most = bytes;
+  return e;
+}
+}  // namespace
+#endif
+
 CudaLaunchScope::CudaLaunchScope(const streams::Stream& s, const KernelLaunch& k)
-    : k_(k), native_(streams::runtime(DeviceType::CUDA).native(s)), span_(trace::kNoSpan), correlated_(false) {
+    : k_(k),
+      native_(streams::runtime(DeviceType::CUDA).native(s)),
+      span_(trace::kNoSpan),
+      correlated_(false),
+      device_(s.device.index) {
   streams::note_launch(s.device, k.op, k.kernel);
 #ifdef DESCENT_HAVE_CUDA
   // A kernel runs on the calling thread's current device: make it the
@@ -223,6 +251,10 @@ CudaLaunchScope::~CudaLaunchScope() {
 
 int CudaLaunchScope::launch(const void* kernel_fn, void** args) {
 #ifdef DESCENT_HAVE_CUDA
+  if (k_.shared_bytes > kSharedWithoutAsking) {
+    const cudaError_t e = allow_shared_bytes(kernel_fn, device_, k_.shared_bytes);
+    if (e != cudaSuccess) return int(e);
+  }
   if (span_ < 0 && !correlated_ && !several_gpus()) {  // not tracing: Note [A launch's host cost]
     const DriverLaunch driver = driver_launch();
     const CUfunction f = driver != nullptr ? handle_of(kernel_fn) : nullptr;

@@ -82,7 +82,9 @@ class CudaLaunchScope {
   void* stream() const { return native_; }  // the cudaStream_t
   // The launch of `kernel_fn` (a __global__ function) with `args` (one
   // pointer to each argument, as cudaLaunchKernel takes them); returns a
-  // cudaError_t. Note [A launch's host cost] says which call makes it.
+  // cudaError_t. Note [A launch's host cost] says which call makes it. A
+  // launch with more than 48 KiB of dynamic shared memory first raises the
+  // kernel's limit on this device, once (allow_shared_bytes, launch.cpp).
   int launch(const void* kernel_fn, void** args);
   // After the launch, with what launch() returned: raises RuntimeError
   // naming the op and kernel when the launch failed.
@@ -97,6 +99,7 @@ class CudaLaunchScope {
   int64_t enqueue_ = -1;
   bool correlated_;
   int saved_device_ = -1;  // the thread's device before the launch, when it was another; -1 otherwise
+  int device_;             // the stream's, current during the launch
 };
 
 #ifdef __CUDACC__
