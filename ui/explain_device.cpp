@@ -25,25 +25,36 @@ Explanation collective_span(const At& a) {
   if (n == "enqueue") {
     e = make("streams.mpi_enqueue", "Queued for the MPI worker: " + str(a.sp, "collective"));
     say(e,
-        "The collective is not run here: it is put in the queue of the one thread that makes every MPI call, "
-        "in the order the program asked for them, the same on every rank." +
+        "The collective is not run here: it is put in the queue of the MPI worker, the thread that makes the "
+        "MPI calls one at a time, in the order the program asked for them, the same on every rank." +
             depth_clause(num(a.sp, "queue_depth")));
-    say(e, "The host goes on; wait() on its Work (or a call without async_op) waits for the worker.");
-    note(e, "One thread makes every MPI call");
+    say(e,
+        "The host goes on; wait() on its Work waits for the worker. (A call without async_op that finds the "
+        "worker idle runs on this thread instead.)");
+    note(e, "One MPI call at a time, in order");
+    pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::enqueue");
+  } else if (starts_with(n, "MPI_") && str(a.sp, "on") == "caller") {
+    e = make("streams.mpi_call_here", n + " of " + bytes_text(num(a.sp, "bytes")) + ", on the calling thread");
+    say(e,
+        "The call was made without async_op, so the program waits for it at once, and the MPI worker was "
+        "idle with nothing queued: this thread makes the MPI call itself, sparing two hand-offs between "
+        "threads. Every rank is in the same call now; it returns when this rank's part is done.");
+    say(e, "Here descent differs from PyTorch, whose ProcessGroupMPI hands every collective to its worker.");
+    note(e, "A synchronous collective runs on its caller");
     pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::enqueue");
   } else if (starts_with(n, "MPI_")) {
     e = make("streams.mpi_call", n + " of " + bytes_text(num(a.sp, "bytes")) + ", on the MPI worker");
     say(e,
-        "The worker thread makes the MPI call itself: every rank's worker is in the same call now, and it "
-        "returns when this rank's part of the collective is done.");
-    note(e, "One thread makes every MPI call");
+        "The worker thread makes the MPI call itself: every rank is in the same call now, and it returns "
+        "when this rank's part of the collective is done.");
+    note(e, "One MPI call at a time, in order");
     pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::runLoop");
   } else if (n == "check the ranks' shapes") {
     e = make("streams.mpi_check", "The ranks compare what they are about to do");
     say(e,
-        "Before the collective every rank's worker gathers every rank's fingerprint of it (which collective, "
-        "dtype, shape, root or op): where they differ, every rank raises ValueError instead of hanging. This "
-        "is where the ranks meet: a rank that arrives early waits here.");
+        "Before the collective every rank sends every other its fingerprint of it (which collective, dtype, "
+        "shape, root or op): where they differ, every rank raises ValueError instead of hanging. This is "
+        "where the ranks meet: a rank that arrives early waits here.");
     note(e, "Collectives check their shapes");
     pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp", "ProcessGroupWrapper::runCollectiveChecks");
   } else if (n == "wait for the MPI worker") {
@@ -51,7 +62,7 @@ Explanation collective_span(const At& a) {
     say(e,
         "Work.wait() on an MPI collective blocks this thread until the worker has made the call (and raises "
         "what it raised).");
-    note(e, "One thread makes every MPI call");
+    note(e, "One MPI call at a time, in order");
     pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "WorkMPI::wait");
   } else if (n == "NCCL's stream waits for the current stream" || n == "wait for NCCL's stream") {
     const bool before = n[0] == 'N';

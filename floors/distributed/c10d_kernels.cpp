@@ -99,7 +99,7 @@ void allreduce_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Tensor& t = only(op, s[0].to_tensor_list(), "tensors");
   DESCENT_CHECK(s[3].is_none(), ValueError, op.name, ": sparse tensors are not descent's");
   ProcessGroup& g = backend_for(op, s[1].to_int(), t, span);
-  done(s, g.all_reduce(t, reduce_op_of(s[2].to_int())));
+  done(s, g.all_reduce(t, reduce_op_of(s[2].to_int()), s[4].to_bool()));
 }
 
 // broadcast_(Tensor[] tensors, int process_group, int root_rank, int root_tensor, bool async_op, int timeout)
@@ -107,7 +107,7 @@ void broadcast_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   const Tensor& t = only(op, s[0].to_tensor_list(), "tensors");
   ProcessGroup& g = backend_for(op, s[1].to_int(), t, span);
-  done(s, g.broadcast(t, int(s[2].to_int())));
+  done(s, g.broadcast(t, int(s[2].to_int()), s[4].to_bool()));
 }
 
 // What allgather_ returns: the backend's Work on one flat buffer (the
@@ -155,7 +155,7 @@ void allgather_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     DESCENT_CHECK(outs[k].numel() == in.numel() && outs[k].dtype() == in.dtype() && outs[k].device() == in.device(),
                   ValueError, "all_gather: tensor_list[", k, "] is not of the input's size, dtype and device");
   Tensor flat = empty_tensor(DimVector{g.size(), in.numel()}, in.dtype(), in.device());
-  std::shared_ptr<Work> w = g.all_gather(flat, in);
+  std::shared_ptr<Work> w = g.all_gather(flat, in, s[3].to_bool());
   done(s, std::make_shared<AllGatherWork>(std::move(w), std::move(flat), outs));
 }
 
@@ -175,7 +175,8 @@ void reduce_scatter_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     flat_parts.push_back(call(Op::reshape, ins[k], DimVector{-1}));
   }
   const Tensor flat = call(Op::cat, flat_parts, int64_t(0));
-  done(s, g.reduce_scatter(out, flat, reduce_op_of(s[3].to_int())));  // the backend holds flat until it ran
+  done(s, g.reduce_scatter(out, flat, reduce_op_of(s[3].to_int()),
+                           s[4].to_bool()));  // the backend holds flat until it ran
 }
 
 // barrier(Tensor tensor, int process_group, int[] device_ids, bool async_op, int timeout): the tensor
@@ -183,7 +184,7 @@ void reduce_scatter_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void barrier_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   ProcessGroup& g = backend_for(op, s[1].to_int(), s[0].to_tensor(), span);
-  done(s, g.barrier());
+  done(s, g.barrier(s[3].to_bool()));
 }
 
 }  // namespace

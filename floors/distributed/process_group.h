@@ -39,14 +39,16 @@ class ProcessGroup {
   virtual bool serves(DeviceType t) const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Each takes PyTorch's async_op: false when the caller waits for the Work at once (the mpi backend
+  // then runs it on the caller where it can: Note [A synchronous collective runs on its caller]).
   // In place: every rank's t becomes the reduction of all ranks' t.
-  virtual std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) = 0;
-  virtual std::shared_ptr<Work> broadcast(const Tensor& t, int root) = 0;
+  virtual std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op, bool async_op) = 0;
+  virtual std::shared_ptr<Work> broadcast(const Tensor& t, int root, bool async_op) = 0;
   // out holds size() x in.numel() elements, rank r's at r x in.numel().
-  virtual std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) = 0;
+  virtual std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in, bool async_op) = 0;
   // in holds size() x out.numel() elements; rank r gets the reduction of every rank's block r.
-  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) = 0;
-  virtual std::shared_ptr<Work> barrier() = 0;
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op, bool async_op) = 0;
+  virtual std::shared_ptr<Work> barrier(bool async_op) = 0;
   // Whether ending this group ended MPI (MPI_Finalize), which cannot start again in the process.
   virtual bool ends_mpi() const = 0;
 

@@ -1,4 +1,5 @@
-// The MPI process group: Note [One thread makes every MPI call] (process_group_mpi.h).
+// The MPI process group: Note [One MPI call at a time, in order] and Note [A synchronous collective runs on
+// its caller] (process_group_mpi.h).
 #include "floors/distributed/process_group_mpi.h"
 
 #define OMPI_SKIP_MPICXX 1  // the C API only (its C++ bindings warn under -Wextra)
@@ -93,6 +94,19 @@ void check(int rc, const char* what) {
   throw std::runtime_error(std::string(what) + " failed: " + std::string(text, size_t(n)));
 }
 
+// Note [A collective times out]: what a wait past the timeout raises.
+Error timed_out(std::chrono::milliseconds timeout, const char* mpi_fn, const std::string& in) {
+  return Error(str("Timed out after ", double(timeout.count()) / 1000, " s waiting for ", mpi_fn,
+                   in.empty() ? std::string() : " (" + in + ")",
+                   ": the other ranks did not join it (a rank that never calls it, or calls another first). "
+                   "The process group is broken: ending it ends every rank (MPI_Abort). "
+                   "Note [A collective times out]"));
+}
+
+// The tag of the fingerprints' messages (Note [Collectives check their shapes]): a rank's k-th goes with
+// every other rank's k-th, as MPI delivers the messages between two ranks in the order they were sent.
+constexpr int kFingerprintTag = 0x6473;
+
 }  // namespace
 
 bool WorkMPI::is_completed() {
@@ -101,16 +115,16 @@ bool WorkMPI::is_completed() {
 }
 
 void WorkMPI::wait() {
+  if (ran_here_) {  // run by the caller, done before its Work was returned: nothing to wait for
+    if (error_) std::rethrow_exception(error_);
+    return;
+  }
   trace::ScopedSpan span(trace::Floor::Streams, "wait for the MPI worker");  // the host waits
   std::unique_lock<std::mutex> g(mu_);
   if (!cv_.wait_for(g, timeout_, [&] { return done_; })) {  // Note [A collective times out]
     broken_->store(true);
     const std::string in = in_call_->load();
-    throw Error(str("Timed out after ", double(timeout_.count()) / 1000, " s waiting for ", mpi_fn_,
-                    in.empty() ? std::string() : " (the MPI worker is in " + in + ")",
-                    ": the other ranks did not join it (a rank that never calls it, or calls another first). "
-                    "The process group is broken: ending it ends every rank (MPI_Abort). "
-                    "Note [A collective times out]"));
+    throw timed_out(timeout_, mpi_fn_, in.empty() ? in : "the MPI worker is in " + in);
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -148,11 +162,10 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized) MPI_Finalize();
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra,
+std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, bool async_op,
                                                std::vector<Tensor> keep, std::function<void()> call) {
   DESCENT_CHECK(!broken_->load(), Error, mpi_fn,
                 ": the process group is broken (a collective timed out: Note [A collective times out]); end it");
-  trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   auto w = std::make_shared<WorkMPI>();
   w->mpi_fn_ = mpi_fn;
   w->timeout_ = timeout_;
@@ -168,6 +181,24 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
     print[3] = shaped->numel();
     for (int64_t d = 0; d < shaped->dim() && d < kMaxDims; ++d) print[size_t(kSizesAt + d)] = shaped->size(d);
   }
+  if (!async_op) {  // Note [A synchronous collective runs on its caller]
+    std::unique_lock<std::mutex> g(mu_);
+    if (stopping_) throw std::runtime_error("the process group is being destroyed");
+    if (queue_.empty() && !worker_busy_ && !caller_busy_) {
+      caller_busy_ = true;  // the worker takes nothing meanwhile: the MPI calls stay one at a time, in order
+      g.unlock();
+      Item item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, {}};
+      w->ran_here_ = true;
+      run_item(item, true);
+      g.lock();
+      caller_busy_ = false;
+      const bool wake = !queue_.empty() || stopping_;  // queued by another thread meanwhile, or the group ends
+      g.unlock();
+      if (wake) cv_.notify_all();
+      return w;
+    }
+  }
+  trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stopping_) throw std::runtime_error("the process group is being destroyed");
@@ -187,7 +218,8 @@ void ProcessGroupMPI::run() {
     Item item;
     {
       std::unique_lock<std::mutex> g(mu_);
-      cv_.wait(g, [&] { return stopping_ || !queue_.empty(); });
+      // Note [A synchronous collective runs on its caller]: nothing while a caller is in MPI.
+      cv_.wait(g, [&] { return !caller_busy_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) {  // stopping, and everything enqueued has run
         worker_done_ = true;
         cv_.notify_all();
@@ -195,38 +227,79 @@ void ProcessGroupMPI::run() {
       }
       item = std::move(queue_.front());
       queue_.pop_front();
+      worker_busy_ = true;
     }
-    std::exception_ptr error;
-    try {
-      if (size_ > 1) {
-        in_call_->store("MPI_Allgather of the ranks' fingerprints");
-        check_fingerprints(item.mpi_fn, item.print);
-      }
-      in_call_->store(item.mpi_fn);
-      trace::ScopedSpan span(trace::Floor::Streams, item.mpi_fn);  // on the worker's row: the collective itself
-      if (span.active()) span.arg("bytes", item.bytes);
-      item.call();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    in_call_->store("");
-    item.keep.clear();  // the memory is the caller's again
-    {
-      std::lock_guard<std::mutex> g(item.work->mu_);
-      item.work->done_ = true;
-      item.work->error_ = error;
-    }
-    item.work->cv_.notify_all();
+    run_item(item, false);
+    std::lock_guard<std::mutex> g(mu_);
+    worker_busy_ = false;
   }
 }
 
-// Note [Collectives check their shapes]: on the worker, before the collective.
-void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& mine) {
+void ProcessGroupMPI::run_item(Item& item, bool here) {
+  std::exception_ptr error;
+  try {
+    if (size_ > 1) {
+      in_call_->store("the exchange of the ranks' fingerprints");
+      check_fingerprints(item.mpi_fn, item.print, here);
+    }
+    in_call_->store(item.mpi_fn);
+    trace::ScopedSpan span(trace::Floor::Streams, item.mpi_fn);  // the collective itself
+    if (span.active()) {
+      span.arg("bytes", item.bytes);
+      span.arg("on", here ? "caller" : "worker");
+    }
+    item.call();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  in_call_->store("");
+  item.keep.clear();  // the memory is the caller's again
+  {
+    std::lock_guard<std::mutex> g(item.work->mu_);
+    item.work->done_ = true;
+    item.work->error_ = error;
+  }
+  item.work->cv_.notify_all();
+}
+
+// Note [Collectives check their shapes]: before the collective, every rank's fingerprint sent to every
+// other, received from every other. `bounded` (Note [A synchronous collective runs on its caller]): the
+// receives are polled until the timeout, yielding the core after the first moments (a rank may be seconds
+// late, and the machine may have more ranks than cores), else waited for.
+void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& mine, bool bounded) {
   trace::ScopedSpan span(trace::Floor::Streams, "check the ranks' shapes");  // where the ranks meet
-  std::vector<Fingerprint> all(static_cast<size_t>(size_), Fingerprint{});
-  check(MPI_Allgather(mine.data(), int(mine.size()), MPI_INT64_T, all.data(), int(mine.size()), MPI_INT64_T,
-                      MPI_COMM_WORLD),
-        "MPI_Allgather (the collectives' fingerprints)");
+  auto received = std::make_unique<std::vector<Fingerprint>>(static_cast<size_t>(size_), mine);
+  std::vector<Fingerprint>& all = *received;
+  std::vector<MPI_Request> requests;
+  requests.reserve(2 * size_t(size_));
+  const int n = int(mine.size());
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    requests.emplace_back();
+    check(MPI_Irecv(all[size_t(r)].data(), n, MPI_INT64_T, r, kFingerprintTag, MPI_COMM_WORLD, &requests.back()),
+          "MPI_Irecv (a rank's fingerprint)");
+    requests.emplace_back();
+    check(MPI_Isend(mine.data(), n, MPI_INT64_T, r, kFingerprintTag, MPI_COMM_WORLD, &requests.back()),
+          "MPI_Isend (this rank's fingerprint)");
+  }
+  if (!bounded) {
+    check(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall (the fingerprints)");
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (int64_t polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall (the fingerprints)");
+      if (done) break;
+      if (polls < 4096) continue;
+      std::this_thread::yield();
+      if (polls % 256 == 0 && std::chrono::steady_clock::now() > deadline) {
+        broken_->store(true);
+        abandoned_.push_back(std::move(received));  // MPI may still write into it, until MPI_Abort
+        throw timed_out(timeout_, mpi_fn, "this thread is in the exchange of the ranks' fingerprints");
+      }
+    }
+  }
   if (std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; })) return;
   const bool extras_differ =
       std::any_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f[4] != all[0][4]; });
@@ -251,50 +324,50 @@ void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& 
                        "and dtype. None ran (Note [Collectives check their shapes])."));
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op, bool async_op) {
   void* data = memory_of(t, "all_reduce");
   const MPI_Datatype type = mpi_type(t.dtype(), "all_reduce");
   const int n = mpi_count(t.numel(), "all_reduce");
   const MPI_Op mop = mpi_op(op);  // before the queue: an op MPI lacks fails on the caller
-  return enqueue("MPI_Allreduce", &t, int64_t(op), {t},
+  return enqueue("MPI_Allreduce", &t, int64_t(op), async_op, {t},
                  [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, MPI_COMM_WORLD), "MPI_Allreduce"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root) {
+std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root, bool async_op) {
   void* data = memory_of(t, "broadcast");
   const MPI_Datatype type = mpi_type(t.dtype(), "broadcast");
   const int n = mpi_count(t.numel(), "broadcast");
   if (root < 0 || root >= size_)
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
-  return enqueue("MPI_Bcast", &t, root, {t},
+  return enqueue("MPI_Bcast", &t, root, async_op, {t},
                  [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in) {
+std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in, bool async_op) {
   check_all_gather(out, in);
   const void* src = memory_of(in, "all_gather");
   void* dst = memory_of(out, "all_gather");
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
-  return enqueue("MPI_Allgather", &in, -1, {out, in},
+  return enqueue("MPI_Allgather", &in, -1, async_op, {out, in},
                  [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op, bool async_op) {
   check_reduce_scatter(out, in);
   const void* src = memory_of(in, "reduce_scatter");
   void* dst = memory_of(out, "reduce_scatter");
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
   const MPI_Op mop = mpi_op(op);
-  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), {out, in}, [=] {
+  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), async_op, {out, in}, [=] {
     check(MPI_Reduce_scatter_block(src, dst, n, type, mop, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
   });
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::barrier() {
-  return enqueue("MPI_Barrier", nullptr, -1, {}, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+std::shared_ptr<Work> ProcessGroupMPI::barrier(bool async_op) {
+  return enqueue("MPI_Barrier", nullptr, -1, async_op, {}, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

@@ -159,7 +159,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op) override {
+  std::shared_ptr<Work> all_reduce(const Tensor& t, ReduceOp op, bool /*async_op: a stream wait either way*/) override {
     void* p = memory_of(t, "all_reduce");
     const ncclDataType_t type = nccl_type(t.dtype(), "all_reduce");
     const ncclRedOp_t rop = nccl_op(op, t.dtype());  // before any wait or launch: a refused op leaves no trace
@@ -167,7 +167,7 @@ class ProcessGroupNCCL : public ProcessGroup {
         "ncclAllReduce", "c10d::allreduce_", {"ALLREDUCE", t.numel(), t.numel()}, {&t},
         [&](cudaStream_t s) { check(ncclAllReduce(p, p, size_t(t.numel()), type, rop, comm_, s), "ncclAllReduce"); });
   }
-  std::shared_ptr<Work> broadcast(const Tensor& t, int root) override {
+  std::shared_ptr<Work> broadcast(const Tensor& t, int root, bool) override {
     DESCENT_CHECK(root >= 0 && root < size_, ValueError, "broadcast: src ", root, " is not a rank of a group of ",
                   size_);
     void* p = memory_of(t, "broadcast");
@@ -176,7 +176,7 @@ class ProcessGroupNCCL : public ProcessGroup {
         "ncclBroadcast", "c10d::broadcast_", {"BROADCAST", t.numel(), t.numel()}, {&t},
         [&](cudaStream_t s) { check(ncclBroadcast(p, p, size_t(t.numel()), type, root, comm_, s), "ncclBroadcast"); });
   }
-  std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in) override {
+  std::shared_ptr<Work> all_gather(const Tensor& out, const Tensor& in, bool) override {
     check_all_gather(out, in);
     const void* src = memory_of(in, "all_gather");
     void* dst = memory_of(out, "all_gather");
@@ -185,7 +185,7 @@ class ProcessGroupNCCL : public ProcessGroup {
         "ncclAllGather", "c10d::allgather_", {"ALLGATHER", in.numel(), out.numel()}, {&out, &in},
         [&](cudaStream_t s) { check(ncclAllGather(src, dst, size_t(in.numel()), type, comm_, s), "ncclAllGather"); });
   }
-  std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op) override {
+  std::shared_ptr<Work> reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op, bool) override {
     check_reduce_scatter(out, in);
     const void* src = memory_of(in, "reduce_scatter");
     void* dst = memory_of(out, "reduce_scatter");
@@ -198,7 +198,7 @@ class ProcessGroupNCCL : public ProcessGroup {
                       });
   }
   // As PyTorch's NCCL barrier: an all_reduce of one element on the device, then the host waits for it.
-  std::shared_ptr<Work> barrier() override {
+  std::shared_ptr<Work> barrier(bool) override {
     if (!one_) one_ = std::make_unique<Tensor>(empty_tensor(DimVector{1}, ScalarType::Float32, device_));
     std::shared_ptr<Work> w = all_reduce(*one_, ReduceOp::Sum);
     streams::synchronize(stream_, "barrier");

@@ -147,12 +147,14 @@ def test_the_collectives_are_rows_of_the_op_table_with_pytorchs_names_and_argume
 @needs_mpi
 def test_a_collective_descends_the_floors_as_an_op(tmp_path):
     """all_reduce is a call of c10d::allreduce_: the dispatcher's key set from the tensor, autograd's
-    kernel that records nothing, the CPU kernel asking the group for its backend, then MPI's queue."""
+    kernel that records nothing, the CPU kernel asking the group for its backend, then the MPI call on
+    the caller (Note [A synchronous collective runs on its caller]); with async_op, MPI's queue."""
     script = tmp_path / "one.py"
     script.write_text("import descent, descent.distributed as dist\n"
                       "dist.init_process_group('mpi')\n"
                       "x = descent.ones(3, requires_grad=True) * 1\n"
                       "dist.all_reduce(x)\n"
+                      "dist.all_reduce(x, async_op=True).wait()\n"
                       "try:\n"
                       "    descent.ops.c10d.allreduce_([x], 1, 0, None, False, -1)\n"
                       "except ValueError as e:\n"
@@ -174,15 +176,23 @@ def test_a_collective_descends_the_floors_as_an_op(tmp_path):
     assert lines[first + 1].startswith("[4 autograd ] c10d::allreduce_  graph=none: a collective has no derivative")
     assert lines[first + 2].startswith("[3 dispatch ] c10d::allreduce_  redispatch=true keyset=CPU kernel=CPU")
     assert lines[first + 3].startswith("[5 kernels  ] c10d::allreduce_  backend=mpi device=cpu"), lines[first + 3]
-    assert lines[first + 4].startswith("[7 streams  ] enqueue  queue=mpi collective=MPI_Allreduce"), lines[first + 4]
+    assert lines[first + 4].startswith("[7 streams  ] MPI_Allreduce  bytes=12 on=caller"), lines[first + 4]
+    second = next(i for i, ln in enumerate(lines) if i > first + 2 and ln.startswith("[3 dispatch ] c10d::allreduce_"))
+    assert lines[second + 4].startswith("[7 streams  ] enqueue  queue=mpi collective=MPI_Allreduce"), lines[second + 4]
+    assert any(ln.startswith("[7 streams  ] MPI_Allreduce  bytes=12 on=worker") for ln in lines[second:]), lines[second:]
 
 
 @needs_mpi
-def test_a_rank_that_never_joins_times_out_and_ends_the_job():
+@pytest.mark.parametrize("how", ["sync", "async"])
+def test_a_rank_that_never_joins_times_out_and_ends_the_job(how):
     """Note [A collective times out]: rank 0 raises after 2 s naming the collective, and ending its
-    broken group aborts the job (rank 1, asleep for 120 s, included) instead of hanging."""
+    broken group aborts the job (rank 1, asleep for 120 s, included) instead of hanging; a call
+    without async_op on its own thread (Note [A synchronous collective runs on its caller]), one
+    with it on the MPI worker."""
     start = time.monotonic()
-    r = run(2, os.path.join(HERE, "distributed", "timeout.py"), timeout=90)
+    script = [os.path.join(HERE, "distributed", "timeout.py")] + (["async"] if how == "async" else [])
+    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "2"] + script,
+                       capture_output=True, text=True, timeout=90)
     assert time.monotonic() - start < 60, "the job was not ended by the abort"
     assert r.returncode != 0, r.stdout
     assert re.search(r"rank 0: timed out after [23]\.\d s: Timed out after 2 s waiting for MPI_Allreduce", r.stdout), \

@@ -28,7 +28,14 @@ def test_a_merged_trace_has_a_group_of_rows_per_rank(tmp_path):
     k = next(k for k, (sp, down) in enumerate(steps) if down and sp["name"] == "enqueue" and sp["args"].get("queue") == "mpi")
     state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--step", str(k), name="enqueue")
     e = state["explanation"]
-    assert e["kind"] == "streams.mpi_enqueue" and "One thread makes every MPI call" in e["notes"], e
+    assert e["kind"] == "streams.mpi_enqueue" and "One MPI call at a time, in order" in e["notes"], e
+    # DDP's first broadcast of the parameters, without async_op, ran on the rank's own thread: said so.
+    k = next(k for k, (sp, down) in enumerate(steps)
+             if down and sp["name"] == "MPI_Bcast" and sp["args"].get("on") == "caller")
+    state, _, _ = run_app(tmp_path, "--trace", str(out / "merged.descent"), "--step", str(k), name="here")
+    e = state["explanation"]
+    assert e["kind"] == "streams.mpi_call_here" and "A synchronous collective runs on its caller" in e["notes"], e
+    assert any("differs from PyTorch" in s for s in e["sentences"]), e
     # The c10d:: operator's kernel above it: a hand-off to the group's backend, not a loop.
     k = next(k for k, (sp, down) in enumerate(steps) if down and sp["name"] == "c10d::allreduce_"
              and sp["args"].get("backend") == "mpi")

@@ -1,7 +1,11 @@
 """A rank that never calls the collective the others wait in (Note [A collective times out]), run
 by test_distributed.py with 2 ranks: rank 0's wait raises after the group's timeout, naming the
-collective, and ending the broken group ends every rank instead of hanging."""
+collective, and ending the broken group ends every rank instead of hanging. With the argument
+"async", rank 0's all_reduce is queued for the MPI worker and its Work's wait() times out; without,
+the all_reduce runs on rank 0's own thread (Note [A synchronous collective runs on its caller]),
+whose wait for rank 1's fingerprint times out."""
 import datetime
+import sys
 import time
 
 import descent
@@ -14,9 +18,16 @@ if r == 1:
     raise SystemExit("rank 1 was not ended by rank 0's abort")
 start = time.monotonic()
 try:
-    dist.all_reduce(descent.ones(2))
+    if sys.argv[1:] == ["async"]:
+        work = dist.all_reduce(descent.ones(2), async_op=True)
+        assert not work.is_completed()
+        work.wait()
+    else:
+        dist.all_reduce(descent.ones(2))
 except RuntimeError as e:
     assert "Timed out after 2 s waiting for MPI_Allreduce" in str(e), e
+    where = "the MPI worker" if sys.argv[1:] == ["async"] else "this thread"
+    assert f"({where} is in the exchange of the ranks' fingerprints)" in str(e), e
     print(f"rank 0: timed out after {time.monotonic() - start:.1f} s: {e}", flush=True)
 else:
     raise AssertionError("the all_reduce returned without rank 1")
