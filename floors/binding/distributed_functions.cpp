@@ -78,6 +78,15 @@ PyObject* py_release(PyObject*, PyObject* h) {
   dist::forget_work(id);
   Py_RETURN_NONE;
 }
+// _dist_nccl_simulate_async_error(code): Note [NCCL's watchdog]'s stand-in for a failed peer.
+PyObject* py_simulate_nccl_error(PyObject*, PyObject* code) {
+  const long c = PyLong_AsLong(code);
+  if (c == -1 && PyErr_Occurred()) return nullptr;
+  DESCENT_PY_TRY
+  dist::simulate_nccl_async_error(int(c));
+  Py_RETURN_NONE;
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* py_is_completed(PyObject*, PyObject* h) {
   const long long id = PyLong_AsLongLong(h);
   if (id == -1 && PyErr_Occurred()) return nullptr;
@@ -97,6 +106,8 @@ PyMethodDef distributed_functions[] = {
     {"_dist_wait", py_wait, METH_O, "_dist_wait(handle): until the collective ran"},
     {"_dist_is_completed", py_is_completed, METH_O, "_dist_is_completed(handle)"},
     {"_dist_release", py_release, METH_O, "_dist_release(handle): forget the collective"},
+    {"_dist_nccl_simulate_async_error", py_simulate_nccl_error, METH_O,
+     "_dist_nccl_simulate_async_error(code): the nccl watchdog meets NCCL error `code` (a test's stand-in)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

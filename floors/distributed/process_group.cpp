@@ -2,6 +2,7 @@
 #include "floors/distributed/process_group.h"
 
 #include <mutex>
+#include <string_view>
 
 #include "floors/core/error.h"
 #ifdef DESCENT_HAVE_MPI
@@ -82,6 +83,17 @@ ProcessGroup& default_group() {
 bool is_initialized() {
   std::lock_guard<std::mutex> g(g_mu);
   return g_group != nullptr;
+}
+
+void simulate_nccl_async_error(int code) {
+  std::lock_guard<std::mutex> g(g_mu);
+  DESCENT_CHECK(g_group && std::string_view(g_group->backend()) == "nccl", ValueError,
+                "simulate_nccl_async_error: the default process group is not nccl's");
+#ifdef DESCENT_HAVE_NCCL
+  set_simulated_nccl_error(code);
+#else
+  (void)code;
+#endif
 }
 
 void destroy_process_group() {

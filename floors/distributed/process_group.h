@@ -73,6 +73,10 @@ void init_process_group(const std::string& backend, int64_t timeout_ms = 30 * 60
 // The default group; ValueError (PyTorch's words) before init_process_group.
 ProcessGroup& default_group();
 bool is_initialized();
+// Note [NCCL's watchdog]: the default group's watchdog meets `code` (an
+// ncclResult_t) as NCCL's own error at its next look, as a failed peer
+// would make it: a test's stand-in. ValueError unless the group is nccl's.
+void simulate_nccl_async_error(int code);
 // Drains and ends the default group (and MPI, where the group started it:
 // a process has one MPI, which cannot start again).
 void destroy_process_group();

@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -121,6 +122,42 @@ struct InFlight {
 
 constexpr std::chrono::milliseconds kWatchdogPoll{100};  // as PyTorch's watchdog, which wakes every 100 ms
 
+// simulate_nccl_async_error's code, until the watchdog's next look takes it (0: none).
+std::atomic<int> g_simulated_error{0};
+
+// NCCL's own error, in PyTorch's words (c10d's getNcclErrorDetailStr): what a watchdog that met it prints.
+std::string nccl_error_text(ncclResult_t e, ncclComm_t comm) {
+  const char* detail = "Unknown NCCL error!";
+  switch (e) {
+    case ncclUnhandledCudaError:
+      detail = "ncclUnhandledCudaError: Call to CUDA function failed.";
+      break;
+    case ncclSystemError:
+      detail = "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ";
+      break;
+    case ncclInternalError:
+      detail = "ncclInternalError: Internal check failed.";
+      break;
+    case ncclInvalidArgument:
+      detail = "ncclInvalidArgument: Invalid value for an argument.";
+      break;
+    case ncclInvalidUsage:
+      detail = "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.";
+      break;
+    case ncclRemoteError:
+      detail =
+          "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.";
+      break;
+    default:
+      break;
+  }
+  int version = 0;
+  (void)ncclGetVersion(&version);
+  const char* last = ncclGetLastError(comm);
+  return str("NCCL error: ", ncclGetErrorString(e), ", NCCL version ", version / 10000, ".", version % 10000 / 100, ".",
+             version % 100, "\n", detail, last && *last ? str("\nLast error:\n", last) : std::string());
+}
+
 class ProcessGroupNCCL : public ProcessGroup {
  public:
   explicit ProcessGroupNCCL(std::chrono::milliseconds timeout)
@@ -200,7 +237,7 @@ class ProcessGroupNCCL : public ProcessGroup {
   // As PyTorch's NCCL barrier: an all_reduce of one element on the device, then the host waits for it.
   std::shared_ptr<Work> barrier(bool) override {
     if (!one_) one_ = std::make_unique<Tensor>(empty_tensor(DimVector{1}, ScalarType::Float32, device_));
-    std::shared_ptr<Work> w = all_reduce(*one_, ReduceOp::Sum);
+    std::shared_ptr<Work> w = all_reduce(*one_, ReduceOp::Sum, true);
     streams::synchronize(stream_, "barrier");
     return w;
   }
@@ -275,6 +312,12 @@ class ProcessGroupNCCL : public ProcessGroup {
           return true;  // a device error: the next CUDA call on the stream raises it where it can be caught
         }
       });
+      // NCCL's own error (a peer that died, a network that failed) ends the process before any timeout.
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess) async = ncclSuccess;  // the query itself failed
+      if (const int simulated = g_simulated_error.exchange(0)) async = static_cast<ncclResult_t>(simulated);
+      if (async != ncclSuccess && async != ncclInProgress)
+        take_the_process_down_for(async, watching.empty() ? nullptr : &watching.front());
       const auto now = std::chrono::steady_clock::now();
       for (const InFlight& w : watching)
         if (now - w.start > timeout_) take_the_process_down(w, now);
@@ -287,18 +330,34 @@ class ProcessGroupNCCL : public ProcessGroup {
   // PyTorch's words (ProcessGroupNCCL's watchdog, with its default
   // TORCH_NCCL_ASYNC_ERROR_HANDLING=3: the process ends, its communicators
   // are not aborted first).
-  [[noreturn]] void take_the_process_down(const InFlight& w, std::chrono::steady_clock::time_point now) const {
-    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.start).count();
-    const std::string message =
-        str("[Rank ", rank_, "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=", w.seq,
-            ", OpType=", w.op_type, ", NumelIn=", w.numel_in, ", NumelOut=", w.numel_out,
-            ", Timeout(ms)=", timeout_.count(), ") ran for ", ran, " milliseconds before timing out.\n[Rank ", rank_,
-            "] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
-            "subsequent GPU operations might run on corrupted/incomplete data. To avoid data inconsistency, we are "
-            "taking the entire process down.\n");
+  std::string work_text(const InFlight& w) const {
+    return str("WorkNCCL(SeqNum=", w.seq, ", OpType=", w.op_type, ", NumelIn=", w.numel_in, ", NumelOut=", w.numel_out,
+               ", Timeout(ms)=", timeout_.count(), ")");
+  }
+  std::string going_down() const {
+    return str("[Rank ", rank_,
+               "] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+               "subsequent GPU operations might run on corrupted/incomplete data. To avoid data inconsistency, we are "
+               "taking the entire process down.\n");
+  }
+  [[noreturn]] static void end_with(const std::string& message) {
     std::fputs(message.c_str(), stderr);
     std::fflush(stderr);
     std::abort();
+  }
+  [[noreturn]] void take_the_process_down(const InFlight& w, std::chrono::steady_clock::time_point now) const {
+    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.start).count();
+    end_with(str("[Rank ", rank_, "] Watchdog caught collective operation timeout: ", work_text(w), " ran for ", ran,
+                 " milliseconds before timing out.\n", going_down()));
+  }
+  // NCCL's asynchronous error `e`; `running`: the oldest collective not yet passed, if any.
+  [[noreturn]] void take_the_process_down_for(ncclResult_t e, const InFlight* running) const {
+    const std::string error = nccl_error_text(e, comm_);
+    end_with(str(running ? str("[Rank ", rank_, "] Collective ", work_text(*running),
+                               " raised the following async exception: ", error, "\n")
+                         : std::string(),
+                 going_down(), "[Rank ", rank_, "] Process group watchdog thread terminated with exception: ", error,
+                 "\n"));
   }
 
   // Rank 0's unique id to every rank: MPI carries it (ranks come from `descent run`, under mpirun).
@@ -345,6 +404,12 @@ class ProcessGroupNCCL : public ProcessGroup {
 
 std::unique_ptr<ProcessGroup> make_nccl_group(std::chrono::milliseconds timeout) {
   return std::make_unique<ProcessGroupNCCL>(timeout);
+}
+
+void set_simulated_nccl_error(int code) {
+  DESCENT_CHECK(code > ncclSuccess && code < ncclInProgress, ValueError, "simulate_nccl_async_error: ", code,
+                " is not one of NCCL's errors (ncclUnhandledCudaError = 1 to ncclRemoteError = 6)");
+  g_simulated_error.store(code);
 }
 
 }  // namespace descent::distributed

@@ -49,9 +49,18 @@
 // script cannot hang at its end either. The test keeps the compute stream
 // busy (descent.cuda._sleep, torch.cuda._sleep's twin) longer than a
 // one-second timeout, so that an all_reduce, which waits for it (step 1),
-// cannot start in time. Not yet: PyTorch's watchdog also asks NCCL for
-// errors of its own (ncclCommGetAsyncError), so that a peer's failure ends
-// the process before the timeout; descent's waits for the timeout.
+// cannot start in time. At every look the watchdog also asks NCCL for an
+// error of its own (ncclCommGetAsyncError: a peer that died, a network
+// that failed), and one ends the process at once, not at the timeout, in
+// PyTorch's words: "[Rank 0] Process group watchdog thread terminated with
+// exception: NCCL error: remote process exited or there was a network
+// error, NCCL version ...", NCCL's explanation and its last error (and,
+// where a collective was running, PyTorch's line naming it first): the
+// words of PyTorch's sources and of its logs from failed jobs, not compared
+// beside torch here, where one GPU has no peer to lose. For the same reason
+// the test hands the watchdog an error as NCCL would report it
+// (simulate_nccl_async_error, process_group.h), as PyTorch's own
+// ProcessGroupNCCLErrorsTest simulates one.
 #pragma once
 
 #include <chrono>
@@ -64,5 +73,10 @@ namespace descent::distributed {
 // when unset) on cuda:LOCAL_RANK (0 when unset); a collective may run for
 // `timeout` (Note [NCCL's watchdog]).
 std::unique_ptr<ProcessGroup> make_nccl_group(std::chrono::milliseconds timeout);
+
+// Note [NCCL's watchdog]: the watchdog's next look reads `code` (an
+// ncclResult_t, checked by simulate_nccl_async_error in process_group.h) as
+// NCCL's asynchronous error, in place of what ncclCommGetAsyncError says.
+void set_simulated_nccl_error(int code);
 
 }  // namespace descent::distributed

@@ -96,6 +96,8 @@ def test_a_script_that_never_destroys_its_group_ends_cleanly(tmp_path):
 
 def test_a_collective_before_init_is_pytorchs_error():
     assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="the default process group is not nccl's"):
+        _C._dist_nccl_simulate_async_error(6)  # Note [NCCL's watchdog]'s stand-in needs an nccl group
     with pytest.raises(ValueError, match="Default process group has not been initialized, please make sure to "
                                          "call init_process_group."):
         dist.all_reduce(descent.ones(2))

@@ -181,6 +181,44 @@ def test_the_watchdog_ends_a_collective_that_runs_past_the_timeout(tmp_path):
     assert mt and mt.group(1) == m.group(1), mt and mt.group(0)
 
 
+# Note [NCCL's watchdog]: an error NCCL finds by itself (a peer that died: ncclRemoteError, handed to the
+# watchdog as NCCL would report it, since one GPU has no peer to lose) ends the process at the watchdog's
+# next look, long before the timeout, naming the collective that was running, in PyTorch's words.
+ASYNC_ERROR = r'''
+import time, descent, descent.distributed as dist
+dist.init_process_group("nccl")
+dist.all_reduce(descent.ones(1, device="cuda"))
+descent.cuda.synchronize()
+x = descent.ones(4, device="cuda")
+descent.cuda._sleep(20_000_000_000)
+dist.all_reduce(x)
+descent._C._dist_nccl_simulate_async_error(6)
+print("enqueued", flush=True)
+time.sleep(30)
+print("not ended", flush=True)
+'''
+
+
+def test_the_watchdog_ends_the_process_on_an_error_of_nccls_own(tmp_path):
+    import time
+    script = tmp_path / "async_error.py"
+    script.write_text(ASYNC_ERROR)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       preexec_fn=no_core_file)
+    took = time.monotonic() - t0
+    assert "enqueued" in r.stdout and "not ended" not in r.stdout, r.stdout + r.stderr[-3000:]
+    assert r.returncode == -6, (r.returncode, r.stderr[-3000:])
+    error = (r"NCCL error: remote process exited or there was a network error, NCCL version \d+\.\d+\.\d+\n"
+             r"ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+             r"prematurely\.")
+    assert re.search(r"\[Rank 0\] Collective WorkNCCL\(SeqNum=2, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, "
+                     r"Timeout\(ms\)=600000\) raised the following async exception: " + error, r.stderr), r.stderr
+    assert re.search(r"\[Rank 0\] Process group watchdog thread terminated with exception: " + error, r.stderr)
+    assert "To avoid data inconsistency, we are taking the entire process down." in r.stderr, r.stderr[-3000:]
+    assert took < 15, took  # the next look, not the spin's 10 s or more, nor the 10-minute timeout
+
+
 def test_the_watchdog_forgets_a_collective_that_ended_in_time(tmp_path):
     # A collective that ends before the timeout, then a host that idles past it: no watchdog line, a clean end.
     code = ('import datetime, time, descent, descent.distributed as dist\n'
