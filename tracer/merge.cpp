@@ -8,8 +8,8 @@ namespace descent::trace {
 
 namespace {
 
-// A collective as the backends name it on their rows: the MPI worker's call
-// ("MPI_Allreduce") or NCCL's launch ("cudaLaunchKernel  kernel=ncclAllReduce").
+// A collective as the backends name it on their rows: an MPI call, on the worker's row or its caller's
+// ("MPI_Allreduce"), or NCCL's launch ("cudaLaunchKernel  kernel=ncclAllReduce").
 std::string collective_name(const Span& s) {
   if (s.name.rfind("MPI_", 0) == 0) return s.name;
   if (s.floor == Floor::Launch) {

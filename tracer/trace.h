@@ -279,7 +279,7 @@ Trace load_any(const std::string& path);
 // to steady_clock ns), so the times are kept as they are. Each rank's threads
 // become rows of their own, named "rank r: thread k" (or "rank r: sim:0
 // stream 0") in the metadata, with "thread.M.rank"; ids are shifted so that
-// they stay unique; and the k-th call of each collective (the MPI worker's
+// they stay unique; and the k-th call of each collective (an MPI call's span,
 // "MPI_Allreduce", NCCL's launch) on rank r is joined to the k-th on rank
 // r + 1 by a "collective" flow: every rank calls collectives in the same
 // order, so these are the same collective. Metadata "ranks" says how many;

@@ -18,7 +18,8 @@ std::string depth_clause(int64_t depth) {
          " ahead of it, which the device runs first.";
 }
 
-// A collective's spans on floor 7 (floors/distributed): the MPI worker's queue and calls, and NCCL's stream.
+// A collective's spans on floor 7 (floors/distributed): MPI's queue and calls (on the worker, or on the caller),
+// and NCCL's stream.
 Explanation collective_span(const At& a) {
   const std::string& n = a.sp.name;
   Explanation e;
@@ -28,9 +29,12 @@ Explanation collective_span(const At& a) {
         "The collective is not run here: it is put in the queue of the MPI worker, the thread that makes the "
         "MPI calls one at a time, in the order the program asked for them, the same on every rank." +
             depth_clause(num(a.sp, "queue_depth")));
-    say(e,
-        "The host goes on; wait() on its Work waits for the worker. (A call without async_op that finds the "
-        "worker idle runs on this thread instead.)");
+    if (str(a.sp, "async_op") == "false")
+      say(e,
+          "The call was made without async_op, but the worker was busy, or other work was queued: this thread "
+          "waits for the worker at once. (Had it been idle, this thread would have made the call itself.)");
+    else
+      say(e, "The host goes on; wait() on its Work waits for the worker.");
     note(e, "One MPI call at a time, in order");
     pytorch(e, "torch/csrc/distributed/c10d/ProcessGroupMPI.cpp", "ProcessGroupMPI::enqueue");
   } else if (starts_with(n, "MPI_") && str(a.sp, "on") == "caller") {

@@ -127,11 +127,12 @@ Explanation kernel_span(const At& a) {
             device +
             " key), as it picks add's. It runs no loop of its own: it asks the default process group for its "
             "backend of " +
-            device + " tensors (c10d's getBackend) and hands it the call, which returns a Work at once.");
+            device + " tensors (c10d's getBackend) and hands it the call, which returns a Work.");
     say(e, backend == "nccl"
                ? "NCCL's part follows on floor 7 (its own stream, made to wait for the current one) and floor 8 "
                  "(the NCCL call, a launch whose kernel the device runs)."
-               : "MPI's part follows on floor 7: the call is queued for the one thread that makes every MPI call.");
+               : "MPI's part follows on floor 7: the call is queued for the MPI worker, the thread that makes the MPI "
+                 "calls one at a time, or, made without async_op while the worker is idle, made on this thread.");
     note(e, "Collectives are c10d ops");
     pytorch(e, "torch/csrc/distributed/c10d/Ops.cpp", "allreduce_CPU, allreduce_CUDA: getBackend(DEV)->allreduce");
     return e;

@@ -109,6 +109,16 @@ constexpr int kFingerprintTag = 0x6473;
 
 }  // namespace
 
+struct ProcessGroupMPI::Exchange {
+  Fingerprint mine;
+  std::vector<Fingerprint> all;
+  std::vector<MPI_Request> requests;
+};
+
+struct ProcessGroupMPI::Comm {
+  MPI_Comm c = MPI_COMM_NULL;
+};
+
 bool WorkMPI::is_completed() {
   std::lock_guard<std::mutex> g(mu_);
   return done_;
@@ -124,7 +134,8 @@ void WorkMPI::wait() {
   if (!cv_.wait_for(g, timeout_, [&] { return done_; })) {  // Note [A collective times out]
     broken_->store(true);
     const std::string in = in_call_->load();
-    throw timed_out(timeout_, mpi_fn_, in.empty() ? in : "the MPI worker is in " + in);
+    const char* who = in_call_here_->load() ? "a collective run on its caller is in " : "the MPI worker is in ";
+    throw timed_out(timeout_, mpi_fn_, in.empty() ? in : who + in);
   }
   if (error_) std::rethrow_exception(error_);
 }
@@ -140,6 +151,10 @@ ProcessGroupMPI::ProcessGroupMPI(std::chrono::milliseconds timeout) : timeout_(t
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // The group's own communicator: no message of the script's (mpi4py's on the world's, say) can meet the
+  // fingerprints' (Note [Collectives check their shapes]).
+  comm_ = std::make_unique<Comm>();
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_->c), "MPI_Comm_dup");
   worker_ = std::thread([this] { run(); });
 }
 
@@ -149,7 +164,8 @@ ProcessGroupMPI::~ProcessGroupMPI() {
     std::unique_lock<std::mutex> g(mu_);
     stopping_ = true;
     cv_.notify_all();
-    drained = !broken_->load() && cv_.wait_for(g, timeout_, [&] { return worker_done_; });
+    // broken_ read after the wait: a collective on its caller may time out during it.
+    drained = cv_.wait_for(g, timeout_, [&] { return worker_done_; }) && !broken_->load();
   }
   if (!drained) {  // a wait timed out, or the worker is still in MPI: Note [A collective times out]
     std::fprintf(stderr, "descent: rank %d: a collective timed out; MPI_Abort ends every rank of the job\n", rank_);
@@ -157,6 +173,7 @@ ProcessGroupMPI::~ProcessGroupMPI() {
     MPI_Abort(MPI_COMM_WORLD, 1);  // does not return
   }
   worker_.join();
+  MPI_Comm_free(&comm_->c);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -171,6 +188,7 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
   w->timeout_ = timeout_;
   w->broken_ = broken_;
   w->in_call_ = in_call_;
+  w->in_call_here_ = in_call_here_;
   Fingerprint print{};
   print.fill(-1);
   print[0] = static_cast<int64_t>(std::hash<std::string_view>{}(mpi_fn)&0x7fffffff);
@@ -187,14 +205,17 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
     if (queue_.empty() && !worker_busy_ && !caller_busy_) {
       caller_busy_ = true;  // the worker takes nothing meanwhile: the MPI calls stay one at a time, in order
       g.unlock();
+      struct Done {  // however the call ends: the worker may take what was queued meanwhile
+        ProcessGroupMPI& pg;
+        ~Done() {
+          std::lock_guard<std::mutex> lock(pg.mu_);
+          pg.caller_busy_ = false;
+          if (!pg.queue_.empty() || pg.stopping_) pg.cv_.notify_all();
+        }
+      } done{*this};
       Item item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, {}};
       w->ran_here_ = true;
-      run_item(item, true);
-      g.lock();
-      caller_busy_ = false;
-      const bool wake = !queue_.empty() || stopping_;  // queued by another thread meanwhile, or the group ends
-      g.unlock();
-      if (wake) cv_.notify_all();
+      finish(item, run_item(item, true));
       return w;
     }
   }
@@ -207,9 +228,10 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
       span.arg("queue", "mpi");
       span.arg("collective", mpi_fn);
       span.arg("queue_depth", int64_t(queue_.size()));
+      span.arg("async_op", async_op);
     }
+    cv_.notify_one();
   }
-  cv_.notify_one();
   return w;
 }
 
@@ -229,15 +251,24 @@ void ProcessGroupMPI::run() {
       queue_.pop_front();
       worker_busy_ = true;
     }
-    run_item(item, false);
-    std::lock_guard<std::mutex> g(mu_);
-    worker_busy_ = false;
+    std::exception_ptr error = run_item(item, false);
+    {
+      // Idle again before the Work is done: a synchronous call made right after its wait() finds it so.
+      std::lock_guard<std::mutex> g(mu_);
+      worker_busy_ = false;
+    }
+    finish(item, std::move(error));
   }
 }
 
-void ProcessGroupMPI::run_item(Item& item, bool here) {
+std::exception_ptr ProcessGroupMPI::run_item(Item& item, bool here) {
   std::exception_ptr error;
   try {
+    // Note [A collective times out]: after a timeout this rank's collectives no longer pair with the
+    // others' (the timed-out exchange took a fingerprint): what was queued before it is not run.
+    DESCENT_CHECK(!broken_->load(), Error, item.mpi_fn,
+                  ": the process group is broken (a collective timed out: Note [A collective times out]); end it");
+    in_call_here_->store(here);
     if (size_ > 1) {
       in_call_->store("the exchange of the ranks' fingerprints");
       check_fingerprints(item.mpi_fn, item.print, here);
@@ -254,10 +285,14 @@ void ProcessGroupMPI::run_item(Item& item, bool here) {
   }
   in_call_->store("");
   item.keep.clear();  // the memory is the caller's again
+  return error;
+}
+
+void ProcessGroupMPI::finish(Item& item, std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> g(item.work->mu_);
     item.work->done_ = true;
-    item.work->error_ = error;
+    item.work->error_ = std::move(error);
   }
   item.work->cv_.notify_all();
 }
@@ -266,20 +301,23 @@ void ProcessGroupMPI::run_item(Item& item, bool here) {
 // other, received from every other. `bounded` (Note [A synchronous collective runs on its caller]): the
 // receives are polled until the timeout, yielding the core after the first moments (a rank may be seconds
 // late, and the machine may have more ranks than cores), else waited for.
-void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& mine, bool bounded) {
+void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& fingerprint, bool bounded) {
   trace::ScopedSpan span(trace::Floor::Streams, "check the ranks' shapes");  // where the ranks meet
-  auto received = std::make_unique<std::vector<Fingerprint>>(static_cast<size_t>(size_), mine);
-  std::vector<Fingerprint>& all = *received;
-  std::vector<MPI_Request> requests;
+  // On the heap, all of it: after a timeout MPI may still read the send's buffer and write the receives'.
+  auto exchange = std::make_unique<Exchange>();
+  const Fingerprint& mine = exchange->mine = fingerprint;
+  std::vector<Fingerprint>& all = exchange->all;
+  std::vector<MPI_Request>& requests = exchange->requests;
+  all.assign(static_cast<size_t>(size_), mine);
   requests.reserve(2 * size_t(size_));
   const int n = int(mine.size());
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     requests.emplace_back();
-    check(MPI_Irecv(all[size_t(r)].data(), n, MPI_INT64_T, r, kFingerprintTag, MPI_COMM_WORLD, &requests.back()),
+    check(MPI_Irecv(all[size_t(r)].data(), n, MPI_INT64_T, r, kFingerprintTag, comm_->c, &requests.back()),
           "MPI_Irecv (a rank's fingerprint)");
     requests.emplace_back();
-    check(MPI_Isend(mine.data(), n, MPI_INT64_T, r, kFingerprintTag, MPI_COMM_WORLD, &requests.back()),
+    check(MPI_Isend(mine.data(), n, MPI_INT64_T, r, kFingerprintTag, comm_->c, &requests.back()),
           "MPI_Isend (this rank's fingerprint)");
   }
   if (!bounded) {
@@ -295,7 +333,7 @@ void ProcessGroupMPI::check_fingerprints(const char* mpi_fn, const Fingerprint& 
       std::this_thread::yield();
       if (polls % 256 == 0 && std::chrono::steady_clock::now() > deadline) {
         broken_->store(true);
-        abandoned_.push_back(std::move(received));  // MPI may still write into it, until MPI_Abort
+        abandoned_.push_back(std::move(exchange));  // MPI may still use it, until MPI_Abort
         throw timed_out(timeout_, mpi_fn, "this thread is in the exchange of the ranks' fingerprints");
       }
     }
@@ -330,7 +368,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_reduce(const Tensor& t, ReduceOp op, 
   const int n = mpi_count(t.numel(), "all_reduce");
   const MPI_Op mop = mpi_op(op);  // before the queue: an op MPI lacks fails on the caller
   return enqueue("MPI_Allreduce", &t, int64_t(op), async_op, {t},
-                 [=] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, MPI_COMM_WORLD), "MPI_Allreduce"); });
+                 [=, c = comm_->c] { check(MPI_Allreduce(MPI_IN_PLACE, data, n, type, mop, c), "MPI_Allreduce"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root, bool async_op) {
@@ -341,7 +379,7 @@ std::shared_ptr<Work> ProcessGroupMPI::broadcast(const Tensor& t, int root, bool
     throw std::runtime_error("broadcast: src " + std::to_string(root) + " is not a rank of a group of " +
                              std::to_string(size_));
   return enqueue("MPI_Bcast", &t, root, async_op, {t},
-                 [=] { check(MPI_Bcast(data, n, type, root, MPI_COMM_WORLD), "MPI_Bcast"); });
+                 [=, c = comm_->c] { check(MPI_Bcast(data, n, type, root, c), "MPI_Bcast"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tensor& in, bool async_op) {
@@ -351,7 +389,7 @@ std::shared_ptr<Work> ProcessGroupMPI::all_gather(const Tensor& out, const Tenso
   const MPI_Datatype type = mpi_type(in.dtype(), "all_gather");
   const int n = mpi_count(in.numel(), "all_gather");
   return enqueue("MPI_Allgather", &in, -1, async_op, {out, in},
-                 [=] { check(MPI_Allgather(src, n, type, dst, n, type, MPI_COMM_WORLD), "MPI_Allgather"); });
+                 [=, c = comm_->c] { check(MPI_Allgather(src, n, type, dst, n, type, c), "MPI_Allgather"); });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op, bool async_op) {
@@ -361,13 +399,13 @@ std::shared_ptr<Work> ProcessGroupMPI::reduce_scatter(const Tensor& out, const T
   const MPI_Datatype type = mpi_type(out.dtype(), "reduce_scatter");
   const int n = mpi_count(out.numel(), "reduce_scatter");
   const MPI_Op mop = mpi_op(op);
-  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), async_op, {out, in}, [=] {
-    check(MPI_Reduce_scatter_block(src, dst, n, type, mop, MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
+  return enqueue("MPI_Reduce_scatter_block", &in, int64_t(op), async_op, {out, in}, [=, c = comm_->c] {
+    check(MPI_Reduce_scatter_block(src, dst, n, type, mop, c), "MPI_Reduce_scatter_block");
   });
 }
 
 std::shared_ptr<Work> ProcessGroupMPI::barrier(bool async_op) {
-  return enqueue("MPI_Barrier", nullptr, -1, async_op, {}, [] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); });
+  return enqueue("MPI_Barrier", nullptr, -1, async_op, {}, [c = comm_->c] { check(MPI_Barrier(c), "MPI_Barrier"); });
 }
 
 }  // namespace descent::distributed

@@ -34,8 +34,15 @@
 // trades fingerprints with every rank (Note [Collectives check their
 // shapes]) by non-blocking sends and receives, polled against the group's
 // timeout, and enters the blocking collective only once every rank has sent
-// its fingerprint of this same collective, so that no rank can be missing
-// from it.
+// its fingerprint of this same collective, so a rank that never calls it
+// is caught in the exchange. What that bound does not cover: a rank whose
+// exchange completes just as a peer's times out enters the collective, and
+// there waits without one, until the peer, its group broken, ends the job
+// (MPI_Abort, at its destroy_process_group or its end); through the
+// worker, its wait() would have raised first. The MPI calls are the
+// blocking ones, as the worker's: MPI's non-blocking collectives, polled
+// against the timeout, were slower than the hand-offs they would save
+// (docs/BENCHMARKS.md, session 4).
 //
 // Note [Collectives check their shapes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -65,8 +72,10 @@
 // PyTorch's default of 30 minutes for the CPU backends), counted from the
 // wait, and a collective run on its caller (Note [A synchronous collective
 // runs on its caller]) waits for the other ranks' fingerprints at most as
-// long; then it raises RuntimeError naming the collective and the call the
-// worker is in, and the group is broken: a later collective is refused. MPI
+// long; then it raises RuntimeError naming the collective and the call MPI
+// is in (on the worker or on a caller), and the group is broken: a later
+// collective is refused, and one queued before is not run (its fingerprint
+// would pair with another collective's: the timed-out exchange took one). MPI
 // still holds the call (the worker's, or the caller's unanswered receives),
 // so the group cannot end cleanly: ending it (destroy_process_group, or the
 // script's end) calls MPI_Abort, which ends every rank of the job (PyTorch's
@@ -105,6 +114,7 @@ class WorkMPI : public Work {
   const char* mpi_fn_ = "";
   std::chrono::milliseconds timeout_{0};
   std::shared_ptr<std::atomic<const char*>> in_call_;  // the group's
+  std::shared_ptr<std::atomic<bool>> in_call_here_;    // the group's
   std::shared_ptr<std::atomic<bool>> broken_;          // the group's: set when a wait times out
   std::mutex mu_;
   std::condition_variable cv_;
@@ -155,9 +165,10 @@ class ProcessGroupMPI : public ProcessGroup {
     std::shared_ptr<WorkMPI> work;
     std::vector<Tensor> keep;
   };
-  // Checks the fingerprints, makes the call, and marks its Work done (with what it raised); on the worker,
-  // or on the caller (`here`), whose wait for the other ranks' fingerprints is bounded by the timeout.
-  void run_item(Item& item, bool here);
+  // Checks the fingerprints and makes the call, returning what it raised (nothing once the group is broken); on
+  // the worker, or on the caller (`here`), whose wait for the other ranks' fingerprints is bounded by the timeout.
+  std::exception_ptr run_item(Item& item, bool here);
+  void finish(Item& item, std::exception_ptr error);  // marks its Work done, with `error`
   // Raises ValueError where the ranks' fingerprints differ; RuntimeError where `bounded` and some rank's
   // has not come within the timeout.
   void check_fingerprints(const char* mpi_fn, const Fingerprint& mine, bool bounded);
@@ -171,13 +182,18 @@ class ProcessGroupMPI : public ProcessGroup {
   bool worker_busy_ = false;  // the worker runs an item
   bool caller_busy_ = false;  // a caller runs one (Note [A synchronous collective runs on its caller])
   bool worker_done_ = false;  // run() returned: the queue is drained
-  // Fingerprint exchanges that timed out, their receives still posted: kept until MPI_Abort.
-  std::vector<std::unique_ptr<std::vector<Fingerprint>>> abandoned_;
+  // One exchange of fingerprints: this rank's, every rank's, the sends' and receives' requests.
+  struct Exchange;
+  // Exchanges that timed out, their requests still pending in MPI: kept until MPI_Abort.
+  std::vector<std::unique_ptr<Exchange>> abandoned_;
+  struct Comm;                  // the group's MPI communicator, a duplicate of MPI_COMM_WORLD
+  std::unique_ptr<Comm> comm_;  // (mpi.h stays out of this header)
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<bool>> broken_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::atomic<const char*>>
       in_call_ =  // what the worker or caller is in now ("" when idle), for the timeout's message
       std::make_shared<std::atomic<const char*>>("");
+  std::shared_ptr<std::atomic<bool>> in_call_here_ = std::make_shared<std::atomic<bool>>(false);  // by a caller
   std::thread worker_;
 };
 

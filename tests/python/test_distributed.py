@@ -47,6 +47,14 @@ def test_ddp_trains_as_one_process_on_the_whole_batch(nproc):
 
 
 @needs_mpi
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_collectives_pair_up_on_the_caller_and_the_worker_alike(nproc):
+    r = run(nproc, os.path.join(HERE, "distributed", "paths.py"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert sorted(re.findall(r"rank (\d+) of (\d+): paths ok", r.stdout)) == [(str(k), str(nproc)) for k in range(nproc)]
+
+
+@needs_mpi
 def test_ranks_that_disagree_on_a_shape_are_told_not_left_hanging():
     r = run(2, os.path.join(HERE, "distributed", "mismatch.py"), timeout=60)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -56,7 +64,8 @@ def test_ranks_that_disagree_on_a_shape_are_told_not_left_hanging():
 @needs_mpi
 def test_descent_run_trace_merges_the_ranks_onto_one_timeline(tmp_path):
     """Note [Merging the ranks' traces]: one trace per rank, merged; each rank's rows named by it;
-    the MPI worker's collectives on each rank; the k-th of each joined across the ranks."""
+    every rank's MPI calls (DDP's on the MPI worker, its first broadcasts on the caller); the k-th of
+    each joined across the ranks."""
     out = tmp_path / "traces"
     r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "2", "--trace", str(out),
                         os.path.join(HERE, "distributed", "ddp.py")], capture_output=True, text=True, timeout=300)
