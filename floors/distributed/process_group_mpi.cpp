@@ -164,8 +164,9 @@ ProcessGroupMPI::~ProcessGroupMPI() {
     std::unique_lock<std::mutex> g(mu_);
     stopping_ = true;
     cv_.notify_all();
-    // broken_ read after the wait: a collective on its caller may time out during it.
-    drained = cv_.wait_for(g, timeout_, [&] { return worker_done_; }) && !broken_->load();
+    // A broken group ends at once; broken_ is read again after the wait, as a collective on its caller
+    // may time out during it (and then notifies).
+    drained = cv_.wait_for(g, timeout_, [&] { return worker_done_ || broken_->load(); }) && !broken_->load();
   }
   if (!drained) {  // a wait timed out, or the worker is still in MPI: Note [A collective times out]
     std::fprintf(stderr, "descent: rank %d: a collective timed out; MPI_Abort ends every rank of the job\n", rank_);
