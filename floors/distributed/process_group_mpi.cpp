@@ -180,10 +180,15 @@ ProcessGroupMPI::~ProcessGroupMPI() {
   if (!finalized) MPI_Finalize();
 }
 
-std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, bool async_op,
-                                               std::vector<Tensor> keep, std::function<void()> call) {
+// Note [A collective times out]: a broken group makes no more MPI calls.
+void ProcessGroupMPI::check_not_broken(const char* mpi_fn) const {
   DESCENT_CHECK(!broken_->load(), Error, mpi_fn,
                 ": the process group is broken (a collective timed out: Note [A collective times out]); end it");
+}
+
+std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor* shaped, int64_t extra, bool async_op,
+                                               std::vector<Tensor> keep, std::function<void()> call) {
+  check_not_broken(mpi_fn);
   auto w = std::make_shared<WorkMPI>();
   w->mpi_fn_ = mpi_fn;
   w->timeout_ = timeout_;
@@ -200,39 +205,34 @@ std::shared_ptr<Work> ProcessGroupMPI::enqueue(const char* mpi_fn, const Tensor*
     print[3] = shaped->numel();
     for (int64_t d = 0; d < shaped->dim() && d < kMaxDims; ++d) print[size_t(kSizesAt + d)] = shaped->size(d);
   }
-  if (!async_op) {  // Note [A synchronous collective runs on its caller]
-    std::unique_lock<std::mutex> g(mu_);
-    if (stopping_) throw std::runtime_error("the process group is being destroyed");
-    if (queue_.empty() && !worker_busy_ && !caller_busy_) {
-      caller_busy_ = true;  // the worker takes nothing meanwhile: the MPI calls stay one at a time, in order
-      g.unlock();
-      struct Done {  // however the call ends: the worker may take what was queued meanwhile
-        ProcessGroupMPI& pg;
-        ~Done() {
-          std::lock_guard<std::mutex> lock(pg.mu_);
-          pg.caller_busy_ = false;
-          if (!pg.queue_.empty() || pg.stopping_) pg.cv_.notify_all();
-        }
-      } done{*this};
-      Item item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, {}};
-      w->ran_here_ = true;
-      finish(item, run_item(item, true));
-      return w;
-    }
+  Item item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, std::move(keep)};
+  std::unique_lock<std::mutex> g(mu_);
+  if (stopping_) throw std::runtime_error("the process group is being destroyed");
+  // Note [A synchronous collective runs on its caller]: with the worker idle and nothing queued.
+  if (!async_op && queue_.empty() && !worker_busy_ && !caller_busy_) {
+    caller_busy_ = true;  // the worker takes nothing meanwhile: the MPI calls stay one at a time, in order
+    g.unlock();
+    struct Done {  // however the call ends: the worker may take what was queued meanwhile
+      ProcessGroupMPI& pg;
+      ~Done() {
+        std::lock_guard<std::mutex> lock(pg.mu_);
+        pg.caller_busy_ = false;
+        if (!pg.queue_.empty() || pg.stopping_) pg.cv_.notify_all();
+      }
+    } done{*this};
+    w->ran_here_ = true;
+    finish(item, run_item(item, true));
+    return w;
   }
   trace::ScopedSpan span(trace::Floor::Streams, "enqueue");
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    if (stopping_) throw std::runtime_error("the process group is being destroyed");
-    queue_.push_back(Item{mpi_fn, shaped ? bytes_of(*shaped) : 0, print, std::move(call), w, std::move(keep)});
-    if (span.active()) {
-      span.arg("queue", "mpi");
-      span.arg("collective", mpi_fn);
-      span.arg("queue_depth", int64_t(queue_.size()));
-      span.arg("async_op", async_op);
-    }
-    cv_.notify_one();
+  queue_.push_back(std::move(item));
+  if (span.active()) {
+    span.arg("queue", "mpi");
+    span.arg("collective", mpi_fn);
+    span.arg("queue_depth", int64_t(queue_.size()));
+    span.arg("async_op", async_op);
   }
+  cv_.notify_one();
   return w;
 }
 
@@ -267,8 +267,7 @@ std::exception_ptr ProcessGroupMPI::run_item(Item& item, bool here) {
   try {
     // Note [A collective times out]: after a timeout this rank's collectives no longer pair with the
     // others' (the timed-out exchange took a fingerprint): what was queued before it is not run.
-    DESCENT_CHECK(!broken_->load(), Error, item.mpi_fn,
-                  ": the process group is broken (a collective timed out: Note [A collective times out]); end it");
+    check_not_broken(item.mpi_fn);
     in_call_here_->store(here);
     if (size_ > 1) {
       in_call_->store("the exchange of the ranks' fingerprints");

@@ -169,6 +169,7 @@ class ProcessGroupMPI : public ProcessGroup {
   // the worker, or on the caller (`here`), whose wait for the other ranks' fingerprints is bounded by the timeout.
   std::exception_ptr run_item(Item& item, bool here);
   void finish(Item& item, std::exception_ptr error);  // marks its Work done, with `error`
+  void check_not_broken(const char* mpi_fn) const;    // Error once a collective has timed out
   // Raises ValueError where the ranks' fingerprints differ; RuntimeError where `bounded` and some rank's
   // has not come within the timeout.
   void check_fingerprints(const char* mpi_fn, const Fingerprint& mine, bool bounded);

@@ -21,8 +21,8 @@ needs_mpi = pytest.mark.skipif(not (_C._dist_have_mpi() and shutil.which("mpirun
                                reason="descent was built without MPI, or there is no mpirun")
 
 
-def run(nproc, script, timeout=180):
-    return subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", str(nproc), script],
+def run(nproc, script, timeout=180, args=()):
+    return subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", str(nproc), script, *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -201,9 +201,7 @@ def test_a_rank_that_never_joins_times_out_and_ends_the_job(how):
     without async_op on its own thread (Note [A synchronous collective runs on its caller]), one
     with it on the MPI worker."""
     start = time.monotonic()
-    script = [os.path.join(HERE, "distributed", "timeout.py")] + (["async"] if how == "async" else [])
-    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "2"] + script,
-                       capture_output=True, text=True, timeout=90)
+    r = run(2, os.path.join(HERE, "distributed", "timeout.py"), timeout=90, args=["async"] if how == "async" else [])
     assert time.monotonic() - start < 60, "the job was not ended by the abort"
     assert r.returncode != 0, r.stdout
     assert re.search(r"rank 0: timed out after [23]\.\d s: Timed out after 2 s waiting for MPI_Allreduce", r.stdout), \
