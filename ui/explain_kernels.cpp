@@ -117,6 +117,29 @@ Explanation kernel_span(const At& a) {
     pytorch(e, "aten/src/ATen/native/Copy.cpp", "copy_impl");
     return e;
   }
+  // An item of the packed CPU matmul's loop nest (packed_matmul.cpp).
+  if (a.sp.name == "pack A" || a.sp.name == "pack B" || a.sp.name == "tile task") {
+    const bool task = a.sp.name == "tile task";
+    const int64_t waited = num(a.sp, "waited_for_packing_ns", 0) + num(a.sp, "waited_for_step_before_ns", 0) +
+                           num(a.sp, "waited_for_readers_ns", 0);
+    Explanation e = make("kernel.packed_item", task ? "A task of the packed matmul: tiles of C, step " +
+                                                          str(a.sp, "step", "?") + ", task " + str(a.sp, "task", "?")
+                                                    : "The packed matmul copies " + a.sp.name.substr(5) +
+                                                          " into panels, step " + str(a.sp, "step", "?"));
+    say(e, task ? "One task of the product: a block of C's rows by a block of its columns, computed a tile at a time "
+                  "by the microkernel (12 x 32 floats with AVX-512), which keeps the tile in registers and reads "
+                  "packed panels of A and B with unit stride."
+                : "Before any product, the operands are copied into panels laid out in the order the microkernel "
+                  "reads them, sized to the caches: each panel is packed once and shared by every task that "
+                  "uses it.");
+    say(e,
+        "Every thread of the loop claims the next item of one list (packing first, then the tasks) and waits only "
+        "for the items it needs" +
+            (waited > 0 ? ": this one waited " + std::to_string(waited / 1000) + " us for them." : "."));
+    note(e, "Packed matmul");
+    pytorch(e, "aten/src/ATen/native/CPUBlas.cpp", "cpublas::gemm");
+    return e;
+  }
   // A c10d:: operator's kernel (floors/distributed/c10d_kernels.cpp): no loop, a hand-off.
   if (has(a.sp, "backend") && starts_with(a.sp.name, "c10d::")) {
     const std::string backend = str(a.sp, "backend"), device = str(a.sp, "device");

@@ -64,7 +64,10 @@
 // (jc, pc), whose passes of A's rows share one packed B). So the threads done
 // with a step's tasks pack the next step's panels while the others finish, and
 // the pool is met once a product, not twice a kc step (its workers wake tens of
-// microseconds apart on the H200 host).
+// microseconds apart on the H200 host). Traced, each item is a span of the
+// thread that ran it ("pack B", "pack A", "tile task", with its step and its
+// number), with how long it waited for its inputs where it had to: the
+// timeline shows which thread packed what, and which one the others waited for.
 //
 // The grid weighs two things. A square task reads the fewest panels for its
 // products and uses each B panel over the most rows. Several tasks a thread let
@@ -119,6 +122,7 @@
 #include "floors/kernels/matmul_rungs.h"
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/roofline.h"
+#include "tracer/tracer.h"
 
 namespace descent::kernels {
 
@@ -415,10 +419,15 @@ struct alignas(64) Count {
 // Waits until `done` reaches `want` (other threads' items; see packed_product):
 // a spin, then a sleep until the count moves (a thread that holds one of the
 // items may have lost its core, with more threads than cores).
-inline void wait_for(const Count& done, int64_t want) {
+inline void wait_for(const Count& done, int64_t want, trace::ScopedSpan& item, const char* key) {
+  if (done.n.load(std::memory_order_acquire) >= want) return;
+  const int64_t since = item.active() ? trace::now_ns() : 0;
   for (int spins = 0;; ++spins) {
     const int64_t now = done.n.load(std::memory_order_acquire);
-    if (now >= want) return;
+    if (now >= want) {
+      if (item.active()) item.arg(key, trace::now_ns() - since);
+      return;
+    }
     if (spins < 2048)
       cpu_relax();
     else
@@ -534,13 +543,19 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       while (item >= steps[s].first + steps[s].packing() + steps[s].tasks()) ++s;
       const Step& st = steps[s];
       const int64_t i = item - st.first;
+      trace::ScopedSpan span(trace::Floor::Kernels, i < st.b_items     ? "pack B"
+                                                    : i < st.packing() ? "pack A"
+                                                                       : "tile task");
+      span.arg("step", int64_t(s));
       if (i < st.packing()) {
-        if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks());
+        if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks(), span, "waited_for_readers_ns");
+        span.arg(i < st.b_items ? "steps" : "panel", i < st.b_items ? i : i - st.b_items);
         pack(s, i);
         packed[s].add();
       } else {
-        wait_for(packed[s], st.packing());
-        if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks());
+        wait_for(packed[s], st.packing(), span, "waited_for_packing_ns");
+        if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks(), span, "waited_for_step_before_ns");
+        span.arg("task", i - st.packing());
         compute(s, i - st.packing());
         computed[s].add();
       }

@@ -618,3 +618,35 @@ def test_a_span_the_package_opens_names_its_source_site():
     with pytest.raises(ValueError, match="no source site"):
         C._span_begin(1, "x", 60000)
     assert C._span_begin(1, "untraced", site) == -1  # tracing off: nothing opened
+
+
+def test_the_packed_matmul_traces_each_item_of_its_loop_nest():
+    # Note [Packed matmul]: every packing item and every task of C is a span of
+    # the thread that ran it, named by what it did, with its step of the loop nest.
+    descent._C._set_matmul_rung("cpu", "packed")
+    saved = descent.get_num_threads()
+    descent.set_num_threads(2)
+    try:
+        a, b = descent.rand(300, 700), descent.rand(700, 200)
+        with descent.trace() as t:
+            a @ b
+    finally:
+        descent.set_num_threads(saved)
+        descent._C._set_matmul_rung("cpu", "auto")
+    items = [s for s in t.result.spans() if s["name"] in ("pack A", "pack B", "tile task")]
+    if not items:
+        pytest.skip("this CPU has no FMA unit: the packed rung does not run")
+    steps = sorted({s["args"]["step"] for s in items})
+    assert steps == list(range(len(steps)))
+    for step in steps:
+        mine = [s for s in items if s["args"]["step"] == step]
+        tasks = sorted(s["args"]["task"] for s in mine if s["name"] == "tile task")
+        panels = sorted(s["args"]["panel"] for s in mine if s["name"] == "pack A")
+        assert tasks == list(range(len(tasks))) and tasks
+        assert panels == list(range(len(panels))) and panels
+        for s in mine:  # a wait is recorded only where the item had to wait, and names what for
+            waits = {k for k in s["args"] if k.startswith("waited_for_")}
+            assert waits <= ({"waited_for_packing_ns", "waited_for_step_before_ns"} if s["name"] == "tile task"
+                             else {"waited_for_readers_ns"})
+            assert all(s["args"][k] >= 0 for k in waits)
+    assert any(s["name"] == "pack B" for s in items)

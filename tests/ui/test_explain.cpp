@@ -138,7 +138,7 @@ TEST(Explain, EverySpanOfEveryOpOnEveryDeviceIsExplained) {
                         "allocator.raw_malloc", "allocator.free",
                         "streams.enqueue",      "launch",
                         "streams.synchronize",  "device.kernel",
-                        "streams.copy"}) {
+                        "streams.copy",         "kernel.packed_item"}) {
     EXPECT_TRUE(distinct.count(k)) << "no span of the traces was explained as " << k;
   }
 }
