@@ -135,7 +135,7 @@ Explanation kernel_span(const At& a) {
     say(e,
         "Every thread of the loop claims the next item of one list (packing first, then the tasks) and waits only "
         "for the items it needs" +
-            (waited > 0 ? ": this one waited " + std::to_string(waited / 1000) + " us for them." : "."));
+            (waited > 0 ? ": this one waited " + trace::format_duration(waited) + " for them." : "."));
     note(e, "Packed matmul");
     pytorch(e, "aten/src/ATen/native/CPUBlas.cpp", "cpublas::gemm");
     return e;

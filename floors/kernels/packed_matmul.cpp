@@ -543,13 +543,12 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       while (item >= steps[s].first + steps[s].packing() + steps[s].tasks()) ++s;
       const Step& st = steps[s];
       const int64_t i = item - st.first;
-      trace::ScopedSpan span(trace::Floor::Kernels, i < st.b_items     ? "pack B"
-                                                    : i < st.packing() ? "pack A"
-                                                                       : "tile task");
+      const bool packs_b = i < st.b_items, packs = i < st.packing();
+      trace::ScopedSpan span(trace::Floor::Kernels, packs_b ? "pack B" : packs ? "pack A" : "tile task");
       span.arg("step", int64_t(s));
-      if (i < st.packing()) {
+      if (packs) {
         if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks(), span, "waited_for_readers_ns");
-        span.arg(i < st.b_items ? "steps" : "panel", i < st.b_items ? i : i - st.b_items);
+        span.arg(packs_b ? "steps" : "panel", packs_b ? i : i - st.b_items);
         pack(s, i);
         packed[s].add();
       } else {
