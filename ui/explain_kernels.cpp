@@ -128,7 +128,12 @@ Explanation kernel_span(const At& a) {
                                                           " into panels, step " + str(a.sp, "step", "?"));
     say(e, task ? "One task of the product: a block of C's rows by a block of its columns, computed a tile at a time "
                   "by the microkernel (12 x 32 floats with AVX-512), which keeps the tile in registers and reads "
-                  "packed panels of A and B with unit stride."
+                  "packed panels of A and B with unit stride." +
+                      (has(a.sp, "packed_its_own_panels")
+                           ? " This product is one step of the loop nest, so there is no later step to overlap "
+                             "shared packing with: the task first packed the panels it reads itself, into its own "
+                             "thread's buffers, still in its own cache when the microkernel reads them."
+                           : std::string())
                 : "Before any product, the operands are copied into panels laid out in the order the microkernel "
                   "reads them, sized to the caches: each panel is packed once and shared by every task that "
                   "uses it.");

@@ -69,6 +69,21 @@
 // number), with how long it waited for its inputs where it had to: the
 // timeline shows which thread packed what, and which one the others waited for.
 //
+// One step alone. A product whose loop nest is a single step (K within one kc
+// block, N within nc, M within a pass: 512 x 512 on the H200 host) has no later
+// step whose packing could overlap its tasks, and there the shared packing
+// took a quarter to a half of the product on 16 threads: a thread packing
+// wrote a cache line about every 30 ns, most likely because the other cores'
+// caches held those lines from the product before and each had to be taken
+// back first. So on several threads such a product has no packing items: each
+// task first packs the panels it reads into its own thread's buffers, which no
+// other core touches, and the tile task's span says so (packed_its_own_panels).
+// A panel is then packed once for each task that reads it (at 512^2, A's 4
+// times and B's 11), and still the product is faster: measured on the H200
+// host, the median of 12 turns of 42 products went from 0.39-0.46 ms to
+// 0.33-0.39 (docs/BENCHMARKS.md). A product of several steps keeps the shared
+// items: at 2048^2 the same change was 5-15% slower.
+//
 // The grid weighs two things. A square task reads the fewest panels for its
 // products and uses each B panel over the most rows. Several tasks a thread let
 // the threads that run fast, or woke first, take more of them: on the H200 host
@@ -398,11 +413,13 @@ struct Step {
   int64_t pc, kb;              // K's steps [pc, pc + kb)
   int64_t ic, rows, row_panels;
   bool packs_b;     // the first pass of its (jc, pc): later passes use the same packed B
+  bool own_panels;  // each task packs the panels it reads itself, into its thread's buffers: no packing items
   int64_t b_step;   // B's steps a packing item packs
-  int64_t b_items;  // packing items of B (0 unless packs_b), then row_panels of A
-  Grid grid;        // its products' tasks
-  int64_t first;    // its first item in the product's list: packing, then tasks
-  int64_t packing() const { return b_items + row_panels; }
+  int64_t b_items;  // packing items of B (0 unless packs_b), then a_items of A (its row_panels)
+  int64_t a_items;
+  Grid grid;      // its products' tasks
+  int64_t first;  // its first item in the product's list: packing, then tasks
+  int64_t packing() const { return b_items + a_items; }
   int64_t tasks() const { return grid.rg * grid.cg; }
 };
 
@@ -453,6 +470,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
                                 ? std::min(M, bl.mc)
                                 : std::min(M, std::max(bl.mc, kPassBytes / (bl.kc * int64_t(sizeof(T))) / m.mr * m.mr));
   const int64_t mcp = bl.mc / m.mr;  // A's panels in one block of a task, the block that stays in L2
+  // A product of one step on several threads: every task packs its own panels (Note [Packed matmul]).
+  const bool own_panels = threads > 1 && M <= pass_rows && K <= bl.kc && N <= bl.nc;
 
   // The steps, in the loop nest's order, and every item of the product in one list.
   std::vector<Step> steps;
@@ -465,9 +484,11 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         st.pc = pc, st.kb = std::min(bl.kc, K - pc);
         st.ic = ic, st.rows = std::min(pass_rows, M - ic), st.row_panels = (st.rows + m.mr - 1) / m.mr;
         st.packs_b = ic == 0;
+        st.own_panels = own_panels;
         // A packing item of B is about kGrainSize numbers: some steps across all its panels.
         st.b_step = std::clamp<int64_t>(kGrainSize / (st.col_panels * m.nr), 1, st.kb);
-        st.b_items = st.packs_b ? (st.kb + st.b_step - 1) / st.b_step : 0;
+        st.b_items = st.packs_b && !own_panels ? (st.kb + st.b_step - 1) / st.b_step : 0;
+        st.a_items = own_panels ? 0 : st.row_panels;
         st.grid = task_grid(st.row_panels, st.col_panels, m.mr, m.nr, threads);
         st.first = items;
         items += st.packing() + st.tasks();
@@ -503,14 +524,32 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   // Task t of step s: row group t / cg by column group t % cg.
   auto compute = [&](size_t s, int64_t t) {
     const Step& st = steps[s];
-    const T* const bpack = bbuf + b_of[s] * b_size;
-    const T* const apack = abuf + int64_t(s) % nbuf * a_size;
     const int64_t r = t / st.grid.cg, h = t % st.grid.cg;
     const int64_t p0 = r * st.row_panels / st.grid.rg, p1 = (r + 1) * st.row_panels / st.grid.rg;
     const int64_t q0 = h * st.col_panels / st.grid.cg, q1 = (h + 1) * st.col_panels / st.grid.cg;
+    // The step's shared panels, or this task's own: its B panels now, its A panels a block at a time.
+    const T* const bpack = bbuf + b_of[s] * b_size;
+    const T* const apack = abuf + int64_t(s) % nbuf * a_size;
+    T* const own_b = st.own_panels ? scratch<T, 2>((q1 - q0) * st.kb * m.nr) : nullptr;
+    T* const own_a = st.own_panels ? scratch<T, 3>(mcp * st.kb * m.mr) : nullptr;
+    if (st.own_panels)
+      pack_b_steps(Strided<T>{b.p + st.pc * b.rs + (st.jc + q0 * m.nr) * b.cs, b.rs, b.cs},
+                   std::min(st.nb - q0 * m.nr, (q1 - q0) * m.nr), q1 - q0, 0, st.kb, st.kb, m.nr, own_b);
+    auto b_panel = [&](int64_t q) {
+      return st.own_panels ? own_b + (q - q0) * st.kb * m.nr : bpack + q * st.kb * m.nr;
+    };
     T* const cb = c + st.ic * N + st.jc;         // this step's block of C
     for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
       const int64_t pe = std::min(p1, pb + mcp);
+      if (st.own_panels)
+        for (int64_t p = pb; p < pe; ++p) {
+          const int64_t row = st.ic + p * m.mr;
+          pack_a_panel(Strided<T>{a.p + row * a.rs + st.pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - row), st.kb, m.mr,
+                       own_a + (p - pb) * st.kb * m.mr);
+        }
+      auto a_panel = [&](int64_t p) {
+        return st.own_panels ? own_a + (p - pb) * st.kb * m.mr : apack + p * st.kb * m.mr;
+      };
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j = q * m.nr, w = std::min(m.nr, st.nb - j);
         for (int64_t p = pb; p < pe; ++p) {
@@ -522,8 +561,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
             prefetch_tile(cb + ni * N + nj, N, std::min(m.mr, st.rows - ni),
                           std::min(m.nr, st.nb - nj) * int64_t(sizeof(T)));
           }
-          tile(m, st.kb, apack + p * st.kb * m.mr, bpack + q * st.kb * m.nr, cb + i * N + j, N,
-               std::min(m.mr, st.rows - i), w, st.pc > 0);
+          tile(m, st.kb, a_panel(p), b_panel(q), cb + i * N + j, N, std::min(m.mr, st.rows - i), w, st.pc > 0);
         }
       }
     }
@@ -555,6 +593,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         wait_for(packed[s], st.packing(), span, "waited_for_packing_ns");
         if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks(), span, "waited_for_step_before_ns");
         span.arg("task", i - st.packing());
+        if (st.own_panels) span.arg("packed_its_own_panels", int64_t(1));
         compute(s, i - st.packing());
         computed[s].add();
       }

@@ -52,7 +52,8 @@ TEST(MatmulRungs, TheCpuLadderAndItsErrors) {
 }
 
 // Shapes that are not multiples of mr, nr or kc (1x1x1; K past one and two
-// blocks of kc; M past one block of mc; one row; one column), each as mm on
+// blocks of kc; M past one block of mc; one row; one column; one step of the
+// loop nest on several threads, whose tasks pack their own panels), each as mm on
 // contiguous, transposed and both-transposed operands and as bmm of three
 // batches (one a permuted view), on 1 thread and on 3, with each microkernel
 // this CPU can run (AVX-512's and AVX2's): the verifier holds the packed
@@ -63,7 +64,7 @@ void holds_the_bound_on_odd_shapes() {
     int64_t m, k, n;
   };
   const Shape shapes[] = {{1, 1, 1},     {7, 13, 5},    {129, 257, 65}, {1, 300, 47},
-                          {50, 1000, 3}, {800, 20, 33}, {13, 600, 87}};
+                          {50, 1000, 3}, {800, 20, 33}, {13, 600, 87},  {257, 64, 301}};
   for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
     for (const Shape& s : shapes) {
       const Tensor a = random_tensor({s.m, s.k}, dt, rng, -4, 4), b = random_tensor({s.k, s.n}, dt, rng, -4, 4);
@@ -115,23 +116,29 @@ TEST(PackedMatmul, HoldsTheVerifierBoundOnOddShapes) {
 }
 
 // Each element is one thread's chain of K fused steps: the bits do not depend
-// on the thread count, nor on the split of rows and columns it makes.
+// on the thread count, nor on the split of rows and columns it makes, nor on
+// who packed the panels (shared packing items in the first product, its
+// several steps; each task its own in the second, one step on several
+// threads: Note [Packed matmul]).
 TEST(PackedMatmul, BitsDoNotDependOnThreads) {
   if (!has_packed_rung()) GTEST_SKIP() << "no FMA unit";
   std::mt19937_64 rng(5);
   kernels::MatmulRungGuard g(DeviceType::CPU, "packed");
-  for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64}) {
-    const Tensor a = random_tensor({2, 301, 517}, dt, rng, -1, 1), b = random_tensor({2, 517, 203}, dt, rng, -1, 1);
-    Tensor one;
-    {
-      ThreadsGuard tg(1);
-      one = call(Op::bmm, a, b);
+  for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64})
+    for (int64_t k : {517, 64}) {
+      const int64_t batches = k == 64 ? 1 : 2;  // one: the threads share the product, not a batch each
+      const Tensor a = random_tensor({batches, 301, k}, dt, rng, -1, 1),
+                   b = random_tensor({batches, k, 203}, dt, rng, -1, 1);
+      Tensor one;
+      {
+        ThreadsGuard tg(1);
+        one = call(Op::bmm, a, b);
+      }
+      for (int threads : {2, 3, 7}) {
+        ThreadsGuard tg(threads);
+        EXPECT_TRUE(same_bits(call(Op::bmm, a, b), one)) << dtype_name(dt) << " k=" << k << " threads=" << threads;
+      }
     }
-    for (int threads : {2, 3, 7}) {
-      ThreadsGuard tg(threads);
-      EXPECT_TRUE(same_bits(call(Op::bmm, a, b), one)) << dtype_name(dt) << " threads=" << threads;
-    }
-  }
 }
 
 // The kernel span's rung= is the rung that ran: with each rung chosen, mm's

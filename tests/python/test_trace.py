@@ -650,3 +650,28 @@ def test_the_packed_matmul_traces_each_item_of_its_loop_nest():
                              else {"waited_for_readers_ns"})
             assert all(s["args"][k] >= 0 for k in waits)
     assert any(s["name"] == "pack B" for s in items)
+
+
+def test_a_product_of_one_step_packs_its_panels_in_its_tasks():
+    # Note [Packed matmul]: with K within one kc block there is no later step to
+    # overlap shared packing with, so on several threads each task packs the
+    # panels it reads itself: no packing items, every task says so.
+    descent._C._set_matmul_rung("cpu", "packed")
+    saved = descent.get_num_threads()
+    descent.set_num_threads(2)
+    try:
+        a, b = descent.rand(300, 64), descent.rand(64, 200)
+        with descent.trace() as t:
+            c = a @ b
+        ref = a.numpy().astype("float64") @ b.numpy().astype("float64")
+    finally:
+        descent.set_num_threads(saved)
+        descent._C._set_matmul_rung("cpu", "auto")
+    items = [s for s in t.result.spans() if s["name"] in ("pack A", "pack B", "tile task")]
+    if not items:
+        pytest.skip("this CPU has no FMA unit: the packed rung does not run")
+    tasks = [s for s in items if s["name"] == "tile task"]
+    assert tasks == items and len(tasks) > 1
+    assert sorted(s["args"]["task"] for s in tasks) == list(range(len(tasks)))
+    assert all(s["args"]["packed_its_own_panels"] == 1 for s in tasks)
+    assert abs(c.numpy() - ref).max() < 1e-4
