@@ -138,8 +138,10 @@ Explanation kernel_span(const At& a) {
                   "reads them, sized to the caches: each panel is packed once and shared by every task that "
                   "uses it.");
     say(e,
-        "Every thread of the loop claims the next item of one list (packing first, then the tasks) and waits only "
-        "for the items it needs" +
+        std::string(has(a.sp, "packed_its_own_panels")
+                        ? "Every thread of the loop claims the next task of one list"
+                        : "Every thread of the loop claims the next item of one list (packing first, then the tasks)") +
+            " and waits only for the items it needs" +
             (waited > 0 ? ": this one waited " + trace::format_duration(waited) + " for them." : "."));
     note(e, "Packed matmul");
     pytorch(e, "aten/src/ATen/native/CPUBlas.cpp", "cpublas::gemm");

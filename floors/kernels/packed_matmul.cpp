@@ -79,10 +79,13 @@
 // task first packs the panels it reads into its own thread's buffers, which no
 // other core touches, and the tile task's span says so (packed_its_own_panels).
 // A panel is then packed once for each task that reads it (at 512^2, A's 4
-// times and B's 11), and still the product is faster: measured on the H200
-// host, the median of 12 turns of 42 products went from 0.39-0.46 ms to
-// 0.33-0.39 (docs/BENCHMARKS.md). A product of several steps keeps the shared
-// items: at 2048^2 the same change was 5-15% slower.
+// times and B's 11), and still the product is faster. Measured on the H200
+// host in one process, 30 rounds in which the two ways and torch.mm took
+// turns (42 products a turn, the median turn): 512^2 went from 0.395 to 0.328
+// ms (faster in 27 of 30 rounds; torch 0.280), 256^2 from 0.111 to 0.078 (29
+// of 30; torch 0.042); docs/BENCHMARKS.md. A product of several steps keeps
+// the shared items: at 2048^2 every task packing its own was slower (13.5
+// against 12.8 ms, 15.8 against 14.5, in two calls).
 //
 // The grid weighs two things. A square task reads the fewest panels for its
 // products and uses each B panel over the most rows. Several tasks a thread let

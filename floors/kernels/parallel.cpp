@@ -79,27 +79,11 @@ constexpr int64_t kChunksPerThread = 4;
 // 0.041 ms and 512^3 from 0.876 to 0.833; on the H200 host's 16, 512^3 went
 // from 2.35 ms to between 1.06 and 2.46 over four runs (its CPU is shared and
 // noisy), still far from PyTorch's 0.29 ms: the spinning is not what keeps this
-// product from scaling there.
-//
-// The other two places a thread of the pool would sleep are spun through the
-// same way. The pool's mutex is taken trying a while first (lock_spinning): it
-// is held for a few instructions, and a thread asleep on a mutex wakes tens of
-// microseconds after it comes free. And the caller, done with its own chunks,
-// waits for the helpers' last ones awake for up to kSpin before it sleeps on
-// the condition variable. Traced on the H200 host (20 products of 512^2 on 16
-// threads, medians), the caller's wait after the last chunk ended went from
-// 9.0 us to 1.5 us.
+// product from scaling there. Spinning in the two other places a thread of the
+// pool sleeps (on try_lock for the mutex, and the caller for its helpers' last
+// chunks) was measured twice and not kept: in the noise in one stop; in the
+// next, 14% faster at 256^2 but 8% slower at 512^2 (docs/BENCHMARKS.md).
 constexpr auto kSpin = std::chrono::microseconds(100);
-
-// Takes `lock`'s mutex, trying a while before sleeping on it (Note [Workers
-// spin before they sleep]).
-void lock_spinning(std::unique_lock<std::mutex>& lock) {
-  for (int i = 0; i < 1024; ++i) {
-    if (lock.try_lock()) return;
-    cpu_relax();
-  }
-  lock.lock();
-}
 
 // [SECTION] Jobs and the pool -------------------------------------------------------
 
@@ -112,9 +96,8 @@ struct Job {
   const int64_t begin, end, chunk, chunks;
   const int64_t threads;         // how many threads it asks for, the caller included
   std::atomic<int64_t> next{0};  // the next chunk nobody has claimed
-  std::atomic<int64_t> done{0};  // chunks finished
-  // Guarded by the pool's mutex (written under it; read without it by a caller that spins):
-  std::atomic<int> helpers{0};       // workers that took an invitation and are not done with it
+  // Guarded by the pool's mutex:
+  int helpers = 0;                   // workers that took an invitation and are not done with it
   std::exception_ptr error;          // the first exception a chunk threw
   std::condition_variable finished;  // notified when `helpers` drops to 0
   trace::SpanRef span;               // the caller's parallel_for span; invalid when not traced
@@ -128,8 +111,7 @@ class Pool {
   int64_t run(Job& job) {
     int64_t invited = 0;
     {
-      std::unique_lock lock(mutex_, std::defer_lock);
-      lock_spinning(lock);
+      std::lock_guard lock(mutex_);
       grow(int(job.threads) - 1);
       try {
         for (; invited < std::min<int64_t>(job.threads - 1, workers_); ++invited) invitations_.push_back(&job);
@@ -141,13 +123,7 @@ class Pool {
     }
     for (int64_t i = 0; i < invited; ++i) wake_.notify_one();
     run_chunks(job, false);
-    // The helpers' last chunks, waited for a moment awake (Note [Workers spin before they sleep]).
-    const auto until = std::chrono::steady_clock::now() + kSpin;
-    while ((job.done.load(std::memory_order_acquire) < job.chunks || job.helpers.load(std::memory_order_acquire) > 0) &&
-           std::chrono::steady_clock::now() < until)
-      cpu_relax();
-    std::unique_lock lock(mutex_, std::defer_lock);
-    lock_spinning(lock);
+    std::unique_lock lock(mutex_);
     std::erase(invitations_, &job);  // withdraw the invitations nobody took: every chunk is claimed
     pending_.store(int64_t(invitations_.size()), std::memory_order_release);
     job.finished.wait(lock, [&] { return job.helpers == 0; });
@@ -175,7 +151,6 @@ class Pool {
         std::lock_guard lock(mutex_);
         if (!job.error) job.error = std::current_exception();
       }
-      job.done.fetch_add(1, std::memory_order_release);
     }
     t_in_parallel = saved;
   }
@@ -196,13 +171,13 @@ class Pool {
       ++job->helpers;
       lock.unlock();
       run_chunks(*job, true);
-      lock_spinning(lock);
+      lock.lock();
       if (--job->helpers == 0) job->finished.notify_one();
       // Note [Workers spin before they sleep]: the next invitation, looked for a moment without the mutex.
       lock.unlock();
       const auto until = std::chrono::steady_clock::now() + kSpin;
       while (pending_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) cpu_relax();
-      lock_spinning(lock);
+      lock.lock();
     }
   }
 
