@@ -90,9 +90,11 @@ EXTRA = {
     "autograd": ("x = descent.ones(2, 2, requires_grad=True)\nw = descent.rand(2, 2, requires_grad=True)\n"
                  "y = (x * w + 1).sum()\ny.backward()\nwith descent.no_grad():\n    z = x * 2"),
     "autograd_sim": ("x = descent.ones(2, 2, device='sim:0', requires_grad=True)\ny = (x * x).sum()\ny.backward()"),
-    # Big enough for the intra-op pool and the vector unit.
+    # Big enough for the intra-op pool and the vector unit; two packed products: one step of
+    # the loop nest (its tasks pack their own panels), then K past one kc block (packing items).
     "parallel": ("x = descent.rand(1 << 20)\ny = x.exp()\ns = x.sum()\n"
-                 "m = descent.rand(128, 128) @ descent.rand(128, 128)"),
+                 "m = descent.rand(128, 128) @ descent.rand(128, 128)\n"
+                 "k = descent.rand(128, 600) @ descent.rand(600, 128)"),
 }
 
 

@@ -13,6 +13,7 @@
 // [SECTION] Panels that agree
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,7 @@ TEST(Explain, EverySpanOfEveryOpOnEveryDeviceIsExplained) {
   ASSERT_GT(traces().size(), 100u) << "the fixture wrote too few traces";
   std::map<std::string, std::string> kinds;  // shape -> the explanation's kind (the test's log lists them)
   std::set<std::string> distinct;
+  int own_tasks = 0, shared_tasks = 0;
   for (const Named& n : traces()) {
     const Story s = build_story(n.trace);
     for (size_t i = 0; i < n.trace.spans.size(); ++i) {
@@ -123,8 +125,20 @@ TEST(Explain, EverySpanOfEveryOpOnEveryDeviceIsExplained) {
       }
       kinds.emplace(shape, e.kind);
       distinct.insert(e.kind);
+      // A task of the packed matmul says whether it packed its own panels (Note [Packed matmul]).
+      if (n.trace.spans[i].name == "tile task") {
+        const bool own = std::any_of(n.trace.spans[i].args.begin(), n.trace.spans[i].args.end(),
+                                     [](const trace::SpanArg& a) { return a.key == "packed_its_own_panels"; });
+        ++(own ? own_tasks : shared_tasks);
+        std::string all;
+        for (const std::string& sentence : e.sentences) all += sentence + " ";
+        EXPECT_EQ(all.find("own thread's buffers") != std::string::npos, own) << all;
+        EXPECT_EQ(all.find("packing first") != std::string::npos, !own) << all;
+      }
     }
   }
+  EXPECT_GT(own_tasks, 0) << "no task of a one-step packed product in the traces";
+  EXPECT_GT(shared_tasks, 0) << "no task of a packed product with packing items in the traces";
   for (const auto& [shape, kind] : kinds) std::cout << "  " << shape << " -> " << kind << "\n";
   std::cout << kinds.size() << " shapes of span, " << distinct.size() << " kinds of explanation\n";
   // The kinds a lesson asks about are all among them.
