@@ -119,7 +119,7 @@ Explanation kernel_span(const At& a) {
   }
   // An item of the packed CPU matmul's loop nest (packed_matmul.cpp).
   if (a.sp.name == "pack A" || a.sp.name == "pack B" || a.sp.name == "tile task") {
-    const bool task = a.sp.name == "tile task";
+    const bool task = a.sp.name == "tile task", own = has(a.sp, "packed_its_own_panels");
     const int64_t waited = num(a.sp, "waited_for_packing_ns", 0) + num(a.sp, "waited_for_step_before_ns", 0) +
                            num(a.sp, "waited_for_readers_ns", 0);
     Explanation e = make("kernel.packed_item", task ? "A task of the packed matmul: tiles of C, step " +
@@ -129,8 +129,7 @@ Explanation kernel_span(const At& a) {
     say(e, task ? "One task of the product: a block of C's rows by a block of its columns, computed a tile at a time "
                   "by the microkernel (12 x 32 floats with AVX-512), which keeps the tile in registers and reads "
                   "packed panels of A and B with unit stride." +
-                      (has(a.sp, "packed_its_own_panels")
-                           ? " This product is one step of the loop nest, so there is no later step to overlap "
+                      (own ? " This product is one step of the loop nest, so there is no later step to overlap "
                              "shared packing with: the task first packed the panels it reads itself, into its own "
                              "thread's buffers, still in its own cache when the microkernel reads them."
                            : std::string())
@@ -138,8 +137,7 @@ Explanation kernel_span(const At& a) {
                   "reads them, sized to the caches: each panel is packed once and shared by every task that "
                   "uses it.");
     say(e,
-        std::string(has(a.sp, "packed_its_own_panels")
-                        ? "Every thread of the loop claims the next task of one list"
+        std::string(own ? "Every thread of the loop claims the next task of one list"
                         : "Every thread of the loop claims the next item of one list (packing first, then the tasks)") +
             " and waits only for the items it needs" +
             (waited > 0 ? ": this one waited " + trace::format_duration(waited) + " for them." : "."));

@@ -416,12 +416,11 @@ struct Step {
   int64_t pc, kb;              // K's steps [pc, pc + kb)
   int64_t ic, rows, row_panels;
   bool packs_b;     // the first pass of its (jc, pc): later passes use the same packed B
-  bool own_panels;  // each task packs the panels it reads itself, into its thread's buffers: no packing items
   int64_t b_step;   // B's steps a packing item packs
-  int64_t b_items;  // packing items of B (0 unless packs_b), then a_items of A (its row_panels)
-  int64_t a_items;
-  Grid grid;      // its products' tasks
-  int64_t first;  // its first item in the product's list: packing, then tasks
+  int64_t b_items;  // packing items of B (0 unless packs_b), then a_items of A (its row_panels;
+  int64_t a_items;  // 0 where the tasks pack their own panels)
+  Grid grid;        // its products' tasks
+  int64_t first;    // its first item in the product's list: packing, then tasks
   int64_t packing() const { return b_items + a_items; }
   int64_t tasks() const { return grid.rg * grid.cg; }
 };
@@ -487,7 +486,6 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         st.pc = pc, st.kb = std::min(bl.kc, K - pc);
         st.ic = ic, st.rows = std::min(pass_rows, M - ic), st.row_panels = (st.rows + m.mr - 1) / m.mr;
         st.packs_b = ic == 0;
-        st.own_panels = own_panels;
         // A packing item of B is about kGrainSize numbers: some steps across all its panels.
         st.b_step = std::clamp<int64_t>(kGrainSize / (st.col_panels * m.nr), 1, st.kb);
         st.b_items = st.packs_b && !own_panels ? (st.kb + st.b_step - 1) / st.b_step : 0;
@@ -511,6 +509,11 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   // How many of each step's packing items and tasks are done.
   std::vector<Count> packed(steps.size()), computed(steps.size());
 
+  // Panel p of A's rows in step st (rows ic + p mr on), at dst.
+  auto pack_a = [&](const Step& st, int64_t p, T* dst) {
+    const int64_t r = st.ic + p * m.mr;
+    pack_a_panel(Strided<T>{a.p + r * a.rs + st.pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - r), st.kb, m.mr, dst);
+  };
   auto pack = [&](size_t s, int64_t i) {
     const Step& st = steps[s];
     T* const bpack = bbuf + b_of[s] * b_size;
@@ -519,9 +522,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       pack_b_steps(Strided<T>{b.p + st.pc * b.rs + st.jc * b.cs, b.rs, b.cs}, st.nb, st.col_panels, i * st.b_step,
                    std::min(st.kb, (i + 1) * st.b_step), st.kb, m.nr, bpack);
     } else {
-      const int64_t p = i - st.b_items, r = st.ic + p * m.mr;
-      pack_a_panel(Strided<T>{a.p + r * a.rs + st.pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - r), st.kb, m.mr,
-                   apack + p * st.kb * m.mr);
+      const int64_t p = i - st.b_items;
+      pack_a(st, p, apack + p * st.kb * m.mr);
     }
   };
   // Task t of step s: row group t / cg by column group t % cg.
@@ -533,26 +535,18 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
     // The step's shared panels, or this task's own: its B panels now, its A panels a block at a time.
     const T* const bpack = bbuf + b_of[s] * b_size;
     const T* const apack = abuf + int64_t(s) % nbuf * a_size;
-    T* const own_b = st.own_panels ? scratch<T, 2>((q1 - q0) * st.kb * m.nr) : nullptr;
-    T* const own_a = st.own_panels ? scratch<T, 3>(mcp * st.kb * m.mr) : nullptr;
-    if (st.own_panels)
+    T* const own_b = own_panels ? scratch<T, 2>((q1 - q0) * st.kb * m.nr) : nullptr;
+    T* const own_a = own_panels ? scratch<T, 3>(mcp * st.kb * m.mr) : nullptr;
+    if (own_panels)
       pack_b_steps(Strided<T>{b.p + st.pc * b.rs + (st.jc + q0 * m.nr) * b.cs, b.rs, b.cs},
                    std::min(st.nb - q0 * m.nr, (q1 - q0) * m.nr), q1 - q0, 0, st.kb, st.kb, m.nr, own_b);
-    auto b_panel = [&](int64_t q) {
-      return st.own_panels ? own_b + (q - q0) * st.kb * m.nr : bpack + q * st.kb * m.nr;
-    };
+    auto b_panel = [&](int64_t q) { return own_panels ? own_b + (q - q0) * st.kb * m.nr : bpack + q * st.kb * m.nr; };
     T* const cb = c + st.ic * N + st.jc;         // this step's block of C
     for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
       const int64_t pe = std::min(p1, pb + mcp);
-      if (st.own_panels)
-        for (int64_t p = pb; p < pe; ++p) {
-          const int64_t row = st.ic + p * m.mr;
-          pack_a_panel(Strided<T>{a.p + row * a.rs + st.pc * a.cs, a.rs, a.cs}, std::min(m.mr, M - row), st.kb, m.mr,
-                       own_a + (p - pb) * st.kb * m.mr);
-        }
-      auto a_panel = [&](int64_t p) {
-        return st.own_panels ? own_a + (p - pb) * st.kb * m.mr : apack + p * st.kb * m.mr;
-      };
+      if (own_panels)
+        for (int64_t p = pb; p < pe; ++p) pack_a(st, p, own_a + (p - pb) * st.kb * m.mr);
+      auto a_panel = [&](int64_t p) { return own_panels ? own_a + (p - pb) * st.kb * m.mr : apack + p * st.kb * m.mr; };
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j = q * m.nr, w = std::min(m.nr, st.nb - j);
         for (int64_t p = pb; p < pe; ++p) {
@@ -596,7 +590,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         wait_for(packed[s], st.packing(), span, "waited_for_packing_ns");
         if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks(), span, "waited_for_step_before_ns");
         span.arg("task", i - st.packing());
-        if (st.own_panels) span.arg("packed_its_own_panels", int64_t(1));
+        if (own_panels) span.arg("packed_its_own_panels", int64_t(1));
         compute(s, i - st.packing());
         computed[s].add();
       }

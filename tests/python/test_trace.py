@@ -620,22 +620,30 @@ def test_a_span_the_package_opens_names_its_source_site():
     assert C._span_begin(1, "untraced", site) == -1  # tracing off: nothing opened
 
 
-def test_the_packed_matmul_traces_each_item_of_its_loop_nest():
-    # Note [Packed matmul]: every packing item and every task of C is a span of
-    # the thread that ran it, named by what it did, with its step of the loop nest.
+def packed_product_items(m, k, n):
+    """A traced m x k by k x n product on the packed rung and 2 threads: its
+    operands, its result and the spans of its loop nest's items (skips the
+    test on a CPU without FMA, where the packed rung does not run)."""
     descent._C._set_matmul_rung("cpu", "packed")
     saved = descent.get_num_threads()
     descent.set_num_threads(2)
     try:
-        a, b = descent.rand(300, 700), descent.rand(700, 200)
+        a, b = descent.rand(m, k), descent.rand(k, n)
         with descent.trace() as t:
-            a @ b
+            c = a @ b
     finally:
         descent.set_num_threads(saved)
         descent._C._set_matmul_rung("cpu", "auto")
     items = [s for s in t.result.spans() if s["name"] in ("pack A", "pack B", "tile task")]
     if not items:
         pytest.skip("this CPU has no FMA unit: the packed rung does not run")
+    return a, b, c, items
+
+
+def test_the_packed_matmul_traces_each_item_of_its_loop_nest():
+    # Note [Packed matmul]: every packing item and every task of C is a span of
+    # the thread that ran it, named by what it did, with its step of the loop nest.
+    _, _, _, items = packed_product_items(300, 700, 200)
     steps = sorted({s["args"]["step"] for s in items})
     assert steps == list(range(len(steps)))
     for step in steps:
@@ -656,20 +664,8 @@ def test_a_product_of_one_step_packs_its_panels_in_its_tasks():
     # Note [Packed matmul]: with K within one kc block there is no later step to
     # overlap shared packing with, so on several threads each task packs the
     # panels it reads itself: no packing items, every task says so.
-    descent._C._set_matmul_rung("cpu", "packed")
-    saved = descent.get_num_threads()
-    descent.set_num_threads(2)
-    try:
-        a, b = descent.rand(300, 64), descent.rand(64, 200)
-        with descent.trace() as t:
-            c = a @ b
-        ref = a.numpy().astype("float64") @ b.numpy().astype("float64")
-    finally:
-        descent.set_num_threads(saved)
-        descent._C._set_matmul_rung("cpu", "auto")
-    items = [s for s in t.result.spans() if s["name"] in ("pack A", "pack B", "tile task")]
-    if not items:
-        pytest.skip("this CPU has no FMA unit: the packed rung does not run")
+    a, b, c, items = packed_product_items(300, 64, 200)
+    ref = a.numpy().astype("float64") @ b.numpy().astype("float64")
     tasks = [s for s in items if s["name"] == "tile task"]
     assert tasks == items and len(tasks) > 1
     assert sorted(s["args"]["task"] for s in tasks) == list(range(len(tasks)))
