@@ -497,9 +497,10 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       }
   // Two of each packed buffer: step s + 1 packs into one while step s's
   // products read the other (one thread runs them one after the other: one).
+  // Tasks that pack their own panels use none of them.
   const int64_t nbuf = threads > 1 ? 2 : 1;
-  const int64_t b_size = bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr);
-  const int64_t a_size = bl.kc * ((pass_rows + m.mr - 1) / m.mr * m.mr);
+  const int64_t b_size = own_panels ? 0 : bl.kc * ((std::min(bl.nc, N) + m.nr - 1) / m.nr * m.nr);
+  const int64_t a_size = own_panels ? 0 : bl.kc * ((pass_rows + m.mr - 1) / m.mr * m.mr);
   T* const bbuf = scratch<T, 0>(nbuf * b_size);
   T* const abuf = scratch<T, 1>(nbuf * a_size);
   std::vector<int64_t> b_of(steps.size());  // which B buffer each step's products read
