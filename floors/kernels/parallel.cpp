@@ -24,7 +24,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -80,9 +79,15 @@ constexpr int64_t kChunksPerThread = 4;
 // from 2.35 ms to between 1.06 and 2.46 over four runs (its CPU is shared and
 // noisy), still far from PyTorch's 0.29 ms: the spinning is not what keeps this
 // product from scaling there. Spinning in the two other places a thread of the
-// pool sleeps (on try_lock for the mutex, and the caller for its helpers' last
+// pool slept (on try_lock for the mutex, and the caller for its helpers' last
 // chunks) was measured twice and not kept: in the noise in one stop; in the
-// next, 14% faster at 256^2 but 8% slower at 512^2 (docs/BENCHMARKS.md).
+// next, 14% faster at 256^2 but 8% slower at 512^2. What was kept instead
+// takes no mutex at all on the way in or out (Note [Seats at the open job]):
+// the caller spins for its helpers' last chunks for kSpin, then sleeps on the
+// count of them. Measured on the H200 host (docs/BENCHMARKS.md, session 8):
+// the caller's wait after the last task of a 512^2 product went from 18-29 us
+// to 1 us, and the product from 1.29 and 1.22x torch's time to 1.13 and 1.14x
+// (each process's median turn against its own torch.mm turns).
 constexpr auto kSpin = std::chrono::microseconds(100);
 
 // [SECTION] Jobs and the pool -------------------------------------------------------
@@ -96,38 +101,64 @@ struct Job {
   const int64_t begin, end, chunk, chunks;
   const int64_t threads;         // how many threads it asks for, the caller included
   std::atomic<int64_t> next{0};  // the next chunk nobody has claimed
-  // Guarded by the pool's mutex:
-  int helpers = 0;                   // workers that took an invitation and are not done with it
-  std::exception_ptr error;          // the first exception a chunk threw
-  std::condition_variable finished;  // notified when `helpers` drops to 0
-  trace::SpanRef span;               // the caller's parallel_for span; invalid when not traced
+  std::exception_ptr error;      // the first exception a chunk threw (guarded by the pool's mutex)
+  trace::SpanRef span;           // the caller's parallel_for span; invalid when not traced
 };
 
+// Note [Seats at the open job]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The pool has one open job at a time, and a caller opens it by offering
+// seats: one atomic word holds the job's generation (high 32 bits) and the
+// seats left (low 32). A worker takes a seat with one compare-and-swap of that
+// word, no lock, so the 15 workers spinning after the last loop (Note [Workers
+// spin before they sleep]) all start within a microsecond or two of the
+// caller; before, each took the pool's mutex in turn to pop its invitation,
+// and the last started tens of microseconds late. A worker holding a seat runs
+// chunks, then counts itself done (another atomic word the caller spins on,
+// then sleeps on). The caller closes the job when the chunks run out: it
+// takes back the seats nobody took (so a worker late by a generation fails its
+// swap and never touches the job) and waits for the seats that were taken;
+// only then may the job, on its stack, go. Workers asleep are woken through
+// the mutex and condition variable only when some are asleep. A second caller
+// that finds the job open (another thread's loop running at the same time)
+// runs its loop alone on its own thread.
 class Pool {
  public:
-  // Runs every chunk of `job`, on this thread and on the workers it invites;
-  // returns when all are done, with the number of threads asked to work.
-  // Exceptions are left in job.error.
+  // Runs every chunk of `job`, on this thread and on the workers that take a
+  // seat; returns when all are done, with the number of threads asked to
+  // work. Exceptions are left in job.error.
   int64_t run(Job& job) {
-    int64_t invited = 0;
-    {
+    if (workers_.load(std::memory_order_acquire) < job.threads - 1) {
       std::lock_guard lock(mutex_);
       grow(int(job.threads) - 1);
-      try {
-        for (; invited < std::min<int64_t>(job.threads - 1, workers_); ++invited) invitations_.push_back(&job);
-      } catch (...) {  // out of memory for the queue: no helpers, this thread does it all
-        std::erase(invitations_, &job);
-        invited = 0;
-      }
-      pending_.store(int64_t(invitations_.size()), std::memory_order_release);
     }
-    for (int64_t i = 0; i < invited; ++i) wake_.notify_one();
+    const int64_t seats = std::min<int64_t>(job.threads - 1, workers_.load(std::memory_order_acquire));
+    if (seats <= 0 || open_.exchange(true, std::memory_order_acquire)) {  // none to help, or the job is taken
+      run_chunks(job, false);
+      return 1;
+    }
+    job_ = &job;
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = (word_.load(std::memory_order_relaxed) >> 32) + 1;
+    word_.store(gen << 32 | uint64_t(seats), std::memory_order_seq_cst);
+    if (const int asleep = sleepers_.load(std::memory_order_seq_cst); asleep > 0) {
+      { std::lock_guard lock(mutex_); }  // a worker between its last look and its wait is now in the wait
+      for (int i = 0; i < std::min<int64_t>(asleep, seats); ++i) wake_.notify_one();
+    }
     run_chunks(job, false);
-    std::unique_lock lock(mutex_);
-    std::erase(invitations_, &job);  // withdraw the invitations nobody took: every chunk is claimed
-    pending_.store(int64_t(invitations_.size()), std::memory_order_release);
-    job.finished.wait(lock, [&] { return job.helpers == 0; });
-    return invited + 1;
+    const uint64_t left = word_.exchange(gen << 32, std::memory_order_acq_rel) & 0xffffffffu;  // close the job
+    const int taken = int(seats - int64_t(left));
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (int spins = 1;; ++spins) {  // the helpers' last chunks: a spin, then a sleep
+      const int done = done_.load(std::memory_order_acquire);
+      if (done >= taken) break;
+      if (spins % 64 != 0 || std::chrono::steady_clock::now() < until)
+        cpu_relax();
+      else
+        done_.wait(done, std::memory_order_acquire);
+    }
+    open_.store(false, std::memory_order_release);
+    return seats + 1;
   }
 
  private:
@@ -155,50 +186,65 @@ class Pool {
     t_in_parallel = saved;
   }
 
-  // A worker: sleeps until invited, helps, reports, sleeps again. The job's
-  // memory is touched only between taking an invitation (under the mutex) and
-  // the last `helpers` decrement (under the mutex too), so the caller, which
-  // waits for helpers == 0 under the same mutex, never returns while a
-  // worker still holds a pointer to it.
+  // Takes a seat at the open job, if one is left (Note [Seats at the open job]).
+  Job* take_seat() {
+    uint64_t w = word_.load(std::memory_order_acquire);
+    while ((w & 0xffffffffu) != 0)
+      if (word_.compare_exchange_weak(w, w - 1, std::memory_order_acq_rel, std::memory_order_acquire)) return job_;
+    return nullptr;
+  }
+  bool seats_left() const { return (word_.load(std::memory_order_seq_cst) & 0xffffffffu) != 0; }
+
+  // A worker: takes a seat, helps, reports; between jobs it looks for a seat
+  // for kSpin, then sleeps until a caller offers seats. The job's memory is
+  // touched only between taking a seat and reporting done, and the caller
+  // waits for every seat taken before it returns.
   void work() {
     t_in_parallel = true;  // a worker never opens a parallel region of its own
-    std::unique_lock lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return !invitations_.empty(); });
-      Job* job = invitations_.front();
-      invitations_.pop_front();
-      pending_.store(int64_t(invitations_.size()), std::memory_order_release);
-      ++job->helpers;
-      lock.unlock();
-      run_chunks(*job, true);
-      lock.lock();
-      if (--job->helpers == 0) job->finished.notify_one();
-      // Note [Workers spin before they sleep]: the next invitation, looked for a moment without the mutex.
-      lock.unlock();
-      const auto until = std::chrono::steady_clock::now() + kSpin;
-      while (pending_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) cpu_relax();
-      lock.lock();
+      // Note [Workers spin before they sleep]: the next seat, looked for a moment.
+      Job* job = take_seat();
+      for (auto until = std::chrono::steady_clock::now() + kSpin; !job;) {
+        for (int i = 0; i < 64 && !job; ++i) {
+          cpu_relax();
+          job = take_seat();
+        }
+        if (!job && std::chrono::steady_clock::now() >= until) break;
+      }
+      if (job) {
+        run_chunks(*job, true);
+        done_.fetch_add(1, std::memory_order_acq_rel);
+        done_.notify_one();
+        continue;
+      }
+      std::unique_lock lock(mutex_);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] { return seats_left(); });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
 
   // Starts workers until there are `want` (mutex held). A thread that cannot
   // be started is not an error: the callers do the chunks themselves.
   void grow(int want) {
-    while (workers_ < want) {
+    while (workers_.load(std::memory_order_relaxed) < want) {
       try {
         std::thread(&Pool::work, this).detach();
       } catch (...) {
         return;
       }
-      ++workers_;
+      workers_.fetch_add(1, std::memory_order_release);
     }
   }
 
-  std::mutex mutex_;
-  std::condition_variable wake_;     // workers wait here for invitations
-  std::deque<Job*> invitations_;     // one entry per helper a job asks for
-  std::atomic<int64_t> pending_{0};  // invitations_.size(), for the workers that spin
-  int workers_ = 0;
+  std::atomic<bool> open_{false};  // a caller's job holds the seats
+  Job* job_ = nullptr;             // that job, published by the store of word_
+  std::atomic<uint64_t> word_{0};  // the job's generation << 32 | the seats left
+  std::atomic<int> done_{0};       // the job's seats whose workers are done with it
+  std::atomic<int> sleepers_{0};   // workers asleep on wake_, or about to be
+  std::mutex mutex_;               // for wake_, grow() and job errors
+  std::condition_variable wake_;   // workers sleep here when no seat came within kSpin
+  std::atomic<int> workers_{0};
 };
 
 std::atomic<Pool*> g_pool{nullptr};

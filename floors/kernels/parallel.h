@@ -11,13 +11,14 @@
 // belong to a pool made by the first loop that goes parallel and kept for the
 // life of the process: starting a thread costs a system call, a stack and tens
 // of microseconds every time, waking a sleeping one much less. The calling
-// thread works too, rather than sleeping while others work: it invites up to
-// n - 1 workers, then claims chunks from the same counter they claim from, so n
-// threads share the loop; when a worker is slow to wake, or busy with another
-// caller's loop, the caller simply does more of the chunks itself (there are up
-// to four chunks per thread for that reason). Once the counter runs out it
-// withdraws the invitations nobody took and waits only for the helpers that
-// did. Chunks are contiguous runs of indices, so each thread streams through
+// thread works too, rather than sleeping while others work: it offers n - 1
+// seats to the workers (Note [Seats at the open job] in parallel.cpp), then
+// claims chunks from the same counter they claim from, so n threads share the
+// loop; when a worker is slow to wake, the caller simply does more of the
+// chunks itself (there are up to four chunks per thread for that reason). Once
+// the counter runs out it takes back the seats nobody took and waits only for
+// the helpers that took one. A second thread whose loop comes while another's
+// is running runs its own alone. Chunks are contiguous runs of indices, so each thread streams through
 // its own stretch of memory with the same vectorized inner loop as before, and
 // two threads share a cache line only where chunks meet. Results stay bit for
 // bit what one thread computes: every output element is computed by the same

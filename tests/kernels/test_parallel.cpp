@@ -2,10 +2,11 @@
 // [Intra-op parallelism]): parallel_for visits every index exactly once in
 // contiguous pieces, for odd ranges, grains and thread counts, given a lambda
 // or a std::function; small ranges, nested calls and one thread run inline on
-// the caller; exceptions come back to the caller; several callers at once
-// share the pool; the thread count is checked; a "parallel_for" span appears
-// only when a loop goes parallel; and the kernels that use it (matmul,
-// elementwise, copies) give the same bits on one thread and on several.
+// the caller; exceptions come back to the caller; loops back to back, and
+// several callers at once, each visit every index once; the thread count is
+// checked; a "parallel_for" span appears only when a loop goes parallel; and
+// the kernels that use it (matmul, elementwise, copies) give the same bits on
+// one thread and on several.
 //
 // [SECTION] parallel_for
 // [SECTION] The thread count
@@ -209,7 +210,27 @@ TEST_F(Parallel, GoesParallelAndShowsOneSpan) {
   EXPECT_EQ(*it->find_arg("threads"), trace::ArgValue{int64_t{4}});
 }
 
-TEST_F(Parallel, SeveralCallersShareThePool) {
+// Note [Seats at the open job]: thousands of short loops back to back, so
+// that workers take seats of one job while the caller closes it and opens the
+// next; a worker late by a generation must never run a chunk of the wrong job,
+// and no chunk may be lost or run twice.
+TEST_F(Parallel, BackToBackLoopsNeverLoseOrRepeatAChunk) {
+  set_num_threads(4);
+  int failures = 0;
+  for (int rep = 0; rep < 3000; ++rep) {
+    const int64_t n = 4 + rep % 13;
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) seen[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+    });
+    for (auto& s : seen) failures += s.load() != 1;
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+// Note [Seats at the open job]: a caller that finds another's job open runs
+// its own loop alone; every index is still visited once.
+TEST_F(Parallel, SeveralCallersAtOnceEachVisitEveryIndexOnce) {
   set_num_threads(3);
   std::atomic<int> failures{0};
   std::vector<std::thread> callers;
