@@ -111,9 +111,8 @@ struct Job {
 // seats: one atomic word holds the job's generation (high 32 bits) and the
 // seats left (low 32). A worker takes a seat with one compare-and-swap of that
 // word, no lock, so the 15 workers spinning after the last loop (Note [Workers
-// spin before they sleep]) all start within a microsecond or two of the
-// caller; before, each took the pool's mutex in turn to pop its invitation,
-// and the last started tens of microseconds late. A worker holding a seat runs
+// spin before they sleep]) join without waiting for each other; before, each
+// took the pool's mutex in turn to pop its invitation. A worker holding a seat runs
 // chunks, then counts itself done (another atomic word the caller spins on,
 // then sleeps on). The caller closes the job when the chunks run out: it
 // takes back the seats nobody took (so a worker late by a generation fails its

@@ -18,9 +18,10 @@
 // chunks itself (there are up to four chunks per thread for that reason). Once
 // the counter runs out it takes back the seats nobody took and waits only for
 // the helpers that took one. A second thread whose loop comes while another's
-// is running runs its own alone. Chunks are contiguous runs of indices, so each thread streams through
-// its own stretch of memory with the same vectorized inner loop as before, and
-// two threads share a cache line only where chunks meet. Results stay bit for
+// is running runs its own alone. Chunks are contiguous runs of indices, so
+// each thread streams through its own stretch of memory with the same
+// vectorized inner loop as before, and two threads share a cache line only
+// where chunks meet. Results stay bit for
 // bit what one thread computes: every output element is computed by the same
 // code, from the same inputs, in the same order (a matrix product is split by
 // output tiles, and an element's blocks of K run in order, whichever threads
