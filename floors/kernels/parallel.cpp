@@ -7,7 +7,7 @@
 // The pool's policy, in short:
 //   - created on the first loop that goes parallel, never per call; it grows
 //     to get_num_threads() - 1 workers as loops ask for them, and never
-//     shrinks (a smaller thread count just invites fewer of them);
+//     shrinks (a smaller thread count just offers fewer seats);
 //   - never destroyed: its workers sleep until the process ends, so no
 //     static destructor has to stop them, and exit() never waits on one;
 //   - a worker done with a loop spins a moment before it sleeps, so the
@@ -65,12 +65,12 @@ constexpr int64_t kChunksPerThread = 4;
 // Note [Workers spin before they sleep]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Waking a thread asleep on a condition variable takes tens of microseconds,
-// and the woken workers then take the pool's mutex one after another. A packed
+// and the woken workers then took the pool's mutex one after another. A packed
 // matmul of 512 x 512 ran two loops (packing B, then the products; one since:
 // Note [Packed matmul]), each a few hundred microseconds of work on 16 threads:
 // with every worker asleep between them, the caller claims chunks before the
-// others wake. So a worker that finishes a loop keeps looking for the next
-// invitation for kSpin before it sleeps, reading an atomic count of invitations
+// others wake. So a worker that finishes a loop keeps looking for a seat at
+// the next for kSpin before it sleeps, reading the pool's atomic word of seats
 // without the mutex, as OpenMP's runtimes do (GOMP_SPINCOUNT, KMP_BLOCKTIME); a
 // program that stops calling ops has its workers asleep again within kSpin, and
 // a loop that comes within it starts on every thread at once. Measured
@@ -293,7 +293,7 @@ void detail::parallel_for_pool(int64_t begin, int64_t end, int64_t grain, RangeF
   const int64_t chunk = (n + chunks - 1) / chunks;  // e.g. 10 in 4 chunks: 3, 3, 3, 1
   Job job(fn, begin, end, chunk, (n + chunk - 1) / chunk, threads);
   trace::ScopedSpan span(trace::Floor::Kernels, "parallel_for");
-  job.span = trace::span_ref(span.handle());  // before the workers are invited: they read it
+  job.span = trace::span_ref(span.handle());  // before seats are offered: the workers read it
   span.arg("threads", pool().run(job));
   if (job.error) std::rethrow_exception(job.error);
 }
