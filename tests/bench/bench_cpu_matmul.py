@@ -1,12 +1,23 @@
 """The CPU's packed matmul rung beside torch.mm in the same process (issue 19: at most 1.2x
 torch's time at 512^2 and 2048^2, with all threads and with one). descent and torch take
-turns, --turns times each (descent, torch, descent, torch, ...; 10 by default), so that a
+turns, --turns times each (descent, torch, descent, torch, ...; 20 by default), so that a
 machine whose cores are shared shows in both; each turn is the median of 40 products at 512
 and 9 at 2048 (10 and 3 on one thread) after two unseen. Printed: the median turn of each
 and their ratio (on the H200 host turns of torch alone move between 0.2 and 0.66 ms at 512^2,
-so one or two turns say little), then the best turn of each.
+so one or two turns say little); the median over the turns of each descent turn's ratio to
+the torch turn beside it (paired: a moment when the host is busy slows both turns of a pair,
+where the two medians may fall on turns of different moments); then the best turn of each.
 
-    PYTHONPATH=build/python python3 tests/bench/bench_cpu_matmul.py [TAG] [--threads 16,1] [--turns 10]
+Each turn starts after a rest (--pause, 0.1 s). torch's OpenMP threads go on spinning for a
+while after its products, and a turn of descent's right after one of torch's ran beside them:
+on the H200 host the first 512^2 product after a torch turn took 2.6 ms and the next 14
+0.35-0.45 ms, against 0.29-0.30 from then on (16 threads, median of 15 tries). Before the
+rest, descent's turn always came right after torch's, never the other way round (descent's
+workers spin only 0.1 ms), and the bench's 512^2 ratio moved between 1.11 and 1.76 from run
+to run; a grid of tasks measured in the turn after torch's came out 15-35% slower than the
+same grid in a later turn (docs/BENCHMARKS.md, session 9).
+
+    PYTHONPATH=build/python python3 tests/bench/bench_cpu_matmul.py [TAG] [--threads 16,1] [--turns 20] [--pause 0.1]
 """
 import argparse
 import os
@@ -21,7 +32,8 @@ except ImportError:
     torch = None
 
 
-def median_ms(fn, n):
+def median_ms(fn, n, pause):
+    time.sleep(pause)  # the other library's threads stop spinning (the module's docstring)
     fn()
     fn()
     times = []
@@ -36,7 +48,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("tag", nargs="?", default="packed")
     p.add_argument("--threads", default=f"{os.cpu_count()},1")
-    p.add_argument("--turns", type=int, default=10)
+    p.add_argument("--turns", type=int, default=20)
+    p.add_argument("--pause", type=float, default=0.1, help="seconds of rest before each turn")
     args = p.parse_args()
     descent._C._set_matmul_rung("cpu", "packed")  # what "auto" takes at these sizes
     nan = float("nan")
@@ -50,13 +63,14 @@ def main():
             ta, tb = (torch.rand(n, n), torch.rand(n, n)) if torch else (None, None)
             turns = []
             for _ in range(args.turns):
-                turns.append((median_ms(lambda: a @ b, reps),
-                              median_ms(lambda: torch.mm(ta, tb), reps) if torch else nan))
+                turns.append((median_ms(lambda: a @ b, reps, args.pause),
+                              median_ms(lambda: torch.mm(ta, tb), reps, args.pause) if torch else nan))
             d, t = (statistics.median(x[i] for x in turns) for i in (0, 1))
+            paired = statistics.median(x[0] / x[1] for x in turns)
             bd, bt = (min(x[i] for x in turns) for i in (0, 1))
             print(f"{args.tag:12s} n={n:5d} threads={threads:2d} median turn: descent {d:8.3f} ms  "
-                  f"torch {t:8.3f} ms  ratio {d / t:5.2f}   best turn: {bd:.3f} / {bt:.3f} ms  "
-                  f"ratio {bd / bt:5.2f}", flush=True)
+                  f"torch {t:8.3f} ms  ratio {d / t:5.2f}  paired {paired:5.2f}   best turn: {bd:.3f} / "
+                  f"{bt:.3f} ms  ratio {bd / bt:5.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,7 @@ def ladder_cpu(args, sizes):
                     torch.set_num_threads(threads)
                     ta, tb = torch.from_numpy(a_np), torch.from_numpy(b_np)
                     t_torch = median_seconds(lambda: torch.mm(ta, tb), clock=clock)
+                    time.sleep(0.1)  # torch's OpenMP threads spin a while after its products, too
                 for rung in rungs + ["auto"]:
                     if rung == "reference" and n > 512 and not args.slow:
                         print(f"{n:>5} {threads:>7} {rung:10} {'-':>10} {'-':>9} {'-':>8}  skipped (--slow runs it)")
