@@ -13,9 +13,9 @@ while after its products, and a turn of descent's right after one of torch's ran
 on the H200 host the first 512^2 product after a torch turn took 2.6 ms and the next 14
 0.35-0.45 ms, against 0.29-0.30 from then on (16 threads, median of 15 tries). Before the
 rest, descent's turn always came right after torch's, never the other way round (descent's
-workers spin only 0.1 ms), and the bench's 512^2 ratio moved between 1.11 and 1.76 from run
-to run; a grid of tasks measured in the turn after torch's came out 15-35% slower than the
-same grid in a later turn (docs/BENCHMARKS.md, session 9).
+workers spin only 0.1 ms), and the bench's 512^2 ratio moved between 0.85 and 1.76 from run
+to run; a grid of tasks timed in the turn right after torch's came out 16-34% slower than the
+same grid timed later (docs/BENCHMARKS.md, session 9).
 
     PYTHONPATH=build/python python3 tests/bench/bench_cpu_matmul.py [TAG] [--threads 16,1] [--turns 20] [--pause 0.1]
 """
