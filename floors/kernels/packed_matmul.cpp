@@ -208,39 +208,49 @@ T* scratch(int64_t n) {
 
 // [SECTION] Packing ----------------------------------------------------------------
 
-// A whole panel of contiguous rows (a.cs == 1, mr a multiple of the block),
-// as blocks transposed in SSE registers: 4 rows x 4 steps of floats (2 x 2
-// of doubles) loaded a row at a time and stored a step at a time. Copying a
-// number at a time, each step's mr numbers from mr rows, took 0.57 ns a
-// float on the development VM; the blocks take 0.19 (1.5 and 0.6 ns a double).
-// A task that packs its own panels (Note [Packed matmul]) packs A once for
-// every column group of its step, so this is time on every thread's path. On
-// the H200 host, in paired turns of one process, the blocks were faster in 18
-// of 30 rounds at 512^2 on 16 threads and by 1-2% at 2048^2 and on one
-// thread, a small gain within that call's noise (docs/BENCHMARKS.md).
-// False where the panel is not such a panel, or the CPU is not x86-64.
+// A whole panel of A (all mr rows exist) whose rows are contiguous (a.cs ==
+// 1), in blocks transposed in SSE registers: 4 rows x 4 steps of floats (2 x
+// 2 of doubles) loaded a row at a time and stored a step at a time; the rows
+// and steps past the last whole block a number at a time. Copied a number at
+// a time (each step's mr numbers from mr rows), a panel of 12 rows took 0.57
+// ns a float on the development VM (AMD EPYC); in blocks, 0.19 (1.5 and 0.6
+// ns a double). A task that packs its own panels (Note [Packed
+// matmul]) packs A once for every column group of its step, so this is time
+// on every thread's path. On the H200 host, in paired turns of one process,
+// the blocks were faster in 18 of 30 rounds at 512^2 on 16 threads (a busy
+// call), about 1% at 2048^2, and no faster at 512^2 on one thread
+// (docs/BENCHMARKS.md). AVX2's panels of 6 rows (4 in blocks, 2 a number at
+// a time) pack no faster than before (0.46 ns a float either way); they take
+// this path too, so that the float blocks run in the tests of a machine
+// without AVX-512. False where A's rows are not contiguous, or the build is
+// not for x86-64.
 template <typename T>
 bool pack_a_blocks(Strided<T> a, int64_t kc, int64_t mr, T* dst) {
 #if defined(__x86_64__)
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if (a.cs != 1) return false;
   constexpr int64_t kB = std::is_same_v<T, float> ? 4 : 2;  // a block is kB rows x kB steps
-  if (a.cs != 1 || mr % kB != 0) return false;
-  int64_t k = 0;
-  for (; k + kB <= kc; k += kB)
-    for (int64_t i = 0; i < mr; i += kB) {
+  const int64_t rows = mr / kB * kB, steps = kc / kB * kB;  // those in whole blocks
+  for (int64_t k = 0; k < steps; k += kB)
+    for (int64_t i = 0; i < rows; i += kB) {
       const T* s = a.p + i * a.rs + k;
       T* d = dst + k * mr + i;
       if constexpr (std::is_same_v<T, float>) {
         __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + a.rs), r2 = _mm_loadu_ps(s + 2 * a.rs),
                r3 = _mm_loadu_ps(s + 3 * a.rs);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(d, r0), _mm_storeu_ps(d + mr, r1), _mm_storeu_ps(d + 2 * mr, r2), _mm_storeu_ps(d + 3 * mr, r3);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // r_j: step k + j of rows i..i+3
+        _mm_storeu_ps(d, r0);
+        _mm_storeu_ps(d + mr, r1);
+        _mm_storeu_ps(d + 2 * mr, r2);
+        _mm_storeu_ps(d + 3 * mr, r3);
       } else {
         const __m128d r0 = _mm_loadu_pd(s), r1 = _mm_loadu_pd(s + a.rs);
-        _mm_storeu_pd(d, _mm_unpacklo_pd(r0, r1)), _mm_storeu_pd(d + mr, _mm_unpackhi_pd(r0, r1));
+        _mm_storeu_pd(d, _mm_unpacklo_pd(r0, r1));  // step k of rows i, i+1
+        _mm_storeu_pd(d + mr, _mm_unpackhi_pd(r0, r1));
       }
     }
-  for (; k < kc; ++k)  // the steps past the last whole block
-    for (int64_t i = 0; i < mr; ++i) dst[k * mr + i] = a.p[i * a.rs + k];
+  for (int64_t k = 0; k < kc; ++k)  // the rest: rows past the blocks in their steps, every row past them
+    for (int64_t i = k < steps ? rows : 0; i < mr; ++i) dst[k * mr + i] = a.p[i * a.rs + k];
   return true;
 #else
   (void)a, (void)kc, (void)mr, (void)dst;

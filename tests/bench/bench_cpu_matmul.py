@@ -9,13 +9,15 @@ the torch turn beside it (paired: a moment when the host is busy slows both turn
 where the two medians may fall on turns of different moments); then the best turn of each.
 
 Each turn starts after a rest (--pause, 0.1 s). torch's OpenMP threads go on spinning for a
-while after its products, and a turn of descent's right after one of torch's ran beside them:
-on the H200 host the first 512^2 product after a torch turn took 2.6 ms and the next 14
-0.35-0.45 ms, against 0.29-0.30 from then on (16 threads, median of 15 tries). Before the
-rest, descent's turn always came right after torch's, never the other way round (descent's
-workers spin only 0.1 ms), and the bench's 512^2 ratio moved between 0.85 and 1.76 from run
-to run; a grid of tasks timed in the turn right after torch's came out 16-34% slower than the
-same grid timed later (docs/BENCHMARKS.md, session 9).
+while after its products, and descent's products right after a torch turn ran beside them:
+on the H200 host (16 threads, 512^2) the first took 2.1 and 2.6 ms in two calls and the next
+ones stayed slow (0.35-1.4 ms) for about the next ten, against 0.29-0.30 ms steady; after a
+rest of 0.01 s or more the first took 0.54-0.60 ms and the next 0.31-0.39 (0.1 s leaves a
+margin). Without the rest, descent ran beside torch's spinning threads at the start of every
+turn while torch never ran beside descent's (its workers spin only 0.1 ms); the bench's
+512^2 ratio moved between 0.85 and 1.76 over 14 runs, and the same grid of tasks timed right
+after torch's turn came out 16-18% slower than timed later in the same rounds
+(docs/BENCHMARKS.md, session 9).
 
     PYTHONPATH=build/python python3 tests/bench/bench_cpu_matmul.py [TAG] [--threads 16,1] [--turns 20] [--pause 0.1]
 """

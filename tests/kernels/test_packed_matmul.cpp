@@ -54,8 +54,9 @@ TEST(MatmulRungs, TheCpuLadderAndItsErrors) {
 // Shapes that are not multiples of mr, nr or kc (1x1x1; K past one and two
 // blocks of kc; M past one block of mc; one row; one column; one step of the
 // loop nest on several threads, whose tasks pack their own panels), each as mm on
-// contiguous, transposed and both-transposed operands and as bmm of three
-// batches (one a permuted view), on 1 thread and on 3, with each microkernel
+// contiguous, transposed and both-transposed operands, on an A whose rows
+// are further apart than K (a slice) or all one row (expanded), and as bmm of
+// three batches (one a permuted view), on 1 thread and on 3, with each microkernel
 // this CPU can run (AVX-512's and AVX2's): the verifier holds the packed
 // rung within Note [Device matmul bound] of the reference.
 void holds_the_bound_on_odd_shapes() {
@@ -73,6 +74,11 @@ void holds_the_bound_on_odd_shapes() {
       const Tensor ta = call(Op::transpose, at, 0, 1), tb = call(Op::transpose, bt, 0, 1);
       const Tensor a3 = random_tensor({3, s.m, s.k}, dt, rng, -4, 4);
       const Tensor b3 = call(Op::transpose, random_tensor({3, s.n, s.k}, dt, rng, -4, 4), 1, 2);
+      // A's rows further apart than K (a slice of a wider matrix), and all one row (expanded: stride 0).
+      const Tensor wide = random_tensor({s.m, s.k + 3}, dt, rng, -4, 4);
+      const Tensor sliced = wide.as_strided({s.m, s.k}, {s.k + 3, 1}, 1);
+      const Tensor row = random_tensor({1, s.k}, dt, rng, -4, 4);
+      const Tensor expanded = row.as_strided({s.m, s.k}, {0, 1}, 0);
       struct Case {
         Op op;
         Tensor x, y;
@@ -82,7 +88,9 @@ void holds_the_bound_on_odd_shapes() {
                             {Op::mm, ta, b, "mm(a^T stored)"},
                             {Op::mm, a, tb, "mm(b^T stored)"},
                             {Op::mm, ta, tb, "mm(both transposed)"},
-                            {Op::bmm, a3, b3, "bmm(b permuted)"}};
+                            {Op::bmm, a3, b3, "bmm(b permuted)"},
+                            {Op::mm, sliced, b, "mm(a a slice of a wider matrix)"},
+                            {Op::mm, expanded, b, "mm(a one row expanded)"}};
       for (int threads : {1, 3}) {
         ThreadsGuard tg(threads);
         for (const Case& c : cases) {
