@@ -11,7 +11,7 @@ where the two medians may fall on turns of different moments); then the best tur
 Each turn starts after a rest (--pause, 0.1 s). torch's OpenMP threads go on spinning for a
 while after its products, and descent's products right after a torch turn ran beside them:
 on the H200 host (16 threads, 512^2) the first took 2.1 and 2.6 ms in two calls and the next
-ones stayed slow (0.35-1.4 ms) for about the next ten, against 0.29-0.30 ms steady; after a
+ones stayed slow (0.33-1.4 ms) for ten to fifteen more, against 0.29-0.30 ms steady; after a
 rest of 0.01 s or more the first took 0.54-0.60 ms and the next 0.31-0.39 (0.1 s leaves a
 margin). Without the rest, descent ran beside torch's spinning threads at the start of every
 turn while torch never ran beside descent's (its workers spin only 0.1 ms); the bench's
