@@ -119,6 +119,40 @@
 // thread's passes of A's rows are shorter, which no element's sum depends on).
 // float16, bfloat16 and the integers are not packed: the register rung takes
 // them.
+//
+// Note [Panels read in place]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Packing is a copy, paid for by faster reads later: worth it where a panel
+// would otherwise be read with long strides, or from far apart in memory, over
+// many kc steps. Where the operand is already laid out almost as the panel
+// would be, the microkernel reads it in place (BLIS's "sup" kernels do the
+// same for small and skinny products), with the same steps in the same order,
+// so the bits are the same either way:
+//
+// - A, where its rows are contiguous (its unit stride is k), K is one kc
+//   block, and its rows are no further apart than kc: an A panel is then mr
+//   runs of at most kc numbers, no more spread out than A's block packed
+//   (row i at a + i lda instead of a step's mr numbers side by side). Each
+//   step's mr broadcasts then read from mr rows, each row's cache line
+//   serving 16 steps. A panel cut by the edge of A is still packed (with its
+//   zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
+//   84-156 us a product to 2-9 (the 8 rows of the edge panel), and the tile
+//   tasks took about as long (1.68-1.77 ms against 1.66-1.74 in one call,
+//   neither asking ahead, kPrefetchSteps); with both, the product took
+//   1.63-1.67 ms against 1.77-1.86 for the code before them (another call).
+// - B, where every task packs its own panels (one step alone on several
+//   threads, Note [Packed matmul]: each B panel packed once for every row
+//   group) and B's steps are contiguous (its unit stride is n), no further
+//   apart than nc: a panel is then kc runs of nr numbers. On the H200 host,
+//   16 threads, 512^2: the median turn 0.83x torch's with B in place against
+//   0.99x packed (paired turns, 40 rounds; A in place in both). On one thread
+//   B is packed once and read by every pass of A's rows, and there the tile
+//   tasks read in place took 2.22-2.31 ms against 1.66-1.98 packed: a B panel
+//   in place is 512 steps 2 KiB apart, a new page every two steps, most
+//   likely too scattered for the caches' prefetchers (not shown by a counter).
+//
+// The tile task's span says which it read in place (a_read_in_place,
+// b_read_in_place); a "pack A" item is made only for the panels still packed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -309,14 +343,26 @@ void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k
 // [SECTION] Microkernels, one per vector unit ------------------------------------------
 
 // c[0, mr) x [0, nr) (rows ldc apart) = (load ? c : 0) + the kc steps of an
-// A panel times a B panel, each step one fused multiply-add per element.
+// A panel times a B panel, each step one fused multiply-add per element. A
+// panel is packed (lda or ldb unused) or read in place, its rows lda (its
+// steps ldb) apart (Note [Panels read in place]).
 template <typename T>
-using MicroFn = void (*)(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, bool load);
+using MicroFn = void (*)(int64_t kc, const T* ap, int64_t lda, const T* bp, int64_t ldb, T* c, int64_t ldc, bool load);
+
+// How many steps ahead the microkernel asks for B (and a packed A). On the
+// H200 host, in paired turns of one process beside torch (40 rounds at 512^2,
+// 8 at 2048^2), asking 16 steps ahead against asking for the step at hand:
+// 1.03 against 1.09x torch's time at 512^2 on one thread, 1.15 against 1.17
+// at 2048^2, 0.83 against 0.89 at 512^2 on 16 threads, 0.93 against 0.99 at
+// 2048^2. 8 and 24 steps ahead were each better than 16 in two of the four
+// and worse in the other two (docs/BENCHMARKS.md, session 10).
+constexpr int64_t kPrefetchSteps = 16;
 
 template <typename T>
 struct Micro {
-  MicroFn<T> fn = nullptr;  // null: this CPU has no FMA unit for it
+  MicroFn<T> fn[2][2] = {};  // [A read in place][B read in place]; null: this CPU has no FMA unit for it
   int64_t mr = 1, nr = 1;
+  bool ok() const { return fn[0][0] != nullptr; }
 };
 
 #if defined(__x86_64__)
@@ -395,27 +441,43 @@ template <typename T>
 Micro<T> micro_for_isa() {
 #if defined(__x86_64__)
   const std::string_view isa = matmul_isa();
-  if (isa == "avx512") return {avx512::micro<T, 12, 2>, 12, 2 * avx512::V<T>::kLanes};
+  const auto of = [](const MicroFn<T>(&fns)[2][2], int64_t mr, int64_t nr) {
+    Micro<T> m;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) m.fn[i][j] = fns[i][j];
+    m.mr = mr, m.nr = nr;
+    return m;
+  };
+  if (isa == "avx512") return of(avx512::kMicros<T, 12, 2>, 12, 2 * avx512::V<T>::kLanes);
   __builtin_cpu_init();
-  if (isa == "avx2" && __builtin_cpu_supports("fma")) return {avx2::micro<T, 6, 2>, 6, 2 * avx2::V<T>::kLanes};
+  if (isa == "avx2" && __builtin_cpu_supports("fma")) return of(avx2::kMicros<T, 6, 2>, 6, 2 * avx2::V<T>::kLanes);
 #endif
   return {};
 }
 
 // [SECTION] The loop nest ----------------------------------------------------------
 
+// A panel of A or B as the microkernel reads it: packed (ld 0), or in place
+// with its rows (A) or steps (B) ld elements apart.
+template <typename T>
+struct Panel {
+  const T* p;
+  int64_t ld;
+};
+
 // One microkernel call at C's tile (r, c) of h x w valid elements; a tile cut
 // by the edge runs whole on a buffer and copies its valid corner out.
 template <typename T>
-inline void tile(const Micro<T>& m, int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc, int64_t h, int64_t w,
+inline void tile(const Micro<T>& m, int64_t kc, Panel<T> a, Panel<T> b, T* c, int64_t ldc, int64_t h, int64_t w,
                  bool load) {
-  if (h == m.mr && w == m.nr) return m.fn(kc, ap, bp, c, ldc, load);
+  const MicroFn<T> fn = m.fn[a.ld != 0][b.ld != 0];
+  if (h == m.mr && w == m.nr) return fn(kc, a.p, a.ld, b.p, b.ld, c, ldc, load);
   alignas(64) T buf[16 * 64];  // mr x nr fits: at most 12 x 32 floats
   if (load) {                  // the corner past the edge is zeros, never uninitialised bytes
     std::fill(buf, buf + m.mr * m.nr, T(0));
     for (int64_t i = 0; i < h; ++i) std::memcpy(buf + i * m.nr, c + i * ldc, size_t(w) * sizeof(T));
   }
-  m.fn(kc, ap, bp, buf, m.nr, load);
+  fn(kc, a.p, a.ld, b.p, b.ld, buf, m.nr, load);
   for (int64_t i = 0; i < h; ++i) std::memcpy(c + i * ldc, buf + i * m.nr, size_t(w) * sizeof(T));
 }
 
@@ -469,8 +531,9 @@ struct Step {
   int64_t ic, rows, row_panels;
   bool packs_b;     // the first pass of its (jc, pc): later passes use the same packed B
   int64_t b_step;   // B's steps a packing item packs
-  int64_t b_items;  // packing items of B (0 unless packs_b), then a_items of A (its row_panels;
-  int64_t a_items;  // 0 where the tasks pack their own panels)
+  int64_t b_items;  // packing items of B (0 unless packs_b), then a_items of A (its row_panels
+  int64_t a_items;  // from a_from on; 0 where the tasks pack their own panels)
+  int64_t a_from;   // its first panel of A that is packed: those before are read in place
   Grid grid;        // its products' tasks
   int64_t first;    // its first item in the product's list: packing, then tasks
   int64_t packing() const { return b_items + a_items; }
@@ -526,6 +589,12 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
   const int64_t mcp = bl.mc / m.mr;  // A's panels in one block of a task, the block that stays in L2
   // A product of one step on several threads: every task packs its own panels (Note [Packed matmul]).
   const bool own_panels = threads > 1 && M <= pass_rows && K <= bl.kc && N <= bl.nc;
+  // Whole panels read in place, not packed (Note [Panels read in place]): A's
+  // where its rows are contiguous, K is one kc block, and its rows are no
+  // further apart than a kc block; B's where every task packs its own panels
+  // and its steps are contiguous, no further apart than nc.
+  const bool a_in_place = a.cs == 1 && a.rs > 0 && K <= bl.kc && a.rs <= bl.kc;
+  const bool b_in_place = own_panels && b.cs == 1 && b.rs > 0 && b.rs <= bl.nc;
 
   // The steps, in the loop nest's order, and every item of the product in one list.
   std::vector<Step> steps;
@@ -541,7 +610,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         // A packing item of B is about kGrainSize numbers: some steps across all its panels.
         st.b_step = std::clamp<int64_t>(kGrainSize / (st.col_panels * m.nr), 1, st.kb);
         st.b_items = st.packs_b && !own_panels ? (st.kb + st.b_step - 1) / st.b_step : 0;
-        st.a_items = own_panels ? 0 : st.row_panels;
+        st.a_from = a_in_place ? st.rows / m.mr : 0;  // its whole panels
+        st.a_items = own_panels ? 0 : st.row_panels - st.a_from;
         st.grid = task_grid(st.row_panels, st.col_panels, m.mr, m.nr, threads);
         st.first = items;
         items += st.packing() + st.tasks();
@@ -575,7 +645,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       pack_b_steps(Strided<T>{b.p + st.pc * b.rs + st.jc * b.cs, b.rs, b.cs}, st.nb, st.col_panels, i * st.b_step,
                    std::min(st.kb, (i + 1) * st.b_step), st.kb, m.nr, bpack);
     } else {
-      const int64_t p = i - st.b_items;
+      const int64_t p = st.a_from + i - st.b_items;
       pack_a(st, p, apack + p * st.kb * m.mr);
     }
   };
@@ -585,21 +655,29 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
     const int64_t r = t / st.grid.cg, h = t % st.grid.cg;
     const int64_t p0 = r * st.row_panels / st.grid.rg, p1 = (r + 1) * st.row_panels / st.grid.rg;
     const int64_t q0 = h * st.col_panels / st.grid.cg, q1 = (h + 1) * st.col_panels / st.grid.cg;
-    // The step's shared panels, or this task's own: its B panels now, its A panels a block at a time.
+    // The panels read in place; the step's shared packed panels, or this
+    // task's own: its B panels now, its A panels a block at a time.
+    const int64_t b_from = b_in_place ? std::clamp(st.nb / m.nr, q0, q1) : q0;  // its first packed B panel
     const T* const bpack = bbuf + b_of[s] * b_size;
     const T* const apack = abuf + int64_t(s) % nbuf * a_size;
-    T* const own_b = own_panels ? scratch<T, 2>((q1 - q0) * st.kb * m.nr) : nullptr;
+    T* const own_b = own_panels ? scratch<T, 2>((q1 - b_from) * st.kb * m.nr) : nullptr;
     T* const own_a = own_panels ? scratch<T, 3>(mcp * st.kb * m.mr) : nullptr;
-    if (own_panels)
-      pack_b_steps(Strided<T>{b.p + st.pc * b.rs + (st.jc + q0 * m.nr) * b.cs, b.rs, b.cs},
-                   std::min(st.nb - q0 * m.nr, (q1 - q0) * m.nr), q1 - q0, 0, st.kb, st.kb, m.nr, own_b);
-    auto b_panel = [&](int64_t q) { return own_panels ? own_b + (q - q0) * st.kb * m.nr : bpack + q * st.kb * m.nr; };
+    if (own_panels && b_from < q1)
+      pack_b_steps(Strided<T>{b.p + st.pc * b.rs + (st.jc + b_from * m.nr) * b.cs, b.rs, b.cs},
+                   std::min(st.nb - b_from * m.nr, (q1 - b_from) * m.nr), q1 - b_from, 0, st.kb, st.kb, m.nr, own_b);
+    auto b_panel = [&](int64_t q) -> Panel<T> {
+      if (q < b_from) return {b.p + st.pc * b.rs + (st.jc + q * m.nr) * b.cs, b.rs};
+      return {own_panels ? own_b + (q - b_from) * st.kb * m.nr : bpack + q * st.kb * m.nr, 0};
+    };
     T* const cb = c + st.ic * N + st.jc;         // this step's block of C
     for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
       const int64_t pe = std::min(p1, pb + mcp);
       if (own_panels)
-        for (int64_t p = pb; p < pe; ++p) pack_a(st, p, own_a + (p - pb) * st.kb * m.mr);
-      auto a_panel = [&](int64_t p) { return own_panels ? own_a + (p - pb) * st.kb * m.mr : apack + p * st.kb * m.mr; };
+        for (int64_t p = std::max(pb, st.a_from); p < pe; ++p) pack_a(st, p, own_a + (p - pb) * st.kb * m.mr);
+      auto a_panel = [&](int64_t p) -> Panel<T> {
+        if (p < st.a_from) return {a.p + (st.ic + p * m.mr) * a.rs + st.pc * a.cs, a.rs};
+        return {own_panels ? own_a + (p - pb) * st.kb * m.mr : apack + p * st.kb * m.mr, 0};
+      };
       for (int64_t q = q0; q < q1; ++q) {
         const int64_t j = q * m.nr, w = std::min(m.nr, st.nb - j);
         for (int64_t p = pb; p < pe; ++p) {
@@ -636,7 +714,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       span.arg("step", int64_t(s));
       if (packs) {
         if (s >= 2) wait_for(computed[s - 2], steps[s - 2].tasks(), span, "waited_for_readers_ns");
-        span.arg(packs_b ? "steps" : "panel", packs_b ? i : i - st.b_items);
+        span.arg(packs_b ? "steps" : "panel", packs_b ? i : st.a_from + i - st.b_items);
         pack(s, i);
         packed[s].add();
       } else {
@@ -644,6 +722,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks(), span, "waited_for_step_before_ns");
         span.arg("task", i - st.packing());
         if (own_panels) span.arg("packed_its_own_panels", int64_t(1));
+        if (a_in_place) span.arg("a_read_in_place", int64_t(1));
+        if (b_in_place) span.arg("b_read_in_place", int64_t(1));
         compute(s, i - st.packing());
         computed[s].add();
       }
@@ -668,7 +748,7 @@ bool packed_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   visit_dtype(out.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       const Micro<T> m = micro_for_isa<T>();
-      if (!m.fn) return;
+      if (!m.ok()) return;
       ran = true;
       const int64_t B = out.sizes()[0], M = out.sizes()[1], N = out.sizes()[2], K = a.sizes()[2];
       if (out.numel() == 0) return;
@@ -721,7 +801,7 @@ bool cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
 // of `threads` threads at once; the sum of their rates.
 double microkernel_flops_per_s(int threads) {
   const Micro<float> m = micro_for_isa<float>();
-  if (!m.fn) return 0;
+  if (!m.ok()) return 0;
   constexpr int64_t kc = 128;
   std::atomic<int> ready{0};
   std::vector<double> rates(size_t(std::max(1, threads)), 0.0);
@@ -734,7 +814,7 @@ double microkernel_flops_per_s(int threads) {
     int64_t calls = 0;
     double seconds = 0;
     do {
-      for (int k = 0; k < 64; ++k) m.fn(kc, ap.data(), bp.data(), c.data(), m.nr, true);
+      for (int k = 0; k < 64; ++k) m.fn[0][0](kc, ap.data(), 0, bp.data(), 0, c.data(), m.nr, true);
       calls += 64;
       seconds = std::chrono::duration<double>(clock::now() - start).count();
     } while (seconds < 0.02);

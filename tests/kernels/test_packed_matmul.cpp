@@ -149,6 +149,48 @@ TEST(PackedMatmul, BitsDoNotDependOnThreads) {
     }
 }
 
+// Note [Panels read in place]: a panel read in place runs the same steps in
+// the same order as the same panel packed, so the bits are the same. A and
+// B contiguous (A's whole panels read in place, K being one kc block; on 3
+// threads, where every task packs its own panels, B's too) against the same
+// operands stored transposed (every panel packed), with each microkernel this
+// CPU can run; the tile tasks' spans say what they read in place, and only
+// the edge panel of A (301 rows: one row past the whole panels) is packed.
+TEST(PackedMatmul, PanelsReadInPlaceGiveThePackedBits) {
+  if (!has_packed_rung()) GTEST_SKIP() << "no FMA unit";
+  std::mt19937_64 rng(11);
+  kernels::MatmulRungGuard g(DeviceType::CPU, "packed");
+  const std::string widest = kernels::matmul_isa();
+  for (const std::string& isa : kernels::matmul_isas()) {
+    if (isa != "avx2" && isa != "avx512") continue;
+    kernels::set_matmul_isa(isa);
+    for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64})
+      for (int threads : {1, 3}) {
+        ThreadsGuard tg(threads);
+        const Tensor a = random_tensor({301, 64}, dt, rng, -1, 1), b = random_tensor({64, 203}, dt, rng, -1, 1);
+        const Tensor ta = call(Op::transpose, call(Op::contiguous, call(Op::transpose, a, 0, 1)), 0, 1);
+        const Tensor tb = call(Op::transpose, call(Op::contiguous, call(Op::transpose, b, 0, 1)), 0, 1);
+        trace::start();
+        const Tensor in_place = call(Op::mm, a, b);
+        const trace::Trace t = trace::stop();
+        const Tensor packed = call(Op::mm, ta, tb);
+        const std::string what = isa + " " + dtype_name(dt) + " threads=" + std::to_string(threads);
+        EXPECT_TRUE(same_bits(in_place, packed)) << what;
+        int tasks = 0, pack_a = 0;
+        for (const trace::Span& s : t.spans) {
+          pack_a += s.name == "pack A";
+          if (s.name != "tile task") continue;
+          ++tasks;
+          EXPECT_NE(s.find_arg("a_read_in_place"), nullptr) << what;
+          EXPECT_EQ(s.find_arg("b_read_in_place") != nullptr, threads > 1) << what;
+        }
+        EXPECT_GT(tasks, 0) << what;
+        EXPECT_EQ(pack_a, threads == 1 ? 1 : 0) << what << ": on several threads each task packs its own";
+      }
+  }
+  kernels::set_matmul_isa(widest);
+}
+
 // The kernel span's rung= is the rung that ran: with each rung chosen, mm's
 // span names it, and the output has that rung's bits: the reference's for
 // the reference and register rungs, the packed kernel's own (called
