@@ -120,6 +120,8 @@ Explanation kernel_span(const At& a) {
   // An item of the packed CPU matmul's loop nest (packed_matmul.cpp).
   if (a.sp.name == "pack A" || a.sp.name == "pack B" || a.sp.name == "tile task") {
     const bool task = a.sp.name == "tile task", own = has(a.sp, "packed_its_own_panels");
+    const bool a_in_place = has(a.sp, "a_read_in_place"), b_in_place = has(a.sp, "b_read_in_place");
+    const std::string in_place = a_in_place && b_in_place ? "A and B" : a_in_place ? "A" : b_in_place ? "B" : "";
     const int64_t waited = num(a.sp, "waited_for_packing_ns", 0) + num(a.sp, "waited_for_step_before_ns", 0) +
                            num(a.sp, "waited_for_readers_ns", 0);
     Explanation e = make("kernel.packed_item", task ? "A task of the packed matmul: tiles of C, step " +
@@ -132,7 +134,12 @@ Explanation kernel_span(const At& a) {
                       (own ? " This product is one step of the loop nest, so there is no later step to overlap "
                              "shared packing with: the task first packed the panels it reads itself, into its own "
                              "thread's buffers, still in its own cache when the microkernel reads them."
-                           : std::string())
+                           : std::string()) +
+                      (in_place.empty() ? std::string()
+                                        : " Here the microkernel read " + in_place +
+                                              " in place, not packed: laid out almost as a panel already (rows "
+                                              "contiguous, K within one block), so a copy would only cost time; "
+                                              "only panels cut by the matrix's edge were packed.")
                 : "Before any product, the operands are copied into panels laid out in the order the microkernel "
                   "reads them, sized to the caches: each panel is packed once and shared by every task that "
                   "uses it.");
@@ -142,6 +149,7 @@ Explanation kernel_span(const At& a) {
             " and waits only for the items it needs" +
             (waited > 0 ? ": this one waited " + trace::format_duration(waited) + " for them." : "."));
     note(e, "Packed matmul");
+    if (!in_place.empty()) note(e, "Panels read in place");
     pytorch(e, "aten/src/ATen/native/CPUBlas.cpp", "cpublas::gemm");
     return e;
   }

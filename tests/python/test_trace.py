@@ -663,11 +663,14 @@ def test_the_packed_matmul_traces_each_item_of_its_loop_nest():
 def test_a_product_of_one_step_packs_its_panels_in_its_tasks():
     # Note [Packed matmul]: with K within one kc block there is no later step to
     # overlap shared packing with, so on several threads each task packs the
-    # panels it reads itself: no packing items, every task says so.
+    # panels it reads itself: no packing items, every task says so. Note
+    # [Panels read in place]: A and B contiguous, their whole panels are read
+    # in place, and every task says that too.
     a, b, c, items = packed_product_items(300, 64, 200)
     ref = a.numpy().astype("float64") @ b.numpy().astype("float64")
     tasks = [s for s in items if s["name"] == "tile task"]
     assert tasks == items and len(tasks) > 1
     assert sorted(s["args"]["task"] for s in tasks) == list(range(len(tasks)))
     assert all(s["args"]["packed_its_own_panels"] == 1 for s in tasks)
+    assert all(s["args"]["a_read_in_place"] == 1 and s["args"]["b_read_in_place"] == 1 for s in tasks)
     assert abs(c.numpy() - ref).max() < 1e-4
