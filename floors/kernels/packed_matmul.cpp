@@ -77,7 +77,9 @@
 // caches held those lines from the product before and each had to be taken
 // back first. So on several threads such a product has no packing items: each
 // task first packs the panels it reads into its own thread's buffers, which no
-// other core touches, and the tile task's span says so (packed_its_own_panels).
+// other core touches, and the tile task's span says so (packed_its_own_panels;
+// where the operands are contiguous, the tasks now read their whole panels in
+// place instead and pack only the edge ones: Note [Panels read in place]).
 // A panel is then packed once for each task that reads it (at 512^2, A's 4
 // times and B's 11), and still the product is faster. Measured on the H200
 // host in one process, 30 rounds in which the two ways and torch.mm took
@@ -352,10 +354,11 @@ using MicroFn = void (*)(int64_t kc, const T* ap, int64_t lda, const T* bp, int6
 // How many steps ahead the microkernel asks for B (and a packed A). On the
 // H200 host, in paired turns of one process beside torch (40 rounds at 512^2,
 // 8 at 2048^2), asking 16 steps ahead against asking for the step at hand:
-// 1.03 against 1.09x torch's time at 512^2 on one thread, 1.15 against 1.17
-// at 2048^2, 0.83 against 0.89 at 512^2 on 16 threads, 0.93 against 0.99 at
-// 2048^2. 8 and 24 steps ahead were each better than 16 in two of the four
-// and worse in the other two (docs/BENCHMARKS.md, session 10).
+// 1.03 against 1.09x torch's time at 512^2 on one thread, 0.83 against 0.89
+// at 512^2 on 16 threads, 0.93 against 0.99 at 2048^2 on 16; at 2048^2 on one
+// thread 1.15 against 1.17, within that call's noise (the same code twice
+// differed by 4-5% there). 8 and 24 steps ahead were each better than 16 in
+// two of the four and worse in the other two (docs/BENCHMARKS.md, session 10).
 constexpr int64_t kPrefetchSteps = 16;
 
 template <typename T>
