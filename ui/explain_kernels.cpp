@@ -121,7 +121,6 @@ Explanation kernel_span(const At& a) {
   if (a.sp.name == "pack A" || a.sp.name == "pack B" || a.sp.name == "tile task") {
     const bool task = a.sp.name == "tile task", own = has(a.sp, "packed_its_own_panels");
     const bool a_in_place = has(a.sp, "a_read_in_place"), b_in_place = has(a.sp, "b_read_in_place");
-    const std::string in_place = a_in_place && b_in_place ? "A and B" : a_in_place ? "A" : b_in_place ? "B" : "";
     const int64_t waited = num(a.sp, "waited_for_packing_ns", 0) + num(a.sp, "waited_for_step_before_ns", 0) +
                            num(a.sp, "waited_for_readers_ns", 0);
     Explanation e = make("kernel.packed_item", task ? "A task of the packed matmul: tiles of C, step " +
@@ -130,26 +129,30 @@ Explanation kernel_span(const At& a) {
                                                           " into panels, step " + str(a.sp, "step", "?"));
     say(e, task ? "One task of the product: a block of C's rows by a block of its columns, computed a tile at a time "
                   "by the microkernel (12 x 32 floats with AVX-512), which keeps the tile in registers and reads "
-                  "packed panels of A and B with unit stride." +
+                  "panels of A and B laid out in the order it reads them." +
                       (own ? " This product is one step of the loop nest, so there is no later step to overlap "
-                             "shared packing with: the task first packed the panels it reads itself, into its own "
+                             "shared packing with: whatever the task packed, it packed itself, into its own "
                              "thread's buffers, still in its own cache when the microkernel reads them."
                            : std::string()) +
-                      (in_place.empty() ? std::string()
-                                        : " Here the microkernel read " + in_place +
-                                              " in place, not packed: laid out almost as a panel already (rows "
-                                              "contiguous, K within one block), so a copy would only cost time; "
-                                              "only panels cut by the matrix's edge were packed.")
+                      (a_in_place ? " A was read in place, not packed: its rows are contiguous and K fits in one "
+                                    "block, so they lie almost as a panel already and a copy would only cost time; "
+                                    "only a panel cut by A's last rows was packed."
+                                  : std::string()) +
+                      (b_in_place ? std::string(" B was read in place") + (a_in_place ? " too" : "") +
+                                        ": its rows are contiguous, and each task would otherwise pack the B panels "
+                                        "it reads again; only a panel cut by B's last columns was packed."
+                                  : std::string())
                 : "Before any product, the operands are copied into panels laid out in the order the microkernel "
                   "reads them, sized to the caches: each panel is packed once and shared by every task that "
-                  "uses it.");
+                  "uses it (where A's rows already lie almost as a panel, only its last, partial panel is "
+                  "packed).");
     say(e,
         std::string(own ? "Every thread of the loop claims the next task of one list"
                         : "Every thread of the loop claims the next item of one list (packing first, then the tasks)") +
             " and waits only for the items it needs" +
             (waited > 0 ? ": this one waited " + trace::format_duration(waited) + " for them." : "."));
     note(e, "Packed matmul");
-    if (!in_place.empty()) note(e, "Panels read in place");
+    if (a_in_place || b_in_place || a.sp.name == "pack A") note(e, "Panels read in place");
     pytorch(e, "aten/src/ATen/native/CPUBlas.cpp", "cpublas::gemm");
     return e;
   }

@@ -31,7 +31,8 @@
 // the nr numbers b[k][jr..jr+nr). The microkernel then reads both with unit
 // stride, whatever the operands' strides were: a transposed operand (x.T,
 // bmm of permuted views) costs nothing more than a contiguous one, as packing
-// reads each through its strides once. Panels past the edge of A or B are
+// reads each through its strides once (an operand already laid out almost as
+// a panel is read in place instead: Note [Panels read in place]). Panels past the edge of A or B are
 // filled with zeros to a whole mr or nr; the microkernel then always runs
 // whole, writing an edge tile into a buffer of its own, whose valid corner is
 // copied out.
@@ -77,11 +78,12 @@
 // caches held those lines from the product before and each had to be taken
 // back first. So on several threads such a product has no packing items: each
 // task first packs the panels it reads into its own thread's buffers, which no
-// other core touches, and the tile task's span says so (packed_its_own_panels;
-// where the operands are contiguous, the tasks now read their whole panels in
-// place instead and pack only the edge ones: Note [Panels read in place]).
+// other core touches, and the tile task's span says so (packed_its_own_panels).
 // A panel is then packed once for each task that reads it (at 512^2, A's 4
-// times and B's 11), and still the product is faster. Measured on the H200
+// times and B's 11), and still the product was faster (the measures below
+// are of that code; where the operands are contiguous, the tasks read their
+// whole panels in place since, and pack only the edge ones: Note [Panels
+// read in place]). Measured on the H200
 // host in one process, 30 rounds in which the two ways and torch.mm took
 // turns (42 products a turn, the median turn): 512^2 went from 0.395 to 0.328
 // ms (faster in 27 of 30 rounds; torch 0.280), 256^2 from 0.111 to 0.078 (29
@@ -136,7 +138,7 @@
 //   runs of at most kc numbers, no more spread out than A's block packed
 //   (row i at a + i lda instead of a step's mr numbers side by side). Each
 //   step's mr broadcasts then read from mr rows, each row's cache line
-//   serving 16 steps. A panel cut by the edge of A is still packed (with its
+//   serving 16 steps (8 of doubles). A panel cut by the edge of A is still packed (with its
 //   zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
 //   84-156 us a product to 2-9 (the 8 rows of the edge panel), and the tile
 //   tasks took about as long (1.68-1.77 ms against 1.66-1.74 in one call,
@@ -149,12 +151,14 @@
 //   16 threads, 512^2: the median turn 0.83x torch's with B in place against
 //   0.99x packed (paired turns, 40 rounds; A in place in both). On one thread
 //   B is packed once and read by every pass of A's rows, and there the tile
-//   tasks read in place took 2.22-2.31 ms against 1.66-1.98 packed: a B panel
+//   tasks read in place took 2.22-2.31 ms against 1.66-1.77 packed: a B panel
 //   in place is 512 steps 2 KiB apart, a new page every two steps, most
 //   likely too scattered for the caches' prefetchers (not shown by a counter).
 //
-// The tile task's span says which it read in place (a_read_in_place,
-// b_read_in_place); a "pack A" item is made only for the panels still packed.
+// A tile task's span says which operand it read in place, where it read at
+// least one panel so (a_read_in_place, b_read_in_place); a "pack A" item is
+// made only for the panels still packed. In tile(), a panel's ld of 0 means
+// packed: a stride of 0 (an expanded operand) is therefore always packed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -352,13 +356,13 @@ template <typename T>
 using MicroFn = void (*)(int64_t kc, const T* ap, int64_t lda, const T* bp, int64_t ldb, T* c, int64_t ldc, bool load);
 
 // How many steps ahead the microkernel asks for B (and a packed A). On the
-// H200 host, in paired turns of one process beside torch (40 rounds at 512^2,
-// 8 at 2048^2), asking 16 steps ahead against asking for the step at hand:
-// 1.03 against 1.09x torch's time at 512^2 on one thread, 0.83 against 0.89
-// at 512^2 on 16 threads, 0.93 against 0.99 at 2048^2 on 16; at 2048^2 on one
-// thread 1.15 against 1.17, within that call's noise (the same code twice
-// differed by 4-5% there). 8 and 24 steps ahead were each better than 16 in
-// two of the four and worse in the other two (docs/BENCHMARKS.md, session 10).
+// H200 host, in paired turns of one process beside torch, at 512^2 and
+// 2048^2 on one thread and on 16 (docs/BENCHMARKS.md, session 10): 16 steps
+// ahead took less of torch's time than no prefetch in all four products of
+// two calls (in the second, 1.03 against 1.09x at 512^2 on one thread, 0.83
+// against 0.89 on 16; at 2048^2 on one thread 1.15 against 1.17, within
+// that call's noise of up to 5%). 8 steps ahead beat 16 in three of those
+// eight, 24 in one of four (and tied in another).
 constexpr int64_t kPrefetchSteps = 16;
 
 template <typename T>
@@ -652,8 +656,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       pack_a(st, p, apack + p * st.kb * m.mr);
     }
   };
-  // Task t of step s: row group t / cg by column group t % cg.
-  auto compute = [&](size_t s, int64_t t) {
+  // Task t of step s: row group t / cg by column group t % cg; its span says what it read in place.
+  auto compute = [&](size_t s, int64_t t, trace::ScopedSpan& span) {
     const Step& st = steps[s];
     const int64_t r = t / st.grid.cg, h = t % st.grid.cg;
     const int64_t p0 = r * st.row_panels / st.grid.rg, p1 = (r + 1) * st.row_panels / st.grid.rg;
@@ -672,6 +676,8 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
       if (q < b_from) return {b.p + st.pc * b.rs + (st.jc + q * m.nr) * b.cs, b.rs};
       return {own_panels ? own_b + (q - b_from) * st.kb * m.nr : bpack + q * st.kb * m.nr, 0};
     };
+    if (p0 < st.a_from) span.arg("a_read_in_place", int64_t(1));
+    if (q0 < b_from) span.arg("b_read_in_place", int64_t(1));
     T* const cb = c + st.ic * N + st.jc;         // this step's block of C
     for (int64_t pb = p0; pb < p1; pb += mcp) {  // a block of A's panels, then every B panel of the task
       const int64_t pe = std::min(p1, pb + mcp);
@@ -725,9 +731,7 @@ void packed_product(const Micro<T>& m, Strided<T> a, Strided<T> b, T* c, int64_t
         if (s >= 1) wait_for(computed[s - 1], steps[s - 1].tasks(), span, "waited_for_step_before_ns");
         span.arg("task", i - st.packing());
         if (own_panels) span.arg("packed_its_own_panels", int64_t(1));
-        if (a_in_place) span.arg("a_read_in_place", int64_t(1));
-        if (b_in_place) span.arg("b_read_in_place", int64_t(1));
-        compute(s, i - st.packing());
+        compute(s, i - st.packing(), span);
         computed[s].add();
       }
     }

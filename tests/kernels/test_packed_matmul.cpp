@@ -151,41 +151,63 @@ TEST(PackedMatmul, BitsDoNotDependOnThreads) {
 
 // Note [Panels read in place]: a panel read in place runs the same steps in
 // the same order as the same panel packed, so the bits are the same. A and
-// B contiguous (A's whole panels read in place, K being one kc block; on 3
-// threads, where every task packs its own panels, B's too) against the same
-// operands stored transposed (every panel packed), with each microkernel this
-// CPU can run; the tile tasks' spans say what they read in place, and only
-// the edge panel of A (301 rows: one row past the whole panels) is packed.
+// B contiguous against the same operands stored transposed (every panel
+// packed), with each microkernel this CPU can run, in three products:
+// - 301 x 64 x 203 on one thread: A's whole panels read in place (K is one kc
+//   block), only its edge panel packed (301 rows: one row past the whole
+//   panels); B packed.
+// - the same on 3 threads, a step alone, where every task packs its own
+//   panels: B's whole panels read in place too, no packing items at all.
+// - 60 x 64 x 4100 on 3 threads: N past nc (at most 4096), so several steps
+//   with shared packing items of B, and A (60 rows: whole panels only) read
+//   in place, so no "pack A" item.
+// The tile tasks' spans say what each read in place.
 TEST(PackedMatmul, PanelsReadInPlaceGiveThePackedBits) {
   if (!has_packed_rung()) GTEST_SKIP() << "no FMA unit";
   std::mt19937_64 rng(11);
   kernels::MatmulRungGuard g(DeviceType::CPU, "packed");
   const std::string widest = kernels::matmul_isa();
+  struct Case {
+    int64_t m, k, n;
+    int threads;
+  };
   for (const std::string& isa : kernels::matmul_isas()) {
     if (isa != "avx2" && isa != "avx512") continue;
     kernels::set_matmul_isa(isa);
     for (ScalarType dt : {ScalarType::Float32, ScalarType::Float64})
-      for (int threads : {1, 3}) {
-        ThreadsGuard tg(threads);
-        const Tensor a = random_tensor({301, 64}, dt, rng, -1, 1), b = random_tensor({64, 203}, dt, rng, -1, 1);
+      for (const Case c : {Case{301, 64, 203, 1}, Case{301, 64, 203, 3}, Case{60, 64, 4100, 3}}) {
+        ThreadsGuard tg(c.threads);
+        const Tensor a = random_tensor({c.m, c.k}, dt, rng, -1, 1), b = random_tensor({c.k, c.n}, dt, rng, -1, 1);
         const Tensor ta = call(Op::transpose, call(Op::contiguous, call(Op::transpose, a, 0, 1)), 0, 1);
         const Tensor tb = call(Op::transpose, call(Op::contiguous, call(Op::transpose, b, 0, 1)), 0, 1);
         trace::start();
         const Tensor in_place = call(Op::mm, a, b);
         const trace::Trace t = trace::stop();
         const Tensor packed = call(Op::mm, ta, tb);
-        const std::string what = isa + " " + dtype_name(dt) + " threads=" + std::to_string(threads);
+        const std::string what = isa + " " + dtype_name(dt) + " " + std::to_string(c.m) + "x" + std::to_string(c.k) +
+                                 "x" + std::to_string(c.n) + " threads=" + std::to_string(c.threads);
         EXPECT_TRUE(same_bits(in_place, packed)) << what;
-        int tasks = 0, pack_a = 0;
+        int tasks = 0, a_in_place = 0, b_in_place = 0, pack_a = 0, pack_b = 0;
         for (const trace::Span& s : t.spans) {
           pack_a += s.name == "pack A";
+          pack_b += s.name == "pack B";
           if (s.name != "tile task") continue;
           ++tasks;
-          EXPECT_NE(s.find_arg("a_read_in_place"), nullptr) << what;
-          EXPECT_EQ(s.find_arg("b_read_in_place") != nullptr, threads > 1) << what;
+          a_in_place += s.find_arg("a_read_in_place") != nullptr;
+          b_in_place += s.find_arg("b_read_in_place") != nullptr;
         }
+        const bool one_step = c.n < 4096 && c.threads > 1;  // every task packs its own panels
         EXPECT_GT(tasks, 0) << what;
-        EXPECT_EQ(pack_a, threads == 1 ? 1 : 0) << what << ": on several threads each task packs its own";
+        if (c.threads == 1)  // one thread's last pass of A's rows may hold only the edge panel (doubles: short passes)
+          EXPECT_GT(a_in_place, 0) << what;
+        else
+          EXPECT_EQ(a_in_place, tasks) << what << ": every task holds a whole panel of A";
+        if (one_step)
+          EXPECT_GT(b_in_place, 0) << what;
+        else
+          EXPECT_EQ(b_in_place, 0) << what << ": B is packed once and shared";
+        EXPECT_EQ(pack_a, c.threads == 1 ? 1 : 0) << what << ": only the edge panel of A is packed, by an item";
+        EXPECT_EQ(pack_b > 0, !one_step) << what;
       }
   }
   kernels::set_matmul_isa(widest);

@@ -665,8 +665,9 @@ def test_a_product_of_one_step_packs_its_panels_in_its_tasks():
     # overlap shared packing with, so on several threads each task packs the
     # panels it reads itself: no packing items, every task says so. Note
     # [Panels read in place]: A and B contiguous, their whole panels are read
-    # in place, and every task says that too.
-    a, b, c, items = packed_product_items(300, 64, 200)
+    # in place, and every task says that too (192 columns: whole panels of B
+    # for 16 and 32 columns, so every task holds one).
+    a, b, c, items = packed_product_items(300, 64, 192)
     ref = a.numpy().astype("float64") @ b.numpy().astype("float64")
     tasks = [s for s in items if s["name"] == "tile task"]
     assert tasks == items and len(tasks) > 1
