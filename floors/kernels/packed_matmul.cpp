@@ -26,16 +26,16 @@
 //             for ir in steps of mr
 //               microkernel: C[ir:+mr, jr:+nr] += panel of A x panel of B
 //
-// A packed panel holds its kc steps one after the other: step k of an A
-// panel is the mr numbers a[ir..ir+mr)[k] side by side, step k of a B panel
-// the nr numbers b[k][jr..jr+nr). The microkernel then reads both with unit
-// stride, whatever the operands' strides were: a transposed operand (x.T,
-// bmm of permuted views) costs nothing more than a contiguous one, as packing
-// reads each through its strides once (an operand already laid out almost as
-// a panel is read in place instead: Note [Panels read in place]). Panels past the edge of A or B are
-// filled with zeros to a whole mr or nr; the microkernel then always runs
-// whole, writing an edge tile into a buffer of its own, whose valid corner is
-// copied out.
+// A packed panel holds its kc steps one after the other: step k of an A panel
+// is the mr numbers a[ir..ir+mr)[k] side by side, step k of a B panel the nr
+// numbers b[k][jr..jr+nr). The microkernel then reads both with unit stride,
+// whatever the operands' strides were: a transposed operand (x.T, bmm of
+// permuted views) costs nothing more than a contiguous one, as packing reads
+// each through its strides once (an operand already laid out almost as a panel
+// is read in place instead: Note [Panels read in place]). Panels past the edge
+// of A or B are filled with zeros to a whole mr or nr; the microkernel then
+// always runs whole, writing an edge tile into a buffer of its own, whose valid
+// corner is copied out.
 //
 // The microkernel keeps an mr x nr tile of C in vector registers for all kc
 // steps: each step loads nr/lanes vectors of B, broadcasts mr numbers of A,
@@ -72,22 +72,21 @@
 //
 // One step alone. A product whose loop nest is a single step (K within one kc
 // block, N within nc, M within a pass: 512 x 512 on the H200 host) has no later
-// step whose packing could overlap its tasks, and there the shared packing
-// took a quarter to a half of the product on 16 threads: a thread packing
-// wrote a cache line about every 30 ns, most likely because the other cores'
-// caches held those lines from the product before and each had to be taken
-// back first. So on several threads such a product has no packing items: each
-// task first packs the panels it reads into its own thread's buffers, which no
-// other core touches, and the tile task's span says so (packed_its_own_panels).
-// A panel is then packed once for each task that reads it (at 512^2, A's 4
-// times and B's 11), and still the product was faster (the measures below
-// are of that code; where the operands are contiguous, the tasks read their
-// whole panels in place since, and pack only the edge ones: Note [Panels
-// read in place]). Measured on the H200
-// host in one process, 30 rounds in which the two ways and torch.mm took
-// turns (42 products a turn, the median turn): 512^2 went from 0.395 to 0.328
-// ms (faster in 27 of 30 rounds; torch 0.280), 256^2 from 0.111 to 0.078 (29
-// of 30; torch 0.042); docs/BENCHMARKS.md. A product of several steps keeps
+// step whose packing could overlap its tasks, and there the shared packing took
+// a quarter to a half of the product on 16 threads: a thread packing wrote a
+// cache line about every 30 ns, most likely because the other cores' caches
+// held those lines from the product before and each had to be taken back first.
+// So on several threads such a product has no packing items: each task first
+// packs the panels it reads into its own thread's buffers, which no other core
+// touches, and the tile task's span says so (packed_its_own_panels). A panel is
+// then packed once for each task that reads it (at 512^2, A's 4 times and B's
+// 11), and still the product was faster (the measures below are of that code;
+// where the operands are contiguous, the tasks read their whole panels in place
+// since, and pack only the edge ones: Note [Panels read in place]). Measured on
+// the H200 host in one process, 30 rounds in which the two ways and torch.mm
+// took turns (42 products a turn, the median turn): 512^2 went from 0.395 to
+// 0.328 ms (faster in 27 of 30 rounds; torch 0.280), 256^2 from 0.111 to 0.078
+// (29 of 30; torch 0.042); docs/BENCHMARKS.md. A product of several steps keeps
 // the shared items: at 2048^2 every task packing its own was slower (13.5
 // against 12.8 ms, 15.8 against 14.5, in two calls).
 //
@@ -138,8 +137,8 @@
 //   runs of at most kc numbers, no more spread out than A's block packed
 //   (row i at a + i lda instead of a step's mr numbers side by side). Each
 //   step's mr broadcasts then read from mr rows, each row's cache line
-//   serving 16 steps (8 of doubles). A panel cut by the edge of A is still packed (with its
-//   zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
+//   serving 16 steps (8 of doubles). A panel cut by the edge of A is still
+//   packed (with its zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
 //   84-156 us a product to 2-9 (the 8 rows of the edge panel), and the tile
 //   tasks took about as long (1.68-1.77 ms against 1.66-1.74 in one call,
 //   neither asking ahead, kPrefetchSteps); with both, the product took
