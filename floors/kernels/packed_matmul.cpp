@@ -5,7 +5,6 @@
 //
 // [SECTION] Cache sizes and blocks
 // [SECTION] Packing
-// [SECTION] Microkernels, one per vector unit
 // [SECTION] The loop nest
 // [SECTION] The rungs: what the kernel calls
 //
@@ -177,6 +176,7 @@
 #include "floors/dispatch/dispatcher.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/matmul_rungs.h"
+#include "floors/kernels/packed_micro.h"
 #include "floors/kernels/parallel.h"
 #include "floors/kernels/roofline.h"
 #include "tracer/tracer.h"
@@ -184,6 +184,10 @@
 namespace descent::kernels {
 
 namespace {
+
+using packed::Micro;  // the microkernels, one per vector unit (packed_micro.h)
+using packed::micro_for_isa;
+using packed::MicroFn;
 
 // [SECTION] Cache sizes and blocks ---------------------------------------------------
 
@@ -253,12 +257,12 @@ T* scratch(int64_t n) {
 // and steps past the last whole block a number at a time. Copied a number at
 // a time (each step's mr numbers from mr rows), a panel of 12 rows took 0.57
 // ns a float on the development VM (AMD EPYC); in blocks, 0.19 (1.5 and 0.6
-// ns a double). A task that packs its own panels (Note [Packed
-// matmul]) packs A once for every column group of its step, so this is time
-// on every thread's path. On the H200 host, in paired turns of one process,
-// the blocks were faster in 18 of 30 rounds at 512^2 on 16 threads (a busy
-// call), about 1% at 2048^2, and no faster at 512^2 on one thread
-// (docs/BENCHMARKS.md). AVX2's panels of 6 rows (4 in blocks, 2 a number at
+// ns a double). On the H200 host, in paired turns of one process, the
+// blocks were about 1% faster at 2048^2; at 512^2, faster in 18 of 30 rounds
+// on 16 threads (a busy call) and no faster on one thread (docs/BENCHMARKS.md,
+// session 9). Since then a contiguous A is read in place wherever K is one kc
+// block (Note [Panels read in place]): these blocks now pack it where K is
+// longer (2048^2), or its rows are further apart than kc. AVX2's panels of 6 rows (4 in blocks, 2 a number at
 // a time) pack no faster than before (0.46 ns a float either way); they take
 // this path too, so that the float blocks run in the tests of a machine
 // without AVX-512. False where A's rows are not contiguous, or the build is
@@ -343,122 +347,6 @@ void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k
     for (int64_t j = 0; j < w; ++j)
       for (int64_t k = k0; k < k1; ++k) dst[((j / nr) * kc + k) * nr + j % nr] = b.p[k * b.rs + j * b.cs];
   }
-}
-
-// [SECTION] Microkernels, one per vector unit ------------------------------------------
-
-// c[0, mr) x [0, nr) (rows ldc apart) = (load ? c : 0) + the kc steps of an
-// A panel times a B panel, each step one fused multiply-add per element. A
-// panel is packed (lda or ldb unused) or read in place, its rows lda (its
-// steps ldb) apart (Note [Panels read in place]).
-template <typename T>
-using MicroFn = void (*)(int64_t kc, const T* ap, int64_t lda, const T* bp, int64_t ldb, T* c, int64_t ldc, bool load);
-
-// How many steps ahead the microkernel asks for B (and a packed A). On the
-// H200 host, in paired turns of one process beside torch, at 512^2 and
-// 2048^2 on one thread and on 16 (docs/BENCHMARKS.md, session 10): 16 steps
-// ahead took less of torch's time than no prefetch in all four products of
-// two calls (in the second, 1.03 against 1.09x at 512^2 on one thread, 0.83
-// against 0.89 on 16; at 2048^2 on one thread 1.15 against 1.17, within
-// that call's noise of up to 5%). 8 steps ahead beat 16 in three of those
-// eight, 24 in one of four (and tied in another).
-constexpr int64_t kPrefetchSteps = 16;
-
-template <typename T>
-struct Micro {
-  MicroFn<T> fn[2][2] = {};  // [A read in place][B read in place]; null: this CPU has no FMA unit for it
-  int64_t mr = 1, nr = 1;
-  bool ok() const { return fn[0][0] != nullptr; }
-};
-
-#if defined(__x86_64__)
-// The same microkernel in each unit's words. GCC inlines a function built for
-// one instruction set only into a function built for the same, so each unit
-// has its own helpers (V<T>), and the loop (packed_micro.inc) is compiled
-// once inside each unit's namespace with that unit's instruction set on.
-namespace avx512 {
-#define DESCENT_TARGET gnu::target("avx512f"), gnu::always_inline
-template <typename T>
-struct V;
-template <>
-struct V<float> {
-  using R = __m512;
-  static constexpr int kLanes = 16;
-  [[DESCENT_TARGET]] static inline R load(const float* p) { return _mm512_loadu_ps(p); }
-  [[DESCENT_TARGET]] static inline void store(float* p, R v) { _mm512_storeu_ps(p, v); }
-  [[DESCENT_TARGET]] static inline R zero() { return _mm512_setzero_ps(); }
-  [[DESCENT_TARGET]] static inline R splat(float x) { return _mm512_set1_ps(x); }
-  [[DESCENT_TARGET]] static inline R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-};
-template <>
-struct V<double> {
-  using R = __m512d;
-  static constexpr int kLanes = 8;
-  [[DESCENT_TARGET]] static inline R load(const double* p) { return _mm512_loadu_pd(p); }
-  [[DESCENT_TARGET]] static inline void store(double* p, R v) { _mm512_storeu_pd(p, v); }
-  [[DESCENT_TARGET]] static inline R zero() { return _mm512_setzero_pd(); }
-  [[DESCENT_TARGET]] static inline R splat(double x) { return _mm512_set1_pd(x); }
-  [[DESCENT_TARGET]] static inline R fma(R a, R b, R c) { return _mm512_fmadd_pd(a, b, c); }
-};
-#undef DESCENT_TARGET
-
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#include "floors/kernels/packed_micro.inc"
-#pragma GCC pop_options
-}  // namespace avx512
-
-namespace avx2 {
-#define DESCENT_TARGET gnu::target("avx2,fma"), gnu::always_inline
-template <typename T>
-struct V;
-template <>
-struct V<float> {
-  using R = __m256;
-  static constexpr int kLanes = 8;
-  [[DESCENT_TARGET]] static inline R load(const float* p) { return _mm256_loadu_ps(p); }
-  [[DESCENT_TARGET]] static inline void store(float* p, R v) { _mm256_storeu_ps(p, v); }
-  [[DESCENT_TARGET]] static inline R zero() { return _mm256_setzero_ps(); }
-  [[DESCENT_TARGET]] static inline R splat(float x) { return _mm256_set1_ps(x); }
-  [[DESCENT_TARGET]] static inline R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
-};
-template <>
-struct V<double> {
-  using R = __m256d;
-  static constexpr int kLanes = 4;
-  [[DESCENT_TARGET]] static inline R load(const double* p) { return _mm256_loadu_pd(p); }
-  [[DESCENT_TARGET]] static inline void store(double* p, R v) { _mm256_storeu_pd(p, v); }
-  [[DESCENT_TARGET]] static inline R zero() { return _mm256_setzero_pd(); }
-  [[DESCENT_TARGET]] static inline R splat(double x) { return _mm256_set1_pd(x); }
-  [[DESCENT_TARGET]] static inline R fma(R a, R b, R c) { return _mm256_fmadd_pd(a, b, c); }
-};
-#undef DESCENT_TARGET
-
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#include "floors/kernels/packed_micro.inc"
-#pragma GCC pop_options
-}  // namespace avx2
-#endif
-
-// The microkernel for the vector unit the matmul uses (matmul_isa(): the
-// widest, or the one set_matmul_isa chose); none without FMA.
-template <typename T>
-Micro<T> micro_for_isa() {
-#if defined(__x86_64__)
-  const std::string_view isa = matmul_isa();
-  const auto of = [](const MicroFn<T>(&fns)[2][2], int64_t mr, int64_t nr) {
-    Micro<T> m;
-    for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 2; ++j) m.fn[i][j] = fns[i][j];
-    m.mr = mr, m.nr = nr;
-    return m;
-  };
-  if (isa == "avx512") return of(avx512::kMicros<T, 12, 2>, 12, 2 * avx512::V<T>::kLanes);
-  __builtin_cpu_init();
-  if (isa == "avx2" && __builtin_cpu_supports("fma")) return of(avx2::kMicros<T, 6, 2>, 6, 2 * avx2::V<T>::kLanes);
-#endif
-  return {};
 }
 
 // [SECTION] The loop nest ----------------------------------------------------------
