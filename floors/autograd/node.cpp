@@ -27,6 +27,36 @@ Node::Node(const char* n) : name(n), sequence_nr(next_sequence_nr()) {
 }
 Node::~Node() = default;
 
+// Note [Freeing a graph without recursion]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A graph is owned from its root down: a node holds the next node through
+// its edges, and through the tensors it saved (a saved input keeps its
+// grad_fn). So when the last reference to the root goes, deleting it drops
+// the last reference to the next node, whose destructor drops the next...
+// `total = total + loss` over 150k steps, then `total = 0`, would recurse
+// 150k destructors deep and overflow the stack. PyTorch's deleteNode
+// (torch/csrc/autograd/function.cpp) moves a dying node's edges onto a
+// stack instead; here every node whose count reaches 0 while another is
+// being deleted on this thread is put on the thread's work list and deleted
+// by the outermost delete, one after another. That covers every path a
+// node is reached by (edges, saved tensors, hooks), and the stack stays one
+// destructor deep whatever the graph's length or width.
+void Node::delete_self() {
+  thread_local std::vector<Node*>* dying = nullptr;  // non-null while this thread deletes nodes
+  if (dying) {
+    dying->push_back(this);
+    return;
+  }
+  std::vector<Node*> work{this};
+  dying = &work;
+  while (!work.empty()) {
+    Node* n = work.back();
+    work.pop_back();
+    delete n;  // may push the nodes it held the last reference to
+  }
+  dying = nullptr;
+}
+
 int next_hook_id() {
   static std::atomic<int> id{0};
   return ++id;

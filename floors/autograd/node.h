@@ -113,6 +113,11 @@ struct Node : RefCounted {
     return false;
   }
   virtual bool is_accumulate_grad() const { return false; }
+
+ protected:
+  // The last reference to a node goes: deleted through a work list, never
+  // recursively (Note [Freeing a graph without recursion], node.cpp).
+  void delete_self() override;
 };
 
 int next_hook_id();

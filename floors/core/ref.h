@@ -18,6 +18,13 @@ class RefCounted {
   virtual ~RefCounted() = default;
   int use_count() const { return refs_.load(std::memory_order_relaxed); }
 
+ protected:
+  // What the last Ref does with the object: deletes it. A class whose objects
+  // own chains of others (autograd's nodes) may defer the delete instead, so
+  // that freeing a chain of a million does not recurse a million deep
+  // (Note [Freeing a graph without recursion], floors/autograd/node.cpp).
+  virtual void delete_self() { delete this; }
+
  private:
   template <typename T>
   friend class Ref;
@@ -70,7 +77,7 @@ class Ref {
   void release() {
     if (!p_) return;
     if (p_->refs_.load(std::memory_order_acquire) == 1 || p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      delete p_;
+      static_cast<RefCounted*>(p_)->delete_self();  // virtual: a class may defer its delete
   }
   T* p_ = nullptr;
 };

@@ -103,5 +103,45 @@ TEST(Autograd, GradWithCreateGraphGivesSecondDerivatives) {
   EXPECT_EQ(values(gg[0]), (std::vector<double>{12, -6}));
 }
 
+// Note [Freeing a graph without recursion] (node.cpp): a graph a million
+// nodes long, or tens of thousands wide, is freed with the stack one
+// destructor deep. Before the work list, dropping the chain below recursed
+// once per node and overflowed the stack (SIGSEGV).
+TEST(Autograd, FreesAMillionNodeChainWithoutRecursion) {
+  const Tensor x = leaf({1}), one = make({1}, ScalarType::Float32, {1});
+  Tensor total = x;
+  for (int i = 0; i < 1000000; ++i) total = call(Op::add, total, one);  // `total = total + loss`
+  EXPECT_STREQ(autograd::grad_fn(total)->name, "AddBackward0");
+  EXPECT_EQ(autograd::grad_fn(total)->use_count(), 1) << "only `total` holds the chain";
+  total = Tensor();  // `total = 0`: the whole chain goes here
+  SUCCEED();
+}
+
+TEST(Autograd, FreesAChainHeldThroughSavedTensorsWithoutRecursion) {
+  // mul saves its inputs: each node keeps the previous result, and with it
+  // the previous node, through a saved tensor as well as through its edge.
+  const Tensor x = leaf({1}), w = leaf({1});
+  Tensor y = x;
+  for (int i = 0; i < 300000; ++i) y = call(Op::mul, y, w);
+  EXPECT_STREQ(autograd::grad_fn(y)->name, "MulBackward0");
+  y = Tensor();
+  SUCCEED();
+}
+
+TEST(Autograd, FreesAWideGraphAndRunsBackwardThroughALongOne) {
+  OptionalTensorList parts;
+  const Tensor x = leaf({2}), two = make({1}, ScalarType::Float32, {2});
+  for (int i = 0; i < 20000; ++i) parts.push_back(call(Op::mul, call(Op::add, x, two), two));
+  Tensor wide = call(Op::cat, parts, int64_t{0});
+  parts = OptionalTensorList();
+  EXPECT_EQ(autograd::grad_fn(wide)->next_edges.size(), 20000u);
+  wide = Tensor();
+  // The engine walks a long chain with a work queue too: d(x + 1 + ... + 1)/dx = 1.
+  Tensor t = x;
+  for (int i = 0; i < 200000; ++i) t = call(Op::add, t, two);
+  autograd::backward({t}, {Tensor()}, {});
+  EXPECT_EQ(values(autograd::meta(x)->grad), (std::vector<double>{1}));
+}
+
 }  // namespace
 }  // namespace descent
