@@ -27,6 +27,11 @@ class SimRuntime final : public DeviceRuntime {
   std::unique_ptr<EventImpl> create_event(int index, bool enable_timing) override;
   void copy(void* dst, const void* src, size_t nbytes, CopyKind kind, const Stream& s, bool pinned) override;
 
+  // How many host threads wait for stream s now (inside a synchronize): lets
+  // a test's kernel hold its stream until the host is waiting, so that the
+  // order it records does not depend on how the threads were scheduled.
+  int waiting_hosts(const Stream& s);
+
   // Puts `task` on stream s; returns the queue's depth with it.
   int64_t enqueue(const Stream& s, std::function<void()> task);
 

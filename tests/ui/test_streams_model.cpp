@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "floors/launch/launch.h"
+#include "floors/streams/sim_runtime.h"
 #include "floors/streams/streams.h"
 #include "tests/tracer/trace_test_util.h"
 #include "tracer/tracer.h"
@@ -180,8 +181,10 @@ TEST(StreamsModel, ATraceWithoutDeviceWorkHasNoLanes) {
 // spans, the device's spans, their flows and the row names are the tracer's
 // own, recorded through launch_sim and streams::synchronize; the spans above
 // floor 7 are stand-ins named as Python's call names them (the Python side of
-// device tensors is landing). The fill kernel takes 300 us, so the add
-// kernel visibly waits behind it in the queue.
+// device tensors is landing). The fill kernel takes 300 us after the add is
+// queued, so the add kernel visibly waits behind it in the queue, and the add
+// runs until the host waits for it: each kernel holds the stream until the
+// host has done what the test asserts came first.
 std::atomic<bool> g_add_queued{false};
 
 trace::Trace record_sim_add() {
@@ -221,7 +224,15 @@ trace::Trace record_sim_add() {
         trace::ScopedSpan alloc(Floor::Allocator, "caching_alloc");
         alloc.arg("bytes", int64_t{512});
       }
-      launch::launch_sim(s, launch::linear_launch("add_float32", "aten::add", 4), [](const launch::Dim3&) {});
+      // The add kernel runs until the host waits for it in the synchronize
+      // below, so the wait always finds it on the stream, however the
+      // threads were scheduled (a slow sanitized build once let the add
+      // finish before the host reached the synchronize).
+      launch::launch_sim(s, launch::linear_launch("add_float32", "aten::add", 4), [s](const launch::Dim3&) {
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (streams::SimRuntime::get().waiting_hosts(s) == 0 && std::chrono::steady_clock::now() < give_up)
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+      });
       g_add_queued.store(true);
     }
   }
