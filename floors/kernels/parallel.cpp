@@ -14,7 +14,10 @@
 //     next loop of the same op finds it awake (Note [Workers spin before
 //     they sleep]);
 //   - a fork()ed child starts a fresh pool (its parent's workers do not exist
-//     in the child, and the old pool's mutex may have been copied locked).
+//     in the child, and the old pool's mutex may have been copied locked):
+//     the old one is forgotten, never waited for, as PyTorch's pthreadpool
+//     leaks its own in a child; the devices raise there instead
+//     (Note [Devices after fork], floors/streams/streams.cpp).
 #include "floors/kernels/parallel.h"
 
 #include <pthread.h>

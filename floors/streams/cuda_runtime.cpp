@@ -25,6 +25,14 @@ namespace descent::streams {
 
 #ifdef DESCENT_HAVE_CUDA
 
+// Note [Devices after fork] (streams.cpp): the driver's state does not
+// survive a fork, so a child forked after the probe found a GPU raises
+// PyTorch's RuntimeError at every use of cuda instead of CUDA's
+// "initialization error".
+void poison_fork(DeviceType t);
+bool in_bad_fork(DeviceType t);
+void check_fork(DeviceType t);
+
 namespace {
 
 // Raises RuntimeError for a failed CUDA call, naming the call and CUDA's words.
@@ -38,7 +46,8 @@ bool device_fault(cudaError_t e) {
 
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
-  (void)cudaGetLastError();  // clears a non-sticky error so the next call starts clean
+  (void)cudaGetLastError();      // clears a non-sticky error so the next call starts clean
+  check_fork(DeviceType::CUDA);  // a forked child's call failed because of the fork: say so
   std::string m = str("CUDA error: ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ", in ", what, ")");
   if (device_fault(e)) {
     int dev = 0;
@@ -70,6 +79,7 @@ class CudaMemory final : public alloc::RawBackend {
  public:
   explicit CudaMemory(int index) : index_(index), name_(intern_name(index)) {}
   void* raw_malloc(size_t nbytes) override {
+    check_fork(DeviceType::CUDA);
     DeviceScope d(index_);
     void* p = nullptr;
     const cudaError_t e = cudaMalloc(&p, nbytes);
@@ -80,7 +90,11 @@ class CudaMemory final : public alloc::RawBackend {
     check(e, "cudaMalloc");
     return p;
   }
+  // In a forked child (Note [Devices after fork]) the parent's memory and
+  // events are not the child's to free or wait for: the calls the allocator
+  // makes on its own return quietly there.
   void raw_free(void* ptr, size_t) override {
+    if (in_bad_fork(DeviceType::CUDA)) return;
     DeviceScope d(index_);
     check(cudaFree(ptr), "cudaFree");
   }
@@ -89,6 +103,7 @@ class CudaMemory final : public alloc::RawBackend {
   // Events for the caching allocator's deferred frees (Note [Deferred frees]).
   void* record_event(alloc::StreamId stream) override;
   bool event_done(void* event) override {
+    if (in_bad_fork(DeviceType::CUDA)) return true;
     const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
     if (e == cudaErrorNotReady) {
       (void)cudaGetLastError();
@@ -97,8 +112,11 @@ class CudaMemory final : public alloc::RawBackend {
     check(e, "cudaEventQuery");
     return true;
   }
-  void release_event(void* event) override { (void)cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+  void release_event(void* event) override {
+    if (!in_bad_fork(DeviceType::CUDA)) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  }
   void synchronize_device() override {
+    if (in_bad_fork(DeviceType::CUDA)) return;
     DeviceScope d(index_);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
@@ -168,6 +186,7 @@ class CudaRuntime final : public DeviceRuntime {
       } else {
         count_ = n;
         if (n == 0) reason_ = "No CUDA GPUs are available; the simulated device sim:0 works everywhere.";
+        if (n > 0) poison_fork(DeviceType::CUDA);  // the driver is initialized from here on
       }
     });
     return count_;
@@ -177,11 +196,13 @@ class CudaRuntime final : public DeviceRuntime {
     return reason_;
   }
   std::string device_name(int index) override {
+    check_fork(DeviceType::CUDA);
     cudaDeviceProp p{};
     check(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties");
     return p.name;
   }
   Limits limits(int index) override {
+    check_fork(DeviceType::CUDA);
     const auto attr = [&](cudaDeviceAttr a) {
       int v = 0;
       check(cudaDeviceGetAttribute(&v, a, index), "cudaDeviceGetAttribute");
@@ -198,6 +219,7 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   alloc::RawBackend& memory(int index) override {
+    check_fork(DeviceType::CUDA);
     std::lock_guard<std::mutex> g(mu_);
     auto& m = memories_[index];
     if (!m) m = std::make_unique<CudaMemory>(index);
@@ -205,6 +227,7 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   int64_t create_stream(int index) override {
+    check_fork(DeviceType::CUDA);
     DeviceScope d(index);
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -213,7 +236,9 @@ class CudaRuntime final : public DeviceRuntime {
     streams_[{index, id}] = s;
     return id;
   }
+  // Every launch asks for its stream here (floors/launch/launch.cpp).
   void* native(const Stream& s) override {
+    check_fork(DeviceType::CUDA);
     if (s.id == 0) return nullptr;  // the legacy default stream
     std::lock_guard<std::mutex> g(mu_);
     auto it = streams_.find({s.device.index, s.id});
@@ -221,10 +246,12 @@ class CudaRuntime final : public DeviceRuntime {
     return it->second;
   }
   void synchronize(const Stream& s) override {
+    check_fork(DeviceType::CUDA);
     DeviceScope d(s.device.index);
     check(cudaStreamSynchronize(static_cast<cudaStream_t>(native(s))), "cudaStreamSynchronize");
   }
   bool query(const Stream& s) override {
+    check_fork(DeviceType::CUDA);
     DeviceScope d(s.device.index);
     const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(native(s)));
     if (e == cudaErrorNotReady) {
@@ -238,11 +265,13 @@ class CudaRuntime final : public DeviceRuntime {
   // queue from each launch's enqueue time and its kernel's device span instead.
   int64_t queue_depth(const Stream&) override { return -1; }
   void synchronize_device(int index) override {
+    if (in_bad_fork(DeviceType::CUDA)) return;  // as sim:0's (Note [Devices after fork]): deleters call it
     DeviceScope d(index);
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
   bool idle(int index) override {
-    std::vector<cudaStream_t> streams = {nullptr};  // the legacy default stream, then the device's own
+    if (in_bad_fork(DeviceType::CUDA)) return true;  // nothing of the child's runs there
+    std::vector<cudaStream_t> streams = {nullptr};   // the legacy default stream, then the device's own
     {
       std::lock_guard<std::mutex> g(mu_);
       for (const auto& [key, s] : streams_)
@@ -260,10 +289,12 @@ class CudaRuntime final : public DeviceRuntime {
     return true;
   }
   std::unique_ptr<EventImpl> create_event(int index, bool timing) override {
+    check_fork(DeviceType::CUDA);
     return std::make_unique<CudaEvent>(index, timing);
   }
   void copy(void* dst, const void* src, size_t nbytes, CopyKind kind, const Stream& s, bool pinned) override {
     if (nbytes == 0) return;
+    check_fork(DeviceType::CUDA);
     static constexpr cudaMemcpyKind kKinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                                 cudaMemcpyDeviceToDevice};
     DeviceScope d(s.device.index);
@@ -297,6 +328,7 @@ CudaRuntime& cuda_runtime_instance() {
 }  // namespace
 
 void* CudaMemory::record_event(alloc::StreamId stream) {
+  if (in_bad_fork(DeviceType::CUDA)) return nullptr;  // the allocator takes a null event as passed
   DeviceScope d(index_);
   cudaEvent_t ev = nullptr;
   check(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreateWithFlags");

@@ -42,13 +42,19 @@
 
 namespace descent::streams {
 
+// Note [Devices after fork] (streams.cpp): a child forked after the first
+// worker started has none, so every use of sim:0 there raises instead of waiting.
+void poison_fork(DeviceType t);
+bool in_bad_fork(DeviceType t);
+void check_fork(DeviceType t);
+
 namespace {
 
 // [SECTION] A stream: a queue and its worker --------------------------------------
 
 class SimQueue {
  public:
-  explicit SimQueue(Stream s) : stream_(s), worker_([this] { run(); }) {}
+  explicit SimQueue(Stream s) : stream_(s), worker_(start()) {}
   ~SimQueue() {
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -82,7 +88,9 @@ class SimQueue {
   // for the last one enqueued), then raises a device fault if one happened.
   void wait_for(uint64_t seq) {
     std::unique_lock<std::mutex> g(mu_);
+    ++waiting_;
     cv_done_.wait(g, [&] { return completed_ >= seq; });
+    --waiting_;
     if (fault_) {
       std::exception_ptr f = fault_;
       fault_ = nullptr;
@@ -91,6 +99,10 @@ class SimQueue {
     }
   }
   void wait_all() { wait_for(enqueued()); }
+  int waiting() {
+    std::lock_guard<std::mutex> g(mu_);
+    return waiting_;
+  }
 
  private:
   void run() {
@@ -118,11 +130,18 @@ class SimQueue {
     }
   }
 
+  // The worker: from its first, a fork leaves the child without sim:0.
+  std::thread start() {
+    poison_fork(DeviceType::Sim);
+    return std::thread([this] { run(); });
+  }
+
   Stream stream_;
   std::mutex mu_;
   std::condition_variable cv_work_, cv_done_;
   std::deque<std::function<void()>> tasks_;
   uint64_t enqueued_ = 0, completed_ = 0;
+  int waiting_ = 0;  // host threads inside wait_for
   std::exception_ptr fault_;
   bool stop_ = false;
   std::thread worker_;  // last: started once everything above exists
@@ -157,6 +176,7 @@ class SimMemory final : public alloc::RawBackend {
  public:
   SimMemory() : capacity_(initial_capacity()) {}
   void* raw_malloc(size_t nbytes) override {
+    check_fork(DeviceType::Sim);
     {
       std::lock_guard<std::mutex> g(mu_);
       if (nbytes > capacity_ - std::min(in_use_, capacity_)) return nullptr;
@@ -228,7 +248,9 @@ struct SimRuntime::Impl {
   int64_t next_stream = 1;
   SimMemory memory;
 
+  // Every use of a stream passes here (Note [Devices after fork]).
   SimQueue& queue(const Stream& s) {
+    check_fork(DeviceType::Sim);
     std::lock_guard<std::mutex> g(mu);
     auto it = queues.find(s.id);
     if (it == queues.end()) {
@@ -238,6 +260,7 @@ struct SimRuntime::Impl {
     return *it->second;
   }
   std::vector<SimQueue*> all() {
+    check_fork(DeviceType::Sim);
     std::lock_guard<std::mutex> g(mu);
     std::vector<SimQueue*> r;
     for (auto& [id, q] : queues) r.push_back(q.get());
@@ -285,12 +308,18 @@ struct SimEvent : EventImpl {
   std::shared_ptr<std::atomic<int64_t>> time_;
 };
 
+// In a child forked after sim:0 started (Note [Devices after fork]) no task
+// can run any more: a block's deferred free needs no event, and there is no
+// work to wait for.
 void* SimMemory::record_event(alloc::StreamId stream) {
+  if (in_bad_fork(DeviceType::Sim)) return nullptr;  // the allocator takes a null event as passed
   auto ev = SimRuntime::get().create_event(0, false);
   ev->record(Stream{Device{DeviceType::Sim, 0}, stream});
   return ev.release();
 }
-bool SimMemory::event_done(void* event) { return static_cast<EventImpl*>(event)->query(); }
+bool SimMemory::event_done(void* event) {
+  return in_bad_fork(DeviceType::Sim) || static_cast<EventImpl*>(event)->query();
+}
 void SimMemory::release_event(void* event) { delete static_cast<EventImpl*>(event); }
 void SimMemory::synchronize_device() { SimRuntime::get().synchronize_device(0); }
 
@@ -309,6 +338,7 @@ void SimRuntime::set_capacity(size_t bytes) { impl_->memory.set_capacity(bytes);
 std::string SimRuntime::device_name(int) { return "descent simulated device"; }
 
 int64_t SimRuntime::create_stream(int) {
+  check_fork(DeviceType::Sim);
   std::lock_guard<std::mutex> g(impl_->mu);
   const int64_t id = impl_->next_stream++;
   impl_->queues.emplace(id, std::make_unique<SimQueue>(Stream{Device{DeviceType::Sim, 0}, id}));
@@ -318,12 +348,18 @@ int64_t SimRuntime::create_stream(int) {
 void SimRuntime::synchronize(const Stream& s) { impl_->queue(s).wait_all(); }
 bool SimRuntime::query(const Stream& s) { return impl_->queue(s).depth() == 0; }
 int64_t SimRuntime::queue_depth(const Stream& s) { return impl_->queue(s).depth(); }
+int SimRuntime::waiting_hosts(const Stream& s) { return impl_->queue(s).waiting(); }
+// Quiet in a forked child (Note [Devices after fork]): pinned memory's and
+// the allocator's frees call it from deleters, where nothing may throw, and
+// the public waits raise in check_device first.
 void SimRuntime::synchronize_device(int) {
+  if (in_bad_fork(DeviceType::Sim)) return;
   impl_->queue(Stream{Device{DeviceType::Sim, 0}, 0});  // the default stream exists from here on
   for (SimQueue* q : impl_->all()) q->wait_all();
 }
 
 bool SimRuntime::idle(int) {
+  if (in_bad_fork(DeviceType::Sim)) return true;  // nothing runs on a forked child's sim:0: nothing to wait for
   for (SimQueue* q : impl_->all())
     if (q->depth() != 0) return false;
   return true;

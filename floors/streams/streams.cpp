@@ -3,9 +3,10 @@
 // (Note [Streams and the two clocks], streams.h.)
 #include "floors/streams/streams.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstring>
-#include <memory>
 #include <memory>
 
 #include "floors/core/error.h"
@@ -15,6 +16,11 @@
 namespace descent::streams {
 
 DeviceRuntime& cuda_runtime();  // cuda_runtime.cpp
+
+// Note [Devices after fork], below; called by both runtimes (sim_runtime.cpp, cuda_runtime.cpp).
+void poison_fork(DeviceType t);  // a fork from now on leaves the child without devices of kind t
+bool in_bad_fork(DeviceType t);  // this process was forked after poison_fork(t)
+void check_fork(DeviceType t);   // RuntimeError, PyTorch's message, when in_bad_fork(t)
 
 std::string Stream::str() const { return descent::str(device.str(), " stream ", id); }
 
@@ -33,11 +39,72 @@ DeviceRuntime& runtime(DeviceType t) {
 void check_device(Device d) {
   DESCENT_CHECK(d.type != DeviceType::CPU, Error, "the CPU is not a device with streams");
   DeviceRuntime& rt = runtime(d.type);
+  check_fork(d.type);
   const int n = rt.device_count();
   if (n == 0) throw Error(str(d.str(), " is not available: ", rt.unavailable_reason()));
   DESCENT_CHECK(d.index >= 0 && d.index < n, Error, d.str(), " is not available: this machine has ", n, " ",
                 device_type_name(d.type), " device", n == 1 ? "" : "s", " (", device_type_name(d.type), ":0",
                 n > 1 ? str(" to ", device_type_name(d.type), ":", n - 1) : std::string(), ")");
+}
+
+// [SECTION] Devices after fork ------------------------------------------------------
+
+// Note [Devices after fork]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// fork() copies a process's memory but only the thread that called it. A
+// child forked after sim:0 started a stream's worker thread inherits the
+// queue, its mutex and its counters, but no worker: a task it enqueues is
+// never run, and the wait for it never ends (`multiprocessing` with the
+// "fork" start method and DataLoader workers fork this way). A GPU is the
+// same: the CUDA driver's state does not survive a fork, and every call of
+// the child fails with "initialization error". So, as PyTorch does
+// (torch/csrc/cuda/Module.cpp, poison_fork), a runtime calls poison_fork(t)
+// when it first starts what a fork cannot copy (sim:0 its first worker,
+// SimQueue; CUDA the driver, its probe found a GPU), which registers, once, a
+// pthread_atfork handler for the child; in a child forked after that the
+// handler marks the device kind "in bad fork", and the runtime's every use of
+// it (a stream, an enqueue, a wait, an event, an allocation) first calls
+// check_fork(t), which raises PyTorch's RuntimeError: "Cannot re-initialize
+// CUDA in forked subprocess. To use CUDA with multiprocessing, you must use
+// the 'spawn' start method" (sim's says sim). The check is a relaxed load of
+// a flag. What is not a use keeps working in the child: device_count() and
+// is_available() (the count the parent found), and the CPU, whose thread pool
+// starts over (the pool's policy, floors/kernels/parallel.cpp). A
+// child forked before the device was used has nothing to lose and uses it as
+// a fresh process would. The calls made on the program's behalf rather than
+// by it return quietly in a child in bad fork instead of raising: the
+// allocator's event for a deferred free (none: the block is free at once),
+// the runtime's synchronize_device (nothing of the child's can be queued;
+// the free of pinned memory and a raw free call it from deleters, where
+// nothing may throw) and idle() (true, so the end of a recording does not
+// wait); synchronize() from Python still raises, in check_device.
+
+namespace {
+std::atomic<bool> g_poisoned[3] = {};  // per DeviceType: a fork from here on leaves the child without the device
+std::atomic<bool> g_bad_fork[3] = {};  // per DeviceType: this process is such a child
+void forked_child() {                  // pthread_atfork's child handler: only stores
+  for (int t = 0; t < 3; ++t)
+    if (g_poisoned[t].load(std::memory_order_relaxed)) g_bad_fork[t].store(true, std::memory_order_relaxed);
+}
+}  // namespace
+
+void poison_fork(DeviceType t) {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, forked_child);
+    return true;
+  }();
+  (void)registered;
+  g_poisoned[int(t)].store(true, std::memory_order_relaxed);
+}
+
+bool in_bad_fork(DeviceType t) { return g_bad_fork[int(t)].load(std::memory_order_relaxed); }
+
+void check_fork(DeviceType t) {
+  if (!in_bad_fork(t)) [[likely]]
+    return;
+  const char* name = t == DeviceType::CUDA ? "CUDA" : device_type_name(t);
+  throw Error(str("Cannot re-initialize ", name, " in forked subprocess. To use ", name,
+                  " with multiprocessing, you must use the 'spawn' start method"));
 }
 
 // [SECTION] Current stream ----------------------------------------------------------
