@@ -152,29 +152,41 @@ void pow_scalar_backward(BackwardContext& c) {
   const Scalar e1 = e.is_floating() ? Scalar(e.to_double() - 1) : Scalar(e.to_int() - 1);
   c.out[0] = mul(c.g, mul(call(Op::pow_scalar, c.self(), e1), scalar_tensor(e)));
 }
-// x^y: d/dx = y * x^(y-1), d/dy = x^y * log(x). PyTorch masks the points where
-// these are 0 * inf (y == 0; x == 0 with y >= 0) to 0 with at::where; descent
-// has no where op yet, so there they come out NaN (Note [One derivative per op]).
+// Writes 0 into `d` wherever the bool `mask` (broadcast to d's shape) is
+// true: PyTorch's at::where(mask, 0, d). descent has no where op; index_put_
+// under the mask writes the same values.
+Tensor zero_where(Tensor d, const Tensor& mask) {
+  OptionalTensorList m;
+  m.push_back(call(Op::expand, mask, d.sizes()));
+  call(Op::index_put_, d, m, zeros({}, d.dtype(), d.device()), false);
+  return d;
+}
+// x^y: d/dx = y * x^(y-1), d/dy = x^y * log(x), each 0 where PyTorch's
+// pow_backward_self and pow_backward_exponent take 0 (where the formula is
+// 0 * inf): d/dx where y == 0, d/dy where x == 0 and y >= 0. So
+// pow(0., 2.) gives the exponent the gradient 0, as in PyTorch, not NaN.
 void pow_backward(BackwardContext& c) {
+  const Tensor y = c.other();
   if (c.needs(0)) {
-    const Tensor y = c.other();
-    c.out[0] = mul(c.g, mul(y, call(Op::pow, c.self(), sub(y, number(1)))));
+    const Tensor d = mul(y, call(Op::pow, c.self(), sub(y, number(1))));
+    c.out[0] = mul(c.g, zero_where(d, call(Op::eq, y, number(0))));
   }
-  if (c.needs(1)) c.out[1] = mul(c.g, mul(c.result(), call(Op::log, c.self())));
+  if (c.needs(1)) {
+    const Tensor x = c.self();
+    const Tensor at_zero = call(Op::eq,
+                                call(Op::add, as_dtype(call(Op::eq, x, number(0)), ScalarType::Int64),
+                                     as_dtype(call(Op::ge, y, number(0)), ScalarType::Int64)),
+                                number(2));  // x == 0 and y >= 0 (logical_and)
+    c.out[1] = mul(c.g, zero_where(mul(c.result(), call(Op::log, x)), at_zero));
+  }
 }
 // base ** x for a number base (PowBackward2, pow.Scalar): g * base^x * log(base),
-// PyTorch's pow_backward_exponent. For base 0 PyTorch takes 0 where x >= 0
-// (where 0 * -inf would be NaN) with at::where; descent has no where op, and
-// writes the 0s with index_put_ under that bool mask instead: the same values,
-// NaN exponents included.
+// PyTorch's pow_backward_exponent: for base 0, 0 where x >= 0 (where 0 * -inf
+// would be NaN), NaN exponents included.
 void pow_scalar_base_backward(BackwardContext& c) {
   const double base = c.arg(0).to_scalar().to_double();
   Tensor d = mul(c.result(), number(std::log(base)));
-  if (base == 0) {
-    OptionalTensorList mask;
-    mask.push_back(call(Op::ge, c.self(), number(0)));
-    call(Op::index_put_, d, mask, zeros({}, d.dtype(), d.device()), false);
-  }
+  if (base == 0) d = zero_where(d, call(Op::ge, c.self(), number(0)));
   c.out[0] = mul(c.g, d);
 }
 void neg_backward(BackwardContext& c) { c.out[0] = neg(c.g); }
@@ -239,10 +251,17 @@ void mean_dim_backward(BackwardContext& c) {
   c.out[0] = div(unreduce(c.g, dims, c.arg(2).to_bool(), c.sizes(0)), number(double(count_of(dims, c.sizes(0)))));
 }
 // max() of all elements: the gradient shared evenly among the elements that
-// equal the maximum (PyTorch's evenly_distribute_backward).
+// equal the maximum (PyTorch's evenly_distribute_backward). A NaN is the
+// maximum of anything it is in, and NaN == NaN is false, so "equal" counts a
+// NaN element as equal to a NaN maximum: max([1., nan]).backward() gives
+// [0., 1.] as in PyTorch, not 0/0. PyTorch's CUDA path computes this mask
+// with logical ops, as here; its CPU path reads value.isnan() with item()
+// first and then builds one of the two masks.
 void max_backward(BackwardContext& c) {
   const Tensor x = c.self();
-  const Tensor mask = as_dtype(call(Op::eq, x, c.result()), x.dtype());
+  const Tensor r = c.result();
+  const auto is_nan = [&](const Tensor& t) { return as_dtype(call(Op::ne, t, t), x.dtype()); };
+  const Tensor mask = call(Op::add, as_dtype(call(Op::eq, x, r), x.dtype()), mul(is_nan(x), is_nan(r)));
   c.out[0] = mul(mask, div(c.g, call(Op::sum, mask, IValue())));
 }
 // max(dim): the gradient goes to the element each index names (PyTorch
@@ -362,6 +381,17 @@ void cat_backward(BackwardContext& c) {
   }
 }
 void unsqueeze_backward(BackwardContext& c) { c.out[0] = call(Op::reshape, c.g, c.sizes(0)); }
+// Note [A cast to an integer dtype records no graph]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Only floating tensors have gradients. x.long(), x.to(torch.int32) and
+// x.bool() of an x that requires grad give a result that does not (no
+// grad_fn, requires_grad False), and a backward through it fails with
+// "element 0 of tensors does not require grad and does not have a grad_fn".
+// derivatives.yaml says so for _to_copy with the condition
+// `!dtype || isDifferentiableType(*dtype)`, and the Autograd kernel reads it
+// before it records anything (variable_type.cpp); a cast that keeps the
+// dtype (dtype None: a copy to another device) is differentiable.
+bool to_differentiable_dtype(const Stack& args) { return args[1].is_none() || is_floating(args[1].to_scalar_type()); }
 void identity_backward(BackwardContext& c) { c.out[0] = c.g; }  // clone; _to_copy (the engine casts back)
 // mse_loss: d/dself = norm * (self - target) * g, d/dtarget its negative,
 // norm = 2 / (elements averaged) for the mean, 2 otherwise (PyTorch's
@@ -439,7 +469,7 @@ constexpr Derivative kDerivatives[] = {
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
     {Op::alias, "AliasBackward0", {kNone, kNone}, identity_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
-    {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward},
+    {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward, to_differentiable_dtype},
     {Op::cat, "CatBackward0", {kNone, kNone}, cat_backward},
     {Op::index, "IndexBackward0", {kNone, kNone}, index_backward},
     {Op::index_put_, "IndexPutBackward0", {kNone, kNone}, index_put_backward},

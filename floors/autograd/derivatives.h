@@ -27,11 +27,16 @@ struct FormulaNode;
 struct BackwardContext;
 using Formula = void (*)(BackwardContext& c);
 
+// Whether a call's result can have a gradient, from its arguments (PyTorch's
+// output_differentiability condition in derivatives.yaml); null: always.
+using OutputDifferentiable = bool (*)(const Stack& args);
+
 struct Derivative {
   Op op;
   const char* node;                 // PyTorch's node name: "AddBackward0"
   uint8_t saves_for[kSavedInputs];  // Saves bits, for the gradient of tensor input 0, 1 and 2
   Formula formula;
+  OutputDifferentiable differentiable = nullptr;  // _to_copy's: only to a floating dtype
 };
 
 // The formula of `op`, or nullptr for an op without one (a factory, a

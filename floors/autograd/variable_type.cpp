@@ -70,8 +70,11 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
     if (is_tensor_inputs(op, s, i))
       for (const Tensor& t : s[i].to_tensor_list()) any |= autograd::requires_grad(t);
   }
-  if (DESCENT_DECIDES(span, !any || !grad_mode_enabled())) {  // Note [Where a span decided]
-    span.arg("graph", no_graph_reason());
+  // Note [A cast to an integer dtype records no graph] (derivatives.cpp).
+  const Derivative* d = any && grad_mode_enabled() ? derivative_of(op.id) : nullptr;
+  const bool no_gradients = d && d->differentiable && !d->differentiable(s);
+  if (DESCENT_DECIDES(span, !any || !grad_mode_enabled() || no_gradients)) {  // Note [Where a span decided]
+    span.arg("graph", no_gradients ? "none: the result's dtype has no gradients" : no_graph_reason());
     AutoDispatchBelowADInplaceOrView guard;
     redispatch_boxed(op, below_autograd(ks), s);
     return;

@@ -7,6 +7,7 @@
 // [SECTION] Node methods
 // [SECTION] Tensor attributes
 // [SECTION] The engine's entry point
+#include <cctype>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,6 +121,39 @@ Tensor hook_result(PyObject* r, const char* what) {
   return unwrap(r);
 }
 
+// A hook's name in its errors: its __name__ ("<lambda>"), as PyTorch's hook_name.
+std::string hook_name(PyObject* fn) {
+  PyRef name{PyObject_GetAttrString(fn, "__name__")};
+  if (!name.p || !PyUnicode_Check(name.p)) {
+    PyErr_Clear();
+    return "<unknown>";
+  }
+  const char* s = PyUnicode_AsUTF8(name.p);
+  return s ? s : "<unknown>";
+}
+
+// "CPUFloatType", "CUDAHalfType": PyTorch's Tensor.toString() in a hook's type error.
+std::string type_string(const Tensor& t) {
+  std::string backend = device_type_name(t.device().type);
+  for (char& c : backend) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return backend + type_word(t.dtype()) + "Type";
+}
+
+// Note [A hook may not change what a gradient is]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor hook may replace the gradient, but only by one of the same
+// dtype, device and shape: the engine has already checked the gradient
+// against what the node takes (Note [Validating a node's outputs]), and a
+// leaf's .grad must keep the leaf's shape. PyTorch checks the hook's result
+// where it calls a Python hook (check_variable_result, one check for a leaf's
+// hook and a non-leaf's), with these messages, as a RuntimeError.
+void check_hook_result(const Tensor& original, const Tensor& result, PyObject* fn) {
+  DESCENT_CHECK(original.dtype() == result.dtype() && original.device().type == result.device().type, Error, "hook '",
+                hook_name(fn), "' has changed the type of value (was ", type_string(original), " got ",
+                type_string(result), ")");
+  DESCENT_CHECK(original.sizes() == result.sizes(), Error, "hook '", hook_name(fn), "' has changed the size of value");
+}
+
 autograd::GradHook tensor_hook(PyObject* fn) {
   auto f = std::make_shared<PyCallable>(fn);
   return [f](const Tensor& g) -> Tensor {
@@ -129,7 +163,9 @@ autograd::GradHook tensor_hook(PyObject* fn) {
     if (!arg) throw PythonError();
     PyObject* r = PyObject_CallOneArg(f->fn, arg);
     Py_DECREF(arg);
-    return hook_result(r, "a tensor hook");
+    Tensor out = hook_result(r, "a tensor hook");
+    if (out.defined()) check_hook_result(g, out, f->fn);  // Note [A hook may not change what a gradient is]
+    return out;
   };
 }
 

@@ -571,6 +571,9 @@ int tensor_getbuffer(PyObject* o, Py_buffer* view, int flags) {
   DESCENT_CHECK(t.device().type == DeviceType::CPU, TypeError, "can't convert ", t.device().str(),
                 " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
   DESCENT_CHECK(t.dtype() != ScalarType::BFloat16, TypeError, "Got unsupported ScalarType BFloat16");
+  // As Tensor.numpy() (PyTorch's words): an array over the memory would leave the graph unseen.
+  DESCENT_CHECK(!t.requires_grad(), Error,
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
   // A consumer that cannot take strides (hashlib, file.write) or asks for
   // C order gets the elements in order or an error, never the raw storage.
   const bool wants_flat =

@@ -53,15 +53,32 @@ class enable_grad(_Mode):
 
 
 class set_grad_enabled(_Mode):
-    """Grad mode set to `mode` inside."""
+    """Grad mode set to `mode`: at once when called, as PyTorch's is.
+
+    `descent.set_grad_enabled(False)` on its own line turns grad mode off until
+    it is turned on again; as `with set_grad_enabled(False):` the mode before
+    it comes back at the block's end; as a decorator, around each call only
+    (the call that made the decorator puts the mode back at once). PyTorch's
+    torch.autograd.grad_mode.set_grad_enabled does the same three things.
+    """
 
     def __init__(self, mode):
         if not isinstance(mode, bool):
             raise TypeError(f"set_grad_enabled(): mode must be a bool, not {type(mode).__name__}")
         self._args = (mode,)
+        self._prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(mode)  # at once: a plain call is not a no-op
 
-    def _apply(self):
-        _C._set_grad_enabled(self._args[0])
+    def __enter__(self):
+        return self  # the mode was set by the constructor
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        _C._set_grad_enabled(self._prev)  # decorating changes nothing outside the calls
+        return super().__call__(fn)
 
 
 class inference_mode(_Mode):
