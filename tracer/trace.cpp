@@ -8,12 +8,19 @@
 // [SECTION] Files
 #include "tracer/trace.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -573,12 +580,116 @@ std::string check_structure(const Trace& t) {
 
 // [SECTION] Files ----------------------------------------------------------------------
 
+// Note [Saving a file whole]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Writing a file in place (open with O_TRUNC, write) destroys the old one
+// first: a SIGKILL, a crash or a full disk halfway leaves half a trace, or an
+// empty app.conf, and the good file is gone. So a save never touches the file
+// it replaces until the new one is whole:
+//   1. the text goes to a temporary file in the same folder (a hidden,
+//      unique name, created with O_EXCL as mkstemp does, so two saves never
+//      share one), with the old file's permissions;
+//   2. every write() is checked (a short write is continued, EINTR retried),
+//      then fsync() and close(), whose errors are real: a full disk or a
+//      quota can first be reported there;
+//   3. rename() puts it over the target in one step: a reader, or the
+//      program after a crash, sees the old file or the new, never a part;
+//   4. the folder is fsynced too, so the rename itself survives a power cut.
+// On any failure the temporary file is removed, the old file stays as it was,
+// and the error names the path and the reason from strerror ("cannot write
+// 'a.trace': No space left on device"). A process killed between 1 and 3
+// leaves its hidden temporary file behind (nothing can run after SIGKILL),
+// but never a damaged target. The temporary file is beside the target, not
+// in /tmp, because rename() cannot cross file systems.
+// Two targets are not replaced: a directory is an error before anything is
+// written, and a file that exists but is not a regular one (/dev/stdout, a
+// pipe) is written in place, since it cannot be renamed over. A symbolic
+// link to a file is followed, so the file it names is replaced, not the link.
+namespace {
+
+[[noreturn]] void fail_write(const std::string& path, int error) {
+  throw std::runtime_error("cannot write '" + path + "': " + std::strerror(error));
+}
+
+// Writes all of `text` to `fd`; 0, or the errno of the write that failed.
+int write_all(int fd, const std::string& text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, std::min<size_t>(left, size_t{1} << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;  // no progress and no error: give up rather than spin
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// The one in-place case: a target that exists and is not a regular file.
+void write_in_place(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) fail_write(path, errno);
+  const int error = write_all(fd, text);
+  if (::close(fd) != 0 && error == 0) fail_write(path, errno);
+  if (error != 0) fail_write(path, error);
+}
+
+}  // namespace
+
 void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
-  f << text;
-  f.close();
-  if (!f) throw std::runtime_error("error writing '" + path + "'");
+  if (path.empty()) fail_write(path, ENOENT);
+  std::string target = path;
+  struct stat st;
+  bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (exists && S_ISLNK(st.st_mode)) {  // follow the link to the file it names
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real != nullptr) {
+      target = real;
+      std::free(real);
+      exists = ::stat(target.c_str(), &st) == 0;
+    } else {
+      exists = false;  // a dangling link: replaced by the new file
+    }
+  }
+  if (exists && S_ISDIR(st.st_mode)) fail_write(path, EISDIR);
+  if (exists && !S_ISREG(st.st_mode)) return write_in_place(path, text);
+
+  const size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  // 1. A temporary file of a unique name beside the target.
+  static std::atomic<uint64_t> counter{0};
+  constexpr uint64_t kSpread = 0x9e3779b97f4a7c15;  // 2^64 over the golden ratio: counts spread over every digit
+  const uint64_t salt = static_cast<uint64_t>(::getpid()) << 32 ^
+                        static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%016" PRIx64, salt + kSpread * ++counter);
+    tmp = (dir == "/" ? "/" : dir + "/") + "." + base + suffix;
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies
+    if (fd < 0 && (errno != EEXIST || attempt == 100)) fail_write(path, errno);
+  }
+  if (exists) (void)::fchmod(fd, st.st_mode & 07777);  // keep the old file's permissions
+  // 2. Every write, the fsync and the close checked.
+  int error = write_all(fd, text);
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  // 3. Renamed over the target in one step.
+  if (error == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) error = errno;
+  if (error != 0) {
+    ::unlink(tmp.c_str());
+    fail_write(path, error);
+  }
+  // 4. The folder, so that the rename is on the disk too (best effort: some
+  // file systems refuse to fsync a directory, and the file is whole anyway).
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    (void)::fsync(dir_fd);
+    ::close(dir_fd);
+  }
 }
 
 }  // namespace descent::trace

@@ -235,8 +235,11 @@ struct TraceFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Writes `text` to the file at `path`, replacing it; std::runtime_error naming
-// the file when it cannot be opened or written (both savers below use it).
+// Writes `text` to the file at `path` whole or not at all: through a temporary
+// file beside it, fsynced and renamed over it, so a full disk or a kill keeps
+// the old file (Note [Saving a file whole], trace.cpp). std::runtime_error
+// naming the file and the reason ("No space left on device") when it cannot;
+// both savers below, the app's layout and its --state file use it.
 void write_text_file(const std::string& path, const std::string& text);
 
 // Appends `s` as a JSON string literal (quotes, escapes; bytes that are not

@@ -2,13 +2,20 @@
 // `key = value` a line.
 #include "ui/layout.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <stdexcept>
+
+#include "tracer/trace.h"
 
 namespace descent::ui {
 
@@ -26,11 +33,68 @@ AppLayout clamped(AppLayout l) {
   return l;
 }
 
+// Note [Reading app.conf safely]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The file is read as the app starts, so whatever sits at its path must not
+// stop the start: a named pipe would block open() until someone writes to it,
+// and a link to /dev/zero would be read forever, one endless line. So the
+// file is opened with O_NONBLOCK (a pipe's open returns at once), fstat()
+// must call it a regular file, and at most kMaxLayoutBytes are read; anything
+// else (a pipe, a device, a directory, a larger file, an unreadable one) is
+// treated as absent: the defaults, and one problem naming the path and why.
+// A missing file is no problem: the app was never left with a layout.
+namespace {
+
+constexpr size_t kMaxLayoutBytes = 64 * 1024;  // a real app.conf is about 150 bytes
+
+// The file's text, or "" with `problem` set (a missing file: "", no problem).
+std::string read_layout_file(const std::string& path, std::string& problem) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+    return "";
+  }
+  std::string text;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = path + ": not a regular file (" +
+              (S_ISDIR(st.st_mode)    ? "a directory"
+               : S_ISFIFO(st.st_mode) ? "a named pipe"
+                                      : "a device or socket") +
+              "); using the defaults";
+  } else {
+    text.resize(kMaxLayoutBytes + 1);  // one more, to tell a file that is too large
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+        got = 0;
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    if (got > kMaxLayoutBytes) {
+      problem = path + ": larger than " + std::to_string(kMaxLayoutBytes / 1024) +
+                " KiB, not a layout file; using the defaults";
+      text.clear();
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
 AppLayout load_layout(std::string& problem) {
   AppLayout l;
   const std::string path = layout_path();
-  std::ifstream in(path);
-  if (!in) return l;  // never saved: the defaults
+  std::istringstream in(read_layout_file(path, problem));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // a file saved with CRLF line ends
@@ -76,16 +140,10 @@ bool save_layout(const AppLayout& layout, std::string& problem) {
   out << "# descent app's layout (Note [The remembered layout]); delete this file for the defaults\n"
       << "zoom = " << l.zoom << "\nsplit_x = " << l.split_x << "\nsplit_y = " << l.split_y
       << "\ntimeline = " << (l.timeline ? "true" : "false") << "\nconsole = " << (l.console ? "true" : "false") << "\n";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!(f << out.str())) {
-      problem = "cannot write the layout to " + path;
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    problem = "cannot write the layout to " + path;
+  try {
+    trace::write_text_file(path, out.str());  // whole or not at all: Note [Saving a file whole]
+  } catch (const std::runtime_error& e) {
+    problem = std::string("cannot save the layout: ") + e.what();
     return false;
   }
   return true;

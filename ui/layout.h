@@ -36,11 +36,13 @@ constexpr float kMinSplit = 0.25f, kMaxSplit = 0.80f;
 
 // The file: $XDG_CONFIG_HOME/descent/app.conf, else ~/.config/descent/app.conf.
 std::string layout_path();
-// The remembered layout; the defaults where the file is missing. A line that
+// The remembered layout; the defaults where the file is missing, and also, with
+// `problem` set, where it is not a regular file of at most 64 KiB (a pipe, a
+// link to /dev/zero: Note [Reading app.conf safely], layout.cpp). A line that
 // cannot be read is skipped and named in `problem` (the rest still count).
 AppLayout load_layout(std::string& problem);
-// Writes it whole (through a temporary file renamed over it); false with
-// `problem` set when it cannot.
+// Writes it whole or not at all (Note [Saving a file whole], tracer/trace.cpp);
+// false with `problem` naming the file and the reason when it cannot.
 bool save_layout(const AppLayout& l, std::string& problem);
 // Within the limits above.
 AppLayout clamped(AppLayout l);

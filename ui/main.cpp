@@ -260,27 +260,39 @@ bool write_png(const std::string& path, int w, int h, std::string& error) {
   return true;
 }
 
-bool write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  return static_cast<bool>(out << text);
+// The state file, whole or not at all (Note [Saving a file whole] in
+// tracer/trace.cpp: readers never see half a file, a full disk keeps the last
+// good one); false with `error` naming the file and the reason.
+bool write_text(const std::string& path, const std::string& text, std::string& error) {
+  try {
+    trace::write_text_file(path, text);
+    return true;
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+    return false;
+  }
 }
 
 // The --state file in a window, rewritten when the state changes; when only
 // the clock in it changes (the frame counter, a run's seconds), at most
 // every kStateThrottle. Headless, the state is written once, at the end
-// (headless_exit_status).
+// (headless_exit_status). A write that fails is said once on stderr, until
+// one succeeds again (headless, at the end only, with the exit status).
 struct StateWriter {
-  explicit StateWriter(std::string p) : path(std::move(p)) {}
+  StateWriter(std::string p, bool headless) : path(std::move(p)), quiet(headless) {}
   std::string path, last_stable, last_full;
   Clock::time_point last_write{};
+  bool quiet, failing = false;
   void update(const App& app) {
     if (path.empty()) return;
     std::string stable;
     std::string full = state_json(app, &stable);
     const Clock::time_point now = Clock::now();
     if (stable == last_stable && (full == last_full || now - last_write < kStateThrottle)) return;
-    write_text(path + ".tmp", full);
-    std::rename((path + ".tmp").c_str(), path.c_str());  // readers never see half a file
+    std::string error;
+    const bool ok = write_text(path, full, error);
+    if (!ok && !failing && !quiet) log::warn("cannot write the state: ", error);
+    failing = !ok;
     last_stable = std::move(stable);
     last_full = std::move(full);
     last_write = now;
@@ -649,8 +661,9 @@ std::string last_line(const std::string& text) {
 // stderr, the first deciding the exit status (Note [Headless exit statuses]).
 int headless_exit_status(const App& app, const Loading& l, int exit_code) {
   const Options& o = app.options;
-  if (!o.state_file.empty() && !write_text(o.state_file, state_json(app))) {
-    std::fprintf(stderr, "descent app: cannot write the state to '%s'\n", o.state_file.c_str());
+  std::string state_error;
+  if (!o.state_file.empty() && !write_text(o.state_file, state_json(app), state_error)) {
+    std::fprintf(stderr, "descent app: cannot write the state: %s\n", state_error.c_str());
     exit_code = 1;
   }
   auto fail = [&](int status, const std::string& why) {
@@ -747,7 +760,7 @@ int run(int argc, char** argv) {
 
   // The frame loop: events, the run's progress, the playback, then a frame;
   // headless, the picture of the last frame.
-  StateWriter state_writer{o.state_file};
+  StateWriter state_writer{o.state_file, headless};
   Clock::time_point last = Clock::now();
   int frames = 0, exit_code = 0;
   while (!glfwWindowShouldClose(window)) {

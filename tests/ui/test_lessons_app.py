@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from test_app import APP, focus_window, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, CLI, focus_window, SAMPLE, child_env, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
@@ -210,6 +210,9 @@ def test_a_malformed_lesson_is_named_and_the_others_still_open(tmp_path):
     (lessons / "01-good.md").write_text(good)
     (lessons / "02-bad.md").write_text("# Bad\n\n```lesson\nteaches: t\n```\n")
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "DESCENT_LESSONS": str(lessons)}
+    # A lesson from outside the installed folder runs nothing until trusted (Note [Trusting a lesson]).
+    subprocess.run([CLI, "lesson", "--trust", str(lessons / "01-good.md")], env=child_env(**env), check=True,
+                   stdout=subprocess.DEVNULL)
     s, _, _ = run_app(tmp_path, "--lesson", "good", env=env, name="good")
     assert lesson(s)["open"] and lesson(s)["name"] == "good"
     bad = next(e for e in lesson(s)["progress"] if e["name"] == "bad")
