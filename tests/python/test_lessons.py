@@ -35,6 +35,14 @@ def run_cli(*args, tmp_path, stdin="", timeout=180):
                           timeout=timeout, env=env)
 
 
+def trusted(path, tmp_path):
+    """Trusts a lesson file written by the test (Note [Trusting a lesson]): it is outside the lessons
+    folder, so until then the command runs nothing of it."""
+    r = run_cli("--trust", str(path), tmp_path=tmp_path)
+    assert r.returncode == 0 and "Trusted" in r.stdout, r.stdout + r.stderr
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _private_progress(tmp_path, monkeypatch):
     """Progress goes to a folder of the test's own, never the user's."""
@@ -306,6 +314,7 @@ def test_cli_prints_the_output_after_the_questions(tmp_path):
     largest): the terminal and the handout show it once the questions were answered."""
     path = tmp_path / "01-printer.md"
     path.write_text(PRINTER)
+    trusted(path, tmp_path)
     r = run_cli(str(path), "--answers", "3,b", tmp_path=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
@@ -323,6 +332,7 @@ def test_cli_asks_again_after_a_typo(tmp_path):
     --answers than questions is the command's error, as the app's --answer is."""
     path = tmp_path / "01-printer.md"
     path.write_text(PRINTER)
+    trusted(path, tmp_path)
     r = run_cli(str(path), tmp_path=tmp_path, stdin="three\n\n3\nz\n7\n2\n")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "'three' is not a number. Try again" in r.stdout and "no answer typed. Try again" in r.stdout
@@ -339,16 +349,28 @@ def test_cli_asks_again_after_a_typo(tmp_path):
 
 def test_cli_check_says_why_when_the_last_resort_ends_it(tmp_path):
     """When the time limit cannot stop the code (a C call that never returns, a trace too large to read
-    back), the last resort ends the process while the code's output still goes to a buffer: its reason
-    must reach the real stdout all the same. Here the code ignores the alarm that would stop it."""
+    back), the grader kills the child process that runs it (Note [The grader's child]) and says why, with
+    what the code wrote to its stdout shown as the code's. Here the code ignores the alarm that would stop
+    it, and starts a process of its own, which goes with it."""
     code = tmp_path / "stubborn.py"
-    code.write_text("import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nprint('hidden')\n"
+    pid_file = tmp_path / "pid"
+    code.write_text("import signal, os, subprocess\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nprint('hidden')\n"
+                    "os.write(1, b'written\\n')\n"
+                    f"subprocess.Popen(['sh', '-c', 'echo $$ > {pid_file}; exec sleep 60'])\n"
                     "while True:\n    pass\n")
     began = time.perf_counter()
     r = run_cli("dispatcher", "--check", str(code), "--exercise", "1", "--limit", "1", tmp_path=tmp_path)
-    assert r.returncode == 1 and r.stdout.startswith("FAILED: stopped after 11 s: the code ran past its 1 s limit"), \
-        r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "\nFAILED: stopped after 11 s: the code ran past its 1 s limit" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.startswith("Your code printed:\n    written\n"), r.stdout
     assert time.perf_counter() - began < 30
+    pid = int(pid_file.read_text())
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z", "X"), f"the code's own process {pid} outlived the grader's kill ({state})"
 
 
 def test_cli_check(tmp_path):
@@ -390,11 +412,13 @@ def test_cli_validate_reports_a_broken_lesson(tmp_path):
     bad = tmp_path / "03-dispatcher.md"
     bad.write_text(src.replace("answer: floor=3 span=aten::mul arg.redispatch=true arg=kernel",
                                "answer: floor=3 span=aten::mull arg.redispatch=true arg=kernel"))
+    trusted(bad, tmp_path)
     r = run_cli("--validate", str(bad), tmp_path=tmp_path)
     assert r.returncode == 1
     assert "03-dispatcher.md:72: step 2: predict: the answer cannot be read: the selector" in r.stdout, r.stdout
     assert "matched no span (floor 3 has: aten::_to_copy, aten::copy_, aten::empty_strided, aten::mul, aten::to)" in r.stdout
     bad.write_text(src.replace("```start\nwith descent.no_grad():", "```start\nwith descent.inference_mode():"))
+    trusted(bad, tmp_path)  # edited: trusted again
     r = run_cli("--validate", str(bad), tmp_path=tmp_path)
     assert r.returncode == 1 and "starting code already meets its goal" in r.stdout, r.stdout
 

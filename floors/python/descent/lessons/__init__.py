@@ -3,13 +3,15 @@
 The lesson files live in lessons/ at the project's top level (lessons/README.md
 is the author's guide). This package reads them (format.py), runs their steps
 traced and reads what they point at (runner.py, selector.py), keeps a
-student's progress (progress.py), and is the `descent lesson` command
+student's progress (progress.py), decides which lesson files may run their
+code (trust.py: Note [Trusting a lesson]), and is the `descent lesson` command
 (terminal.py). The app's embedded interpreter calls the functions below,
 which return plain data:
 
     import descent.lessons as L
     L.catalog()                      # [{name, number, title, teaches, steps, ..., progress, error}]
-    lesson = L.load("dispatcher")    # a Lesson (format.py), or LessonError naming file and line
+    lesson = L.load("dispatcher")    # a Lesson (format.py), or LessonError naming file and line (Untrusted:
+                                     #   a file from outside the lessons folder that the user has not trusted)
     r = L.run_step(lesson, 0)        # {prose, code, trace, tree, looks, predictions, exercise, ...}
     L.answer(lesson, 0, 0, "b", r)   # {right, answer_text, evidence, explain}; recorded in the progress
     L.check(lesson, 3, code)         # {passed, reason, trace, ...}; recorded in the progress
@@ -17,28 +19,41 @@ which return plain data:
 """
 import os
 
-from . import progress
+from . import progress, trust
 from .format import LessonError, parse, parse_file
-from .runner import LimitExceeded, check_exercise, device_name, judge, run_step, time_limit, validate
+from .runner import LimitExceeded, check_exercise, check_in_child, device_name, judge, run_step, time_limit, validate
+from .trust import Untrusted
 
-__all__ = ["LessonError", "LimitExceeded", "answer", "catalog", "check", "device_name", "directory", "find",
-           "load", "parse", "parse_file", "paths", "progress", "run_step", "time_limit", "validate"]
+__all__ = ["LessonError", "LimitExceeded", "Untrusted", "answer", "catalog", "check", "check_in_child",
+           "device_name", "directory", "find", "installed_folders", "load", "parse", "parse_file", "paths",
+           "progress", "run_step", "time_limit", "trust", "validate"]
 
 
-def directory():
-    """The lessons folder: $DESCENT_LESSONS, else the build's copy (build/lessons, beside build/python),
-    else the source tree's lessons/ (when the package is run from floors/python)."""
-    env = os.environ.get("DESCENT_LESSONS")
-    if env:
-        return env
+def installed_folders():
+    """The lessons folders the package finds beside itself, in the order it looks: the build's copy
+    (build/python/descent -> build/lessons), then the source tree's (floors/python/descent -> lessons/).
+    Their lessons are trusted (Note [Trusting a lesson]); $DESCENT_LESSONS is not among them."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../python/descent
-    for up in (2, 3):  # build/python/descent -> build/lessons; floors/python/descent -> lessons
+    out = []
+    for up in (2, 3):
         d = here
         for _ in range(up):
             d = os.path.dirname(d)
         candidate = os.path.join(d, "lessons")
         if os.path.isdir(candidate):
-            return candidate
+            out.append(candidate)
+    return out
+
+
+def directory():
+    """The lessons folder: $DESCENT_LESSONS, else the first installed folder (installed_folders)."""
+    env = os.environ.get("DESCENT_LESSONS")
+    if env:
+        return env
+    found = installed_folders()
+    if found:
+        return found[0]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return os.path.join(os.path.dirname(os.path.dirname(here)), "lessons")
 
 
@@ -55,10 +70,14 @@ def paths(where=None):
     return sorted(files, key=lambda p: (os.path.basename(p).split("-")[0].zfill(4), os.path.basename(p)))
 
 
-def load(name):
+def load(name, require_trust=True):
     """The lesson called `name` (its name, its number, or a path to a file); LessonError when it is not
-    there or does not parse."""
-    return parse_file(find(name))
+    there or does not parse, and Untrusted (a LessonError) when it may not run its code and
+    `require_trust` (Note [Trusting a lesson]): pass False only to read it (hints, a reset), never to run."""
+    lesson = parse_file(find(name))
+    if require_trust:
+        trust.require(lesson)
+    return lesson
 
 
 def find(name):
@@ -84,14 +103,15 @@ def find(name):
 
 def catalog(where=None):
     """One dict per lesson file, in order: name, number, title, teaches, assumes, path, steps,
-    predictions, exercises, progress ({seen, predictions, exercises}), and error ("" or the
-    LessonError's text, for a file that does not parse: the others are listed all the same)."""
+    predictions, exercises, progress ({seen, predictions, exercises}), untrusted ("" or why it may not run
+    its code: Note [Trusting a lesson]; listing it runs nothing), and error ("" or the LessonError's text,
+    for a file that does not parse: the others are listed all the same)."""
     out = []
     for p in paths(where):
         from .format import name_of
         naming = name_of(p) or (None, os.path.splitext(os.path.basename(p))[0])
         entry = {"name": naming[1], "number": naming[0], "path": p, "title": "", "teaches": "", "assumes": "",
-                 "steps": 0, "predictions": 0, "exercises": 0, "error": ""}
+                 "steps": 0, "predictions": 0, "exercises": 0, "error": "", "untrusted": ""}
         try:
             lesson = parse_file(p)
         except LessonError as e:
@@ -99,7 +119,7 @@ def catalog(where=None):
         else:
             entry.update(title=lesson.title, teaches=lesson.teaches, assumes=lesson.assumes,
                          steps=len(lesson.steps), predictions=len(lesson.predictions()),
-                         exercises=len(lesson.exercises()))
+                         exercises=len(lesson.exercises()), untrusted=trust.check(lesson))
         entry["progress"] = progress.of(entry["name"])
         out.append(entry)
     return out
@@ -115,9 +135,10 @@ def answer(lesson, step, k, typed, result, record=True):
     return {"right": right, "answer_text": shown, "evidence": entry["evidence"], "explain": entry["explain"]}
 
 
-def check(lesson, step, code, limit_s=None, record=True):
-    """check_exercise, with the outcome recorded in the progress."""
-    result = check_exercise(lesson, step, code, limit_s)
+def check(lesson, step, code, limit_s=None, record=True, in_child=False):
+    """check_exercise (or, with `in_child`, check_in_child: the code run in a process of its own and the
+    verdict given here, Note [The grader's child]), with the outcome recorded in the progress."""
+    result = (check_in_child if in_child else check_exercise)(lesson, step, code, limit_s)
     if record:
         progress.record_exercise(lesson.name, step, result["passed"])
     return result

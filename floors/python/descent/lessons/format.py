@@ -40,11 +40,13 @@ step's own trace (selector.py).
 """
 from dataclasses import dataclass, field
 import functools
+import hashlib
 import os
 import re
 import warnings
 
 from . import selector as _selector
+from . import store as _store
 
 DEVICES = ("cpu", "gpu")
 CODE_BLOCKS = ("setup", "run", "start", "solution")
@@ -56,6 +58,7 @@ EXERCISE_KEYS = ("goal", "check", "hint", "device", "limit")
 LESSON_KEYS = ("teaches", "assumes")
 DEFAULT_LIMIT_S = 10.0  # an exercise's time limit when it names none
 MAX_LIMIT_S = 600.0
+MAX_LESSON_BYTES = 4 << 20  # 4 MiB: the longest lesson is about 20 KiB
 
 
 class LessonError(Exception):
@@ -121,6 +124,8 @@ class Lesson:
     assumes: str
     intro: str = ""
     steps: list = field(default_factory=list)
+    sha256: str = ""       # of the file's bytes as they were read: what trust.py records (Note [Trusting a lesson])
+    source: str = field(default="", repr=False)  # the text parsed, for the grader's child (runner.check_in_child)
 
     def predictions(self):
         """[(step index, prediction)] in the order they are asked."""
@@ -145,24 +150,31 @@ def name_of(path):
 
 
 def parse_file(path):
-    """The Lesson in the file at `path`; LessonError for a file that is not one."""
+    """The Lesson in the file at `path`, read once (its sha256 is of the bytes parsed); LessonError for a
+    file that is not one. A FIFO, a device or a file over MAX_LESSON_BYTES is refused unread (Note [Files a
+    lesson keeps])."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise LessonError(path, 0, f"cannot read the file: {e.strerror or e}") from None
+        data = _store.read_bytes(path, MAX_LESSON_BYTES)
+    except _store.Unreadable as e:
+        raise LessonError(path, 0, f"cannot read the file: {e}") from None
+    if data is None:
+        raise LessonError(path, 0, "cannot read the file: No such file or directory")
     return parse(data, path)
 
 
 def parse(data, path="<lesson>"):
     """The Lesson in `data` (str or bytes); LessonError naming `path` and a line when it is not one."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data.count(b"\n", 0, e.start) + 1
-            raise LessonError(path, line, f"expected UTF-8 text, found the byte 0x{data[e.start]:02x}") from None
-    return _Parser(path, data).lesson()
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise LessonError(path, line, f"expected UTF-8 text, found the byte 0x{data[e.start]:02x}") from None
+    lesson = _Parser(path, text).lesson()
+    lesson.sha256, lesson.source = digest, text
+    return lesson
 
 
 class _Parser:

@@ -9,15 +9,30 @@ when XDG_DATA_HOME is unset), shared by the terminal and the app:
 
 Steps and predictions are numbered from 0 inside the file ("step.prediction").
 A prediction keeps the student's first answer (right or not), as a class would
-count it; an exercise, once passed, stays passed. A file that cannot be read
-is treated as empty and replaced at the next save (it holds nothing a lesson
-cannot give back).
+count it; an exercise, once passed, stays passed.
+
+Note [Progress that cannot be read]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The file holds nothing a lesson cannot give back, so no state of it may stop
+a lesson: a file that cannot be read (a FIFO, a directory or a link to
+/dev/zero in its place, more than MAX_BYTES, JSON nested too deep) is treated
+as empty, and a value of the wrong kind (a step that is not a number, an
+answer that is not true or false) is left out, the rest kept; either way
+with one line on stderr, once per process, never a traceback (store.py
+reads it: Note [Files a lesson keeps]). Saving writes the file whole through
+a temporary file; when that fails (a read-only folder, a full disk) the old
+file stays as it was and one line says why, and the lesson goes on.
 """
 import json
 import os
-import tempfile
+import re
+
+from . import store
 
 VERSION = 1
+MAX_BYTES = 1 << 20  # 1 MiB: ten lessons' progress is about 2 KiB
+_PREDICTION = re.compile(r"^\d{1,6}\.\d{1,6}$")
+_STEP = re.compile(r"^\d{1,6}$")
 
 
 def path():
@@ -25,41 +40,81 @@ def path():
     return os.path.join(base, "descent", "progress.json")
 
 
+def _empty():
+    return {"version": VERSION, "lessons": {}}
+
+
 def load():
+    """The progress, as {"version", "lessons": {name: {seen, predictions, exercises}}}: empty when there is
+    none or it cannot be read (Note [Progress that cannot be read])."""
+    p = path()
     try:
-        with open(path(), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {"version": VERSION, "lessons": {}}
+        data = store.read_json(p, MAX_BYTES)
+    except store.Unreadable as e:
+        store.warn_once(("progress", p, str(e)), f"descent lesson: your progress file {p} cannot be read: {e}; "
+                                                 "it is treated as empty")
+        return _empty()
+    if data is None:
+        return _empty()
+    clean, dropped = _clean(data)
+    if dropped:
+        more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+        store.warn_once(("progress", p, "values"), f"descent lesson: your progress file {p} holds a value of the "
+                                                   f"wrong kind at {dropped[0]}{more}: left out, the rest is kept")
+    return clean
+
+
+def _clean(data):
+    """(the progress with only well-formed values, [where each value left out was])."""
+    out, dropped = _empty(), []
     if not isinstance(data, dict) or not isinstance(data.get("lessons"), dict):
-        return {"version": VERSION, "lessons": {}}
-    return data
+        return out, ["the top (expected {\"version\": 1, \"lessons\": {...}})"]
+    for name, entry in data["lessons"].items():
+        if not isinstance(entry, dict):
+            dropped.append(f"lessons.{name}")
+            continue
+        e = out["lessons"][name] = {"seen": [], "predictions": {}, "exercises": {}}
+        seen = entry.get("seen", [])
+        if isinstance(seen, list):
+            for k, step in enumerate(seen):
+                if type(step) is int and 0 <= step < 1_000_000:
+                    e["seen"].append(step)
+                else:
+                    dropped.append(f"lessons.{name}.seen[{k}]")
+            e["seen"] = sorted(set(e["seen"]))
+        else:
+            dropped.append(f"lessons.{name}.seen")
+        for key, pattern in (("predictions", _PREDICTION), ("exercises", _STEP)):
+            values = entry.get(key, {})
+            if not isinstance(values, dict):
+                dropped.append(f"lessons.{name}.{key}")
+                continue
+            for k, v in values.items():
+                if pattern.match(k) and type(v) is bool:
+                    e[key][k] = v
+                else:
+                    dropped.append(f"lessons.{name}.{key}.{k}")
+    return out, dropped
 
 
 def save(data):
-    """Writes the file whole, through a temporary file renamed over it (never half written)."""
+    """Writes the file whole (store.write_atomic). Returns whether it was saved; when not, the old file is
+    kept and one line on stderr says why (Note [Progress that cannot be read])."""
     p = path()
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".progress.", dir=os.path.dirname(p))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        store.write_atomic(p, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    except OSError as e:
+        store.warn_once(("save", p, store.reason(e)), f"descent lesson: cannot save your progress in {p}: "
+                                                      f"{store.reason(e)} (the old file is kept)")
+        return False
+    return True
 
 
 def _entry(data, lesson):
     e = data["lessons"].setdefault(lesson, {})
-    if not isinstance(e, dict):
-        e = data["lessons"][lesson] = {}
     for key, empty in (("seen", []), ("predictions", {}), ("exercises", {})):
-        if not isinstance(e.get(key), type(empty)):
-            e[key] = empty
+        e.setdefault(key, empty)
     return e
 
 
@@ -91,13 +146,20 @@ def of(lesson):
 
 
 def reset(lesson=None):
-    """Forgets one lesson's progress, or everyone's."""
+    """Forgets one lesson's progress, or everyone's. Returns whether it was forgotten (when not, one line on
+    stderr said why)."""
     if lesson is None:
+        p = path()
         try:
-            os.unlink(path())
+            os.unlink(p)
         except FileNotFoundError:
             pass
-        return
+        except OSError as e:
+            store.warn_once(("reset", p, store.reason(e)), f"descent lesson: cannot remove your progress file {p}: "
+                                                           f"{store.reason(e)}")
+            return False
+        return True
     data = load()
     if data["lessons"].pop(lesson, None) is not None:
-        save(data)
+        return save(data)
+    return True

@@ -16,12 +16,14 @@ own) a watchdog thread raises it there with PyThreadState_SetAsyncExc, which
 takes effect at the thread's next Python instruction. LimitExceeded is a
 BaseException, so the student's `except Exception:` does not swallow it. A C
 call that never returns cannot be interrupted from Python at all: the
-terminal's `--check` adds a last resort that ends the process (terminal.py).
+terminal's `--check` runs the code in a child process, which the grader
+kills a little after the limit (Note [The grader's child]).
 """
 import contextlib
 import ctypes
 import gc
 import io
+import os
 import signal
 import sys
 import threading
@@ -278,21 +280,26 @@ def exercise_dict(ex):
             "device": ex.device, "limit_s": ex.limit_s, "checks": [c for c, _, _ in ex.checks]}
 
 
-def check_exercise(lesson, index, code_text, limit_s=None):
-    """Runs a student's code for the exercise of step `index` (traced, time-limited) and checks the goal.
-    Returns a dict: passed, reason (one paragraph saying why), trace, tree, output, error, seconds."""
+def exercise_facts(lesson, index, code_text, limit_s=None):
+    """Runs a student's code for the exercise of step `index` in this process (the step's setup first, the
+    code traced and time-limited) and evaluates the exercise's checks over what it left, in order, up to
+    the first that does not hold. Returns what happened, as plain data but for the trace:
+      invalid (why the code does not compile, or ""), stopped (it ran past the limit), output, error
+      (the exception as text), raised ("Type: message" of the code's exception, or ""), seconds,
+      checks: [{text, outcome ("true", "false", "nomatch", "raised", "limit"), detail}], trace, tree.
+    verdict() turns these into passed and a reason."""
     from . import format as _fmt
     step = lesson.steps[index]
     ex = step.exercise
     limit = limit_s or ex.limit_s
-    result = {"passed": False, "reason": "", "trace": None, "tree": "", "output": "", "error": "",
-              "seconds": 0.0, "goal": ex.goal}
+    facts = {"invalid": "", "stopped": False, "output": "", "error": "", "raised": "", "seconds": 0.0,
+             "checks": [], "trace": None, "tree": ""}
     try:
         code = _fmt.Code(code_text, 1, ex.device, compile(code_text, "<exercise>", "exec", dont_inherit=True))
     except (SyntaxError, ValueError) as e:
         line = f" (line {e.lineno})" if getattr(e, "lineno", None) else ""
-        result["reason"] = f"the code is not valid Python{line}: {getattr(e, 'msg', None) or e}"
-        return result
+        facts["invalid"] = f"the code is not valid Python{line}: {getattr(e, 'msg', None) or e}"
+        return facts
     ns = namespace(ex.device)
     if step.compare:  # the step's PyTorch profile, for the exercise's checks as for its answers
         ns["pytorch"] = _C._load_trace(step.compare)
@@ -302,39 +309,291 @@ def check_exercise(lesson, index, code_text, limit_s=None):
         trace, output = None, ""
         if exc is None:
             trace, output, exc = _run_code(code, ns, limit)
-        result["seconds"] = time.perf_counter() - began
-        result.update(trace=trace, tree=trace.format_tree() if trace is not None else "", output=output,
-                      error=_error_text(exc))
+        facts["seconds"] = time.perf_counter() - began
+        facts.update(trace=trace, tree=trace.format_tree() if trace is not None else "", output=output,
+                     error=_error_text(exc), raised=f"{type(exc).__name__}: {exc}" if exc is not None else "")
         if isinstance(exc, LimitExceeded):
-            result["error"] = ""
-            result["reason"] = (f"stopped after {limit:g} s: the code did not finish in its time limit "
-                                "(an endless loop, or a wait that never ends?)")
-            return result
+            facts.update(stopped=True, error="", raised="")
+            return facts
         spans = _sel.Spans(trace)
         env = dict(ns)
         env.update(_sel.helpers(spans, trace, output, exc))
-        raised = f"\nYour code raised {type(exc).__name__}: {exc}" if exc is not None else ""
         for text, compiled, _ in ex.checks:
+            entry = {"text": text, "outcome": "true", "detail": ""}
+            facts["checks"].append(entry)
             try:
                 with time_limit(limit):
                     ok = bool(eval(compiled, env))  # noqa: S307  (the lesson's own check)
             except _sel.NoMatch as e:
-                result["reason"] = f"the goal is not met: {ex.goal}\nThe check `{text}` found nothing: {e}{raised}"
-                return result
+                entry.update(outcome="nomatch", detail=str(e))
             except LimitExceeded:
-                result["reason"] = f"the check `{text}` did not finish in {limit:g} s"
-                return result
+                entry["outcome"] = "limit"
             except Exception as e:  # noqa: BLE001
-                result["reason"] = (f"the goal is not met: {ex.goal}\nThe check `{text}` raised "
-                                    f"{type(e).__name__}: {e}{raised}")
-                return result
-            if not ok:
-                result["reason"] = f"the goal is not met: {ex.goal}\nThis check is false: `{text}`{raised}"
-                return result
+                entry.update(outcome="raised", detail=f"{type(e).__name__}: {e}")
+            else:
+                entry["outcome"] = "true" if ok else "false"
+            if entry["outcome"] != "true":
+                break
         del env
-    result["passed"] = True
-    result["reason"] = f"the goal is met: {ex.goal}"
+    return facts
+
+
+def verdict(ex, facts, limit):
+    """(passed, reason) for exercise `ex` from exercise_facts' facts (read in this process, or back from the
+    grader's child). It passes only when every one of the exercise's checks was evaluated, in order, and
+    held (Note [The grader's child])."""
+    if facts["invalid"]:
+        return False, facts["invalid"]
+    if facts["stopped"]:
+        return False, (f"stopped after {limit:g} s: the code did not finish in its time limit "
+                       "(an endless loop, or a wait that never ends?)")
+    raised = f"\nYour code raised {facts['raised']}" if facts["raised"] else ""
+    checks = facts["checks"]
+    for (text, _, _), entry in zip(ex.checks, checks):
+        if entry["text"] != text:
+            return False, f"the grader's report does not match the exercise's checks (`{entry['text']}`)"
+        outcome = entry["outcome"]
+        if outcome == "true":
+            continue
+        if outcome == "nomatch":
+            return False, f"the goal is not met: {ex.goal}\nThe check `{text}` found nothing: {entry['detail']}{raised}"
+        if outcome == "limit":
+            return False, f"the check `{text}` did not finish in {limit:g} s"
+        if outcome == "raised":
+            return False, f"the goal is not met: {ex.goal}\nThe check `{text}` raised {entry['detail']}{raised}"
+        return False, f"the goal is not met: {ex.goal}\nThis check is false: `{text}`{raised}"
+    if len(checks) != len(ex.checks):
+        return False, (f"the goal is not met: {ex.goal}\nNot every check was evaluated ({len(checks)} of "
+                       f"{len(ex.checks)})")
+    return True, f"the goal is met: {ex.goal}"
+
+
+def check_exercise(lesson, index, code_text, limit_s=None):
+    """Runs a student's code for the exercise of step `index` in this process (traced, time-limited) and
+    checks the goal. Returns a dict: passed, reason (one paragraph saying why), trace, tree, output, error,
+    seconds, goal. The validator and the app use it; the command's --check grades in a child process
+    instead (check_in_child)."""
+    ex = lesson.steps[index].exercise
+    limit = limit_s or ex.limit_s
+    facts = exercise_facts(lesson, index, code_text, limit)
+    passed, reason = verdict(ex, facts, limit)
+    return {"passed": passed, "reason": reason, "trace": facts["trace"], "tree": facts["tree"],
+            "output": facts["output"], "error": facts["error"], "seconds": facts["seconds"], "goal": ex.goal}
+
+
+# [SECTION] The grader's child ---------------------------------------------------------------------------
+
+# Note [The grader's child]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Graded in the grader's own process, the graded code can end the grader:
+# `os._exit(0)` exits with the status a pass gives, and printing "PASSED ..."
+# first makes it look like one. So `descent lesson --check` runs the
+# student's code, the step's setup and the exercise's checks in a child
+# process (the same Python, the same descent on its PYTHONPATH, a session of
+# its own), which writes what happened (exercise_facts, as JSON) to a pipe of
+# its own, a file descriptor that is neither stdout nor stderr, and ends at
+# once with os._exit(0). The parent alone gives the verdict (verdict()): a
+# pass needs the child's whole report, every check in it evaluated and true,
+# and a child that ended with status 0 after writing it. A child that exits
+# before its report (os._exit, sys.exit from a thread, a crash), whatever its
+# status, fails with a line saying so; whatever the code printed is shown
+# indented under "Your code printed:", never as the grader's own line. The
+# time limit holds twice: in the child, the timer of Note [Stopping student
+# code] stops the code at --limit with a clear reason; the parent kills the
+# child's whole process group (SIGKILL) GRACE_S later, which also stops a C
+# call that never returns, and the child dies with the parent
+# (PR_SET_PDEATHSIG). This is not a sandbox: code that runs in the child can
+# write a report of its own to that pipe, as it could in any process that
+# must look at its results. What it guarantees is that ending the process,
+# printing, or exiting 0 does not pass.
+
+GRACE_S = 10.0                # how long past --limit the parent waits before it kills the child
+REPORT_MAX_BYTES = 16 << 20   # the child's report (most of it, the code's output)
+OUTPUT_MAX_BYTES = 1 << 20    # what the child's stdout and stderr may add; the rest is dropped
+
+
+def _package_root():
+    return os.path.dirname(os.path.dirname(os.path.abspath(descent.__file__)))
+
+
+def check_in_child(lesson, index, code_text, limit_s=None):
+    """check_exercise, the code run in a child process and the verdict given here (Note [The grader's child]).
+    Returns the same dict, with trace None and tree ""."""
+    import json
+    import selectors
+    import subprocess
+
+    ex = lesson.steps[index].exercise
+    limit = limit_s or ex.limit_s
+    result = {"passed": False, "reason": "", "trace": None, "tree": "", "output": "", "error": "",
+              "seconds": 0.0, "goal": ex.goal}
+    request = json.dumps({"path": lesson.path, "text": lesson.source, "step": index, "code": code_text,
+                          "limit": limit}).encode("utf-8")
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _package_root() + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    argv = [sys.executable, "-c", "import sys; from descent.lessons import runner; "
+            f"sys.exit(runner._child_main({req_r}, {rep_w}, {os.getpid()}))"]
+    began = time.perf_counter()
+    try:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 pass_fds=(req_r, rep_w), env=env, start_new_session=True)
+    except BaseException:
+        for fd in (req_w, rep_r):
+            os.close(fd)
+        raise
+    finally:
+        os.close(req_r)
+        os.close(rep_w)
+    deadline = began + limit + GRACE_S
+    report, raw, killed = bytearray(), bytearray(), False
+    sel = selectors.DefaultSelector()
+    try:
+        os.set_blocking(req_w, False)
+        sel.register(req_w, selectors.EVENT_WRITE, "request")
+        sel.register(rep_r, selectors.EVENT_READ, "report")
+        sel.register(child.stdout, selectors.EVENT_READ, "stdout")
+        pending, exited_at = memoryview(request), None
+        while sel.get_map():
+            now = time.perf_counter()
+            if now >= deadline:
+                killed = True
+                break
+            if exited_at is None and _exited(child.pid):
+                exited_at = now
+            if exited_at is not None and now - exited_at > 1.0:  # gone; what is left open is a grandchild's
+                break
+            for key, _ in sel.select(timeout=min(0.1, deadline - now)):
+                if key.data == "request":
+                    try:
+                        pending = pending[os.write(req_w, pending):]
+                    except BrokenPipeError:
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(req_w)
+                        os.close(req_w)
+                        req_w = -1
+                    continue
+                fd = key.fd
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                keep, cap = (report, REPORT_MAX_BYTES) if key.data == "report" else (raw, OUTPUT_MAX_BYTES)
+                if len(keep) <= cap:
+                    keep += chunk
+    finally:
+        sel.close()
+        for fd in (req_w, rep_r):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        try:
+            os.killpg(child.pid, signal.SIGKILL)  # the child, if it still runs, and anything it started
+        except (ProcessLookupError, PermissionError):
+            pass
+        child.wait()
+        child.stdout.close()
+    result["seconds"] = time.perf_counter() - began
+    printed = raw[:OUTPUT_MAX_BYTES].decode("utf-8", "replace")
+    if killed:
+        result["output"] = printed
+        result["reason"] = (f"stopped after {limit + GRACE_S:g} s: the code ran past its {limit:g} s limit and could "
+                            "not be stopped from Python (a C call that never returns, or a trace too large to read "
+                            "back)")
+        return result
+    facts = _read_report(bytes(report))
+    status = child.returncode
+    if facts is None:
+        result["output"] = printed
+        ended = (f"was killed by signal {_signal_name(-status)}" if status < 0 else f"exited with status {status}")
+        result["reason"] = (f"not graded: the process running your code {ended} before it reported its checks "
+                            "(os._exit, an exit from a thread, or a crash ends it early); only code that runs to "
+                            "its end is graded")
+        return result
+    result["output"] = facts["output"] + printed
+    result["error"] = facts["error"]
+    if isinstance(facts.get("seconds"), (int, float)):
+        result["seconds"] = float(facts["seconds"])  # the code's own time, without the child's start
+    if status != 0:
+        result["reason"] = f"not graded: the process running your code ended with status {status} after its report"
+        return result
+    result["passed"], result["reason"] = verdict(ex, facts, limit)
     return result
+
+
+def _exited(pid):
+    """Whether the child has ended, without reaping it: until it is reaped its pid (and so its process
+    group's id) cannot be given to another process, so the killpg after it cannot hit a stranger."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _read_report(data):
+    """The child's facts from its report, or None when there is no whole, well-formed one."""
+    import json
+    try:
+        facts = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    shape = {"invalid": str, "stopped": bool, "output": str, "error": str, "raised": str, "checks": list,
+             "done": bool}
+    if not isinstance(facts, dict) or any(not isinstance(facts.get(k), t) for k, t in shape.items()):
+        return None
+    if not facts["done"]:
+        return None
+    for entry in facts["checks"]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("text"), str) and isinstance(entry.get("detail"), str)
+                and entry.get("outcome") in ("true", "false", "nomatch", "raised", "limit")):
+            return None
+    return facts
+
+
+def _child_main(request_fd, report_fd, parent_pid):
+    """The grader's child (Note [The grader's child]): reads its request, runs exercise_facts, writes the
+    facts to `report_fd` and ends at once, whatever the student's code left running."""
+    import json
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    with os.fdopen(request_fd, "rb") as f:
+        req = json.loads(f.read().decode("utf-8"))
+    report = os.fdopen(report_fd, "wb")
+    from . import format as _fmt
+    lesson = _fmt.parse(req["text"], req["path"])
+    facts = exercise_facts(lesson, int(req["step"]), req["code"], float(req["limit"]))
+    facts.pop("trace")
+    facts.pop("tree")
+    facts["output"] = facts["output"][:OUTPUT_MAX_BYTES]
+    facts["done"] = True
+    data = json.dumps(facts, default=str).encode("utf-8", "replace")
+    try:
+        report.write(data)
+        report.close()
+    except (OSError, ValueError):
+        os._exit(3)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(0)
 
 
 # [SECTION] Validation ---------------------------------------------------------------------------------

@@ -9,20 +9,55 @@
     descent lesson NAME --handout DIR       each step as Markdown with its trace tree
     descent lesson --validate [PATH]        runs lessons as their author's test (exit 0 when all hold)
     descent lesson [NAME] --reset           forgets your progress (one lesson's, or all)
+    descent lesson --trust FILE             shows every block of code FILE runs, and trusts it
+
+A lesson file from outside the installed lessons folder runs nothing until it
+is trusted (Note [Trusting a lesson] in trust.py): running it, checking,
+validating and writing its handout refuse with one line saying how.
 
 Exit status: 0 when all went well (every prediction answered right, the
-exercise passed, every lesson valid), 1 when not, 2 when the command could not
+exercise passed, every lesson valid), 1 when not (an untrusted lesson, a
+handout that could not be written, included), 2 when the command could not
 do what was asked (no such lesson, a file that is not a lesson).
+
+Note [Text the terminal shows]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A terminal obeys the control characters in what it is sent: ESC starts a
+sequence that can move the cursor, erase a line, set the window's title or
+(on some terminals) write a file; a carriage return or a backspace draws
+over what was shown; Unicode's bidirectional overrides reorder a line of
+code so that it reads as something else than what runs ("Trojan Source",
+CVE-2021-42574). A lesson, the code's output and a student's file can all
+hold them, and the point of showing code is that what the student sees is
+what runs. So everything this command prints goes through shown(): each C0
+control but newline and tab, DEL, the C1 controls (0x80-0x9f: 0x9b is a
+one-byte ESC [) and the bidirectional controls are written as escapes
+(\\x1b, \\u202e), as Python's repr() writes them.
 """
 import os
+import re
 import sys
 import textwrap
-import threading
 import time
 
-from . import catalog, check, directory, find, load, paths, progress, run_step, validate
-from .format import LessonError
+from . import catalog, check, directory, load, paths, progress, run_step, store, trust, validate
+from .format import MAX_LIMIT_S, LessonError
+from .trust import Untrusted
 from . import runner as _runner
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CHECK_MAX_BYTES = 1 << 20  # a --check solution file: 1 MiB
+
+
+def shown(text):
+    """`text` with its control characters written as escapes (Note [Text the terminal shows])."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                         else f"\\u{ord(m.group()):04x}", text)
+
+
+def echo(*parts, sep=" ", end="\n", file=None):
+    """print(), through shown()."""
+    print(shown(sep.join(str(p) for p in parts)), end=end, file=file if file is not None else sys.stdout)
 
 RULE = "\u2500" * 4
 
@@ -48,28 +83,36 @@ def add_parser(sub):
                    help="parse and run lessons (a file, or a folder: the lessons folder by default) and check "
                         "that every selector, answer and exercise holds")
     p.add_argument("--reset", action="store_true", help="forget your progress (the named lesson's, or all)")
+    p.add_argument("--trust", metavar="FILE",
+                   help="show every block of code a lesson file from outside the lessons folder would run (its "
+                        "setup blocks and checks included), then trust it: until then it runs nothing")
     p.set_defaults(fn=main)
     return p
 
 
 def main(args):
     try:
+        if args.trust is not None:
+            return cmd_trust(args.trust)
         if args.validate is not None:
             return cmd_validate(args.validate or None)
         if args.reset:
             return cmd_reset(args.name)
         if args.name is None:
             return cmd_list()
-        lesson = load(args.name)
+        if args.hints or args.solution:  # reading only: an untrusted lesson's hints run nothing
+            return cmd_hints(load(args.name, require_trust=False), args.solution)
+        lesson = load(args.name)  # Untrusted unless it may run its code (Note [Trusting a lesson])
         if args.check:
             return cmd_check(lesson, args)
-        if args.hints or args.solution:
-            return cmd_hints(lesson, args.solution)
         if args.handout:
             return cmd_handout(lesson, args.handout)
         return cmd_run(lesson, args)
+    except Untrusted as e:
+        echo(f"descent lesson: {e}", file=sys.stderr)
+        return 1
     except LessonError as e:
-        print(f"descent lesson: {e}", file=sys.stderr)
+        echo(f"descent lesson: {e}", file=sys.stderr)
         return 2
 
 
@@ -78,33 +121,39 @@ def main(args):
 def cmd_list():
     entries = catalog()
     if not entries:
-        print(f"descent lesson: no lessons in {directory()} (set DESCENT_LESSONS to a folder of lessons)")
+        echo(f"descent lesson: no lessons in {directory()} (set DESCENT_LESSONS to a folder of lessons)")
         return 2
-    print(f"The lessons ({directory()}); your progress is kept in {progress.path()}\n")
+    echo(f"The lessons ({directory()}); your progress is kept in {progress.path()}\n")
     width = max(len(e["name"]) for e in entries)
     for e in entries:
         number = "" if e["number"] is None else str(e["number"])
         if e["error"]:
-            print(f"{number:>3} {e['name']:{width}}  cannot be read: {e['error']}")
+            echo(f"{number:>3} {e['name']:{width}}  cannot be read: {e['error']}")
+            continue
+        if e["untrusted"]:  # Note [Trusting a lesson]
+            echo(f"{number:>3} {e['name']:{width}}  {e['title']}\n    {'':{width}}  runs nothing until you trust it: "
+                 f"descent lesson --trust {e['path']}")
             continue
         p = e["progress"]
         right = sum(1 for v in p["predictions"].values() if v)
         done = sum(1 for v in p["exercises"].values() if v)
         state = (f"{len(p['seen'])}/{e['steps']} steps seen, {right}/{e['predictions']} predictions right, "
                  f"{done}/{e['exercises']} exercise{'s' if e['exercises'] != 1 else ''} done")
-        print(f"{number:>3} {e['name']:{width}}  {e['title']}\n    {'':{width}}  {state}")
-    print("\nOpen one with: descent lesson NAME (or its number)")
+        echo(f"{number:>3} {e['name']:{width}}  {e['title']}\n    {'':{width}}  {state}")
+    echo("\nOpen one with: descent lesson NAME (or its number)")
     return 0
 
 
 def cmd_reset(name):
     if name is None:
-        progress.reset()
-        print(f"forgot all progress ({progress.path()})")
+        if not progress.reset():
+            return 1
+        echo(f"forgot all progress ({progress.path()})")
         return 0
-    lesson = load(name)
-    progress.reset(lesson.name)
-    print(f"forgot your progress in '{lesson.name}'")
+    lesson = load(name, require_trust=False)
+    if not progress.reset(lesson.name):
+        return 1
+    echo(f"forgot your progress in '{lesson.name}'")
     return 0
 
 
@@ -121,23 +170,23 @@ class _Answers:
     def next(self, prompt, why_not=lambda typed: ""):
         if self.given is not None:
             if not self.given:
-                print(f"{prompt}(no answer given)")
+                echo(f"{prompt}(no answer given)")
                 return None
             a = self.given.pop(0)
-            print(f"{prompt}{a}")
+            echo(f"{prompt}{a}")
             if why_not(a):
-                print(f"({why_not(a)}: judged wrong)")
+                echo(f"({why_not(a)}: judged wrong)")
             return a
         while True:
             try:
                 typed = input(prompt)
             except EOFError:
-                print("(no answer)")
+                echo("(no answer)")
                 return None
             problem = why_not(typed)
             if not problem:
                 return typed
-            print(f"{problem}. Try again (Ctrl+D shows the answer).")
+            echo(f"{problem}. Try again (Ctrl+D shows the answer).")
 
     def skip(self):
         """Drops the listed answer of a question that cannot be asked, so the next ones stay in step."""
@@ -172,82 +221,100 @@ def cmd_run(lesson, args):
     steps = range(len(lesson.steps))
     if args.step is not None:
         if not 1 <= args.step <= len(lesson.steps):
-            print(f"descent lesson: '{lesson.name}' has steps 1 to {len(lesson.steps)}, not {args.step}",
+            echo(f"descent lesson: '{lesson.name}' has steps 1 to {len(lesson.steps)}, not {args.step}",
                   file=sys.stderr)
             return 2
         steps = [args.step - 1]
     questions = sum(len(lesson.steps[i].predictions) for i in steps)
     if answers.given is not None and len(answers.given) > questions:
         where = f"step {args.step} of '{lesson.name}'" if args.step is not None else f"'{lesson.name}'"
-        print(f"descent lesson: --answers: {where} has {questions} question(s), not {len(answers.given)}",
+        echo(f"descent lesson: --answers: {where} has {questions} question(s), not {len(answers.given)}",
               file=sys.stderr)
         return 2
     number = f" {lesson.number}" if lesson.number is not None else ""
-    print(f"Lesson{number}: {lesson.title}\n")
-    print(f"What it teaches: {lesson.teaches}")
-    print(f"What it assumes: {lesson.assumes}\n")
+    echo(f"Lesson{number}: {lesson.title}\n")
+    echo(f"What it teaches: {lesson.teaches}")
+    echo(f"What it assumes: {lesson.assumes}\n")
     if lesson.intro and args.step is None:
-        print(lesson.intro + "\n")
+        echo(lesson.intro + "\n")
     asked = right = 0
     for i in steps:
         step = lesson.steps[i]
-        print(f"{RULE} Step {i + 1} of {len(lesson.steps)}: {step.title} {RULE}\n")
+        echo(f"{RULE} Step {i + 1} of {len(lesson.steps)}: {step.title} {RULE}\n")
         if step.prose:
-            print(step.prose + "\n")
+            echo(step.prose + "\n")
+        if step.setup is not None:  # Note [Nothing runs unseen]
+            echo(f"First, untraced, the step's setup ({_lines(step.setup.text)}):\n{_indent(step.setup.text)}\n")
         if step.run is not None:
+            device = _runner.device_name(step.run.device)
+            sim = " (a simulated device: this machine has no NVIDIA GPU)" if device == "sim:0" else ""
+            echo(f"The code, run on {device}{sim}:\n{_indent(step.run.text)}\n")
             r = run_step(lesson, i)
-            sim = " (a simulated device: this machine has no NVIDIA GPU)" if r["device"] == "sim:0" else ""
-            print(f"The code, run on {r['device']}{sim}:\n{_indent(r['code'])}\n")
             for k, entry in enumerate(r["predictions"]):
                 asked += 1
                 right += _ask(lesson, i, k, entry, r, answers)
             if r["output"]:  # after the questions: what a step prints may be an answer
-                print(f"It printed:\n{_indent(r['output'])}\n")
+                echo(f"It printed:\n{_indent(r['output'])}\n")
             if r["tree"]:
-                print(f"The trace:\n{r['tree'].rstrip()}\n")
+                echo(f"The trace:\n{r['tree'].rstrip()}\n")
             if r.get("compare"):
-                print(f"PyTorch's own profile of the same code: {r['compare']}\n(beside descent's trace: "
+                echo(f"PyTorch's own profile of the same code: {r['compare']}\n(beside descent's trace: "
                       f"descent app --lesson {lesson.name} --lesson-step {i + 1}, then 3 for the Compare tab)\n")
             if r["error"]:
-                print(f"The code raised (this is the step's outcome):\n{_indent(r['error'])}\n")
+                echo(f"The code raised (this is the step's outcome):\n{_indent(r['error'])}\n")
             for look in r["looks"]:
                 if look["problem"]:
-                    print(f"Look at: {look['selector']} -- {look['problem']}\n")
+                    echo(f"Look at: {look['selector']} -- {look['problem']}\n")
                 else:
                     value = f" = {look['value']}" if look["value"] is not None else ""
-                    print(f"Look at ({look['selector']}){value}:\n    {look['span']['line_text']}\n")
+                    echo(f"Look at ({look['selector']}){value}:\n    {look['span']['line_text']}\n")
         if step.exercise is not None:
             _show_exercise(lesson, i)
         progress.mark_seen(lesson.name, i)
     if asked:
-        print(f"{right} of {asked} predictions right.")
+        echo(f"{right} of {asked} predictions right.")
     return 0 if right == asked else 1
+
+
+# Note [Nothing runs unseen]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A step's ```setup runs untraced before its code, so its trace never shows
+# it; the terminal prints it, whole, before the step runs, and then the code
+# itself. Whole rather than folded to one line: the setup is where the names
+# the step's questions are about are made (the longest in lessons/ is 18
+# lines), and a fold would hide exactly the lines that run unseen. What a
+# lesson from outside the lessons folder runs beyond that (its answers'
+# python, its checks) is shown once, when it is trusted (cmd_trust).
+
+def _lines(text):
+    n = len(text.rstrip("\n").split("\n"))
+    return f"{n} line{'s' if n != 1 else ''}"
 
 
 def _ask(lesson, i, k, entry, result, answers):
     """Asks prediction k of step i, then reveals the answer with its evidence. Returns whether it was right."""
     from . import answer
-    print(f"Predict: {entry['ask']}")
+    echo(f"Predict: {entry['ask']}")
     for j, c in enumerate(entry["choices"]):
-        print(f"  {chr(ord('a') + j)}) {c}")
+        echo(f"  {chr(ord('a') + j)}) {c}")
     if entry["problem"]:
         answers.skip()
-        print(f"(this question cannot be answered here: {entry['problem']})\n")
+        echo(f"(this question cannot be answered here: {entry['problem']})\n")
         return False
     hint = " (a letter)" if entry["choices"] else (f" (a number, {entry['tolerance']})" if entry["tolerance"]
                                                    else "")
     typed = answers.next(f"Your answer{hint}: ", lambda t: _unreadable(entry, t))
     if typed is None:
-        print(f"The answer: {entry['answer_text']}.")
+        echo(f"The answer: {entry['answer_text']}.")
         verdict = False
     else:
         verdict = answer(lesson, i, k, typed, result)["right"]
-        print(("Right: " if verdict else "Not quite: the answer is ") + f"{entry['answer_text']}.")
+        echo(("Right: " if verdict else "Not quite: the answer is ") + f"{entry['answer_text']}.")
     if entry["evidence"]:
-        print(f"The evidence, from this run's trace:\n{_indent(entry['evidence'])}")
+        echo(f"The evidence, from this run's trace:\n{_indent(entry['evidence'])}")
     if entry["explain"]:
-        print(textwrap.fill(entry["explain"], 100))
-    print()
+        echo(textwrap.fill(entry["explain"], 100))
+    echo()
     return verdict
 
 
@@ -255,24 +322,24 @@ def _show_exercise(lesson, i):
     ex = lesson.steps[i].exercise
     which = [j for j, _ in lesson.exercises()].index(i) + 1
     flag = f" --exercise {which}" if len(lesson.exercises()) > 1 else ""
-    print(f"Exercise: {ex.goal}\n")
-    print(f"Starting code (on {_runner.device_name(ex.device)}):\n{_indent(ex.start.text)}\n")
-    print(f"Write your version in a file and check it:  descent lesson {lesson.name} --check FILE.py{flag}")
-    print(f"A hint:  descent lesson {lesson.name} --hints    (the solution: --solution)\n")
+    echo(f"Exercise: {ex.goal}\n")
+    echo(f"Starting code (on {_runner.device_name(ex.device)}):\n{_indent(ex.start.text)}\n")
+    echo(f"Write your version in a file and check it:  descent lesson {lesson.name} --check FILE.py{flag}")
+    echo(f"A hint:  descent lesson {lesson.name} --hints    (the solution: --solution)\n")
 
 
 def cmd_hints(lesson, solution):
     exercises = lesson.exercises()
     if not exercises:
-        print(f"'{lesson.name}' has no exercise")
+        echo(f"'{lesson.name}' has no exercise")
         return 0
     for n, (i, ex) in enumerate(exercises, 1):
-        print(f"Exercise {n} (step {i + 1}): {ex.goal}")
+        echo(f"Exercise {n} (step {i + 1}): {ex.goal}")
         for h in ex.hints:
-            print(textwrap.fill(h, 100, initial_indent="  hint: ", subsequent_indent="        "))
+            echo(textwrap.fill(h, 100, initial_indent="  hint: ", subsequent_indent="        "))
         if solution:
-            print(f"  the solution:\n{_indent(ex.solution.text, '    ')}")
-        print()
+            echo(f"  the solution:\n{_indent(ex.solution.text, '    ')}")
+        echo()
     return 0
 
 
@@ -281,56 +348,44 @@ def cmd_hints(lesson, solution):
 def cmd_check(lesson, args):
     exercises = lesson.exercises()
     if not exercises:
-        print(f"descent lesson: '{lesson.name}' has no exercise to check", file=sys.stderr)
+        echo(f"descent lesson: '{lesson.name}' has no exercise to check", file=sys.stderr)
         return 2
     k = args.exercise
     if k is None:
         if len(exercises) > 1:
             listed = "; ".join(f"{n}: {ex.goal}" for n, (_, ex) in enumerate(exercises, 1))
-            print(f"descent lesson: '{lesson.name}' has {len(exercises)} exercises: say which with --exercise K "
+            echo(f"descent lesson: '{lesson.name}' has {len(exercises)} exercises: say which with --exercise K "
                   f"({listed})", file=sys.stderr)
             return 2
         k = 1
     if not 1 <= k <= len(exercises):
-        print(f"descent lesson: '{lesson.name}' has exercises 1 to {len(exercises)}, not {k}", file=sys.stderr)
+        echo(f"descent lesson: '{lesson.name}' has exercises 1 to {len(exercises)}, not {k}", file=sys.stderr)
         return 2
     step, ex = exercises[k - 1]
     try:
-        with open(args.check, encoding="utf-8") as f:
-            code = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"descent lesson: cannot read {args.check}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        data = store.read_bytes(args.check, CHECK_MAX_BYTES)
+        if data is None:
+            raise store.Unreadable("No such file or directory")
+        code = data.decode("utf-8")
+    except (store.Unreadable, UnicodeDecodeError) as e:
+        why = "it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
+        echo(f"descent lesson: cannot read {args.check}: {why}", file=sys.stderr)
         return 2
     limit = args.limit or ex.limit_s
-    _last_resort(limit, limit + 10)
-    result = check(lesson, step, code, limit)
+    if not 0 < limit <= MAX_LIMIT_S:
+        echo(f"descent lesson: --limit: expected seconds between 0 and {MAX_LIMIT_S:g}, not {limit:g}",
+             file=sys.stderr)
+        return 2
+    result = check(lesson, step, code, limit, in_child=True)  # Note [The grader's child]
     if result["output"]:
-        print(f"Your code printed:\n{_indent(result['output'])}\n")
+        echo(f"Your code printed:\n{_indent(result['output'])}\n")
     if result["passed"]:
-        print(f"PASSED ({result['seconds']:.2f} s): {result['reason']}")
+        echo(f"PASSED ({result['seconds']:.2f} s): {result['reason']}")
         return 0
-    print(f"FAILED: {result['reason']}")
+    echo(f"FAILED: {result['reason']}")
     if result["error"] and "raised" not in result["reason"]:
-        print(_indent(result["error"]))
+        echo(_indent(result["error"]))
     return 1
-
-
-def _last_resort(limit, seconds):
-    """Ends the process when a check outlives its limit inside a C call that Python cannot interrupt
-    (Note [Stopping student code]). It fires while the student's code runs, when runner.py has sys.stdout
-    pointed at a buffer of its own: the reason is written to file descriptor 1 itself."""
-    def end():
-        text = (f"FAILED: stopped after {seconds:g} s: the code ran past its {limit:g} s limit and could not "
-                "be stopped from Python (a C call that never returns, or a trace too large to read back)\n")
-        try:
-            sys.__stdout__.flush()  # what was printed before the check, in its order
-        except (AttributeError, OSError, ValueError):
-            pass
-        os.write(1, text.encode("utf-8", "replace"))
-        os._exit(1)
-    t = threading.Timer(seconds, end)
-    t.daemon = True
-    t.start()
 
 
 # [SECTION] Validating, for authors ------------------------------------------------------------------------
@@ -339,19 +394,29 @@ def cmd_validate(where):
     from .format import parse_file
     files = paths(where)
     if where and not os.path.exists(where):
-        print(f"descent lesson: {where} does not exist", file=sys.stderr)
+        echo(f"descent lesson: {where} does not exist", file=sys.stderr)
         return 2
     if not files:
-        print(f"descent lesson: no lesson files (*.md) in {where or directory()}", file=sys.stderr)
+        echo(f"descent lesson: no lesson files (*.md) in {where or directory()}", file=sys.stderr)
         return 2
     failed = 0
     began = time.perf_counter()
+    parsed = []  # (path, Lesson or the LessonError), every file read before any runs
     for p in files:
-        t0 = time.perf_counter()
         try:
-            lesson = parse_file(p)
+            parsed.append((p, parse_file(p)))
         except LessonError as e:
-            print(f"FAIL {os.path.basename(p)}\n  {e}")
+            parsed.append((p, e))
+    refused = [trust.check(lesson) for _, lesson in parsed if not isinstance(lesson, LessonError)]
+    if any(refused):  # Note [Trusting a lesson]: nothing runs, not even the trusted ones beside it
+        for why in refused:
+            if why:
+                echo(f"descent lesson: {why}", file=sys.stderr)
+        return 1
+    for p, lesson in parsed:
+        t0 = time.perf_counter()
+        if isinstance(lesson, LessonError):
+            echo(f"FAIL {os.path.basename(p)}\n  {lesson}")
             failed += 1
             continue
         problems = validate(lesson)
@@ -360,13 +425,13 @@ def cmd_validate(where):
                   f"{len(lesson.exercises())} exercise{'s' if len(lesson.exercises()) != 1 else ''}")
         if problems:
             failed += 1
-            print(f"FAIL {lesson.name} ({counts}) in {took:.1f} s")
+            echo(f"FAIL {lesson.name} ({counts}) in {took:.1f} s")
             for pr in problems:
-                print(_indent(pr, "  "))
+                echo(_indent(pr, "  "))
         else:
-            print(f"ok   {lesson.name:18} ({counts}) in {took:.1f} s")
+            echo(f"ok   {lesson.name:18} ({counts}) in {took:.1f} s")
     total = time.perf_counter() - began
-    print(f"{len(files) - failed} of {len(files)} lessons valid in {total:.1f} s")
+    echo(f"{len(files) - failed} of {len(files)} lessons valid in {total:.1f} s")
     return 1 if failed else 0
 
 
@@ -390,6 +455,13 @@ def _step_picture(lesson, i, path):
             return "no display, and xvfb-run is not installed"
         argv = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24 -noreset"] + argv
     with tempfile.TemporaryDirectory() as data:
+        try:  # the app decides trust as we do, from the same store (Note [Trusting a lesson])
+            trusted = store.read_bytes(trust.store_path(), trust.MAX_BYTES)
+            if trusted is not None:
+                os.makedirs(os.path.join(data, "descent"))
+                store.write_atomic(os.path.join(data, "descent", "trusted.json"), trusted)
+        except (OSError, store.Unreadable):
+            pass  # the app says the lesson is untrusted, and the handout goes on without pictures
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=120,
                                env=dict(os.environ, XDG_DATA_HOME=data))
@@ -403,12 +475,16 @@ def _step_picture(lesson, i, path):
 def cmd_handout(lesson, out_dir, pictures=True):
     """Writes index.md and one step-K.md per step: the prose, the app's picture of the step (where the app
     is built), the code, its trace tree, the questions with the answers this run gave (at the bottom), and
-    the exercise with its hints."""
+    the exercise with its hints. Each page is written whole (store.write_atomic): a read-only folder or a
+    full disk is one line and exit status 1, with the pages already there as they were."""
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
-        print(f"descent lesson: cannot write into {out_dir}: {e.strerror}", file=sys.stderr)
-        return 2
+        echo(f"descent lesson: cannot write the handout into {out_dir}: {store.reason(e)}", file=sys.stderr)
+        return 1
+
+    def write(path, lines):
+        store.write_atomic(path, (shown("\n".join(lines).rstrip()) + "\n").encode("utf-8"))
     no_pictures = ""
     number = f"Lesson {lesson.number}: " if lesson.number is not None else ""
     index = [f"# {number}{lesson.title}", "", f"**What it teaches:** {lesson.teaches}", "",
@@ -457,12 +533,81 @@ def cmd_handout(lesson, out_dir, pictures=True):
                     md += ["", "   ```text", _indent(entry["evidence"], "   "), "   ```"]
             md.append("")
         path = os.path.join(out_dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(md).rstrip() + "\n")
+        try:
+            write(path, md)
+        except OSError as e:
+            echo(f"descent lesson: cannot write the handout's {path}: {store.reason(e)}", file=sys.stderr)
+            return 1
         written.append(path)
-    with open(os.path.join(out_dir, "index.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(index).rstrip() + "\n")
-    print(f"wrote {len(written) + 1} files into {out_dir} (index.md, {os.path.basename(written[0])} ...)")
+    try:
+        write(os.path.join(out_dir, "index.md"), index)
+    except OSError as e:
+        echo(f"descent lesson: cannot write the handout's {os.path.join(out_dir, 'index.md')}: {store.reason(e)}",
+             file=sys.stderr)
+        return 1
+    echo(f"wrote {len(written) + 1} files into {out_dir} (index.md, {os.path.basename(written[0])} ...)")
     if pictures and no_pictures:
-        print(f"(no pictures of the steps: {no_pictures})")
+        echo(f"(no pictures of the steps: {no_pictures})")
     return 0
+
+
+# [SECTION] Trusting a lesson file --------------------------------------------------------------------------
+
+def cmd_trust(target):
+    """Shows every block of code the lesson file (or each lesson file of a folder) would run, then trusts it
+    (Note [Trusting a lesson]). A file that does not parse is not trusted: it runs nothing anyway."""
+    from .format import parse_file
+    files = paths(target) if os.path.isdir(target) else [target]
+    if not files:
+        echo(f"descent lesson: no lesson files (*.md) in {target}", file=sys.stderr)
+        return 2
+    for p in files:
+        lesson = parse_file(p)  # LessonError: main() names the file and the line
+        if trust.installed(p):
+            echo(f"{p} is one of the installed lessons: it is trusted already")
+            continue
+        show_code(lesson)
+        try:
+            where = trust.record(lesson)
+        except OSError as e:
+            echo(f"descent lesson: cannot record the trust in {trust.store_path()}: {store.reason(e)}",
+                 file=sys.stderr)
+            return 1
+        echo(f"Trusted {p} (sha256 {lesson.sha256}), in {where}. If the file changes, it is untrusted again.\n")
+    return 0
+
+
+def show_code(lesson):
+    """Every block of code in `lesson` that opening, checking or validating it runs, with the file's line
+    numbers, in the order of the file."""
+    def block(what, code):
+        lines = code.text.rstrip("\n").split("\n")
+        echo(f"  {what} (line{'s' if len(lines) > 1 else ''} {code.line}"
+             f"{'-' + str(code.line + len(lines) - 1) if len(lines) > 1 else ''}):")
+        for n, line in enumerate(lines, code.line):
+            echo(f"    {n:5} | {line}")
+
+    echo(f"{lesson.path}: {len(lesson.steps)} step(s), sha256 {lesson.sha256}")
+    echo("Every piece of Python it runs when it is opened, checked or validated:\n")
+    for i, step in enumerate(lesson.steps):
+        echo(f"Step {i + 1} (line {step.line}): {step.title}")
+        if step.setup is not None:
+            block("setup, run untraced before the step's code and the exercise's", step.setup)
+        if step.run is not None:
+            block(f"run {step.run.device}", step.run)
+        for k, p in enumerate(step.predictions, 1):
+            if p.answer.kind == "python":
+                echo(f"  predict {k} (line {p.line}), its answer, evaluated over the step's variables:")
+                for line in p.answer.text.split("\n"):
+                    echo(f"          | {line}")
+        if step.compare:
+            echo(f"  compare: reads the PyTorch profile {step.compare}")
+        ex = step.exercise
+        if ex is not None:
+            echo(f"  exercise (line {ex.line}), its checks, evaluated after the student's code:")
+            for text, _, line in ex.checks:
+                for n, piece in enumerate(text.split("\n")):
+                    echo(f"    {line + n:5} | {piece}")
+            block("exercise start (run when the lesson is validated)", ex.start)
+            block("exercise solution (run when the lesson is validated)", ex.solution)
+        echo()
