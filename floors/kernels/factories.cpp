@@ -2,11 +2,14 @@
 //
 // They reach the CPU, Sim or CUDA kernel through BackendSelect
 // (floors/dispatch/backend_select.cpp), which read their `device` argument:
-// one kernel for every device, whose loop alone depends on it. See Note
-// [Counter-based random numbers].
+// one kernel for every device, whose loop alone depends on it. rand and
+// randn draw from two generators: the CPU's is PyTorch's (Note [PyTorch's
+// CPU random stream], cpu_generator.h), a device's is counter-based (Note
+// [Counter-based random numbers], random.h).
 #include <cmath>
 #include <mutex>
 
+#include "floors/kernels/cpu_generator.h"
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/random.h"
@@ -17,18 +20,29 @@ namespace descent::kernels {
 
 // [SECTION] Generator state -------------------------------------------------------
 
-// philox4x32 and the uniform and normal draws are inline in random.h, where
-// the device loops read them too.
+// Two generators, as in PyTorch (one per device type): the CPU's mt19937
+// (cpu_generator.h) and the devices' Philox counters (random.h, whose draws
+// the device loops read). Before any manual_seed both start from 0x5eed, so
+// an unseeded run repeats itself (PyTorch's default seed is random).
 
 namespace {
-std::mutex g_gen_mu;
-GeneratorState g_gen{0x5eed, 0};
+constexpr uint64_t kDefaultSeed = 0x5eed;
+std::mutex g_gen_mu;  // the device generator's
+GeneratorState g_gen{kDefaultSeed, 0};
+std::mutex g_cpu_gen_mu;  // the CPU generator's
+CpuGenerator g_cpu_gen{Mt19937(kDefaultSeed)};
 }  // namespace
 
 void manual_seed(uint64_t seed) {
+  {
+    std::lock_guard<std::mutex> lock(g_cpu_gen_mu);
+    g_cpu_gen.seed(seed);
+  }
   std::lock_guard<std::mutex> lock(g_gen_mu);
   g_gen = {seed, 0};
 }
+
+LockedCpuGenerator lock_cpu_generator() { return {std::unique_lock<std::mutex>(g_cpu_gen_mu), g_cpu_gen}; }
 
 GeneratorState reserve_counters(uint64_t n) {
   std::lock_guard<std::mutex> lock(g_gen_mu);
@@ -218,19 +232,24 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType dt = dtype_arg(s, kDefaultFloat);
   DESCENT_CHECK(is_floating(dt), Error, op.python_name, "(): expected a floating point dtype, got ", dtype_name(dt));
   Tensor out = make_output(span, s, s[0].to_int_list(), dt);
-  GeneratorState g = reserve_counters(uint64_t(out.numel()));
-  // The same counters on every device: a seed gives the same numbers on sim:0
-  // as on the CPU, and on CUDA too but for randn's last bits (random.h).
+  const bool normal = op.id == Op::randn;
+  // A device draws from its counters (random.h): the same numbers on sim:0
+  // and on CUDA but for randn's last bits, and not the CPU's.
   if (on_device(out)) {
-    device::random(out, op.id == Op::randn, g.seed, g.offset);
+    GeneratorState g = reserve_counters(uint64_t(out.numel()));
+    device::random(out, normal, g.seed, g.offset);
     s.set_result(std::move(out));
     return;
   }
+  // The CPU draws torch's stream (cpu_generator.h): rand is uniform_(0, 1),
+  // randn normal_(0, 1) into the fresh, contiguous output.
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (is_float_v<T>) {
-      T* p = out.data<T>();
-      for (int64_t i = 0; i < out.numel(); ++i)
-        p[i] = random_element<T>(g.offset + uint64_t(i), g.seed, op.id == Op::randn);
+      LockedCpuGenerator g = lock_cpu_generator();
+      if (normal)
+        normal_fill(g.gen, out.data<T>(), out.numel());
+      else
+        uniform_fill(g.gen, out.data<T>(), out.numel());
     }
   });
   s.set_result(std::move(out));

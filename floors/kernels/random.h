@@ -1,5 +1,7 @@
-// The random number generator: counter-based (Philox4x32-10), so that element
-// i of a seeded call is the same number on every run, device and thread count.
+// The devices' random number generator: counter-based (Philox4x32-10), so
+// that element i of a seeded call is the same number on every run, device
+// and thread count. The CPU draws PyTorch's own stream instead (Note
+// [PyTorch's CPU random stream], cpu_generator.h).
 //
 // Note [Counter-based random numbers]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -10,6 +12,12 @@
 // offset + i). Any thread can compute any element on its own. The generator's
 // only state is (seed, offset); each call advances offset by its numel, so
 // consecutive calls draw fresh numbers and manual_seed(s) replays them.
+// sim:0 and cuda:N draw from it, so a seed gives them the same numbers
+// (CUDA's randn may differ in the last bits: its log and cos are not
+// glibc's). The CPU has a generator of its own, PyTorch's mt19937, whose
+// numbers are torch's: a device's are not the CPU's, as in PyTorch, and
+// PyTorch's CUDA Philox lays its counters out otherwise, so only the CPU
+// stream is torch's (Note [PyTorch's CPU random stream], cpu_generator.h).
 #pragma once
 
 #include <array>
@@ -49,8 +57,10 @@ struct GeneratorState {
   uint64_t seed;
   uint64_t offset;  // counters already used
 };
-void manual_seed(uint64_t seed);  // seed, and offset back to 0
-// Reserves `n` counters: returns the state to draw them from and advances it.
+// Seeds both generators: the CPU's mt19937 (cpu_generator.h) and the
+// devices' counters, to (seed, 0), as torch.manual_seed seeds every device's.
+void manual_seed(uint64_t seed);
+// Reserves `n` device counters: returns the state to draw them from and advances it.
 GeneratorState reserve_counters(uint64_t n);
 
 // Uniform in [0, 1) and standard normal values for element counter c. The

@@ -49,6 +49,11 @@ namespace descent::kernels {
 //     the exact product (Higham 3.1; a fused step rounds once, never more)
 //     and |reference - device| <= 2 gamma_K (|A| |B|)_ij, |A| |B| computed
 //     in float64 on the CPU; this is the "bound" of Note [Device matmul bound];
+//   - rand and randn: a device draws from its own generator, the counters
+//     of Note [Counter-based random numbers], not the CPU's mt19937 (Note
+//     [PyTorch's CPU random stream]), so the reference is those counters'
+//     values computed on the host, from the seed run_with sets: bit for bit
+//     on sim:0, and randn within the bound below on CUDA;
 //   - exp, log, tanh, sigmoid, sin, cos and pow of floats on CUDA, and randn
 //     (the same counter's bits, through Box-Muller's log, sqrt and cos): CUDA's
 //     math library is not glibc's, and its documented error is up to 2 ulps
@@ -262,10 +267,13 @@ Stack args_on(const Stack& args, Device d) {
   return s;
 }
 
+// The seed of every run: factories that draw random numbers draw the same ones.
+constexpr uint64_t kRunSeed = 0x7e57;
+
 // Runs the call with one variant; returns its results (on the CPU) and which loop ran.
 std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, const char** ran) {
   VariantGuard guard(v);
-  manual_seed(0x7e57);  // factories that draw random numbers draw the same ones
+  manual_seed(kRunSeed);
   Stack s = args;
   call_boxed(op.id, s);
   *ran = last_variant();
@@ -370,6 +378,20 @@ bool same_bits_but_nan_payloads(const Tensor& a, const Tensor& b) {
   return same;
 }
 
+// What a device's rand or randn wrote after manual_seed(kRunSeed), computed
+// on the host: element i is counter i of the device generator (Note
+// [Counter-based random numbers], random.h). `like` gives the shape and dtype.
+Tensor device_random_on_host(const Tensor& like, bool normal) {
+  Tensor t = empty_tensor(like.sizes(), like.dtype(), Device{});
+  visit_dtype(like.dtype(), [&]<typename T>() {
+    if constexpr (is_float_v<T>) {
+      T* p = t.data<T>();
+      for (int64_t i = 0; i < t.numel(); ++i) p[i] = random_element<T>(uint64_t(i), kRunSeed, normal);
+    }
+  });
+  return t;
+}
+
 // A device run against the CPU's reference (Note [Device claims]).
 // `given`: these arguments instead of the op's sample (an op that is not in place).
 Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Device device,
@@ -391,6 +413,8 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
   try {
     if (!declared) throw Error(str(op.name, " declares no kernel for ", device.str()));
     ref = run_with(op, in_place ? sample_call(op, dtype, seed) : args, Variant::Reference, &ran_ref);
+    if (op.id == Op::rand || op.id == Op::randn)  // the CPU's numbers are torch's, a device's its own
+      ref = {device_random_on_host(ref[0], op.id == Op::randn)};
   } catch (const Error& e) {
     v.claim = "unsupported";
     v.passed = true;

@@ -2,14 +2,16 @@
 // (floors/kernels/factories.cpp, random.h): dtype inference of empty, zeros,
 // ones and full; arange's values and errors; linspace's values, as
 // PyTorch's (Note [linspace fills from both ends]); rand and randn reproducible after
-// manual_seed and fresh on successive calls (Note [Counter-based random
-// numbers]); Philox4x32-10 against the Random123 known-answer vector and an
-// implementation written here from the paper.
+// manual_seed and fresh on successive calls; the CPU's mt19937 against
+// std::mt19937 (Note [PyTorch's CPU random stream]); the devices' Philox4x32-10
+// against the Random123 known-answer vector and an implementation written here
+// from the paper (Note [Counter-based random numbers]).
 //
 // [SECTION] Fill factories
 // [SECTION] arange
 // [SECTION] linspace
 // [SECTION] Philox
+// [SECTION] mt19937
 // [SECTION] rand and randn
 #include <gtest/gtest.h>
 
@@ -21,6 +23,7 @@
 #include <string>
 #include <typeinfo>
 
+#include "floors/kernels/cpu_generator.h"
 #include "floors/kernels/random.h"
 #include "kernel_test_util.h"
 
@@ -289,6 +292,26 @@ TEST(Philox, UniformAndNormalHelpers) {
   EXPECT_EQ(kernels::uniform_float(3, 9), float(kernels::philox4x32(3, 9)[0] >> 8) * 0x1p-24f);
 }
 
+// [SECTION] mt19937 ---------------------------------------------------------------------
+
+TEST(Mt19937, IsStdMt19937OnTheLow32BitsOfTheSeed) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{5489}, uint64_t{77}, (uint64_t{1} << 32) + 5, ~uint64_t{0}}) {
+    kernels::Mt19937 ours(seed);
+    std::mt19937 want{uint32_t(seed)};
+    for (int i = 0; i < 2000; ++i) ASSERT_EQ(ours(), want()) << "seed " << seed << ", word " << i;
+  }
+  kernels::Mt19937 d;  // the C++ standard ([rand.predef]): the 10000th word of the default seed
+  for (int i = 1; i < 10000; ++i) d();
+  EXPECT_EQ(d(), 4123659995u);
+}
+
+TEST(Mt19937, Random64IsTheFirstWordHigh) {
+  kernels::CpuGenerator g;
+  std::mt19937 want(5489);
+  const uint64_t hi = want(), lo = want();
+  EXPECT_EQ(g.random64(), (hi << 32) | lo);
+}
+
 // [SECTION] rand and randn -----------------------------------------------------------
 
 TEST(Random, ReproducibleAfterManualSeedAndFreshOnSuccessiveCalls) {
@@ -311,19 +334,30 @@ TEST(Random, ReproducibleAfterManualSeedAndFreshOnSuccessiveCalls) {
   }
 }
 
-TEST(Random, ElementIIsCounterOffsetPlusI) {
+TEST(Random, TheCpuDrawsTorchsStream) {
   manual_seed(77);
   std::vector<double> first = values(call(Op::rand, DimVector{4}));
   std::vector<double> second = values(call(Op::rand, DimVector{2, 3}));
   manual_seed(77);
   std::vector<double> all = values(call(Op::rand, DimVector{10}));
   first.insert(first.end(), second.begin(), second.end());
-  EXPECT_EQ(first, all) << "each call advances the offset by its numel";
-  for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(all[i], double(kernels::uniform_float(i, 77)));
+  EXPECT_EQ(first, all) << "each call goes on where the last stopped";
+  std::mt19937 words(77);
+  for (double x : all) EXPECT_EQ(x, double(words() & 0xFFFFFF) * 0x1p-24) << "the low 24 bits of a word";
+  manual_seed(0);
+  std::vector<double> z = values(call(Op::randn, DimVector{3}));
+  const double printed[] = {1.5410, -0.2934, -2.1788};  // torch.manual_seed(0); torch.randn(3), PyTorch 2.11
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(z[size_t(i)], printed[i], 0.5e-4);
+}
+
+TEST(Random, TheDeviceCountersMoveOnlyForADevice) {
   manual_seed(77);
-  std::vector<double> n = values(call(Op::randn, DimVector{5}, ScalarType::Float64));
-  for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(n[i], kernels::normal_double(i, 77));
-  EXPECT_EQ(kernels::reserve_counters(0).offset, 5u);
+  EXPECT_EQ(kernels::reserve_counters(4).offset, 0u);
+  EXPECT_EQ(kernels::reserve_counters(6).offset, 4u);
+  call(Op::rand, DimVector{10});  // the CPU's generator is another one
+  const kernels::GeneratorState g = kernels::reserve_counters(0);
+  EXPECT_EQ(g.offset, 10u);
+  EXPECT_EQ(g.seed, 77u);
 }
 
 TEST(Random, DistributionsAndDtypes) {

@@ -5,7 +5,10 @@ call on the CPU and on the device, and the device's result must equal the
 CPU's bit for bit on sim:0 (Note [One kernel body, two devices],
 floors/kernels/device_loops.h); on cuda:0, where there is one, the same but
 for a few units in the last place where CUDA's math library computes (exp,
-log, tanh, sigmoid, sin, cos, pow, randn). Then what a user meets: `x + 1` on
+log, tanh, sigmoid, sin, cos, pow, randn). rand and randn draw from the
+devices' own generator, not the CPU's (which is PyTorch's): their numbers are
+held to it by the verifier, here to their shape, their reproducibility and
+one generator for every device. Then what a user meets: `x + 1` on
 a device, mixed devices, moving tensors with to() and copy_(), views and
 contiguous().
 Reductions, products and indexing are in test_device_reduce.py.
@@ -83,6 +86,9 @@ def test_sample_call_on_device_equals_cpu(name, dtype, device, rng):
     if op["kind"] in ("in_place", "inplace"):  # compare self, where the op wrote
         cpu, dev = cpu_args[0], dev_args[0]
     assert dev.device == descent.device(device)
+    if name in ("rand", "randn"):  # a device's own stream (random.h), not the CPU's, which is torch's
+        assert dev.shape == cpu.shape and dev.dtype is cpu.dtype
+        return
     if name not in ("empty", "empty_strided"):  # uninitialised
         same(dev, cpu, CUDA_ULPS.get(name, 0) if device.startswith("cuda") else 0)
 
@@ -139,12 +145,17 @@ def test_to_and_copy_between_host_and_device(device, rng):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_random_numbers_are_the_cpus(device):
+def test_random_numbers_on_a_device_are_its_generators(device):
     descent.manual_seed(3)
     u, n = descent.rand(1000, device=device), descent.randn(100, dtype=descent.float64, device=device)
     descent.manual_seed(3)
-    same(u, descent.rand(1000))
-    same(n, descent.randn(100, dtype=descent.float64), 8 if device.startswith("cuda") else 0)
+    same(u, host(descent.rand(1000, device=device)))  # reseeding replays them
+    same(n, host(descent.randn(100, dtype=descent.float64, device=device)))
+    descent.manual_seed(3)
+    assert to_np(host(u)).tolist() != to_np(descent.rand(1000)).tolist()  # the CPU draws torch's stream
+    descent.manual_seed(3)  # every device draws the same counters: sim:0's numbers, but for randn's last bits on CUDA
+    same(u, host(descent.rand(1000, device="sim:0")))
+    same(n, host(descent.randn(100, dtype=descent.float64, device="sim:0")), 8 if device.startswith("cuda") else 0)
 
 
 def test_missing_devices_raise():

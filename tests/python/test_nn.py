@@ -247,7 +247,7 @@ def test_requires_grad_and_to():
 
 
 def test_a_model_moved_to_sim_trains_there():
-    descent.manual_seed(0)
+    descent.manual_seed(1)  # seed 0 gives torch's Linear(3, 2), whose ReLU is 0 for ones(4, 3): no gradient
     m = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
     cpu_weight = m[0].weight.tolist()
     assert m.to("sim:0") is m
