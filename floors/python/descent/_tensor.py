@@ -17,11 +17,6 @@ from ._formatting import tensor_repr
 Size = _C.Size
 
 
-
-def _refuse_numpy_of_grad(t):
-    if t.requires_grad:
-        raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-
 class Tensor(_C.TensorBase):
     __slots__ = ()
     # numpy defers to us in mixed expressions (np.float64(2) + t, np.ones(2) == t):
@@ -81,15 +76,14 @@ class Tensor(_C.TensorBase):
     def numpy(self):
         """A numpy array over this CPU tensor's memory; TypeError for a device tensor,
         with PyTorch's message (Note [Reading a device tensor waits]). A tensor that
-        requires grad is refused, as in PyTorch: numpy knows nothing of the graph, so
-        the array would silently leave it (detach() says so out loud)."""
+        requires grad is refused with PyTorch's RuntimeError, by the buffer every
+        numpy path reads (tensor_getbuffer): numpy knows nothing of the graph, so the
+        array would silently leave it (detach() says so out loud)."""
         import numpy
-        _refuse_numpy_of_grad(self)
         return numpy.asarray(self)
 
     def __array__(self, dtype=None, copy=None):
         import numpy
-        _refuse_numpy_of_grad(self)
         a = numpy.asarray(memoryview(self))
         return a if dtype is None else a.astype(dtype)
 

@@ -48,12 +48,7 @@ def load():
     """The progress, as {"version", "lessons": {name: {seen, predictions, exercises}}}: empty when there is
     none or it cannot be read (Note [Progress that cannot be read])."""
     p = path()
-    try:
-        data = store.read_json(p, MAX_BYTES)
-    except store.Unreadable as e:
-        store.warn_once(("progress", p, str(e)), f"descent lesson: your progress file {p} cannot be read: {e}; "
-                                                 "it is treated as empty")
-        return _empty()
+    data = store.read_json_or_warn(p, MAX_BYTES, "your progress file", "it is treated as empty")
     if data is None:
         return _empty()
     clean, dropped = _clean(data)

@@ -136,6 +136,16 @@ def write_atomic(path, data):
         os.close(dfd)
 
 
+def read_json_or_warn(path, limit, what, then):
+    """read_json, with an unreadable file said once on stderr ("descent lesson: {what} {path} cannot be
+    read: {why}; {then}") and read as None, as an absent one is."""
+    try:
+        return read_json(path, limit)
+    except Unreadable as e:
+        warn_once((what, path, str(e)), f"descent lesson: {what} {path} cannot be read: {e}; {then}")
+        return None
+
+
 def warn_once(key, message):
     """Prints `message` on stderr, once per process for each `key`: the progress file is read at every
     answer, and one line saying it is unreadable is enough."""

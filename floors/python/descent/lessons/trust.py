@@ -63,12 +63,7 @@ def installed(path):
 def _load():
     """{sha256: {"path", "trusted"}} of the trust store; empty when there is none or it cannot be read."""
     p = store_path()
-    try:
-        data = store.read_json(p, MAX_BYTES)
-    except store.Unreadable as e:
-        store.warn_once(("trust", p, str(e)), f"descent lesson: the trust store {p} cannot be read: {e}; "
-                                              "no lesson outside the installed folder is trusted")
-        return {}
+    data = store.read_json_or_warn(p, MAX_BYTES, "the trust store", "no lesson outside the installed folder is trusted")
     if data is None:
         return {}
     files = data.get("files") if isinstance(data, dict) else None
