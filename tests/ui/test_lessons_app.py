@@ -8,6 +8,7 @@ Each test keeps its progress in a folder of its own (XDG_DATA_HOME), never
 the user's.
 """
 import json
+import os
 import subprocess
 import time
 
@@ -211,7 +212,8 @@ def test_a_malformed_lesson_is_named_and_the_others_still_open(tmp_path):
     (lessons / "02-bad.md").write_text("# Bad\n\n```lesson\nteaches: t\n```\n")
     env = {"XDG_DATA_HOME": str(tmp_path / "data"), "DESCENT_LESSONS": str(lessons)}
     # A lesson from outside the installed folder runs nothing until trusted (Note [Trusting a lesson]).
-    subprocess.run([CLI, "lesson", "--trust", str(lessons / "01-good.md")], env=child_env(**env), check=True,
+    # The CLI runs Python over descent._C: it keeps the ASan preload that child_env drops for the app.
+    subprocess.run([CLI, "lesson", "--trust", str(lessons / "01-good.md")], env=dict(os.environ, **env), check=True,
                    stdout=subprocess.DEVNULL)
     s, _, _ = run_app(tmp_path, "--lesson", "good", env=env, name="good")
     assert lesson(s)["open"] and lesson(s)["name"] == "good"
