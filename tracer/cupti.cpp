@@ -63,6 +63,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <unordered_map>
 #include <vector>
 
@@ -140,12 +141,37 @@ struct State {
   uint64_t untimed = 0;                             // records without times (not finished)
   uint64_t dropped = 0;                             // records CUPTI dropped (buffers full)
 };
-State& state() {
-  static State* s = new State;  // never destroyed: CUPTI's thread may call back at exit
-  return *s;
-}
 std::atomic<bool> g_active{false};
 std::atomic<bool> g_registered{false};  // CUPTI has been set up in this process: pops may reach it
+std::atomic<bool> g_cuda_asked{false};  // this process has called into CUDA (device_present)
+std::atomic<bool> g_forked{false};      // ...and this is a child forked after it did
+
+// Note [CUPTI after fork]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A recording asks CUDA whether a device is present, which initializes the
+// driver, and may leave CUPTI's buffer thread running. A child forked after
+// that has neither: CUDA refuses a forked child (Note [Devices after fork],
+// floors/streams/streams.cpp), and a recording that called CUPTI there never
+// ended on the GPU machine (test_fork.py's child of a traced parent).
+// So the child handler below marks the child and gives it a fresh State (the
+// parent's mutex may have been held by CUPTI's thread at the fork, and that
+// thread is gone): a recording in the child never calls CUPTI, and says why
+// in its device timing note, as PyTorch's profiler in such a child records
+// no CUDA activity.
+State*& state_slot() {
+  static State* s = [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      if (!g_cuda_asked.load(std::memory_order_relaxed)) return;  // a parent that never asked: the child is fresh
+      g_forked.store(true, std::memory_order_relaxed);
+      g_active.store(false, std::memory_order_relaxed);
+      g_registered.store(false, std::memory_order_relaxed);
+      state_slot() = new State;  // the parent's is left as it was, never touched again
+    });
+    return new State;  // never destroyed: CUPTI's thread may call back at exit
+  }();
+  return s;
+}
+State& state() { return *state_slot(); }
 
 std::string result_text(CUptiResult r) {
   const char* text = nullptr;
@@ -382,6 +408,7 @@ void disable_kinds() {
 // Whether a CUDA device is present; else why not, in `why`. Asked once per process.
 bool device_present(std::string& why) {
   static const std::string reason = [] {
+    g_cuda_asked.store(true, std::memory_order_relaxed);
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
@@ -419,6 +446,10 @@ void on_start() {
   s.untimed = s.dropped = 0;
   if (const char* env = std::getenv("DESCENT_CUPTI"); env != nullptr && std::string_view(env) == "0") {
     s.status = "off (DESCENT_CUPTI=0)";
+    return;
+  }
+  if (g_forked.load(std::memory_order_relaxed)) {  // Note [CUPTI after fork]
+    s.status = "unavailable: this process was forked after it initialized CUDA (Note [CUPTI after fork])";
     return;
   }
   std::string why;
