@@ -128,6 +128,51 @@ def test_descent_run_names_what_is_wrong(tmp_path):
     assert r.returncode == 2 and "no such script" in r.stderr, r.stderr
 
 
+@needs_mpi
+def test_a_rank_that_raises_ends_the_job_and_is_named(tmp_path):
+    """Note [A failed rank ends the job]: rank 1 raises while rank 0 waits for it in an all_reduce;
+    the job ends at once (it used to wait for the collective's 30-minute timeout), the launcher names
+    rank 1 and its exception, the traceback starts at the script, and the exit code is 1."""
+    script = tmp_path / "fail.py"
+    script.write_text("import descent, descent.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "if dist.get_rank() == 1:\n"
+                      "    raise ValueError('rank one broke')\n"
+                      "x = descent.ones(3)\n"
+                      "dist.all_reduce(x)\n")
+    start = time.monotonic()
+    r = run(2, str(script), timeout=60)
+    assert time.monotonic() - start < 45
+    assert r.returncode == 1, r.stderr
+    assert "descent run: rank 1 of 2 failed (exit code 1): ValueError: rank one broke" in r.stderr, r.stderr
+    assert 'File "' + str(script) + '", line 4, in <module>' in r.stderr, r.stderr
+    assert "__main__.py" not in r.stderr.split("Traceback", 1)[1].split("ValueError", 1)[0], r.stderr
+
+
+@needs_mpi
+def test_a_rank_that_exits_non_zero_ends_the_job(tmp_path):
+    script = tmp_path / "exit.py"
+    script.write_text("import sys, descent, descent.distributed as dist\n"
+                      "dist.init_process_group('mpi')\n"
+                      "if dist.get_rank() == 0:\n"
+                      "    sys.exit(3)\n"
+                      "dist.barrier()\n")
+    r = run(2, str(script), timeout=60)
+    assert r.returncode == 1 and "rank 0 of 2 failed (exit code 3): exited with sys.exit(3)" in r.stderr, r.stderr
+
+
+@needs_mpi
+def test_the_scripts_folder_comes_first_on_sys_path(tmp_path):
+    """As `python script.py`: the script's own folder, not the current directory, is sys.path[0],
+    so `import helper` finds the helper beside the script."""
+    (tmp_path / "helper.py").write_text("WHERE = 'beside the script'\n")
+    (tmp_path / "main.py").write_text("import sys, helper\nprint('path0', sys.path[0], helper.WHERE)\n")
+    r = subprocess.run([sys.executable, "-m", "descent", "run", "--nproc", "1", str(tmp_path / "main.py")],
+                       capture_output=True, text=True, timeout=60, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert f"path0 {tmp_path} beside the script" in r.stdout, r.stdout
+
+
 # [SECTION] The collectives are c10d:: ops (Note [Collectives are c10d ops]) ------------------
 
 def torch_c10d_schemas():

@@ -191,6 +191,70 @@ def _end_with_parent(parent_pid):
 # once.
 
 
+# Note [A failed rank ends the job]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A rank whose script raises would otherwise go on to Python's exit, and
+# there to MPI_Finalize, which waits for every other rank; the others wait in
+# their next collective for the rank that will never come: the job sat for
+# the collective's 30-minute timeout. torchrun instead stops every worker as
+# soon as one fails and prints which rank failed and its traceback. So a
+# rank's script runs inside a wrapper: on an exception (or sys.exit with a
+# non-zero code) the rank prints its traceback, writes it to the launcher's
+# status folder (DESCENT_RUN_STATUS) and leaves at once with os._exit,
+# skipping MPI_Finalize; mpirun sees a rank end without finalizing and ends
+# the others. The launcher then names the rank that failed first, its exit
+# code and its exception, and exits 1. A rank that exits 0 while the others
+# still wait for it in a collective is no failure, to torchrun as here: they
+# wait for their collective's timeout (init_process_group(timeout=...)).
+
+
+def _run_rank_script(script, status_dir):
+    """Runs the script as `python script.py` would (its folder first on sys.path); returns its
+    exit code, or leaves the process at once if it failed (Note [A failed rank ends the job])."""
+    import runpy
+    sys.path[0:0] = [os.path.dirname(os.path.abspath(script))]
+    rank = os.environ.get("RANK", "0")
+    try:
+        runpy.run_path(script, run_name="__main__")
+        return 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) or e.code is None else 1
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)
+        if not code:
+            return 0
+        why = f"exited with sys.exit({e.code!r})"
+    except BaseException as e:  # KeyboardInterrupt too: the other ranks must not be left waiting
+        code = 1
+        tb = e.__traceback__  # from the script's own frame on, as `python script.py` prints it
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != os.path.abspath(script):
+            tb = tb.tb_next
+        tb = "".join(traceback.format_exception(type(e), e, tb or e.__traceback__))
+        print(tb, end="", file=sys.stderr)
+        why = f"{type(e).__name__}: {e}\n{tb}"
+    if status_dir:
+        try:
+            with open(os.path.join(status_dir, f"rank{rank}.failed"), "w") as f:
+                f.write(f"{code}\n{why}")
+        except OSError:
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _failed_ranks(status_dir):
+    """[(rank, exit code, why)] of the ranks that failed, earliest first."""
+    found = []
+    for name in os.listdir(status_dir):
+        if name.startswith("rank") and name.endswith(".failed"):
+            path = os.path.join(status_dir, name)
+            with open(path) as f:
+                code, _, why = f.read().partition("\n")
+            found.append((os.path.getmtime(path), int(name[4:-7]), int(code), why))
+    return [(rank, code, why) for _, rank, code, why in sorted(found)]
+
+
 def cmd_run(args):
     """`descent run --nproc N script.py ...`: N processes of the script under Open MPI's mpirun, each
     with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT); the mpi
@@ -198,19 +262,14 @@ def cmd_run(args):
     if args.as_rank:  # inside mpirun: this process is one rank
         _end_with_parent(os.getppid())
         from descent import distributed
-        import runpy
         distributed._rank_env()
         sys.argv = [args.script] + args.args
+        status_dir = os.environ.get("DESCENT_RUN_STATUS", "")
         if not args.trace:
-            runpy.run_path(args.script, run_name="__main__")
-            return 0
+            return _run_rank_script(args.script, status_dir)
         from descent import tracing
-        code = 0
         with tracing.trace() as t:  # the whole script, then this rank's file (Note [Merging the ranks' traces])
-            try:
-                runpy.run_path(args.script, run_name="__main__")
-            except SystemExit as e:  # sys.exit() in the script: the trace is still written
-                code = e.code
+            code = _run_rank_script(args.script, status_dir)
         t.result.save(os.path.join(args.trace, f"rank{os.environ.get('RANK', '0')}.descent"))
         return code
     mpirun = shutil.which("mpirun")
@@ -230,7 +289,18 @@ def cmd_run(args):
             os.remove(old)
         cmd += ["--trace", os.path.abspath(args.trace)]
     me = os.getpid()
-    rc = subprocess.run(cmd + [args.script] + args.args, env=env, preexec_fn=lambda: _end_with_parent(me)).returncode
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="descent-run-") as status_dir:
+        env["DESCENT_RUN_STATUS"] = status_dir
+        rc = subprocess.run(cmd + [args.script] + args.args, env=env,
+                            preexec_fn=lambda: _end_with_parent(me)).returncode
+        failed = _failed_ranks(status_dir)
+    if failed:  # torchrun's "Root Cause": the first rank that failed
+        rank, code, why = failed[0]
+        others = f" ({len(failed) - 1} more failed after it)" if len(failed) > 1 else ""
+        print(f"descent run: rank {rank} of {args.nproc} failed (exit code {code}): {why.splitlines()[0]}{others}; "
+              f"the other ranks were stopped", file=sys.stderr)
+        return 1
     if rc != 0 or not args.trace:
         return rc
     from descent import _C
