@@ -15,6 +15,7 @@ from .. import _C
 from ..grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401  (torch.autograd has them)
 
 from .function import Function, FunctionCtx  # noqa: F401
+from .variable import Variable  # noqa: F401  (torch.autograd.Variable: a Tensor since PyTorch 0.4)
 
 Node = _C.Node
 

@@ -8,7 +8,11 @@ Pure Python over the ops, as torch.nn is: a Module call is a floor-1 span
 any op does (modules/module.py, Note [A module call's span]).
 """
 from . import functional, init, parallel  # noqa: F401
-from .modules import Flatten, Linear, Module, MSELoss, ReLU, Sequential  # noqa: F401
+from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, LayerNorm,  # noqa: F401
+                      Linear, LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ReLU, Sequential, Sigmoid,
+                      Softmax, Tanh)
 from .parameter import Parameter  # noqa: F401
 
-__all__ = ["Module", "Parameter", "Sequential", "Linear", "ReLU", "Flatten", "MSELoss", "functional", "init", "parallel"]
+__all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Sigmoid", "Tanh",
+           "Softmax", "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss",
+           "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "functional", "init", "parallel"]

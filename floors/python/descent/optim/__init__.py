@@ -7,8 +7,9 @@ Each algorithm is PyTorch's single-tensor one, line for line, over descent's
 ops (optimizer.py says where an op is composed from others).
 """
 from .adam import Adam
+from .adamw import AdamW
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"]

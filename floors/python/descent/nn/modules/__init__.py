@@ -1,9 +1,14 @@
 """The modules of descent.nn, one file each as in torch/nn/modules/."""
-from .activation import ReLU
-from .container import Sequential
+from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Linear
-from .loss import MSELoss
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module
+from .normalization import LayerNorm
+from .sparse import Embedding
 
-__all__ = ["Module", "Sequential", "Linear", "ReLU", "Flatten", "MSELoss"]
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Sigmoid", "Tanh", "Softmax",
+           "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss", "NLLLoss",
+           "BCELoss", "BCEWithLogitsLoss"]

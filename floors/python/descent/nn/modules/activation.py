@@ -1,8 +1,8 @@
-"""descent.nn.ReLU, as torch.nn.ReLU."""
+"""descent.nn.ReLU, Sigmoid, Tanh, Softmax and LogSoftmax, as torch.nn's."""
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ReLU"]
+__all__ = ["ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
 
 
 class ReLU(Module):
@@ -19,3 +19,45 @@ class ReLU(Module):
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise (aten::sigmoid)."""
+
+    def forward(self, input):
+        return input.sigmoid()
+
+
+class Tanh(Module):
+    """tanh(x), elementwise (aten::tanh)."""
+
+    def forward(self, input):
+        return input.tanh()
+
+
+class Softmax(Module):
+    """softmax along dim (F.softmax: aten::softmax.int over aten::_softmax); dim=None keeps torch's old guess."""
+
+    __constants__ = ["dim"]
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if not hasattr(self, "dim"):
+            self.dim = None
+
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log(softmax(x)) along dim (F.log_softmax: aten::log_softmax.int over aten::_log_softmax)."""
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim, _stacklevel=5)
