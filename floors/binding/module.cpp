@@ -239,6 +239,10 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
 
 }  // namespace descent::binding
 
+namespace descent::binding {
+bool init_python_dispatch(PyObject* module);  // python_dispatch.cpp: the Python key (Note [The Python key])
+}  // namespace descent::binding
+
 PyMODINIT_FUNC PyInit__C() {
   using namespace descent::binding;
   DESCENT_PY_TRY descent::register_floors();
@@ -251,7 +255,7 @@ PyMODINIT_FUNC PyInit__C() {
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !add_function_tables(m) ||
       !init_value_types(m) || !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) ||
-      !init_trace_type(m) || !init_devices(m) || !init_library(m)) {
+      !init_trace_type(m) || !init_devices(m) || !init_library(m) || !init_python_dispatch(m)) {
     Py_DECREF(m);
     return nullptr;
   }

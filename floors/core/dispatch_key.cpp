@@ -14,6 +14,7 @@ const char* dispatch_key_name(DispatchKey k) {
                                                            "CUDA",
                                                            "Sim",
                                                            "BackendSelect",
+                                                           "Python",
                                                            "ADInplaceOrView",
                                                            "AutogradCPU",
                                                            "AutogradCUDA",
@@ -54,6 +55,8 @@ DispatchKey DispatchKeySet::highest() const {
   switch (f) {
     case Functionality::BackendSelect:
       return DispatchKey::BackendSelect;
+    case Functionality::Python:
+      return DispatchKey::Python;
     case Functionality::ADInplaceOrView:
       return DispatchKey::ADInplaceOrView;
     case Functionality::AutocastCPU:

@@ -47,6 +47,12 @@ constexpr int kNumBackends = 3;
 //   and a device, adds the device's backend to the tensor's there. Every
 //   call carries it (the thread includes it by default); other ops fall
 //   through it.
+// - Python: a Python __torch_dispatch__ mode sees the call here (Note [The
+//   Python key], floors/binding/python_dispatch.cpp). No tensor carries it;
+//   the thread includes it while a TorchDispatchMode is active, so a mode
+//   sees each op after autograd has recorded it and after the composites
+//   have decomposed it (aten.mm, aten.t), as in PyTorch. Every op falls
+//   through it when no mode is on.
 // - ADInplaceOrView: bumps the version counter of a tensor written in place
 //   and records a view's base, for autograd's checks. Every tensor carries
 //   it and the thread includes it; ops that neither write in place nor make
@@ -65,13 +71,14 @@ enum class Functionality : uint8_t {
   None = 0,
   Dense = 1,  // per backend: CPU, CUDA, Sim
   BackendSelect = 2,
-  ADInplaceOrView = 3,
-  AutogradFunctionality = 4,  // per backend: AutogradCPU, AutogradCUDA, AutogradSim
-  AutocastCPU = 5,
-  AutocastCUDA = 6,
-  AutocastSim = 7,
+  Python = 3,
+  ADInplaceOrView = 4,
+  AutogradFunctionality = 5,  // per backend: AutogradCPU, AutogradCUDA, AutogradSim
+  AutocastCPU = 6,
+  AutocastCUDA = 7,
+  AutocastSim = 8,
 };
-constexpr int kNumFunctionalities = 7;
+constexpr int kNumFunctionalities = 8;
 constexpr bool is_per_backend(Functionality f) {
   return f == Functionality::Dense || f == Functionality::AutogradFunctionality;
 }
@@ -89,6 +96,7 @@ enum class DispatchKey : uint8_t {
   CUDA,  // Dense x CUDA
   Sim,   // Dense x Sim
   BackendSelect,
+  Python,
   ADInplaceOrView,
   AutogradCPU,   // Autograd x CPU
   AutogradCUDA,  // Autograd x CUDA
@@ -101,8 +109,8 @@ enum class DispatchKey : uint8_t {
   CompositeExplicitAutograd,  // every backend's Dense key: one kernel for all devices
   CompositeImplicitAutograd,  // Dense and Autograd keys: a decomposition into other ops
 };
-constexpr int kNumRuntimeKeys = 11;  // CPU .. AutocastSim: an op's kernel table has a slot each
-constexpr int kNumDispatchKeys = 15;
+constexpr int kNumRuntimeKeys = 12;  // CPU .. AutocastSim: an op's kernel table has a slot each
+constexpr int kNumDispatchKeys = 16;
 
 const char* dispatch_key_name(DispatchKey k);  // "CPU", "AutogradCPU", ... as c10 names them
 constexpr bool is_alias(DispatchKey k) { return k >= DispatchKey::Autograd; }
@@ -198,6 +206,8 @@ class DispatchKeySet {
         return Functionality::Dense;
       case DispatchKey::BackendSelect:
         return Functionality::BackendSelect;
+      case DispatchKey::Python:
+        return Functionality::Python;
       case DispatchKey::ADInplaceOrView:
         return Functionality::ADInplaceOrView;
       case DispatchKey::AutogradCPU:
@@ -249,6 +259,10 @@ constexpr DispatchKeySet kAutocastKeys = DispatchKeySet(DispatchKey::AutocastCPU
                                          DispatchKeySet(DispatchKey::AutocastSim);
 // What the thread includes and excludes before anyone changes it (c10's
 // default_included_set and default_excluded_set).
+// Every key above Python: what a mode's __torch_dispatch__ runs without (c10's
+// after_Python_keyset, PythonFallbackKernel.cpp), so the ops it calls go
+// straight to the keys beneath Python.
+constexpr DispatchKeySet kAbovePythonKeys = kAutogradKeysWithADInplaceOrView | kAutocastKeys;
 constexpr DispatchKeySet kDefaultIncluded =
     DispatchKeySet(DispatchKey::BackendSelect) | DispatchKeySet(DispatchKey::ADInplaceOrView);
 constexpr DispatchKeySet kDefaultExcluded = kAutocastKeys;

@@ -193,10 +193,12 @@ void clear_fallthrough(Op op, DispatchKey key) { mark_fallthrough(op, key, 0); }
 // ADInplaceOrView, and for the Autograd keys of ops with no derivative. The Autocast keys fall through (descent has no autocast);
 // BackendSelect falls through for every op but those with a device argument
 // (the factories, empty_strided, _to_copy), which register their own kernel
-// there (backend_select.cpp).
+// there (backend_select.cpp). Python falls through until the binding puts
+// its fallback there (Note [The Python key], floors/binding/python_dispatch.cpp).
 void register_fallbacks() {
-  for (DispatchKey k : {DispatchKey::Autograd, DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU,
-                        DispatchKey::AutocastCUDA, DispatchKey::AutocastSim, DispatchKey::BackendSelect}) {
+  for (DispatchKey k :
+       {DispatchKey::Autograd, DispatchKey::ADInplaceOrView, DispatchKey::AutocastCPU, DispatchKey::AutocastCUDA,
+        DispatchKey::AutocastSim, DispatchKey::BackendSelect, DispatchKey::Python}) {
     Library(Library::IMPL, "_", k).fallback(Kernel::Fallthrough());  // c10: TORCH_LIBRARY_IMPL(_, key, m)
   }
 }

@@ -110,6 +110,7 @@ TEST(DispatchKeySet, PrintedAsC10PrintsThem) {
                          "CUDA",
                          "Sim",
                          "BackendSelect",
+                         "Python",
                          "ADInplaceOrView",
                          "AutogradCPU",
                          "AutogradCUDA",
