@@ -308,6 +308,78 @@ Tensor tensor_from_buffer(PyObject* data) {
   return out;
 }
 
+// Note [from_numpy shares the array's memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// descent.from_numpy(a), as torch.from_numpy, makes no copy: the tensor's
+// storage is the array's buffer, with the array's strides, so a write into
+// either is seen by the other. The storage holds the buffer it was given
+// (a Py_buffer, which holds a reference to the array) and releases it when
+// the last tensor over it dies: its deleter takes the GIL, since it may run
+// on any thread, and does nothing once the interpreter has finalized. As in
+// PyTorch: negative strides are refused, a read-only array is shared with a
+// warning that writing through the tensor is undefined, and only the dtypes
+// descent has are read (no uint16, uint32, uint64: tensor() converts those).
+void release_buffer(void* ctx, void*, size_t) {
+  auto* view = static_cast<Py_buffer*>(ctx);
+  if (Py_IsInitialized()) {
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyBuffer_Release(view);
+    PyGILState_Release(g);
+  }
+  delete view;
+}
+
+Tensor shared_from_buffer(PyObject* data) {
+  auto* view = new Py_buffer;
+  bool writable = true;
+  if (PyObject_GetBuffer(data, view, PyBUF_RECORDS) < 0) {
+    PyErr_Clear();
+    writable = false;
+    if (PyObject_GetBuffer(data, view, PyBUF_RECORDS_RO) < 0) {
+      delete view;
+      if (!PyObject_HasAttrString(data, "dtype")) throw Error("a Python error is set");
+      PyErr_Clear();
+      refuse_array(data, "?");
+    }
+  }
+  DataPtr owned{view->buf, size_t(view->len), release_buffer, view};  // released on every path from here
+  auto storage = Ref<StorageImpl>::make(owned, Device{});
+  std::string fmt = view->format ? view->format : "B";
+  if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
+    throw ValueError(
+        "given numpy array has byte order different from the native byte order. Conversion between "
+        "byte orders is currently not supported.");
+  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
+  const char code = fmt.size() == 1 ? fmt[0] : '\0';
+  ScalarType dt;
+  const bool is_signed = code && std::strchr("bhilq", code);
+  if (!format_dtype(fmt, view->itemsize, &dt) ||
+      !(code == '?' || code == 'e' || code == 'f' || code == 'd' || dt == ScalarType::UInt8 ||
+        (is_signed && element_size(dt) == size_t(view->itemsize))))
+    refuse_array(data, fmt);
+  DimVector sizes, strides;
+  for (int d = 0; d < view->ndim; ++d) {
+    sizes.push_back(view->shape[d]);
+    DESCENT_CHECK(view->strides[d] >= 0, ValueError,
+                  "At least one stride in the given numpy array is negative, and tensors with negative strides are "
+                  "not currently supported. (You can probably work around this by making a copy of your array  with "
+                  "array.copy().) ");
+    DESCENT_CHECK(view->strides[d] % view->itemsize == 0, ValueError,
+                  "from_numpy(): given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                  "array to reallocate the memory.");
+    strides.push_back(view->strides[d] / view->itemsize);
+  }
+  if (!writable &&
+      PyErr_WarnEx(PyExc_UserWarning,
+                   "The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                   "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                   "to protect its data or make it writable before converting it to a tensor. This type of warning "
+                   "will be suppressed for the rest of this program.",
+                   1) < 0)
+    throw Error("a Python error is set");
+  return Tensor(Ref<TensorImpl>::make(storage, dt, sizes, strides, 0));
+}
+
 }  // namespace
 
 Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want) {
@@ -366,10 +438,22 @@ PyObject* py_scalar_tensor(PyObject*, PyObject* args) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// _C._from_numpy(array): a CPU tensor over the array's own memory (Note
+// [from_numpy shares the array's memory]).
+PyObject* py_from_numpy(PyObject*, PyObject* array) {
+  DESCENT_PY_TRY
+  trace::ScopedSpan span(trace::Floor::Binding, "from_numpy");
+  DESCENT_CHECK(PyObject_HasAttrString(array, "__array_interface__") && PyObject_CheckBuffer(array), TypeError,
+                "expected np.ndarray (got ", Py_TYPE(array)->tp_name, ")");
+  return wrap(shared_from_buffer(array));
+  DESCENT_PY_CATCH(nullptr)
+}
+
 }  // namespace
 
 PyMethodDef g_tensor_data_functions[] = {
     {"_tensor", py_tensor, METH_VARARGS, "tensor(data, dtype=None): a new CPU tensor from Python data"},
+    {"_from_numpy", py_from_numpy, METH_O, "_from_numpy(array): a CPU tensor sharing a numpy array's memory"},
     {"_scalar_tensor", py_scalar_tensor, METH_VARARGS,
      "_scalar_tensor(number, dtype=None): a 0-d tensor of a Python number (a wrapped number without a dtype)"},
     {nullptr, nullptr, 0, nullptr},

@@ -221,7 +221,22 @@ PyObject* scalar_to_py(const IValue& v) {
 PyObject* wrap_results(const OpEntry& op, Stack& s) {
   if (s.size() == 1 && s[0].is_scalar()) return scalar_to_py(s[0]);
   if (s.size() == 1) return wrap(std::move(s[0].owned_tensor()));
-  PyObject* tup = PyStructSequence_New(g_max_type);  // the one op with two results is max.dim
+  if (op.schema.returns.size() != 2 || op.schema.returns[1].name != "indices") {
+    // Several results without max.dim's names (native_layer_norm's three,
+    // nll_loss_forward's two): a plain tuple of them.
+    PyObject* plain = PyTuple_New(s.size());
+    if (!plain) return nullptr;
+    for (int i = 0; i < s.size(); ++i) {
+      PyObject* t = wrap(std::move(s[i].owned_tensor()));
+      if (!t) {
+        Py_DECREF(plain);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(plain, i, t);
+    }
+    return plain;
+  }
+  PyObject* tup = PyStructSequence_New(g_max_type);  // the results of max.dim, values and indices
   if (!tup) return nullptr;
   DESCENT_CHECK(op.schema.returns.size() == 2, Error, op.name, ": unexpected number of results");
   for (int i = 0; i < 2; ++i) {
@@ -247,10 +262,77 @@ void tensor_dealloc(PyObject* o) {
   Py_TYPE(o)->tp_free(o);
 }
 
-PyObject* tensor_new(PyTypeObject* type, PyObject*, PyObject*) {
-  PyErr_Format(PyExc_TypeError, "cannot create %s directly: use descent.tensor(data), descent.empty(size), ...",
-               type->tp_name);
-  return nullptr;
+// Note [The legacy constructor]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// descent.Tensor(...) is PyTorch's legacy constructor, which old tutorials
+// still call: always of the default float dtype, float32 (ints in the data
+// become floats), on the CPU unless device= names another:
+//   Tensor()                    an empty tensor, shape [0];
+//   Tensor(2, 3), Tensor(Size)  uninitialized memory of those sizes (empty);
+//   Tensor([1, 2]), Tensor(arr) a copy of the data (a tuple is data too);
+//   Tensor(t)                   t itself viewed again (alias), when t is float32.
+// torch.FloatTensor, LongTensor, ... are the same with their own dtype
+// (descent/_legacy.py).
+PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  DESCENT_PY_TRY
+  Device device{};
+  if (kwargs) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      const std::string k = PyUnicode_Check(key) ? utf8_text(key) : "";
+      DESCENT_CHECK(k == "device", TypeError,
+                    "new() received an invalid combination of arguments - got an "
+                    "unexpected keyword argument '",
+                    k, "'");
+      if (value != Py_None)
+        device = Py_TYPE(value) == &g_device_type ? device_of(value) : Device::parse(utf8_text(value));
+    }
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject* first = n > 0 ? PyTuple_GET_ITEM(args, 0) : nullptr;
+  bool all_ints = n > 0;
+  for (Py_ssize_t i = 0; i < n; ++i)
+    all_ints = all_ints && PyLong_Check(PyTuple_GET_ITEM(args, i)) && !PyBool_Check(PyTuple_GET_ITEM(args, i));
+  Tensor t;
+  if (n == 0) {
+    t = empty_tensor({0}, ScalarType::Float32, device);
+  } else if (all_ints || (n == 1 && PyObject_TypeCheck(first, &g_size_type))) {
+    DimVector sizes;
+    PyObject* list = all_ints ? args : first;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(list); ++i) {
+      const long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(list, i));
+      if (v == -1 && PyErr_Occurred()) return nullptr;
+      DESCENT_CHECK(
+          v >= 0, Error, "Trying to create tensor with negative dimension ", v, ": ", "[",
+          [&] {
+            std::string d;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(list); ++j)
+              d += (j ? ", " : "") + std::to_string(PyLong_AsLongLong(PyTuple_GET_ITEM(list, j)));
+            return d;
+          }(),
+          "]");
+      sizes.push_back(v);
+    }
+    t = empty_tensor(sizes, ScalarType::Float32, device);
+  } else if (n == 1 && is_tensor(first)) {
+    const Tensor& x = unwrap(first);
+    DESCENT_CHECK(x.dtype() == ScalarType::Float32, TypeError, "expected Float (got ", type_word(x.dtype()), ")");
+    t = call(Op::alias, x);
+  } else if (n == 1) {
+    t = tensor_from_data(first, ScalarType::Float32);
+    if (device.type != DeviceType::CPU) t = call(Op::to, t, IValue(), device);
+  } else {
+    throw TypeError(str("new() received an invalid combination of arguments - got (", Py_TYPE(first)->tp_name,
+                        ", ...): expected sizes (ints), a sequence of numbers, an array or a Tensor"));
+  }
+  if (type == g_tensor_class || type == g_tensor_base) return wrap(std::move(t));
+  PyObject* o = type->tp_alloc(type, 0);  // a subclass of Tensor: an object of its own type
+  if (!o) return nullptr;
+  t.impl()->pyobj = o;
+  new (&reinterpret_cast<TensorObject*>(o)->tensor) Tensor(std::move(t));
+  return o;
+  DESCENT_PY_CATCH(nullptr)
 }
 
 PyObject* sizes_tuple(const DimVector& v) {

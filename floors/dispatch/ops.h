@@ -356,6 +356,70 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, \
     Any, Torch, "T[4, 33]; T[]")                                                                                       \
   _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")    \
+  /* nn: softmax, the losses, layer_norm, embedding, dropout (floors/kernels/nn_kernels.cpp: their kernels             \
+     are loops on the host, Note [nn kernels run on the host]); kind Reduction: a result per row */                    \
+  _(_softmax,                                                                                                          \
+    "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",                                              \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1; False")                                              \
+  _(_log_softmax,                                                                                                      \
+    "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",                                          \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1; False")                                              \
+  _(_softmax_backward_data,                                                                                            \
+    "aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "                                        \
+    "ScalarType input_dtype) -> Tensor",                                                                               \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; T[4, 33]; 1; float32")                                  \
+  _(_log_softmax_backward_data,                                                                                        \
+    "aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "                                    \
+    "ScalarType input_dtype) -> Tensor",                                                                               \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; T[4, 33]; 1; float32")                                  \
+  _(softmax,                                                                                                           \
+    "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",                                       \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                          \
+  _(log_softmax,                                                                                                       \
+    "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",                                   \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                          \
+  _(nll_loss_forward,                                                                                                  \
+    "aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "                               \
+    "int ignore_index) -> (Tensor output, Tensor total_weight)",                                                       \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, NN, "T[4, 5]; T[4]; None; 1; -100")                                       \
+  _(nll_loss,                                                                                                          \
+    "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "                             \
+    "int ignore_index=-100) -> Tensor",                                                                                \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, NN, "T[4, 5]; T[4]")                                           \
+  _(nll_loss_nd,                                                                                                       \
+    "aten::nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "                          \
+    "int ignore_index=-100) -> Tensor",                                                                                \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, NN, "T[4, 5]; T[4]")                                           \
+  _(cross_entropy_loss,                                                                                                \
+    "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, "                   \
+    "int ignore_index=-100, float label_smoothing=0.0) -> Tensor",                                                     \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, NN, "T[4, 5]; T[4]")                                           \
+  _(native_layer_norm,                                                                                                 \
+    "aten::native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, "                     \
+    "float eps) -> (Tensor, Tensor, Tensor)",                                                                          \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; [33]; T[33]; T[33]; 0.00001")                           \
+  _(layer_norm,                                                                                                        \
+    "aten::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "                  \
+    "float eps=1e-05, bool cudnn_enable=True) -> Tensor",                                                              \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; [33]; T[33]; T[33]")                         \
+  _(embedding,                                                                                                         \
+    "aten::embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "               \
+    "bool sparse=False) -> Tensor",                                                                                    \
+    "CPU, Sim, CUDA", Reduction, Exact, Positive, Torch, "T[10, 3]; T[4]")                                             \
+  _(dropout,                                                                                                           \
+    "aten::dropout(Tensor input, float p, bool train) -> Tensor",                                                      \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 0.25; False")                                \
+  _(binary_cross_entropy,                                                                                              \
+    "aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "                                     \
+    "int reduction=Mean) -> Tensor",                                                                                   \
+    "CPU, Sim, CUDA", Reduction, Exact, Positive, NN, "T[4, 33]; T[4, 33]")                                            \
+  _(binary_cross_entropy_with_logits,                                                                                  \
+    "aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "                         \
+    "Tensor? pos_weight=None, int reduction=Mean) -> Tensor",                                                          \
+    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                              \
+  _(one_hot,                                                                                                           \
+    "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor",                                                        \
+    "CompositeImplicitAutograd", Reduction, Exact, Positive, NN, "T[5]; 5")                                            \
   /* collectives: c10d's ops, whose kernels hand the work to a process group (Note [Collectives are c10d ops]) */      \
   _(c10d_allreduce_,                                                                                                   \
     "c10d::allreduce_(Tensor[] tensors, int process_group, int reduce_op, Tensor? sparse_indices, bool "               \
@@ -385,7 +449,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 88,
+static_assert(kNumOps == 105,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -258,6 +258,10 @@ void linear_composite(const OpEntry&, DispatchKeySet, Stack& s) {
 
 namespace descent {
 
+namespace kernels {
+void register_nn_composites(Library& m);  // nn_kernels.cpp: softmax, cross_entropy_loss, layer_norm, ...
+}  // namespace kernels
+
 // [SECTION] Registration -------------------------------------------------------------
 
 // `m` is the CompositeImplicitAutograd library (register_kernels, libraries.cpp):
@@ -271,6 +275,7 @@ void register_composite_kernels(Library& m) {
   m.impl(Op::reshape, kernels::reshape_composite);
   m.impl(Op::flatten, kernels::flatten_composite);
   m.impl(Op::linear, kernels::linear_composite);
+  kernels::register_nn_composites(m);
 }
 
 }  // namespace descent

@@ -7,12 +7,14 @@ namespace descent::kernels {
 // Defined in views.cpp and factories.cpp.
 void register_view_kernels(Library& m);
 void register_factory_kernels(Library& m);
+BoxedKernel nn_kernel(Op op);  // nn_kernels.cpp: softmax, nll_loss, layer_norm, ...; null for the other ops
 
 namespace {
 
 // The boxed kernel of each row of the op table, chosen by the row's kind:
 // registered at CPU, Sim and CUDA alike, for the keys the row declares.
 BoxedKernel backend_kernel(Op op, OpKind kind) {
+  if (BoxedKernel k = nn_kernel(op)) return k;
   switch (kind) {
     case OpKind::Unary:
       return op == Op::clamp || op == Op::clamp_min || op == Op::clamp_max ? clamp_kernel : unary_kernel;

@@ -32,7 +32,8 @@ _C._set_tensor_class(Tensor)
 # Every op of the table is a function here: descent.add, descent.sum, ...
 # but those PyTorch keeps in torch._C._nn (python_module: nn), which stay in
 # descent._C._nn, as torch.linear does not exist and torch._C._nn.linear does.
-__all__ = ["Size", "Tensor", "tensor", "from_numpy", "manual_seed", "promote_types", "verify", "set_kernel_variant", "trace",
+__all__ = ["Size", "Tensor", "tensor", "from_numpy", "FloatTensor", "DoubleTensor", "LongTensor", "IntTensor",
+           "BoolTensor", "ByteTensor", "manual_seed", "promote_types", "verify", "set_kernel_variant", "trace",
            "set_num_threads", "get_num_threads", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "set_float32_matmul_precision",
            "get_float32_matmul_precision"]
@@ -60,8 +61,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
 
 
 def from_numpy(array):
-    """A tensor holding a copy of a numpy array (unlike PyTorch, not sharing its memory)."""
-    return _C._tensor(array, None)
+    """A CPU tensor over the numpy array's own memory, as torch.from_numpy: a write into either is seen by the
+    other (Note [from_numpy shares the array's memory], floors/binding/tensor_from_data.cpp)."""
+    return _C._from_numpy(array)
 
 
 def verify(op=None, seed=1, device=None):
@@ -103,6 +105,11 @@ from .grad_mode import (  # noqa: E402
 from .tracing import trace  # noqa: E402
 from . import autograd  # noqa: E402,F401
 from . import nn, optim  # noqa: E402,F401
+from . import utils  # noqa: E402,F401  (torch.utils.data)
+from ._legacy import (  # noqa: E402,F401  (torch.FloatTensor, ...: Note [The legacy constructor])
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+    ShortTensor,
+)
 from . import accelerator, backends, cuda, sim  # noqa: E402,F401
 from . import library, ops  # noqa: E402,F401  (torch.library and torch.ops)
 
