@@ -1,0 +1,182 @@
+"""The compiled call's verifier: each fused kernel proved equal to the graph it came from, and checked on numbers.
+
+Note [Translation validation of a fused kernel]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A generated kernel is only as trustworthy as its generator. Rather than
+trusting fusion.py, the verifier checks each kernel it produced: it reads
+the kernel's IR back out of the loaded library (the `descent_ir` string the
+source embeds, so what is checked is what was built), parses it into one
+expression tree per output, builds the same trees from the captured graph's
+nodes, and normalizes both by named rules before comparing them node by node:
+  - "aten-to-IR": each aten node is the IR op of fusion.POINTWISE
+    (aten.add.Tensor with alpha=1 is `add`, aten.relu.default `relu`);
+  - "commutativity": add and mul operands are put in one order (IEEE
+    addition and multiplication are commutative, bit for bit, NaNs aside;
+    they are not associative, so no regrouping rule exists);
+  - "constants at the dtype": a number is compared as the kernel's dtype holds it.
+Where the trees still differ, the first graph node whose subtree has no
+equal in the kernel is named, and the kernel is not proved. Translation
+validation proves the expression; the numeric check (numeric()) runs the
+fused program and the graph op by op on random inputs and compares bit for
+bit, which also catches what the expression cannot say (an index of a
+broadcast input, a wrong output slot).
+"""
+import operator
+import struct
+
+import descent
+
+from . import fusion
+
+__all__ = ["Verdict", "translation_validate", "numeric", "parse_ir"]
+
+
+class Verdict:
+    def __init__(self, proved, outputs, rules, unproved):
+        self.proved, self.outputs, self.rules, self.unproved = proved, outputs, rules, unproved
+
+    def __bool__(self):
+        return self.proved
+
+    def __str__(self):
+        if self.proved:
+            return (f"proved: {'; '.join(self.outputs)} (rules: {', '.join(sorted(self.rules)) or 'none'})")
+        return "NOT proved: " + "; ".join(self.unproved)
+
+    __repr__ = __str__
+
+
+def parse_ir(text):
+    """The IR's outputs as expression trees: ('in', k), ('const', v), or (op, child, ...)."""
+    env, outs = {}, []
+    for line in text.splitlines():
+        name, _, rhs = line.partition(" = ")
+        parts = rhs.split(" ")
+        if parts[0] == "input":
+            env[name] = ("in", int(name[3:]))
+        elif name.startswith("out"):
+            outs.append(env[parts[0]])
+        else:
+            args, i = [], 1
+            while i < len(parts):
+                if parts[i] == "const":
+                    args.append(("const", float(parts[i + 1])))
+                    i += 2
+                else:
+                    args.append(env[parts[i]])
+                    i += 1
+            env[name] = (parts[0], *args)
+    return outs
+
+
+def _graph_tree(kernel, node, names):
+    members = set(kernel.group)
+    if isinstance(node, descent.fx.Node) and node not in members:
+        return ("in", kernel.inputs.index(node))
+    if not isinstance(node, descent.fx.Node):
+        return ("const", float(node))
+    tree = (fusion.POINTWISE[node.target.name()][0], *(_graph_tree(kernel, a, names) for a in node.args))
+    names.setdefault(tree, node.name)
+    return tree
+
+
+def _normalize(tree, dtype, rules):
+    if tree[0] == "in":
+        return tree
+    if tree[0] == "const":
+        v = tree[1]
+        if str(dtype).endswith("float32"):
+            v2 = struct.unpack("f", struct.pack("f", v))[0]
+            if v2 != v:
+                rules.add("constants at the dtype")
+            v = v2
+        return ("const", v)
+    kids = [_normalize(k, dtype, rules) for k in tree[1:]]
+    if tree[0] in ("add", "mul") and repr(kids[1]) < repr(kids[0]):
+        kids.reverse()
+        rules.add("commutativity")
+    return (tree[0], *kids)
+
+
+def _text(t):
+    if t[0] == "in":
+        return f"in{t[1]}"
+    if t[0] == "const":
+        return repr(t[1])
+    return f"{t[0]}({', '.join(_text(k) for k in t[1:])})"
+
+
+def _first_difference(g, k, names):
+    """The deepest graph subtree that differs from the kernel's at the same place, named by its node."""
+    if g == k:
+        return None
+    if g[0] == k[0] and len(g) == len(k) and g[0] not in ("in", "const"):
+        for gc, kc in zip(g[1:], k[1:]):
+            d = _first_difference(gc, kc, names)
+            if d:
+                return d
+    return f"node '{names.get(g, '?')}': the graph computes {_text(g)}, the kernel {_text(k)}"
+
+
+def translation_validate(kernel, ir_text=None):
+    """Proves each of the kernel's outputs equal to the graph's expression (Note [Translation validation
+    of a fused kernel]); the IR is read back from the loaded library unless given."""
+    ir_text = kernel.read_ir() if ir_text is None else ir_text
+    try:
+        k_outs = parse_ir(ir_text)
+    except (KeyError, ValueError, IndexError) as e:
+        return Verdict(False, [], set(), [f"the kernel's IR does not parse ({e!r})"])
+    if len(k_outs) != len(kernel.outputs):
+        return Verdict(False, [], set(), [f"the kernel has {len(k_outs)} outputs, the graph's group {len(kernel.outputs)}"])
+    rules, unproved, shown = {"aten-to-IR"}, [], []
+    for j, (node, kt) in enumerate(zip(kernel.outputs, k_outs)):
+        names = {}
+        raw = _graph_tree(kernel, node, names)
+        g, k = _normalize(raw, kernel.dtype, rules), _normalize(kt, kernel.dtype, rules)
+        if g == k:
+            shown.append(f"out{j} ({node.name}) = {_text(g)}")
+        else:
+            normal_names = {_normalize(t, kernel.dtype, set()): n for t, n in names.items()}
+            unproved.append(f"out{j} ({node.name}): " + (_first_difference(g, k, normal_names) or "differs"))
+    return Verdict(not unproved, shown, rules, unproved)
+
+
+def _bits(t):
+    import numpy as np
+    a = np.ascontiguousarray(np.asarray(t))
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def numeric(program, gm, inputs, trials=3, seed=0):
+    """The fused program against the graph run op by op, on `inputs` and on `trials` random inputs of the
+    same shapes: 'bitwise equal ...', or where the first difference is."""
+    import numpy as np
+    descent.manual_seed(seed)
+    cases = [list(inputs)] + [[descent.randn(*t.shape, dtype=t.dtype) for t in inputs] for _ in range(trials)]
+    n = 0
+    for case in cases:
+        got, want = program(*case), gm(*case)
+        got = got if isinstance(got, (tuple, list)) else [got]
+        want = want if isinstance(want, (tuple, list)) else [want]
+        for g, w in zip(got, want):
+            if not isinstance(g, descent.Tensor):
+                continue
+            bg, bw = _bits(g), _bits(w)
+            if not np.array_equal(bg, bw):
+                i = int(np.flatnonzero(bg.ravel() != bw.ravel())[0])
+                return f"differs at element {i}: compiled {np.asarray(g).ravel()[i]!r}, eager {np.asarray(w).ravel()[i]!r}"
+            n += bg.size
+    return f"bitwise equal to eager on {n} elements ({len(cases)} inputs)"
+
+
+def check(compiled):
+    """Every fused kernel of a descent.compile function: (translation verdicts, numeric verdicts)."""
+    tv, num = [], []
+    for e in compiled.entries.values():
+        prog = e.run
+        if isinstance(prog, fusion.FusedProgram):
+            tv += [translation_validate(k) for k in prog.kernels]
+            descent.manual_seed(0)
+            ins = [descent.randn(*k[3], dtype=k[1]) for k in e.key[:-1] if k[0] == "T"]
+            num.append(numeric(prog, e.gm, ins))
+    return tv, num
