@@ -186,7 +186,9 @@ class CompiledFunction:
             return self._break(key, f"mutates its input '{what}' in place ({func})", None, None, result=result)
         counters["captures"] += 1
         index, mark = len(self.entries), len(self.events)
-        run = self._backend_compile(gm, [a for a in flat if _is_tensor(a)])
+        run = self._aot(gm, mode, flat, result)
+        if run is None:
+            run = self._backend_compile(gm, [a for a in flat if _is_tensor(a)])
         dt = time.perf_counter() - t0
         entry = _Entry(key, gm, run, compile_s=dt)
         self.entries[key] = entry
@@ -210,6 +212,33 @@ class CompiledFunction:
             return result  # the capture ran the function: its result stands
         counters["eager_calls"] += 1
         return self._fn(*args, **kwargs)
+
+    def _aot(self, gm, mode, flat, result):
+        """The AOT autograd pair as one CompiledFunction (Note [Partitioning the joint graph], aot.py), where
+        the call records a backward; None where it does not, or cannot (the reason noted)."""
+        import descent
+        if self.backend not in ("inductor", "aot_eager") or not descent.is_grad_enabled():
+            return None
+        tensors = [a for a in flat if _is_tensor(a)]
+        consts = [v for k, v in gm.__dict__.items() if k.startswith("_tensor_constant")]
+        if not any(t.requires_grad for t in tensors + consts):
+            return None
+        from . import aot
+        from . import fusion
+        compile_fn = (lambda g, ex: fusion.compile_graph(g, ex, self)) if self.backend == "inductor" else None
+        try:
+            fw, bw, cls, lifted, saved, note = aot.partition(gm, mode, list(flat), result, compile_fn)
+        except aot.AotUnsupported as e:
+            self.events.append(f"    AOT autograd off: {e}; the graph is replayed through autograd")
+            return None
+        self.events.append(f"    {note}")
+        params = [getattr(gm, k) for k in lifted]
+
+        def run(*tensors):
+            return cls.apply(*tensors, *params)
+        run.forward_graph, run.backward_graph, run.saved = fw, bw, [n.name for n in saved]
+        run.kernels = cls.kernels
+        return run
 
     def _backend_name(self):
         return self.backend if isinstance(self.backend, str) else getattr(self.backend, "__name__", "custom")

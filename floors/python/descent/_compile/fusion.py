@@ -32,8 +32,10 @@ cached on disk by a hash of its source (XDG_CACHE_HOME/descent/kernels), a
 cache file that does not load or names another hash is rebuilt, and with
 no compiler (or one that fails, its message shown) the graph runs op by op
 with one warning. Not fused: other devices (sim:0 and cuda run the graph op
-by op), inputs that require grad while grad mode is on (a fused kernel
-records no autograd node; descent has no AOT autograd yet), reductions.
+by op), reductions, integer dtypes. Where the call needs a backward, what is
+fused are AOT autograd's forward and backward graphs (Note [Partitioning
+the joint graph], aot.py), never a graph replayed through autograd, since a
+fused kernel records no autograd node.
 """
 import ctypes
 import hashlib
@@ -46,6 +48,7 @@ import time
 import warnings
 
 import descent
+from ..fx.graph import unwrap_numbers
 
 __all__ = ["compile_graph", "FusedProgram", "FusedKernel", "POINTWISE", "cache_dir"]
 
@@ -166,6 +169,7 @@ class FusedKernel:
         self.path, self.fn, self.lib = None, None, None
         self.cache_hit, self.compile_s, self.verdict = False, 0.0, None
         self.shape = tuple(group[0].meta["val"]["shape"])
+        self.strides = [tuple(a.meta["val"]["stride"]) for a in inputs]  # what the generated indexing assumes
         self.dtype = group[0].meta["val"]["dtype"]
 
     @property
@@ -326,6 +330,9 @@ class FusedProgram:
                     slot[o] = len(slot)
                     outs.append(slot[o])
                 steps.append(("kernel", k, [slot[a] for a in k.inputs], outs))
+                for m in k.group:  # the group op by op: for a call whose input strides are not the kernel's
+                    if m not in k.outputs:
+                        slot[m] = len(slot)
             elif node.op == "call_function" and node not in fused:
                 slot[node] = len(slot)
                 steps.append(("call", slot[node], node.target, node.args, node.kwargs))
@@ -338,7 +345,13 @@ class FusedProgram:
             return env[self._slot[a]]
         if isinstance(a, (list, tuple)):
             return type(a)(self._get(env, x) for x in a)
-        return a
+        if isinstance(a, dict):
+            return {k: self._get(env, v) for k, v in a.items()}
+        return unwrap_numbers(a)
+
+    def _unfused(self, env, k):
+        for m in k.group:
+            env[self._slot[m]] = m.target(*self._get(env, m.args), **self._get(env, m.kwargs))
 
     def __call__(self, *inputs):
         env = list(inputs) + [None] * (self._n - self._n_in)
@@ -352,12 +365,18 @@ class FusedProgram:
                     env[s] = target(*self._get(env, args), **self._get(env, kwargs))
             elif kind == "kernel":
                 _, k, ins, outs = step
+                args = [env[i] for i in ins]
+                if any(tuple(a.stride()) != st for a, st in zip(args, k.strides)):
+                    # Strides no guard covers (a backward graph's grad_output, expanded by sum's
+                    # backward): the kernel's indexing would be wrong, so the group runs op by op.
+                    self._unfused(env, k)
+                    continue
                 n = 1
                 for s in k.shape:
                     n *= s
                 results = [descent.empty(k.shape, dtype=k.dtype) for _ in outs]
                 ptrs = (ctypes.c_void_p * (len(ins) + len(outs)))(
-                    *[env[i].data_ptr() for i in ins], *[r.data_ptr() for r in results])
+                    *[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
                 k.fn(ptrs, n)
                 for s, r in zip(outs, results):
                     env[s] = r

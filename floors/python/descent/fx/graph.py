@@ -16,7 +16,35 @@ CodeGen writes it, down to freeing each value after its last use
 """
 import operator
 
-__all__ = ["Graph", "Node", "GraphModule", "map_arg"]
+__all__ = ["Graph", "Node", "GraphModule", "map_arg", "WrappedFloat", "WrappedInt", "unwrap_numbers"]
+
+
+class WrappedFloat(float):
+    """A Python number where the operator takes a Tensor (`1.0 - x` reaches aten.sub.Tensor with 1.0 as
+    self, a wrapped number): printed as the number, run as the wrapped 0-d tensor it was."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return float.__repr__(self)
+
+
+class WrappedInt(int):
+    __slots__ = ()
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+
+def unwrap_numbers(a):
+    """a with each WrappedFloat/WrappedInt turned back into the wrapped-number tensor the op expects."""
+    if isinstance(a, (WrappedFloat, WrappedInt)):
+        import descent
+        return descent._C._scalar_tensor(float(a) if isinstance(a, WrappedFloat) else int(a))
+    if isinstance(a, (list, tuple)):
+        return type(a)(unwrap_numbers(x) for x in a)
+    if isinstance(a, dict):
+        return {k: unwrap_numbers(v) for k, v in a.items()}
+    return a
 
 
 def map_arg(a, fn):
@@ -95,6 +123,10 @@ def _code_arg(a):
     """An argument as Python source: nodes by name, dtypes and devices as descent names them."""
     if isinstance(a, Node):
         return a.name
+    if isinstance(a, WrappedFloat):
+        return f"torch._C._scalar_tensor({float(a)!r})"
+    if isinstance(a, WrappedInt):
+        return f"torch._C._scalar_tensor({int(a)!r})"
     if isinstance(a, tuple):
         inner = ", ".join(_code_arg(x) for x in a)
         return f"({inner},)" if len(a) == 1 else f"({inner})"

@@ -17,7 +17,7 @@ import inspect
 import operator
 
 from ...utils._python_dispatch import TorchDispatchMode
-from ..graph import Graph, GraphModule
+from ..graph import Graph, GraphModule, WrappedFloat, WrappedInt
 
 __all__ = ["make_fx", "ProxyTorchDispatchMode", "DataDependentError"]
 
@@ -49,20 +49,29 @@ def _val(t):
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """Records every op reaching the Python key into `graph` (make_fx's mode)."""
 
-    def __init__(self, graph, constants):
+    def __init__(self, graph, constants, env=None, by_storage=None):
         super().__init__()
         self.graph, self.constants = graph, constants
-        self.env = {}  # id(tensor) -> (tensor, node): the tensor is kept, so its id is not reused
+        self.env = {} if env is None else env  # id(tensor) -> (tensor, node): the tensor is kept, its id not reused
+        # (data pointer, sizes, strides, dtype) -> node: the same values under another tensor object
+        # (a saved result autograd hands back: Note [Partitioning the joint graph], descent/_compile/aot.py).
+        self.by_storage = {} if by_storage is None else by_storage
         self.mutated = []  # (op, node) of each in-place op on a tensor the graph did not make
 
     def bind(self, t, node):
         self.env[id(t)] = (t, node)
         node.meta["val"] = _val(t)
+        if t.numel() > 0:
+            self.by_storage[(t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)] = node
 
     def node_of(self, t):
         hit = self.env.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
+        if t.numel() > 0 and str(t.device) == "cpu":
+            node = self.by_storage.get((t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype))
+            if node is not None:
+                return node
         name = f"_tensor_constant{len(self.constants)}"
         self.constants[name] = t
         node = self.graph.get_attr(name)
@@ -91,6 +100,13 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 f"data-dependent: the function read a traced tensor's value into Python ({func}: .item(), "
                 "bool(), float() or int() of a tensor), so what it does next depends on the data")
         margs, mkwargs = self.map(args), self.map(kwargs)
+        if args and isinstance(args[0], descent.Tensor) and not isinstance(margs[0], descent.fx.Node):
+            # A number as `Tensor self` (1.0 - x as aten.sub.Tensor): marked, so a replay wraps it again.
+            if isinstance(margs[0], bool):
+                margs = (self.node_of(args[0]),) + tuple(margs[1:])
+            else:
+                wrapped = WrappedFloat(margs[0]) if isinstance(margs[0], float) else WrappedInt(margs[0])
+                margs = (wrapped,) + tuple(margs[1:])
         out = func(*args, **kwargs)
         node = self.graph.call_function(func, margs, mkwargs)
         if func.name().split(".")[0].endswith("_") and args and isinstance(args[0], descent.Tensor):
@@ -162,6 +178,7 @@ def capture(f, args, names=None):
     with mode:
         result = f(*args)
     graph.output(_output(mode, result))
+    mode.all_nodes = list(graph.nodes)  # before dead code goes: AOT autograd's backward may read it
     eliminate_dead_code(graph)
     return GraphModule(constants, graph), result, mode
 
