@@ -1,0 +1,22 @@
+"""The compiled-call verifier's suite (what `descent verify --compiled` is to run): every case proved and
+bitwise equal to eager, gradients included."""
+import pytest
+
+from descent._compile import verify
+
+
+@pytest.fixture(autouse=True)
+def cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+
+def test_the_suite_passes():
+    rows = verify.suite()
+    assert [r[0] for r in rows] == ["pointwise chain", "unary ops", "broadcasting", "views", "reduction", "float64",
+                                    "mlp, with grads", "attention, with grads"]
+    failed = [r for r in rows if not r[1]]
+    assert not failed, verify.format_suite(failed)
+    assert all("proved" in r[2] for r in rows)
+    assert "forward/backward partitioned" in dict((r[0], r[2]) for r in rows)["attention, with grads"]
+    text = verify.format_suite(rows)
+    assert text.splitlines()[0].startswith("ok    pointwise chain")
