@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "floors/dispatch/dispatcher.h"
 
@@ -228,8 +229,9 @@ void cos_backward(BackwardContext& c) { c.out[0] = mul(c.g, neg(call(Op::sin, c.
 // is a product with the mask here). A bound not given is no condition.
 void clamp_backward(BackwardContext& c) {
   const IValue none;
+  const bool both = c.n.op.id == Op::clamp || c.n.op.id == Op::clamp_;
   const IValue& lo = c.n.op.id == Op::clamp_max ? none : c.arg(1);
-  const IValue& hi = c.n.op.id == Op::clamp ? c.arg(2) : c.n.op.id == Op::clamp_max ? c.arg(1) : none;
+  const IValue& hi = both ? c.arg(2) : c.n.op.id == Op::clamp_max ? c.arg(1) : none;
   const Tensor x = c.self();
   Tensor mask;
   if (!lo.is_none()) mask = call(Op::ge, x, scalar_tensor(lo.to_scalar()));
@@ -406,6 +408,109 @@ void mse_loss_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = grad;
   if (c.needs(1)) c.out[1] = neg(grad);
 }
+// log10 and log2: g / (self * ln 10) and g / (self * ln 2), as derivatives.yaml writes them.
+void log10_backward(BackwardContext& c) { c.out[0] = div(c.g, mul(c.self(), number(2.302585092994045684))); }
+void log2_backward(BackwardContext& c) { c.out[0] = div(c.g, mul(c.self(), number(0.693147180559945309))); }
+// where(condition, self, other): g where the condition chose the input, 0
+// elsewhere (derivatives.yaml: where(condition, grad, 0), where(condition, 0, grad)).
+void where_backward(BackwardContext& c) {
+  const Tensor cond = c.input(0);
+  const Tensor zero = zeros({}, c.g.dtype(), c.g.device());
+  if (c.needs(1)) c.out[1] = call(Op::where, cond, c.g, zero);
+  if (c.needs(2)) c.out[2] = call(Op::where, cond, zero, c.g);
+}
+// masked_fill: g with the filled positions zeroed, grad.masked_fill(mask, 0).
+void masked_fill_backward(BackwardContext& c) { c.out[0] = call(Op::masked_fill, c.g, c.other(), Scalar(int64_t{0})); }
+// tril and triu are linear: the gradient is masked alike, grad.tril(diagonal).
+void tril_backward(BackwardContext& c) { c.out[0] = call(c.n.op.id, c.g, c.arg(1)); }
+// sort and topk: g scattered back to the positions the indices name along
+// dim, zeros elsewhere (PyTorch's value_selecting_reduction_backward):
+// index_put_ with the indices along dim and a range along every other dim.
+void sort_backward(BackwardContext& c) {
+  const DimVector& sizes = c.sizes(0);
+  if (sizes.size() == 0) {
+    c.out[0] = c.g;
+    return;
+  }
+  const int d = wrap_dim(c.arg(c.n.op.id == Op::topk ? 2 : 1).to_int(), sizes.size(), c.n.op.python_name);
+  OptionalTensorList where;
+  for (int k = 0; k < sizes.size(); ++k) {
+    if (k == d) {
+      where.push_back(c.result1());
+      continue;
+    }
+    DimVector line(std::vector<int64_t>(size_t(sizes.size()), 1));
+    line[k] = c.g.sizes()[k];
+    where.push_back(call(Op::view, call(Op::arange, Scalar(line[k]), ScalarType::Int64, c.g.device()), line));
+  }
+  Tensor z = zeros(sizes, c.g.dtype(), c.g.device());
+  call(Op::index_put_, z, where, c.g, true);
+  c.out[0] = z;
+}
+// The position of element `linear` (row-major) of a view of these sizes and strides.
+int64_t strided_offset_of(int64_t linear, const DimVector& sizes, const DimVector& strides) {
+  int64_t off = 0;
+  for (int d = sizes.size() - 1; d >= 0; --d) {
+    off += linear % sizes[d] * strides[d];
+    linear /= sizes[d];
+  }
+  return off;
+}
+// A view whose element i sits at position pos[i] of its input, read as a
+// row-major tensor of the input's sizes: g added into those positions of
+// zeros (index_put_ with accumulate, so overlapping windows add up).
+Tensor positions_backward(const Tensor& g, const std::vector<int64_t>& pos, const DimVector& in_sizes) {
+  Tensor p = empty_tensor({int64_t(pos.size())}, ScalarType::Int64, Device{});
+  for (size_t i = 0; i < pos.size(); ++i) p.data<int64_t>()[i] = pos[i];
+  if (g.device().type != DeviceType::CPU) p = call(Op::_to_copy, p, IValue(), g.device());
+  Tensor z = zeros({numel_of(in_sizes)}, g.dtype(), g.device());
+  OptionalTensorList at;
+  at.push_back(p);
+  call(Op::index_put_, z, at, call(Op::reshape, g, DimVector{-1}), true);
+  return call(Op::view, z, in_sizes);
+}
+// The positions of a view of sizes `sizes` and strides `strides` (in
+// elements of a row-major input) from `offset`.
+std::vector<int64_t> view_positions(const DimVector& sizes, const DimVector& strides, int64_t offset) {
+  std::vector<int64_t> pos(static_cast<size_t>(numel_of(sizes)));
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = offset + strided_offset_of(int64_t(i), sizes, strides);
+  return pos;
+}
+// unfold(dimension, size, step): UnfoldBackward0, each window's gradient
+// added back where the window read (aten's unfold_backward).
+void unfold_backward(BackwardContext& c) {
+  const DimVector& in = c.sizes(0);
+  const DimVector cs = contiguous_strides(in);
+  const int d = in.size() ? wrap_dim(c.arg(1).to_int(), in.size(), "unfold") : 0;
+  DimVector strides;
+  for (int k = 0; k < in.size(); ++k) strides.push_back(k == d ? cs[k] * c.arg(3).to_int() : cs[k]);
+  strides.push_back(in.size() ? cs[d] : 1);
+  c.out[0] = positions_backward(c.g, view_positions(c.g.sizes(), strides, 0), in);
+}
+// Note [as_strided's gradient]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// AsStridedBackward0 adds g into the input's positions that each element
+// read, overlapping ones adding up, as aten's as_strided_backward. descent
+// reads the strides and the offset as positions of the input laid out
+// row-major from its first element (a contiguous input whose storage
+// starts with it: the common as_strided(x, ...) of a fresh x); aten also
+// handles inputs that are themselves views of a larger storage.
+void as_strided_backward(BackwardContext& c) {
+  const int64_t offset = c.arg(3).is_none() ? 0 : c.arg(3).to_int();
+  c.out[0] =
+      positions_backward(c.g, view_positions(c.arg(1).to_int_list(), c.arg(2).to_int_list(), offset), c.sizes(0));
+}
+// Note [Ops whose results have no gradient]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// argmax, argmin, all, any and multinomial give int64 or bool results, and floor_divide
+// is in gen_variable_type.py's DONT_REQUIRE_DERIVATIVE: aten records no
+// node for them, whatever their inputs (x // 2 of an x that requires grad
+// does not). They sit in the table below with a condition that is never
+// true, so their Autograd kernel runs them below autograd and records
+// nothing (the span says "none: the result's dtype has no gradients"); the
+// node name is never shown.
+bool never_differentiable(const Stack&) { return false; }
+void no_backward(BackwardContext&) {}
 void copy_backward(BackwardContext& c) {  // self is overwritten: no gradient reaches its old value
   if (c.needs(0)) c.out[0] = zeros(c.sizes(0), c.dtype(0), c.device(0));
   if (c.needs(1)) c.out[1] = c.g;
@@ -631,6 +736,9 @@ constexpr Derivative kDerivatives[] = {
     {Op::slice, "SliceBackward0", {kNone, kNone}, slice_backward},
     {Op::select, "SelectBackward0", {kNone, kNone}, select_backward},
     {Op::unsqueeze, "UnsqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
+    {Op::squeeze, "SqueezeBackward0", {kNone, kNone}, unsqueeze_backward},
+    {Op::squeeze_dim, "SqueezeBackward1", {kNone, kNone}, unsqueeze_backward},
+    {Op::squeeze_dims, "SqueezeBackward2", {kNone, kNone}, unsqueeze_backward},
     {Op::alias, "AliasBackward0", {kNone, kNone}, identity_backward},
     {Op::clone, "CloneBackward0", {kNone, kNone}, identity_backward},
     {Op::_to_copy, "ToCopyBackward0", {kNone, kNone}, identity_backward, to_differentiable_dtype},
@@ -647,6 +755,29 @@ constexpr Derivative kDerivatives[] = {
     {Op::fill_, "FillBackward0", {kNone, kNone}, overwrite_backward},
     {Op::fill_tensor_, "FillBackward1", {kNone, kNone}, fill_tensor_backward},
     {Op::zero_, "ZeroBackward0", {kNone, kNone}, overwrite_backward},
+    {Op::uniform_, "UniformBackward0", {kNone, kNone}, overwrite_backward},
+    {Op::normal_, "NormalBackward0", {kNone, kNone}, overwrite_backward},
+    {Op::log10, "Log10Backward0", {kSelf, kNone}, log10_backward},
+    {Op::log2, "Log2Backward0", {kSelf, kNone}, log2_backward},
+    {Op::where, "WhereBackward0", {kNone, kSelf, kSelf}, where_backward},
+    {Op::masked_fill, "MaskedFillBackward0", {kOther, kNone}, masked_fill_backward},
+    {Op::tril, "TrilBackward0", {kNone, kNone}, tril_backward},
+    {Op::triu, "TriuBackward0", {kNone, kNone}, tril_backward},
+    {Op::clamp_, "ClampBackward1", {kSelf, kNone}, clamp_backward},
+    {Op::random_from_, "RandomBackward0", {kNone, kNone}, overwrite_backward},
+    {Op::sort, "SortBackward0", {kResult1, kNone}, sort_backward},
+    {Op::topk, "TopkBackward0", {kResult1, kNone}, sort_backward},
+    {Op::unfold, "UnfoldBackward0", {kNone, kNone}, unfold_backward},
+    {Op::as_strided, "AsStridedBackward0", {kNone, kNone}, as_strided_backward},
+    // Note [Ops whose results have no gradient]
+    {Op::multinomial, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::floor_divide, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::argmax, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::argmin, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::all, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::all_dim, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::any, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
+    {Op::any_dim, "(no gradient)", {kNone, kNone}, no_backward, never_differentiable},
     // torch.nn's ops (nn_kernels.cpp): PyTorch's node names.
     {Op::_softmax, "SoftmaxBackward0", {kResult, kNone}, softmax_backward},
     {Op::_log_softmax, "LogSoftmaxBackward0", {kResult, kNone}, softmax_backward},

@@ -361,6 +361,14 @@ bool try_overload(const OpEntry& op, PyObject* const* args, Py_ssize_t nargs, Py
     // A function's `self` may be given as `input`, the name PyTorch's Python
     // signatures give it (torch._C._nn.mse_loss(input=x, target=y)).
     if (j == sargs.size() && shift == 0 && name == "input" && !sargs.empty() && sargs[0].name == "self") j = 0;
+    // numpy's names, which PyTorch's parser accepts for every op
+    // (python_arg_parser.cpp's numpy_compatibility_arg_names): keepdims for
+    // keepdim and axis for dim, so x.sum(axis=0, keepdims=True) runs.
+    if (j == sargs.size() && (name == "keepdims" || name == "axis")) {
+      const char* torch_name = name == "keepdims" ? "keepdim" : "dim";
+      while (j > 0 && sargs[j - 1].name != torch_name) --j;
+      j = j > 0 ? j - 1 : sargs.size();
+    }
     if (j == sargs.size()) {
       err = str(op.schema.name, "() got an unexpected keyword argument '", name, "'");
       return false;

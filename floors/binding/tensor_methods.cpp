@@ -267,6 +267,7 @@ struct OperatorGroups {
   const OverloadGroup *eq, *ne, *lt, *le, *gt, *ge;
   const OverloadGroup *add_, *sub_, *mul_, *div_;
   const OverloadGroup *rsub, *reciprocal;  // the reflected operators' (Note [Reflected operators])
+  const OverloadGroup* floor_divide;
 } g_ops;
 
 // Which operand an operator first makes a tensor.
@@ -360,6 +361,12 @@ PyObject* nb_pow(PyObject* a, PyObject* b, PyObject* modulo) {
 }
 // matmul takes no numbers (ones(2) @ 2 is a TypeError, as in PyTorch); a
 // numpy array on either side is read as tensor() reads it.
+// t // 2 is floor_divide(t, 2); 7 // t, as torch/_tensor.py's __rfloordiv__,
+// floor_divide(wrapped 7, t). x //= y is floor_divide_ in aten; descent has
+// no floor_divide_, so CPython's fallback makes x // y a new tensor.
+PyObject* nb_floordiv(PyObject* a, PyObject* b) {
+  return reflected(g_ops.floor_divide, "Tensor.__floordiv__", "Tensor.__rfloordiv__", a, b);
+}
 PyObject* nb_matmul(PyObject* a, PyObject* b) {
   if (is_tensor(a))
     return or_not_implemented(
@@ -428,6 +435,7 @@ PyNumberMethods g_tensor_as_number = [] {
   n.nb_subtract = nb_sub;
   n.nb_multiply = nb_mul;
   n.nb_true_divide = nb_div;
+  n.nb_floor_divide = nb_floordiv;
   n.nb_power = nb_pow;
   n.nb_matrix_multiply = nb_matmul;
   n.nb_negative = nb_neg;
@@ -477,11 +485,12 @@ bool init_tensor_methods(PyTypeObject* type, PyMethodDef* base_methods) {
   try {
     const auto& groups = overload_groups();
     DESCENT_CHECK(groups.size() <= kTrampolines.size(), Error, "more overload groups than ops");
-    g_ops = {find_group("add"),  find_group("sub"),    find_group("mul"),  find_group("div"),
-             find_group("pow"),  find_group("matmul"), find_group("neg"),  find_group("abs"),
-             find_group("eq"),   find_group("ne"),     find_group("lt"),   find_group("le"),
-             find_group("gt"),   find_group("ge"),     find_group("add_"), find_group("sub_"),
-             find_group("mul_"), find_group("div_"),   find_group("rsub"), find_group("reciprocal")};
+    g_ops = {find_group("add"),         find_group("sub"),    find_group("mul"),  find_group("div"),
+             find_group("pow"),         find_group("matmul"), find_group("neg"),  find_group("abs"),
+             find_group("eq"),          find_group("ne"),     find_group("lt"),   find_group("le"),
+             find_group("gt"),          find_group("ge"),     find_group("add_"), find_group("sub_"),
+             find_group("mul_"),        find_group("div_"),   find_group("rsub"), find_group("reciprocal"),
+             find_group("floor_divide")};
     auto& ms = methods();
     ms.resize(groups.size());
     auto& defs = method_defs();

@@ -420,6 +420,124 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(one_hot,                                                                                                           \
     "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor",                                                        \
     "CompositeImplicitAutograd", Reduction, Exact, Positive, NN, "T[5]; 5")                                            \
+  /* a learner's first ops (issue 42): like-factories, squeeze, masks, arg reductions, var and std */                  \
+  _(empty_like, "aten::empty_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 6]")                                                \
+  _(zeros_like, "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 6]")                                                \
+  _(ones_like, "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",               \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 6]")                                                \
+  _(full_like,                                                                                                         \
+    "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",       \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 6]; 2.5")                                           \
+  _(rand_like, "aten::rand_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",               \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 33]")                                               \
+  _(randn_like, "aten::randn_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 33]")                                               \
+  _(new_empty, "aten::new_empty(Tensor self, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",   \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[2, 3]; [4, 6]")                                        \
+  _(new_zeros, "aten::new_zeros(Tensor self, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",   \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[2, 3]; [4, 6]")                                        \
+  _(new_ones, "aten::new_ones(Tensor self, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",     \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[2, 3]; [4, 6]")                                        \
+  _(new_full,                                                                                                          \
+    "aten::new_full(Tensor self, int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> "   \
+    "Tensor",                                                                                                          \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[2, 3]; [4, 6]; 2.5")                                   \
+  _(eye, "aten::eye(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                                 \
+    "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "5")                                       \
+  _(eye_m, "aten::eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                      \
+    "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "4; 6")                                    \
+  _(uniform_, "aten::uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", "CPU", InPlace,              \
+    Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                          \
+  _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU", InPlace,               \
+    Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                           \
+  _(log10, "aten::log10(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")          \
+  _(log2, "aten::log2(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
+  _(clip, "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CompositeImplicitAutograd", Unary, \
+    Exact, Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                          \
+  _(floor_divide, "aten::floor_divide(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,          \
+    Positive, Torch, "T[4, 33]; T[4, 33]")                                                                             \
+  _(narrow, "aten::narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", "CompositeImplicitAutograd",  \
+    View, Exact, Any, Torch, "T[4, 6]; 1; 2; 3")                                                                       \
+  _(squeeze, "aten::squeeze(Tensor(a) self) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 1, 6, 1]") \
+  _(squeeze_dim, "aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any, Torch, \
+    "T[4, 1, 6, 1]; -1")                                                                                               \
+  _(squeeze_dims, "aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", "CPU, Sim, CUDA", View, Exact, Any,    \
+    Torch, "T[4, 1, 6, 1]; [0, 1]")                                                                                    \
+  _(stack, "aten::stack(Tensor[] tensors, int dim=0) -> Tensor", "CompositeImplicitAutograd", Copy, Exact, Any, Torch, \
+    "(T[3, 6], T[3, 6], T[6, 3]^T); 1")                                                                                \
+  _(tril, "aten::tril(Tensor self, int diagonal=0) -> Tensor", "CPU", Copy, Exact, Any, Torch, "T[5, 6]; -1")          \
+  _(triu, "aten::triu(Tensor self, int diagonal=0) -> Tensor", "CPU", Copy, Exact, Any, Torch, "T[6, 5]^T; 1")         \
+  _(where, "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", "CPU", Copy, Exact, Any, Torch,  \
+    "B[4, 6]; T[4, 6]; T[6]")                                                                                          \
+  _(masked_fill, "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "CPU", Copy, Exact,     \
+    Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                                  \
+  _(argmax, "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
+    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
+  _(argmin, "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any,    \
+    Torch, "T[4, 33]; 1")                                                                                              \
+  _(all, "aten::all(Tensor self) -> Tensor", "CPU", Reduction, Exact, Any, Torch, "T[4, 33]")                          \
+  _(all_dim, "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any, Torch, \
+    "T[4, 33]; 1")                                                                                                     \
+  _(any, "aten::any(Tensor self) -> Tensor", "CPU", Reduction, Exact, Any, Torch, "T[4, 33]")                          \
+  _(any_dim, "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any, Torch, \
+    "T[4, 33]; 1")                                                                                                     \
+  _(var_unbiased, "aten::var(Tensor self, bool unbiased=True) -> Tensor", "CompositeImplicitAutograd", Reduction,      \
+    Reordered, Any, Torch, "T[4, 33]")                                                                                 \
+  _(var_dim, "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",              \
+    "CompositeImplicitAutograd", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                    \
+  _(var_correction,                                                                                                    \
+    "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",   \
+    "CompositeImplicitAutograd", Reduction, Reordered, Any, Torch, "T[4, 33]; [0]")                                    \
+  _(std_unbiased, "aten::std(Tensor self, bool unbiased=True) -> Tensor", "CompositeImplicitAutograd", Reduction,      \
+    Reordered, Any, Torch, "T[4, 33]")                                                                                 \
+  _(std_dim, "aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",              \
+    "CompositeImplicitAutograd", Reduction, Reordered, Any, Torch, "T[4, 33]; [1]")                                    \
+  _(std_correction,                                                                                                    \
+    "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",   \
+    "CompositeImplicitAutograd", Reduction, Reordered, Any, Torch, "T[4, 33]; [0]")                                    \
+  _(where_scalar_other, "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",              \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "B[4, 6]; T[4, 6]; 2.5")                                     \
+  _(where_scalar_self, "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",                \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "B[4, 6]; 2.5; T[6]")                                        \
+  _(where_scalar, "aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",                         \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "B[4, 6]; 2.5; -1")                                          \
+  _(clamp_tensor, "aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor",                     \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 33]; T[33]; T[4, 1]")                                  \
+  _(clamp_, "aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", "CPU, Sim, CUDA",       \
+    InPlace, Exact, Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                 \
+  _(isclose,                                                                                                           \
+    "aten::isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",    \
+    "CompositeImplicitAutograd", Copy, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                        \
+  _(linalg_vector_norm,                                                                                                \
+    "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? "        \
+    "dtype=None) -> Tensor",                                                                                           \
+    "CompositeImplicitAutograd", Reduction, Reordered, Any, Hidden, "T[4, 33]; 2; [1]")                                \
+  _(random_from_, "aten::random_.from(Tensor(a!) self, int from, int? to) -> Tensor(a!)", "CPU", InPlace, Exact, Any,  \
+    Torch, "T[4, 33]; 0; 2")                                                                                           \
+  _(randint, "aten::randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",          \
+    "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "2; [4, 33]")                              \
+  _(randint_low,                                                                                                       \
+    "aten::randint.low(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",      \
+    "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "0; 2; [4, 33]")                           \
+  _(randint_like,                                                                                                      \
+    "aten::randint_like(Tensor self, int high, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 33]; 2")                                            \
+  _(randperm, "aten::randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor", "BackendSelect, CPU", \
+    Factory, Exact, Any, Torch, "10")                                                                                  \
+  _(multinomial, "aten::multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor", "CPU", Copy,     \
+    Exact, Positive, Torch, "T[4, 6]; 3; True")                                                                        \
+  _(sort, "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", "CPU",      \
+    Copy, Exact, Any, Torch, "T[4, 33]; 1; True")                                                                      \
+  _(topk,                                                                                                              \
+    "aten::topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor "       \
+    "indices)",                                                                                                        \
+    "CPU", Copy, Exact, Any, Torch, "T[4, 33]; 3")                                                                     \
+  _(unfold, "aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", "CPU, Sim, CUDA", View,    \
+    Exact, Any, Torch, "T[4, 9]; 1; 3; 2")                                                                             \
+  _(as_strided, "aten::as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",   \
+    "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; [3, 3]; [6, 2]; 1")                                           \
   /* collectives: c10d's ops, whose kernels hand the work to a process group (Note [Collectives are c10d ops]) */      \
   _(c10d_allreduce_,                                                                                                   \
     "c10d::allreduce_(Tensor[] tensors, int process_group, int reduce_op, Tensor? sparse_indices, bool "               \
@@ -449,7 +567,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 105,
+static_assert(kNumOps == 161,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

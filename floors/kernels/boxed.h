@@ -92,11 +92,40 @@ Device common_device(const char* op, const Tensor& a, const Tensor& b);
 // In place, self's device is the result's: only `other` may be a CPU scalar.
 void check_inplace_device(const char* op, const Tensor& self, const Tensor& other);
 
+// A dtype as c10's TypeMeta prints it (GCC's name of the C++ type), where
+// aten's messages print one: mm's ("long int != float"), masked_fill_'s
+// ("got mask with dtype unsigned char"), random_'s bounds.
+inline const char* type_meta_name(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::UInt8:
+      return "unsigned char";
+    case ScalarType::Int8:
+      return "signed char";
+    case ScalarType::Int16:
+      return "short int";
+    case ScalarType::Int32:
+      return "int";
+    case ScalarType::Int64:
+      return "long int";
+    case ScalarType::Float16:
+      return "c10::Half";
+    case ScalarType::BFloat16:
+      return "c10::BFloat16";
+    case ScalarType::Float32:
+      return "float";
+    default:
+      return "double";
+  }
+}
+
 // [SECTION] The boxed kernels, by family ------------------------------------------
 
 // Elementwise (elementwise_kernels.cpp).
 void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
 void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s);   // Note [clamp's bounds]
+void clamp__kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // clamp_: clamp, then copy_ into self
 void binary_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // add, sub, mul, div, pow, rsub
 void compare_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
 // The binary ops' kernel body: add, sub, mul, div, pow of two tensors.
@@ -107,6 +136,8 @@ void check_sub(const Tensor& a, const Tensor& b);  // PyTorch's sub_check (sub a
 void sum_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // sum, mean and their dim overloads
 void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // max, max.dim
 void mse_loss_kernel(const OpEntry& op, DispatchKeySet, Stack& s);
+void arg_kernel(const OpEntry& op, DispatchKeySet, Stack& s);      // argmax, argmin
+void all_any_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // all, any and their dim overloads
 
 // Matrix products (product_kernels.cpp).
 void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s);  // mm, bmm, dot, mv

@@ -137,6 +137,20 @@ struct SqrtF : UnaryFn<SqrtF>, FloatOnly {
     return std::sqrt(x);
   }
 };
+// log10 and log2: the C library's own functions, as aten's kernels call them
+// (not log(x) / log(10), which rounds twice).
+struct Log10F : UnaryFn<Log10F>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::log10(x);
+  }
+};
+struct Log2F : UnaryFn<Log2F>, FloatOnly {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    return std::log2(x);
+  }
+};
 // relu propagates NaN, like PyTorch's clamp_min(0).
 struct ReluF : UnaryFn<ReluF> {
   template <class T>
@@ -218,6 +232,10 @@ void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
       return fn(ExpF{});
     case Op::log:
       return fn(LogF{});
+    case Op::log10:
+      return fn(Log10F{});
+    case Op::log2:
+      return fn(Log2F{});
     case Op::sqrt:
       return fn(SqrtF{});
     case Op::relu:
@@ -372,6 +390,41 @@ struct MseF {
   }
 };
 
+// Note [floor_divide rounds as Python's //]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// a // b rounds the quotient toward -inf, as Python's and aten's div_floor:
+// for floats c10's div_floor_floating, which takes fmod's remainder, divides
+// what is left, steps down by one where the remainder and b have opposite
+// signs, and rounds that to the nearest integer (so 7.0 // 0.1 is 69.0, as
+// Python says, where floor(7.0 / 0.1) is 70.0); b == 0 gives a / b (inf or
+// NaN) and a zero quotient keeps the sign of a / b. Integers divide and
+// step down where the remainder is nonzero and the signs differ; the CPU
+// kernel refuses a zero divisor first ("ZeroDivisionError", as aten's), so
+// the element's 0 for it is only what a device gives. INT_MIN // -1 wraps.
+struct FloorDivideF : BinaryFn<FloorDivideF> {
+  template <class T>
+  DESCENT_HD T eval(T a, T b, T) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (b == T(0)) return a / b;
+      const T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+      if (div == T(0)) return std::copysign(T(0), a / b);
+      T floordiv = std::floor(div);
+      if (div - floordiv > T(0.5)) floordiv += T(1);
+      return floordiv;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return a;  // refused by the kernel ("div_floor_cpu" for 'Bool')
+    } else {
+      if (b == 0) return T(0);
+      if constexpr (std::is_signed_v<T>)
+        if (b == T(-1)) return NegF{}(a);
+      const T q = T(a / b);
+      return (a % b != 0) && ((a < 0) != (b < 0)) ? T(q - 1) : q;
+    }
+  }
+};
+
 // threshold_backward's element: the gradient where self is above the
 // threshold, 0 where it is not (a NaN self passes the gradient: NaN <= t is
 // false), as PyTorch's threshold kernel: relu's backward, with threshold 0
@@ -402,6 +455,8 @@ void visit_binary(Op op, Fn&& fn) {
       return fn(MseF{});
     case Op::threshold_backward:
       return fn(ThresholdBackwardF{});
+    case Op::floor_divide:
+      return fn(FloorDivideF{});
     default:
       throw Error("visit_binary: not a binary op");
   }

@@ -109,6 +109,24 @@ void clamp_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// aten::clamp_(self, min, max): clamp's result written back into self.
+// aten runs clamp's structured kernel with self as its output; here clamp
+// runs and copy_ writes its result into self, so the trace shows both
+// beneath clamp_ (the gradient is ClampBackward1 either way). A result
+// dtype self cannot hold is refused first, in aten's words (clamp_ of an
+// int64 self with a float bound).
+void clamp__kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const Tensor r = call(Op::clamp, self, s[1], s[2]);
+  DESCENT_CHECK(can_cast(r.dtype(), self.dtype()), Error, "result type ", type_word(r.dtype()),
+                " can't be cast to the desired output type ", type_word(self.dtype()));
+  const char* ran = last_variant();
+  call(Op::copy_, self, r, false);
+  last_variant() = ran;
+  s.set_result(Tensor(self));
+}
+
 // [SECTION] Binary ops ----------------------------------------------------------------
 
 // PyTorch's sub_check: a bool operand on either side, a Python bool too.
@@ -136,6 +154,21 @@ void check_pow(const Tensor& a, const Tensor& b, ScalarType ct) {
                 NotImplementedError, "\"pow\" not implemented for 'Bool'");
 }
 
+// floor_divide's checks (Note [floor_divide rounds as Python's //], elementwise.h):
+// bool has no kernel, as in aten ("div_floor_cpu" not implemented for
+// 'Bool'), and on the CPU an integer divisor of 0 raises aten's
+// "ZeroDivisionError" (a RuntimeError) before anything is written.
+void check_floor_divide(const Tensor& b, ScalarType ct, Device dev) {
+  DESCENT_CHECK(ct != ScalarType::Bool, NotImplementedError, "\"div_floor_",
+                dev.type == DeviceType::CUDA ? "cuda" : "cpu", "\" not implemented for 'Bool'");
+  if (is_floating(ct) || b.device().type != DeviceType::CPU) return;
+  visit_dtype(b.dtype(), [&]<typename T>() {
+    const T* p = b.data<T>();
+    for (int64_t i = 0; i < b.numel(); ++i)
+      DESCENT_CHECK(p[strided_offset(i, b.sizes(), b.strides())] != T(0), Error, "ZeroDivisionError");
+  });
+}
+
 }  // namespace
 
 Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -145,6 +178,7 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   if (op.id == Op::sub) check_sub(a, b);
   if (op.id == Op::pow || op.id == Op::pow_scalar) check_pow(a, b, ct);
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
+  if (op.id == Op::floor_divide) check_floor_divide(b, ct, dev);
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() {

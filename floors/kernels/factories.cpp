@@ -6,9 +6,13 @@
 // randn draw from two generators: the CPU's is PyTorch's (Note [PyTorch's
 // CPU random stream], cpu_generator.h), a device's is counter-based (Note
 // [Counter-based random numbers], random.h).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
+#include <vector>
 
+#include "floors/kernels/boxed.h"
 #include "floors/kernels/cpu_generator.h"
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
@@ -255,6 +259,202 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.set_result(std::move(out));
 }
 
+// aten::uniform_(self, from, to) and aten::normal_(self, mean, std): self's
+// elements drawn from torch's CPU stream, as aten's CPU kernels draw them
+// (Note [PyTorch's CPU random stream]): uniform_ one uniform_real(from, to)
+// an element, normal_ normal_fill (Box-Muller blocks from 16 contiguous
+// elements on). rand_like and randn_like are empty_like and these (Note
+// [Factories like a tensor], composites.cpp). A self that is not
+// contiguous is drawn in row-major order, into a contiguous copy first
+// (aten draws in its iterator's order, which for a permuted self is its
+// memory's; normal_ of one uses one normal_double an element). The checks
+// are aten's, in its words; the devices have no kernel yet (the row says "CPU").
+void random_inplace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const double a = s[1].to_double(), b = s[2].to_double();
+  const bool normal = op.id == Op::normal_;
+  DESCENT_CHECK(is_floating(self.dtype()), NotImplementedError, "\"",
+                normal ? "normal_kernel_cpu" : "check_uniform_bounds", "\" not implemented for '",
+                type_word(self.dtype()), "'");
+  DESCENT_CHECK(normal || a <= b, Error, "uniform_ expects to return a [from, to) range, but found from=", a,
+                " > to=", b);
+  DESCENT_CHECK(!normal || b >= 0.0, Error, "normal expects std >= 0.0, but found std ", b);
+  const bool direct = self.is_contiguous();
+  Tensor out = direct ? self : empty_tensor(self.sizes(), self.dtype(), self.device());
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    if constexpr (is_float_v<T>) {
+      auto to_t = [](double v) {  // through float for the 16-bit types, as c10's Half(double)
+        if constexpr (is_reduced_float_v<T>)
+          return T(float(v));
+        else
+          return T(v);
+      };
+      LockedCpuGenerator g = lock_cpu_generator();
+      T* p = out.data<T>();
+      if (normal && direct) {
+        normal_fill(g.gen, p, out.numel(), a, b);
+      } else if (normal) {
+        for (int64_t i = 0; i < out.numel(); ++i) p[i] = to_t(normal_double(g.gen, a, b));
+      } else {
+        for (int64_t i = 0; i < out.numel(); ++i) p[i] = T(uniform_real<T>(g.gen, to_t(a), to_t(b)));
+      }
+    }
+  });
+  if (!direct) call(Op::copy_, self, out, false);
+  last_variant() = "reference";
+  s.set_result(Tensor(self));
+}
+
+// aten::random_.from(self, from, to): integers in [from, to) drawn as aten's
+// random_from_to does (one word, or two for a range of 2**32 or more); to
+// None is the dtype's largest value, inclusive (2**digits for a float, as
+// aten's random_). randint and randint_like are empty then this (Note
+// [Factories like a tensor]). from and to - 1 must fit the dtype, in
+// aten's words.
+void random_from_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const int64_t from = s[1].to_int();
+  int64_t lo = 0, hi = 0;  // the dtype's range, as exact integers
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      hi = 1;
+    } else if constexpr (std::is_integral_v<T>) {
+      lo = int64_t(std::numeric_limits<T>::lowest()), hi = int64_t(std::numeric_limits<T>::max());
+    } else {
+      hi = int64_t(1) << kUniformDigits<T>, lo = -hi;
+    }
+  });
+  DESCENT_CHECK(from >= lo && from <= hi, Error, "from is out of bounds for ", type_meta_name(self.dtype()));
+  uint64_t range;
+  if (s[2].is_none()) {
+    DESCENT_CHECK(from <= hi, Error,
+                  "random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                  "casted to dtype, but got from=",
+                  from, " > to_inc=", hi);
+    range = uint64_t(hi) - uint64_t(from) + 1;
+  } else {
+    const int64_t to = s[2].to_int();
+    DESCENT_CHECK(from < to, Error, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", to);
+    DESCENT_CHECK(to - 1 <= hi && to - 1 >= lo, Error, "to - 1 is out of bounds for ", type_meta_name(self.dtype()));
+    range = uint64_t(to) - uint64_t(from);
+  }
+  const bool direct = self.is_contiguous();
+  Tensor out = direct ? self : empty_tensor(self.sizes(), self.dtype(), self.device());
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    LockedCpuGenerator g = lock_cpu_generator();
+    random_from_to_fill(g.gen, out.data<T>(), out.numel(), range, from);
+  });
+  if (!direct) call(Op::copy_, self, out, false);
+  last_variant() = "reference";
+  s.set_result(Tensor(self));
+}
+
+// aten::randperm(n): a random order of 0 .. n - 1, int64 by default, drawn
+// as aten's randperm_cpu (randperm_fill, cpu_generator.h).
+void randperm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const int64_t n = s[0].to_int();
+  DESCENT_CHECK(n >= 0, Error, "n must be non-negative, got", n);
+  const ScalarType dt = dtype_arg(s, ScalarType::Int64);
+  DESCENT_CHECK(dt != ScalarType::Bool, NotImplementedError, "\"randperm\" not implemented for 'Bool'");
+  Tensor out = make_output(span, s, {n}, dt);
+  visit_dtype(dt, [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      LockedCpuGenerator g = lock_cpu_generator();
+      randperm_fill(g.gen, out.data<T>(), n);
+    }
+  });
+  s.set_result(std::move(out));
+}
+
+// Note [multinomial's two paths]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// aten::multinomial(self, num_samples, replacement) samples category
+// indices from each row of weights (1-D or 2-D), with aten's checks and
+// messages, by aten's two paths:
+//   - with replacement and more than one sample: each row's cumulative
+//     sum, normalized by its total, and for each sample one float64 uniform
+//     from torch's CPU stream and a binary search for the first cumulative
+//     value not below it (multinomial_with_replacement_kernel): the same
+//     indices as torch for the same seed;
+//   - without replacement, or a single sample: q = self / e, e exponential
+//     draws, then the num_samples largest q (topk; argmax for one). aten's
+//     exponential_ on x86 is MKL's own stream, which descent does not have:
+//     its draws are -log1p(-u) of the same float64 uniforms, so these
+//     indices follow the right distribution but are not torch's.
+void multinomial_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
+  const Tensor& self = s[0].to_tensor();
+  const int64_t n_sample = s[1].to_int();
+  const bool replacement = s[2].to_bool();
+  DESCENT_CHECK(is_floating(self.dtype()), Error,
+                "multinomial only supports floating-point dtypes for input, got: ", type_word(self.dtype()));
+  DESCENT_CHECK(self.dim() == 1 || self.dim() == 2, Error, "prob_dist must be 1 or 2 dim");
+  const int64_t n_cat = self.sizes()[self.dim() - 1], rows = self.dim() == 2 ? self.sizes()[0] : 1;
+  DESCENT_CHECK(replacement || n_sample <= n_cat, Error,
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  DESCENT_CHECK(n_sample > 0, Error, "cannot sample n_sample <= 0 samples");
+  std::vector<double> p(static_cast<size_t>(rows * n_cat));
+  visit_dtype(self.dtype(), [&]<typename T>() {
+    const T* x = self.data<T>();
+    for (int64_t i = 0; i < rows * n_cat; ++i)
+      p[size_t(i)] = double(x[strided_offset(i, self.sizes(), self.strides())]);
+  });
+  DimVector out_sizes = self.sizes();
+  out_sizes[self.dim() - 1] = n_sample;
+  Tensor out = empty_tensor(out_sizes, ScalarType::Int64, self.device());
+  int64_t* y = out.data<int64_t>();
+  LockedCpuGenerator g = lock_cpu_generator();
+  if (!replacement || n_sample == 1) {
+    bool valid = true;
+    for (double v : p) valid &= v < INFINITY && v >= 0;  // a NaN fails both
+    DESCENT_CHECK(valid, Error, "probability tensor contains either `inf`, `nan` or element < 0");
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < n_cat; ++j) sum += p[size_t(r * n_cat + j)];
+      DESCENT_CHECK(sum != 0, Error, "invalid multinomial distribution (sum of probabilities <= 0)");
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<std::pair<double, int64_t>> q(static_cast<size_t>(n_cat));
+      for (int64_t j = 0; j < n_cat; ++j)
+        q[size_t(j)] = {p[size_t(r * n_cat + j)] / -std::log1p(-uniform_real<double>(g.gen, 0.0, 1.0)), j};
+      std::stable_sort(q.begin(), q.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (int64_t j = 0; j < n_sample; ++j) y[r * n_sample + j] = q[size_t(j)].second;
+    }
+  } else {
+    std::vector<double> cum(static_cast<size_t>(n_cat));
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t j = 0; j < n_cat; ++j) {
+        const double v = p[size_t(r * n_cat + j)];
+        DESCENT_CHECK(v >= 0, Error, "invalid multinomial distribution (encountering probability entry < 0)");
+        DESCENT_CHECK(std::isfinite(v), Error,
+                      "invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+        sum += v;
+        cum[size_t(j)] = sum;
+      }
+      DESCENT_CHECK(sum > 0, Error, "invalid multinomial distribution (sum of probabilities <= 0)");
+      for (double& c : cum) c /= sum;
+      for (int64_t j = 0; j < n_sample; ++j) {
+        const double u = uniform_real<double>(g.gen, 0.0, 1.0);
+        int64_t left = 0, right = n_cat;
+        while (right - left > 0) {
+          const int64_t mid = left + (right - left) / 2;
+          if (cum[size_t(mid)] < u)
+            left = mid + 1;
+          else
+            right = mid;
+        }
+        y[r * n_sample + j] = left;
+      }
+    }
+  }
+  last_variant() = "reference";
+  s.set_result(std::move(out));
+}
+
 }  // namespace
 
 void register_factory_kernels(Library& m) {
@@ -265,6 +465,11 @@ void register_factory_kernels(Library& m) {
   m.impl(Op::linspace, linspace_kernel);
   m.impl(Op::rand, random_kernel);
   m.impl(Op::randn, random_kernel);
+  m.impl(Op::uniform_, random_inplace_kernel);
+  m.impl(Op::normal_, random_inplace_kernel);
+  m.impl(Op::random_from_, random_from_kernel);
+  m.impl(Op::randperm, randperm_kernel);
+  m.impl(Op::multinomial, multinomial_kernel);
 }
 
 }  // namespace descent::kernels

@@ -16,34 +16,6 @@ namespace {
 
 // [SECTION] One batched product ---------------------------------------------------------
 
-// A dtype as c10's TypeMeta prints it (GCC's name of the C++ type), which is
-// how aten::mm names the dtypes it refuses: "long int != float".
-const char* type_meta_name(ScalarType t) {
-  switch (t) {
-    case ScalarType::Bool:
-      return "bool";
-    case ScalarType::Int64:
-      return "long int";
-    case ScalarType::Float32:
-      return "float";
-    case ScalarType::Float64:
-      return "double";
-    case ScalarType::Float16:
-      return "c10::Half";
-    case ScalarType::BFloat16:
-      return "c10::BFloat16";
-    case ScalarType::UInt8:
-      return "unsigned char";
-    case ScalarType::Int8:
-      return "signed char";
-    case ScalarType::Int16:
-      return "short int";
-    case ScalarType::Int32:
-      return "int";
-  }
-  return "?";
-}
-
 // out[B, M, N] = A[B, M, K] x Bm[B, K, N] (views of the operands, any
 // strides), in dtype ct on `dev`: the register tiles when they apply (Note
 // [Register-blocked matmul]), else the reference loop, or the device's.

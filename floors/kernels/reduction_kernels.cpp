@@ -136,6 +136,139 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   s.push(finish_reduction(idx, reduced, keepdim));
 }
 
+// Note [argmax, argmin, all and any]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Reductions to an index or a truth value, none differentiable (their
+// results are int64 and bool: derivatives.yaml has no entry for them).
+//   - argmax(self, dim=None, keepdim=False) and argmin: the position of the
+//     first maximum (minimum) along dim; a NaN counts as the maximum and
+//     the minimum, as in aten. With dim None, of self flattened by
+//     aten::reshape (as aten's kernel calls it), and keepdim gives every dim
+//     size 1. Bool has no kernel ("argmax_cpu" not implemented for 'Bool').
+//     argmax runs on the devices by max.dim's loops (the same first maximum,
+//     device_reduce.h), its values thrown away; argmin and the CPU's argmax
+//     run the loop below.
+//   - all() and all.dim, any() and any.dim: whether every (some) element is
+//     nonzero (NaN is); bool, but uint8 for a uint8 input, as aten keeps it.
+//     Over no elements all is true and any false.
+namespace {
+
+// The decomposition of a reduction over one dim d of x into outer x n x
+// inner elements (d = -1: all of x as one run of n), and x's element (o, k, i).
+struct OneDim {
+  int64_t outer = 1, n = 1, inner = 1;
+  OneDim(const Tensor& x, int d) {
+    if (d < 0 || x.dim() == 0) {
+      n = x.numel();
+      return;
+    }
+    n = x.sizes()[d];
+    for (int k = d + 1; k < x.dim(); ++k) inner *= x.sizes()[k];
+    outer = n * inner == 0 ? 0 : x.numel() / (n * inner);
+  }
+  int64_t at(const Tensor& x, int64_t o, int64_t k, int64_t i) const {
+    return strided_offset((o * n + k) * inner + i, x.sizes(), x.strides());
+  }
+};
+
+template <class T>
+bool nonzero(T v) {
+  if constexpr (is_reduced_float_v<T>)
+    return float(v) != 0.0f;
+  else
+    return v != T(0);
+}
+
+// idx[o * inner + i]: the first maximum's (minimum's) position along the dim.
+void arg_loop(const Tensor& x, int d, bool is_max, int64_t* idx) {
+  const OneDim r(x, d);
+  visit_dtype(x.dtype(), [&]<typename T>() {
+    const T* p = x.data<T>();
+    for (int64_t o = 0; o < r.outer; ++o)
+      for (int64_t i = 0; i < r.inner; ++i) {
+        int64_t best_k = 0;
+        T best = p[r.at(x, o, 0, i)];
+        for (int64_t k = 1; k < r.n && best == best; ++k) {  // a NaN, once found, stays
+          const T v = p[r.at(x, o, k, i)];
+          if ((is_max ? v > best : v < best) || v != v) best = v, best_k = k;
+        }
+        idx[o * r.inner + i] = best_k;
+      }
+  });
+}
+
+}  // namespace
+
+void arg_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  Tensor x = s[0].to_tensor();
+  const bool is_max = op.id == Op::argmax, keepdim = s[2].to_bool();
+  const bool cuda = x.device().type == DeviceType::CUDA;
+  DESCENT_CHECK(x.dtype() != ScalarType::Bool, NotImplementedError, "\"", op.python_name, cuda ? "_cuda" : "_cpu",
+                "\" not implemented for 'Bool'");
+  const int ndim = x.dim();
+  int d = 0;
+  if (s[1].is_none()) {
+    DESCENT_CHECK(x.numel() > 0, Error, op.python_name,
+                  "(): Expected reduction dim to be specified for input.numel() == 0.");
+    x = call(Op::reshape, x, DimVector{-1});
+  } else {
+    d = wrap_dim(s[1].to_int(), ndim, op.python_name);
+    DESCENT_CHECK(ndim == 0 || x.sizes()[d] > 0, IndexError, op.python_name, "(): Expected reduction dim ", d,
+                  " to have non-zero size.");
+  }
+  bool reduced[kMaxDims] = {};
+  reduced[d] = x.dim() > 0;
+  Tensor idx = empty_tensor(keep_shape(x, reduced), ScalarType::Int64, x.device());
+  begin(span, idx);
+  reduction_work(span, x, idx);
+  run_loop(
+      span, idx,
+      [&] {
+        Tensor values = empty_tensor(idx.sizes(), x.dtype(), x.device());
+        device::max(x, values, &idx, reduced);
+      },
+      [] { return false; }, [&] { arg_loop(x, x.dim() ? d : -1, is_max, idx.data<int64_t>()); });
+  if (s[1].is_none()) {
+    const DimVector ones(std::vector<int64_t>(size_t(ndim), 1));
+    s.set_result(keepdim ? idx.as_strided(ones, contiguous_strides(ones), 0) : idx.as_strided({}, {}, 0));
+    return;
+  }
+  s.set_result(finish_reduction(idx, reduced, keepdim));
+}
+
+void all_any_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+  ScopedSpan span(Floor::Kernels, op.profiler_name);
+  const Tensor& x = s[0].to_tensor();
+  const bool is_all = op.id == Op::all || op.id == Op::all_dim, by_dim = op.id == Op::all_dim || op.id == Op::any_dim;
+  bool reduced[kMaxDims];
+  std::fill(reduced, reduced + kMaxDims, !by_dim);
+  const int d = by_dim ? wrap_dim(s[1].to_int(), x.dim(), op.python_name) : -1;
+  if (by_dim && x.dim() > 0) reduced[d] = true;
+  const ScalarType dt = x.dtype() == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+  Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
+  begin(span, keep);
+  reduction_work(span, x, keep);
+  run_variant(
+      span, [] { return false; },
+      [&] {
+        const OneDim r(x, d);
+        visit_dtype(x.dtype(), [&]<typename T>() {
+          const T* p = x.data<T>();
+          for (int64_t o = 0; o < r.outer; ++o)
+            for (int64_t i = 0; i < r.inner; ++i) {
+              bool v = is_all;
+              for (int64_t k = 0; k < r.n && v == is_all; ++k) v = nonzero(p[r.at(x, o, k, i)]);
+              if (dt == ScalarType::UInt8)
+                keep.data<uint8_t>()[o * r.inner + i] = v;
+              else
+                keep.data<bool>()[o * r.inner + i] = v;
+            }
+        });
+      });
+  s.set_result(finish_reduction(keep, reduced, by_dim && s[2].to_bool()));
+}
+
 // aten::mse_loss(self, target, reduction=Mean): as PyTorch's kernel, the
 // squared differences (a binary loop of MseF, elementwise.h: broadcast and
 // promoted as a binary op, floats only: "mse_cpu" not implemented for

@@ -6,7 +6,8 @@ namespace descent::kernels {
 
 // Defined in views.cpp and factories.cpp.
 void register_view_kernels(Library& m);
-void register_factory_kernels(Library& m);
+void register_factory_kernels(Library& m);  // and uniform_, normal_
+BoxedKernel mask_kernel(Op op);             // mask_kernels.cpp: where, masked_fill, tril, triu; null for the others
 BoxedKernel nn_kernel(Op op);  // nn_kernels.cpp: softmax, nll_loss, layer_norm, ...; null for the other ops
 
 namespace {
@@ -25,7 +26,23 @@ BoxedKernel backend_kernel(Op op, OpKind kind) {
     case OpKind::Matmul:
       return op == Op::addmm ? addmm_kernel : product_kernel;
     case OpKind::Reduction:
-      return op == Op::max || op == Op::max_dim ? max_kernel : op == Op::mse_loss ? mse_loss_kernel : sum_kernel;
+      switch (op) {
+        case Op::max:
+        case Op::max_dim:
+          return max_kernel;
+        case Op::mse_loss:
+          return mse_loss_kernel;
+        case Op::argmax:
+        case Op::argmin:
+          return arg_kernel;
+        case Op::all:
+        case Op::all_dim:
+        case Op::any:
+        case Op::any_dim:
+          return all_any_kernel;
+        default:
+          return sum_kernel;
+      }
     case OpKind::Copy:
       switch (op) {
         case Op::_to_copy:
@@ -34,6 +51,15 @@ BoxedKernel backend_kernel(Op op, OpKind kind) {
           return index_kernel;
         case Op::cat:
           return cat_kernel;
+        case Op::where:
+        case Op::masked_fill:
+        case Op::tril:
+        case Op::triu:
+        case Op::sort:
+        case Op::topk:
+          return mask_kernel(op);
+        case Op::multinomial:
+          return nullptr;  // factories.cpp
         default:
           return clone_kernel;
       }
@@ -48,6 +74,12 @@ BoxedKernel backend_kernel(Op op, OpKind kind) {
           return fill_tensor_kernel;
         case Op::index_put_:
           return index_put_kernel;
+        case Op::clamp_:
+          return clamp__kernel;
+        case Op::uniform_:
+        case Op::normal_:
+        case Op::random_from_:
+          return nullptr;  // factories.cpp, beside rand and randn
         default:
           return inplace_binary_kernel;
       }

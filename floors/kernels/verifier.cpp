@@ -180,6 +180,8 @@ Stack sample_call(const OpEntry& op, ScalarType dtype, uint64_t seed) {
     ScalarType st;
     if (arg.rfind("T[", 0) == 0) {
       s.push(sample_tensor(arg, dtype, op.domain, seed, ++salt));
+    } else if (arg.rfind("B[", 0) == 0) {  // a random bool tensor whatever the dtype under test (where's condition)
+      s.push(sample_tensor(arg, ScalarType::Bool, op.domain, seed, ++salt));
     } else if (arg.rfind("[", 0) == 0) {
       s.push(parse_ints(arg));
     } else if (arg.rfind("(", 0) == 0) {
@@ -267,6 +269,11 @@ Stack args_on(const Stack& args, Device d) {
   return s;
 }
 
+// The ops whose results are uninitialised memory: only their shape and dtype compare.
+bool is_uninitialised(Op op) {
+  return op == Op::empty || op == Op::empty_strided || op == Op::empty_like || op == Op::new_empty;
+}
+
 // The seed of every run: factories that draw random numbers draw the same ones.
 constexpr uint64_t kRunSeed = 0x7e57;
 
@@ -283,7 +290,7 @@ std::vector<Tensor> run_with(const OpEntry& op, const Stack& args, Variant v, co
       out.push_back(scalar_tensor(s[i].to_scalar(), false));
       continue;
     }
-    if (op.id == Op::empty || op.id == Op::empty_strided) {  // unset elements: never read (a bool's may be 190)
+    if (is_uninitialised(op.id)) {  // unset elements: never read (a bool's may be 190)
       out.push_back(s[i].to_tensor());
       continue;
     }
@@ -431,6 +438,11 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
   }
   try {
     dev = run_with(op, dev_args, Variant::Auto, &ran_dev);
+  } catch (const NotImplementedError& e) {  // a composite one of whose parts has no kernel there (rand_like's uniform_)
+    v.claim = "unsupported";
+    v.passed = true;
+    v.detail = e.what();
+    return v;
   } catch (const Error& e) {
     v.claim = "device";
     v.passed = false;
@@ -438,7 +450,7 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
     return v;
   }
   v.variants = std::string(ran_ref) + " vs " + ran_dev;
-  if (op.id == Op::empty || op.id == Op::empty_strided) {  // uninitialised by definition: shape and dtype compared
+  if (is_uninitialised(op.id)) {  // uninitialised by definition: shape and dtype compared
     v.claim = "single kernel";
     v.passed = ref[0].sizes() == dev[0].sizes() && ref[0].dtype() == dev[0].dtype();
     v.detail = "elements uninitialised: shape and dtype compared";
@@ -537,7 +549,18 @@ namespace {
 // bit for bit, or within Note [Summation bound] for a reordered sum, or
 // within Note [Device matmul bound] for a product of fused multiply-adds
 // (the packed rung, Note [Packed matmul]); folds the outcome into `v`.
-enum class CpuClaim { Exact, Sum, Product };
+// Note [A composite reduction's bound]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// var, std and linalg_vector_norm are composites (Note [var and std
+// decompose], Note [vector_norm decomposes], composites.cpp): a sum, or a
+// mean, beneath arithmetic before and after it (a difference squared, a
+// division, a square root). Both variants run the same arithmetic around
+// sums that are ordered differently, so they agree within a relative bound
+// that grows with the elements summed: |ref - opt| <= 8 n u max(|ref|, |opt|),
+// n the input's elements and u the unit roundoff of the sums' dtype, a
+// generous form of Higham's bound for a sum feeding a few well-conditioned
+// operations (the squares of var are nonnegative: no cancellation in its sum).
+enum class CpuClaim { Exact, Sum, Product, Composite };
 void compare_on_cpu(Verdict& v, const OpEntry& op, const Stack& args, const std::vector<Tensor>& ref,
                     const std::vector<Tensor>& opt, CpuClaim claim) {
   for (size_t r = 0; r < ref.size(); ++r) {
@@ -558,6 +581,22 @@ void compare_on_cpu(Verdict& v, const OpEntry& op, const Stack& args, const std:
     Tensor bound;
     int64_t n = 0;
     bool mean = false;
+    if (claim == CpuClaim::Composite) {  // Note [A composite reduction's bound]
+      const double u = acc_eps_of(a.dtype()), n_in = double(args[0].to_tensor().numel());
+      const Tensor a64 = call(Op::to, a, ScalarType::Float64), b64 = call(Op::to, b, ScalarType::Float64);
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const double x = a64.data<double>()[i], y = b64.data<double>()[i];
+        const double allowed = 8.0 * n_in * u * std::max(std::fabs(x), std::fabs(y)) + final_rounding(a.dtype(), x, y);
+        const double diff = std::fabs(x - y);
+        v.max_abs_diff = std::max(v.max_abs_diff, diff);
+        v.bound = std::max(v.bound, allowed);
+        if (!(diff <= allowed) && !(x == y || (std::isnan(x) && std::isnan(y)))) {
+          v.passed = false;
+          v.detail = str("element ", i, " differs by ", diff, " > bound ", allowed);
+        }
+      }
+      continue;
+    }
     if (claim == CpuClaim::Product) {
       bound = product_bound(op, args, a.dtype(), Device{});
     } else {  // Note [Summation bound]: per element, 2 gamma_d sum|x| with d = cascade_depth(n) (over n for mean).
@@ -623,7 +662,7 @@ Verdict verify_on_cpu(const OpEntry& op, ScalarType dtype, const Stack& args, co
     std::optional<MatmulRungGuard> guard;
     if (!rung.empty()) guard.emplace(DeviceType::CPU, rung);
     opt = run_with(op, in_place ? remake() : args, Variant::Optimized, &ran_opt);
-    if (op.id == Op::empty || op.id == Op::empty_strided) {  // uninitialised by definition: shape and dtype compared
+    if (is_uninitialised(op.id)) {  // uninitialised by definition: shape and dtype compared
       v.variants = std::string(ran_ref) + " vs " + ran_opt;
       v.claim = "single kernel";
       v.passed = ref[0].sizes() == opt[0].sizes() && ref[0].dtype() == opt[0].dtype();
@@ -635,7 +674,11 @@ Verdict verify_on_cpu(const OpEntry& op, ScalarType dtype, const Stack& args, co
     const std::string ran = rung.empty() ? "" : last_matmul_rung();  // packed hands int64 to register
     if (!ran.empty() && ("+" + ran_rungs + "+").find("+" + ran + "+") == std::string::npos)
       ran_rungs += (ran_rungs.empty() ? "" : "+") + ran;
-    compare_on_cpu(v, op, args, ref, opt, fused ? CpuClaim::Product : reordered ? CpuClaim::Sum : CpuClaim::Exact);
+    const bool composite = std::string_view(op.dispatch).find("Composite") != std::string_view::npos;
+    compare_on_cpu(v, op, args, ref, opt,
+                   fused       ? CpuClaim::Product
+                   : reordered ? (composite ? CpuClaim::Composite : CpuClaim::Sum)
+                               : CpuClaim::Exact);
   }
   v.variants = std::string(ran_ref) + " vs " + (ran_rungs.empty() ? std::string(ran_opt) : ran_rungs);
   v.claim = std::string(ran_opt) != "optimized" ? "single kernel" : bounded ? "bound" : "bit-for-bit";

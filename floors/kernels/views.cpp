@@ -229,6 +229,79 @@ DESCENT_VIEW_KERNEL(unsqueeze_kernel) {
   set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
 }
 
+// squeeze(), squeeze.dim and squeeze.dims: the dims of size 1 left out, all
+// of them or those named (a named dim of another size stays, as in aten; a
+// 0-d tensor's dim 0 or -1 is itself). Each result is a view (SqueezeBackward0,
+// 1 and 2 unsqueeze the gradient back).
+DESCENT_VIEW_KERNEL(squeeze_kernel) {
+  DESCENT_VIEW_BEGIN
+  bool named[kMaxDims] = {};
+  if (op.id == Op::squeeze) {
+    std::fill(named, named + kMaxDims, true);
+  } else if (op.id == Op::squeeze_dim) {
+    const int d = wrap_dim(s[1].to_int(), x.dim(), op.python_name);
+    if (x.dim() > 0) named[d] = true;
+  } else {
+    for (int64_t d : s[1].to_int_list()) {
+      const int w = wrap_dim(d, x.dim(), op.python_name);
+      if (x.dim() == 0) continue;
+      DESCENT_CHECK(!named[w], Error, "dim ", w, " appears multiple times in the list of dims");
+      named[w] = true;
+    }
+  }
+  DimVector sizes, strides;
+  for (int k = 0; k < x.dim(); ++k)
+    if (!(named[k] && x.sizes()[k] == 1)) sizes.push_back(x.sizes()[k]), strides.push_back(x.strides()[k]);
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
+}
+
+// unfold(dimension, size, step): every window of `size` elements along the
+// dim, `step` apart, as a new last dim (the dim itself counts the windows).
+// A 0-d self is one element: [size] for size 1.
+DESCENT_VIEW_KERNEL(unfold_kernel) {
+  DESCENT_VIEW_BEGIN
+  const int d = wrap_dim(s[1].to_int(), x.dim() == 0 ? 1 : x.dim(), op.python_name);
+  const int64_t size = s[2].to_int(), step = s[3].to_int();
+  const int64_t n = x.dim() ? x.sizes()[d] : 1;
+  DESCENT_CHECK(size <= n, Error, "maximum size for tensor at dimension ", d, " is ", n, " but size is ", size);
+  DESCENT_CHECK(step > 0, Error, "step is ", step, " but must be > 0");
+  DESCENT_CHECK(size >= 0, Error, "size is ", size, " but must be >= 0");
+  DimVector sizes = x.sizes(), strides = x.strides();
+  const int64_t stride = x.dim() ? x.strides()[d] : 1;
+  if (x.dim()) sizes[d] = (n - size) / step + 1, strides[d] = stride * step;
+  sizes.push_back(size), strides.push_back(stride);
+  set_view(span, s, x, x.as_strided(sizes, strides, x.offset()));
+}
+
+// as_strided(size, stride, storage_offset=None): any sizes and strides over
+// self's storage, from storage_offset (self's own offset when None), as aten
+// gives them; the view must lie inside the storage (aten's setStorage check).
+DESCENT_VIEW_KERNEL(as_strided_kernel) {
+  DESCENT_VIEW_BEGIN
+  const DimVector& sizes = s[1].to_int_list();
+  const DimVector& strides = s[2].to_int_list();
+  const int64_t offset = s[3].is_none() ? x.offset() : s[3].to_int();
+  DESCENT_CHECK(sizes.size() == strides.size(), Error, "mismatch in length of strides and shape");
+  int64_t last = offset;  // the last element's position, in elements
+  bool empty = false;
+  for (int k = 0; k < sizes.size(); ++k) {
+    DESCENT_CHECK(strides[k] >= 0, Error,
+                  "as_strided: Negative strides are not supported at the moment, got strides: ", strides.str());
+    DESCENT_CHECK(sizes[k] >= 0, Error, "Trying to create tensor with negative dimension ", sizes[k], ": ",
+                  sizes.str());
+    empty |= sizes[k] == 0;
+    last += (sizes[k] - 1) * strides[k];
+  }
+  DESCENT_CHECK(offset >= 0, Error, "Tensor: invalid storage offset ", offset);
+  const int64_t item = int64_t(element_size(x.dtype()));
+  const int64_t need = empty ? 0 : (last + 1) * item;
+  const int64_t have = int64_t(x.storage()->data.nbytes);
+  DESCENT_CHECK(need <= have, Error, "setStorage: sizes ", sizes.str(), ", strides ", strides.str(),
+                ", storage offset ", offset, ", and itemsize ", item, " requiring a storage size of ", need,
+                " are out of bounds for storage of size ", have);
+  set_view(span, s, x, x.as_strided(sizes, strides, offset));
+}
+
 // x[...]: the same view of the same memory, a new tensor (torch's THPVariable_getitem calls at::alias).
 DESCENT_VIEW_KERNEL(alias_kernel) {
   DESCENT_VIEW_BEGIN
@@ -247,6 +320,9 @@ void register_view_kernels(Library& m) {
   m.impl(Op::slice, slice_kernel);
   m.impl(Op::select, select_kernel);
   m.impl(Op::unsqueeze, unsqueeze_kernel);
+  for (Op op : {Op::squeeze, Op::squeeze_dim, Op::squeeze_dims}) m.impl(op, squeeze_kernel);
+  m.impl(Op::unfold, unfold_kernel);
+  m.impl(Op::as_strided, as_strided_kernel);
   m.impl(Op::alias, alias_kernel);
 }
 

@@ -94,7 +94,13 @@ TEST(Verifier, KnownVerdicts) {
 // PyTorch refuses on int64 is refused on them (mean, true division in place,
 // random numbers, mse_loss), and a bound uint8 cannot hold.
 TEST(Verifier, NarrowIntegersAreExactOnEveryDevice) {
-  const std::set<Op> refused = {Op::mean, Op::mean_dim, Op::div_, Op::rand, Op::randn, Op::mse_loss};
+  std::set<Op> refused = {Op::mean, Op::mean_dim, Op::div_, Op::rand, Op::randn, Op::mse_loss};
+  // Issue 42's: floats only (random draws, var and std, norms, multinomial), a zero divisor among the
+  // sample's integers (floor_divide), and clamp_'s float bounds, which an integer self cannot hold.
+  for (Op op : {Op::rand_like, Op::randn_like, Op::uniform_, Op::normal_, Op::floor_divide, Op::var_unbiased,
+                Op::var_dim, Op::var_correction, Op::std_unbiased, Op::std_dim, Op::std_correction, Op::clamp_,
+                Op::linalg_vector_norm, Op::multinomial})
+    refused.insert(op);
   for (ScalarType dt : {ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16, ScalarType::Int32}) {
     for (Device d : {Device{}, Device::parse("sim:0")}) {
       for (const OpEntry& e : all_ops()) {

@@ -82,6 +82,13 @@ UNSUPPORTED = {("sub", descent.bool), ("neg", descent.bool), ("mean", descent.bo
                ("linspace", descent.bool), ("addmm", descent.bool), ("linear", descent.bool),
                ("mse_loss", descent.bool), ("mse_loss", descent.int64), ("rsub", descent.bool),
                ("pow.Tensor_Tensor" if "pow.Tensor_Tensor" in OPS_BY_KEY else "pow", descent.bool)}
+# Issue 42's (a learner's first ops): floats only, no Bool kernel, a zero divisor among the integers of
+# floor_divide's sample, and clamp_'s float bounds, which an integer or bool self cannot hold.
+UNSUPPORTED |= {(n, dt) for dt in (descent.bool, descent.int64)
+                for n in ("rand_like", "randn_like", "uniform_", "normal_", "floor_divide", "var", "var.dim",
+                          "var.correction", "std", "std.dim", "std.correction", "clamp_", "linalg_vector_norm",
+                          "multinomial")}
+UNSUPPORTED |= {("argmax", descent.bool), ("argmin", descent.bool), ("topk", descent.bool), ("randperm", descent.bool)}
 # What PyTorch refuses on int64 it refuses on the narrower integers.
 UNSUPPORTED |= {(name, dt) for name, i64 in list(UNSUPPORTED) if i64 is descent.int64 for dt in INT_DTYPES}
 UNSUPPORTED.add(("linspace", descent.uint8))  # its sample starts at -2.5, which uint8 cannot hold

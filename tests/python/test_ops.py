@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import descent
+from learner_reference import LEARNER_FLOAT_ONLY, LEARNER_RANDOM, LEARNER_REFERENCE, LEARNER_TUPLES, LEARNER_UNARY_ARGS
 from conftest import (ALL_DTYPES, DTYPES, LAYOUTS, OPS_BY_KEY, SHAPES, UNSUPPORTED, dtype_id, make_tensor, np_dtype,
                       op_function, to_np)
 
@@ -210,6 +211,10 @@ NUMPY_REFERENCE = {
 FLOAT_ONLY = {"exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos", "reciprocal"}  # int64 and bool inputs give float32
 # The bounds the unary sweep gives the ops that take Scalars besides self.
 UNARY_ARGS = {"clamp": (-1.5, 2.5), "clamp_min": (-1,), "clamp_max": (2,)}
+# Issue 42's ops (a learner's first ops): their references and what the sweeps need to know of them.
+NUMPY_REFERENCE.update(LEARNER_REFERENCE)
+FLOAT_ONLY |= LEARNER_FLOAT_ONLY
+UNARY_ARGS.update(LEARNER_UNARY_ARGS)
 
 
 def result_type(*operands):
@@ -260,7 +265,11 @@ def parse_sample(sample, dtype, domain, rng):
     """The op table's sample call as (descent args, numpy args)."""
     args, np_args = [], []
     for text in (s.strip() for s in sample.split(";")):
-        if text.startswith("T["):
+        if text.startswith("B["):  # a random bool tensor whatever the dtype under test (where's condition)
+            shape = [int(v) for v in text[2:text.index("]")].split(",") if v.strip()]
+            t, a = make_tensor(rng, shape, descent.bool, "contiguous", domain)
+            args.append(t), np_args.append(a)
+        elif text.startswith("T["):
             shape = [int(v) for v in text[2:text.index("]")].split(",") if v.strip()]  # T[]: 0-d
             t, a = make_tensor(rng, shape, dtype, "contiguous", domain)
             if text.endswith("^T"):  # the transposed (non-contiguous) view of T[...]: its dims 0 and 1 swapped
@@ -304,11 +313,13 @@ def test_sample_call(name, dtype, rng):
     expected = NUMPY_REFERENCE[name](*np_args, **kwargs)
     if op["kind"] == "read":  # a Python number of the element's kind, the element exactly
         assert type(got) is type(expected) and got == expected, (got, expected)  # numpy's item(): bool, int, float
-    elif name == "max.dim":
+    elif name == "max.dim" or name in LEARNER_TUPLES:
         check(got.values, expected[0], got.values.dtype)
         check(got.indices, expected[1], I)
     elif name in ("empty", "empty_strided", "rand", "randn"):
         assert got.shape == expected.shape and got.dtype is dtype
+    elif name in LEARNER_RANDOM:  # values: test_learner_ops.py
+        assert got.shape == expected.shape and np_dtype(got.dtype) == expected.dtype, (got, expected)
     else:
         n = max(np_args[0].size, 1) if op["kind"] in ("reduction", "matmul") else 1
         check(got, expected, got.dtype, atol=n * 1e-6 if got.dtype is F else 0.0)
@@ -371,6 +382,10 @@ def test_binary(name, da, db, make):
             continue
         if name == "div" and not ct.is_floating_point:
             ct = F  # true division
+        if name == "floor_divide" and (ct is B or (not ct.is_floating_point and not np.all(b != 0))):
+            with pytest.raises(RuntimeError, match="div_floor_cpu|ZeroDivisionError"):  # bool; an integer 0 divisor
+                fn(x, y)
+            continue
         out_dtype = B if OPS[name]["kind"] == "comparison" else ct
         expected = NUMPY_REFERENCE[name](*compute(a, b, ct))
         check(fn(x, y), expected, out_dtype)

@@ -120,7 +120,8 @@ def test_cli_verify_and_ops():
     # Each row says which keys have kernels, as native_functions.yaml's dispatch: does.
     # (Sim and CUDA where one boxed kernel serves the devices too: Note [One kernel body, two devices].)
     assert {op["dispatch"] for op in OPS.values()} <= {"CPU", "CPU, Sim, CUDA", "BackendSelect, CPU, Sim, CUDA",
-                                                       "CompositeImplicitAutograd"}
+                                                       "CompositeImplicitAutograd", "BackendSelect, CPU",
+                                                       "BackendSelect, CompositeImplicitAutograd"}
     assert OPS["aten::add.Tensor"]["dispatch"] == "CPU, Sim, CUDA"
     assert all(op["dispatch"] in line for op, line in zip(descent._C._ops(), r.stdout.splitlines()))
     # ... and which node autograd records for it (Note [One derivative per op]).

@@ -94,6 +94,17 @@ VIEW_CASES = [
     ("select", (4, 6), lambda t: descent.select(t, 1, 2), lambda a: a[:, 2]),
     ("select-negative", (4, 6), lambda t: descent.select(t, 0, -1), lambda a: a[-1]),
     ("select-to-0d", (5,), lambda t: descent.select(t, 0, 3), lambda a: a[3, ...]),
+    # issue 42's: narrow (a slice), squeeze in its three forms, unfold, as_strided
+    ("narrow", (4, 6), lambda t: t.narrow(1, 2, 3), lambda a: a[:, 2:5]),
+    ("narrow-negative", (4, 6), lambda t: descent.narrow(t, 0, -2, 2), lambda a: a[-2:]),
+    ("squeeze", (2, 1, 3, 1), lambda t: t.squeeze(), lambda a: a.squeeze()),
+    ("squeeze-dim", (2, 1, 3), lambda t: t.squeeze(1), lambda a: a.squeeze(1)),
+    ("squeeze-dims", (1, 2, 1), lambda t: t.squeeze((0, 2)), lambda a: a.squeeze((0, 2))),
+    ("squeeze-of-transposed", (3, 1, 4), lambda t: t.transpose(0, 2).squeeze(1), lambda a: a.swapaxes(0, 2)[:, 0]),
+    # windows that do not overlap: check_view writes through the view (test_learner_ops.py has overlapping ones)
+    ("unfold", (2, 7), lambda t: t.unfold(1, 2, 3), lambda a: np.lib.stride_tricks.sliding_window_view(a, 2, 1)[:, ::3]),
+    ("as_strided", (4, 6), lambda t: t.as_strided((3, 3), (6, 2), 1),
+     lambda a: np.lib.stride_tricks.as_strided(a.reshape(-1)[1:], (3, 3), (6 * a.itemsize, 2 * a.itemsize))),
 ]
 EXPAND_CASES = [
     ("expand", (4, 1), lambda t: t.expand(3, 4, 6), lambda a: np.broadcast_to(a, (3, 4, 6))),

@@ -112,6 +112,8 @@ from ._legacy import (  # noqa: E402,F401  (torch.FloatTensor, ...: Note [The le
 )
 from . import accelerator, backends, cuda, sim  # noqa: E402,F401
 from . import library, ops  # noqa: E402,F401  (torch.library and torch.ops)
+from .functional import allclose, chunk, einsum, norm, split  # noqa: E402,F401  (torch/functional.py's, in Python)
+from . import linalg  # noqa: E402,F401
 from ._compile import compile  # noqa: E402,F401  (torch.compile: the compiler floor, descent/_compile/)
 from . import fx  # noqa: E402,F401
 

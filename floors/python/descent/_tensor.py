@@ -60,6 +60,27 @@ class Tensor(_C.TensorBase):
     def T(self):
         return _C.permute(self, list(range(self.dim() - 1, -1, -1)))
 
+    # Ops whose Python form is not one row of the op table (floors/python/descent/functional.py).
+    def where(self, condition, other):
+        """x.where(condition, y): torch.where(condition, x, y) (aten's where.self takes condition first)."""
+        return _C.where(condition, self, other)
+
+    def nelement(self): return self.numel()
+    def split(self, split_size, dim=0): return _functional().split(self, split_size, dim)
+    def chunk(self, chunks, dim=0): return _functional().chunk(self, chunks, dim)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return _functional().allclose(self, other, rtol, atol, equal_nan)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return _functional().norm(self, p, dim, keepdim, dtype=dtype)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor of `data`, with this tensor's dtype and device unless given (torch's new_tensor)."""
+        from . import tensor
+        return tensor(data, dtype=self.dtype if dtype is None else dtype,
+                      device=self.device if device is None else device, requires_grad=requires_grad)
+
     # Devices. to(), cpu(), pin_memory(), is_pinned() and is_cuda are C (the
     # binding, floors/binding/device_object.cpp); these two are Python in descent.
     def cuda(self, device=None, non_blocking=False):
@@ -129,6 +150,11 @@ class Tensor(_C.TensorBase):
     def __reduce__(self):
         flat = self.reshape(-1).tolist() if self.numel() else []
         return _rebuild_tensor, (flat, tuple(self.shape), str(self.dtype).rpartition(".")[2])
+
+
+def _functional():
+    from . import functional
+    return functional
 
 
 def _rebuild_tensor(flat, shape, dtype_name):
