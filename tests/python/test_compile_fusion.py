@@ -141,3 +141,19 @@ def test_what_is_not_fused():
     ci = descent.compile(lambda x: (x + 1) * 2)
     i = descent.ones(3, dtype=descent.int64)
     assert ci(i).tolist() == [4, 4, 4] and not ci.kernels  # int64 is not fused
+
+
+def test_the_compiled_call_in_a_trace():
+    cf = descent.compile(lambda x: ((x + 1).relu() * 2).exp())
+    x = descent.randn(8)
+    with descent.trace() as first:
+        cf(x)
+    with descent.trace() as hit:
+        cf(x)
+    names = [s["name"] for s in first.result.spans()]
+    assert "descent.compile: capture 0/0" in names
+    names = [s["name"] for s in hit.result.spans()]
+    assert "descent.compile: guards passed, entry 0/0" in names and "descent.compile: run graph 0/0" in names
+    assert any(n.startswith("fused kernel ") and n.endswith("4 ops, 8 elements") for n in names)
+    # One kernel where eager makes four trips down the floors: no aten::add, relu, mul or exp dispatch.
+    assert not {"aten::add", "aten::relu", "aten::mul", "aten::exp"} & set(names)

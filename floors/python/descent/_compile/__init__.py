@@ -27,6 +27,8 @@ import time
 import warnings
 
 from . import guards as _guards
+from .. import _C
+from ..tracing import site_of as _site_of, span as _span
 
 __all__ = ["compile", "CompiledFunction", "Unsupported", "explain", "reset", "list_backends", "counters"]
 
@@ -68,10 +70,11 @@ def list_backends():
 
 class _Entry:
     """One cache entry: the guards' key, and either a compiled graph or the graph break's reason."""
-    __slots__ = ("key", "gm", "run", "reason", "compile_s", "calls")
+    __slots__ = ("key", "gm", "run", "reason", "compile_s", "calls", "index")
 
     def __init__(self, key, gm=None, run=None, reason=None, compile_s=0.0):
         self.key, self.gm, self.run, self.reason, self.compile_s, self.calls = key, gm, run, reason, compile_s, 0
+        self.index = 0
 
 
 class CompiledFunction:
@@ -133,6 +136,11 @@ class CompiledFunction:
             entry.calls += 1
             if entry.run is not None:
                 counters["cache_hits"] += 1
+                if _C._trace_enabled():  # Note [The compiled call in a trace]
+                    with _span(f"descent.compile: guards passed, entry {entry.index}/0", _SITE):
+                        pass
+                    with _span(f"descent.compile: run graph {entry.index}/0", _SITE):
+                        return entry.run(*[a for a in flat if _is_tensor(a)])
                 return entry.run(*[a for a in flat if _is_tensor(a)])
             counters["eager_calls"] += 1
             return self._fn(*args, **kwargs)
@@ -156,6 +164,10 @@ class CompiledFunction:
             self.events.append(f"recompile_limit ({recompile_limit}) reached: eager from now on")
             self.eager_forever = True
             return self._fn(*args, **kwargs)
+        with _span(f"descent.compile: capture {len(self.entries)}/0" if _C._trace_enabled() else "", _SITE):
+            return self._capture(flat, key, names, args, kwargs)
+
+    def _capture(self, flat, key, names, args, kwargs):
         from ..fx.experimental.proxy_tensor import DataDependentError, capture
         t0 = time.perf_counter()
         printed = []
@@ -191,6 +203,7 @@ class CompiledFunction:
             run = self._backend_compile(gm, [a for a in flat if _is_tensor(a)])
         dt = time.perf_counter() - t0
         entry = _Entry(key, gm, run, compile_s=dt)
+        entry.index = index
         self.entries[key] = entry
         self._latest = entry
         n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
@@ -264,6 +277,18 @@ class CompiledFunction:
         return [e.reason for e in self.entries.values() if e.reason is not None]
 
 
+# Note [The compiled call in a trace]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Inside `with descent.trace()`, a compiled call opens floor-1 spans named
+# for what the compiler did: "descent.compile: capture 0/0" around the first
+# call (the capture's ops and the kernel build beneath it), and on a hit
+# "descent.compile: guards passed, entry 0/0" then "descent.compile: run
+# graph 0/0", beneath which a fused kernel is one span ("fused kernel
+# <hash>") where eager shows one trip down the floors per op. (The issue asks
+# for a compiler row of its own above the dispatcher; these are floor-1 spans.)
+_SITE = 0
+
+
 def _is_tensor(a):
     import descent
     return isinstance(a, descent.Tensor)
@@ -273,6 +298,14 @@ def _where(fn):
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__qualname__", repr(fn))
     return f"{name} ({code.co_filename}:{code.co_firstlineno})" if code else name
+
+
+def _register_site():
+    global _SITE
+    _SITE = _site_of(CompiledFunction.__call__)
+
+
+_register_site()
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,

@@ -48,7 +48,9 @@ import time
 import warnings
 
 import descent
+from .. import _C
 from ..fx.graph import unwrap_numbers
+from ..tracing import span as _span
 
 __all__ = ["compile_graph", "FusedProgram", "FusedKernel", "POINTWISE", "cache_dir"]
 
@@ -377,7 +379,11 @@ class FusedProgram:
                 results = [descent.empty(k.shape, dtype=k.dtype) for _ in outs]
                 ptrs = (ctypes.c_void_p * (len(ins) + len(outs)))(
                     *[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
-                k.fn(ptrs, n)
+                if _C._trace_enabled():
+                    with _span(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {n} elements"):
+                        k.fn(ptrs, n)
+                else:
+                    k.fn(ptrs, n)
                 for s, r in zip(outs, results):
                     env[s] = r
             else:
