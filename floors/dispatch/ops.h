@@ -420,6 +420,14 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(one_hot,                                                                                                           \
     "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor",                                                        \
     "CompositeImplicitAutograd", Reduction, Exact, Positive, NN, "T[5]; 5")                                            \
+  _(conv2d,                                                                                                            \
+    "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, "                 \
+    "int[2] dilation=1, int groups=1) -> Tensor",                                                                      \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[2, 3, 6, 7]; T[4, 3, 3, 2]; T[4]; [2, 1]; [1, 0]")   \
+  _(max_pool2d,                                                                                                        \
+    "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2]? stride=None, int[2] padding=0, int[2] dilation=1, "     \
+    "bool ceil_mode=False) -> Tensor",                                                                                 \
+    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[2, 3, 6, 7]; [3, 2]; [2, 1]; [1, 1]")                \
   /* a learner's first ops (issue 42): like-factories, squeeze, masks, arg reductions, var and std */                  \
   _(empty_like, "aten::empty_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
     "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 6]")                                                \
@@ -567,7 +575,7 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 161,
+static_assert(kNumOps == 163,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
 
 }  // namespace descent

@@ -9,6 +9,7 @@
 // [SECTION] embedding
 // [SECTION] Binary cross-entropy
 // [SECTION] Composites
+// [SECTION] conv2d and max_pool2d
 // [SECTION] Registration
 //
 // Note [nn kernels run on the host]
@@ -27,6 +28,8 @@
 // vectorized_layer_norm_kernel, ...).
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "floors/kernels/boxed.h"
 
@@ -588,6 +591,150 @@ void one_hot_composite(const OpEntry&, DispatchKeySet, Stack& s) {
   s.set_result(call(Op::_to_copy, hit, ScalarType::Int64, IValue()));
 }
 
+// [SECTION] conv2d and max_pool2d --------------------------------------------------------
+
+// Note [conv2d and max_pool2d gather windows]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// aten::conv2d and aten::max_pool2d are composites here, of ops descent has:
+// the input, padded (zeros for conv2d, -inf for max_pool2d, written into a
+// slice by copy_), is read window by window with one advanced index
+// (aten::index with two index tensors of shape [OH, 1, KH, 1] and
+// [1, OW, 1, KW]: every output position's kernel window, im2col), then
+// conv2d is one mm per group of the windows by the weight, and max_pool2d a
+// max over each window. So every device runs them and their gradients come
+// from their parts (IndexBackward0, MmBackward0, MaxBackward0, ...), where
+// PyTorch's CPU calls one kernel each with its own node (ConvolutionBackward0,
+// MaxPool2DWithIndicesBackward0) and its own optimized loops. The values,
+// and which element of a window a max's gradient reaches (the first
+// maximum), are PyTorch's. max_pool2d's stride is `int[2]? stride=None`
+// where aten writes `int[2] stride=[]` (an empty list, the kernel size):
+// descent's schema parser reads no list defaults; ceil_mode=True is refused.
+
+// An int[2] argument as (h, w): one int stands for both, as in PyTorch.
+std::pair<int64_t, int64_t> pair_of(const IValue& v, const char* op, const char* name) {
+  if (v.is_scalar()) return {v.to_int(), v.to_int()};
+  const DimVector& l = v.to_int_list();
+  DESCENT_CHECK(l.size() == 1 || l.size() == 2, Error, op, "(): ", name, " must be one int or two, got ", sizes_str(l));
+  return {l[0], l[l.size() - 1]};
+}
+
+// x ([N, C, H, W]) padded by (ph, pw) with `value` on every side.
+Tensor padded(const Tensor& x, int64_t ph, int64_t pw, double value) {
+  if (ph == 0 && pw == 0) return x;
+  DimVector sizes = x.sizes();
+  sizes[2] += 2 * ph, sizes[3] += 2 * pw;
+  Tensor out = call(Op::full, sizes, Scalar(value), x.dtype(), x.device());
+  const Tensor inner = call(Op::slice, call(Op::slice, out, int64_t{2}, ph, ph + x.sizes()[2], int64_t{1}), int64_t{3},
+                            pw, pw + x.sizes()[3], int64_t{1});
+  call(Op::copy_, inner, x, false);
+  return out;
+}
+
+// Each output position's window of a [N, C, Hp, Wp] input: [N, C, OH, OW, KH, KW].
+Tensor windows(const Tensor& xp, int64_t oh, int64_t ow, std::pair<int64_t, int64_t> k,
+               std::pair<int64_t, int64_t> stride, std::pair<int64_t, int64_t> dil) {
+  auto range = [&](int64_t n, int64_t step, DimVector shape) {
+    const Tensor r =
+        call(Op::arange_start_step, Scalar(int64_t{0}), Scalar(n * step), Scalar(step), ScalarType::Int64, xp.device());
+    return call(Op::view, r, shape);
+  };
+  const Tensor ih =
+      call(Op::add, range(oh, stride.first, {oh, 1, 1, 1}), range(k.first, dil.first, {1, 1, k.first, 1}));
+  const Tensor iw =
+      call(Op::add, range(ow, stride.second, {1, ow, 1, 1}), range(k.second, dil.second, {1, 1, 1, k.second}));
+  OptionalTensorList at;
+  at.push_back(Tensor());
+  at.push_back(Tensor());
+  at.push_back(ih);
+  at.push_back(iw);
+  return call(Op::index, xp, at);
+}
+
+// The output size along one dim, PyTorch's formula, and its check.
+int64_t out_size(int64_t in, int64_t pad, int64_t k, int64_t stride, int64_t dil, const char* op) {
+  const int64_t span = dil * (k - 1) + 1;
+  DESCENT_CHECK(in + 2 * pad >= span, Error, op, "(): Calculated padded input size per channel: (", in + 2 * pad,
+                "). Kernel size: (", span, "). Kernel size can't be greater than actual input size");
+  return (in + 2 * pad - span) / stride + 1;
+}
+
+// aten::conv2d(input, weight, bias, stride, padding, dilation, groups):
+// Note [conv2d and max_pool2d gather windows].
+void conv2d_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
+  const Tensor& input = s[0].to_tensor();
+  const Tensor& weight = s[1].to_tensor();
+  const auto stride = pair_of(s[3], op.python_name, "stride"), pad = pair_of(s[4], op.python_name, "padding");
+  const auto dil = pair_of(s[5], op.python_name, "dilation");
+  const int64_t groups = s[6].to_int();
+  DESCENT_CHECK(input.dim() == 3 || input.dim() == 4, Error,
+                "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ", input.shape_str());
+  DESCENT_CHECK(weight.dim() == 4, Error, "weight of conv2d should be 4-D, but got weight of size ",
+                weight.shape_str());
+  DESCENT_CHECK(groups > 0 && weight.sizes()[0] % groups == 0, Error, "Given groups=", groups,
+                ", expected weight to be divisible by ", groups,
+                " at dimension 0, but got "
+                "weight of size ",
+                weight.shape_str(), " instead");
+  DESCENT_CHECK(stride.first > 0 && stride.second > 0, Error, "non-positive stride is not supported");
+  const bool batched = input.dim() == 4;
+  const Tensor x = batched ? input : call(Op::unsqueeze, input, int64_t{0});
+  const int64_t n = x.sizes()[0], c = x.sizes()[1], oc = weight.sizes()[0], cg = weight.sizes()[1];
+  if (c != cg * groups) {
+    DimVector expect = x.sizes();
+    throw Error(str("Given groups=", groups, ", weight of size ", weight.shape_str(), ", expected input", x.shape_str(),
+                    " to have ", cg * groups, " channels, but got ", c, " channels instead"));
+  }
+  const std::pair<int64_t, int64_t> k{weight.sizes()[2], weight.sizes()[3]};
+  const int64_t oh = out_size(x.sizes()[2], pad.first, k.first, stride.first, dil.first, op.python_name);
+  const int64_t ow = out_size(x.sizes()[3], pad.second, k.second, stride.second, dil.second, op.python_name);
+  const Tensor cols = call(Op::permute, windows(padded(x, pad.first, pad.second, 0.0), oh, ow, k, stride, dil),
+                           DimVector{0, 2, 3, 1, 4, 5});  // [N, OH, OW, C, KH, KW]
+  const int64_t ocg = oc / groups;
+  std::vector<Tensor> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tensor cg_cols = groups == 1 ? cols : call(Op::slice, cols, int64_t{3}, g * cg, (g + 1) * cg, int64_t{1});
+    const Tensor wg = groups == 1 ? weight : call(Op::slice, weight, int64_t{0}, g * ocg, (g + 1) * ocg, int64_t{1});
+    parts.push_back(call(Op::mm, call(Op::reshape, cg_cols, DimVector{n * oh * ow, cg * k.first * k.second}),
+                         call(Op::t, call(Op::reshape, wg, DimVector{ocg, cg * k.first * k.second}))));
+  }
+  Tensor out = parts[0];
+  if (groups > 1) {
+    OptionalTensorList l;
+    for (const Tensor& p : parts) l.push_back(p);
+    out = call(Op::cat, l, int64_t{1});
+  }
+  out = call(Op::permute, call(Op::view, out, DimVector{n, oh, ow, oc}), DimVector{0, 3, 1, 2});
+  if (s[2].is_tensor()) out = call(Op::add, out, call(Op::view, s[2].to_tensor(), DimVector{1, oc, 1, 1}));
+  out = call(Op::contiguous, out);
+  s.set_result(batched ? out : call(Op::select, out, int64_t{0}, int64_t{0}));
+}
+
+// aten::max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode):
+// the largest element of each window (Note [conv2d and max_pool2d gather windows]).
+void max_pool2d_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
+  const Tensor& input = s[0].to_tensor();
+  const auto k = pair_of(s[1], op.python_name, "kernel_size");
+  const auto stride = s[2].is_none() || (!s[2].is_scalar() && s[2].to_int_list().size() == 0)
+                          ? k
+                          : pair_of(s[2], op.python_name, "stride");
+  const auto pad = pair_of(s[3], op.python_name, "padding"), dil = pair_of(s[4], op.python_name, "dilation");
+  DESCENT_CHECK(!s[5].to_bool(), NotImplementedError, "max_pool2d(): ceil_mode=True is not implemented in descent");
+  DESCENT_CHECK(input.dim() == 3 || input.dim() == 4, Error,
+                "non-empty 3D or 4D (batch mode) tensor expected for input");
+  DESCENT_CHECK(stride.first > 0 && stride.second > 0, Error,
+                "stride should be greater than zero, but got dH: ", stride.first, " dW: ", stride.second);
+  DESCENT_CHECK(pad.first <= (dil.first * (k.first - 1) + 1) / 2 && pad.second <= (dil.second * (k.second - 1) + 1) / 2,
+                Error, "pad should be at most half of effective kernel size, but got pad=", pad.first,
+                ", kernel_size=", k.first, " and dilation=", dil.first);
+  const bool batched = input.dim() == 4;
+  const Tensor x = batched ? input : call(Op::unsqueeze, input, int64_t{0});
+  const int64_t oh = out_size(x.sizes()[2], pad.first, k.first, stride.first, dil.first, op.python_name);
+  const int64_t ow = out_size(x.sizes()[3], pad.second, k.second, stride.second, dil.second, op.python_name);
+  const Tensor w = windows(padded(x, pad.first, pad.second, -INFINITY), oh, ow, k, stride, dil);
+  const Tensor flat = call(Op::reshape, w, DimVector{x.sizes()[0], x.sizes()[1], oh, ow, k.first * k.second});
+  const Tensor out = first_of(Op::max_dim, flat, int64_t{-1}, false);
+  s.set_result(batched ? out : call(Op::select, out, int64_t{0}, int64_t{0}));
+}
 }  // namespace
 
 // [SECTION] Registration -------------------------------------------------------------------
@@ -626,6 +773,8 @@ void register_nn_composites(Library& m) {
   m.impl(Op::layer_norm, layer_norm_composite);
   m.impl(Op::dropout, dropout_composite);
   m.impl(Op::one_hot, one_hot_composite);
+  m.impl(Op::conv2d, conv2d_composite);
+  m.impl(Op::max_pool2d, max_pool2d_composite);
 }
 
 }  // namespace descent::kernels

@@ -6,10 +6,14 @@ descent as `torch` and compares: values and gradients (float64, within 1e-10
 relative), grad_fn chains, error classes and messages, module reprs, AdamW's
 updates, a small GPT's first four training steps (float32, within 1e-4), and a
 character-level bigram model. Where descent's chain differs from PyTorch's on
-purpose, KNOWN_CHAINS says so and names the Note.
+purpose, KNOWN_CHAINS says so and names the Note. The JSON was recorded before
+the script gained its conv2d, max_pool2d and small-CNN cases (no torch host
+could be started again that session): those are held to numpy references
+below until torch_nn_facts.py is run on a torch host again.
 """
 import json
 import math
+import re
 import os
 import sys
 import warnings
@@ -49,6 +53,20 @@ KNOWN_CHAINS = {
     "cross_entropy_probs_smooth": "DivBackward0 <- NegBackward0 <- SumBackward0 <- MulBackward0 <- LogSoftmaxBackward0"
                                   " <- AccumulateGrad",
     "cross_entropy_smooth": "AddBackward0 <- MulBackward0 <- NllLossBackward0 <- LogSoftmaxBackward0 <- AccumulateGrad",
+    # Note [conv2d and max_pool2d gather windows]: composites of index, mm and max, where PyTorch has one node each.
+    "conv2d": "CloneBackward0 <- AddBackward0 <- PermuteBackward0 <- ViewBackward0 <- MmBackward0 <- "
+              "UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- IndexBackward0 <- CopySlices <- "
+              "AccumulateGrad",
+    "conv2d_groups": "CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- CatBackward0 <- MmBackward0 <- "
+                     "UnsafeViewBackward0 <- CloneBackward0 <- SliceBackward0 <- PermuteBackward0 <- IndexBackward0 <- "
+                     "CopySlices <- AccumulateGrad",
+    "conv2d_unbatched": "SelectBackward0 <- CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- MmBackward0 <- "
+                        "UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- IndexBackward0 <- CopySlices <- "
+                        "UnsqueezeBackward0 <- AccumulateGrad",
+    "max_pool2d": "MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- AccumulateGrad",
+    "max_pool2d_args": "MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- CopySlices <- AccumulateGrad",
+    "max_pool2d_module": "SelectBackward0 <- MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- CopySlices <- "
+                         "UnsqueezeBackward0 <- AccumulateGrad",
     "cross_entropy_smooth_weight": "AddBackward0 <- MulBackward0 <- NllLossBackward0 <- LogSoftmaxBackward0 <- "
                                    "AccumulateGrad",
 }
@@ -284,3 +302,106 @@ def test_bigram_model_beside_torch():
     assert got["count_total"] == want["count_total"]
     close(got["nll"], want["nll"], rtol=1e-6)
     close(got["losses"], want["losses"], rtol=1e-5)
+
+
+# [SECTION] conv2d and max_pool2d (numpy references: Note [conv2d and max_pool2d gather windows]) -----
+
+def _np_conv2d(x, w, b, stride, pad, dil, groups):
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for o in range(oc):
+        g = o // ocg
+        for i in range(oh):
+            for j in range(ow):
+                win = xp[:, g * cg:(g + 1) * cg, i * stride[0]:i * stride[0] + dil[0] * (kh - 1) + 1:dil[0],
+                         j * stride[1]:j * stride[1] + dil[1] * (kw - 1) + 1:dil[1]]
+                out[:, o, i, j] = (win * w[o]).sum(axis=(1, 2, 3)) + (0 if b is None else b[o])
+    return out
+
+
+def _np_max_pool2d(x, k, stride, pad, dil):
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), constant_values=-np.inf)
+    oh = (h + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * stride[0]:i * stride[0] + dil[0] * (k[0] - 1) + 1:dil[0],
+                     j * stride[1]:j * stride[1] + dil[1] * (k[1] - 1) + 1:dil[1]]
+            out[:, :, i, j] = win.max(axis=(2, 3))
+    return out
+
+
+@pytest.mark.parametrize("stride,pad,dil,groups", [((1, 1), (0, 0), (1, 1), 1), ((2, 1), (1, 0), (1, 1), 1),
+                                                   ((1, 2), (2, 1), (2, 1), 2), ((3, 3), (1, 1), (1, 2), 4)])
+def test_conv2d_beside_numpy(stride, pad, dil, groups):
+    r = np.random.RandomState(sum(stride) + groups)
+    x, w, b = r.randn(2, 4, 9, 8), r.randn(8, 4 // groups, 3, 2), r.randn(8)
+    got = F.conv2d(descent.tensor(x), descent.tensor(w), descent.tensor(b), stride, pad, dil, groups)
+    close(got.tolist(), _np_conv2d(x, w, b, stride, pad, dil, groups))
+    assert got.is_contiguous()
+
+
+def test_conv2d_and_max_pool2d_gradients():
+    r = np.random.RandomState(2)
+    x = descent.tensor(r.randn(2, 2, 5, 4), requires_grad=True)
+    w = descent.tensor(r.randn(4, 1, 2, 3), requires_grad=True)
+    b = descent.tensor(r.randn(4), requires_grad=True)
+    gc = descent.autograd.gradcheck
+    assert gc(lambda a, ww, bb: F.conv2d(a, ww, bb, (2, 1), (1, 1), 1, 2), (x, w, b))
+    assert gc(lambda a: F.max_pool2d(a, (2, 3), 1, (1, 1)), (x,))
+    assert gc(lambda a, ww: F.conv2d(a[0], ww, padding="same"), (x, descent.tensor(r.randn(3, 2, 3, 3),
+                                                                                    requires_grad=True)))
+
+
+@pytest.mark.parametrize("k,stride,pad,dil", [((2, 2), None, (0, 0), (1, 1)), ((3, 2), (2, 1), (1, 1), (1, 2)),
+                                              ((3, 3), (1, 1), (1, 0), (1, 1))])
+def test_max_pool2d_beside_numpy(k, stride, pad, dil):
+    x = np.random.RandomState(4).randn(2, 3, 7, 6)
+    got = F.max_pool2d(descent.tensor(x), k, stride, pad, dil)
+    close(got.tolist(), _np_max_pool2d(x, k, stride or k, pad, dil))
+
+
+def test_max_pool2d_gradient_reaches_the_first_maximum():
+    x = descent.tensor([[[[1.0, 3.0], [3.0, 2.0]]]], requires_grad=True)
+    F.max_pool2d(x, 2).sum().backward()
+    assert x.grad.tolist() == [[[[0.0, 1.0], [0.0, 0.0]]]]  # PyTorch's CPU kernel: the first of equal maxima
+
+
+def test_conv_and_pool_modules_print_and_check_as_torch():
+    # PyTorch 2.11's reprs and messages (torch/nn/modules/conv.py, pooling.py; ConvUtils.h, Pool.h).
+    assert repr(nn.Conv2d(3, 8, 3)) == "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1))"
+    assert repr(nn.Conv2d(4, 8, (3, 5), stride=2, padding=(1, 2), dilation=2, groups=2, bias=False)) == \
+        "Conv2d(4, 8, kernel_size=(3, 5), stride=(2, 2), padding=(1, 2), dilation=(2, 2), groups=2, bias=False)"
+    assert repr(nn.Conv2d(3, 8, 3, padding="same")) == "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1), padding=same)"
+    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    conv = nn.Conv2d(6, 4, 3)
+    bound = 1 / math.sqrt(6 * 9)
+    assert np.abs(np.array(conv.weight.tolist())).max() <= bound and np.abs(np.array(conv.bias.tolist())).max() <= bound
+    with pytest.raises(RuntimeError, match=re.escape("Given groups=1, weight of size [8, 3, 3, 3], expected "
+                                                     "input[1, 4, 5, 5] to have 3 channels, but got 4 channels "
+                                                     "instead")):
+        F.conv2d(descent.randn(1, 4, 5, 5), descent.randn(8, 3, 3, 3))
+    with pytest.raises(RuntimeError, match=re.escape("Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
+                                                     "got input of size: [4, 5]")):
+        F.conv2d(descent.randn(4, 5), descent.randn(8, 3, 3, 3))
+    with pytest.raises(ValueError, match="out_channels must be divisible by groups"):
+        nn.Conv2d(4, 6, 3, groups=4)
+    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size, but got pad=2, "
+                                           "kernel_size=3 and dilation=1"):
+        F.max_pool2d(descent.randn(1, 1, 5, 5), 3, padding=2)
+
+
+def test_a_small_cnn_trains():
+    """Conv2d, ReLU, MaxPool2d, Flatten, Linear, cross-entropy and SGD with momentum: the loss falls."""
+    got = cases_file.cnn_case(descent)
+    assert got["losses"][-1] < got["losses"][0]
+    assert got["repr"].startswith("Sequential(\n  (0): Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))")
+    if "cnn" in TORCH:  # recorded with PyTorch when the facts file was last made
+        close(got["losses"], TORCH["cnn"]["losses"], rtol=1e-4)

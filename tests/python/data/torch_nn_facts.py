@@ -107,6 +107,19 @@ def cases(torch):
                    lambda a: F.binary_cross_entropy_with_logits(a, arr(torch, tgt), weight=arr(torch, w),
                                                                 reduction="none"), x, upstream=g_up)
     value_and_grad("sigmoid", lambda a: torch.sigmoid(a), x, upstream=g_up)
+    cx, cw, cb = r.randn(2, 4, 7, 6), r.randn(6, 2, 3, 2), r.randn(6)
+    value_and_grad("conv2d", lambda a, ww, bb: F.conv2d(a, ww[:, :, :, :], bb, stride=(2, 1), padding=1), cx,
+                   np.concatenate([cw, cw], 1), cb, upstream=r.randn(2, 6, 4, 7))
+    value_and_grad("conv2d_groups", lambda a, ww: F.conv2d(a, ww, None, 1, (0, 1), (2, 1), 2), cx, cw,
+                   upstream=r.randn(2, 6, 3, 7))
+    value_and_grad("conv2d_unbatched", lambda a, ww: F.conv2d(a, ww, padding="same"), cx[0], r.randn(3, 4, 3, 3),
+                   upstream=r.randn(3, 7, 6))
+    px = np.round(r.randn(2, 3, 7, 6), 1)  # ties: the first maximum of a window gets the gradient
+    value_and_grad("max_pool2d", lambda a: F.max_pool2d(a, 2), px, upstream=r.randn(2, 3, 3, 3))
+    value_and_grad("max_pool2d_args", lambda a: F.max_pool2d(a, (3, 2), stride=(2, 1), padding=1, dilation=(1, 2)),
+                   px, upstream=r.randn(2, 3, 4, 6))
+    value_and_grad("max_pool2d_module", lambda a: nn.MaxPool2d(3, 2, padding=1)(a), px[0],
+                   upstream=r.randn(3, 4, 3))
     out["one_hot"] = F.one_hot(torch.tensor([0, 3, 1])).tolist()
     out["one_hot_5"] = F.one_hot(torch.tensor([[0], [3]]), 5).tolist()
     a = arr(torch, x, grad=True)
@@ -136,6 +149,10 @@ def cases(torch):
         "bce_size": error_of(lambda: F.binary_cross_entropy(torch.rand(3), torch.rand(3, 1))),
         "bce_logits_size": error_of(lambda: F.binary_cross_entropy_with_logits(torch.rand(3), torch.rand(3, 1))),
         "dropout_p": error_of(lambda: nn.Dropout(1.5)),
+        "conv_channels": error_of(lambda: F.conv2d(torch.randn(1, 4, 5, 5), torch.randn(8, 3, 3, 3))),
+        "conv_dims": error_of(lambda: F.conv2d(torch.randn(4, 5), torch.randn(8, 3, 3, 3))),
+        "conv_groups": error_of(lambda: nn.Conv2d(4, 6, 3, groups=4)),
+        "pool_pad": error_of(lambda: F.max_pool2d(torch.randn(1, 1, 5, 5), 3, padding=2)),
         "smoothing": error_of(lambda: F.cross_entropy(xf, torch.tensor([1, 2, 0]), label_smoothing=1.5)),
     }
     # Reprs.
@@ -150,6 +167,11 @@ def cases(torch):
         "module_dict": repr(nn.ModuleDict({"a": nn.ReLU(), "b": nn.Tanh()})),
         "sequential": repr(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Dropout(0.5), nn.Linear(4, 1),
                                          nn.Sigmoid())),
+        "conv": repr(nn.Conv2d(3, 8, 3)),
+        "conv_args": repr(nn.Conv2d(4, 8, (3, 5), stride=2, padding=(1, 2), dilation=2, groups=2, bias=False)),
+        "conv_same": repr(nn.Conv2d(3, 8, 3, padding="same")),
+        "pool": repr(nn.MaxPool2d(2)),
+        "pool_args": repr(nn.MaxPool2d((3, 2), stride=1, padding=1)),
         "adamw": repr(torch.optim.AdamW([torch.zeros(2, requires_grad=True)], lr=0.01)),
     }
     # AdamW on a fixed quadratic.
@@ -279,6 +301,28 @@ def bigram_case(torch):
             "losses": losses}
 
 
+def cnn_case(torch):
+    """Conv2d, ReLU, MaxPool2d, Flatten, Linear and cross-entropy: three SGD steps, weights from numpy."""
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 3), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(6 * 2 * 2, 3))
+    r = rng(11)
+    with torch.no_grad():
+        for _, p in sorted(model.named_parameters()):
+            p.copy_(torch.tensor(r.randn(*p.shape) * 0.3, dtype=p.dtype))
+    x = torch.tensor(r.randn(5, 1, 8, 8), dtype=torch.float32)
+    y = torch.tensor(r.randint(0, 3, size=(5,)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return {"losses": losses, "repr": repr(model)}
+
+
 if __name__ == "__main__":
     if os.environ.get("DESCENT"):
         import descent as torch
@@ -288,6 +332,7 @@ if __name__ == "__main__":
     facts = cases(torch)
     facts["gpt"] = gpt_case(torch)
     facts["bigram"] = bigram_case(torch)
+    facts["cnn"] = cnn_case(torch)
     facts["torch_version"] = getattr(torch, "__version__", "descent")
     with open(sys.argv[1], "w") as f:
         json.dump(facts, f, indent=1, sort_keys=True)

@@ -8,11 +8,11 @@ Pure Python over the ops, as torch.nn is: a Module call is a floor-1 span
 any op does (modules/module.py, Note [A module call's span]).
 """
 from . import functional, init, parallel  # noqa: F401
-from .modules import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, Dropout, Embedding, Flatten, LayerNorm,  # noqa: F401
-                      Linear, LogSoftmax, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ReLU, Sequential, Sigmoid,
-                      Softmax, Tanh)
+from .modules import (BCELoss, BCEWithLogitsLoss, Conv2d, CrossEntropyLoss, Dropout, Embedding, Flatten,  # noqa: F401
+                      LayerNorm, Linear, LogSoftmax, MaxPool2d, Module, ModuleDict, ModuleList, MSELoss, NLLLoss, ReLU,
+                      Sequential, Sigmoid, Softmax, Tanh)
 from .parameter import Parameter  # noqa: F401
 
 __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Sigmoid", "Tanh",
            "Softmax", "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss",
-           "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "functional", "init", "parallel"]
+           "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "functional", "init", "parallel"]

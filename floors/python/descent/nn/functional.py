@@ -22,7 +22,7 @@ from .. import _C
 from . import _reduction as _Reduction
 
 __all__ = ["linear", "relu", "mse_loss", "softmax", "log_softmax", "cross_entropy", "nll_loss", "one_hot", "sigmoid",
-           "tanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "embedding", "layer_norm"]
+           "tanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "embedding", "layer_norm", "conv2d", "max_pool2d"]
 
 linear = _C._nn.linear
 
@@ -174,3 +174,36 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     return _C.layer_norm(input, list(normalized_shape), weight, bias, eps)
+
+
+# [SECTION] conv2d and max_pool2d -------------------------------------------------------
+
+def _pair(v):
+    return list(v) if isinstance(v, (tuple, list)) else [v, v]
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The 2-D cross-correlation of input ([N, C, H, W] or [C, H, W]) with weight ([OC, C / groups, KH, KW]),
+    plus bias (aten::conv2d); padding may be 'valid' (none) or 'same' (stride 1)."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        elif padding == "same":
+            k, d = list(weight.shape[2:]), _pair(dilation)
+            total = [d[i] * (k[i] - 1) for i in range(2)]
+            if any(t % 2 for t in total):
+                raise NotImplementedError("conv2d(): padding='same' with an even kernel (uneven padding) is not "
+                                          "implemented in descent")
+            padding = [t // 2 for t in total]
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+    return _C.conv2d(input, weight, bias, _pair(stride), _pair(padding), _pair(dilation), groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The largest element of each window (aten::max_pool2d); stride defaults to kernel_size."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d(): return_indices=True (aten::max_pool2d_with_indices) is not "
+                                  "implemented in descent")
+    return _C.max_pool2d(input, _pair(kernel_size), None if stride is None or stride == [] else _pair(stride),
+                         _pair(padding), _pair(dilation), ceil_mode)
