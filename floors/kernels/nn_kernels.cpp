@@ -596,8 +596,8 @@ void one_hot_composite(const OpEntry&, DispatchKeySet, Stack& s) {
 // Note [conv2d and max_pool2d gather windows]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // aten::conv2d and aten::max_pool2d are composites here, of ops descent has:
-// the input, padded (zeros for conv2d, -inf for max_pool2d, written into a
-// slice by copy_), is read window by window with one advanced index
+// the input, padded (zeros for conv2d, -inf for max_pool2d, joined to it by
+// cat), is read window by window with one advanced index
 // (aten::index with two index tensors of shape [OH, 1, KH, 1] and
 // [1, OW, 1, KW]: every output position's kernel window, im2col), then
 // conv2d is one mm per group of the windows by the weight, and max_pool2d a
@@ -618,16 +618,24 @@ std::pair<int64_t, int64_t> pair_of(const IValue& v, const char* op, const char*
   return {l[0], l[l.size() - 1]};
 }
 
-// x ([N, C, H, W]) padded by (ph, pw) with `value` on every side.
+// x ([N, C, H, W]) padded by (ph, pw) with `value` on every side: blocks of
+// `value` joined to it by cat, whose gradient (CatBackward0) is sliced back
+// out and can be differentiated again.
 Tensor padded(const Tensor& x, int64_t ph, int64_t pw, double value) {
-  if (ph == 0 && pw == 0) return x;
-  DimVector sizes = x.sizes();
-  sizes[2] += 2 * ph, sizes[3] += 2 * pw;
-  Tensor out = call(Op::full, sizes, Scalar(value), x.dtype(), x.device());
-  const Tensor inner = call(Op::slice, call(Op::slice, out, int64_t{2}, ph, ph + x.sizes()[2], int64_t{1}), int64_t{3},
-                            pw, pw + x.sizes()[3], int64_t{1});
-  call(Op::copy_, inner, x, false);
-  return out;
+  Tensor t = x;
+  for (int d : {3, 2}) {
+    const int64_t p = d == 3 ? pw : ph;
+    if (p == 0) continue;
+    DimVector sizes = t.sizes();
+    sizes[d] = p;
+    const Tensor block = call(Op::full, sizes, Scalar(value), x.dtype(), x.device());
+    OptionalTensorList parts;
+    parts.push_back(block);
+    parts.push_back(t);
+    parts.push_back(block);
+    t = call(Op::cat, parts, int64_t{d});
+  }
+  return t;
 }
 
 // Each output position's window of a [N, C, Hp, Wp] input: [N, C, OH, OW, KH, KW].

@@ -55,6 +55,16 @@ def _bce_with_logits(x, t, weight=None, pos_weight=None, reduction=1):
     return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
 
 
+def _conv2d(x, w, b, stride, pad, dil, groups):
+    from test_learner_nn import _np_conv2d
+    return _np_conv2d(x, w, b, stride, pad, dil, groups).astype(x.dtype)
+
+
+def _max_pool2d(x, k, stride, pad, dil):
+    from test_learner_nn import _np_max_pool2d
+    return _np_max_pool2d(x, k, stride, pad, dil).astype(x.dtype)
+
+
 NUMPY_REFERENCE_NN = {
     "_softmax": _softmax, "_log_softmax": _log_softmax, "softmax": _softmax, "log_softmax": _log_softmax,
     "_softmax_backward_data": _softmax_backward_data, "_log_softmax_backward_data": _log_softmax_backward_data,
@@ -64,6 +74,10 @@ NUMPY_REFERENCE_NN = {
     "dropout": lambda x, p, train: x,
     "binary_cross_entropy_with_logits": _bce_with_logits,
     "one_hot": lambda x, n=-1: np.eye(n if n > 0 else x.max() + 1, dtype=np.int64)[x],
+    "conv2d": lambda x, w, b=None, stride=(1, 1), pad=(0, 0), dil=(1, 1), groups=1: _conv2d(x, w, b, stride, pad, dil,
+                                                                                           groups),
+    "max_pool2d": lambda x, k, stride=None, pad=(0, 0), dil=(1, 1), ceil=False: _max_pool2d(x, k, stride or k, pad,
+                                                                                             dil),
     # Their samples raise for every dtype (UNSUPPORTED_NN): no reference is called.
     "nll_loss_forward": None, "nll_loss": None, "nll_loss_nd": None, "cross_entropy_loss": None,
     "binary_cross_entropy": None,
@@ -74,7 +88,8 @@ _FLOAT_ONLY = ["_softmax", "_log_softmax", "softmax", "log_softmax", "_softmax_b
 UNSUPPORTED_NN = ({(n, dt) for n in _FLOAT_ONLY for dt in (B, I64)}
                   | {(n, dt) for n in ("nll_loss_forward", "nll_loss", "nll_loss_nd", "cross_entropy_loss",
                                        "binary_cross_entropy") for dt in (B, I64, F32, F64)}
-                  | {("embedding", dt) for dt in (B, F32, F64)} | {("one_hot", dt) for dt in (B, F32, F64)})
+                  | {("embedding", dt) for dt in (B, F32, F64)} | {("one_hot", dt) for dt in (B, F32, F64)}
+                  | {("conv2d", B), ("max_pool2d", I64)})  # max_pool2d pads with -inf, which int64 cannot hold
 
 
 def _rand(*shape, positive=False):
@@ -112,6 +127,8 @@ GRADCHECK_CASES_NN = {
                              lambda: (_rand(3, 4), _rand(3, 4))),
     "binary_cross_entropy_with_logits": (lambda a, t: F.binary_cross_entropy_with_logits(a, t.sigmoid()),
                                          lambda: (_rand(3, 4), _rand(3, 4))),
+    "conv2d": (lambda a, w, b: F.conv2d(a, w, b, (2, 1), 1), lambda: (_rand(2, 2, 5, 4), _rand(3, 2, 2, 3), _rand(3))),
+    "max_pool2d": (lambda a: F.max_pool2d(a, (2, 3), 1, (1, 1)), lambda: (_rand(2, 2, 5, 4),)),
     "one_hot": (lambda a: (a * F.one_hot(descent.tensor([0, 2, 1]), 3)).sum(), lambda: (_rand(3, 3),)),
 }
 
@@ -120,4 +137,5 @@ REFUSED_NARROW_INT_NN = ({("aten::" + n, dt) for n in (
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "softmax.int",
     "log_softmax.int", "nll_loss_forward", "nll_loss", "nll_loss_nd", "cross_entropy_loss", "native_layer_norm",
     "layer_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot") for dt in _NARROW}
-    | {("aten::embedding", dt) for dt in ("uint8", "int8", "int16")})  # int32 indices are read, as PyTorch reads them
+    | {("aten::embedding", dt) for dt in ("uint8", "int8", "int16")}
+    | {("aten::max_pool2d", dt) for dt in _NARROW})  # its -inf padding (conv2d of integers is exact: not refused)  # int32 indices are read, as PyTorch reads them

@@ -54,19 +54,21 @@ KNOWN_CHAINS = {
                                   " <- AccumulateGrad",
     "cross_entropy_smooth": "AddBackward0 <- MulBackward0 <- NllLossBackward0 <- LogSoftmaxBackward0 <- AccumulateGrad",
     # Note [conv2d and max_pool2d gather windows]: composites of index, mm and max, where PyTorch has one node each.
-    "conv2d": "CloneBackward0 <- AddBackward0 <- PermuteBackward0 <- ViewBackward0 <- MmBackward0 <- "
-              "UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- IndexBackward0 <- CopySlices <- "
-              "AccumulateGrad",
-    "conv2d_groups": "CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- CatBackward0 <- MmBackward0 <- "
-                     "UnsafeViewBackward0 <- CloneBackward0 <- SliceBackward0 <- PermuteBackward0 <- IndexBackward0 <- "
-                     "CopySlices <- AccumulateGrad",
-    "conv2d_unbatched": "SelectBackward0 <- CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- MmBackward0 <- "
-                        "UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- IndexBackward0 <- CopySlices <- "
-                        "UnsqueezeBackward0 <- AccumulateGrad",
+    "conv2d": "CloneBackward0 <- AddBackward0 <- PermuteBackward0 <- ViewBackward0 <- "
+              "MmBackward0 <- UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- "
+              "IndexBackward0 <- CatBackward0 <- CatBackward0 <- AccumulateGrad",
+    "conv2d_groups": "CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- CatBackward0 <- "
+                     "MmBackward0 <- UnsafeViewBackward0 <- CloneBackward0 <- SliceBackward0 <- "
+                     "PermuteBackward0 <- IndexBackward0 <- CatBackward0 <- AccumulateGrad",
+    "conv2d_unbatched": "SelectBackward0 <- CloneBackward0 <- PermuteBackward0 <- ViewBackward0 <- "
+                        "MmBackward0 <- UnsafeViewBackward0 <- CloneBackward0 <- PermuteBackward0 <- "
+                        "IndexBackward0 <- CatBackward0 <- CatBackward0 <- UnsqueezeBackward0 <- "
+                        "AccumulateGrad",
     "max_pool2d": "MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- AccumulateGrad",
-    "max_pool2d_args": "MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- CopySlices <- AccumulateGrad",
-    "max_pool2d_module": "SelectBackward0 <- MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- CopySlices <- "
-                         "UnsqueezeBackward0 <- AccumulateGrad",
+    "max_pool2d_args": "MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- CatBackward0 <- "
+                       "CatBackward0 <- AccumulateGrad",
+    "max_pool2d_module": "SelectBackward0 <- MaxBackward0 <- ViewBackward0 <- IndexBackward0 <- "
+                         "CatBackward0 <- CatBackward0 <- UnsqueezeBackward0 <- AccumulateGrad",
     "cross_entropy_smooth_weight": "AddBackward0 <- MulBackward0 <- NllLossBackward0 <- LogSoftmaxBackward0 <- "
                                    "AccumulateGrad",
 }
