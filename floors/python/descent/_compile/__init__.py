@@ -88,19 +88,33 @@ class CompiledFunction:
         self._latest = None
         self.events = []  # what happened, in order: the explain text's lines
         try:
-            self._sig = inspect.signature(fn)
+            fwd = getattr(fn, "forward", None)  # a module: its forward's parameters name the guards
+            self._sig = inspect.signature(fwd if callable(fwd) else fn)
             params = list(self._sig.parameters.values())
         except (TypeError, ValueError):
             self._sig, params = None, []
         self._plain = self._sig is not None and all(
             p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
         self._names = [p.name for p in params]
+        has_var = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+        self._nparams = None if has_var or self._sig is None else len(params)  # defaults filled in below it
         self._where = _where(fn)
         self.eager_forever = False
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
         return f"<descent.compile of {getattr(self._fn, '__qualname__', self._fn)!r}>"
+
+    @property
+    def _orig_mod(self):
+        """What was compiled (torch's OptimizedModule._orig_mod)."""
+        return self._fn
+
+    def __getattr__(self, name):
+        # A compiled module is still the module: parameters(), train(), state_dict() are its own.
+        if name.startswith("__") or name in ("_fn", "entries"):
+            raise AttributeError(name)
+        return getattr(self._fn, name)
 
     @property
     def kernels(self):
@@ -112,7 +126,7 @@ class CompiledFunction:
         return [e.gm for e in self.entries.values() if e.gm is not None]
 
     def _bind(self, args, kwargs):
-        if not kwargs and (self._plain or self._sig is None):
+        if not kwargs and (self._nparams is None or len(args) == self._nparams):
             return args
         if self._sig is None:
             return None

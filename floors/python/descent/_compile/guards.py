@@ -63,8 +63,10 @@ def describe(key, names):
 
 def failures(key, new, names):
     """Why `new` (a call's key) fails the guards of `key`, in dynamo's words: a list of messages."""
+    if len(key) != len(new):
+        return [f"the call has {len(new) - 1} arguments where the graph had {len(key) - 1}"]
     out = []
-    for name, old, cur in zip(names, key, new):
+    for name, old, cur in zip(names, key[:-1], new[:-1]):
         src = f"L['{name}']"
         if old == cur:
             continue
@@ -91,9 +93,7 @@ def failures(key, new, names):
         else:
             i = next(i for i in range(len(st0)) if st0[i] != st1[i])
             out.append(f"{t} stride mismatch at index {i}. expected {st0[i]}, actual {st1[i]}")
-    if len(key) != len(new):
-        out.append(f"the call has {len(new) - 1} arguments where the graph had {len(key) - 1}")
-    elif key[-1] != new[-1]:
+    if key[-1] != new[-1]:
         out.append("GLOBAL_STATE changed: grad_mode ")
     return out
 
