@@ -475,12 +475,14 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     Torch, "T[4, 1, 6, 1]; [0, 1]")                                                                                    \
   _(stack, "aten::stack(Tensor[] tensors, int dim=0) -> Tensor", "CompositeImplicitAutograd", Copy, Exact, Any, Torch, \
     "(T[3, 6], T[3, 6], T[6, 3]^T); 1")                                                                                \
-  _(tril, "aten::tril(Tensor self, int diagonal=0) -> Tensor", "CPU", Copy, Exact, Any, Torch, "T[5, 6]; -1")          \
-  _(triu, "aten::triu(Tensor self, int diagonal=0) -> Tensor", "CPU", Copy, Exact, Any, Torch, "T[6, 5]^T; 1")         \
-  _(where, "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", "CPU", Copy, Exact, Any, Torch,  \
-    "B[4, 6]; T[4, 6]; T[6]")                                                                                          \
-  _(masked_fill, "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "CPU", Copy, Exact,     \
-    Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                                  \
+  _(tril, "aten::tril(Tensor self, int diagonal=0) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch,              \
+    "T[5, 6]; -1")                                                                                                     \
+  _(triu, "aten::triu(Tensor self, int diagonal=0) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch,              \
+    "T[6, 5]^T; 1")                                                                                                    \
+  _(where, "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Copy,          \
+    Exact, Any, Torch, "B[4, 6]; T[4, 6]; T[6]")                                                                       \
+  _(masked_fill, "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "CPU, Sim, CUDA",       \
+    Copy, Exact, Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                     \
   _(argmax, "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
     Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
   _(argmin, "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any,    \

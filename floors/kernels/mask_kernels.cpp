@@ -2,9 +2,22 @@
 // where, masked_fill, tril and triu (a condition on the element's
 // position), and sort and topk (the order of the values).
 // One strided CPU loop each, written as the reference loops are (every
-// element found by strided_offset); their rows declare "CPU" alone, so a
-// device tensor is refused at dispatch, naming the op and the key (Note
-// [One op table]).
+// element found by strided_offset). sort and topk declare "CPU" alone, so
+// a device tensor is refused at dispatch, naming the op and the key (Note
+// [One op table]); where, masked_fill, tril and triu run on a device by
+// the device's own ops (Note [Masks on a device]).
+//
+// Note [Masks on a device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// On sim:0 and cuda:N these four kernels have no loop of their own yet:
+// they write their result with ops that do, called through the dispatcher
+// beneath the kernel's span (so a trace shows them): the result is a copy_
+// of the "otherwise" values (other, or self), and index_put_ with the
+// condition as a bool mask writes the chosen ones (self's values gathered
+// by aten::index for where, the fill value for masked_fill, zeros for tril
+// and triu, whose mask is arange(cols) - arange(rows)[:, None] compared
+// with the diagonal). Every element is moved, never computed, so the device
+// gives the CPU loop's bits (the verifier holds it so).
 //
 // [SECTION] where and masked_fill
 // [SECTION] tril and triu
@@ -37,6 +50,18 @@ void select_loop(const Tensor& cond, const Tensor& a, const Tensor& b, const Ten
   });
 }
 
+// out (of the condition's shape, on the device) with mask's positions set to
+// `values` (a tensor of those positions' values, or a 0-d one for all of them).
+void put_where(const Tensor& out, const Tensor& mask, const Tensor& values) {
+  OptionalTensorList where;
+  where.push_back(call(Op::expand, mask, out.sizes()));
+  call(Op::index_put_, out, where, values, false);
+}
+// t on `dev` in dtype `dt` (a CPU scalar joining a device op is moved first).
+Tensor on(const Tensor& t, ScalarType dt, Device dev) {
+  return t.device() == dev && t.dtype() == dt ? t : call(Op::_to_copy, t, dt, dev);
+}
+
 // aten::where.self(condition, self, other): the three broadcast together,
 // self and other promoted as a binary op's operands (where(c, x, 0.5) of an
 // int64 x is float32); the condition must be bool, as aten's message says.
@@ -48,11 +73,20 @@ void where_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(cond.dtype() == ScalarType::Bool, Error,
                 "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                 type_word(cond.dtype()));
-  check_same_device(op.python_name, cond, a);
-  const Device dev = common_device(op.python_name, a, b);
+  Device dev = common_device(op.python_name, a, b);                      // a CPU scalar may join (where(c, x, 0))
+  dev = common_device(op.python_name, cond, a.device() == dev ? a : b);  // and the condition's device, for two
   const ScalarType ct = result_type(a, b);
   const DimVector shape =
       broadcast_shapes(cond.sizes(), broadcast_shapes(a.sizes(), b.sizes(), op.python_name), op.python_name);
+  if (dev.type != DeviceType::CPU) {  // Note [Masks on a device]
+    Tensor out = empty_tensor(shape, ct, dev);
+    call(Op::copy_, out, b, false);
+    const Tensor mask = call(Op::expand, on(cond, ScalarType::Bool, dev), shape);
+    OptionalTensorList chosen;
+    chosen.push_back(mask);
+    put_where(out, mask, call(Op::index, call(Op::expand, on(a, ct, dev), shape), chosen));
+    return s.set_result(std::move(out));
+  }
   Operand cc(cond, ScalarType::Bool, shape), ca(a, ct, shape), cb(b, ct, shape);
   Tensor out = empty_output(shape, ct, dev, {&ca.unexpanded(), &cb.unexpanded()});
   begin(span, out);
@@ -76,6 +110,12 @@ void masked_fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const Device dev = common_device(op.python_name, self, mask);
   visit_dtype(self.dtype(), [&]<typename T>() { (void)value.to<T>(op.python_name, "value"); });
   const DimVector shape = broadcast_shapes(mask.sizes(), self.sizes(), op.python_name);
+  if (dev.type != DeviceType::CPU) {  // Note [Masks on a device]
+    Tensor out = empty_tensor(shape, self.dtype(), dev);
+    call(Op::copy_, out, self, false);
+    put_where(out, mask, on(scalar_tensor(value, false), self.dtype(), dev));
+    return s.set_result(std::move(out));
+  }
   Operand cm(mask, ScalarType::Bool, shape), cx(self, self.dtype(), shape);
   Tensor out = empty_tensor(shape, self.dtype(), dev);  // aten: a contiguous clone, then masked_fill_
   begin(span, out);
@@ -112,6 +152,15 @@ void tril_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, out);
   loop_work(span, out, {&x}, x.dtype(), 0);
   const int64_t rows = x.sizes()[x.dim() - 2], cols = x.sizes()[x.dim() - 1];
+  if (x.device().type != DeviceType::CPU) {  // Note [Masks on a device]
+    const Tensor r = call(Op::view, call(Op::arange, Scalar(rows), ScalarType::Int64, x.device()), DimVector{rows, 1});
+    const Tensor c = call(Op::arange, Scalar(cols), ScalarType::Int64, x.device());
+    const Tensor offset = call(Op::sub, c, r, Scalar(int64_t{1}));  // j - i
+    const Tensor zeroed = call(lower ? Op::gt : Op::lt, offset, scalar_tensor(Scalar(k)));
+    call(Op::copy_, out, x, false);
+    put_where(out, zeroed, on(scalar_tensor(Scalar(int64_t{0}), false), x.dtype(), x.device()));
+    return s.set_result(std::move(out));
+  }
   run_variant(
       span, [] { return false; },
       [&] {

@@ -495,6 +495,13 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       });
     } else if (kind == DeviceBound::Product) {
       bound = product_bound(op, args, a.dtype(), device);
+    } else if (std::string_view(op.dispatch).find("Composite") != std::string_view::npos) {
+      // Note [A composite reduction's bound]: relative, 8 n u |ref|, n the input's elements.
+      bound = call(Op::to, call(Op::abs, a), ScalarType::Float64);
+      bound = call(Op::contiguous, bound);
+      const double scale = 8.0 * double(args[0].to_tensor().numel()) * acc_eps_of(a.dtype());
+      double* p = bound.data<double>();
+      for (int64_t i = 0; i < bound.numel(); ++i) p[i] *= scale;
     } else {  // (gamma_d + gamma_d') sum|x| per output, over n for mean
       const Summands x = summands_of(op, args, a.dtype());
       bound = call(Op::contiguous, call(Op::sum_dim, call(Op::abs, x.x), x.dims, true));

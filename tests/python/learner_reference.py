@@ -126,8 +126,7 @@ LEARNER_FLOAT_ONLY = {"log10", "log2"}
 LEARNER_UNARY_ARGS = {"clip": (-1.5, 2.5)}
 # Rows whose kernels, or whose parts' kernels, are the CPU's only so far (their rows say "CPU"): the device
 # sweeps leave them out (a device tensor is refused at dispatch, naming the op and the key).
-LEARNER_CPU_ONLY = {"where.self", "where.ScalarOther", "where.ScalarSelf", "where.Scalar", "masked_fill", "tril",
-                    "triu", "sort", "topk", "clamp.Tensor", "random_", "uniform_", "normal_", "rand_like",
+LEARNER_CPU_ONLY = {"sort", "topk", "random_", "uniform_", "normal_", "rand_like",
                     "randn_like", "randint", "randint.low", "randint_like", "randperm", "multinomial", "argmin", "all",
                     "all.dim", "any", "any.dim"}
 LEARNER_UNINITIALISED = {"empty_like", "new_empty"}

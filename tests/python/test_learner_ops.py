@@ -395,3 +395,18 @@ def test_einsum():
 
 def test_nelement():
     assert torch.zeros(2, 3).nelement() == 6
+
+
+def test_masks_on_a_device_equal_the_cpu():
+    """where, masked_fill, tril and triu on sim:0: copy_ and index_put_ beneath (Note [Masks on a device])."""
+    x = torch.tensor(np.random.RandomState(5).standard_normal((4, 5)).astype(np.float32))
+    m = torch.tensor([True, False, True, False, False])
+    d, md = x.to("sim"), m.to("sim")
+    for f in (lambda t, k: t.masked_fill(k, float("-inf")), lambda t, k: torch.where(k, t, 0.5),
+              lambda t, k: torch.where(k, 2, t), lambda t, k: t.tril(-1), lambda t, k: t.triu(2)):
+        got = f(d, md)
+        assert got.device == torch.device("sim:0") and got.cpu().tolist() == f(x, m).tolist()
+    y = x.clone().to("sim").requires_grad_()
+    y.tril().masked_fill(md, 0).sum().backward()
+    keep = np.tril(np.ones((4, 5))) * ~np.array([True, False, True, False, False])
+    assert y.grad.cpu().tolist() == keep.tolist()
