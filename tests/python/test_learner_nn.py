@@ -407,3 +407,31 @@ def test_a_small_cnn_trains():
     assert got["repr"].startswith("Sequential(\n  (0): Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))")
     if "cnn" in TORCH:  # recorded with PyTorch when the facts file was last made
         close(got["losses"], TORCH["cnn"]["losses"], rtol=1e-4)
+
+
+def _masked_fill_on_sim():
+    try:
+        descent.zeros(2, device="sim:0").masked_fill(descent.ones(2, dtype=descent.bool, device="sim:0"), 1.0)
+        return True
+    except Exception:  # noqa: BLE001  (a row declared for the CPU alone)
+        return False
+
+
+@pytest.mark.skipif(not hasattr(descent, "tril") or not _masked_fill_on_sim(),
+                    reason="the causal mask needs tril and masked_fill on sim:0 (issue 42's mask ops)")
+def test_small_gpt_runs_on_the_simulated_device():
+    """The same GPT moved to sim:0: the nn kernels run their host loops there (Note [nn kernels run on the host]),
+    the rest are the device's own kernels; loss and gradients as on the CPU."""
+    r = np.random.RandomState(7)
+    idx, tgt = descent.tensor(r.randint(0, 11, size=(3, 8))), descent.tensor(r.randint(0, 11, size=(3, 8)))
+    cpu = cases_file.build_gpt(descent)
+    _, loss = cpu(idx, tgt)
+    loss.backward()
+    sim = cases_file.build_gpt(descent).to("sim:0")
+    _, loss_sim = sim(idx.to("sim:0"), tgt.to("sim:0"))
+    loss_sim.backward()
+    assert loss_sim.device == descent.device("sim:0")
+    close(loss_sim.item(), loss.item(), rtol=1e-5)
+    for (name, p), (_, q) in zip(sorted(cpu.named_parameters()), sorted(sim.named_parameters())):
+        assert q.grad.device == descent.device("sim:0"), name
+        close(q.grad.cpu().tolist(), p.grad.tolist(), rtol=1e-4, atol=1e-6)
