@@ -89,6 +89,8 @@ UNSUPPORTED |= {(n, dt) for dt in (descent.bool, descent.int64)
                           "var.correction", "std", "std.dim", "std.correction", "clamp_", "linalg_vector_norm",
                           "multinomial")}
 UNSUPPORTED |= {("argmax", descent.bool), ("argmin", descent.bool), ("topk", descent.bool), ("randperm", descent.bool)}
+import nn_op_rows  # noqa: E402  (torch.nn's rows: what their samples refuse)
+UNSUPPORTED |= nn_op_rows.UNSUPPORTED_NN
 # What PyTorch refuses on int64 it refuses on the narrower integers.
 UNSUPPORTED |= {(name, dt) for name, i64 in list(UNSUPPORTED) if i64 is descent.int64 for dt in INT_DTYPES}
 UNSUPPORTED.add(("linspace", descent.uint8))  # its sample starts at -2.5, which uint8 cannot hold

@@ -16,6 +16,7 @@ import os
 import pytest
 
 import descent
+import nn_op_rows
 from conftest import OPS_BY_KEY
 from descent.autograd import GradcheckError, grad, gradcheck, gradgradcheck
 
@@ -377,6 +378,7 @@ CASES.update({
     "normal_": (lambda a: (a * 1).normal_() * 0 + a, lambda: (rand(3),)),
     "random_": (lambda a: (a * 1).random_(0, 5) * 0 + a, lambda: (rand(3),)),
 })
+CASES.update(nn_op_rows.GRADCHECK_CASES_NN)  # torch.nn's rows (tests/python/nn_op_rows.py)
 # Ops whose results have no gradient (Note [Ops whose results have no gradient], derivatives.cpp), and
 # where.Scalar, whose only tensor is its bool condition.
 NO_GRADIENT = {"argmax", "argmin", "all", "all.dim", "any", "any.dim", "floor_divide", "multinomial", "isclose",

@@ -103,11 +103,6 @@ def test_keywords_and_sizes_work(x):
     assert descent.arange(start=1, end=4).tolist() == [1, 2, 3]
 
 
-def test_tensor_class_is_not_constructible():
-    with raises(TypeError, "cannot create"):
-        descent.Tensor()
-
-
 # [SECTION] Shapes, dims, dtypes ---------------------------------------------------------
 
 def test_shape_errors(x):

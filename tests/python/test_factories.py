@@ -231,7 +231,8 @@ def test_tensor_from_numpy(dtype, rng):
         t = descent.tensor(v)
         assert t.dtype is dtype and t.shape == v.shape and t.is_contiguous(), name
         np.testing.assert_array_equal(to_np(t), v)
-        assert descent.from_numpy(v).tolist() == v.tolist()
+        if name != "negative":  # from_numpy shares the array's memory: torch refuses negative strides
+            assert descent.from_numpy(v).tolist() == v.tolist()
     b = a.copy()
     t = descent.tensor(b)
     b[...] = np.zeros_like(b)

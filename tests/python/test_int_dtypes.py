@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import descent
+import nn_op_rows
 
 B, U8, I8, I16, I32, I64 = descent.bool, descent.uint8, descent.int8, descent.int16, descent.int32, descent.int64
 F16, BF16, F32, F64 = descent.float16, descent.bfloat16, descent.float32, descent.float64
@@ -329,7 +330,8 @@ def test_the_verifier_covers_the_narrow_integers_bit_for_bit(device):
                    "aten::std.correction", "aten::clamp_", "aten::linalg_vector_norm", "aten::multinomial")
         assert refused == {(op, dt) for op in ("aten::mean", "aten::mean.dim", "aten::div_.Tensor", "aten::rand",
                                                "aten::randn", "aten::mse_loss") + learner
-                           for dt in ("uint8", "int8", "int16", "int32")} | {("aten::linspace", "uint8")}
+                           for dt in ("uint8", "int8", "int16", "int32")} | {("aten::linspace", "uint8")} \
+            | nn_op_rows.REFUSED_NARROW_INT_NN
         # linspace's sample starts at -2.5, which uint8 cannot hold (assumed: torch checks start as c10's Scalar does)
         with raises(RuntimeError, "linspace(): start cannot be converted to type uint8_t without overflow"):
             descent.linspace(-2.5, 7.25, 33, dtype=U8)
