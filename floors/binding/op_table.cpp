@@ -1,11 +1,13 @@
 // Floor 2: the op table from Python: its rows (_ops, which `descent ops`
 // prints) and the verifier run over them (_verify, `descent verify`).
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "floors/autograd/derivatives.h"
 #include "floors/binding/binding.h"
+#include "floors/kernels/cpu_generator.h"
 #include "floors/kernels/verifier.h"
 
 namespace descent::binding {
@@ -62,6 +64,36 @@ PyObject* py_verify(PyObject*, PyObject* args) {
   DESCENT_PY_CATCH(nullptr)
 }
 
+// Note [A Generator is a saved CPU stream]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch.Generator is a CPUGeneratorImpl of its own: an mt19937 and its
+// cached normal. descent has one CPU generator (cpu_generator.h); a
+// descent.Generator (descent/_generator.py) keeps that generator's whole
+// state as bytes, and a call given generator=g swaps g's state in, draws,
+// and swaps it back out, so g's numbers are torch's for g's seed and the
+// default stream is untouched. These three functions are the swap's parts:
+// the state now, the state to set, and the state of a fresh generator
+// seeded with `seed` (the global one not touched, devices' counters neither).
+PyObject* py_cpu_rng_state(PyObject*, PyObject*) {
+  kernels::LockedCpuGenerator g = kernels::lock_cpu_generator();
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(&g.gen), sizeof(kernels::CpuGenerator));
+}
+PyObject* py_set_cpu_rng_state(PyObject*, PyObject* state) {
+  if (!PyBytes_Check(state) || PyBytes_GET_SIZE(state) != Py_ssize_t(sizeof(kernels::CpuGenerator)))
+    return PyErr_Format(PyExc_RuntimeError, "set_state(): expected the %zu bytes of a CPU generator's state",
+                        sizeof(kernels::CpuGenerator));
+  kernels::LockedCpuGenerator g = kernels::lock_cpu_generator();
+  std::memcpy(static_cast<void*>(&g.gen), PyBytes_AS_STRING(state), sizeof(kernels::CpuGenerator));
+  Py_RETURN_NONE;
+}
+PyObject* py_cpu_rng_seeded(PyObject*, PyObject* seed) {
+  const unsigned long long s = PyLong_AsUnsignedLongLongMask(seed);
+  if (PyErr_Occurred()) return nullptr;
+  kernels::CpuGenerator g;
+  g.seed(uint64_t(s));
+  return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(&g), sizeof g);
+}
+
 }  // namespace
 
 // The verifier's verdicts as a list of dicts, as _C._verify and
@@ -78,6 +110,10 @@ PyObject* verdicts_object(const std::vector<kernels::Verdict>& vs) {
 PyMethodDef g_op_table_functions[] = {
     {"_ops", py_ops, METH_NOARGS, "the op table: name, schema, kind, exactness, domain, python_module, sample"},
     {"_verify", py_verify, METH_VARARGS, "_verify(seed=1, op=None): reference against optimized kernels"},
+    {"_cpu_rng_state", py_cpu_rng_state, METH_NOARGS,
+     "the CPU generator's state (Note [A Generator is a saved CPU stream])"},
+    {"_set_cpu_rng_state", py_set_cpu_rng_state, METH_O, "sets the CPU generator's state from _cpu_rng_state's bytes"},
+    {"_cpu_rng_seeded", py_cpu_rng_seeded, METH_O, "the state of a CPU generator seeded with an int, as bytes"},
     {nullptr, nullptr, 0, nullptr},
 };
 

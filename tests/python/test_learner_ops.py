@@ -410,3 +410,24 @@ def test_masks_on_a_device_equal_the_cpu():
     y.tril().masked_fill(md, 0).sum().backward()
     keep = np.tril(np.ones((4, 5))) * ~np.array([True, False, True, False, False])
     assert y.grad.cpu().tolist() == keep.tolist()
+
+
+def test_generator_is_its_own_stream():
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    expected = torch.rand(3).tolist()
+    torch.manual_seed(123)
+    before = torch.rand(2)
+    torch.manual_seed(123)
+    assert torch.rand(3, generator=g).tolist() == expected  # g's stream: torch.manual_seed(0)'s numbers
+    assert torch.rand(2).tolist() == before.tolist()         # the default stream did not move
+    g.manual_seed(7)
+    assert torch.randint(7, (6,), generator=g).tolist() == [w % 7 for w in words(7, 6)]
+    state = g.get_state()
+    a = torch.randperm(8, generator=g)
+    g.set_state(state)
+    assert torch.randperm(8, generator=g).tolist() == a.tolist() and g.initial_seed() == 7
+    x = torch.empty(4)
+    assert x.uniform_(generator=torch.Generator().manual_seed(0)).tolist() == expected + [x.tolist()[3]]
+    with pytest.raises(TypeError, match="argument 'generator' must be torch.Generator, not int"):
+        torch.rand(2, generator=3)

@@ -43,6 +43,15 @@ for _op in _C._ops():
     globals()[_op["python_name"]] = getattr(_C, _op["python_name"])
     __all__.append(_op["python_name"])
 
+# The random ops take generator= (descent/_generator.py: Note [A Generator is a saved CPU stream]).
+from ._generator import RANDOM_FUNCTIONS as _RANDOM_FUNCTIONS, RANDOM_METHODS as _RANDOM_METHODS  # noqa: E402
+from ._generator import Generator, _drawing_from  # noqa: E402,F401
+for _name in _RANDOM_FUNCTIONS:
+    globals()[_name] = _drawing_from(globals()[_name])
+for _name in _RANDOM_METHODS:
+    setattr(Tensor, _name, _drawing_from(getattr(_C.TensorBase, _name)))
+__all__.append("Generator")
+
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (a number, nested lists, a numpy
