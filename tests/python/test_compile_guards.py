@@ -183,3 +183,31 @@ def test_explain():
     text = dc.explain(f)(*xwb())
     assert text.startswith("descent.compile of f (") and "1 graph(s), 0 graph break(s)" in text
     assert "TENSOR_MATCH: check_tensor(L['x'], Float, device=cpu, requires_grad=False, size=[4, 3], stride=[3, 1])" in text
+
+
+W = descent.ones(3)
+
+
+def uses_global(x):
+    return x * W
+
+
+def test_a_rebound_global_or_closure_tensor_recompiles():
+    global W
+    cf = descent.compile(uses_global, backend="eager")
+    x = descent.ones(3)
+    assert cf(x).tolist() == [1.0, 1.0, 1.0]
+    W.mul_(2)  # in place: the same tensor, the graph reads its new values
+    assert cf(x).tolist() == [2.0, 2.0, 2.0] and len(cf.entries) == 1
+    W = descent.full((3,), 5.0)  # rebound: a new object
+    assert cf(x).tolist() == [5.0, 5.0, 5.0] and len(cf.entries) == 2
+    assert "G['W'] is not the object the graph captured (ID_MATCH" in cf.explain()
+    b = descent.ones(2)
+
+    def closes(x):
+        return x + b
+    cc = descent.compile(closes, backend="eager")
+    assert cc(descent.ones(2)).tolist() == [2.0, 2.0]
+    b = descent.zeros(2)
+    assert cc(descent.ones(2)).tolist() == [1.0, 1.0]
+    assert "L['b'] is not the object" in cc.explain()

@@ -99,6 +99,7 @@ class CompiledFunction:
         has_var = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
         self._nparams = None if has_var or self._sig is None else len(params)  # defaults filled in below it
         self._where = _where(fn)
+        self._watch = _watched(fn)
         self.eager_forever = False
         functools.update_wrapper(self, fn)
 
@@ -144,7 +145,7 @@ class CompiledFunction:
             counters["eager_calls"] += 1
             return self._fn(*args, **kwargs)
         flat = self._bind(args, kwargs)
-        key = None if flat is None else _guards.call_key(flat)
+        key = None if flat is None else _guards.call_key(flat, [(label, get()) for label, get in self._watch])
         entry = self.entries.get(key) if key is not None else None
         if entry is not None:
             entry.calls += 1
@@ -301,6 +302,27 @@ class CompiledFunction:
 # <hash>") where eager shows one trip down the floors per op. (The issue asks
 # for a compiler row of its own above the dispatcher; these are floor-1 spans.)
 _SITE = 0
+
+
+def _watched(fn):
+    """(label, getter) for each tensor or module fn reads from its globals or closure: ID_MATCH guards."""
+    import descent
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    kinds = (descent.Tensor, descent.nn.Module)
+    out = []
+    g = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        if isinstance(g.get(name), kinds):
+            out.append((f"G['{name}']", lambda g=g, name=name: g.get(name)))
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            if isinstance(cell.cell_contents, kinds):
+                out.append((f"L['{name}']", lambda cell=cell: cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    return out
 
 
 def _is_tensor(a):

@@ -11,6 +11,10 @@ dynamo's, with dynamo's failure messages (what TORCH_LOGS=recompiles prints):
     static (dynamo's dynamic=False), so a new shape is a new graph;
   - a Python number, str, bool or None argument: its value (dynamo
     specializes on it: `L['s'] == 2.0`), since the graph holds it as a constant;
+  - each tensor (or module) the function reads from its globals or its
+    closure, by identity (dynamo's ID_MATCH: `w = descent.randn(3)` again
+    rebinds the name, and the graph holds the old tensor); a tensor changed
+    in place stays the same object, and the graph reads its new values;
   - the thread's grad mode (dynamo's GLOBAL_STATE guard): with grad off,
     autograd's kernels record nothing, and the replay must agree.
 The check is one tuple comparison per call (the call's key, below); only a
@@ -31,9 +35,11 @@ def _dtype_name(d):  # descent.float32 -> Float, as c10 names scalar types in dy
                 str(d).replace("descent.", "").replace("torch.", ""), str(d))
 
 
-def call_key(args):
-    """The guarded facts of a call: per argument, a tensor's metadata or a constant's type and value; then the
-    grad mode. Two calls with equal keys pass the same guards. None for an argument no guard can hold."""
+def call_key(args, watched=()):
+    """The guarded facts of a call: per argument, a tensor's metadata or a constant's type and value; the
+    identity of each tensor the function reads from its globals or closure (`watched`: (label, object)
+    pairs, dynamo's ID_MATCH); then the grad mode. Two calls with equal keys pass the same guards. None for
+    an argument no guard can hold."""
     key = []
     for a in args:
         if isinstance(a, descent.Tensor):
@@ -42,6 +48,8 @@ def call_key(args):
             key.append(("C", type(a), a))
         else:
             return None
+    for label, obj in watched:
+        key.append(("ID", label, id(obj)))
     key.append(("grad_mode", descent.is_grad_enabled()))
     return tuple(key)
 
@@ -49,9 +57,11 @@ def call_key(args):
 def describe(key, names):
     """The guards of a key, one line each, as dynamo prints its guards (TORCH_LOGS=guards)."""
     out = []
-    for name, k in zip(names, key):
+    for name, k in zip(list(names) + [None] * len(key), key[:-1]):
         src = f"L['{name}']"
-        if k[0] == "T":
+        if k[0] == "ID":
+            out.append(f"ID_MATCH: ___check_obj_id({k[1]}, {k[2]})")
+        elif k[0] == "T":
             _, dtype, device, shape, stride, rg = k
             out.append(f"TENSOR_MATCH: check_tensor({src}, {_dtype_name(dtype)}, device={device}, "
                        f"requires_grad={rg}, size={list(shape)}, stride={list(stride)})")
@@ -66,9 +76,12 @@ def failures(key, new, names):
     if len(key) != len(new):
         return [f"the call has {len(new) - 1} arguments where the graph had {len(key) - 1}"]
     out = []
-    for name, old, cur in zip(names, key[:-1], new[:-1]):
+    for name, old, cur in zip(list(names) + [None] * len(key), key[:-1], new[:-1]):
         src = f"L['{name}']"
         if old == cur:
+            continue
+        if old[0] == "ID":
+            out.append(f"{old[1]} is not the object the graph captured (ID_MATCH: ___check_obj_id({old[1]}, {old[2]}))")
             continue
         if old[0] != cur[0] or (old[0] == "C" and old[1] is not cur[1]):
             out.append(f"{src} type changed: expected {_kind(old)}, actual {_kind(cur)}")

@@ -14,6 +14,13 @@ produced (aten.mm for `@`, aten.t and aten.addmm for linear), and, during a
 backward, the ops of each node's formula. Inside __torch_dispatch__ the mode
 is popped and every key above Python excluded, so func(*args) runs the op
 beneath the Python key (Note [The Python key], floors/binding/python_dispatch.cpp).
+
+Where descent differs: the stack is the calling thread's, and a backward's
+nodes for a device run on that device's engine thread (Note [Which thread
+runs a node], floors/autograd/engine.cpp), which does not see the mode, so a
+mode sees a CPU backward's ops but not a sim:0 or cuda one's (PyTorch carries
+its mode stack to the engine's threads). `types` is always () (descent has
+no tensor subclasses with __torch_dispatch__).
 """
 import contextlib
 import threading
