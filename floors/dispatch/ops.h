@@ -356,14 +356,12 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(fill_tensor_, "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, \
     Any, Torch, "T[4, 33]; T[]")                                                                                       \
   _(zero_, "aten::zero_(Tensor(a!) self) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace, Exact, Any, Torch, "T[6, 4]^T")    \
-  /* nn: softmax, the losses, layer_norm, embedding, dropout (floors/kernels/nn_kernels.cpp: their kernels             \
-     are loops on the host, Note [nn kernels run on the host]); kind Reduction: a result per row */                    \
-  _(_softmax,                                                                                                          \
-    "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",                                              \
-    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1; False")                                              \
-  _(_log_softmax,                                                                                                      \
-    "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor",                                          \
-    "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; 1; False")                                              \
+  /* nn: softmax, the losses, layer_norm, embedding, dropout, conv2d (floors/kernels/nn_kernels.cpp) */                \
+  /* their kernels are loops on the host (Note [nn kernels run on the host]); kind Reduction */                        \
+  _(_softmax, "aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", "CPU, Sim, CUDA", Reduction,       \
+    Exact, Any, Torch, "T[4, 33]; 1; False")                                                                           \
+  _(_log_softmax, "aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", "CPU, Sim, CUDA",          \
+    Reduction, Exact, Any, Torch, "T[4, 33]; 1; False")                                                                \
   _(_softmax_backward_data,                                                                                            \
     "aten::_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "                                        \
     "ScalarType input_dtype) -> Tensor",                                                                               \
@@ -372,11 +370,9 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "aten::_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "                                    \
     "ScalarType input_dtype) -> Tensor",                                                                               \
     "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; T[4, 33]; 1; float32")                                  \
-  _(softmax,                                                                                                           \
-    "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",                                       \
-    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                          \
-  _(log_softmax,                                                                                                       \
-    "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",                                   \
+  _(softmax, "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", "CompositeImplicitAutograd", \
+    Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                                                       \
+  _(log_softmax, "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",                      \
     "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 1")                                          \
   _(nll_loss_forward,                                                                                                  \
     "aten::nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "                               \
@@ -406,9 +402,8 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "aten::embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "               \
     "bool sparse=False) -> Tensor",                                                                                    \
     "CPU, Sim, CUDA", Reduction, Exact, Positive, Torch, "T[10, 3]; T[4]")                                             \
-  _(dropout,                                                                                                           \
-    "aten::dropout(Tensor input, float p, bool train) -> Tensor",                                                      \
-    "CompositeImplicitAutograd", Reduction, Exact, Any, Torch, "T[4, 33]; 0.25; False")                                \
+  _(dropout, "aten::dropout(Tensor input, float p, bool train) -> Tensor", "CompositeImplicitAutograd", Reduction,     \
+    Exact, Any, Torch, "T[4, 33]; 0.25; False")                                                                        \
   _(binary_cross_entropy,                                                                                              \
     "aten::binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, "                                     \
     "int reduction=Mean) -> Tensor",                                                                                   \
@@ -417,9 +412,8 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "aten::binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "                         \
     "Tensor? pos_weight=None, int reduction=Mean) -> Tensor",                                                          \
     "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]; T[4, 33]")                                              \
-  _(one_hot,                                                                                                           \
-    "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor",                                                        \
-    "CompositeImplicitAutograd", Reduction, Exact, Positive, NN, "T[5]; 5")                                            \
+  _(one_hot, "aten::one_hot(Tensor self, int num_classes=-1) -> Tensor", "CompositeImplicitAutograd", Reduction,       \
+    Exact, Positive, NN, "T[5]; 5")                                                                                    \
   _(conv2d,                                                                                                            \
     "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, "                 \
     "int[2] dilation=1, int groups=1) -> Tensor",                                                                      \
@@ -456,10 +450,10 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "5")                                       \
   _(eye_m, "aten::eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                      \
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "4; 6")                                    \
-  _(uniform_, "aten::uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", "CPU", InPlace,              \
-    Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                          \
-  _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU", InPlace,               \
-    Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                           \
+  _(uniform_, "aten::uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", "CPU, Sim, CUDA",             \
+    InPlace, Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                 \
+  _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU, Sim, CUDA",              \
+    InPlace, Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                  \
   _(log10, "aten::log10(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")          \
   _(log2, "aten::log2(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
   _(clip, "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CompositeImplicitAutograd", Unary, \
@@ -485,14 +479,14 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     Copy, Exact, Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                     \
   _(argmax, "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
     Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
-  _(argmin, "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any,    \
-    Torch, "T[4, 33]; 1")                                                                                              \
-  _(all, "aten::all(Tensor self) -> Tensor", "CPU", Reduction, Exact, Any, Torch, "T[4, 33]")                          \
-  _(all_dim, "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any, Torch, \
-    "T[4, 33]; 1")                                                                                                     \
-  _(any, "aten::any(Tensor self) -> Tensor", "CPU", Reduction, Exact, Any, Torch, "T[4, 33]")                          \
-  _(any_dim, "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU", Reduction, Exact, Any, Torch, \
-    "T[4, 33]; 1")                                                                                                     \
+  _(argmin, "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
+    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
+  _(all, "aten::all(Tensor self) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")               \
+  _(all_dim, "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,         \
+    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
+  _(any, "aten::any(Tensor self) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")               \
+  _(any_dim, "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,         \
+    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
   _(var_unbiased, "aten::var(Tensor self, bool unbiased=True) -> Tensor", "CompositeImplicitAutograd", Reduction,      \
     Reordered, Any, Torch, "T[4, 33]")                                                                                 \
   _(var_dim, "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",              \
@@ -524,8 +518,8 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? "        \
     "dtype=None) -> Tensor",                                                                                           \
     "CompositeImplicitAutograd", Reduction, Reordered, Any, Hidden, "T[4, 33]; 2; [1]")                                \
-  _(random_from_, "aten::random_.from(Tensor(a!) self, int from, int? to) -> Tensor(a!)", "CPU", InPlace, Exact, Any,  \
-    Torch, "T[4, 33]; 0; 2")                                                                                           \
+  _(random_from_, "aten::random_.from(Tensor(a!) self, int from, int? to) -> Tensor(a!)", "CPU, Sim, CUDA",            \
+    InPlace, Exact, Any, Torch, "T[4, 33]; 0; 2")                                                                      \
   _(randint, "aten::randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",          \
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "2; [4, 33]")                              \
   _(randint_low,                                                                                                       \
@@ -534,16 +528,16 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(randint_like,                                                                                                      \
     "aten::randint_like(Tensor self, int high, *, ScalarType? dtype=None, Device? device=None) -> Tensor",             \
     "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 33]; 2")                                            \
-  _(randperm, "aten::randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor", "BackendSelect, CPU", \
-    Factory, Exact, Any, Torch, "10")                                                                                  \
-  _(multinomial, "aten::multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor", "CPU", Copy,     \
-    Exact, Positive, Torch, "T[4, 6]; 3; True")                                                                        \
-  _(sort, "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", "CPU",      \
-    Copy, Exact, Any, Torch, "T[4, 33]; 1; True")                                                                      \
+  _(randperm, "aten::randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                       \
+    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "10")                                                 \
+  _(multinomial, "aten::multinomial(Tensor self, int num_samples, bool replacement=False) -> Tensor",                  \
+    "CPU, Sim, CUDA", Copy, Exact, Positive, Torch, "T[4, 6]; 3; True")                                                \
+  _(sort, "aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",             \
+    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[4, 33]; 1; True")                                                    \
   _(topk,                                                                                                              \
     "aten::topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor "       \
     "indices)",                                                                                                        \
-    "CPU", Copy, Exact, Any, Torch, "T[4, 33]; 3")                                                                     \
+    "CPU, Sim, CUDA", Copy, Exact, Any, Torch, "T[4, 33]; 3")                                                          \
   _(unfold, "aten::unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", "CPU, Sim, CUDA", View,    \
     Exact, Any, Torch, "T[4, 9]; 1; 3; 2")                                                                             \
   _(as_strided, "aten::as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",   \
