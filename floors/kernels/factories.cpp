@@ -268,7 +268,9 @@ void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // contiguous is drawn in row-major order, into a contiguous copy first
 // (aten draws in its iterator's order, which for a permuted self is its
 // memory's; normal_ of one uses one normal_double an element). The checks
-// are aten's, in its words; the devices have no kernel yet (the row says "CPU").
+// are aten's, in its words. A device draws from its own counters, as its
+// rand and randn do (Note [Counter-based random numbers]), scaled by mul_
+// and add_ where from/to or mean/std are not 0 and 1.
 void random_inplace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
@@ -282,6 +284,16 @@ void random_inplace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!normal || b >= 0.0, Error, "normal expects std >= 0.0, but found std ", b);
   const bool direct = self.is_contiguous();
   Tensor out = direct ? self : empty_tensor(self.sizes(), self.dtype(), self.device());
+  if (on_device(self)) {  // the device's counters, as its rand and randn, then scaled by the device's own ops
+    GeneratorState g = reserve_counters(uint64_t(out.numel()));
+    device::random(out, normal, g.seed, g.offset);
+    const double scale = normal ? b : b - a;
+    if (scale != 1) call(Op::mul_, out, scalar_tensor(Scalar(scale)));
+    if (a != 0) call(Op::add_, out, scalar_tensor(Scalar(a)), Scalar(int64_t{1}));
+    if (!direct) call(Op::copy_, self, out, false);
+    last_variant() = device::variant(self.device());
+    return s.set_result(Tensor(self));
+  }
   visit_dtype(self.dtype(), [&]<typename T>() {
     if constexpr (is_float_v<T>) {
       auto to_t = [](double v) {  // through float for the 16-bit types, as c10's Half(double)
@@ -340,8 +352,9 @@ void random_from_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     DESCENT_CHECK(to - 1 <= hi && to - 1 >= lo, Error, "to - 1 is out of bounds for ", type_meta_name(self.dtype()));
     range = uint64_t(to) - uint64_t(from);
   }
-  const bool direct = self.is_contiguous();
-  Tensor out = direct ? self : empty_tensor(self.sizes(), self.dtype(), self.device());
+  // A device tensor's integers are drawn on the host from the CPU's stream and copied over (no device loop yet).
+  const bool direct = self.is_contiguous() && !on_device(self);
+  Tensor out = direct ? self : empty_tensor(self.sizes(), self.dtype(), Device{});
   visit_dtype(self.dtype(), [&]<typename T>() {
     LockedCpuGenerator g = lock_cpu_generator();
     random_from_to_fill(g.gen, out.data<T>(), out.numel(), range, from);
@@ -360,12 +373,14 @@ void randperm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const ScalarType dt = dtype_arg(s, ScalarType::Int64);
   DESCENT_CHECK(dt != ScalarType::Bool, NotImplementedError, "\"randperm\" not implemented for 'Bool'");
   Tensor out = make_output(span, s, {n}, dt);
+  Tensor host = on_device(out) ? empty_tensor({n}, dt, Device{}) : out;  // a device's: drawn here, copied over
   visit_dtype(dt, [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       LockedCpuGenerator g = lock_cpu_generator();
-      randperm_fill(g.gen, out.data<T>(), n);
+      randperm_fill(g.gen, host.data<T>(), n);
     }
   });
+  if (on_device(out)) call(Op::copy_, out, host, false);
   s.set_result(std::move(out));
 }
 
@@ -386,7 +401,9 @@ void randperm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 //     indices follow the right distribution but are not torch's.
 void multinomial_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
-  const Tensor& self = s[0].to_tensor();
+  const Tensor& given = s[0].to_tensor();
+  const Device device = given.device();  // a device's weights are sampled on the host, the indices copied back
+  const Tensor self = on_device(given) ? call(Op::_to_copy, given, IValue(), Device{}) : given;
   const int64_t n_sample = s[1].to_int();
   const bool replacement = s[2].to_bool();
   DESCENT_CHECK(is_floating(self.dtype()), Error,
@@ -452,7 +469,7 @@ void multinomial_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     }
   }
   last_variant() = "reference";
-  s.set_result(std::move(out));
+  s.set_result(device.type == DeviceType::CPU ? std::move(out) : call(Op::_to_copy, out, IValue(), device));
 }
 
 }  // namespace

@@ -2,13 +2,14 @@
 // where, masked_fill, tril and triu (a condition on the element's
 // position), and sort and topk (the order of the values).
 // One strided CPU loop each, written as the reference loops are (every
-// element found by strided_offset). sort and topk declare "CPU" alone, so
-// a device tensor is refused at dispatch, naming the op and the key (Note
-// [One op table]); where, masked_fill, tril and triu run on a device by
-// the device's own ops (Note [Masks on a device]).
+// element found by strided_offset). On a device, where, masked_fill, tril
+// and triu run by the device's own ops (Note [Masks on a device]); sort and
+// topk on the host, their results copied back.
 //
 // Note [Masks on a device]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
+// (sort and topk on a device copy the tensor to the host, sort it there,
+// and copy the values and indices back.)
 // On sim:0 and cuda:N these four kernels have no loop of their own yet:
 // they write their result with ops that do, called through the dispatcher
 // beneath the kernel's span (so a trace shows them): the result is a copy_
@@ -237,7 +238,10 @@ void sort_lines(const Tensor& x, int d, bool descending, int64_t keep, const Ten
 
 void sort_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
-  const Tensor x = s[0].to_tensor();
+  const Tensor given = s[0].to_tensor();
+  // A device's line is sorted on the host, copied there and back (no device sort loop yet).
+  const bool host = given.device().type != DeviceType::CPU;
+  const Tensor x = host ? call(Op::_to_copy, given, IValue(), Device{}) : given;
   const bool topk = op.id == Op::topk;
   const int d = wrap_dim(s[topk ? 2 : 1].to_int(), x.dim(), op.python_name);
   const bool descending = s[topk ? 3 : 2].to_bool();
@@ -256,6 +260,10 @@ void sort_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   loop_work(span, values, {&x}, x.dtype(), 0);
   run_variant(
       span, [] { return false; }, [&] { sort_lines(x, d, descending, keep, values, indices); });
+  if (host) {
+    values = call(Op::_to_copy, values, IValue(), given.device());
+    indices = call(Op::_to_copy, indices, IValue(), given.device());
+  }
   s.clear();
   s.push(std::move(values));
   s.push(std::move(indices));

@@ -147,10 +147,11 @@ void max_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 //     size 1. Bool has no kernel ("argmax_cpu" not implemented for 'Bool').
 //     argmax runs on the devices by max.dim's loops (the same first maximum,
 //     device_reduce.h), its values thrown away; argmin and the CPU's argmax
-//     run the loop below.
+//     run the loop below; on a device argmin is argmax of the order reversed.
 //   - all() and all.dim, any() and any.dim: whether every (some) element is
 //     nonzero (NaN is); bool, but uint8 for a uint8 input, as aten keeps it.
-//     Over no elements all is true and any false.
+//     Over no elements all is true and any false. On a device: ne(x, 0),
+//     summed, compared with the count (every one) or 0 (some).
 namespace {
 
 // The decomposition of a reduction over one dim d of x into outer x n x
@@ -206,6 +207,19 @@ void arg_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const bool cuda = x.device().type == DeviceType::CUDA;
   DESCENT_CHECK(x.dtype() != ScalarType::Bool, NotImplementedError, "\"", op.python_name, cuda ? "_cuda" : "_cpu",
                 "\" not implemented for 'Bool'");
+  if (!is_max && x.device().type != DeviceType::CPU) {
+    // On a device, argmin is argmax of x with its order reversed, an exact map (Note [argmax, argmin, all and
+    // any]): -x for floats (a NaN stays NaN), -1 - x for signed integers (~x, which wraps), 255 - x for uint8.
+    const ScalarType t = x.dtype();
+    const Tensor rev = is_floating(t) ? call(Op::neg, x)
+                       : t == ScalarType::UInt8
+                           ? call(Op::sub, scalar_tensor(Scalar(int64_t{255})), x, Scalar(int64_t{1}))
+                           : call(Op::sub, scalar_tensor(Scalar(int64_t{-1})), x, Scalar(int64_t{1}));
+    Stack m;
+    m.push(rev), m.push(s[1]), m.push(s[2]);
+    call_boxed(Op::argmax, m);
+    return s.set_result(std::move(m[0]));
+  }
   const int ndim = x.dim();
   int d = 0;
   if (s[1].is_none()) {
@@ -246,6 +260,17 @@ void all_any_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const int d = by_dim ? wrap_dim(s[1].to_int(), x.dim(), op.python_name) : -1;
   if (by_dim && x.dim() > 0) reduced[d] = true;
   const ScalarType dt = x.dtype() == ScalarType::UInt8 ? ScalarType::UInt8 : ScalarType::Bool;
+  if (x.device().type != DeviceType::CPU) {  // on a device: count the nonzeros with ne and sum, compare the count
+    const Tensor nz = call(Op::ne, x, scalar_tensor(Scalar(int64_t{0})));
+    const bool one_dim = by_dim && x.dim() > 0;
+    const Tensor count =
+        one_dim ? call(Op::sum_dim, nz, DimVector{d}, s[2].to_bool(), IValue()) : call(Op::sum, nz, IValue());
+    const int64_t n = one_dim ? x.sizes()[d] : x.numel();
+    Tensor r =
+        is_all ? call(Op::eq, count, scalar_tensor(Scalar(n))) : call(Op::gt, count, scalar_tensor(Scalar(int64_t{0})));
+    if (dt == ScalarType::UInt8) r = call(Op::_to_copy, r, dt, IValue());
+    return s.set_result(std::move(r));
+  }
   Tensor keep = empty_tensor(keep_shape(x, reduced), dt, x.device());
   begin(span, keep);
   reduction_work(span, x, keep);

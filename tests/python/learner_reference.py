@@ -124,9 +124,12 @@ LEARNER_RANDOM = {"empty_like", "new_empty", "rand_like", "randn_like", "randint
 LEARNER_TUPLES = {"sort", "topk"}  # (values, indices), as max.dim
 LEARNER_FLOAT_ONLY = {"log10", "log2"}
 LEARNER_UNARY_ARGS = {"clip": (-1.5, 2.5)}
-# Rows whose kernels, or whose parts' kernels, are the CPU's only so far (their rows say "CPU"): the device
-# sweeps leave them out (a device tensor is refused at dispatch, naming the op and the key).
-LEARNER_CPU_ONLY = {"sort", "topk", "random_", "uniform_", "normal_", "rand_like",
-                    "randn_like", "randint", "randint.low", "randint_like", "randperm", "multinomial", "argmin", "all",
-                    "all.dim", "any", "any.dim"}
+# Rows whose kernels, or whose parts' kernels, are the CPU's only (a row that says "CPU"): the device sweeps
+# leave them out (a device tensor is refused at dispatch, naming the op and the key). None since every row runs
+# on sim:0 and cuda (Note [Masks on a device], and the host round trips of sort, topk and the integer draws).
+LEARNER_CPU_ONLY = set()
+# Their sample calls draw random numbers: on a device the counters' (uniform_, normal_, rand_like, randn_like) or
+# the CPU's, copied over (randint, random_, randperm, multinomial): shape and dtype are compared.
+LEARNER_DEVICE_RANDOM = {"uniform_", "normal_", "rand_like", "randn_like", "randint", "randint.low", "randint_like",
+                         "random_", "randperm", "multinomial"}
 LEARNER_UNINITIALISED = {"empty_like", "new_empty"}

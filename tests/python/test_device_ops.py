@@ -18,7 +18,7 @@ import pytest
 
 import descent
 from conftest import DEVICES, DTYPES, OPS_BY_KEY, dtype_id, op_function, to_np
-from learner_reference import LEARNER_CPU_ONLY, LEARNER_UNINITIALISED
+from learner_reference import LEARNER_CPU_ONLY, LEARNER_DEVICE_RANDOM, LEARNER_UNINITIALISED
 from test_ops import parse_sample
 
 KINDS = {"unary", "binary", "comparison", "view", "factory", "copy", "in_place", "inplace"}
@@ -89,8 +89,13 @@ def test_sample_call_on_device_equals_cpu(name, dtype, device, rng):
     (cpu, cpu_args), (dev, dev_args) = results
     if op["kind"] in ("in_place", "inplace"):  # compare self, where the op wrote
         cpu, dev = cpu_args[0], dev_args[0]
+    if isinstance(cpu, tuple):  # (values, indices): sort, topk
+        for c, dv in zip(cpu, dev):
+            assert dv.device == descent.device(device)
+            same(dv, c)
+        return
     assert dev.device == descent.device(device)
-    if name in ("rand", "randn"):  # a device's own stream (random.h), not the CPU's, which is torch's
+    if name in ("rand", "randn") or name in LEARNER_DEVICE_RANDOM:  # a device's own stream (random.h), or drawn apart
         assert dev.shape == cpu.shape and dev.dtype is cpu.dtype
         return
     if name not in ("empty", "empty_strided") and name not in LEARNER_UNINITIALISED:  # uninitialised

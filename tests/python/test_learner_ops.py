@@ -431,3 +431,23 @@ def test_generator_is_its_own_stream():
     assert x.uniform_(generator=torch.Generator().manual_seed(0)).tolist() == expected + [x.tolist()[3]]
     with pytest.raises(TypeError, match="argument 'generator' must be torch.Generator, not int"):
         torch.rand(2, generator=3)
+
+
+def test_the_rest_on_a_device():
+    """sort and topk (a host round trip), argmin (argmax of the order reversed), all/any (ne and sum), and the
+    random draws on sim:0: uniform_ and normal_ from the device's counters, the integers from the CPU's stream."""
+    x = torch.tensor([[3., -1., 7., -1.], [0., 5., 5., float("nan")]])
+    d = x.to("sim")
+    assert d.sort(1).values.cpu().tolist()[0] == x.sort(1).values.tolist()[0] and d.topk(2).indices.device == d.device
+    assert d.argmin(1).cpu().tolist() == x.argmin(1).tolist() == [1, 3] and d.argmin().item() == x.argmin().item()
+    i8 = torch.tensor([-128, 127, 0], dtype=torch.int8)
+    assert i8.to("sim").argmin().item() == 0 and torch.tensor([3, 0, 255], dtype=torch.uint8).to("sim").argmin().item() == 1
+    assert d.all(1).cpu().tolist() == x.all(1).tolist() and d.any().item() is True
+    u = torch.empty(1000, device="sim").uniform_(-2, 3)
+    a = u.cpu().numpy()
+    assert -2 <= a.min() and a.max() < 3 and abs(a.mean() - 0.5) < 0.2
+    torch.manual_seed(0)
+    assert torch.randint(10, (5,), device="sim").cpu().tolist() == [4, 9, 3, 0, 3]  # the CPU's stream, copied over
+    p = torch.randperm(6, device="sim")
+    assert p.device == torch.device("sim:0") and sorted(p.cpu().tolist()) == list(range(6))
+    assert torch.multinomial(torch.tensor([0., 1.], device="sim"), 3, True).cpu().tolist() == [1, 1, 1]
