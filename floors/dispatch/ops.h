@@ -450,10 +450,10 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "5")                                       \
   _(eye_m, "aten::eye.m(int n, int m, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                      \
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "4; 6")                                    \
-  _(uniform_, "aten::uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", "CPU, Sim, CUDA",             \
-    InPlace, Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                 \
-  _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU, Sim, CUDA",              \
-    InPlace, Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                  \
+  _(uniform_, "aten::uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace,    \
+    Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                          \
+  _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace,     \
+    Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                           \
   _(log10, "aten::log10(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")          \
   _(log2, "aten::log2(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
   _(clip, "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CompositeImplicitAutograd", Unary, \
@@ -473,20 +473,20 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "T[5, 6]; -1")                                                                                                     \
   _(triu, "aten::triu(Tensor self, int diagonal=0) -> Tensor", "CPU, Sim, CUDA", Copy, Exact, Any, Torch,              \
     "T[6, 5]^T; 1")                                                                                                    \
-  _(where, "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Copy,          \
-    Exact, Any, Torch, "B[4, 6]; T[4, 6]; T[6]")                                                                       \
-  _(masked_fill, "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "CPU, Sim, CUDA",       \
-    Copy, Exact, Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                     \
+  _(where, "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Copy, Exact,   \
+    Any, Torch, "B[4, 6]; T[4, 6]; T[6]")                                                                              \
+  _(masked_fill, "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "CPU, Sim, CUDA", Copy, \
+    Exact, Any, Torch, "T[4, 6]; B[6]; 2.5")                                                                           \
   _(argmax, "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
     Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
   _(argmin, "aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,     \
     Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
   _(all, "aten::all(Tensor self) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")               \
-  _(all_dim, "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,         \
-    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
+  _(all_dim, "aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact,  \
+    Any, Torch, "T[4, 33]; 1")                                                                                         \
   _(any, "aten::any(Tensor self) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact, Any, Torch, "T[4, 33]")               \
-  _(any_dim, "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction,         \
-    Exact, Any, Torch, "T[4, 33]; 1")                                                                                  \
+  _(any_dim, "aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", "CPU, Sim, CUDA", Reduction, Exact,  \
+    Any, Torch, "T[4, 33]; 1")                                                                                         \
   _(var_unbiased, "aten::var(Tensor self, bool unbiased=True) -> Tensor", "CompositeImplicitAutograd", Reduction,      \
     Reordered, Any, Torch, "T[4, 33]")                                                                                 \
   _(var_dim, "aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",              \
@@ -518,8 +518,8 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? "        \
     "dtype=None) -> Tensor",                                                                                           \
     "CompositeImplicitAutograd", Reduction, Reordered, Any, Hidden, "T[4, 33]; 2; [1]")                                \
-  _(random_from_, "aten::random_.from(Tensor(a!) self, int from, int? to) -> Tensor(a!)", "CPU, Sim, CUDA",            \
-    InPlace, Exact, Any, Torch, "T[4, 33]; 0; 2")                                                                      \
+  _(random_from_, "aten::random_.from(Tensor(a!) self, int from, int? to) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace,   \
+    Exact, Any, Torch, "T[4, 33]; 0; 2")                                                                               \
   _(randint, "aten::randint(int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",          \
     "BackendSelect, CompositeImplicitAutograd", Factory, Exact, Any, Torch, "2; [4, 33]")                              \
   _(randint_low,                                                                                                       \
