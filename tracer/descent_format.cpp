@@ -27,7 +27,13 @@
 // sites] in tracer.h); a span without one has file "" and line 0. Version 1
 // files (no src and no flow lines) still load. A flow's ends must name spans
 // of the file.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -455,12 +461,63 @@ Trace load(const std::string& path) {
   f.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<size_t>(f.gcount()));
   if (head.size() == kMagic.size() + 1 && head != std::string(kMagic) + " ") from_descent_format(head, path);
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (ec) throw TraceFormatError(path + ": cannot open the file: " + ec.message());
+  check_memory_to_load(path, bytes);
+  // Read into one string of the file's size: an ostringstream's str() would
+  // hold the text twice (Note [Memory a loaded trace needs]).
+  std::string text(static_cast<size_t>(bytes), '\0');
   f.clear();
   f.seekg(0);
-  std::ostringstream text;
-  text << f.rdbuf();
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (f.bad()) throw TraceFormatError(path + ": error reading the file");
-  return from_descent_format(text.str(), path);
+  text.resize(static_cast<size_t>(f.gcount()));  // a file that shrank meanwhile: what was read
+  return from_descent_format(text, path);
+}
+
+namespace {
+
+std::string gigabytes(double bytes) {  // "1.06 GB", or "19.3 MB" under a gigabyte
+  char out[32];
+  if (bytes >= 1e9)
+    std::snprintf(out, sizeof out, "%.2f GB", bytes / 1e9);
+  else
+    std::snprintf(out, sizeof out, "%.1f MB", bytes / 1e6);
+  return out;
+}
+
+// What this process may still take: MemAvailable, and RLIMIT_AS's room
+// (the limit less what the process maps now) where a limit is set.
+double memory_available() {
+  double available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    double kb = 0;
+    meminfo >> kb;
+    if (key == "MemAvailable:") available = kb * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  if (available <= 0) return std::numeric_limits<double>::infinity();  // not Linux, or no such line: not known
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    std::ifstream statm("/proc/self/statm");
+    double pages = 0;
+    statm >> pages;
+    const double mapped = pages * static_cast<double>(sysconf(_SC_PAGESIZE));
+    available = std::min(available, std::max(0.0, static_cast<double>(limit.rlim_cur) - mapped));
+  }
+  return available;
+}
+
+}  // namespace
+
+void check_memory_to_load(const std::string& path, uintmax_t file_bytes) {
+  const double need = static_cast<double>(file_bytes) * kLoadBytesPerFileByte;
+  const double available = memory_available();
+  if (need <= available) return;
+  throw TraceFormatError(path + ": too large to open here: the file is " + gigabytes(double(file_bytes)) +
+                         ", a loaded trace takes about " + gigabytes(need) + " of memory, and " + gigabytes(available) +
+                         " is free (Note [Memory a loaded trace needs])");
 }
 
 }  // namespace descent::trace

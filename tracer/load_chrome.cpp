@@ -694,6 +694,9 @@ Trace load_any(const std::string& path) {
                            ": expected descent's format (a first line 'descent-trace N') or Chrome Trace Event "
                            "JSON (an object with \"traceEvents\" or an array of events)");
   }
+  const uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (ec) throw TraceFormatError(path + ": cannot open the file: " + ec.message());
+  check_memory_to_load(path, bytes);
   f.clear();
   f.seekg(0);
   std::ostringstream buffer;

@@ -691,3 +691,28 @@ def test_statement_texts_are_ast_s_segments_in_one_pass():
     many = "\n".join(f"a{i} = {i}" for i in range(20000))
     result, error = tracing.run(many, env={})
     assert error is None and sum(1 for s in result.spans() if s["name"].startswith("a1999")) == 11
+
+
+def test_a_trace_too_large_for_the_memory_is_refused_up_front(tmp_path):
+    """Note [Memory a loaded trace needs]: under an address-space limit that leaves too little room,
+    `descent replay` refuses the file with its size and the memory it would need, in one line, instead
+    of dying of std::bad_alloc part way in."""
+    import os
+    import sys
+    if "asan" in os.environ.get("LD_PRELOAD", ""):
+        pytest.skip("ASan reserves terabytes of address space: RLIMIT_AS cannot be set under it")
+    path = tmp_path / "big.descent"
+    with open(path, "w") as f:  # a well-formed trace of 400k root spans, about 30 MB
+        f.write("descent-trace 2\nspan_cost 1\n")
+        for i in range(1, 400001):
+            f.write(f"span {i} 0 1 0 {i * 10} {i * 10 + 5} x\\s=\\s{i} 0\n")
+        f.write("end 400000\n")
+    code = ("import resource\n"
+            "from descent import _C\n"  # imported first: its own mappings are not the file's room
+            "pages = int(open('/proc/self/statm').read().split()[0])\n"
+            "limit = pages * resource.getpagesize() + (80 << 20)\n"  # 80 MB of room: the file needs ~140
+            "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+            f"try:\n    _C._load_trace({str(path)!r})\nexcept ValueError as e:\n    print('refused:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "refused:" in r.stdout and re.search(r"too large to open here: the file is 1\d\.\d MB, a loaded trace takes about \d+\.\d MB", r.stdout), r.stdout + r.stderr
+    assert "of memory, and" in r.stdout and "is free" in r.stdout, r.stdout

@@ -311,7 +311,7 @@ def cmd_run(args):
     merged = os.path.join(args.trace, "merged.descent")
     t = _C._merge_traces(paths)
     t.save(merged)
-    print(f"descent run: {args.nproc} ranks traced, {len(t.spans())} spans on one timeline: {merged} "
+    print(f"descent run: {args.nproc} ranks traced, {t.span_count} spans on one timeline: {merged} "
           f"(descent app --trace {merged})", file=sys.stderr)
     return 0
 

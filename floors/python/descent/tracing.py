@@ -273,11 +273,11 @@ def header(tr, runs=1):
                 (f", {float(per_arg):.1f} ns per argument" if per_arg else "") + \
                 (f", {statement} ns inside a statement's own span" if statement else "") + \
                 (f" and {old_statement} ns more per statement" if old_statement else "")
-        text = (f"descent trace: {len(tr.spans())} spans in {runs} runs; times are warm medians of {runs - 1} "
+        text = (f"descent trace: {tr.span_count} spans in {runs} runs; times are warm medians of {runs - 1} "
                 f"runs with the tracer's cost taken out: {tr.span_cost_ns:.1f} ns per span{extra} (the first, cold "
                 f"run in the last column); clock: {clock}; device: {device}")
     else:
-        text = (f"descent trace: {len(tr.spans())} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
+        text = (f"descent trace: {tr.span_count} spans; tracer cost {tr.span_cost_ns:.1f} ns per span "
                 f"(included in the times below); clock: {clock}; device: {device}")
     dropped = tr.metadata.get("tracer.dropped_spans")
     if dropped:
