@@ -20,3 +20,16 @@ def test_the_suite_passes():
     assert "forward/backward partitioned" in dict((r[0], r[2]) for r in rows)["attention, with grads"]
     text = verify.format_suite(rows)
     assert text.splitlines()[0].startswith("ok    pointwise chain")
+
+
+def test_descent_verify_compiled_runs_the_suite():
+    """`descent verify --compiled`: the suite's rows, then the count that holds; exit 0 when all hold."""
+    import os
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "descent", "verify", "--compiled"], capture_output=True, text=True,
+                       timeout=240, env=dict(os.environ))
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.endswith("compiled functions hold") and last.split()[0] == last.split()[2], last
+    assert "attention, with grads" in r.stdout

@@ -2,7 +2,7 @@
 
     descent trace "descent.ones(2, 2) + 1" [--repeat N] [--chrome FILE] [--save FILE] [--reference]
     descent replay FILE [--chrome FILE]
-    descent verify [--op NAME] [--seed N] [--device DEV] [--autograd]
+    descent verify [--op NAME] [--seed N] [--device DEV] [--autograd | --compiled]
     descent ops
     descent bench matmul --ladder [--device cpu|DEV] [--sizes N,..] [--dtypes D,..] [--threads all,1]
     descent app [--code CODE | --trace FILE] [--compare FILE] [--presenter] [--screenshot OUT.png] ...
@@ -112,6 +112,14 @@ def cmd_verify(args):
             print(f"{'ok' if v['passed'] else 'FAIL':5} {v['pair']:16} {v['check']:22} {v['detail']}")
         failed = sum(not v["passed"] for v in verdicts)
         print(f"{len(verdicts) - failed} of {len(verdicts)} verdicts hold")
+        return 1 if failed else 0
+    # descent.compile's verifier: Note [Translation validation of a fused kernel], descent/_compile/verify.py
+    if args.compiled:
+        from descent._compile import verify as compiled
+        rows = compiled.suite(args.seed)
+        print(compiled.format_suite(rows))
+        failed = sum(not ok for _, ok, _ in rows)
+        print(f"{len(rows) - failed} of {len(rows)} compiled functions hold")
         return 1 if failed else 0
     try:
         verdicts = descent.verify(args.op, args.seed, args.device)
@@ -338,6 +346,9 @@ def main(argv=None):
     v.add_argument("--device", help="run the ops on this device (sim:0, cuda:0) against the CPU's reference loops")
     v.add_argument("--autograd", action="store_true",
                    help="check the reference-language pairs instead: autograd against a hand-written backward")
+    v.add_argument("--compiled", action="store_true",
+                   help="check descent.compile instead: each fused kernel proved equal to its graph, and the "
+                        "compiled results and gradients against eager")
     v.set_defaults(fn=cmd_verify)
     o = sub.add_parser("ops", help="list the op table")
     o.set_defaults(fn=cmd_ops)
