@@ -50,6 +50,17 @@ def show(result, chrome, runs=1):
         print(f"wrote {chrome} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
+def check_output_files(args):
+    """--save and --chrome name files, and not one file twice (the second write would replace the first)."""
+    for option in ("save", "chrome"):
+        path = getattr(args, option, None)
+        if path is not None and not path.strip():
+            raise CommandError(f"--{option}: the file name is empty")
+    save, chrome = getattr(args, "save", None), getattr(args, "chrome", None)
+    if save and chrome and os.path.abspath(save) == os.path.abspath(chrome):
+        raise CommandError(f"--save and --chrome name the same file, '{save}': the second would replace the first")
+
+
 def exit_on_ctrl_c(signum, frame):
     """SIGINT during `descent trace`: one line, and exit 130 (128 + SIGINT, as a shell reports it) at once.
     Raising KeyboardInterrupt instead would end the user's code just as soon, but then the recording would
@@ -69,6 +80,7 @@ def cmd_trace(args):
         descent.set_kernel_variant("reference")
     if args.repeat < 1:
         raise CommandError(f"--repeat must be at least 1, got {args.repeat}")
+    check_output_files(args)
     try:
         result, error = tracing.run(args.code, repeat=args.repeat)
     except SyntaxError as e:
@@ -89,6 +101,7 @@ def cmd_trace(args):
 
 
 def cmd_replay(args):
+    check_output_files(args)
     try:
         result = _C._load_trace(args.file)
     except (ValueError, OSError, MemoryError, descent.OutOfMemoryError) as e:
@@ -292,9 +305,18 @@ def cmd_run(args):
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [mpirun, "--oversubscribe", "-np", str(args.nproc), sys.executable, "-m", "descent", "run", "--as-rank"]
     if args.trace:
-        os.makedirs(args.trace, exist_ok=True)
-        for old in glob.glob(os.path.join(args.trace, "rank*.descent")):  # an earlier run's: never merged again
-            os.remove(old)
+        if os.path.exists(args.trace) and not os.path.isdir(args.trace):
+            raise CommandError(f"--trace {args.trace}: it is a file; --trace names a folder for the ranks' traces")
+        try:
+            os.makedirs(args.trace, exist_ok=True)
+            for old in glob.glob(os.path.join(args.trace, "rank*.descent")):  # an earlier run's: never merged again
+                os.remove(old)
+            probe = os.path.join(args.trace, ".descent-run-probe")  # a folder the ranks cannot write: say so now
+            open(probe, "w").close()
+            os.remove(probe)
+        except OSError as e:
+            raise CommandError(f"--trace {args.trace}: cannot write the ranks' traces there: "
+                               f"{e.strerror or e}") from None
         cmd += ["--trace", os.path.abspath(args.trace)]
     me = os.getpid()
     import tempfile

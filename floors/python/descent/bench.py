@@ -272,12 +272,50 @@ def add_parser(sub):
     b.set_defaults(fn=run)
 
 
+MAX_SIZE = 16384  # an n past this would ask for gigabytes before it is timed
+
+
+def _usage(message):
+    """A misused option: one line, exit status 2, as argparse's own errors (no traceback)."""
+    print(f"descent bench: {message}", file=sys.stderr)
+    return 2
+
+
+def _int_list(text, option, low, high):
+    """The comma-separated whole numbers of `option`, each in [low, high]; or a one-line message."""
+    values = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            v = int(item)
+        except ValueError:
+            return None, f"{option}: expected whole numbers separated by commas, not {item!r}"
+        if not low <= v <= high:
+            return None, f"{option}: each must be from {low} to {high}, not {v}"
+        values.append(v)
+    return values, None
+
+
 def run(args):
+    if args.device is not None:
+        try:
+            descent.device(args.device)
+        except (RuntimeError, ValueError) as e:
+            return _usage(f"--device: {e}")
     device = args.device or ("cuda:0" if descent.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not descent.cuda.is_available():
+        return _usage(f"--device {device}: there is no CUDA device here (descent.cuda.is_available() is False)")
     on_cpu = device == "cpu"
     default_sizes = "512,2048" if on_cpu else "1024,4096,8192" if device.startswith("cuda") else "64,128"
-    sizes = [int(s) for s in (args.sizes or default_sizes).split(",") if s]
+    sizes, problem = _int_list(args.sizes or default_sizes, "--sizes", 1, MAX_SIZE)
+    if problem:
+        return _usage(problem)
+    if args.reps < 1:
+        return _usage(f"--reps: expected 1 or more, not {args.reps}")
     if on_cpu:
+        _, problem = _int_list(args.threads.replace("all", "1"), "--threads", 1, 1024)
+        if problem:
+            return _usage(problem)
         if args.dtypes not in (None, "float32"):
             print("descent bench: the CPU's ladder is timed in float32 only", file=sys.stderr)
             return 2
