@@ -151,6 +151,13 @@ void sweep(Device d) {
     if (!covered(op)) continue;
     for (ScalarType dt : kDtypes) {
       SCOPED_TRACE(std::string(op.name) + " " + dtype_name(dt) + " on " + d.str());
+      // Issue 42's rows held elsewhere (test_learner_ops.py, the verifier): draws of another stream (Note
+      // [Draws apart on a device]), uninitialised like-factories, and floor_divide of integers, whose zero
+      // divisor the CPU refuses and a device, as torch's CUDA, does not look for.
+      const bool apart = op.id == Op::uniform_ || op.id == Op::normal_ || op.id == Op::rand_like ||
+                         op.id == Op::randn_like || op.id == Op::empty_like || op.id == Op::new_empty ||
+                         (op.id == Op::floor_divide && !is_floating(dt));
+      if (apart) continue;
       Stack cpu = kernels::sample_call(op, dt, 17), dev;
       for (int i = 0; i < cpu.size(); ++i) {
         if (cpu[i].is_tensor_list()) {  // cat's tensors, each on the device
