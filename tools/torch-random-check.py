@@ -52,6 +52,19 @@ CASES = [
     (0, "m.nn.init.normal_(m.empty(20), 2.0, 3.0)"),  # and from 16 elements
     (0, "m.nn.init.uniform_(m.empty(20), -2.0, 3.0)"),
     (0, "[m.nn.Linear(3, 2).weight, m.nn.Linear(3, 2).bias]"),
+    (0, "m.empty(20).uniform_(-2.0, 3.0)"),  # the in-place draws themselves
+    (0, "m.empty(20, dtype=m.float64).uniform_(-2.0, 3.0)"),
+    (0, "m.empty(20, dtype=m.float16).uniform_(-2.0, 3.0)"),
+    (0, "m.empty(20, dtype=m.bfloat16).uniform_(-2.0, 3.0)"),
+    (0, "m.empty(20).normal_(2.0, 3.0)"),
+    (0, "m.empty(20, dtype=m.float64).normal_(2.0, 3.0)"),
+    (0, "m.rand_like(m.empty(7))"),
+    (0, "m.multinomial(m.tensor([0.1, 0.2, 0.7]), 10, replacement=True)"),
+    (0, "m.randint_like(m.empty(6), 3, 9)"),
+    (0, "m.empty(8).random_(0, 100)"),
+    (0, "m.nn.init.kaiming_uniform_(m.empty(4, 5), a=5 ** 0.5)"),
+    (0, "m.nn.Embedding(4, 3).weight"),
+    (0, "m.nn.LayerNorm(3).weight"),
 ]
 
 

@@ -169,7 +169,12 @@ template <class T>
 using dist_acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // uniform_real_distribution<T>(from, to): the low kUniformDigits<T> bits of
-// one draw (random64() for double), scaled to [0, 1), then x * (to - from) + from.
+// one draw (random64() for double), scaled to [0, 1), then x * (to - from) + from
+// as one fused multiply-add: aten's CPU kernel is built for AVX2 with FMA, and
+// the compiler contracts that line. Measured beside torch 2.11 on the H100
+// host: uniform_(-2, 3) of 20 float32 differed from torch's in 8 values by
+// 1-2 ulps with a separate multiply and add; the fused one, rounded once,
+// gave torch's value in each of them (x * 1 + 0, rand's, is exact either way).
 template <class T>
 dist_acc_t<T> uniform_real(CpuGenerator& g, T from, T to) {
   using Acc = dist_acc_t<T>;
@@ -177,7 +182,7 @@ dist_acc_t<T> uniform_real(CpuGenerator& g, T from, T to) {
   const uint64_t word = std::is_same_v<T, double> ? g.random64() : uint64_t(g.random());
   const Acc x = Acc(word & ((uint64_t(1) << digits) - 1)) * (Acc(1) / Acc(uint64_t(1) << digits));
   const T span = T(Acc(to) - Acc(from));  // in T: a Half minus a Half is a Half
-  return x * Acc(span) + Acc(from);
+  return std::fma(x, Acc(span), Acc(from));
 }
 
 // normal_distribution<double>(mean, std): Box-Muller on two float64

@@ -492,7 +492,11 @@ def test_init_fills_in_place_under_no_grad():
     assert p.grad_fn is None and p.requires_grad
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         init.kaiming_uniform_(descent.empty(0, 3))
-    with pytest.raises(NotImplementedError, match="descent has no Generator objects"):
+    # generator= is passed on to the in-place draw, as torch.nn.init does
+    a = init.uniform_(descent.empty(6), -1.0, 2.0, generator=descent.Generator().manual_seed(7)).tolist()
+    b = init.uniform_(descent.empty(6), -1.0, 2.0, generator=descent.Generator().manual_seed(7)).tolist()
+    assert a == b and all(-1.0 <= x < 2.0 for x in a)
+    with pytest.raises(TypeError, match="argument 'generator' must be torch.Generator, not object"):
         init.uniform_(p, generator=object())
 
 

@@ -167,3 +167,31 @@ def test_a_device_draws_its_own_stream():
     descent.manual_seed(0)
     descent.randn(100, device="sim:0")
     assert descent.randn(3).tolist() == cpu  # the device's draws leave the CPU's stream alone
+
+
+# What tools/torch-random-check.py read off torch 2.11 on the H100 host's CPU (session 12), printed to 8
+# significant digits: the in-place draws behind nn.init. uniform_ rounds x * (to - from) + from once, as aten's
+# contracted multiply-add does (floors/kernels/cpu_generator.h's uniform_real).
+TORCH_2_11_INIT = {
+    "uniform_(-2, 3) of 20, first 8": [0.48128295, 1.841109, -1.5576129, -1.3398476, -0.46288592, 1.1703935,
+                                       0.45046705, 2.4822237],
+    "normal_(2, 3) of 5": [6.6229882, 1.1197133, -4.5363684, 3.7052939, -1.253567],
+    "Linear(3, 2) twice: weight, bias": [-0.0043225177, 0.30971584, -0.47518533, -0.4248946, -0.22236897,
+                                         0.15482073, -0.23799711, 0.021387115],
+}
+
+
+def f32_reprs(values):
+    return [f"{np.float32(v):.8g}" for v in values]
+
+
+def test_nn_init_draws_are_torchs_bit_for_bit():
+    got = seeded(0, lambda: descent.nn.init.uniform_(descent.empty(20), -2.0, 3.0).tolist()[:8])
+    assert f32_reprs(got) == f32_reprs(TORCH_2_11_INIT["uniform_(-2, 3) of 20, first 8"])
+    got = seeded(0, lambda: descent.nn.init.normal_(descent.empty(5), 2.0, 3.0).tolist())
+    assert f32_reprs(got) == f32_reprs(TORCH_2_11_INIT["normal_(2, 3) of 5"])
+
+    def two_linears():
+        a, b = descent.nn.Linear(3, 2), descent.nn.Linear(3, 2)
+        return a.weight.reshape(-1).tolist() + b.bias.tolist()
+    assert f32_reprs(seeded(0, two_linears)) == f32_reprs(TORCH_2_11_INIT["Linear(3, 2) twice: weight, bias"])

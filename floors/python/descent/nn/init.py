@@ -1,16 +1,14 @@
 """descent.nn.init: filling a parameter in place, as torch.nn.init.
 
-Each function writes into the tensor under no_grad and returns it. descent
-has no in-place random op (no aten::uniform_ or normal_): the values are
-drawn with descent.rand or descent.randn into a new tensor, scaled, and
-copied in with copy_. So a model initialised here does not get the numbers
-torch's generator would give, but the same distribution: Linear's
-kaiming_uniform_(a=sqrt(5)) bound is 1/sqrt(fan_in), as in PyTorch.
+Each function writes into the tensor under no_grad and returns it, through
+the in-place random ops as PyTorch's does (uniform_ and normal_ draw from
+the generator, descent's default or the one passed as generator=), so a
+model initialised after manual_seed gets torch's numbers on the CPU
+(Note [PyTorch's CPU random stream], floors/kernels/cpu_generator.h).
 """
 import math
 import warnings
 
-from .. import _C
 from ..grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "xavier_uniform_",
@@ -41,25 +39,16 @@ def calculate_gain(nonlinearity, param=None):
         raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _no_generator(generator):
-    if generator is not None:
-        raise NotImplementedError("descent has no Generator objects: seed the one generator with descent.manual_seed")
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fills tensor with values drawn uniformly from [a, b)."""
-    _no_generator(generator)
     with no_grad():
-        u = _C.rand(list(tensor.shape), dtype=tensor.dtype, device=tensor.device)
-        return tensor.copy_(u * (b - a) + a)
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fills tensor with values drawn from N(mean, std^2)."""
-    _no_generator(generator)
     with no_grad():
-        n = _C.randn(list(tensor.shape), dtype=tensor.dtype, device=tensor.device)
-        return tensor.copy_(n * std + mean)
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor, val):
