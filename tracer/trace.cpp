@@ -8,6 +8,7 @@
 // [SECTION] Files
 #include "tracer/trace.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,8 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -599,7 +602,9 @@ std::string check_structure(const Trace& t) {
 // and the error names the path and the reason from strerror ("cannot write
 // 'a.trace': No space left on device"). A process killed between 1 and 3
 // leaves its hidden temporary file behind (nothing can run after SIGKILL),
-// but never a damaged target. The temporary file is beside the target, not
+// but never a damaged target; the next save of the same target removes the
+// temporary files of that target older than an hour (a save in progress in
+// another process is younger than that). The temporary file is beside the target, not
 // in /tmp, because rename() cannot cross file systems.
 // Two targets are not replaced: a directory is an error before anything is
 // written, and a file that exists but is not a regular one (/dev/stdout, a
@@ -609,6 +614,27 @@ namespace {
 
 [[noreturn]] void fail_write(const std::string& path, int error) {
   throw std::runtime_error("cannot write '" + path + "': " + std::strerror(error));
+}
+
+// The temporary files ".<base>.tmp-<16 hex digits>" in `dir` that a killed save
+// of <base> left, an hour old or more (Note [Saving a file whole]); best effort.
+void remove_stale_temporaries(const std::string& dir, const std::string& base) {
+  constexpr time_t kStaleSeconds = 3600;
+  const std::string prefix = "." + base + ".tmp-";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name.size() != prefix.size() + 16 || !name.starts_with(prefix)) continue;
+    if (name.substr(prefix.size()).find_first_not_of("0123456789abcdef") != std::string_view::npos) continue;
+    const std::string full = (dir == "/" ? "/" : dir + "/") + std::string(name);
+    struct stat st;
+    if (::lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime >= kStaleSeconds) {
+      ::unlink(full.c_str());
+    }
+  }
+  ::closedir(d);
 }
 
 // Writes all of `text` to `fd`; 0, or the errno of the write that failed.
@@ -683,6 +709,7 @@ void write_text_file(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());
     fail_write(path, error);
   }
+  remove_stale_temporaries(dir, base);
   // 4. The folder, so that the rename is on the disk too (best effort: some
   // file systems refuse to fsync a directory, and the file is whole anyway).
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -159,6 +159,30 @@ TEST(SaveWhole, ASaveKilledAtAnyMomentLeavesAWholeFile) {
   std::filesystem::remove_all(dir);
 }
 
+// What a killed save leaves (its hidden temporary file) goes with the next save of the same file
+// once it is an hour old; a younger one (another process may be saving) and other files stay.
+TEST(SaveWhole, TheNextSaveRemovesAKilledSavesOldTemporaryFile) {
+  const auto dir = fresh_dir("descent_save_stale");
+  const auto make = [&](const std::string& name, int age_seconds) {
+    const std::string p = (dir / name).string();
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("half a trace", f);
+    std::fclose(f);
+    const auto when = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(age_seconds);
+    std::filesystem::last_write_time(p, when);
+  };
+  make(".run.trace.tmp-0123456789abcdef", 2 * 3600);    // a killed save's, two hours old: removed
+  make(".run.trace.tmp-fedcba9876543210", 60);          // a minute old: maybe a save in progress
+  make(".other.trace.tmp-0123456789abcdef", 2 * 3600);  // another file's: not this save's to remove
+  make(".run.trace.tmp-notahexnumber00", 2 * 3600);     // not a name a save makes
+  save(numbered_trace(3, "new"), (dir / "run.trace").string());
+  EXPECT_EQ(names_in(dir),
+            (std::vector<std::string>{".other.trace.tmp-0123456789abcdef", ".run.trace.tmp-fedcba9876543210",
+                                      ".run.trace.tmp-notahexnumber00", "run.trace"}));
+  std::filesystem::remove_all(dir);
+}
+
 // [SECTION] Links, permissions, folders ---------------------------------------------------
 
 TEST(SaveWhole, KeepsPermissionsFollowsLinksAndNamesTheReason) {
