@@ -137,18 +137,18 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType dt = dtype_arg(s, any_float ? kDefaultFloat : ScalarType::Int64);
   double d0 = start.to_double(), d1 = end.to_double(), ds = step.to_double();
   DESCENT_CHECK(ds != 0, Error, "arange(): step must be nonzero");
-  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "arange(): unsupported range: ", start.str(), " -> ",
+  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "unsupported range: ", start.str(), " -> ",
                 end.str());
   constexpr uint64_t kMaxLength = uint64_t(1) << 40;  // elements
   uint64_t n;
   if (!any_float) {  // integer bounds: compared and counted exactly
     int64_t i0 = start.to_int(), i1 = end.to_int(), is = step.to_int();
     DESCENT_CHECK((is > 0 && i1 >= i0) || (is < 0 && i1 <= i0), Error,
-                  "arange(): upper bound and larger bound inconsistent with step sign");
+                  "upper bound and lower bound inconsistent with step sign");
     n = arange_length(i0, i1, is);
   } else {
     DESCENT_CHECK((ds > 0 && d1 >= d0) || (ds < 0 && d1 <= d0), Error,
-                  "arange(): upper bound and larger bound inconsistent with step sign");
+                  "upper bound and lower bound inconsistent with step sign");
     double dn = std::ceil((d1 - d0) / ds);
     DESCENT_CHECK(dn < double(kMaxLength), Error, "arange(): too many elements (", dn, ")");
     n = uint64_t(dn);

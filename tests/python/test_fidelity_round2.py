@@ -149,3 +149,21 @@ def test_a_graph_built_over_150k_steps_is_freed_without_a_crash():
     assert type(total.grad_fn).__name__ == "AddBackward0"
     total = 0  # the whole graph goes here; this crashed (SIGSEGV) before the work list
     assert total == 0
+
+
+# [SECTION] Wrong text: PyTorch 2.11's class and message (issue 40) ---------------------------
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: bool(descent.ones(2)), RuntimeError, "Boolean value of Tensor with more than one value is ambiguous"),
+    (lambda: bool(descent.ones(0)), RuntimeError, "Boolean value of Tensor with no values is ambiguous"),
+    (lambda: int(descent.ones(2)), ValueError, "only one element tensors can be converted to Python scalars"),
+    (lambda: float(descent.ones(0)), ValueError, "only one element tensors can be converted to Python scalars"),
+    (lambda: iter(descent.tensor(1.0)), TypeError, "iteration over a 0-d tensor"),
+    (lambda: descent.arange(0, 5, -1), RuntimeError, "upper bound and lower bound inconsistent with step sign"),
+    (lambda: descent.arange(0, float("inf")), RuntimeError, "unsupported range: 0 -> inf"),
+])
+def test_conversions_and_ranges_say_what_torch_says(call, error, message):
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value) == message
+    assert int(descent.ones(1)) == 1 and float(descent.tensor([2.5])) == 2.5 and bool(descent.ones(1, 1))

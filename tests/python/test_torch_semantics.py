@@ -45,7 +45,7 @@ RUNTIME_ERRORS = [  # (what, call, words): each a RuntimeError, as in PyTorch, n
     ("in place shape", lambda: descent.ones(3).add_(X), "output with shape [3] doesn't match the broadcast shape"),
     ("item", lambda: X.item(), "a Tensor with 6 elements cannot be converted to Scalar"),
     ("arange step", lambda: descent.arange(0, 1, 0), "step must be nonzero"),
-    ("arange sign", lambda: descent.arange(5, 0), "upper bound and larger bound inconsistent with step sign"),
+    ("arange sign", lambda: descent.arange(5, 0), "upper bound and lower bound inconsistent with step sign"),
     ("negative size", lambda: descent.zeros(2, -1), "Trying to create tensor with negative dimension -1"),
     ("negative expand", lambda: descent.ones(1).expand(-2), "expand()"),
     ("repeated dim", lambda: X.sum([0, 0]), "dim 0 appears multiple times in the list of dims"),

@@ -118,16 +118,30 @@ class Tensor(_C.TensorBase):
         return self.shape[0]
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        if self.dim() == 0:  # torch._tensor.Tensor.__iter__'s words
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
 
-    def __bool__(self):
-        if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} values is ambiguous")
+    def __bool__(self):  # PyTorch 2.11's words (python_variable_methods.cpp)
+        if self.numel() == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if self.numel() > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return builtins_bool(self.item())
 
-    def __float__(self): return float(self.item())
-    def __int__(self): return int(self.item())
+    def __float__(self):
+        self._one_element()
+        return float(self.item())
+
+    def __int__(self):
+        self._one_element()
+        return int(self.item())
+
+    def _one_element(self):
+        """int() and float() of a tensor: PyTorch's ValueError (dispatch_to_CDouble), where item() raises
+        a RuntimeError of its own words."""
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
     def __index__(self):
         if self.dtype.is_floating_point or self.dtype is _C.bool or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
