@@ -137,8 +137,7 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   ScalarType dt = dtype_arg(s, any_float ? kDefaultFloat : ScalarType::Int64);
   double d0 = start.to_double(), d1 = end.to_double(), ds = step.to_double();
   DESCENT_CHECK(ds != 0, Error, "arange(): step must be nonzero");
-  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "unsupported range: ", start.str(), " -> ",
-                end.str());
+  DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "unsupported range: ", start.str(), " -> ", end.str());
   constexpr uint64_t kMaxLength = uint64_t(1) << 40;  // elements
   uint64_t n;
   if (!any_float) {  // integer bounds: compared and counted exactly
