@@ -1,7 +1,8 @@
 // descent.Size, a tensor's shape: a tuple of ints, in C as torch.Size is
 // (torch/csrc/Size.cpp), so that `x.shape[0]` runs no Python of descent's.
-// It prints as descent.Size([2, 3]), a slice of it is a Size, and
-// numel() multiplies it out; everything else is tuple's.
+// It prints as descent.Size([2, 3]); a slice of it, a Size + a tuple and a
+// Size * n are Sizes, as torch.Size's (its sq_concat and sq_repeat wrap
+// tuple's); numel() multiplies it out; everything else is tuple's.
 #include "floors/binding/binding.h"
 
 namespace descent::binding {
@@ -24,6 +25,18 @@ PyObject* size_subscript(PyObject* self, PyObject* key) {
   PyRef tuple(item);
   return PyObject_CallOneArg(reinterpret_cast<PyObject*>(&g_size_type), tuple.p);
 }
+
+PySequenceMethods size_sequence;  // tuple's, with + and * giving a Size
+
+PyObject* as_size(PyObject* result) {  // tuple's result, made a Size
+  if (!result) return nullptr;
+  PyRef tuple(result);
+  return PyObject_CallOneArg(reinterpret_cast<PyObject*>(&g_size_type), tuple.p);
+}
+PyObject* size_concat(PyObject* self, PyObject* other) {
+  return as_size(PyTuple_Type.tp_as_sequence->sq_concat(self, other));
+}
+PyObject* size_repeat(PyObject* self, Py_ssize_t n) { return as_size(PyTuple_Type.tp_as_sequence->sq_repeat(self, n)); }
 
 PyObject* size_numel(PyObject* self, PyObject*) {
   PyObject* n = PyLong_FromLong(1);
@@ -55,6 +68,9 @@ PyObject* size_object(const DimVector& sizes) {
 
 bool init_size_type(PyObject* module) {
   size_mapping = *PyTuple_Type.tp_as_mapping;
+  size_sequence = *PyTuple_Type.tp_as_sequence;
+  size_sequence.sq_concat = size_concat;
+  size_sequence.sq_repeat = size_repeat;
   size_mapping.mp_subscript = size_subscript;
   g_size_type.tp_name = "descent.Size";
   g_size_type.tp_basicsize = PyTuple_Type.tp_basicsize;
@@ -64,6 +80,7 @@ bool init_size_type(PyObject* module) {
   g_size_type.tp_base = &PyTuple_Type;
   g_size_type.tp_repr = size_repr;
   g_size_type.tp_as_mapping = &size_mapping;
+  g_size_type.tp_as_sequence = &size_sequence;
   g_size_type.tp_methods = size_methods;
   if (PyType_Ready(&g_size_type) < 0) return false;
   Py_INCREF(&g_size_type);

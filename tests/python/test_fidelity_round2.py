@@ -167,3 +167,13 @@ def test_conversions_and_ranges_say_what_torch_says(call, error, message):
         call()
     assert str(e.value) == message
     assert int(descent.ones(1)) == 1 and float(descent.tensor([2.5])) == 2.5 and bool(descent.ones(1, 1))
+
+
+def test_a_size_plus_a_tuple_is_a_size():
+    """torch.Size's + and * wrap tuple's: a Size + a tuple, a Size * n are Sizes; a tuple + a Size is a tuple."""
+    s = descent.Size([2, 3])
+    assert type(s + (4,)) is descent.Size and s + (4,) == (2, 3, 4)
+    assert type(s * 2) is descent.Size and type(2 * s) is descent.Size and repr(s * 2) == "descent.Size([2, 3, 2, 3])"
+    assert type((1,) + s) is tuple and (1,) + s == (1, 2, 3)
+    with pytest.raises(TypeError, match=r'can only concatenate tuple \(not "list"\) to tuple'):
+        s + [1]
