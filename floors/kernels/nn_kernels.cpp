@@ -225,9 +225,10 @@ void nll_loss_forward_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     if (reduction != 0) out.data<T>()[0] = T(reduction == 1 ? sum / weights : sum);  // 0 / 0: nan, as PyTorch's
   });
   single_loop();
+  const Device device = self.device();  // `self` is a reference into s: read it before s.clear()
   s.clear();
-  s.push(to_device(out, self.device()));
-  s.push(to_device(total, self.device()));
+  s.push(to_device(out, device));
+  s.push(to_device(total, device));
 }
 
 // [SECTION] layer_norm -----------------------------------------------------------------
@@ -292,10 +293,11 @@ void native_layer_norm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     }
   });
   single_loop();
+  const Device device = input.device();  // `input` is a reference into s: read it before s.clear()
   s.clear();
-  s.push(to_device(out, input.device()));
-  s.push(to_device(mean, input.device()));
-  s.push(to_device(rstd, input.device()));
+  s.push(to_device(out, device));
+  s.push(to_device(mean, device));
+  s.push(to_device(rstd, device));
 }
 
 // [SECTION] embedding ------------------------------------------------------------------
