@@ -112,6 +112,9 @@ PyObject* tensor_tuple(const std::vector<Tensor>& ts);
 // reads the Trace objects the package returns without copying them.
 const trace::Trace* trace_of(PyObject* o);
 PyObject* device_object(Device d);  // new reference
+// A value of a kernel's stack as Python (library_object.cpp): a tensor wrapped, numbers, lists,
+// dtypes and devices as the binding gives them elsewhere; a new reference, or nullptr with an error.
+PyObject* ivalue_to_python(const IValue& v);
 // The device descent.set_default_device chose for this thread's factories
 // (Note [The default device]); none means the CPU (settings.cpp).
 std::optional<Device>& default_device();

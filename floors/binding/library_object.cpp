@@ -68,38 +68,6 @@ std::vector<std::unique_ptr<PythonKernel>>& python_kernels() {
 }
 int64_t g_next_handle = 1;
 
-PyObject* ivalue_to_python(const IValue& v) {
-  switch (v.tag()) {
-    case IValue::Tag::None:
-      Py_RETURN_NONE;
-    case IValue::Tag::Tensor:
-      return wrap(v.to_tensor());
-    case IValue::Tag::Double:
-      return PyFloat_FromDouble(v.to_double());
-    case IValue::Tag::Int:
-      return PyLong_FromLongLong(v.to_int());
-    case IValue::Tag::Bool:
-      return PyBool_FromLong(v.to_bool());
-    case IValue::Tag::IntList: {
-      const DimVector& l = v.to_int_list();
-      return py_list(l.size(), [&](size_t i) { return PyLong_FromLongLong(l[i]); });
-    }
-    case IValue::Tag::ScalarType: {
-      PyObject* d = dtype_object(v.to_scalar_type());
-      Py_INCREF(d);
-      return d;
-    }
-    case IValue::Tag::Device:
-      return device_object(v.to_device());
-    case IValue::Tag::TensorList: {
-      const OptionalTensorList& l = v.to_tensor_list();
-      return py_list(size_t(l.size()),
-                     [&](size_t i) { return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None); });
-    }
-  }
-  Py_RETURN_NONE;
-}
-
 // The entry registered for `op` (nullptr: a fallback) at `key`, or nullptr:
 // at most one, as registering checks. Under kernels_mutex.
 const PythonKernel* registered(const OpEntry* op, DispatchKey key) {
@@ -378,6 +346,39 @@ PyMethodDef library_methods[] = {
 };
 
 }  // namespace
+
+// A stack value as Python: a tensor wrapped, numbers and lists as Python's (binding.h).
+PyObject* ivalue_to_python(const IValue& v) {
+  switch (v.tag()) {
+    case IValue::Tag::None:
+      Py_RETURN_NONE;
+    case IValue::Tag::Tensor:
+      return wrap(v.to_tensor());
+    case IValue::Tag::Double:
+      return PyFloat_FromDouble(v.to_double());
+    case IValue::Tag::Int:
+      return PyLong_FromLongLong(v.to_int());
+    case IValue::Tag::Bool:
+      return PyBool_FromLong(v.to_bool());
+    case IValue::Tag::IntList: {
+      const DimVector& l = v.to_int_list();
+      return py_list(l.size(), [&](size_t i) { return PyLong_FromLongLong(l[i]); });
+    }
+    case IValue::Tag::ScalarType: {
+      PyObject* d = dtype_object(v.to_scalar_type());
+      Py_INCREF(d);
+      return d;
+    }
+    case IValue::Tag::Device:
+      return device_object(v.to_device());
+    case IValue::Tag::TensorList: {
+      const OptionalTensorList& l = v.to_tensor_list();
+      return py_list(size_t(l.size()),
+                     [&](size_t i) { return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None); });
+    }
+  }
+  Py_RETURN_NONE;
+}
 
 bool init_library(PyObject* module) { return PyModule_AddFunctions(module, library_methods) == 0; }
 

@@ -52,38 +52,6 @@ namespace {
 
 PyObject* g_handler = nullptr;  // owned; set by _set_torch_dispatch_handler
 
-PyObject* value_to_python(const IValue& v) {
-  switch (v.tag()) {
-    case IValue::Tag::None:
-      Py_RETURN_NONE;
-    case IValue::Tag::Tensor:
-      return wrap(v.to_tensor());
-    case IValue::Tag::Double:
-      return PyFloat_FromDouble(v.to_double());
-    case IValue::Tag::Int:
-      return PyLong_FromLongLong(v.to_int());
-    case IValue::Tag::Bool:
-      return PyBool_FromLong(v.to_bool());
-    case IValue::Tag::IntList: {
-      const DimVector& l = v.to_int_list();
-      return py_list(l.size(), [&](size_t i) { return PyLong_FromLongLong(l[i]); });
-    }
-    case IValue::Tag::ScalarType: {
-      PyObject* d = dtype_object(v.to_scalar_type());
-      Py_INCREF(d);
-      return d;
-    }
-    case IValue::Tag::Device:
-      return device_object(v.to_device());
-    case IValue::Tag::TensorList: {
-      const OptionalTensorList& l = v.to_tensor_list();
-      return py_list(size_t(l.size()),
-                     [&](size_t i) { return l[int(i)].defined() ? wrap(l[int(i)]) : (Py_INCREF(Py_None), Py_None); });
-    }
-  }
-  Py_RETURN_NONE;
-}
-
 // Whether an argument holds its schema default (c10's IValue ==: numbers by value).
 bool is_default(const SchemaArg& a, const IValue& v) {
   if (!a.has_default) return false;
@@ -147,7 +115,7 @@ void python_key_fallback(const OpEntry& op, DispatchKeySet, Stack& stack) {
   if (!args.p || !kwargs.p) throw PythonError();
   for (size_t i = 0; i < n; ++i) {
     if (i >= positional && (i < positional_all || is_default(schema_args[i], stack[int(i)]))) continue;
-    PyObject* a = value_to_python(stack[int(i)]);
+    PyObject* a = ivalue_to_python(stack[int(i)]);
     if (!a) throw PythonError();
     if (i < positional) {
       PyTuple_SET_ITEM(args.p, Py_ssize_t(i), a);
