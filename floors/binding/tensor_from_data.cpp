@@ -205,6 +205,29 @@ void read_buffer(const Py_buffer& v, const Tensor& out, Convert convert) {
   }
 }
 
+// A buffer's format without its byte order mark ('<', '=', '@'); ValueError,
+// PyTorch's words, for a byte order other than the machine's ('>', '!').
+std::string native_format(const Py_buffer& view) {
+  std::string fmt = view.format ? view.format : "B";
+  if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
+    throw ValueError(
+        "given numpy array has byte order different from the native byte order. Conversion between "
+        "byte orders is currently not supported.");
+  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
+  return fmt;
+}
+
+// Whether a buffer of format `fmt` holds its elements as dtype `dt` stores
+// them (bool, the floats, uint8, and signed integers of dt's width), so its
+// memory can be viewed as a tensor; a wider or unsigned integer is read
+// element by element instead.
+bool holds_elements_as(const std::string& fmt, Py_ssize_t itemsize, ScalarType dt) {
+  const char code = fmt.size() == 1 ? fmt[0] : '\0';
+  const bool is_signed = code && std::strchr("bhilq", code);
+  return code == '?' || code == 'e' || code == 'f' || code == 'd' || dt == ScalarType::UInt8 ||
+         (is_signed && element_size(dt) == size_t(itemsize));
+}
+
 // The dtype of a buffer's elements from its format (numpy's codes, the byte
 // order mark taken off) and item size; false where descent has none.
 bool format_dtype(const std::string& fmt, Py_ssize_t itemsize, ScalarType* dt) {
@@ -265,14 +288,7 @@ Tensor tensor_from_buffer(PyObject* data) {
     Py_buffer* v;
     ~Release() { PyBuffer_Release(v); }
   } release{&view};
-  std::string fmt = view.format ? view.format : "B";
-  if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
-    throw ValueError(
-        "given numpy array has byte order different from the native byte order. Conversion between "
-        "byte orders is currently not supported.");
-  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
-  const char code = fmt.size() == 1 ? fmt[0] : '\0';
-  const bool is_signed = std::strchr("bhilq", code) && code;
+  const std::string fmt = native_format(view);
   ScalarType dt;
   if (!format_dtype(fmt, view.itemsize, &dt)) refuse_array(data, fmt);
   DimVector sizes, strides;
@@ -284,9 +300,7 @@ Tensor tensor_from_buffer(PyObject* data) {
   }
   Tensor out = empty_tensor(sizes, dt, Device{});
   if (out.numel() == 0) return out;
-  const bool native = code == '?' || code == 'e' || code == 'f' || code == 'd' ||
-                      (is_signed && element_size(dt) == size_t(view.itemsize)) || dt == ScalarType::UInt8;
-  if (native) {
+  if (holds_elements_as(fmt, view.itemsize, dt)) {
     // View the foreign memory as a tensor with its strides, then copy through the kernels.
     auto storage = Ref<StorageImpl>::make(DataPtr{view.buf, size_t(view.len), nullptr, nullptr}, Device{});
     Tensor foreign(Ref<TensorImpl>::make(storage, dt, sizes, strides, 0));
@@ -344,19 +358,9 @@ Tensor shared_from_buffer(PyObject* data) {
   }
   DataPtr owned{view->buf, size_t(view->len), release_buffer, view};  // released on every path from here
   auto storage = Ref<StorageImpl>::make(owned, Device{});
-  std::string fmt = view->format ? view->format : "B";
-  if (!fmt.empty() && (fmt[0] == '>' || fmt[0] == '!'))
-    throw ValueError(
-        "given numpy array has byte order different from the native byte order. Conversion between "
-        "byte orders is currently not supported.");
-  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt = fmt.substr(1);
-  const char code = fmt.size() == 1 ? fmt[0] : '\0';
+  const std::string fmt = native_format(*view);
   ScalarType dt;
-  const bool is_signed = code && std::strchr("bhilq", code);
-  if (!format_dtype(fmt, view->itemsize, &dt) ||
-      !(code == '?' || code == 'e' || code == 'f' || code == 'd' || dt == ScalarType::UInt8 ||
-        (is_signed && element_size(dt) == size_t(view->itemsize))))
-    refuse_array(data, fmt);
+  if (!format_dtype(fmt, view->itemsize, &dt) || !holds_elements_as(fmt, view->itemsize, dt)) refuse_array(data, fmt);
   DimVector sizes, strides;
   for (int d = 0; d < view->ndim; ++d) {
     sizes.push_back(view->shape[d]);
