@@ -50,13 +50,14 @@ def _private_progress(tmp_path, monkeypatch):
     monkeypatch.setenv("DESCENT_LESSONS", LESSONS_DIR)
 
 
-# [SECTION] The ten lessons ------------------------------------------------------------------------------
+# [SECTION] The eleven lessons ---------------------------------------------------------------------------
 
-def test_there_are_ten_lessons_in_order():
+def test_there_are_eleven_lessons_in_order():
     names = [F.name_of(p) for p in LESSON_FILES]
-    assert [n for n, _ in names] == list(range(10))
+    assert [n for n, _ in names] == list(range(11))
     assert [name for _, name in names] == ["map", "python-to-cpp", "tensors-and-views", "dispatcher", "autograd",
-                                           "kernels", "caching-allocator", "streams", "launch", "training-step"]
+                                           "kernels", "caching-allocator", "streams", "launch", "training-step",
+                                           "compiler"]
 
 
 @pytest.mark.parametrize("path", LESSON_FILES, ids=lambda p: os.path.basename(p))
@@ -103,12 +104,12 @@ def test_every_step_opens_quickly():
 
 
 def test_validate_all_within_two_minutes(tmp_path):
-    """`descent lesson --validate` of the ten lessons, end to end, as CI runs it (docs/BENCHMARKS.md)."""
+    """`descent lesson --validate` of the eleven lessons, end to end, as CI runs it (docs/BENCHMARKS.md)."""
     began = time.perf_counter()
     r = run_cli("--validate", LESSONS_DIR, tmp_path=tmp_path)
     took = time.perf_counter() - began
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "10 of 10 lessons valid" in r.stdout
+    assert "11 of 11 lessons valid" in r.stdout
     assert took < 120, f"--validate took {took:.1f} s"
 
 
