@@ -94,3 +94,10 @@ def test_a_graph_built_by_hand():
     assert gm.code.splitlines()[1] == "    neg = torch.ops.aten.neg.default(a);  a = None"
     assert gm(descent.ones(2)).tolist() == [-1.0, -1.0]
     assert "class GraphModule(torch.nn.Module):" in gm.print_readable(print_output=False)
+
+
+def test_a_dtype_argument_in_the_code_and_its_replay():
+    x = descent.randn(3, 4)
+    gm = make_fx(lambda x: (x * 2.0).sum(dtype=descent.float64))(x)
+    assert "dtype = torch.float64" in gm.code  # torch's name, not descent.float64
+    assert gm(x).dtype == descent.float64 and gm(x).item() == (x * 2.0).sum(dtype=descent.float64).item()

@@ -136,7 +136,7 @@ def _code_arg(a):
         return "{" + ", ".join(f"{k!r}: {_code_arg(v)}" for k, v in a.items()) + "}"
     mod = type(a).__module__ or ""
     if mod.startswith("descent"):  # dtype, device: torch.float32, device(type='cpu')
-        return f"torch.{a}" if type(a).__name__ == "dtype" else f"torch.device({str(a)!r})"
+        return f"torch.{str(a).split('.')[-1]}" if type(a).__name__ == "dtype" else f"torch.device({str(a)!r})"
     return repr(a)
 
 
