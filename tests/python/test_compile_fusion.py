@@ -42,7 +42,7 @@ def test_a_chain_is_one_kernel_and_bitwise_eager(dtype, cache):
     # b.exp() has b's shape: it runs before the kernel, which reads its result broadcast.
     assert k.ops == ["aten.add.Tensor", "aten.relu.default", "aten.mul.Tensor", "aten.sigmoid.default",
                      "aten.mul.Tensor", "aten.sub.Tensor"]
-    assert "for (int64_t i = 0; i < n; ++i)" in k.source and "(i % 7) * 1" in k.source  # b broadcast
+    assert "for (int64_t base = lo; base < hi; base += kStrip)" in k.source and "(i % 7) * 1" in k.source  # b broadcast
     assert k.path.startswith(str(cache)) and os.path.exists(k.path[:-3] + ".cpp")
     got = cf(x, b)  # a replay: the fused kernel
     assert np.array_equal(bits(got), bits(chain(x, b)))
@@ -157,3 +157,116 @@ def test_the_compiled_call_in_a_trace():
     assert any(n.startswith("fused kernel ") and n.endswith("4 ops, 8 elements") for n in names)
     # One kernel where eager makes four trips down the floors: no aten::add, relu, mul or exp dispatch.
     assert not {"aten::add", "aten::relu", "aten::mul", "aten::exp"} & set(names)
+
+
+# [SECTION] A chain fused into its reduction: Note [Fusing a chain into its reduction] ----------------------
+
+REDUCTION_CASES = [
+    # name, function, input shapes, the order eager's CPU sum adds in
+    ("dot", lambda x, y: (x * y).sum(), [(37, 129), (37, 129)], "lanes"),
+    ("rows", lambda x, y: (x * y).sum(1), [(37, 129), (129,)], "lanes"),
+    ("rows, keepdim", lambda x, y: (x * y + 1.0).sum(-1, keepdim=True), [(5, 1000), (1000,)], "lanes"),
+    ("columns", lambda x, y: (x - y).exp().sum(0), [(300, 7), (7,)], "cascade"),
+    ("a middle dim", lambda x, y: (x * y).sum(1), [(3, 50, 7), (3, 50, 7)], "cascade"),
+    ("mean", lambda x, y: ((x - y) * (x - y)).mean(), [(17, 33), (17, 33)], "lanes"),
+    ("mean of two dims", lambda x, y: (x + y).relu().mean((0, 2)), [(4, 5, 6), (6,)], "cascade"),
+    ("long, eager in threads", lambda x, y: (x * y).sum(), [(1 << 18,), (1 << 18,)], "lanes"),
+]
+
+
+@pytest.mark.parametrize("dtype", [descent.float32, descent.float64])
+@pytest.mark.parametrize("name,f,shapes,order", REDUCTION_CASES, ids=[c[0] for c in REDUCTION_CASES])
+def test_a_chain_and_its_reduction_are_one_kernel_bitwise_eager(name, f, shapes, order, dtype):
+    descent.manual_seed(5)
+    args = [descent.randn(*s, dtype=dtype) for s in shapes]
+    cf = descent.compile(f)
+    cf(*args)
+    (k,) = cf.kernels
+    assert k.ops[-1].startswith(("aten.sum", "aten.mean")) and k.order == order
+    assert k.verdict.proved, k.verdict
+    assert np.array_equal(bits(cf(*args)), bits(f(*args)))  # eager's order of additions: the same bits
+    fresh = [descent.randn(*s, dtype=dtype) for s in shapes]
+    assert np.array_equal(bits(cf(*fresh)), bits(f(*fresh)))
+    prog = cf.entries[next(iter(cf.entries))].run
+    assert verify.numeric(prog, cf.graphs[0], args).startswith("bitwise equal to eager")
+
+
+def test_softmax_written_out_fuses_exp_into_its_sum_and_keeps_exp():
+    f = lambda s: (lambda e: e / e.sum(-1, keepdim=True))((s - s.max(-1, keepdim=True).values).exp())  # noqa: E731
+    descent.manual_seed(2)
+    s = descent.randn(8, 100)
+    cf = descent.compile(f)
+    cf(s)
+    k, div = cf.kernels
+    assert k.ops == ["aten.sub.Tensor", "aten.exp.default", "aten.sum.dim_IntList"]
+    assert div.ops == ["aten.div.Tensor"]  # one op, but it broadcasts the sums: a kernel of its own
+    assert [o.name for o in k.outputs] == ["exp", "sum"]  # exp is read by the division after the kernel
+    assert k.out_shapes == [(8, 100), (8, 1)]
+    assert "out1 (sum) = sum[1]k1(exp(sub(in0, in1)))" in str(k.verdict)
+    assert "reduction dims normalized" in k.verdict.rules  # -1 is dim 1
+    assert np.array_equal(bits(cf(s)), bits(f(s)))
+    # The IR's reduction line read back; a kernel summing another dim is not proved, and says where.
+    bad = verify.translation_validate(k, k.read_ir().replace("dims [1]", "dims [0]"))
+    assert not bad.proved and "node 'sum'" in str(bad)
+
+
+def test_the_reference_variant_sums_in_another_order_within_the_bound():
+    f = lambda x, y: (x * y).sum(1)  # noqa: E731
+    descent.manual_seed(4)
+    x, y = descent.randn(16, 3000), descent.randn(16, 3000)
+    cf = descent.compile(f)
+    cf(x, y)
+    assert cf.kernels[0].order == "lanes"
+    try:
+        descent.set_kernel_variant("reference")  # eager's sum cascades without lanes
+        want = f(x, y)
+    finally:
+        descent.set_kernel_variant("auto")
+    got = cf(x, y)
+    err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(want, dtype=np.float64))
+    bound = [verify.reduction_bound(3000, descent.float32, float(np.abs(np.asarray(x * y)[i]).sum()))
+             for i in range(16)]
+    assert (err <= np.array(bound)).all() and err.max() > 0  # another order: other bits, within the bound
+    assert verify.reduction_bound(1, descent.float32, 1.0) == 0.0
+
+
+def test_reductions_not_fused():
+    descent.manual_seed(6)
+    x = descent.randn(6, 5)
+    for f in (lambda x: x.sum(),  # no chain feeds it
+              lambda x: (x * 2.0).sum(dtype=descent.float64),  # dtype=: a conversion first
+              lambda x: (x.t() * 2.0).t().sum(1)):  # the chain's result is a view: no group, a strided sum
+        cf = descent.compile(f)
+        cf(x)
+        assert not any(k.ops[-1].startswith("aten.sum") for k in cf.kernels)
+        assert np.array_equal(bits(cf(x)), bits(f(x)))
+    ci = descent.compile(lambda i: (i * 2).sum())
+    i = descent.ones(4, dtype=descent.int64)
+    assert ci(i).item() == 8 and not ci.kernels  # integers are not fused
+    # A reduction that ends a chain, then a second one of the same member: the first closes the group.
+    g = lambda x: ((x * x).sum(1), (x * x).mean(0))  # noqa: E731
+    cg = descent.compile(g)
+    cg(x)
+    got, want = cg(x), g(x)
+    assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(got, want))
+
+
+def test_threads_change_the_time_not_the_bits():
+    """Note [A fused kernel's threads]: ranges of elements (or of a reduction's outputs) on several threads."""
+    descent.manual_seed(8)
+    x, b = descent.randn(256, 300), descent.randn(300)
+    f = lambda x, b: (((x + b).relu() * 0.1).sigmoid() * x).sum(1)  # noqa: E731
+    g = lambda x, b: ((x - b).exp() * 0.5).sum(0)  # noqa: E731
+    before = descent.get_num_threads()
+    try:
+        for fn in (chain, f, g):
+            outs = []
+            for n in (1, 3):
+                descent.set_num_threads(n)
+                cf = descent.compile(fn)
+                cf(x, b)
+                assert cf.kernels and x.numel() >= fusion._PARALLEL_ELEMENTS
+                outs.append(cf(x, b))
+            assert np.array_equal(bits(outs[0]), bits(outs[1])) and np.array_equal(bits(outs[1]), bits(fn(x, b)))
+    finally:
+        descent.set_num_threads(before)

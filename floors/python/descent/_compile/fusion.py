@@ -32,7 +32,8 @@ cached on disk by a hash of its source (XDG_CACHE_HOME/descent/kernels), a
 cache file that does not load or names another hash is rebuilt, and with
 no compiler (or one that fails, its message shown) the graph runs op by op
 with one warning. Not fused: other devices (sim:0 and cuda run the graph op
-by op), reductions, integer dtypes. Where the call needs a backward, what is
+by op), integer dtypes, reductions that no pointwise chain feeds (Note
+[Fusing a chain into its reduction]). Where the call needs a backward, what is
 fused are AOT autograd's forward and backward graphs (Note [Partitioning
 the joint graph], aot.py), never a graph replayed through autograd, since a
 fused kernel records no autograd node.
@@ -72,8 +73,11 @@ POINTWISE = {
     "aten::cos": ("cos", "std::cos({a})"),
     "aten::reciprocal": ("reciprocal", "(T(1) / {a})"),
 }
+# aten reductions a pointwise chain may end in (Note [Fusing a chain into its reduction]).
+REDUCTIONS = {"aten::sum": "sum", "aten::sum.dim_IntList": "sum", "aten::mean": "mean", "aten::mean.dim": "mean"}
 _CTYPE = {"float32": "float", "float64": "double"}
-_FLAGS = ["-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-std=c++17"]
+_SUM_BLOCK, _SUM_LANES = 4, 16  # kSumBlock, kSumLanes (floors/kernels/kernels.h): the sums' tree
+_FLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-std=c++17"]
 _warned = set()
 
 
@@ -112,17 +116,132 @@ def _fusible(node):
     return True
 
 
+# Note [Fusing a chain into its reduction]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `(x * y).sum()` in eager writes x * y to memory, then sum reads it back.
+# Inductor fuses the pointwise chain into the reduction that ends it (its
+# "reduction" nodes take the chain as their inner function); so does descent,
+# for sum and mean (every element, or some dims, keepdim or not, no dtype=)
+# of a float32 or float64 chain on the CPU: the reduction joins the open
+# group when its input is a member, and closes it. The kernel computes each
+# element of the chain where the sum reads it, and writes it out too where
+# a node outside the group uses it (softmax's `e` beside `e.sum(-1)`).
+# Addition is not associative, so the kernel adds in eager's order, which
+# is the order of descent's CPU sum (Note [Cascade summation],
+# floors/kernels/cpu/reference.cpp and optimized.cpp): where each output
+# sums a contiguous run of the input (the reduced dims are a suffix, or
+# everything), the optimized sum's kSumLanes lanes, each a cascade of blocks
+# of kSumBlock, joined in pairs at the end ("lanes" order); otherwise (a
+# prefix, or dims in the middle) one cascade per output over its elements in
+# index order ("cascade" order), which both variants use. A mean divides the
+# sum by the count in the dtype, as sum_kernel does. So under the default
+# kernel variant the result is eager's bit for bit; under
+# set_kernel_variant("reference"), whose sum cascades where the optimized one
+# keeps lanes, a "lanes" kernel differs from eager within the two orders'
+# bound (verify.reduction_bound: (d1 + d2) * u * sum|x_i|, d the depth of
+# each order's tree, Note [Summation bound] in floors/kernels/verify/verifier.cpp).
+# The kernel's loops are serial: descent's parallel sum keeps the serial
+# order bit for bit, so threads change its time, not its bits.
+
+
+def reduction_of(node):
+    """(IR op, reduced dims (sorted, non-negative), keepdim) of a sum or mean a fused kernel can end in, else
+    None: float32/float64 on the CPU, no dtype=, a non-empty input."""
+    if node.op != "call_function" or node.target is operator.getitem or node.target.name() not in REDUCTIONS:
+        return None
+    name, args = node.target.name(), list(node.args)
+    if not args or not isinstance(args[0], descent.fx.Node):
+        return None
+    v, vi = node.meta.get("val"), args[0].meta.get("val")
+    if v is None or vi is None or _dtype_name(vi["dtype"]) not in _CTYPE or v["dtype"] != vi["dtype"]:
+        return None
+    if str(vi["device"]) != "cpu" or any(s == 0 for s in vi["shape"]) or not _contiguous(vi["shape"], vi["stride"]):
+        return None  # eager sums a strided input in another order
+    nd = len(vi["shape"])
+    if "." not in name:  # the overload without a name: every element
+        if len(args) > 1 or node.kwargs.get("dtype") is not None:
+            return None
+        return REDUCTIONS[name], tuple(range(nd)), False
+    dims = args[1] if len(args) > 1 else node.kwargs.get("dim")
+    keepdim = args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)
+    dtype = args[3] if len(args) > 3 else node.kwargs.get("dtype")
+    if dtype is not None or not isinstance(keepdim, bool) or not isinstance(dims, (list, tuple)):
+        return None
+    if nd == 0 or not dims:
+        return REDUCTIONS[name], tuple(range(nd)), keepdim
+    try:
+        red = sorted({d + nd if d < 0 else d for d in dims})
+    except TypeError:
+        return None
+    if any(d < 0 or d >= nd for d in red):
+        return None
+    return REDUCTIONS[name], tuple(red), keepdim
+
+
+def _contiguous(shape, stride):
+    acc = 1
+    for s, st in zip(reversed(shape), reversed(stride)):
+        if s != 1 and st != acc:
+            return False
+        acc *= s
+    return True
+
+
+def sum_order(shape, dims):
+    """How eager's CPU sum adds a contiguous input of `shape` over `dims` (floors/kernels/cpu/optimized.cpp's
+    reduction_layout): ("lanes", outer, inner) where output r sums the run [r * inner, (r + 1) * inner),
+    else ("cascade", None, None)."""
+    nd = len(shape)
+    reduced = [d in dims for d in range(nd)]
+    first, last = nd, -1
+    for d in range(nd):
+        if reduced[d] and shape[d] != 1:
+            first, last = min(first, d), d
+    numel = 1
+    for s in shape:
+        numel *= s
+    keep = 1
+    for d in range(nd):
+        keep *= 1 if reduced[d] else shape[d]
+    if last >= 0 and all(reduced[d] or shape[d] == 1 for d in range(first, last + 1)):
+        before = after = block = 1
+        for d in range(nd):
+            if d < first:
+                before *= shape[d]
+            elif d <= last:
+                block *= shape[d]
+            else:
+                after *= shape[d]
+        if after == 1:
+            return "lanes", before, block
+        if before == 1:
+            return "cascade", None, None  # rows added into a row of totals: one cascade per column
+    if keep == 1:
+        return "lanes", 1, numel
+    return "cascade", None, None
+
+
 def groups_of(graph):
-    """The fusible groups: pointwise nodes of one shape and dtype, in graph order. A node that cannot join
-    (another op, another shape) closes the open group only if it uses one of its members; otherwise it runs
-    before the group's kernel, which runs where the group's last member was."""
+    """The fusible groups: pointwise nodes of one shape and dtype, in graph order, and the sum or mean that
+    ends one (Note [Fusing a chain into its reduction]). A node that cannot join (another op, another shape)
+    closes the open group only if it uses one of its members; otherwise it runs before the group's kernel,
+    which runs where the group's last member was."""
     out, cur = [], []
 
     def close():
-        if len(cur) >= 2:
+        # One op is a kernel of its own only where it broadcasts an input, which eager's loops index
+        # element by element (the division of a softmax by its row sums); otherwise eager's kernel is as good.
+        if len(cur) >= 2 or (cur and any(isinstance(a, descent.fx.Node) and
+                                         tuple(a.meta["val"]["shape"]) != tuple(cur[0].meta["val"]["shape"])
+                                         for a in cur[0].args)):
             out.append(list(cur))
         cur.clear()
     for node in graph.nodes:
+        if cur and node.args and node.args[0] in cur and reduction_of(node) is not None and \
+                all(a is node.args[0] or not isinstance(a, descent.fx.Node) for a in node.args):
+            cur.append(node)
+            close()
+            continue
         if _fusible(node):
             if not cur:
                 cur.append(node)
@@ -170,9 +289,12 @@ class FusedKernel:
         self.ir, self.source, self.hash = ir, source, digest
         self.path, self.fn, self.lib = None, None, None
         self.cache_hit, self.compile_s, self.verdict = False, 0.0, None
-        self.shape = tuple(group[0].meta["val"]["shape"])
+        self.shape = tuple(group[0].meta["val"]["shape"])  # the chain's: the elements the loop computes
+        self.out_shapes = [tuple(o.meta["val"]["shape"]) for o in outputs]
         self.strides = [tuple(a.meta["val"]["stride"]) for a in inputs]  # what the generated indexing assumes
         self.dtype = group[0].meta["val"]["dtype"]
+        self.reduction = reduction_of(group[-1])  # (op, dims, keepdim) where the chain ends in one
+        self.order = None  # the reduction's order of additions: "lanes" or "cascade"
 
     @property
     def ops(self):
@@ -186,23 +308,44 @@ class FusedKernel:
         return f"<FusedKernel {self.hash[:12]}: {' -> '.join(n.name for n in self.group)}>"
 
 
+# Note [Strips of a chain]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Written as one loop computing a whole chain per element, a kernel is
+# bound by the latency of each element's chain (exp, then a division, then
+# another exp, each waiting for the last), and nothing vectorizes. The
+# generated pointwise kernel instead walks the elements in strips of 256:
+# for each strip, one loop per node, from arrays on the stack (in L1) to
+# arrays, as eager runs one loop per op over memory, and the last loops
+# write the outputs. Each element is computed by the same expressions in
+# the same order, so the result is the same bits; what changes is that each
+# loop is independent across elements (the compiler vectorizes the simple
+# ones at -O3, and exp's calls pipeline) while memory is read and written once.
+
+
 def build_kernel(group):
-    """The IR and C++ of one group (Note [Fusing a pointwise chain])."""
+    """The IR and C++ of one group (Note [Fusing a pointwise chain], Note [Fusing a chain into its
+    reduction])."""
     members = set(group)
+    red = reduction_of(group[-1]) if len(group) >= 2 else None
+    chain = group[:-1] if red else group
     val0 = group[0].meta["val"]
     out_shape, ctype = tuple(val0["shape"]), _CTYPE[_dtype_name(val0["dtype"])]
     inputs, names, ir, body = [], {}, [], []
-    for node in group:
+    strip = []  # the same statements, one loop each over a strip of elements (Note [Strips of a chain])
+    for node in chain:
         for a in node.args:
             if isinstance(a, descent.fx.Node) and a not in members and a not in names:
                 v = a.meta["val"]
                 names[a] = f"%in{len(inputs)}"
                 ir.append(f"{names[a]} = input {_dtype_name(v['dtype'])} {list(v['shape'])} stride {list(v['stride'])}")
-                body.append(f"    const T in{len(inputs)} = reinterpret_cast<const T*>(p[{len(inputs)}])"
-                            f"[{_index_expr(v['shape'], v['stride'], out_shape)}];")
+                load = f"reinterpret_cast<const T*>(p[{len(inputs)}])[{_index_expr(v['shape'], v['stride'], out_shape)}]"
+                body.append(f"const T in{len(inputs)} = {load};")
+                strip.append((f"in{len(inputs)}", f"{{ const int64_t i = base + s; in{len(inputs)}[s] = {load}; }}"))
                 inputs.append(a)
     outputs = [n for n in group if any(u not in members for u in n.users)]
-    for k, node in enumerate(group):
+    if red and group[-1] not in outputs:
+        outputs.append(group[-1])
+    for k, node in enumerate(chain):
         op, expr = POINTWISE[node.target.name()]
         operands, cargs = [], []
         for a in node.args:
@@ -214,33 +357,147 @@ def build_kernel(group):
                 cargs.append(f"T({float(a)!r})")
         names[node] = f"%t{k}"
         ir.append(f"%t{k} = {op} {' '.join(operands)}")
-        body.append(f"    const T t{k} = {expr.format(a=cargs[0], b=cargs[1] if len(cargs) > 1 else '')};")
-    for j, node in enumerate(outputs):
-        ir.append(f"out{j} = {names[node]}")
-        body.append(f"    reinterpret_cast<T*>(p[{len(inputs) + j}])[i] = {names[node][1:]};")
+        body.append(f"const T t{k} = {expr.format(a=cargs[0], b=cargs[1] if len(cargs) > 1 else '')};")
+        sargs = [c + "[s]" if not c.startswith("T(") else c for c in cargs]
+        strip.append((f"t{k}", f"t{k}[s] = {expr.format(a=sargs[0], b=sargs[1] if len(sargs) > 1 else '')};"))
     n = 1
     for s in out_shape:
         n *= s
+    slot = {node: len(inputs) + j for j, node in enumerate(outputs)}
+    for node in outputs:
+        if node in chain:
+            body.append(f"reinterpret_cast<T*>(p[{slot[node]}])[i] = {names[node][1:]};")
+            strip.append((None, f"reinterpret_cast<T*>(p[{slot[node]}])[base + s] = {names[node][1:]}[s];"))
+    order = None
+    if red:
+        rnode, (rop, dims, keepdim) = group[-1], red
+        k = len(chain)
+        names[rnode] = f"%t{k}"
+        ir.append(f"%t{k} = {rop} {names[rnode.args[0]]} dims {list(dims)} keepdim {int(keepdim)}".replace(", ", ","))
+        order, outer, inner = sum_order(out_shape, dims)
+        body.append(f"return {names[rnode.args[0]][1:]};")
+        loop = _reduction_loop(out_shape, dims, order, outer, inner, rop, slot[rnode], n)
+    else:
+        arrays = ", ".join(f"{a}[kStrip]" for a, _ in strip if a)
+        loop = ["  constexpr int64_t kStrip = 256;",
+                "  for (int64_t base = lo; base < hi; base += kStrip) {",
+                "    const int64_t m = hi - base < kStrip ? hi - base : kStrip;",
+                f"    T {arrays};",
+                *[f"    for (int64_t s = 0; s < m; ++s) {st}" for _, st in strip],
+                "  }"]
+    for j, node in enumerate(outputs):
+        ir.append(f"out{j} = {names[node]}")
     ir_text = "\n".join(ir)
-    digest = hashlib.sha256((ir_text + ctype + str(out_shape) + " ".join(_FLAGS)).encode()).hexdigest()
+    digest = hashlib.sha256((ir_text + ctype + str(out_shape) + " ".join(_FLAGS) + _ABI).encode()).hexdigest()
     ir_c = ir_text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    what = f"summed in {order} order (Note [Fusing a chain into its reduction])" if red else "elementwise"
     source = "\n".join([
         f"// descent fused kernel {digest[:16]}: {' -> '.join(str(nd.target) for nd in group)}",
-        f"// over {n} elements of shape {list(out_shape)}, {ctype}. Generated by descent/_compile/fusion.py",
-        "// (Note [Fusing a pointwise chain]); the IR below is what the verifier reads back.",
+        f"// over {n} elements of shape {list(out_shape)}, {ctype}, {what}. Generated by",
+        "// descent/_compile/fusion.py (Note [Fusing a pointwise chain]); the IR below is what the verifier reads back.",
         "#include <cmath>",
         "#include <cstdint>",
         f"using T = {ctype};",
         f'extern "C" const char descent_ir[] = "{ir_c}";',
         f'extern "C" const char descent_hash[] = "{digest}";',
-        'extern "C" void descent_kernel(char** p, int64_t n) {',
-        "  for (int64_t i = 0; i < n; ++i) {",
-        *body,
-        "  }",
+        *(_SUM_HELPERS if red else []),
+        "// Computes elements [lo, hi) (a reduction: outputs [lo, hi)); threads run disjoint ranges.",
+        'extern "C" void descent_kernel(char** p, int64_t lo, int64_t hi) {',
+        *(["  auto elem = [&](int64_t i) -> T {", *["    " + b for b in body], "  };"] if red else []),
+        *loop,
         "}",
         "",
     ])
-    return FusedKernel(group, inputs, outputs, ir_text, source, digest)
+    kernel = FusedKernel(group, inputs, outputs, ir_text, source, digest)
+    kernel.order = order
+    kernel.units = n if not red else outer if order == "lanes" else n // _red_count(out_shape, red[1])  # outputs
+    return kernel
+
+
+def _red_count(shape, dims):
+    c = 1
+    for d in dims:
+        c *= shape[d]
+    return c
+
+
+# The sums' orders (Note [Cascade summation], floors/kernels/cpu/reference.cpp and optimized.cpp), as C++ the
+# fused reduction kernel includes: get(k) computes the chain's k-th element of the output being summed.
+_SUM_HELPERS = f"""constexpr int64_t kBlock = {_SUM_BLOCK}, kLanes = {_SUM_LANES}, kSuper = kBlock * kLanes;
+static int64_t mid_of(int64_t lo, int64_t hi, int64_t block) {{ return lo + (hi - lo + block - 1) / block / 2 * block; }}
+// "cascade": blocks of kBlock added in order, then the blocks' totals in pairs (cascade_sum, reference.cpp).
+template <class F> static T cascade(const F& get, int64_t lo, int64_t hi) {{
+  if (hi - lo <= kBlock) {{
+    T total = T(0);
+    for (int64_t k = lo; k < hi; ++k) total = total + get(k);
+    return total;
+  }}
+  const int64_t mid = mid_of(lo, hi, kBlock);
+  const T left = cascade(get, lo, mid);
+  return left + cascade(get, mid, hi);
+}}
+// "lanes": kLanes running totals, lane l adding elements l, l + kLanes, ... of each block of kSuper, the
+// blocks' lanes added in pairs (lanes_tree, optimized.cpp), then the lanes joined in pairs (cascade_row).
+struct Lanes {{ T v[kLanes]; }};
+template <class F> static Lanes lanes_tree(const F& get, int64_t lo, int64_t hi) {{
+  if (hi - lo <= kSuper) {{
+    Lanes acc = {{}};
+    if (hi - lo == kSuper) {{  // the same order, as loops of fixed trip counts the compiler can vectorize
+      for (int64_t i = 0; i < kBlock; ++i)
+        for (int64_t l = 0; l < kLanes; ++l) acc.v[l] = acc.v[l] + get(lo + i * kLanes + l);
+    }} else {{
+      for (int64_t k = 0; k < hi - lo; ++k) acc.v[k % kLanes] = acc.v[k % kLanes] + get(lo + k);
+    }}
+    return acc;
+  }}
+  const int64_t mid = mid_of(lo, hi, kSuper);
+  Lanes a = lanes_tree(get, lo, mid);
+  const Lanes b = lanes_tree(get, mid, hi);
+  for (int64_t l = 0; l < kLanes; ++l) a.v[l] = a.v[l] + b.v[l];
+  return a;
+}}
+template <class F> static T lanes(const F& get, int64_t n) {{
+  Lanes t = lanes_tree(get, 0, n);
+  for (int64_t width = kLanes / 2; width >= 1; width /= 2)
+    for (int64_t l = 0; l < width; ++l) t.v[l] = t.v[l] + t.v[l + width];
+  return t.v[0];
+}}""".splitlines()
+
+
+def _reduction_loop(shape, dims, order, outer, inner, rop, out_slot, n):
+    """The C++ loop over a reduction's outputs, each summing its elements through elem() in eager's order."""
+    keep_numel = 1
+    for d, s in enumerate(shape):
+        keep_numel *= 1 if d in dims else s
+    count = n // keep_numel
+    lines = [f"  T* out = reinterpret_cast<T*>(p[{out_slot}]);"]
+    if order == "lanes":
+        lines += ["  for (int64_t r = lo; r < hi; ++r) {",
+                  f"    out[r] = lanes([&](int64_t k) {{ return elem(r * {inner} + k); }}, {inner});"]
+    else:
+        stride, acc = [0] * len(shape), 1
+        for d in reversed(range(len(shape))):
+            stride[d], acc = acc, acc * shape[d]
+        kept = [d for d in range(len(shape)) if d not in dims]
+        red = list(dims)
+
+        def offset(var, ds):  # the offset of the var-th element of dims ds, row-major, in the contiguous input
+            terms, inner_n = [], 1
+            for d in reversed(ds):
+                q = var if inner_n == 1 else f"({var} / {inner_n})"
+                terms.append(f"({q} % {shape[d]}) * {stride[d]}")
+                inner_n *= shape[d]
+            return " + ".join(reversed(terms)) or "0"
+        red_n = 1
+        for d in red:
+            red_n *= shape[d]
+        lines += ["  for (int64_t j = lo; j < hi; ++j) {",
+                  f"    const int64_t base = {offset('j', kept)};",
+                  f"    out[j] = cascade([&](int64_t k) {{ return elem(base + {offset('k', red)}); }}, 0, {red_n});"]
+    if rop == "mean":  # sum_kernel's CPU mean: the sum, divided by the count in the dtype
+        lines.append(f"    out[{'r' if order == 'lanes' else 'j'}] = out[{'r' if order == 'lanes' else 'j'}] / T({count});")
+    lines.append("  }")
+    return lines
 
 
 def _c_string(lib, name):
@@ -253,7 +510,7 @@ def _load(kernel, path):
     if _c_string(lib, "descent_hash") != kernel.hash:
         raise OSError("the cached library names another kernel")
     fn = lib.descent_kernel
-    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
+    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64, ctypes.c_int64]
     fn.restype = None
     kernel.lib, kernel.fn, kernel.path = lib, fn, path
     _loaded[kernel.hash] = (lib, fn, path)
@@ -306,6 +563,39 @@ def compile_kernel(kernel):
     _load(kernel, path)
     kernel.compile_s = time.perf_counter() - t0
     return True
+
+
+# Note [A fused kernel's threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A kernel computes a range [lo, hi) of its work units: elements for a
+# pointwise chain, outputs for a reduction (each output's sum in eager's
+# order, whole, on one thread). A call over at least _PARALLEL_ELEMENTS
+# elements is cut into descent.get_num_threads() ranges, run at once on a
+# pool of Python threads (ctypes lets go of the GIL for the call), the
+# first on the calling thread. The ranges are disjoint and each unit is
+# computed as on one thread, so the bits do not depend on the thread count.
+# A single output (x.sum()) is one unit: eager's sum cuts its tree across
+# threads, the fused kernel does not.
+_PARALLEL_ELEMENTS = 1 << 15
+_ABI = " abi: (char** p, int64_t lo, int64_t hi)"  # in the hash: a library of another signature is never loaded
+_pool = None
+
+
+def _launch(k, ptrs, n):
+    units = k.units
+    threads = min(descent.get_num_threads(), units)
+    if threads <= 1 or n < _PARALLEL_ELEMENTS:
+        k.fn(ptrs, 0, units)
+        return
+    global _pool
+    if _pool is None or _pool._max_workers < threads - 1:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool = ThreadPoolExecutor(max_workers=max(threads - 1, 1), thread_name_prefix="descent-fused")
+    cuts = [units * t // threads for t in range(threads + 1)]
+    futures = [_pool.submit(k.fn, ptrs, cuts[t], cuts[t + 1]) for t in range(1, threads)]
+    k.fn(ptrs, cuts[0], cuts[1])
+    for f in futures:
+        f.result()
 
 
 class FusedProgram:
@@ -376,14 +666,14 @@ class FusedProgram:
                 n = 1
                 for s in k.shape:
                     n *= s
-                results = [descent.empty(k.shape, dtype=k.dtype) for _ in outs]
+                results = [descent.empty(shape, dtype=k.dtype) for shape in k.out_shapes]
                 ptrs = (ctypes.c_void_p * (len(ins) + len(outs)))(
                     *[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
                 if _C._trace_enabled():
                     with _span(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {n} elements"):
-                        k.fn(ptrs, n)
+                        _launch(k, ptrs, n)
                 else:
-                    k.fn(ptrs, n)
+                    _launch(k, ptrs, n)
                 for s, r in zip(outs, results):
                     env[s] = r
             else:

@@ -13,7 +13,13 @@ nodes, and normalizes both by named rules before comparing them node by node:
   - "commutativity": add and mul operands are put in one order (IEEE
     addition and multiplication are commutative, bit for bit, NaNs aside;
     they are not associative, so no regrouping rule exists);
-  - "constants at the dtype": a number is compared as the kernel's dtype holds it.
+  - "constants at the dtype": a number is compared as the kernel's dtype holds it;
+  - "reduction dims normalized": a sum's or mean's dims as the kernel
+    reduces them, sorted and non-negative (x.sum(-1) of a matrix is dims [1]).
+A reduction is a node of the tree like any op (`sum[1]k0(...)`: dims, keepdim);
+its order of additions is not part of the expression: the numeric check
+holds it (bit for bit in eager's order, Note [Fusing a chain into its
+reduction] in fusion.py, or within reduction_bound where the orders differ).
 Where the trees still differ, the first graph node whose subtree has no
 equal in the kernel is named, and the kernel is not proved. Translation
 validation proves the expression; the numeric check (numeric()) runs the
@@ -28,7 +34,7 @@ import descent
 
 from . import fusion
 
-__all__ = ["Verdict", "translation_validate", "numeric", "parse_ir"]
+__all__ = ["Verdict", "translation_validate", "numeric", "parse_ir", "reduction_bound"]
 
 
 class Verdict:
@@ -54,6 +60,10 @@ def parse_ir(text):
         parts = rhs.split(" ")
         if parts[0] == "input":
             env[name] = ("in", int(name[3:]))
+        elif parts[0] in ("sum", "mean"):  # %t2 = sum %t1 dims [1] keepdim 0
+            if parts[2] != "dims" or parts[4] != "keepdim":
+                raise ValueError(f"a reduction line without dims and keepdim: {line!r}")
+            env[name] = (f"{parts[0]}{parts[3]}k{int(parts[5])}", env[parts[1]])
         elif name.startswith("out"):
             outs.append(env[parts[0]])
         else:
@@ -75,6 +85,15 @@ def _graph_tree(kernel, node, names):
         return ("in", kernel.inputs.index(node))
     if not isinstance(node, descent.fx.Node):
         return ("const", float(node))
+    red = fusion.reduction_of(node)
+    if red is not None:
+        op, dims, keepdim = red
+        raw = node.args[1] if len(node.args) > 1 else None
+        if raw is not None and list(raw) != list(dims):
+            names.setdefault("rules", set()).add("reduction dims normalized")
+        tree = (f"{op}{list(dims)}k{int(keepdim)}".replace(", ", ","), _graph_tree(kernel, node.args[0], names))
+        names.setdefault(tree, node.name)
+        return tree
     tree = (fusion.POINTWISE[node.target.name()][0], *(_graph_tree(kernel, a, names) for a in node.args))
     names.setdefault(tree, node.name)
     return tree
@@ -132,6 +151,7 @@ def translation_validate(kernel, ir_text=None):
     for j, (node, kt) in enumerate(zip(kernel.outputs, k_outs)):
         names = {}
         raw = _graph_tree(kernel, node, names)
+        rules |= names.pop("rules", set())
         g, k = _normalize(raw, kernel.dtype, rules), _normalize(kt, kernel.dtype, rules)
         if g == k:
             shown.append(f"out{j} ({node.name}) = {_text(g)}")
@@ -139,6 +159,27 @@ def translation_validate(kernel, ir_text=None):
             normal_names = {_normalize(t, kernel.dtype, set()): n for t, n in names.items()}
             unproved.append(f"out{j} ({node.name}): " + (_first_difference(g, k, normal_names) or "differs"))
     return Verdict(not unproved, shown, rules, unproved)
+
+
+def cascade_depth(n):
+    """The most rounded additions one of n summed elements goes through in either CPU sum (cascade_depth,
+    floors/kernels/kernels.h): n - 1, or kSumBlock - 1 in its block, the tree's levels above it and the
+    joining of the optimized sum's lanes."""
+    if n <= 1:
+        return 0
+    blocks, levels = -(-n // fusion._SUM_BLOCK), 0
+    while (1 << levels) < blocks:
+        levels += 1
+    return min(n - 1, fusion._SUM_BLOCK - 1 + levels + (fusion._SUM_LANES.bit_length() - 1))
+
+
+def reduction_bound(n, dtype, abs_sum):
+    """How far a fused sum of n elements may be from eager's where the two add in different orders (the
+    reference kernel variant's cascade against the kernel's lanes): each order is within depth * u *
+    sum|x_i| of the exact sum (Higham), so the two within twice that (Note [Fusing a chain into its
+    reduction])."""
+    u = 2.0 ** -24 if str(dtype).endswith("float32") else 2.0 ** -53
+    return 2 * cascade_depth(n) * u * abs_sum
 
 
 def _bits(t):
