@@ -193,7 +193,7 @@ class CompiledFunction:
             return real_print(*a, **k)
         builtins.print = watching_print
         try:
-            gm, result, mode = capture(self._fn, flat, [f"{n}_1" for n in names])
+            gm, result, mode = capture(self._fn, flat, [f"{n}_1" for n in names], self._decompositions())
         except DataDependentError as e:
             builtins.print = real_print
             # The capture stopped at the read; the function runs eager for this call.
@@ -267,6 +267,14 @@ class CompiledFunction:
         run.forward_graph, run.backward_graph, run.saved = fw, bw, [n.name for n in saved]
         run.kernels = cls.kernels
         return run
+
+    def _decompositions(self):
+        """The inductor backend captures with inductor's decompositions (Note [Decomposing before fusion]);
+        "eager" and "aot_eager" keep the ops as they are, as torch's do."""
+        if self.backend != "inductor":
+            return None
+        from .decompositions import select_decomp_table
+        return select_decomp_table()
 
     def _backend_name(self):
         return self.backend if isinstance(self.backend, str) else getattr(self.backend, "__name__", "custom")

@@ -69,7 +69,8 @@ def partition(gm, mode, inputs, result, compile_fn=None):
         raise AotUnsupported("nothing to differentiate")
     # The backward, recorded into its own graph, resolving forward tensors through the forward's map.
     bw_graph = Graph()
-    rec = ProxyTorchDispatchMode(bw_graph, {}, env=mode.env, by_storage=mode.by_storage)
+    rec = ProxyTorchDispatchMode(bw_graph, {}, env=mode.env, by_storage=mode.by_storage,
+                                 decomposition_table=mode.decomposition_table)  # a formula's composites too
     tangents = [descent.ones_like(o) for o in diff_outs]
     tangent_nodes = []
     for i, t in enumerate(tangents):

@@ -49,9 +49,12 @@ def _val(t):
 class ProxyTorchDispatchMode(TorchDispatchMode):
     """Records every op reaching the Python key into `graph` (make_fx's mode)."""
 
-    def __init__(self, graph, constants, env=None, by_storage=None):
+    def __init__(self, graph, constants, env=None, by_storage=None, decomposition_table=None):
         super().__init__()
         self.graph, self.constants = graph, constants
+        # OpOverload -> a function computing it in primitives: it runs in the op's place and its ops are
+        # recorded instead (Note [Decomposing before fusion], descent/_compile/decompositions.py).
+        self.decomposition_table = decomposition_table or {}
         self.env = {} if env is None else env  # id(tensor) -> (tensor, node): the tensor is kept, its id not reused
         # (data pointer, sizes, strides, dtype) -> node: the same values under another tensor object
         # (a saved result autograd hands back: Note [Partitioning the joint graph], descent/_compile/aot.py).
@@ -99,6 +102,12 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
             raise DataDependentError(
                 f"data-dependent: the function read a traced tensor's value into Python ({func}: .item(), "
                 "bool(), float() or int() of a tensor), so what it does next depends on the data")
+        decomposition = self.decomposition_table.get(func)
+        if decomposition is not None:
+            with self:  # beneath autograd still (its keys stay excluded): the primitives come back to this mode
+                r = decomposition(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
         margs, mkwargs = self.map(args), self.map(kwargs)
         if args and isinstance(args[0], descent.Tensor) and not isinstance(margs[0], descent.fx.Node):
             # A number as `Tensor self` (1.0 - x as aten.sub.Tensor): marked, so a replay wraps it again.
@@ -166,12 +175,13 @@ def eliminate_dead_code(graph):
     return gone
 
 
-def capture(f, args, names=None):
+def capture(f, args, names=None, decomposition_table=None):
     """Runs f(*args) under the recording mode: (GraphModule, f's result, the mode). Tensors among args are
-    the placeholders; anything else is passed as it is and is a constant of the graph."""
+    the placeholders; anything else is passed as it is and is a constant of the graph. An op of
+    decomposition_table is recorded as the primitives its decomposition calls."""
     import descent
     graph, constants = Graph(), {}
-    mode = ProxyTorchDispatchMode(graph, constants)
+    mode = ProxyTorchDispatchMode(graph, constants, decomposition_table=decomposition_table)
     for a, name in zip(args, names or _placeholder_names(f, len(args))):
         if isinstance(a, descent.Tensor):
             mode.bind(a, graph.placeholder(name))
@@ -184,13 +194,11 @@ def capture(f, args, names=None):
 
 
 def make_fx(f, decomposition_table=None, tracing_mode="real", **kwargs):
-    """make_fx(f)(*args) -> GraphModule: the aten graph of f on these inputs (torch's make_fx, real tracing)."""
+    """make_fx(f)(*args) -> GraphModule: the aten graph of f on these inputs (torch's make_fx, real tracing).
+    With decomposition_table ({OpOverload: function}), each op in it is recorded as what its function calls
+    (descent._compile.decompositions.select_decomp_table(), as torch._decomp's tables)."""
     if tracing_mode != "real":
         raise NotImplementedError(f"make_fx(tracing_mode={tracing_mode!r}): descent traces real tensors only")
-    if decomposition_table:
-        raise NotImplementedError("make_fx(decomposition_table=...): descent records the ops as they reach the "
-                                  "Python key, after the composites have decomposed")
-
     def wrapped(*args):
-        return capture(f, args)[0]
+        return capture(f, args, decomposition_table=decomposition_table)[0]
     return wrapped
