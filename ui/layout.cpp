@@ -44,34 +44,33 @@ AppLayout clamped(AppLayout l) {
 // treated as absent: the defaults, and one problem naming the path and why.
 // A missing file is no problem: the app was never left with a layout.
 namespace {
-
 constexpr size_t kMaxLayoutBytes = 64 * 1024;  // a real app.conf is about 150 bytes
+}  // namespace
 
-// The file's text, or "" with `problem` set (a missing file: "", no problem).
-std::string read_layout_file(const std::string& path, std::string& problem) {
+std::string read_small_file(const std::string& path, size_t max_bytes, const std::string& what, std::string& problem) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT) problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+    if (errno != ENOENT) problem = path + ": cannot read " + what + " (" + std::strerror(errno) + ")";
     return "";
   }
   std::string text;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+    problem = path + ": cannot read " + what + " (" + std::strerror(errno) + ")";
   } else if (!S_ISREG(st.st_mode)) {
     problem = path + ": not a regular file (" +
               (S_ISDIR(st.st_mode)    ? "a directory"
                : S_ISFIFO(st.st_mode) ? "a named pipe"
                                       : "a device or socket") +
-              "); using the defaults";
+              ")";
   } else {
-    text.resize(kMaxLayoutBytes + 1);  // one more, to tell a file that is too large
+    text.resize(max_bytes + 1);  // one more, to tell a file that is too large
     size_t got = 0;
     while (got < text.size()) {
       const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
-        problem = path + ": cannot read the layout (" + std::strerror(errno) + "); using the defaults";
+        problem = path + ": cannot read " + what + " (" + std::strerror(errno) + ")";
         got = 0;
         break;
       }
@@ -79,9 +78,8 @@ std::string read_layout_file(const std::string& path, std::string& problem) {
       got += static_cast<size_t>(n);
     }
     text.resize(got);
-    if (got > kMaxLayoutBytes) {
-      problem = path + ": larger than " + std::to_string(kMaxLayoutBytes / 1024) +
-                " KiB, not a layout file; using the defaults";
+    if (got > max_bytes) {
+      problem = path + ": larger than " + std::to_string(max_bytes / 1024) + " KiB, not " + what;
       text.clear();
     }
   }
@@ -89,12 +87,11 @@ std::string read_layout_file(const std::string& path, std::string& problem) {
   return text;
 }
 
-}  // namespace
-
 AppLayout load_layout(std::string& problem) {
   AppLayout l;
   const std::string path = layout_path();
-  std::istringstream in(read_layout_file(path, problem));
+  std::istringstream in(read_small_file(path, kMaxLayoutBytes, "a layout file", problem));
+  if (!problem.empty()) problem += "; using the defaults";
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // a file saved with CRLF line ends

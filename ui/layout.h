@@ -47,4 +47,10 @@ bool save_layout(const AppLayout& l, std::string& problem);
 // Within the limits above.
 AppLayout clamped(AppLayout l);
 
+// The text of the regular file at `path`, of at most `max_bytes` (Note
+// [Reading app.conf safely], layout.cpp); "" where it is missing, and "" with
+// `problem` naming the path and why (`what`: "a layout file", "the code to
+// check") where it is not a regular file, is larger, or cannot be read.
+std::string read_small_file(const std::string& path, size_t max_bytes, const std::string& what, std::string& problem);
+
 }  // namespace descent::ui

@@ -38,6 +38,8 @@
 #include <sstream>
 #include <vector>
 
+#include <unistd.h>  // access()
+
 #include "floors/core/log.h"
 #include "floors/registration.h"
 #include "ui/app.h"
@@ -513,16 +515,16 @@ void serve_lesson_headless(App& app, Loading& l) {
     serve();
   }
   if (!o.check_file.empty()) {
-    std::ifstream in(o.check_file, std::ios::binary);
-    std::stringstream code;
-    code << in.rdbuf();
-    if (!in) {
-      l.lesson_error = "--check: cannot read '" + o.check_file + "'";
+    // Not a plain ifstream: a named pipe at the path would block for ever (Note [Reading app.conf safely]).
+    std::string problem;
+    const std::string code = read_small_file(o.check_file, 1 << 20, "the code to check", problem);
+    if (!problem.empty() || (code.empty() && ::access(o.check_file.c_str(), F_OK) != 0)) {
+      l.lesson_error = "--check: " + (problem.empty() ? o.check_file + ": no such file" : problem);
     } else if (!app.lesson.exercise) {
       l.lesson_error = "--check: the step has no exercise";
     } else {
-      app.lesson.exercise->editor = code.str();
-      lesson_check(app, code.str());
+      app.lesson.exercise->editor = code;
+      lesson_check(app, code);
       serve();
     }
   }

@@ -204,6 +204,23 @@ def test_headless_lesson_bad_input_is_named(tmp_path):
         assert r.returncode == 2 and "--lesson" in r.stderr
 
 
+def test_headless_check_of_a_pipe_or_a_missing_file_is_named_not_a_hang(tmp_path):
+    """--check reads the code through Note [Reading app.conf safely]: a named pipe at the path would block a
+    plain read for ever (issue 41)."""
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    fifo = tmp_path / "code.py"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    _, _, p = run_app(tmp_path, "--lesson", "map", "--lesson-step", "6", "--check", str(fifo), env=env,
+                      name="fifo", rc=2)
+    assert f"--check: {fifo}: not a regular file (a named pipe)" in p.stderr, p.stderr
+    assert time.monotonic() - began < 100
+    missing = tmp_path / "none.py"
+    _, _, p = run_app(tmp_path, "--lesson", "map", "--lesson-step", "6", "--check", str(missing), env=env,
+                      name="missing", rc=2)
+    assert f"--check: {missing}: no such file" in p.stderr, p.stderr
+
+
 def test_a_malformed_lesson_is_named_and_the_others_still_open(tmp_path):
     lessons = tmp_path / "lessons"
     lessons.mkdir()
