@@ -197,7 +197,8 @@ def test_softmax_written_out_fuses_exp_into_its_sum_and_keeps_exp():
     s = descent.randn(8, 100)
     cf = descent.compile(f)
     cf(s)
-    k, div = cf.kernels
+    mx, k, div = cf.kernels
+    assert mx.ops == ["aten.max.dim"] and "max[1]k1(in0)" in str(mx.verdict)  # the row maxima: a kernel
     assert k.ops == ["aten.sub.Tensor", "aten.exp.default", "aten.sum.dim_IntList"]
     assert div.ops == ["aten.div.Tensor"]  # one op, but it broadcasts the sums: a kernel of its own
     assert [o.name for o in k.outputs] == ["exp", "sum"]  # exp is read by the division after the kernel
@@ -270,3 +271,23 @@ def test_threads_change_the_time_not_the_bits():
             assert np.array_equal(bits(outs[0]), bits(outs[1])) and np.array_equal(bits(outs[1]), bits(fn(x, b)))
     finally:
         descent.set_num_threads(before)
+
+
+def test_a_maximum_is_exact_in_any_order_nan_and_signed_zeros_too():
+    descent.manual_seed(9)
+    x = descent.randn(16, 300)
+    x[3, 7] = float("nan")
+    x[5, 0], x[5, 1] = 0.0, -0.0  # a tie: the first one stays, as eager's loop keeps it
+    x[6, :] = -0.0
+    x[6, 4] = 0.0
+    for f in (lambda x: (x * 2.0).max(1).values, lambda x: x.max(-1, keepdim=True).values,
+              lambda x: x.exp().max(), lambda x: x.t().max(0).values):
+        cf = descent.compile(f)
+        cf(x)
+        (k,) = cf.kernels
+        assert k.ops[-1].startswith("aten.max") and k.verdict.proved and k.order == "index"
+        assert np.array_equal(bits(cf(x)), bits(f(x)))
+    used = descent.compile(lambda x: x.max(1).indices + 1)  # the indices are read: eager's max.dim
+    used(x)
+    assert not any(k.ops == ["aten.max.dim"] for k in used.kernels)
+    assert used(x).tolist() == (x.max(1).indices + 1).tolist()

@@ -74,7 +74,8 @@ POINTWISE = {
     "aten::reciprocal": ("reciprocal", "(T(1) / {a})"),
 }
 # aten reductions a pointwise chain may end in (Note [Fusing a chain into its reduction]).
-REDUCTIONS = {"aten::sum": "sum", "aten::sum.dim_IntList": "sum", "aten::mean": "mean", "aten::mean.dim": "mean"}
+REDUCTIONS = {"aten::sum": "sum", "aten::sum.dim_IntList": "sum", "aten::mean": "mean", "aten::mean.dim": "mean",
+              "aten::max": "max", "aten::max.dim": "max"}
 _CTYPE = {"float32": "float", "float64": "double"}
 _SUM_BLOCK, _SUM_LANES = 4, 16  # kSumBlock, kSumLanes (floors/kernels/kernels.h): the sums' tree
 _FLAGS = ["-O3", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math", "-std=c++17"]
@@ -145,18 +146,29 @@ def _fusible(node):
 
 
 def reduction_of(node):
-    """(IR op, reduced dims (sorted, non-negative), keepdim) of a sum or mean a fused kernel can end in, else
-    None: float32/float64 on the CPU, no dtype=, a non-empty input."""
+    """(IR op, reduced dims (sorted, non-negative), keepdim) of a sum, mean or max a fused kernel can end in,
+    else None: float32/float64 on the CPU, no dtype=, a non-empty input; max.dim only where its indices are
+    not used."""
     if node.op != "call_function" or node.target is operator.getitem or node.target.name() not in REDUCTIONS:
         return None
     name, args = node.target.name(), list(node.args)
     if not args or not isinstance(args[0], descent.fx.Node):
         return None
-    v, vi = node.meta.get("val"), args[0].meta.get("val")
+    vi = args[0].meta.get("val")
+    if name == "aten::max.dim":  # (values, indices): only getitem 0 may read it
+        if not node.users or any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users):
+            return None
+        v = next(iter(node.users)).meta.get("val")
+        args = [args[0], [args[1]] if len(args) > 1 else node.kwargs.get("dim"),
+                args[2] if len(args) > 2 else node.kwargs.get("keepdim", False)]
+    else:
+        v = node.meta.get("val")
     if v is None or vi is None or _dtype_name(vi["dtype"]) not in _CTYPE or v["dtype"] != vi["dtype"]:
         return None
-    if str(vi["device"]) != "cpu" or any(s == 0 for s in vi["shape"]) or not _contiguous(vi["shape"], vi["stride"]):
-        return None  # eager sums a strided input in another order
+    if str(vi["device"]) != "cpu" or any(s == 0 for s in vi["shape"]):
+        return None
+    if REDUCTIONS[name] != "max" and not _contiguous(vi["shape"], vi["stride"]):
+        return None  # eager sums a strided input in another order (a maximum is the same in any order)
     nd = len(vi["shape"])
     if "." not in name:  # the overload without a name: every element
         if len(args) > 1 or node.kwargs.get("dtype") is not None:
@@ -242,6 +254,10 @@ def groups_of(graph):
             cur.append(node)
             close()
             continue
+        red = reduction_of(node)
+        if red is not None and red[0] == "max" and not any(a in cur for a in node.all_input_nodes):
+            out.append([node])  # a maximum of an input: eager's max.dim loop reads it element by element
+            continue
         if _fusible(node):
             if not cur:
                 cur.append(node)
@@ -289,10 +305,10 @@ class FusedKernel:
         self.ir, self.source, self.hash = ir, source, digest
         self.path, self.fn, self.lib = None, None, None
         self.cache_hit, self.compile_s, self.verdict = False, 0.0, None
-        self.shape = tuple(group[0].meta["val"]["shape"])  # the chain's: the elements the loop computes
-        self.out_shapes = [tuple(o.meta["val"]["shape"]) for o in outputs]
+        self.shape = None  # the elements the loop computes (build_kernel sets it, and dtype)
+        self.out_shapes = [tuple((o.meta.get("val") or next(iter(o.users)).meta["val"])["shape"]) for o in outputs]
         self.strides = [tuple(a.meta["val"]["stride"]) for a in inputs]  # what the generated indexing assumes
-        self.dtype = group[0].meta["val"]["dtype"]
+        self.dtype = None
         self.reduction = reduction_of(group[-1])  # (op, dims, keepdim) where the chain ends in one
         self.order = None  # the reduction's order of additions: "lanes" or "cascade"
 
@@ -326,9 +342,10 @@ def build_kernel(group):
     """The IR and C++ of one group (Note [Fusing a pointwise chain], Note [Fusing a chain into its
     reduction])."""
     members = set(group)
-    red = reduction_of(group[-1]) if len(group) >= 2 else None
+    red = reduction_of(group[-1])
+    red = red if red is not None and (len(group) >= 2 or red[0] == "max") else None
     chain = group[:-1] if red else group
-    val0 = group[0].meta["val"]
+    val0 = (chain[0] if chain else group[-1].args[0]).meta["val"]  # the elements the loop computes
     out_shape, ctype = tuple(val0["shape"]), _CTYPE[_dtype_name(val0["dtype"])]
     inputs, names, ir, body = [], {}, [], []
     strip = []  # the same statements, one loop each over a strip of elements (Note [Strips of a chain])
@@ -342,6 +359,13 @@ def build_kernel(group):
                 body.append(f"const T in{len(inputs)} = {load};")
                 strip.append((f"in{len(inputs)}", f"{{ const int64_t i = base + s; in{len(inputs)}[s] = {load}; }}"))
                 inputs.append(a)
+    if red and not chain:  # a reduction of an input
+        a = group[-1].args[0]
+        v = a.meta["val"]
+        names[a] = "%in0"
+        ir.append(f"%in0 = input {_dtype_name(v['dtype'])} {list(v['shape'])} stride {list(v['stride'])}")
+        body.append(f"const T in0 = reinterpret_cast<const T*>(p[0])[{_index_expr(v['shape'], v['stride'], out_shape)}];")
+        inputs.append(a)
     outputs = [n for n in group if any(u not in members for u in n.users)]
     if red and group[-1] not in outputs:
         outputs.append(group[-1])
@@ -374,7 +398,7 @@ def build_kernel(group):
         k = len(chain)
         names[rnode] = f"%t{k}"
         ir.append(f"%t{k} = {rop} {names[rnode.args[0]]} dims {list(dims)} keepdim {int(keepdim)}".replace(", ", ","))
-        order, outer, inner = sum_order(out_shape, dims)
+        order, outer, inner = sum_order(out_shape, dims) if rop != "max" else ("index", None, None)
         body.append(f"return {names[rnode.args[0]][1:]};")
         loop = _reduction_loop(out_shape, dims, order, outer, inner, rop, slot[rnode], n)
     else:
@@ -409,8 +433,11 @@ def build_kernel(group):
         "",
     ])
     kernel = FusedKernel(group, inputs, outputs, ir_text, source, digest)
+    kernel.shape, kernel.dtype = out_shape, val0["dtype"]
     kernel.order = order
     kernel.units = n if not red else outer if order == "lanes" else n // _red_count(out_shape, red[1])  # outputs
+    kernel.tuple_outputs = {j for j, o in enumerate(outputs) if o.target is not operator.getitem and
+                            o.op == "call_function" and o.target.name() == "aten::max.dim"}
     return kernel
 
 
@@ -465,7 +492,7 @@ template <class F> static T lanes(const F& get, int64_t n) {{
 
 
 def _reduction_loop(shape, dims, order, outer, inner, rop, out_slot, n):
-    """The C++ loop over a reduction's outputs, each summing its elements through elem() in eager's order."""
+    """The C++ loop over a reduction's outputs, each reducing its elements through elem() in eager's order."""
     keep_numel = 1
     for d, s in enumerate(shape):
         keep_numel *= 1 if d in dims else s
@@ -491,9 +518,16 @@ def _reduction_loop(shape, dims, order, outer, inner, rop, out_slot, n):
         red_n = 1
         for d in red:
             red_n *= shape[d]
-        lines += ["  for (int64_t j = lo; j < hi; ++j) {",
-                  f"    const int64_t base = {offset('j', kept)};",
-                  f"    out[j] = cascade([&](int64_t k) {{ return elem(base + {offset('k', red)}); }}, 0, {red_n});"]
+        lines += ["  for (int64_t j = lo; j < hi; ++j) {", f"    const int64_t base = {offset('j', kept)};"]
+        if rop == "max":  # in index order: the first maximum, or the first NaN, stays (optimized_max, reference_max)
+            lines += [f"    T m = elem(base + {offset('0', red)});",
+                      f"    for (int64_t k = 1; k < {red_n}; ++k) {{",
+                      f"      const T v = elem(base + {offset('k', red)});",
+                      "      if ((v > m || v != v) && m == m) m = v;",
+                      "    }",
+                      "    out[j] = m;"]
+        else:
+            lines.append(f"    out[j] = cascade([&](int64_t k) {{ return elem(base + {offset('k', red)}); }}, 0, {red_n});")
     if rop == "mean":  # sum_kernel's CPU mean: the sum, divided by the count in the dtype
         lines.append(f"    out[{'r' if order == 'lanes' else 'j'}] = out[{'r' if order == 'lanes' else 'j'}] / T({count});")
     lines.append("  }")
@@ -674,8 +708,8 @@ class FusedProgram:
                         _launch(k, ptrs, n)
                 else:
                     _launch(k, ptrs, n)
-                for s, r in zip(outs, results):
-                    env[s] = r
+                for j, (s, r) in enumerate(zip(outs, results)):
+                    env[s] = (r, None) if j in k.tuple_outputs else r  # max.dim's (values, -): getitem 0 reads it
             else:
                 env[step[1]] = step[2]
         return self._get(env, self._out)

@@ -16,7 +16,8 @@ nodes, and normalizes both by named rules before comparing them node by node:
   - "constants at the dtype": a number is compared as the kernel's dtype holds it;
   - "reduction dims normalized": a sum's or mean's dims as the kernel
     reduces them, sorted and non-negative (x.sum(-1) of a matrix is dims [1]).
-A reduction is a node of the tree like any op (`sum[1]k0(...)`: dims, keepdim);
+A reduction is a node of the tree like any op (`sum[1]k0(...)`: dims, keepdim;
+max.dim's values are `max[1]k1(...)`);
 its order of additions is not part of the expression: the numeric check
 holds it (bit for bit in eager's order, Note [Fusing a chain into its
 reduction] in fusion.py, or within reduction_bound where the orders differ).
@@ -60,7 +61,7 @@ def parse_ir(text):
         parts = rhs.split(" ")
         if parts[0] == "input":
             env[name] = ("in", int(name[3:]))
-        elif parts[0] in ("sum", "mean"):  # %t2 = sum %t1 dims [1] keepdim 0
+        elif parts[0] in ("sum", "mean", "max"):  # %t2 = sum %t1 dims [1] keepdim 0
             if parts[2] != "dims" or parts[4] != "keepdim":
                 raise ValueError(f"a reduction line without dims and keepdim: {line!r}")
             env[name] = (f"{parts[0]}{parts[3]}k{int(parts[5])}", env[parts[1]])
@@ -89,6 +90,7 @@ def _graph_tree(kernel, node, names):
     if red is not None:
         op, dims, keepdim = red
         raw = node.args[1] if len(node.args) > 1 else None
+        raw = [raw] if isinstance(raw, int) else raw  # max.dim's one dim
         if raw is not None and list(raw) != list(dims):
             names.setdefault("rules", set()).add("reduction dims normalized")
         tree = (f"{op}{list(dims)}k{int(keepdim)}".replace(", ", ","), _graph_tree(kernel, node.args[0], names))
