@@ -452,7 +452,8 @@ def test_a_handout_into_a_read_only_folder_is_one_line(tmp_path):
 def test_a_handout_on_a_full_disk_keeps_the_old_pages(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "step-01.md").write_text("the old page\n")
+    (out / "student").mkdir()
+    (out / "student" / "step-01.md").write_text("the old page\n")
     lesson = L.load("dispatcher")
 
     def full(fd):
@@ -460,9 +461,9 @@ def test_a_handout_on_a_full_disk_keeps_the_old_pages(tmp_path, monkeypatch, cap
     monkeypatch.setattr(os, "fsync", full)
     assert terminal.cmd_handout(lesson, str(out), pictures=False) == 1
     monkeypatch.undo()
-    assert (out / "step-01.md").read_text() == "the old page\n"
-    assert sorted(os.listdir(out)) == ["step-01.md"]
+    assert (out / "student" / "step-01.md").read_text() == "the old page\n"
+    assert sorted(os.listdir(out / "student")) == ["step-01.md"] and os.listdir(out / "teacher") == []
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No space left on device" in err, err
     assert terminal.cmd_handout(lesson, str(out), pictures=False) == 0
-    assert (out / "step-01.md").read_text() != "the old page\n"
+    assert (out / "student" / "step-01.md").read_text() != "the old page\n"

@@ -140,9 +140,9 @@ def test_map_names_the_binding_function_its_trace_points_into():
     trace lies inside that function of floors/binding/module.cpp."""
     import re
     lesson = L.load("map")
-    i = next(k for k, st in enumerate(lesson.steps) if st.run is not None and "descent.randn" in st.run.text)
+    i = next(k for k, st in enumerate(lesson.steps) if st.run is not None and "descent.zeros" in st.run.text)
     spans = F._selector.Spans(runner.run_step(lesson, i)["trace"])
-    binding = F._selector.Selector.parse("floor=2 span=randn").one(spans)
+    binding = F._selector.Selector.parse("floor=2 span=zeros").one(spans)
     root = os.path.dirname(LESSONS_DIR)
     lines = open(os.path.join(root, binding.file), encoding="utf-8").read().split("\n")[:binding.line]
     defined = next(m.group(1) for line in reversed(lines) for m in [re.match(r"^\S.*?\b(\w+)\(.*\{$", line)] if m)
@@ -323,8 +323,9 @@ def test_cli_prints_the_output_after_the_questions(tmp_path):
         < out.index("It printed:\n    y holds 3 elements"), out
     r = run_cli(str(path), "--handout", str(tmp_path / "handout"), tmp_path=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
-    step = (tmp_path / "handout" / "step-01.md").read_text()
+    step = (tmp_path / "handout" / "teacher" / "step-01.md").read_text()
     assert step.index("**Predict 2.**") < step.index("y holds 3 elements")
+    assert "y holds 3 elements" not in (tmp_path / "handout" / "student" / "step-01.md").read_text()
 
 
 def test_cli_asks_again_after_a_typo(tmp_path):
@@ -411,13 +412,13 @@ def test_cli_check(tmp_path):
 def test_cli_validate_reports_a_broken_lesson(tmp_path):
     src = open(os.path.join(LESSONS_DIR, "03-dispatcher.md"), encoding="utf-8").read()
     bad = tmp_path / "03-dispatcher.md"
-    bad.write_text(src.replace("answer: floor=3 span=aten::mul arg.redispatch=true arg=kernel",
-                               "answer: floor=3 span=aten::mull arg.redispatch=true arg=kernel"))
+    bad.write_text(src.replace("answer: floor=3 span=aten::sin arg.redispatch=true arg=kernel",
+                               "answer: floor=3 span=aten::sinn arg.redispatch=true arg=kernel"))
     trusted(bad, tmp_path)
     r = run_cli("--validate", str(bad), tmp_path=tmp_path)
     assert r.returncode == 1
-    assert "03-dispatcher.md:72: step 2: predict: the answer cannot be read: the selector" in r.stdout, r.stdout
-    assert "matched no span (floor 3 has: aten::_to_copy, aten::copy_, aten::empty_strided, aten::mul, aten::to)" in r.stdout
+    assert "03-dispatcher.md:73: step 2: predict: the answer cannot be read: the selector" in r.stdout, r.stdout
+    assert "matched no span (floor 3 has: aten::sin)" in r.stdout, r.stdout
     bad.write_text(src.replace("```start\nwith descent.no_grad():", "```start\nwith descent.inference_mode():"))
     trusted(bad, tmp_path)  # edited: trusted again
     r = run_cli("--validate", str(bad), tmp_path=tmp_path)
@@ -425,8 +426,10 @@ def test_cli_validate_reports_a_broken_lesson(tmp_path):
 
 
 def test_cli_handout(tmp_path):
-    out = tmp_path / "handout"
-    r = run_cli("map", "--handout", str(out), tmp_path=tmp_path)
+    """The teacher's key (handout/teacher): each step with its picture, trace and answers. The students'
+    handout beside it holds none of them (tests/python/test_lesson_answers.py)."""
+    out = tmp_path / "handout" / "teacher"
+    r = run_cli("map", "--handout", str(tmp_path / "handout"), tmp_path=tmp_path)
     assert r.returncode == 0, r.stderr
     lesson = L.load("map")
     files = sorted(f for f in os.listdir(out) if f.endswith(".md"))

@@ -53,7 +53,12 @@ CODE_BLOCKS = ("setup", "run", "start", "solution")
 DATA_BLOCKS = ("lesson", "look", "predict", "exercise")
 TEXT_BLOCKS = ("teacher", "compare")
 BLOCKS = CODE_BLOCKS + DATA_BLOCKS + TEXT_BLOCKS
-PREDICT_KEYS = ("ask", "choices", "answer", "tolerance", "explain")
+# The languages a fenced block of prose may name (shown as it is); any other first word is an error, so that
+# a misspelt block of ours (```predcit) is not shown to the student as prose, its answer: line and all.
+PROSE_LANGUAGES = ("", "python", "py", "pycon", "text", "txt", "output", "console", "sh", "bash", "shell", "c", "cpp",
+                   "c++", "cuda", "json", "yaml", "toml", "ini", "cmake", "diff", "markdown", "md", "math")
+PREDICT_KEYS = ("ask", "choices", "answer", "tolerance", "explain", "allow")
+ALLOWS = ("answer-in-prose", "earlier-trace")  # the validator's warnings a question may silence (`allow:`)
 EXERCISE_KEYS = ("goal", "check", "hint", "device", "limit")
 LESSON_KEYS = ("teaches", "assumes")
 DEFAULT_LIMIT_S = 10.0  # an exercise's time limit when it names none
@@ -86,6 +91,7 @@ class Prediction:
     choices: list = field(default_factory=list)   # empty: a typed answer
     tolerance: "_selector.Tolerance" = None
     explain: str = ""
+    allow: tuple = ()  # warnings of the validator this question silences (ALLOWS)
 
 
 @dataclass
@@ -208,7 +214,7 @@ class _Parser:
         start = self.i + 1
         if self.i >= len(self.lines):
             self.fail(len(self.lines), "expected a ```lesson block (teaches: and assumes:) after the title")
-        kind, args, body, body_line = self.fence_or_none()
+        kind, args, body, body_line = self.fence_or_none(known_only=False)
         if kind != "lesson":
             self.fail(start, "expected a ```lesson block (teaches: and assumes:) after the title")
         meta = self.fields(body, body_line, "lesson", LESSON_KEYS, lists=())
@@ -313,7 +319,7 @@ class _Parser:
 
     # [SECTION] Fenced blocks ---------------------------------------------------------------
 
-    def fence_or_none(self, prose=None):
+    def fence_or_none(self, prose=None, known_only=True):
         """At a fence: reads the whole block and returns (kind, args, body lines, line of the body's first
         line); prose blocks (other kinds) go into `prose` as they are. Elsewhere: one line of prose.
         Returns kind None for prose."""
@@ -346,17 +352,28 @@ class _Parser:
         self.i += 1
         body = []
         j, n, mark = self.i, len(lines), fence[:3]
+        shown_kind = f"{fence}{kind}" if kind else fence
         while True:
             if j >= n:
-                self.fail(start + 1, f"this ``` block is never closed: expected a line '{fence}' after it")
+                self.fail(start + 1, f"this {shown_kind} block is never closed: expected a line '{fence}' after it")
             text = lines[j]
             j += 1
             if text[:1] in "`~ ":
                 closing = text.strip()
                 if closing[:3] == mark and len(closing) >= len(fence) and closing == fence[0] * len(closing):
                     break
+                opened = _FENCE.match(text)
+                if opened and opened.group(1) == fence and opened.group(2).split() and "`" not in opened.group(2):
+                    # A fence as long as ours with a word after it opens a block: ours was never closed (the
+                    # next bare fence would close it, and the rest of the file would be read askew).
+                    self.fail(start + 1, f"this {shown_kind} block is never closed: line {j} opens "
+                                         f"{_show(text.strip())} inside it (expected a line '{fence}' before it)")
             body.append(text)
         self.i = j
+        if known_only and kind not in BLOCKS and kind.lower() not in PROSE_LANGUAGES:
+            self.fail(start + 1, f"unknown block kind {_show(kind)}: expected one of the lesson's blocks "
+                                 f"({', '.join(BLOCKS)}) or a language for a block of prose "
+                                 f"({', '.join(k for k in PROSE_LANGUAGES if k)})")
         if kind not in BLOCKS:
             if prose is not None:
                 prose.extend(self.lines[start:self.i])
@@ -469,6 +486,13 @@ class _Parser:
         except _selector.SelectorError as e:
             self.fail(answer[1], str(e))
         p = Prediction(ask[0], parsed, at, explain=explain[0] if explain else "")
+        allow = self.one(f, "allow", "predict", at, required=False)
+        if allow is not None:
+            words = allow[0].replace(",", " ").split()
+            for w in words:
+                if w not in ALLOWS:
+                    self.fail(allow[1], f"unknown warning {_show(w)} after 'allow:': expected {' or '.join(ALLOWS)}")
+            p.allow = tuple(words)
         if choices is not None:
             items = choices[0]
             if len(items) < 2:

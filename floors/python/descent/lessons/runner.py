@@ -236,12 +236,12 @@ def _predict(p, spans, env):
     if p.answer.selector is not None and p.answer.kind != "count":
         try:
             ev = p.answer.selector.one(spans)
-            entry["evidence"], entry["evidence_span"] = ev.describe(), _span_dict(ev)
+            entry["evidence"], entry["evidence_span"] = _evidence_line(p.answer, ev), _span_dict(ev)
         except _sel.NoMatch:
             pass
     elif p.answer.kind == "count":
         found = p.answer.selector.all(spans)
-        entry["evidence"] = "\n".join(s.describe() for s in found[:8]) + (
+        entry["evidence"] = "\n".join(_evidence_line(p.answer, s) for s in found[:8]) + (
             f"\n... and {len(found) - 8} more" if len(found) > 8 else "")
     if value is None or not isinstance(value, (bool, int, float, str)):
         entry["problem"] = (f"the answer '{p.answer.text}' gave {value!r}: expected a number, a flag or text")
@@ -262,6 +262,19 @@ def _predict(p, spans, env):
     elif _sel.is_number(value):
         entry["kind"] = "number"
     return entry
+
+
+def _evidence_line(answer, span):
+    """The evidence an answer shows: its span with only what the answer read (the argument asked, the
+    duration), never the span's other arguments, which can be a later question's answer (Note [Never
+    give an answer away])."""
+    head = f"[{span.floor} {span.floor_name:9}] {span.name}"
+    sel = answer.selector
+    if answer.kind == "duration":
+        return f"{head}  {span.duration_ns} ns"
+    if answer.kind == "value" and sel.arg in span.args:
+        return f"{head}  {sel.arg}={_sel.text_of(span.args[sel.arg])}"
+    return head
 
 
 def judge(lesson, index, k, result, typed):
@@ -598,10 +611,101 @@ def _child_main(request_fd, report_fd, parent_pid):
 
 # [SECTION] Validation ---------------------------------------------------------------------------------
 
-def validate(lesson, log=None):
+# Note [Never give an answer away]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A prediction is worth asking only if the student has not been shown its
+# answer. Three places showed it, and each is closed here or checked by the
+# validator:
+#   - the evidence printed after a question: it is the span the answer was
+#     read from with only what was read (the argument asked, the duration),
+#     never the span's other arguments, which are often the next question's
+#     answer (_evidence_line);
+#   - the step's own prose, its title, or an earlier question's text and
+#     explanation in the same step: the validator warns when the computed
+#     answer appears there as a word (a number also as its English word)
+#     and, for a choice, none of the other choices does;
+#   - an earlier step that ran the same code: the terminal printed that
+#     step's whole trace, which holds the later step's answers; the
+#     validator warns when a step with questions runs the same code, on the
+#     same device, as an earlier one (its setup may differ: the trace of the
+#     same statements is most often the same).
+# These are warnings, not failures: a teacher who means a question as a
+# recall of what the prose just said silences it with `allow:
+# answer-in-prose` (or `earlier-trace`) in the predict block. Answers that
+# are a flag (yes/no, true/false) are not looked for in prose.
+
+_NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
+                 10: "ten", 11: "eleven", 12: "twelve"}
+
+
+def _appears(answer_text, value, text):
+    """Whether the answer is written in `text`, as a word (Note [Never give an answer away])."""
+    import re
+    if isinstance(value, bool) or answer_text.strip().lower() in ("yes", "no", "true", "false", ""):
+        return False
+    words = [answer_text.strip()]
+    if _sel.is_number(value) and float(value).is_integer() and int(value) in _NUMBER_WORDS:
+        words.append(_NUMBER_WORDS[int(value)])
+    for w in words:
+        if re.search(r"(?<![\w.])" + re.escape(w) + r"(?![\w])", text, re.IGNORECASE):
+            return True
+    return False
+
+
+def _given_away(p, entry, text):
+    """Whether `text` gives prediction p's computed answer away: the answer is written there, and, for a
+    choice that is not a number, none of the other choices is (prose that names every choice decides
+    nothing)."""
+    if not _appears(entry["answer_text"], entry["answer"], text):
+        return False
+    if not p.choices or _sel.is_number(entry["answer"]):
+        return True
+    return not any(_appears(c, c, text) for k, c in enumerate(p.choices) if k != entry["choice"])
+
+
+def _leaks(lesson, i, r, earlier_runs):
+    """The warnings of Note [Never give an answer away] for step i, given its run_step result and the
+    (code, device) of the steps before it: [(line, text)]."""
+    step = lesson.steps[i]
+    out = []
+    shown = [step.title, step.prose]
+    key = (step.run.text, step.run.device) if step.run is not None else None
+    same = key in earlier_runs
+    for k, (p, entry) in enumerate(zip(step.predictions, r["predictions"])):
+        if not entry["problem"] and "answer-in-prose" not in p.allow and \
+                _given_away(p, entry, "\n".join(shown)):
+            out.append((p.line, f"step {i + 1}: predict {k + 1}: its answer ({entry['answer_text']}) is written in "
+                                 "the step's title, prose or an earlier question before it is asked (reword it, or "
+                                 "add 'allow: answer-in-prose')"))
+        if same and "earlier-trace" not in p.allow:
+            first = earlier_runs[key]
+            out.append((p.line, f"step {i + 1}: predict {k + 1}: step {first + 1} ran the same code, and its trace, "
+                                 "shown in full, answers this question (run other code, or add 'allow: "
+                                 "earlier-trace')"))
+        shown += [p.ask, p.explain]
+    return out
+
+
+def _without_last_statement(code):
+    """The code without its last top-level statement ("" when it has one), or None when it cannot be cut."""
+    import ast
+    try:
+        body = ast.parse(code).body
+    except SyntaxError:
+        return None
+    if len(body) <= 1:
+        return ""
+    lines = code.split("\n")
+    return "\n".join(lines[:body[-1].lineno - 1]).rstrip() + "\n"
+
+
+def validate(lesson, log=None, warnings=None):
     """Runs every step of `lesson` as a student would meet it and returns the problems found, each
-    'path:line: what' (an empty list: the lesson is sound). See Note [Answers come from the run]."""
+    'path:line: what' (an empty list: the lesson is sound). See Note [Answers come from the run].
+    When `warnings` is a list, the lesson's warnings (Note [Never give an answer away]) are added to it,
+    in the same form; they are not problems."""
     problems = []
+    earlier_runs = {}  # (code, device) -> the first step that ran it
 
     def problem(line, text):
         problems.append(f"{lesson.path}:{line}: {text}")
@@ -609,6 +713,9 @@ def validate(lesson, log=None):
     for i, step in enumerate(lesson.steps):
         if step.run is not None:
             r = run_step(lesson, i)
+            if warnings is not None:
+                warnings.extend(f"{lesson.path}:{line}: {text}" for line, text in _leaks(lesson, i, r, earlier_runs))
+            earlier_runs.setdefault((step.run.text, step.run.device), i)
             if r["error"] and not step.run.raises:
                 problem(step.run.line, f"step {i + 1} ({step.title}): the run block raised:\n{r['error'].rstrip()}")
             elif step.run.raises and not r["error"]:
@@ -629,6 +736,16 @@ def validate(lesson, log=None):
             if start["passed"]:
                 problem(ex.start.line - 1, f"step {i + 1}: the exercise's starting code already meets its goal "
                                            f"({ex.goal})")
+            # The goal checked in full: code that does less than the start (nothing at all, or the start
+            # without its last statement) must not pass either.
+            cut = _without_last_statement(ex.start.text)
+            for what, code in (("no code at all", "pass\n"),
+                               ("the starting code without its last statement", cut)):
+                if code is None or (code.strip() in ("", "pass") and what != "no code at all"):
+                    continue
+                if check_exercise(lesson, i, code)["passed"]:
+                    problem(ex.line, f"step {i + 1}: the exercise passes with {what}: its checks do not test the "
+                                     f"whole goal ({ex.goal})")
             solution = check_exercise(lesson, i, ex.solution.text)
             if not solution["passed"]:
                 problem(ex.solution.line - 1, f"step {i + 1}: the exercise's solution fails: {solution['reason']}"

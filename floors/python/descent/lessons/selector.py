@@ -39,6 +39,7 @@ a typed number is judged with the prediction's tolerance.
 import fnmatch
 import functools
 import math
+import re
 
 FLOORS = {"python": 1, "binding": 2, "dispatch": 3, "autograd": 4, "kernels": 5, "allocator": 6,
           "streams": 7, "launch": 8, "device": 9}
@@ -364,6 +365,54 @@ def number_of(text):
     return v if math.isfinite(v) else None
 
 
+_BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "kib": 1 << 10,
+               "mib": 1 << 20, "gib": 1 << 30}
+_TIME_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1000 ** 2, "s": 1000 ** 3}
+
+
+def _unit_of(ask, table):
+    """The unit of `table` the question asks in (the first one its words name), or None."""
+    for word in re.findall(r"[A-Za-zµμ]+", ask):
+        if word.lower() in table:
+            return word.lower()
+    return None
+
+
+def number_in(typed, ask=""):
+    """A typed number, with a unit the question shows or one of its family (Note [Units in a typed
+    answer]): "2 MiB" to a question in bytes is 2097152, "256 threads" to "How many threads ..." is 256.
+    None when it is not a number, or its unit is not the question's."""
+    t = str(typed).strip()
+    plain = number_of(t)
+    if plain is not None:
+        return plain
+    m = re.fullmatch(r"([-+0-9.,_eE]+)\s*([A-Za-zµμ]+)", t)
+    if not m or number_of(m.group(1)) is None:
+        return None
+    n, unit = number_of(m.group(1)), m.group(2)
+    u = unit.lower()
+    for table in (_BYTE_UNITS, _TIME_UNITS):
+        asked = _unit_of(ask, table)
+        if asked is not None and u in table:
+            return n * table[u] / table[asked]
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", ask)}
+    if u in words or u + "s" in words or (u.endswith("s") and u[:-1] in words):
+        return n  # the thing counted: "256 threads"
+    return None
+
+
+# Note [Units in a typed answer]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A question that asks for bytes is often answered as the trace and the
+# tools write it ("2 MiB", memory_summary's KiB and MiB), and one that asks
+# "how many threads" as "256 threads". So a typed number may carry a unit:
+# a unit of bytes (B, KB, MB, GB in powers of 1000; KiB, MiB, GiB in
+# powers of 1024) or of time (ns, µs, ms, s) when the question asks in a
+# unit of the same family, converted to it; or a word the question itself
+# uses (the thing it counts). Any other word after the number is not a
+# number: the terminal asks again rather than judge it wrong.
+
+
 def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -406,7 +455,7 @@ def judge(prediction, right, typed):
         shown = prediction.choices[k] if k is not None else text_of(right)
         return (k is not None and reading_of(typed, prediction.choices) == k), shown
     if is_number(right):
-        guess = number_of(typed)
+        guess = number_in(typed, prediction.ask)
         if guess is None:
             return False, text_of(right)
         tol = prediction.tolerance

@@ -5,8 +5,9 @@
     descent lesson NAME --answers b,a,12    the same, answers taken from the list (for scripts)
     descent lesson NAME --step K            only step K (from 1)
     descent lesson NAME --check FILE.py     grades your solution of the lesson's exercise (exit 0 or 1)
+    descent lesson NAME --watch FILE.py     grades it again each time FILE.py is saved (Ctrl-C ends it)
     descent lesson NAME --hints | --solution
-    descent lesson NAME --handout DIR       each step as Markdown with its trace tree
+    descent lesson NAME --handout DIR       two handouts in Markdown: DIR/student (no answers), DIR/teacher (the key)
     descent lesson --validate [PATH]        runs lessons as their author's test (exit 0 when all hold)
     descent lesson [NAME] --reset           forgets your progress (one lesson's, or all)
     descent lesson --trust FILE             shows every block of code FILE runs, and trusts it
@@ -55,9 +56,10 @@ def shown(text):
                          else f"\\u{ord(m.group()):04x}", text)
 
 
-def echo(*parts, sep=" ", end="\n", file=None):
+def echo(*parts, sep=" ", end="\n", file=None, flush=False):
     """print(), through shown()."""
-    print(shown(sep.join(str(p) for p in parts)), end=end, file=file if file is not None else sys.stdout)
+    print(shown(sep.join(str(p) for p in parts)), end=end, file=file if file is not None else sys.stdout,
+          flush=flush)
 
 RULE = "\u2500" * 4
 
@@ -76,9 +78,12 @@ def add_parser(sub):
                    "(from 1)")
     p.add_argument("--limit", type=float, metavar="SECONDS", help="--check's time limit (the exercise's own by "
                    "default)")
+    p.add_argument("--watch", metavar="FILE.py", help="check FILE.py against the lesson's exercise each time it is "
+                   "saved, until Ctrl-C")
     p.add_argument("--hints", action="store_true", help="print the exercises' hints")
     p.add_argument("--solution", action="store_true", help="print the exercises' reference solutions")
-    p.add_argument("--handout", metavar="DIR", help="write each step as Markdown with its trace tree into DIR")
+    p.add_argument("--handout", metavar="DIR", help="write two handouts as Markdown: DIR/student (questions, no "
+                   "answers, no traces) and DIR/teacher (the key: traces, output, answers)")
     p.add_argument("--validate", nargs="?", const="", metavar="PATH",
                    help="parse and run lessons (a file, or a folder: the lessons folder by default) and check "
                         "that every selector, answer and exercise holds")
@@ -103,6 +108,8 @@ def main(args):
         if args.hints or args.solution:  # reading only: an untrusted lesson's hints run nothing
             return cmd_hints(load(args.name, require_trust=False), args.solution)
         lesson = load(args.name)  # Untrusted unless it may run its code (Note [Trusting a lesson])
+        if args.watch:
+            return cmd_watch(lesson, args)
         if args.check:
             return cmd_check(lesson, args)
         if args.handout:
@@ -196,7 +203,7 @@ class _Answers:
 
 def _unreadable(entry, typed):
     """Why `typed` is no answer to the prediction `entry` at all ("" when it is one, right or wrong)."""
-    from .selector import number_of, reading_of
+    from .selector import number_in, reading_of
     t = typed.strip()
     choices = entry["choices"]
     if not t:
@@ -207,8 +214,8 @@ def _unreadable(entry, typed):
         last = len(choices)
         return (f"'{t}' is none of the choices: type a letter a to {chr(ord('a') + last - 1)}, a number 1 to "
                 f"{last}, or a choice's text")
-    if entry["kind"] == "number" and number_of(t) is None:
-        return f"'{t}' is not a number"
+    if entry["kind"] == "number" and number_in(t, entry["ask"]) is None:
+        return f"'{t}' is not a number" + (" in a unit the question asks in" if any(c.isdigit() for c in t) else "")
     return ""
 
 
@@ -345,33 +352,58 @@ def cmd_hints(lesson, solution):
 
 # [SECTION] Checking an exercise ---------------------------------------------------------------------------
 
-def cmd_check(lesson, args):
+def _which_exercise(lesson, args):
+    """(step index, exercise) that --check or --watch grades, or None after saying why not."""
     exercises = lesson.exercises()
     if not exercises:
         echo(f"descent lesson: '{lesson.name}' has no exercise to check", file=sys.stderr)
-        return 2
+        return None
     k = args.exercise
     if k is None:
         if len(exercises) > 1:
             listed = "; ".join(f"{n}: {ex.goal}" for n, (_, ex) in enumerate(exercises, 1))
             echo(f"descent lesson: '{lesson.name}' has {len(exercises)} exercises: say which with --exercise K "
                   f"({listed})", file=sys.stderr)
-            return 2
+            return None
         k = 1
     if not 1 <= k <= len(exercises):
         echo(f"descent lesson: '{lesson.name}' has exercises 1 to {len(exercises)}, not {k}", file=sys.stderr)
-        return 2
+        return None
     step, ex = exercises[k - 1]
+    return step, ex
+
+
+def _graded(lesson, step, ex):
+    """Which lesson, exercise and step a check grades against, in words: the lesson as it was opened
+    (a name, a number, or a file from elsewhere), so that a student who opened the wrong one sees it."""
+    k = [i for i, _ in lesson.exercises()].index(step) + 1
+    number = f"lesson {lesson.number} " if lesson.number is not None else "lesson "
+    return f"{number}'{lesson.name}' ({lesson.path}), exercise {k} (step {step + 1}): {ex.goal}"
+
+
+def cmd_check(lesson, args):
+    which = _which_exercise(lesson, args)
+    if which is None:
+        return 2
+    step, ex = which
+    rc = _check_file(lesson, step, ex, args.check, args.limit)
+    if rc != 2:  # after the verdict: the grader's first line is always its own (Note [The grader's child])
+        echo(f"(graded against {_graded(lesson, step, ex)})")
+    return rc
+
+
+def _check_file(lesson, step, ex, path, limit_arg):
+    """Grades the solution in `path`: 0 passed, 1 failed, 2 when it cannot be read or the limit is wrong."""
     try:
-        data = store.read_bytes(args.check, CHECK_MAX_BYTES)
+        data = store.read_bytes(path, CHECK_MAX_BYTES)
         if data is None:
             raise store.Unreadable("No such file or directory")
         code = data.decode("utf-8")
     except (store.Unreadable, UnicodeDecodeError) as e:
         why = "it is not UTF-8 text" if isinstance(e, UnicodeDecodeError) else str(e)
-        echo(f"descent lesson: cannot read {args.check}: {why}", file=sys.stderr)
+        echo(f"descent lesson: cannot read {path}: {why}", file=sys.stderr)
         return 2
-    limit = args.limit or ex.limit_s
+    limit = limit_arg or ex.limit_s
     if not 0 < limit <= MAX_LIMIT_S:
         echo(f"descent lesson: --limit: expected seconds between 0 and {MAX_LIMIT_S:g}, not {limit:g}",
              file=sys.stderr)
@@ -388,6 +420,44 @@ def cmd_check(lesson, args):
     return 1
 
 
+WATCH_POLL_S = 0.25  # how often --watch looks at the file's time and size
+
+
+def _stamp(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def cmd_watch(lesson, args):
+    """Checks the file each time it is saved (its modification time, size or inode changes: an editor that
+    saves by renaming a new file over it makes a new inode), as rustlings' watch does, until Ctrl-C, which
+    ends it with exit status 0. The first check runs at once when the file is there."""
+    which = _which_exercise(lesson, args)
+    if which is None:
+        return 2
+    step, ex = which
+    echo(f"Watching {args.watch} against {_graded(lesson, step, ex)}\nEach save is checked. Ctrl-C ends it.\n")
+    seen, checks = None, 0
+    try:
+        while True:
+            stamp = _stamp(args.watch)
+            if stamp is not None and stamp != seen:
+                seen = stamp
+                checks += 1
+                echo(f"{RULE} check {checks}, {time.strftime('%H:%M:%S')} {RULE}")
+                rc = _check_file(lesson, step, ex, args.watch, args.limit)
+                if rc == 2 and args.limit:
+                    return 2  # a wrong --limit stays wrong: the next save would say the same
+                echo(f"\nWaiting for the next save of {args.watch} (Ctrl-C ends it).", flush=True)
+            time.sleep(WATCH_POLL_S)
+    except KeyboardInterrupt:
+        echo(f"\nStopped watching {args.watch} after {checks} check{'s' if checks != 1 else ''}.")
+        return 0
+
+
 # [SECTION] Validating, for authors ------------------------------------------------------------------------
 
 def cmd_validate(where):
@@ -399,7 +469,7 @@ def cmd_validate(where):
     if not files:
         echo(f"descent lesson: no lesson files (*.md) in {where or directory()}", file=sys.stderr)
         return 2
-    failed = 0
+    failed = warnings = 0
     began = time.perf_counter()
     parsed = []  # (path, Lesson or the LessonError), every file read before any runs
     for p in files:
@@ -419,19 +489,25 @@ def cmd_validate(where):
             echo(f"FAIL {os.path.basename(p)}\n  {lesson}")
             failed += 1
             continue
-        problems = validate(lesson)
+        warned = []
+        problems = validate(lesson, warnings=warned)
         took = time.perf_counter() - t0
         counts = (f"{len(lesson.steps)} steps, {len(lesson.predictions())} prediction{'s' if len(lesson.predictions()) != 1 else ''}, "
                   f"{len(lesson.exercises())} exercise{'s' if len(lesson.exercises()) != 1 else ''}")
+        warn_note = f", {len(warned)} warning{'s' if len(warned) != 1 else ''}" if warned else ""
         if problems:
             failed += 1
-            echo(f"FAIL {lesson.name} ({counts}) in {took:.1f} s")
+            echo(f"FAIL {lesson.name} ({counts}{warn_note}) in {took:.1f} s")
             for pr in problems:
                 echo(_indent(pr, "  "))
         else:
-            echo(f"ok   {lesson.name:18} ({counts}) in {took:.1f} s")
+            echo(f"ok   {lesson.name:18} ({counts}{warn_note}) in {took:.1f} s")
+        warnings += len(warned)
+        for w in warned:  # Note [Never give an answer away]: a warning does not fail the lesson
+            echo(_indent("warning: " + w, "  "))
     total = time.perf_counter() - began
-    echo(f"{len(files) - failed} of {len(files)} lessons valid in {total:.1f} s")
+    warn_note = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
+    echo(f"{len(files) - failed} of {len(files)} lessons valid in {total:.1f} s{warn_note}")
     return 1 if failed else 0
 
 
@@ -473,82 +549,112 @@ def _step_picture(lesson, i, path):
 
 
 def cmd_handout(lesson, out_dir, pictures=True):
-    """Writes index.md and one step-K.md per step: the prose, the app's picture of the step (where the app
-    is built), the code, its trace tree, the questions with the answers this run gave (at the bottom), and
-    the exercise with its hints. Each page is written whole (store.write_atomic): a read-only folder or a
-    full disk is one line and exit status 1, with the pages already there as they were."""
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        echo(f"descent lesson: cannot write the handout into {out_dir}: {store.reason(e)}", file=sys.stderr)
-        return 1
+    """Writes two handouts of the lesson (Note [Two handouts]): out_dir/student/, the questions and no
+    answer, and out_dir/teacher/, the key. Each is index.md and one step-KK.md per step. Each page is
+    written whole (store.write_atomic): a read-only folder or a full disk is one line and exit status 1,
+    with the pages already there as they were."""
+    student_dir, teacher_dir = os.path.join(out_dir, "student"), os.path.join(out_dir, "teacher")
+    for d in (student_dir, teacher_dir):
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            echo(f"descent lesson: cannot write the handout into {out_dir}: {store.reason(e)}", file=sys.stderr)
+            return 1
 
     def write(path, lines):
-        store.write_atomic(path, (shown("\n".join(lines).rstrip()) + "\n").encode("utf-8"))
+        try:
+            store.write_atomic(path, (shown("\n".join(lines).rstrip()) + "\n").encode("utf-8"))
+        except OSError as e:
+            echo(f"descent lesson: cannot write the handout's {path}: {store.reason(e)}", file=sys.stderr)
+            return False
+        return True
     no_pictures = ""
     number = f"Lesson {lesson.number}: " if lesson.number is not None else ""
     index = [f"# {number}{lesson.title}", "", f"**What it teaches:** {lesson.teaches}", "",
              f"**What it assumes:** {lesson.assumes}", ""]
     if lesson.intro:
         index += [lesson.intro, ""]
-    written = []
+    student_index, teacher_index = list(index), list(index) + [
+        "*The teacher's key: each step's trace, what it printed, and the answers from this run. The "
+        "students' handout, without them, is in ../student.*", ""]
+    written = 0
     for i, step in enumerate(lesson.steps):
         name = f"step-{i + 1:02d}.md"
-        index.append(f"{i + 1}. [{step.title}]({name})")
-        md = [f"# {i + 1}. {step.title}", "", f"*{number}{lesson.title}*", ""]
+        student_index.append(f"{i + 1}. [{step.title}]({name})")
+        teacher_index.append(f"{i + 1}. [{step.title}]({name})")
+        head = [f"# {i + 1}. {step.title}", "", f"*{number}{lesson.title}*", ""]
         if step.prose:
-            md += [step.prose, ""]
+            head += [step.prose, ""]
+        student, teacher = list(head), list(head)
+        if step.teacher:
+            teacher += ["> **For the teacher:** " + step.teacher.replace("\n", "\n> "), ""]
         answers = []
         if step.run is not None and pictures and not no_pictures:
             picture = f"step-{i + 1:02d}.png"
-            no_pictures = _step_picture(lesson, i, os.path.join(out_dir, picture))
+            no_pictures = _step_picture(lesson, i, os.path.join(teacher_dir, picture))
             if not no_pictures:
-                md += [f"![The app at this step: the building, the timeline and the question]({picture})", ""]
+                teacher += [f"![The app at this step: the building, the timeline and the question]({picture})", ""]
         if step.run is not None:
             r = run_step(lesson, i)
-            md += [f"Run on `{r['device']}`:", "", "```python", r["code"].rstrip(), "```", ""]
+            code = [] if step.setup is None else ["First, untraced, the step's setup:", "", "```python",
+                                                  step.setup.text.rstrip(), "```", ""]
+            code += [f"Run on `{r['device']}`:", "", "```python", r["code"].rstrip(), "```", ""]
+            student += code
+            teacher += code
             for k, entry in enumerate(r["predictions"]):
-                md.append(f"**Predict {k + 1}.** {entry['ask']}")
-                md += [""] + [f"- {chr(ord('a') + j)}) {c}" for j, c in enumerate(entry["choices"])] + [""]
+                q = [f"**Predict {k + 1}.** {entry['ask']}", ""]
+                q += [f"- {chr(ord('a') + j)}) {c}" for j, c in enumerate(entry["choices"])]
+                student += q + ([""] if entry["choices"] else []) + ["Your answer: ______", ""]
+                teacher += q + [""]
                 answers.append((k, entry))
             if r["output"]:  # after the questions, as in the terminal
-                md += ["It printed:", "", "```text", r["output"].rstrip(), "```", ""]
-            md += ["The trace (`descent trace` shows the same tree):", "", "```text", r["tree"].rstrip(), "```", ""]
+                teacher += ["It printed:", "", "```text", r["output"].rstrip(), "```", ""]
+            teacher += ["The trace (`descent trace` shows the same tree):", "", "```text", r["tree"].rstrip(), "```",
+                        ""]
             if r["error"]:
-                md += ["The code raised:", "", "```text", r["error"].rstrip(), "```", ""]
+                teacher += ["The code raised:", "", "```text", r["error"].rstrip(), "```", ""]
             for look in r["looks"]:
                 if not look["problem"]:
-                    md += [f"Look at `{look['selector']}`:", "", "```text", look["span"]["line_text"], "```", ""]
+                    teacher += [f"Look at `{look['selector']}`:", "", "```text", look["span"]["line_text"], "```", ""]
         if step.exercise is not None:
             ex = step.exercise
-            md += [f"## Exercise: {ex.goal}", "", "Starting code:", "", "```python", ex.start.text.rstrip(), "```",
-                   "", f"Check your solution: `descent lesson {lesson.name} --check FILE.py`", ""]
-            md += [f"- Hint: {h}" for h in ex.hints] + [""]
+            task = [f"## Exercise: {ex.goal}", "", "Starting code:", "", "```python", ex.start.text.rstrip(), "```",
+                    "", f"Check your solution: `descent lesson {lesson.name} --check FILE.py`", ""]
+            task += [f"- Hint: {h}" for h in ex.hints] + [""]
+            student += task
+            teacher += task + ["The reference solution:", "", "```python", ex.solution.text.rstrip(), "```", ""]
         if answers:
-            md += ["## Answers (from this run)", ""]
+            teacher += ["## Answers (from this run)", ""]
             for k, entry in answers:
-                md.append(f"{k + 1}. **{entry['answer_text'] or '(could not be computed)'}**. "
-                          f"{entry['explain']}".rstrip())
+                teacher.append(f"{k + 1}. **{entry['answer_text'] or '(could not be computed)'}**. "
+                               f"{entry['explain']}".rstrip())
                 if entry["evidence"]:
-                    md += ["", "   ```text", _indent(entry["evidence"], "   "), "   ```"]
-            md.append("")
-        path = os.path.join(out_dir, name)
-        try:
-            write(path, md)
-        except OSError as e:
-            echo(f"descent lesson: cannot write the handout's {path}: {store.reason(e)}", file=sys.stderr)
+                    teacher += ["", "   ```text", _indent(entry["evidence"], "   "), "   ```"]
+            teacher.append("")
+        if not write(os.path.join(student_dir, name), student) or not write(os.path.join(teacher_dir, name), teacher):
             return 1
-        written.append(path)
-    try:
-        write(os.path.join(out_dir, "index.md"), index)
-    except OSError as e:
-        echo(f"descent lesson: cannot write the handout's {os.path.join(out_dir, 'index.md')}: {store.reason(e)}",
-             file=sys.stderr)
+        written += 1
+    if not write(os.path.join(student_dir, "index.md"), student_index) or \
+            not write(os.path.join(teacher_dir, "index.md"), teacher_index):
         return 1
-    echo(f"wrote {len(written) + 1} files into {out_dir} (index.md, {os.path.basename(written[0])} ...)")
+    echo(f"wrote two handouts of {written} steps into {out_dir}: student/ (the questions, no answers) and teacher/ "
+         "(the key: traces, output, answers)")
     if pictures and no_pictures:
         echo(f"(no pictures of the steps: {no_pictures})")
     return 0
+
+
+# Note [Two handouts]
+# ~~~~~~~~~~~~~~~~~~~
+# A handout given to students before a class must not hold what the class
+# is asked to predict: the trace tree, what the code printed, the `look`
+# lines (a span's whole line of arguments) and the answers all can. So
+# `--handout DIR` writes two: DIR/student/, each step's prose, its code, its
+# questions with their choices and a blank for the answer, and the exercise
+# with its hints; and DIR/teacher/, the key, which adds the step's teacher's
+# notes, the app's picture of the step, what it printed, its trace, the
+# looks, the exercise's reference solution and the answers with their
+# evidence (all computed from this run, as the terminal computes them).
 
 
 # [SECTION] Trusting a lesson file --------------------------------------------------------------------------
