@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """descent's seeded CPU random numbers beside PyTorch's (Note [PyTorch's CPU random stream],
-floors/kernels/cpu_generator.h). Run it where torch is installed, against a build:
+floors/kernels/cpu/cpu_generator.h). Run it where torch is installed, against a build:
 
     PYTHONPATH=build/python python3 tools/torch-random-check.py [--emit] [--strict]
 

@@ -218,7 +218,7 @@ constexpr const char* kDecidedAt = "decided_at";  // the argument's key
 // Note [Flows between threads]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A span on one thread can cause spans on another: parallel_for's chunks run
-// on the pool's workers (floors/kernels/parallel.cpp). A flow records that
+// on the pool's workers (floors/kernels/cpu/parallel.cpp). A flow records that
 // arrow. SpanRef names a span from any thread (its thread's buffer and its
 // handle); add_flow appends {from, to} to one process-wide list under a lock,
 // which is fine for arrows that are rare beside spans (one per chunk of a

@@ -24,7 +24,7 @@
 
 #include "floors/autograd/node.h"
 #include "floors/dispatch/dispatcher.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/verify/verifier.h"
 #include "tracer/trace.h"
 
 namespace descent::binding {

@@ -18,7 +18,7 @@
 
 #include "floors/binding/binding.h"
 #include "floors/core/grad_mode.h"
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/streams/device_memory.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"

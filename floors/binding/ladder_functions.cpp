@@ -1,14 +1,14 @@
 // descent._C's functions of the matmul ladders, one set for every device:
-// the CPU's (Note [Matmul rungs], floors/kernels/matmul_rungs.h) and a
-// device's (Note [The matmul ladder], floors/kernels/matmul_ladder.h):
+// the CPU's (Note [Matmul rungs], floors/kernels/cpu/matmul_rungs.h) and a
+// device's (Note [The matmul ladder], floors/kernels/ladder/matmul_ladder.h):
 // which rungs it runs, which one its products use, which one the last
 // product ran, and the verifier over them.
 #include <string>
 
 #include "floors/binding/binding.h"
-#include "floors/kernels/matmul_ladder.h"
-#include "floors/kernels/matmul_rungs.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/verify/verifier.h"
 
 namespace descent::binding {
 
@@ -86,7 +86,7 @@ PyObject* py_verify_matmul_rungs(PyObject*, PyObject* args) {
 
 // _set_cublas_allow_tf32(bool) and _get_cublas_allow_tf32(): PyTorch's
 // names for whether a float32 product on CUDA may run in TF32 (Note [TF32
-// matmul], floors/kernels/cuda_matmul_4_wmma.cu).
+// matmul], floors/kernels/ladder/cuda_matmul_4_wmma.cu).
 PyObject* py_set_allow_tf32(PyObject*, PyObject* o) {
   if (!PyBool_Check(o))
     return PyErr_Format(PyExc_RuntimeError, "set_allow_tf32_cublas expects a bool, but got %s", Py_TYPE(o)->tp_name);

@@ -7,8 +7,8 @@
 
 #include "floors/autograd/derivatives.h"
 #include "floors/binding/binding.h"
-#include "floors/kernels/cpu_generator.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/cpu/cpu_generator.h"
+#include "floors/kernels/verify/verifier.h"
 
 namespace descent::binding {
 

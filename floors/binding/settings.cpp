@@ -8,8 +8,8 @@
 
 #include "floors/binding/binding.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/parallel.h"
-#include "floors/kernels/random.h"
+#include "floors/kernels/cpu/parallel.h"
+#include "floors/kernels/device/random.h"
 
 namespace descent::binding {
 

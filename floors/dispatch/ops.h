@@ -19,7 +19,7 @@
 //   CPU, Sim, CUDA"). An ordinary op declares the backends it has kernels
 //   for: "CPU, Sim, CUDA" where one boxed kernel serves all three and only
 //   its loop depends on the device (Note [One kernel body, two devices],
-//   floors/kernels/device_loops.h), "CPU" where the devices have none yet
+//   floors/kernels/device/device_loops.h), "CPU" where the devices have none yet
 //   (a call on a device tensor then fails at dispatch, naming the op and
 //   the key). A composite declares CompositeImplicitAutograd: its one kernel, in
 //   floors/kernels/composites.cpp, calls other ops and is the op's only

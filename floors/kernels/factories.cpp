@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "floors/kernels/boxed.h"
-#include "floors/kernels/cpu_generator.h"
+#include "floors/kernels/cpu/cpu_generator.h"
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/random.h"
+#include "floors/kernels/device/random.h"
 #include "floors/kernels/roofline.h"
 #include "tracer/tracer.h"
 

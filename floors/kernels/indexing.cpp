@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/kernels/kernels.h"
 #include "floors/kernels/roofline.h"
 #include "floors/streams/streams.h"

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "floors/kernels/boxed.h"
-#include "floors/kernels/matmul_ladder.h"
-#include "floors/kernels/matmul_rungs.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
 
 namespace descent::kernels {
 

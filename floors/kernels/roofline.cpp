@@ -56,7 +56,7 @@
 #include <vector>
 
 #include "floors/core/log.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "floors/streams/streams.h"
 
 namespace descent::kernels {

@@ -69,7 +69,7 @@ void check_device(Device d) {
 // the 'spawn' start method" (sim's says sim). The check is a relaxed load of
 // a flag. What is not a use keeps working in the child: device_count() and
 // is_available() (the count the parent found), and the CPU, whose thread pool
-// starts over (the pool's policy, floors/kernels/parallel.cpp). A
+// starts over (the pool's policy, floors/kernels/cpu/parallel.cpp). A
 // child forked before the device was used has nothing to lose and uses it as
 // a fresh process would. The calls made on the program's behalf rather than
 // by it return quietly in a child in bad fork instead of raising: the

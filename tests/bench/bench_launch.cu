@@ -14,7 +14,7 @@
 #include <cstdio>
 
 #include "floors/dispatch/dispatcher.h"
-#include "floors/kernels/device_loops.h"
+#include "floors/kernels/device/device_loops.h"
 #include "floors/launch/launch.h"
 #include "floors/registration.h"
 #include "floors/streams/device_memory.h"

@@ -1,6 +1,6 @@
 // The reduction benchmark: float32 and float64 sums of 64 MiB, the median of
 // 7 calls after a warm-up, on one thread and on two (Note [Cascade summation],
-// floors/kernels/reference.cpp; the loops are in floors/kernels/optimized.cpp).
+// floors/kernels/cpu/reference.cpp; the loops are in floors/kernels/cpu/optimized.cpp).
 //
 //     build/tests/bench/bench_sum
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "floors/registration.h"
 
 using namespace descent;

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "floors/dispatch/unboxed.h"
-#include "floors/kernels/random.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/device/random.h"
+#include "floors/kernels/verify/verifier.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tracer/trace.h"
 

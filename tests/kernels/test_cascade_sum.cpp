@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "kernel_test_util.h"
 
 namespace descent {

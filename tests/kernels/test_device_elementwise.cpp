@@ -1,4 +1,4 @@
-// Tests for the elementwise ops on devices (floors/kernels/device_loops.h,
+// Tests for the elementwise ops on devices (floors/kernels/device/device_loops.h,
 // sim_kernels.cpp, cuda_elementwise.cu, and the boxed kernels' device paths in
 // boxed.h and factories.cpp): every row of the op table of the
 // kinds this covers (unary, binary, comparison, in place, copies, views,
@@ -28,8 +28,8 @@
 #include <string>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/random.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/device/random.h"
+#include "floors/kernels/verify/verifier.h"
 #include "floors/streams/streams.h"
 #include "kernel_test_util.h"
 #include "tracer/trace.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/verify/verifier.h"
 #include "floors/streams/streams.h"
 #include "kernel_test_util.h"
 

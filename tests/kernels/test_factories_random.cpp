@@ -23,8 +23,8 @@
 #include <string>
 #include <typeinfo>
 
-#include "floors/kernels/cpu_generator.h"
-#include "floors/kernels/random.h"
+#include "floors/kernels/cpu/cpu_generator.h"
+#include "floors/kernels/device/random.h"
 #include "kernel_test_util.h"
 
 namespace descent {

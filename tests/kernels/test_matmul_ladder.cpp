@@ -1,4 +1,4 @@
-// The matmul ladder (Note [The matmul ladder], floors/kernels/matmul_ladder.h)
+// The matmul ladder (Note [The matmul ladder], floors/kernels/ladder/matmul_ladder.h)
 // on sim:0, and on cuda:0 where there is one: every rung against the CPU's
 // reference through the verifier (odd shapes, tile edges, transposed and
 // batched operands), rungs 1 to 3 equal bit for bit, the rung asked for is
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_ladder.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
+#include "floors/kernels/verify/verifier.h"
 #include "floors/streams/streams.h"
 #include "kernel_test_util.h"
 #include "tracer/trace.h"

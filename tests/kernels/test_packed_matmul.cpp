@@ -10,9 +10,9 @@
 #include <string>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_rungs.h"
-#include "floors/kernels/parallel.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/cpu/parallel.h"
+#include "floors/kernels/verify/verifier.h"
 #include "kernel_test_util.h"
 #include "tracer/trace.h"
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_rungs.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "kernel_test_util.h"
 
 namespace descent {

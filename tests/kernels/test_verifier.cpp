@@ -11,7 +11,7 @@
 #include <string>
 
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/verify/verifier.h"
 #include "kernel_test_util.h"
 
 namespace descent {

@@ -14,7 +14,7 @@
 
 #include "floors/allocator/allocator.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "kernel_test_util.h"
 
 namespace descent {

@@ -3,7 +3,7 @@
 Every row of the op table of those kinds, for every dtype, runs its sample
 call on the CPU and on the device, and the device's result must equal the
 CPU's bit for bit on sim:0 (Note [One kernel body, two devices],
-floors/kernels/device_loops.h); on cuda:0, where there is one, the same but
+floors/kernels/device/device_loops.h); on cuda:0, where there is one, the same but
 for a few units in the last place where CUDA's math library computes (exp,
 log, tanh, sigmoid, sin, cos, pow, randn). rand and randn draw from the
 devices' own generator, not the CPU's (which is PyTorch's): their numbers are

@@ -3,7 +3,7 @@ for the same line on an H200 (issue 17, "No false lessons"):
 
 - `x + 1` on a device is aten::add over one launch: the 1 stays on the host
   and reaches the kernel as a value (Note [A CPU scalar on a device op],
-  floors/kernels/device_loops.h); no aten::to moves it.
+  floors/kernels/device/device_loops.h); no aten::to moves it.
 - `f32 + i64` on a device is one kernel that converts as it loads, as
   PyTorch's dynamic-casting elementwise kernel: no aten::to, no copy kernel.
 - `.item()` is aten::item -> aten::_local_scalar_dense -> cudaMemcpyAsync ->

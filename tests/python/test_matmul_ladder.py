@@ -1,4 +1,4 @@
-"""The matmul ladder (Note [The matmul ladder], floors/kernels/matmul_ladder.h)
+"""The matmul ladder (Note [The matmul ladder], floors/kernels/ladder/matmul_ladder.h)
 from Python: descent._C._matmul_rungs(device) lists a device's rungs,
 _set_matmul_rung(device, name) picks one ('auto' the best per dtype), the
 kernel span of a product names the rung that ran (rung=) and its kernel,

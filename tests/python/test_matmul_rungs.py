@@ -1,4 +1,4 @@
-"""The CPU matmul's ladder (Note [Matmul rungs], floors/kernels/matmul_rungs.cpp):
+"""The CPU matmul's ladder (Note [Matmul rungs], floors/kernels/cpu/matmul_rungs.cpp):
 choosing a rung, the trace naming the one that ran, the packed rung (Note
 [Packed matmul]) within the product bound on transposed and batched operands,
 and `descent bench matmul --ladder --device cpu`."""

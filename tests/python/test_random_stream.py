@@ -1,5 +1,5 @@
 """The CPU's random numbers are PyTorch's (Note [PyTorch's CPU random stream],
-floors/kernels/cpu_generator.h).
+floors/kernels/cpu/cpu_generator.h).
 
 - the engine: the words under rand are std::mt19937's for the same seed (the
   C++ standard's first words and its 10000th word), seeded by the low 32 bits;
@@ -171,7 +171,7 @@ def test_a_device_draws_its_own_stream():
 
 # What tools/torch-random-check.py read off torch 2.11 on the H100 host's CPU (session 12), printed to 8
 # significant digits: the in-place draws behind nn.init. uniform_ rounds x * (to - from) + from once, as aten's
-# contracted multiply-add does (floors/kernels/cpu_generator.h's uniform_real).
+# contracted multiply-add does (floors/kernels/cpu/cpu_generator.h's uniform_real).
 TORCH_2_11_INIT = {
     "uniform_(-2, 3) of 20, first 8": [0.48128295, 1.841109, -1.5576129, -1.3398476, -0.46288592, 1.1703935,
                                        0.45046705, 2.4822237],

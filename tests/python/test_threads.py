@@ -9,7 +9,7 @@
   four, and only the four-thread run shows a floor-5 "parallel_for" span
   (with its "threads" argument) inside the kernel's span; small ops never do;
 - a fork()ed child's loops finish, with the same bits, on workers of its own.
-See Note [Intra-op parallelism] in floors/kernels/parallel.h.
+See Note [Intra-op parallelism] in floors/kernels/cpu/parallel.h.
 """
 import numpy as np
 import pytest

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "tests/tracer/trace_test_util.h"
 #include "tracer/trace.h"
 #include "tracer/tracer.h"

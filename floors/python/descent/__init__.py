@@ -79,7 +79,7 @@ def verify(op=None, seed=1, device=None):
     """Runs the reference and the optimized kernel of every op (or one) on the
     same inputs, for every dtype, and returns the verdicts. With a device
     ("sim:0", "cuda:0"), runs the ops there instead, against the CPU's
-    reference loops (Note [Device claims], floors/kernels/verifier.cpp).
+    reference loops (Note [Device claims], floors/kernels/verify/verifier.cpp).
     _C._verify_matmul_rungs(seed, device) holds every rung of the device's
     matmul ladder the same way (Note [The matmul ladder])."""
     return _C._verify(seed, op, None if device is None else str(device))

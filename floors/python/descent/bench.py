@@ -1,8 +1,8 @@
 """`descent bench matmul --ladder`: every rung of a device's matmul ladder
 timed beside PyTorch's product measured in the same run, each with its
 verdict. One command for both ladders: the CPU's (Note [Matmul rungs],
-floors/kernels/matmul_rungs.cpp) and a device's (Note [The matmul ladder],
-floors/kernels/matmul_ladder.h), each chosen by _C._set_matmul_rung(device, rung).
+floors/kernels/cpu/matmul_rungs.cpp) and a device's (Note [The matmul ladder],
+floors/kernels/ladder/matmul_ladder.h), each chosen by _C._set_matmul_rung(device, rung).
 
     descent bench matmul --ladder [--device cpu|sim:0|cuda:0] [--sizes N,..]
         on a device: [--dtypes bfloat16,float16,float32] [--reps 5]

@@ -4,7 +4,7 @@ Each function writes into the tensor under no_grad and returns it, through
 the in-place random ops as PyTorch's does (uniform_ and normal_ draw from
 the generator, descent's default or the one passed as generator=), so a
 model initialised after manual_seed gets torch's numbers on the CPU
-(Note [PyTorch's CPU random stream], floors/kernels/cpu_generator.h).
+(Note [PyTorch's CPU random stream], floors/kernels/cpu/cpu_generator.h).
 """
 import math
 import warnings

@@ -1,7 +1,7 @@
 """descent.backends.cuda, as torch.backends.cuda: `matmul.allow_tf32` says
 whether a float32 product on a CUDA device may run on tensor cores in TF32
 (off unless set, as in PyTorch). See Note [TF32 matmul] in
-floors/kernels/cuda_matmul_4_wmma.cu: the kernel span then says math=tf32,
+floors/kernels/ladder/cuda_matmul_4_wmma.cu: the kernel span then says math=tf32,
 and the result differs from float32's in its last bits, by design."""
 from descent import _C
 

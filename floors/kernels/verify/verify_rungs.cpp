@@ -16,9 +16,9 @@
 
 #include "floors/core/error.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_ladder.h"
-#include "floors/kernels/random.h"
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
+#include "floors/kernels/device/random.h"
+#include "floors/kernels/verify/verifier.h"
 
 namespace descent::kernels {
 

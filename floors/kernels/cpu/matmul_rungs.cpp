@@ -1,5 +1,5 @@
 // The matrix product's rungs, one table per device type (Note [Matmul rungs]).
-#include "floors/kernels/matmul_rungs.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
 
 #include <algorithm>
 #include <atomic>

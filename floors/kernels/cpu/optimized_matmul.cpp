@@ -39,7 +39,7 @@
 
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 
 namespace descent::kernels {
 

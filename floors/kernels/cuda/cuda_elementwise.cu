@@ -7,7 +7,7 @@
 // loop type (op x dtype), and launch::launch_cuda puts it on the current
 // stream, inside the floor-8 span. Compiled with --fmad=false (CMakeLists.txt),
 // so a * b + c is two roundings as on the CPU.
-#include "floors/kernels/device_loops.h"
+#include "floors/kernels/device/device_loops.h"
 
 namespace descent::kernels::device {
 

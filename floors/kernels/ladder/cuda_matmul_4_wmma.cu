@@ -6,8 +6,8 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-#include "floors/kernels/cuda_matmul_tiled.cuh"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/cuda_matmul_tiled.cuh"
+#include "floors/kernels/ladder/matmul_ladder.h"
 
 namespace descent::kernels::device {
 

@@ -45,7 +45,7 @@
 
 #include "floors/core/device.h"
 #include "floors/core/dtype.h"
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 
 namespace descent::kernels::device {
 

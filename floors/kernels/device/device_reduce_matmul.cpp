@@ -19,9 +19,9 @@
 #include <memory>
 #include <vector>
 
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {

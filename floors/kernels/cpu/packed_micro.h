@@ -73,7 +73,7 @@ struct V<double> {
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-#include "floors/kernels/packed_micro.inc"
+#include "floors/kernels/cpu/packed_micro.inc"
 #pragma GCC pop_options
 }  // namespace avx512
 
@@ -105,7 +105,7 @@ struct V<double> {
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
-#include "floors/kernels/packed_micro.inc"
+#include "floors/kernels/cpu/packed_micro.inc"
 #pragma GCC pop_options
 }  // namespace avx2
 #endif

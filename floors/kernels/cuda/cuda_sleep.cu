@@ -5,7 +5,7 @@
 // Note [NCCL's watchdog], floors/distributed/process_group_nccl.h).
 #include <cuda_runtime.h>
 
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {

@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "floors/core/error.h"
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {

@@ -8,8 +8,8 @@
 // shared tiles save. Neighbouring threads take neighbouring columns j, so a
 // warp's reads of b are one row piece (coalesced) and of a one element
 // (broadcast).
-#include "floors/kernels/cuda_matmul_tiled.cuh"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/cuda_matmul_tiled.cuh"
+#include "floors/kernels/ladder/matmul_ladder.h"
 
 namespace descent::kernels::device {
 

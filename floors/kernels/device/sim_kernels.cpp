@@ -14,7 +14,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "floors/kernels/device_loops.h"
+#include "floors/kernels/device/device_loops.h"
 #include "floors/kernels/kernels.h"
 #include "floors/streams/streams.h"
 #include "tracer/tracer.h"

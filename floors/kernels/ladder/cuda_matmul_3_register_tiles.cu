@@ -8,8 +8,8 @@
 //
 // Compiled with --fmad=false (CMakeLists.txt): the only fused multiply-adds
 // are the explicit ones of mul_add.
-#include "floors/kernels/cuda_matmul_tiled.cuh"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/cuda_matmul_tiled.cuh"
+#include "floors/kernels/ladder/matmul_ladder.h"
 
 namespace descent::kernels::device {
 

@@ -4,7 +4,7 @@
 // [SECTION] Names and settings
 // [SECTION] The simulated device's rungs
 // [SECTION] The choice
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
 
 #include <atomic>
 #include <map>

@@ -49,9 +49,9 @@
 
 #include "floors/core/tensor.h"
 #include "floors/dispatch/dispatcher.h"
-#include "floors/kernels/device_reduce.h"  // kernel_name
+#include "floors/kernels/device/device_reduce.h"  // kernel_name
 #include "floors/kernels/elementwise.h"
-#include "floors/kernels/random.h"
+#include "floors/kernels/device/random.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {

@@ -1,5 +1,5 @@
 // The verifier: reference against optimized, on the op table's sample calls.
-#include "floors/kernels/verifier.h"
+#include "floors/kernels/verify/verifier.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +9,11 @@
 #include <limits>
 #include <optional>
 
-#include "floors/kernels/device_reduce.h"
+#include "floors/kernels/device/device_reduce.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_ladder.h"
-#include "floors/kernels/matmul_rungs.h"
-#include "floors/kernels/random.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/device/random.h"
 #include "floors/streams/streams.h"
 
 namespace descent::kernels {

@@ -6,8 +6,8 @@
 // both tiles from shared memory. Each element read from device memory now
 // feeds 16 outputs instead of one. The body is device_reduce.h's
 // (load_tiles, multiply_tiles, store_tile), which sim:0 runs too.
-#include "floors/kernels/cuda_matmul_tiled.cuh"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/cuda_matmul_tiled.cuh"
+#include "floors/kernels/ladder/matmul_ladder.h"
 
 namespace descent::kernels::device {
 

@@ -175,9 +175,9 @@
 
 #include "floors/dispatch/dispatcher.h"
 #include "floors/kernels/kernels.h"
-#include "floors/kernels/matmul_rungs.h"
-#include "floors/kernels/packed_micro.h"
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/cpu/packed_micro.h"
+#include "floors/kernels/cpu/parallel.h"
 #include "floors/kernels/roofline.h"
 #include "tracer/tracer.h"
 

@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "floors/core/error.h"
-#include "floors/kernels/matmul_ladder.h"
+#include "floors/kernels/ladder/matmul_ladder.h"
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {

@@ -18,7 +18,7 @@
 //     the old one is forgotten, never waited for, as PyTorch's pthreadpool
 //     leaks its own in a child; the devices raise there instead
 //     (Note [Devices after fork], floors/streams/streams.cpp).
-#include "floors/kernels/parallel.h"
+#include "floors/kernels/cpu/parallel.h"
 
 #include <pthread.h>
 
