@@ -6,6 +6,23 @@
 // [SECTION] Operators
 // [SECTION] Init
 //
+// Notes, each beside what it explains:
+//   Note [Tensor methods from the op table]  PyTorch's methods and operators, and descent's (below)
+//   Note [Reflected operators]               __rsub__, __rtruediv__ and __rpow__ (Operators)
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "floors/binding/binding.h"
+
+namespace descent::binding {
+
+namespace {
+
+// [SECTION] One call from a method or an operator -------------------------------------
+
 // Note [Tensor methods from the op table]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // In PyTorch, neither `x.add(y)` nor `x + y` runs any of torch's Python code.
@@ -21,68 +38,12 @@
 // few reflected operators (__rsub__, __rtruediv__, __rpow__).
 //
 // descent builds the same from its op table, at import rather than at build time:
-//   - Methods. Every overload group whose first argument is `Tensor self`
-//     (add, sum, view, add_, ...) is a method of _C.TensorBase. The method
-//     puts self in front of its arguments and parses them with parse_args
-//     against the very overloads _C.add has, so `x.add(y, alpha=2)` and
-//     `descent.add(x, y, alpha=2)` are one call; its errors count positions
-//     without self, as PyTorch's method form does ("add(): argument 'other'
-//     (position 1) must be Tensor, not str"). The ops of torch._C._nn
-//     (mse_loss) are no methods, as in PyTorch. A C method gets no closure, so
-//     group I's method is the trampoline method<I>, instantiated for every
-//     index the table can have: where torchgen writes THPVariable_add,
-//     the compiler writes method<0>. Names with a leading underscore
-//     (_to_copy, _unsafe_view) stay functions only, as aten's `variants:
-//     function` keeps them.
-//   - Operators. The type's number slots (nb_add, nb_subtract, ...,
-//     nb_matrix_multiply, nb_negative, nb_absolute and the in-place ones)
-//     and tp_richcompare, each one parse and call of an op: CPython offers
-//     them to Python as TensorBase.__add__, __radd__, .... CPython calls
-//     nb_add for both `x + 1` and `1 + x`, operands as written; when the
-//     tensor is on the right, __radd__ and __rmul__ are add(self, number)
-//     as PyTorch's, and __rsub__, __rtruediv__ and __rpow__ run what
-//     torch/_tensor.py's do in Python: rsub, reciprocal then mul, and
-//     pow.Scalar (Note [Reflected operators]). As in
-//     PyTorch, an operand the op does not take (a TypeError from parsing)
-//     makes the operator return NotImplemented, so `t + None` raises
-//     Python's own "unsupported operand type(s)" and `t == None` is False;
-//     `x += y` returns x itself. (PyTorch's operators being methods named
-//     __add__, torch.Tensor's nb_add is CPython's slot_nb_add, which looks
-//     __add__ up on each call; descent fills the slot with its C function.)
-// Each opens the floor-2 span _C.add's function opens (named by the op's
+// the methods (below, Methods) and the operators (Operators), each one parse
+// and call of an op. Each opens the floor-2 span _C.add's function opens (named by the op's
 // Python name), with the Python name it was reached by as an argument:
 // `x + 1` is traced `[2 binding] add overload=aten::add.Tensor
 // python=Tensor.__add__`, the place where the call crosses into C++, with
 // no floor-1 span of descent's in between, as in PyTorch.
-//
-// Two methods read their arguments unlike any one schema, as descent's
-// Tensor always has (Form below):
-//   - x.sum(dim=None, keepdim=False, *, dtype=None), and mean: read against
-//     sum.dim_IntList with dim defaulting to None; a call that asks for
-//     neither a dim nor keepdim runs aten::sum (SumBackward0), any other
-//     sum.dim_IntList (SumBackward1). A call neither accepts gets the
-//     group's own error, as descent.sum gives it. (PyTorch's parser gives
-//     x.sum(None) to sum.dim_IntList.)
-//   - x.to(device, ...): a str or device in dtype's place is the device (aten's
-//     to.device overload, which descent's one to.dtype_layout row stands in for);
-//     the keyword non_blocking, which the row lacks, is read here: with it, a
-//     copy from pinned memory goes through copy_ and may be left queued
-//     (to_non_blocking).
-// x.view(2, 3), x.permute(1, 0) and x.expand(3, 4) need nothing of their own:
-// parse_args gathers loose ints into a trailing int[] as it does for ones(2, 3).
-#include <algorithm>
-#include <array>
-#include <memory>
-#include <optional>
-#include <utility>
-
-#include "floors/binding/binding.h"
-
-namespace descent::binding {
-
-namespace {
-
-// [SECTION] One call from a method or an operator -------------------------------------
 
 // A numpy array (not a tensor): what numpy's __array_interface__ marks.
 bool is_array_operand(PyObject* o) {
@@ -101,6 +62,37 @@ PyObject* parse_and_call(const OverloadGroup& g, trace::ScopedSpan& span, const 
 }
 
 // [SECTION] Methods -------------------------------------------------------------------------
+
+// Methods. Every overload group whose first argument is `Tensor self`
+// (add, sum, view, add_, ...) is a method of _C.TensorBase. The method
+// puts self in front of its arguments and parses them with parse_args
+// against the very overloads _C.add has, so `x.add(y, alpha=2)` and
+// `descent.add(x, y, alpha=2)` are one call; its errors count positions
+// without self, as PyTorch's method form does ("add(): argument 'other'
+// (position 1) must be Tensor, not str"). The ops of torch._C._nn
+// (mse_loss) are no methods, as in PyTorch. A C method gets no closure, so
+// group I's method is the trampoline method<I>, instantiated for every
+// index the table can have: where torchgen writes THPVariable_add,
+// the compiler writes method<0>. Names with a leading underscore
+// (_to_copy, _unsafe_view) stay functions only, as aten's `variants:
+// function` keeps them.
+//
+// x.view(2, 3), x.permute(1, 0) and x.expand(3, 4) need nothing of their own:
+// parse_args gathers loose ints into a trailing int[] as it does for ones(2, 3).
+//
+// Two methods read their arguments unlike any one schema, as descent's
+// Tensor always has (Form below):
+//   - x.sum(dim=None, keepdim=False, *, dtype=None), and mean: read against
+//     sum.dim_IntList with dim defaulting to None; a call that asks for
+//     neither a dim nor keepdim runs aten::sum (SumBackward0), any other
+//     sum.dim_IntList (SumBackward1). A call neither accepts gets the
+//     group's own error, as descent.sum gives it. (PyTorch's parser gives
+//     x.sum(None) to sum.dim_IntList.)
+//   - x.to(device, ...): a str or device in dtype's place is the device (aten's
+//     to.device overload, which descent's one to.dtype_layout row stands in for);
+//     the keyword non_blocking, which the row lacks, is read here: with it, a
+//     copy from pinned memory goes through copy_ and may be left queued
+//     (to_non_blocking).
 
 // How a method reads its arguments (Note [Tensor methods from the op table]).
 enum class Form : uint8_t { Plain, Reduction, To };
@@ -260,6 +252,22 @@ constexpr std::array<FastMethod, sizeof...(I)> make_trampolines(std::index_seque
 constexpr auto kTrampolines = make_trampolines(std::make_index_sequence<kNumOps>());
 
 // [SECTION] Operators ----------------------------------------------------------------------
+
+// Operators. The type's number slots (nb_add, nb_subtract, ...,
+// nb_matrix_multiply, nb_negative, nb_absolute and the in-place ones)
+// and tp_richcompare, each one parse and call of an op: CPython offers
+// them to Python as TensorBase.__add__, __radd__, .... CPython calls
+// nb_add for both `x + 1` and `1 + x`, operands as written; when the
+// tensor is on the right, __radd__ and __rmul__ are add(self, number)
+// as PyTorch's, and __rsub__, __rtruediv__ and __rpow__ run what
+// torch/_tensor.py's do in Python: rsub, reciprocal then mul, and
+// pow.Scalar (Note [Reflected operators]). As in
+// PyTorch, an operand the op does not take (a TypeError from parsing)
+// makes the operator return NotImplemented, so `t + None` raises
+// Python's own "unsupported operand type(s)" and `t == None` is False;
+// `x += y` returns x itself. (PyTorch's operators being methods named
+// __add__, torch.Tensor's nb_add is CPython's slot_nb_add, which looks
+// __add__ up on each call; descent fills the slot with its C function.)
 
 // The groups the operators call, found by name at init.
 struct OperatorGroups {

@@ -1,7 +1,21 @@
 // The op table: the one list of operators. Registration (floor 3), the
 // binding (floor 2), the kernels (floor 5), the verifier and the tests all
-// read it; nothing else lists the ops. See Note [One op table].
+// read it, and adding an op starts with its row (docs/ADDING_AN_OP.md).
+// A few files still keep a fact per op beside it (optimized.cpp's grains,
+// verifier.cpp's CUDA ulps: issue 46).
 //
+// Notes, each beside what it explains:
+//   Note [One op table]                                a row's columns (the enums below)
+//   Note [Where descent's schemas differ from aten's]  the schemas (before the table)
+//   Note [Leaf kernels where aten decomposes]          one kernel where aten calls ops (before the table)
+//   Note [Collectives are c10d ops]                    the last five rows (after the table)
+
+#pragma once
+
+#include <cstdint>
+
+namespace descent {
+
 // Note [One op table]
 // ~~~~~~~~~~~~~~~~~~~
 // Each row is: C++ id, schema, dispatch, kind, exactness, domain, Python
@@ -62,7 +76,28 @@
 //   backward formula and PyTorch's node name (Note [One derivative per op]);
 //   a row added without one fails the start-up check there.
 // The static_assert below makes adding a row without counting it an error.
-//
+
+enum class OpKind : uint8_t {
+  Factory,     // no tensor input; BackendSelect picks the backend from `device`
+  Unary,       // elementwise, one tensor
+  Binary,      // elementwise, two tensors, broadcast and promoted
+  Comparison,  // like Binary, result is bool
+  Reduction,   // over some or all dimensions
+  Matmul,      // matrix product
+  View,        // new sizes/strides over the same storage, no element copied
+  Copy,        // copies elements (dtype conversion, contiguous, the elements indices pick)
+  InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
+  Read,        // reads one element into a host Scalar (-> Scalar): no tensor result, no gradient
+  Collective,  // c10d's: hands its tensors to the default process group's backend (-> int: the Work)
+};
+enum class Exactness : uint8_t { Exact, Reordered };
+// Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
+enum class Domain : uint8_t { Any, Positive };
+// Where Python finds the op: native_functions.yaml's python_module. Torch:
+// descent._C (and descent, as torch.add); NN: descent._C._nn only, as
+// torch._C._nn.linear, which torch.nn.functional calls.
+enum class PythonModule : uint8_t { Torch, NN, Hidden };
+
 // Note [Where descent's schemas differ from aten's]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Names, overload names and alias annotations are aten's exactly; argument
@@ -71,7 +106,8 @@
 //   slice's start/end/step, select's index, the factories' size): descent
 //   has no symbolic shapes, so a size is always a concrete int.
 // - The factories take no `layout` and no `pin_memory` (descent has one
-//   layout, strided, and no pinned host memory), and aten::empty.memory_format,
+//   layout, strided; pinned host memory is Tensor.pin_memory()'s copy, Note
+//   [Pinned host memory]), and aten::empty.memory_format,
 //   aten::clone and aten::contiguous take no `memory_format` (every tensor
 //   descent allocates is row-major).
 // - aten::to is one row, to.dtype_layout, whose `dtype` and `device` may be
@@ -104,7 +140,7 @@
 //   aten declares it CompositeExplicitAutograd; descent declares the backends
 //   its one kernel serves, which calls aten::sub (Note [Reflected operators],
 //   floors/binding/tensor_methods.cpp).
-//
+
 // Note [Leaf kernels where aten decomposes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Some ops that are one kernel here are, in aten, a kernel that calls other
@@ -128,63 +164,6 @@
 // Where descent does decompose as aten does, the row says so: the
 // CompositeImplicitAutograd rows (Note [Composite ops decompose]), rsub (sub
 // beneath it) and mse_loss (mean or sum beneath it).
-//
-// Note [Collectives are c10d ops]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// PyTorch defines its collectives as operators of the c10d namespace
-// (torch/csrc/distributed/c10d/Ops.cpp, TORCH_LIBRARY(c10d)), with kernels
-// at CPU, CUDA and PrivateUse1: torch.distributed.all_reduce(t) calls
-// c10d::allreduce_ through the dispatcher, which computes the key set of
-// its tensors, and the kernel of the backend key (CUDA for a CUDA tensor)
-// asks the process group for its backend of that device type
-// (getBackend(DeviceType::CUDA)), which makes the call: ProcessGroupNCCL
-// or ProcessGroupMPI. A group with no backend for the device raises "No
-// backend type associated with device type cpu". descent's last five rows
-// are those operators (floors/distributed/c10d_kernels.cpp has their
-// kernels, at CPU, Sim and CUDA, Sim standing where PrivateUse1 does), and
-// they differ from PyTorch's schemas (tests/python/data/torch_c10d_facts_h200.txt)
-// where descent lacks the type, and in what the kernels read:
-// - process_group is an int, the group's id (0: the default group, the only
-//   one descent has), where PyTorch passes a ProcessGroup object;
-// - reduce_op is an int, c10d's RedOpType (SUM 0, AVG 1, PRODUCT 2, MIN 3,
-//   MAX 4), where PyTorch passes a ReduceOp object holding one;
-// - the result is an int, the handle of the Work (kept in c10d_kernels.cpp),
-//   where PyTorch returns (Tensor[], Work): the tensors are the caller's own;
-// - allgather_'s output_tensors and reduce_scatter_'s input_tensors are one
-//   Tensor[] (one input tensor a rank), where PyTorch's are Tensor[][].
-// The kernels read neither async_op (a Work is always returned; the
-// caller waits on it or not) nor timeout (the group's, given to
-// init_process_group, bounds an mpi wait, Note [A collective times out],
-// and an nccl collective's run, Note [NCCL's watchdog]).
-// They have no derivative, as in PyTorch, whose autograd fallback runs them
-// below autograd: their Autograd kernel records nothing.
-
-#pragma once
-
-#include <cstdint>
-
-namespace descent {
-
-enum class OpKind : uint8_t {
-  Factory,     // no tensor input; BackendSelect picks the backend from `device`
-  Unary,       // elementwise, one tensor
-  Binary,      // elementwise, two tensors, broadcast and promoted
-  Comparison,  // like Binary, result is bool
-  Reduction,   // over some or all dimensions
-  Matmul,      // matrix product
-  View,        // new sizes/strides over the same storage, no element copied
-  Copy,        // copies elements (dtype conversion, contiguous, the elements indices pick)
-  InPlace,     // writes into its first argument, Tensor(a!) self, and returns it
-  Read,        // reads one element into a host Scalar (-> Scalar): no tensor result, no gradient
-  Collective,  // c10d's: hands its tensors to the default process group's backend (-> int: the Work)
-};
-enum class Exactness : uint8_t { Exact, Reordered };
-// Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
-enum class Domain : uint8_t { Any, Positive };
-// Where Python finds the op: native_functions.yaml's python_module. Torch:
-// descent._C (and descent, as torch.add); NN: descent._C._nn only, as
-// torch._C._nn.linear, which torch.nn.functional calls.
-enum class PythonModule : uint8_t { Torch, NN, Hidden };
 
 // clang-format off: one row an op, laid out as a table
 #define DESCENT_FORALL_OPS(_)                                                                                          \
@@ -563,6 +542,36 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "c10d::barrier(Tensor tensor, int process_group, int[] device_ids, bool async_op=True, int timeout=-1) -> int",    \
     "CPU, Sim, CUDA", Collective, Exact, Any, Hidden, "")
 // clang-format on
+
+// Note [Collectives are c10d ops]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch defines its collectives as operators of the c10d namespace
+// (torch/csrc/distributed/c10d/Ops.cpp, TORCH_LIBRARY(c10d)), with kernels
+// at CPU, CUDA and PrivateUse1: torch.distributed.all_reduce(t) calls
+// c10d::allreduce_ through the dispatcher, which computes the key set of
+// its tensors, and the kernel of the backend key (CUDA for a CUDA tensor)
+// asks the process group for its backend of that device type
+// (getBackend(DeviceType::CUDA)), which makes the call: ProcessGroupNCCL
+// or ProcessGroupMPI. A group with no backend for the device raises "No
+// backend type associated with device type cpu". descent's last five rows
+// are those operators (floors/distributed/c10d_kernels.cpp has their
+// kernels, at CPU, Sim and CUDA, Sim standing where PrivateUse1 does), and
+// they differ from PyTorch's schemas (tests/python/data/torch_c10d_facts_h200.txt)
+// where descent lacks the type, and in what the kernels read:
+// - process_group is an int, the group's id (0: the default group, the only
+//   one descent has), where PyTorch passes a ProcessGroup object;
+// - reduce_op is an int, c10d's RedOpType (SUM 0, AVG 1, PRODUCT 2, MIN 3,
+//   MAX 4), where PyTorch passes a ReduceOp object holding one;
+// - the result is an int, the handle of the Work (kept in c10d_kernels.cpp),
+//   where PyTorch returns (Tensor[], Work): the tensors are the caller's own;
+// - allgather_'s output_tensors and reduce_scatter_'s input_tensors are one
+//   Tensor[] (one input tensor a rank), where PyTorch's are Tensor[][].
+// The kernels read neither async_op (a Work is always returned; the
+// caller waits on it or not) nor timeout (the group's, given to
+// init_process_group, bounds an mpi wait, Note [A collective times out],
+// and an nccl collective's run, Note [NCCL's watchdog]).
+// They have no derivative, as in PyTorch, whose autograd fallback runs them
+// below autograd: their Autograd kernel records nothing.
 
 enum class Op : uint16_t {
 #define DESCENT_OP_ENUM(id, schema, dispatch, kind, exact, domain, module, sample) id,

@@ -8,6 +8,239 @@
 // [SECTION] The loop nest
 // [SECTION] The rungs: what the kernel calls
 //
+// Notes, each beside what it explains:
+//   Note [Panels read in place]  where a panel is not packed at all (Packing)
+//   Note [Packed matmul]         the loop nest, its blocks, its threads and its rounding (The loop nest)
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "floors/dispatch/dispatcher.h"
+#include "floors/kernels/kernels.h"
+#include "floors/kernels/cpu/matmul_rungs.h"
+#include "floors/kernels/cpu/packed_micro.h"
+#include "floors/kernels/cpu/parallel.h"
+#include "floors/kernels/roofline.h"
+#include "tracer/tracer.h"
+
+namespace descent::kernels {
+
+namespace {
+
+using packed::Micro;  // the microkernels, one per vector unit (packed_micro.h)
+using packed::micro_for_isa;
+using packed::MicroFn;
+
+// [SECTION] Cache sizes and blocks ---------------------------------------------------
+
+struct Caches {
+  int64_t l1, l2, l3;  // bytes of data cache per core (L3: the whole shared one)
+};
+
+Caches caches() {
+  static const Caches c = [] {
+    auto ask = [](int name, int64_t fallback) {
+      const long v = sysconf(name);
+      return v > 0 ? int64_t(v) : fallback;
+    };
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    return Caches{ask(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), ask(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
+                  ask(_SC_LEVEL3_CACHE_SIZE, 8 << 20)};
+#else
+    return Caches{32 << 10, 1 << 20, 8 << 20};
+#endif
+  }();
+  return c;
+}
+
+struct Blocks {
+  int64_t mc, kc, nc;  // rows of A's block, its depth, columns of B's block
+};
+
+// Note [Packed matmul]: a B panel (kc x nr) in a 32nd of L2, A's block (mc x kc) in a quarter of L2, B's block (kc x nc) in half of L3.
+Blocks blocks(int64_t elem, int64_t mr, int64_t nr) {
+  const Caches c = caches();
+  const int64_t kc = std::clamp<int64_t>(c.l2 / 32 / (nr * elem) / 8 * 8, 64, 512);
+  const int64_t mc = std::clamp<int64_t>(c.l2 / 4 / (kc * elem) / mr * mr, mr, 64 * mr);
+  const int64_t nc = std::clamp<int64_t>(c.l3 / 2 / (kc * elem) / nr * nr, nr, 4096);
+  return {mc, kc, nc};
+}
+
+constexpr int64_t kMatmulGrain = 32 * kGrainSize;  // multiply-adds, as optimized_matmul's
+
+// An operand read through its strides: element (i, k) is p[i * rs + k * cs].
+template <typename T>
+struct Strided {
+  const T* p;
+  int64_t rs, cs;
+};
+
+// A buffer of this thread's, kept between calls (a fresh one of megabytes
+// would be new pages to fault in on every product), 64-byte aligned.
+template <typename T, int kWhich>
+T* scratch(int64_t n) {
+  struct Free {
+    void operator()(T* p) const { ::operator delete(p, std::align_val_t(64)); }
+  };
+  thread_local std::unique_ptr<T, Free> buf;
+  thread_local int64_t size = 0;
+  if (n > size) {
+    buf.reset(static_cast<T*>(::operator new(size_t(n) * sizeof(T), std::align_val_t(64))));
+    size = n;
+  }
+  return buf.get();
+}
+
+// [SECTION] Packing ----------------------------------------------------------------
+
+// Note [Panels read in place]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Packing is a copy, paid for by faster reads later: worth it where a panel
+// would otherwise be read with long strides, or from far apart in memory, over
+// many kc steps. Where the operand is already laid out almost as the panel
+// would be, the microkernel reads it in place (BLIS's "sup" kernels do the
+// same for small and skinny products), with the same steps in the same order,
+// so the bits are the same either way:
+//
+// - A, where its rows are contiguous (its unit stride is k), K is one kc
+//   block, and its rows are no further apart than kc: an A panel is then mr
+//   runs of at most kc numbers, no more spread out than A's block packed
+//   (row i at a + i lda instead of a step's mr numbers side by side). Each
+//   step's mr broadcasts then read from mr rows, each row's cache line
+//   serving 16 steps (8 of doubles). A panel cut by the edge of A is still
+//   packed (with its zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
+//   84-156 us a product to 2-9 (the 8 rows of the edge panel), and the tile
+//   tasks took about as long (1.68-1.77 ms against 1.66-1.74 in one call,
+//   neither asking ahead, kPrefetchSteps); with both, the product took
+//   1.63-1.67 ms against 1.77-1.86 for the code before them (another call).
+// - B, where every task packs its own panels (one step alone on several
+//   threads, Note [Packed matmul]: each B panel packed once for every row
+//   group) and B's steps are contiguous (its unit stride is n), no further
+//   apart than nc: a panel is then kc runs of nr numbers. On the H200 host,
+//   16 threads, 512^2: the median turn 0.83x torch's with B in place against
+//   0.99x packed (paired turns, 40 rounds; A in place in both). On one thread
+//   B is packed once and read by every pass of A's rows, and there the tile
+//   tasks read in place took 2.22-2.31 ms against 1.66-1.77 packed: a B panel
+//   in place is 512 steps 2 KiB apart, a new page every two steps, most
+//   likely too scattered for the caches' prefetchers (not shown by a counter).
+//
+// A tile task's span says which operand it read in place, where it read at
+// least one panel so (a_read_in_place, b_read_in_place); a "pack A" item is
+// made only for the panels still packed. In tile(), a panel's ld of 0 means
+// packed: a stride of 0 (an expanded operand) is therefore always packed.
+
+// A whole panel of A (all mr rows exist) whose rows are contiguous (a.cs ==
+// 1), in blocks transposed in SSE registers: 4 rows x 4 steps of floats (2 x
+// 2 of doubles) loaded a row at a time and stored a step at a time; the rows
+// and steps past the last whole block a number at a time. Copied a number at
+// a time (each step's mr numbers from mr rows), a panel of 12 rows took 0.57
+// ns a float on the development VM (AMD EPYC); in blocks, 0.19 (1.5 and 0.6
+// ns a double). On the H200 host, in paired turns of one process, the
+// blocks were about 1% faster at 2048^2; at 512^2, faster in 18 of 30 rounds
+// on 16 threads (a busy call) and no faster on one thread (docs/BENCHMARKS.md,
+// session 9). Since then a contiguous A is read in place wherever K is one kc
+// block (Note [Panels read in place]): these blocks now pack it where K is
+// longer (2048^2), or its rows are further apart than kc. AVX2's panels of 6 rows (4 in blocks, 2 a number at
+// a time) pack no faster than before (0.46 ns a float either way); they take
+// this path too, so that the float blocks run in the tests of a machine
+// without AVX-512. False where A's rows are not contiguous, or the build is
+// not for x86-64.
+template <typename T>
+bool pack_a_blocks(Strided<T> a, int64_t kc, int64_t mr, T* dst) {
+#if defined(__x86_64__)
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if (a.cs != 1) return false;
+  constexpr int64_t kB = std::is_same_v<T, float> ? 4 : 2;  // a block is kB rows x kB steps
+  const int64_t rows = mr / kB * kB, steps = kc / kB * kB;  // those in whole blocks
+  for (int64_t k = 0; k < steps; k += kB)
+    for (int64_t i = 0; i < rows; i += kB) {
+      const T* s = a.p + i * a.rs + k;
+      T* d = dst + k * mr + i;
+      if constexpr (std::is_same_v<T, float>) {
+        __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + a.rs), r2 = _mm_loadu_ps(s + 2 * a.rs),
+               r3 = _mm_loadu_ps(s + 3 * a.rs);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // r_j: step k + j of rows i..i+3
+        _mm_storeu_ps(d, r0);
+        _mm_storeu_ps(d + mr, r1);
+        _mm_storeu_ps(d + 2 * mr, r2);
+        _mm_storeu_ps(d + 3 * mr, r3);
+      } else {
+        const __m128d r0 = _mm_loadu_pd(s), r1 = _mm_loadu_pd(s + a.rs);
+        _mm_storeu_pd(d, _mm_unpacklo_pd(r0, r1));  // step k of rows i, i+1
+        _mm_storeu_pd(d + mr, _mm_unpackhi_pd(r0, r1));
+      }
+    }
+  for (int64_t k = 0; k < kc; ++k)  // the rest: rows past the blocks in their steps, every row past them
+    for (int64_t i = k < steps ? rows : 0; i < mr; ++i) dst[k * mr + i] = a.p[i * a.rs + k];
+  return true;
+#else
+  (void)a, (void)kc, (void)mr, (void)dst;
+  return false;
+#endif
+}
+
+// One panel of A: rows [0, h) x steps [0, kc) of `a`, step k of row i at
+// dst[k * mr + i]; rows h..mr are zeros. A whole panel of contiguous rows in
+// blocks (pack_a_blocks); else step by step (contiguous writes), each step's
+// mr numbers read from h rows, or from one column when A's rows are its unit
+// stride (a transposed operand).
+template <typename T>
+void pack_a_panel(Strided<T> a, int64_t h, int64_t kc, int64_t mr, T* dst) {
+  if (h < mr) std::fill(dst, dst + kc * mr, T(0));
+  if (a.rs == 1 && h == mr) {
+    for (int64_t k = 0; k < kc; ++k) std::copy_n(a.p + k * a.cs, mr, dst + k * mr);
+    return;
+  }
+  if (h == mr && pack_a_blocks(a, kc, mr, dst)) return;
+  const T* rows[16];  // mr <= 16 (Micro)
+  for (int64_t i = 0; i < h; ++i) rows[i] = a.p + i * a.rs;
+  for (int64_t k = 0; k < kc; ++k, dst += mr)
+    for (int64_t i = 0; i < h; ++i) dst[i] = rows[i][k * a.cs];
+}
+
+// Steps [k0, k1) of B's panels [0, panels), a block of B of kc steps by w
+// columns: step k of column j of panel q at dst[(q * kc + k) * nr + j];
+// columns past w are zeros. Read a step at a time along B's rows when its
+// columns are its unit stride (nr / (64 bytes) fixed-size copies a panel:
+// inlined moves, not calls to memcpy), else a column at a time. A thread
+// packs a range of steps across every panel, not a panel: a panel's steps
+// are rows of B, one 4 KiB page apart in a 2048-column B, and on the H200
+// host a thread packing 64 KiB panels that way moved about 0.5 GB/s (most
+// likely an address-translation miss a row).
+template <typename T>
+void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k1, int64_t kc, int64_t nr, T* dst) {
+  constexpr int64_t kLine = 64 / sizeof(T);
+  const int64_t whole = w / nr;  // panels without an edge
+  if (whole < panels)
+    for (int64_t k = k0; k < k1; ++k) std::fill_n(dst + (whole * kc + k) * nr, nr, T(0));
+  if (b.cs == 1 && nr % kLine == 0) {
+    for (int64_t k = k0; k < k1; ++k) {
+      const T* src = b.p + k * b.rs;
+      for (int64_t q = 0; q < whole; ++q)
+        for (int64_t j = 0; j < nr; j += kLine) std::memcpy(dst + (q * kc + k) * nr + j, src + q * nr + j, 64);
+      if (whole < panels)
+        std::memcpy(dst + (whole * kc + k) * nr, src + whole * nr, size_t(w - whole * nr) * sizeof(T));
+    }
+  } else {
+    for (int64_t j = 0; j < w; ++j)
+      for (int64_t k = k0; k < k1; ++k) dst[((j / nr) * kc + k) * nr + j % nr] = b.p[k * b.rs + j * b.cs];
+  }
+}
+
+// [SECTION] The loop nest ----------------------------------------------------------
+
 // Note [Packed matmul]
 // ~~~~~~~~~~~~~~~~~~~~
 // C (M x N) = A (M x K) B (K x N) as BLIS does it (Van Zee and van de Geijn,
@@ -121,235 +354,6 @@
 // thread's passes of A's rows are shorter, which no element's sum depends on).
 // float16, bfloat16 and the integers are not packed: the register rung takes
 // them.
-//
-// Note [Panels read in place]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Packing is a copy, paid for by faster reads later: worth it where a panel
-// would otherwise be read with long strides, or from far apart in memory, over
-// many kc steps. Where the operand is already laid out almost as the panel
-// would be, the microkernel reads it in place (BLIS's "sup" kernels do the
-// same for small and skinny products), with the same steps in the same order,
-// so the bits are the same either way:
-//
-// - A, where its rows are contiguous (its unit stride is k), K is one kc
-//   block, and its rows are no further apart than kc: an A panel is then mr
-//   runs of at most kc numbers, no more spread out than A's block packed
-//   (row i at a + i lda instead of a step's mr numbers side by side). Each
-//   step's mr broadcasts then read from mr rows, each row's cache line
-//   serving 16 steps (8 of doubles). A panel cut by the edge of A is still
-//   packed (with its zeros). On the H200 host, one thread, 512^2, traced: "pack A" went from
-//   84-156 us a product to 2-9 (the 8 rows of the edge panel), and the tile
-//   tasks took about as long (1.68-1.77 ms against 1.66-1.74 in one call,
-//   neither asking ahead, kPrefetchSteps); with both, the product took
-//   1.63-1.67 ms against 1.77-1.86 for the code before them (another call).
-// - B, where every task packs its own panels (one step alone on several
-//   threads, Note [Packed matmul]: each B panel packed once for every row
-//   group) and B's steps are contiguous (its unit stride is n), no further
-//   apart than nc: a panel is then kc runs of nr numbers. On the H200 host,
-//   16 threads, 512^2: the median turn 0.83x torch's with B in place against
-//   0.99x packed (paired turns, 40 rounds; A in place in both). On one thread
-//   B is packed once and read by every pass of A's rows, and there the tile
-//   tasks read in place took 2.22-2.31 ms against 1.66-1.77 packed: a B panel
-//   in place is 512 steps 2 KiB apart, a new page every two steps, most
-//   likely too scattered for the caches' prefetchers (not shown by a counter).
-//
-// A tile task's span says which operand it read in place, where it read at
-// least one panel so (a_read_in_place, b_read_in_place); a "pack A" item is
-// made only for the panels still packed. In tile(), a panel's ld of 0 means
-// packed: a stride of 0 (an expanded operand) is therefore always packed.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <cstring>
-#include <memory>
-#include <new>
-#include <thread>
-#include <vector>
-
-#include <unistd.h>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
-#include "floors/dispatch/dispatcher.h"
-#include "floors/kernels/kernels.h"
-#include "floors/kernels/cpu/matmul_rungs.h"
-#include "floors/kernels/cpu/packed_micro.h"
-#include "floors/kernels/cpu/parallel.h"
-#include "floors/kernels/roofline.h"
-#include "tracer/tracer.h"
-
-namespace descent::kernels {
-
-namespace {
-
-using packed::Micro;  // the microkernels, one per vector unit (packed_micro.h)
-using packed::micro_for_isa;
-using packed::MicroFn;
-
-// [SECTION] Cache sizes and blocks ---------------------------------------------------
-
-struct Caches {
-  int64_t l1, l2, l3;  // bytes of data cache per core (L3: the whole shared one)
-};
-
-Caches caches() {
-  static const Caches c = [] {
-    auto ask = [](int name, int64_t fallback) {
-      const long v = sysconf(name);
-      return v > 0 ? int64_t(v) : fallback;
-    };
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-    return Caches{ask(_SC_LEVEL1_DCACHE_SIZE, 32 << 10), ask(_SC_LEVEL2_CACHE_SIZE, 1 << 20),
-                  ask(_SC_LEVEL3_CACHE_SIZE, 8 << 20)};
-#else
-    return Caches{32 << 10, 1 << 20, 8 << 20};
-#endif
-  }();
-  return c;
-}
-
-struct Blocks {
-  int64_t mc, kc, nc;  // rows of A's block, its depth, columns of B's block
-};
-
-// Note [Packed matmul]: a B panel (kc x nr) in a 32nd of L2, A's block (mc x kc) in a quarter of L2, B's block (kc x nc) in half of L3.
-Blocks blocks(int64_t elem, int64_t mr, int64_t nr) {
-  const Caches c = caches();
-  const int64_t kc = std::clamp<int64_t>(c.l2 / 32 / (nr * elem) / 8 * 8, 64, 512);
-  const int64_t mc = std::clamp<int64_t>(c.l2 / 4 / (kc * elem) / mr * mr, mr, 64 * mr);
-  const int64_t nc = std::clamp<int64_t>(c.l3 / 2 / (kc * elem) / nr * nr, nr, 4096);
-  return {mc, kc, nc};
-}
-
-constexpr int64_t kMatmulGrain = 32 * kGrainSize;  // multiply-adds, as optimized_matmul's
-
-// An operand read through its strides: element (i, k) is p[i * rs + k * cs].
-template <typename T>
-struct Strided {
-  const T* p;
-  int64_t rs, cs;
-};
-
-// A buffer of this thread's, kept between calls (a fresh one of megabytes
-// would be new pages to fault in on every product), 64-byte aligned.
-template <typename T, int kWhich>
-T* scratch(int64_t n) {
-  struct Free {
-    void operator()(T* p) const { ::operator delete(p, std::align_val_t(64)); }
-  };
-  thread_local std::unique_ptr<T, Free> buf;
-  thread_local int64_t size = 0;
-  if (n > size) {
-    buf.reset(static_cast<T*>(::operator new(size_t(n) * sizeof(T), std::align_val_t(64))));
-    size = n;
-  }
-  return buf.get();
-}
-
-// [SECTION] Packing ----------------------------------------------------------------
-
-// A whole panel of A (all mr rows exist) whose rows are contiguous (a.cs ==
-// 1), in blocks transposed in SSE registers: 4 rows x 4 steps of floats (2 x
-// 2 of doubles) loaded a row at a time and stored a step at a time; the rows
-// and steps past the last whole block a number at a time. Copied a number at
-// a time (each step's mr numbers from mr rows), a panel of 12 rows took 0.57
-// ns a float on the development VM (AMD EPYC); in blocks, 0.19 (1.5 and 0.6
-// ns a double). On the H200 host, in paired turns of one process, the
-// blocks were about 1% faster at 2048^2; at 512^2, faster in 18 of 30 rounds
-// on 16 threads (a busy call) and no faster on one thread (docs/BENCHMARKS.md,
-// session 9). Since then a contiguous A is read in place wherever K is one kc
-// block (Note [Panels read in place]): these blocks now pack it where K is
-// longer (2048^2), or its rows are further apart than kc. AVX2's panels of 6 rows (4 in blocks, 2 a number at
-// a time) pack no faster than before (0.46 ns a float either way); they take
-// this path too, so that the float blocks run in the tests of a machine
-// without AVX-512. False where A's rows are not contiguous, or the build is
-// not for x86-64.
-template <typename T>
-bool pack_a_blocks(Strided<T> a, int64_t kc, int64_t mr, T* dst) {
-#if defined(__x86_64__)
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-  if (a.cs != 1) return false;
-  constexpr int64_t kB = std::is_same_v<T, float> ? 4 : 2;  // a block is kB rows x kB steps
-  const int64_t rows = mr / kB * kB, steps = kc / kB * kB;  // those in whole blocks
-  for (int64_t k = 0; k < steps; k += kB)
-    for (int64_t i = 0; i < rows; i += kB) {
-      const T* s = a.p + i * a.rs + k;
-      T* d = dst + k * mr + i;
-      if constexpr (std::is_same_v<T, float>) {
-        __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + a.rs), r2 = _mm_loadu_ps(s + 2 * a.rs),
-               r3 = _mm_loadu_ps(s + 3 * a.rs);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);  // r_j: step k + j of rows i..i+3
-        _mm_storeu_ps(d, r0);
-        _mm_storeu_ps(d + mr, r1);
-        _mm_storeu_ps(d + 2 * mr, r2);
-        _mm_storeu_ps(d + 3 * mr, r3);
-      } else {
-        const __m128d r0 = _mm_loadu_pd(s), r1 = _mm_loadu_pd(s + a.rs);
-        _mm_storeu_pd(d, _mm_unpacklo_pd(r0, r1));  // step k of rows i, i+1
-        _mm_storeu_pd(d + mr, _mm_unpackhi_pd(r0, r1));
-      }
-    }
-  for (int64_t k = 0; k < kc; ++k)  // the rest: rows past the blocks in their steps, every row past them
-    for (int64_t i = k < steps ? rows : 0; i < mr; ++i) dst[k * mr + i] = a.p[i * a.rs + k];
-  return true;
-#else
-  (void)a, (void)kc, (void)mr, (void)dst;
-  return false;
-#endif
-}
-
-// One panel of A: rows [0, h) x steps [0, kc) of `a`, step k of row i at
-// dst[k * mr + i]; rows h..mr are zeros. A whole panel of contiguous rows in
-// blocks (pack_a_blocks); else step by step (contiguous writes), each step's
-// mr numbers read from h rows, or from one column when A's rows are its unit
-// stride (a transposed operand).
-template <typename T>
-void pack_a_panel(Strided<T> a, int64_t h, int64_t kc, int64_t mr, T* dst) {
-  if (h < mr) std::fill(dst, dst + kc * mr, T(0));
-  if (a.rs == 1 && h == mr) {
-    for (int64_t k = 0; k < kc; ++k) std::copy_n(a.p + k * a.cs, mr, dst + k * mr);
-    return;
-  }
-  if (h == mr && pack_a_blocks(a, kc, mr, dst)) return;
-  const T* rows[16];  // mr <= 16 (Micro)
-  for (int64_t i = 0; i < h; ++i) rows[i] = a.p + i * a.rs;
-  for (int64_t k = 0; k < kc; ++k, dst += mr)
-    for (int64_t i = 0; i < h; ++i) dst[i] = rows[i][k * a.cs];
-}
-
-// Steps [k0, k1) of B's panels [0, panels), a block of B of kc steps by w
-// columns: step k of column j of panel q at dst[(q * kc + k) * nr + j];
-// columns past w are zeros. Read a step at a time along B's rows when its
-// columns are its unit stride (nr / (64 bytes) fixed-size copies a panel:
-// inlined moves, not calls to memcpy), else a column at a time. A thread
-// packs a range of steps across every panel, not a panel: a panel's steps
-// are rows of B, one 4 KiB page apart in a 2048-column B, and on the H200
-// host a thread packing 64 KiB panels that way moved about 0.5 GB/s (most
-// likely an address-translation miss a row).
-template <typename T>
-void pack_b_steps(Strided<T> b, int64_t w, int64_t panels, int64_t k0, int64_t k1, int64_t kc, int64_t nr, T* dst) {
-  constexpr int64_t kLine = 64 / sizeof(T);
-  const int64_t whole = w / nr;  // panels without an edge
-  if (whole < panels)
-    for (int64_t k = k0; k < k1; ++k) std::fill_n(dst + (whole * kc + k) * nr, nr, T(0));
-  if (b.cs == 1 && nr % kLine == 0) {
-    for (int64_t k = k0; k < k1; ++k) {
-      const T* src = b.p + k * b.rs;
-      for (int64_t q = 0; q < whole; ++q)
-        for (int64_t j = 0; j < nr; j += kLine) std::memcpy(dst + (q * kc + k) * nr + j, src + q * nr + j, 64);
-      if (whole < panels)
-        std::memcpy(dst + (whole * kc + k) * nr, src + whole * nr, size_t(w - whole * nr) * sizeof(T));
-    }
-  } else {
-    for (int64_t j = 0; j < w; ++j)
-      for (int64_t k = k0; k < k1; ++k) dst[((j / nr) * kc + k) * nr + j % nr] = b.p[k * b.rs + j * b.cs];
-  }
-}
-
-// [SECTION] The loop nest ----------------------------------------------------------
 
 // A panel of A or B as the microkernel reads it: packed (ld 0), or in place
 // with its rows (A) or steps (B) ld elements apart.
