@@ -330,3 +330,25 @@ def test_watch_checks_each_save_and_ends_on_ctrl_c(tmp_path):
             proc.wait()
     assert proc.returncode == 0, rest
     assert "Stopped watching" in rest and "after 2 checks" in rest and "Traceback" not in rest, rest
+
+
+# [SECTION] A class's answers ---------------------------------------------------------------------------------
+
+def test_a_class_answers_into_a_shared_folder_and_the_teacher_counts(tmp_path):
+    shared = tmp_path / "class"
+    for student, picks in (("ann", "b,a"), ("bob", "b,a"), ("cy", "AutogradCPU,c"), ("d d", "a,a")):
+        r = run_cli("dispatcher", "--step", "1", "--answers", picks, "--answers-to", str(shared), "--student",
+                    student, tmp_path=tmp_path)
+        assert "Right" in r.stdout or "Not quite" in r.stdout, r.stdout + r.stderr
+    r = run_cli("dispatcher", "--step", "1", "--answers", "a,a", "--answers-to", str(shared), "--student", "ann",
+                tmp_path=tmp_path)  # ann changes her mind: still one answer of hers
+    assert sorted(os.listdir(shared / "dispatcher" / "step-01-q-1")) == ["ann.txt", "bob.txt", "cy.txt", "d_d.txt"]
+    r = run_cli("dispatcher", "--tally", str(shared), "--step", "1", tmp_path=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = between(r.stdout, "Step 1, question 1:", "Step 1, question 2:")
+    assert "4 answers" in first
+    assert "a)   2  ##" in first and "b)   2  ##" in first and "c)   0" in first, first
+    second = r.stdout.split("Step 1, question 2:")[1]
+    assert "a)   3  ###" in second and "c)   1  #" in second, second
+    r = run_cli("autograd", "--tally", str(shared), tmp_path=tmp_path)
+    assert r.returncode == 1 and "no answers to 'autograd'" in r.stderr

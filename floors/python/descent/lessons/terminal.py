@@ -6,6 +6,8 @@
     descent lesson NAME --step K            only step K (from 1)
     descent lesson NAME --check FILE.py     grades your solution of the lesson's exercise (exit 0 or 1)
     descent lesson NAME --watch FILE.py     grades it again each time FILE.py is saved (Ctrl-C ends it)
+    descent lesson NAME --answers-to DIR    also writes each answer into DIR, a folder the class shares
+    descent lesson NAME --tally DIR         how many of the class picked each choice (Note [A class's answers])
     descent lesson NAME --hints | --solution
     descent lesson NAME --handout DIR       two handouts in Markdown: DIR/student (no answers), DIR/teacher (the key)
     descent lesson --validate [PATH]        runs lessons as their author's test (exit 0 when all hold)
@@ -80,6 +82,12 @@ def add_parser(sub):
                    "default)")
     p.add_argument("--watch", metavar="FILE.py", help="check FILE.py against the lesson's exercise each time it is "
                    "saved, until Ctrl-C")
+    p.add_argument("--answers-to", metavar="DIR", help="also write each answer into DIR (a folder the class "
+                   "shares), one file per student and question, for the teacher's --tally")
+    p.add_argument("--student", metavar="NAME", help="the name --answers-to files the answers under ($USER@host by "
+                   "default)")
+    p.add_argument("--tally", metavar="DIR", help="count the class's answers in DIR (written by --answers-to), "
+                   "per question and choice")
     p.add_argument("--hints", action="store_true", help="print the exercises' hints")
     p.add_argument("--solution", action="store_true", help="print the exercises' reference solutions")
     p.add_argument("--handout", metavar="DIR", help="write two handouts as Markdown: DIR/student (questions, no "
@@ -108,6 +116,8 @@ def main(args):
         if args.hints or args.solution:  # reading only: an untrusted lesson's hints run nothing
             return cmd_hints(load(args.name, require_trust=False), args.solution)
         lesson = load(args.name)  # Untrusted unless it may run its code (Note [Trusting a lesson])
+        if args.tally:
+            return cmd_tally(lesson, args)
         if args.watch:
             return cmd_watch(lesson, args)
         if args.check:
@@ -173,6 +183,7 @@ class _Answers:
 
     def __init__(self, given):
         self.given = None if given is None else [a.strip() for a in given.split(",")]
+        self.class_folder = None  # a _ClassFolder (--answers-to), or None
 
     def next(self, prompt, why_not=lambda typed: ""):
         if self.given is not None:
@@ -225,6 +236,13 @@ def _indent(text, by="    "):
 
 def cmd_run(lesson, args):
     answers = _Answers(args.answers)
+    if args.answers_to:
+        try:
+            answers.class_folder = _ClassFolder(args.answers_to, lesson, args.student)
+        except (OSError, ValueError) as e:
+            why = store.reason(e) if isinstance(e, OSError) else str(e)
+            echo(f"descent lesson: --answers-to: cannot write into {args.answers_to}: {why}", file=sys.stderr)
+            return 2
     steps = range(len(lesson.steps))
     if args.step is not None:
         if not 1 <= args.step <= len(lesson.steps):
@@ -316,6 +334,8 @@ def _ask(lesson, i, k, entry, result, answers):
         verdict = False
     else:
         verdict = answer(lesson, i, k, typed, result)["right"]
+        if answers.class_folder is not None:
+            answers.class_folder.record(i, k, entry, typed)
         echo(("Right: " if verdict else "Not quite: the answer is ") + f"{entry['answer_text']}.")
     if entry["evidence"]:
         echo(f"The evidence, from this run's trace:\n{_indent(entry['evidence'])}")
@@ -323,6 +343,96 @@ def _ask(lesson, i, k, entry, result, answers):
         echo(textwrap.fill(entry["explain"], 100))
     echo()
     return verdict
+
+
+# Note [A class's answers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A teacher asking a class wants to see how many picked each choice before
+# revealing the answer, without a server: every student's terminal runs
+# `descent lesson NAME --answers-to DIR`, DIR a folder they all can write (a
+# network share, a shared home), and each answer is one small file,
+# DIR/LESSON/step-KK-q-N/STUDENT.txt, holding the choice's index (or the
+# typed text); a student who answers again replaces their own file, whole
+# (store.write_atomic), so a count is one answer per student.
+# `descent lesson NAME --tally DIR` reads the folder and prints, for each
+# question, how many chose each choice (and how many answered), so the
+# presenter can show it. The student's name is --student, else $USER@host;
+# it becomes a file name, so only letters, digits and . _ - @ are kept.
+
+class _ClassFolder:
+    """Where --answers-to writes a student's answers (Note [A class's answers])."""
+
+    def __init__(self, root, lesson, student=None):
+        import getpass
+        import socket
+        if student is None:
+            try:
+                student = f"{getpass.getuser()}@{socket.gethostname()}"
+            except (KeyError, OSError):
+                student = f"student-{os.getpid()}"
+        self.student = _file_name(student)
+        if not self.student:
+            raise ValueError(f"--student {student!r} leaves no letter or digit for a file name")
+        self.folder = os.path.join(root, _file_name(lesson.name))
+        os.makedirs(self.folder, exist_ok=True)
+
+    def record(self, i, k, entry, typed):
+        from .selector import reading_of
+        d = os.path.join(self.folder, f"step-{i + 1:02d}-q-{k + 1}")
+        choice = reading_of(typed, entry["choices"]) if entry["choices"] else None
+        text = str(choice) if choice is not None else typed.strip()
+        try:
+            os.makedirs(d, exist_ok=True)
+            store.write_atomic(os.path.join(d, self.student + ".txt"), (text + "\n").encode("utf-8"))
+        except OSError as e:
+            echo(f"(your answer was not written into {d}: {store.reason(e)})")
+
+
+def _file_name(text):
+    return re.sub(r"[^A-Za-z0-9._@-]", "_", text).strip("._")[:80]
+
+
+def cmd_tally(lesson, args):
+    """Counts the class's answers in args.tally per question and choice (Note [A class's answers])."""
+    folder = os.path.join(args.tally, _file_name(lesson.name))
+    if not os.path.isdir(folder):
+        echo(f"descent lesson: no answers to '{lesson.name}' in {args.tally} (students write them with "
+             f"descent lesson {lesson.name} --answers-to {args.tally})", file=sys.stderr)
+        return 1
+    steps = range(len(lesson.steps)) if args.step is None else [args.step - 1]
+    for i in steps:
+        if not 0 <= i < len(lesson.steps):
+            echo(f"descent lesson: '{lesson.name}' has steps 1 to {len(lesson.steps)}, not {args.step}",
+                 file=sys.stderr)
+            return 2
+        for k, p in enumerate(lesson.steps[i].predictions):
+            d = os.path.join(folder, f"step-{i + 1:02d}-q-{k + 1}")
+            picked = []
+            try:
+                names = sorted(n for n in os.listdir(d) if n.endswith(".txt"))
+            except OSError:
+                names = []
+            for n in names:
+                try:
+                    data = store.read_bytes(os.path.join(d, n), 4096)
+                except store.Unreadable:
+                    continue
+                if data is not None:
+                    picked.append(data.decode("utf-8", "replace").strip())
+            echo(f"Step {i + 1}, question {k + 1}: {p.ask}")
+            echo(f"  {len(picked)} answer{'s' if len(picked) != 1 else ''}")
+            if p.choices:
+                for j, c in enumerate(p.choices):
+                    n = picked.count(str(j))
+                    echo(f"  {chr(ord('a') + j)}) {n:3}  {'#' * n:20}  {c}")
+            else:
+                counts = {}
+                for a in picked:
+                    counts[a] = counts.get(a, 0) + 1
+                for a, n in sorted(counts.items(), key=lambda kv: -kv[1])[:12]:
+                    echo(f"  {n:3}  {a}")
+            echo()
+    return 0
 
 
 def _show_exercise(lesson, i):
