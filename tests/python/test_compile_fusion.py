@@ -291,3 +291,16 @@ def test_a_maximum_is_exact_in_any_order_nan_and_signed_zeros_too():
     used(x)
     assert not any(k.ops == ["aten.max.dim"] for k in used.kernels)
     assert used(x).tolist() == (x.max(1).indices + 1).tolist()
+
+
+def test_the_program_is_straight_line_python_and_falls_back_on_strides():
+    """Note [The fused program as Python]: program.code is what a call runs; the interpreter agrees."""
+    x, b = inputs()
+    cf = descent.compile(chain)
+    cf(x, b)
+    prog = next(iter(cf.entries.values())).run
+    assert prog.code.startswith("def fused_program(v0, v1):") and "launch(KERNEL" in prog.code
+    assert np.array_equal(bits(prog(x, b)), bits(prog._interpret(x, b)))
+    xt = descent.randn(7, 6).t()  # the guarded shape, other strides: the group runs op by op
+    assert np.array_equal(bits(prog(xt, b)), bits(chain(xt, b)))
+    assert np.array_equal(bits(prog._interpret(xt, b)), bits(chain(xt, b)))

@@ -70,11 +70,13 @@ def list_backends():
 
 class _Entry:
     """One cache entry: the guards' key, and either a compiled graph or the graph break's reason."""
-    __slots__ = ("key", "gm", "run", "reason", "compile_s", "calls", "index")
+    __slots__ = ("key", "gm", "run", "reason", "compile_s", "calls", "index", "all_tensors")
 
     def __init__(self, key, gm=None, run=None, reason=None, compile_s=0.0):
         self.key, self.gm, self.run, self.reason, self.compile_s, self.calls = key, gm, run, reason, compile_s, 0
         self.index = 0
+        # Every argument a tensor (the key says, guard by guard): the call's arguments are the graph's inputs.
+        self.all_tensors = key is not None and all(k[0] == "T" for k in key if k[0] in ("T", "C"))
 
 
 class CompiledFunction:
@@ -151,12 +153,13 @@ class CompiledFunction:
             entry.calls += 1
             if entry.run is not None:
                 counters["cache_hits"] += 1
+                tensors = flat if entry.all_tensors else [a for a in flat if _is_tensor(a)]
                 if _C._trace_enabled():  # Note [The compiled call in a trace]
                     with _span(f"descent.compile: guards passed, entry {entry.index}/0", _SITE):
                         pass
                     with _span(f"descent.compile: run graph {entry.index}/0", _SITE):
-                        return entry.run(*[a for a in flat if _is_tensor(a)])
-                return entry.run(*[a for a in flat if _is_tensor(a)])
+                        return entry.run(*tensors)
+                return entry.run(*tensors)
             counters["eager_calls"] += 1
             return self._fn(*args, **kwargs)
         return self._miss(flat, key, args, kwargs)
@@ -333,9 +336,15 @@ def _watched(fn):
     return out
 
 
+_Tensor = None
+
+
 def _is_tensor(a):
-    import descent
-    return isinstance(a, descent.Tensor)
+    global _Tensor
+    if _Tensor is None:
+        import descent
+        _Tensor = descent.Tensor
+    return isinstance(a, _Tensor)
 
 
 def _where(fn):

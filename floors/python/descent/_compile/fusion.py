@@ -433,7 +433,8 @@ def build_kernel(group):
         "",
     ])
     kernel = FusedKernel(group, inputs, outputs, ir_text, source, digest)
-    kernel.shape, kernel.dtype = out_shape, val0["dtype"]
+    kernel.shape, kernel.dtype, kernel.numel = out_shape, val0["dtype"], n
+    kernel.ptr_array = ctypes.c_void_p * (len(inputs) + len(outputs))  # p[]: the inputs, then the outputs
     kernel.order = order
     kernel.units = n if not red else outer if order == "lanes" else n // _red_count(out_shape, red[1])  # outputs
     kernel.tuple_outputs = {j for j, o in enumerate(outputs) if o.target is not operator.getitem and
@@ -665,6 +666,78 @@ class FusedProgram:
             elif node.op == "output":
                 self._out = node.args[0]
         self._slot, self._steps, self._n_in, self._n = slot, steps, n_in, len(slot)
+        self.code, self._run = self._generate()
+
+    # Note [The fused program as Python]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # Walking the steps with an environment list costs a few microseconds a
+    # call, which is most of a cache hit on small tensors. So the program is
+    # also written out as straight-line Python, as GraphModule's code is
+    # (one local per value, each operator and constant bound by name), and
+    # that function is what a call runs; `program.code` shows it. Its kernel
+    # steps check the inputs' strides first and run the group op by op where
+    # they are not the kernel's, as the interpreter below (_interpret) does.
+    def _generate(self):
+        slot, names = self._slot, {}
+
+        def bind(obj, prefix):
+            key = f"{prefix}{len(names)}"
+            names[key] = obj
+            return key
+
+        def arg(a):
+            if isinstance(a, descent.fx.Node):
+                return f"v{slot[a]}"
+            if isinstance(a, tuple):
+                return "(" + "".join(arg(x) + ", " for x in a) + ")"
+            if isinstance(a, list):
+                return "[" + ", ".join(arg(x) for x in a) + "]"
+            if isinstance(a, dict):
+                return "{" + ", ".join(f"{k!r}: {arg(v)}" for k, v in a.items()) + "}"
+            if type(a).__name__ in ("WrappedFloat", "WrappedInt"):
+                return f"U({bind(a, 'K')})"  # a wrapped number: a fresh 0-d tensor each call, as the op expects
+            return bind(a, "K")
+
+        def call(target, args, kwargs):
+            parts = [arg(a) for a in args] + [f"{k}={arg(v)}" for k, v in kwargs.items()]
+            return f"{bind(target, 'F')}({', '.join(parts)})"
+        inputs = [f"v{i}" for i in range(self._n_in)]
+        body = []
+        for step in self._steps:
+            if step[0] == "const":
+                body.append(f"v{step[1]} = {bind(step[2], 'K')}")
+            elif step[0] == "call":
+                _, s_, target, args, kwargs = step
+                if target is operator.getitem:
+                    body.append(f"v{s_} = {arg(args[0])}[{args[1]!r}]")
+                else:
+                    body.append(f"v{s_} = {call(target, args, kwargs)}")
+            else:
+                _, k, ins, outs = step
+                kn = bind(k, "KERNEL")
+                check = " or ".join(f"tuple(v{i}.stride()) != {bind(st, 'S')}" for i, st in zip(ins, k.strides))
+                body.append(f"if {check or 'False'}:  # strides no guard covers: the group op by op")
+                body += [f"    v{slot[m]} = {call(m.target, m.args, m.kwargs)}" for m in k.group]
+                body.append("else:")
+                rs = [f"r{j}" for j in range(len(outs))]
+                body += [f"    {r} = empty({bind(shape, 'SHAPE')}, dtype={bind(k.dtype, 'DT')})"
+                         for r, shape in zip(rs, k.out_shapes)]
+                ptrs = ", ".join([f"v{i}.data_ptr()" for i in ins] + [f"{r}.data_ptr()" for r in rs])
+                body.append(f"    p = {bind(k.ptr_array, 'P')}({ptrs})")
+                label = bind(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {k.numel} elements", "L")
+                body.append("    if trace():")
+                body.append(f"        with span({label}):")
+                body.append(f"            launch({kn}, p, {k.numel})")
+                body.append("    else:")
+                body.append(f"        launch({kn}, p, {k.numel})")
+                body += [f"    v{o} = ({r}, None)" if j in k.tuple_outputs else f"    v{o} = {r}"
+                         for j, (o, r) in enumerate(zip(outs, rs))]
+        body.append(f"return {arg(self._out)}")
+        code = "\n".join([f"def fused_program({', '.join(inputs)}):"] + ["    " + line for line in body])
+        scope = dict(names, U=unwrap_numbers, empty=descent.empty, trace=_C._trace_enabled, span=_span,
+                     launch=_launch)
+        exec(compile(code, f"<fused_program>.{id(self)}", "exec"), scope)  # noqa: S102 (our own generated code)
+        return code, scope["fused_program"]
 
     def _get(self, env, a):
         if isinstance(a, descent.fx.Node):
@@ -680,6 +753,10 @@ class FusedProgram:
             env[self._slot[m]] = m.target(*self._get(env, m.args), **self._get(env, m.kwargs))
 
     def __call__(self, *inputs):
+        return self._run(*inputs)
+
+    def _interpret(self, *inputs):
+        """The same program, step by step (what _generate writes out as Python)."""
         env = list(inputs) + [None] * (self._n - self._n_in)
         for step in self._steps:
             kind = step[0]
@@ -697,12 +774,9 @@ class FusedProgram:
                     # backward): the kernel's indexing would be wrong, so the group runs op by op.
                     self._unfused(env, k)
                     continue
-                n = 1
-                for s in k.shape:
-                    n *= s
+                n = k.numel
                 results = [descent.empty(shape, dtype=k.dtype) for shape in k.out_shapes]
-                ptrs = (ctypes.c_void_p * (len(ins) + len(outs)))(
-                    *[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
+                ptrs = k.ptr_array(*[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
                 if _C._trace_enabled():
                     with _span(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {n} elements"):
                         _launch(k, ptrs, n)
