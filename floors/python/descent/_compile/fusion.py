@@ -557,6 +557,12 @@ _loaded = {}  # hash -> (lib, fn, path): a library this process has loaded is ne
 def compile_kernel(kernel):
     """Loads the kernel's library from the cache, or builds it there. False (with one warning) where it
     cannot: no compiler, or the compiler failed (its message in the warning)."""
+    return _finish_build(kernel, _start_build(kernel))
+
+
+def _start_build(kernel):
+    """True where the kernel's library is loaded (this process, or the disk cache), False where no compiler
+    can build it, else the running compiler (the graph's kernels build at once: compile_graph)."""
     d = cache_dir()
     path = os.path.join(d, f"{kernel.hash}.so")
     t0 = time.perf_counter()
@@ -582,17 +588,31 @@ def compile_kernel(kernel):
                           "graphs run op by op")
         return False
     os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"{kernel.hash}.cpp"), "w") as f:
+    src = os.path.join(d, f"{kernel.hash}.cpp")
+    with open(src, "w") as f:
         f.write(kernel.source)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=d)
     os.close(fd)
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}  # the compiler runs unsanitized
-    r = subprocess.run([cxx, *_FLAGS, "-o", tmp, "-x", "c++", "-"], input=kernel.source, capture_output=True,
-                       text=True, env=env)
-    if r.returncode != 0:
+    try:
+        proc = subprocess.Popen([cxx, *_FLAGS, "-o", tmp, "-x", "c++", src], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+    except OSError as e:
+        os.remove(tmp)
+        warnings.warn(f"descent.compile: the compiler {cxx} did not start ({e}); the graph runs op by op")
+        return False
+    return proc, tmp, path, t0
+
+
+def _finish_build(kernel, started):
+    if started is True or started is False:
+        return started
+    proc, tmp, path, t0 = started
+    _, err = proc.communicate()
+    if proc.returncode != 0:
         os.remove(tmp)
         warnings.warn(f"descent.compile: the fused kernel {kernel.hash[:12]} did not compile; the graph runs op by "
-                      f"op. The compiler said:\n{r.stderr.strip()}")
+                      f"op. The compiler said:\n{err.strip()}")
         return False
     os.replace(tmp, path)
     _load(kernel, path)
@@ -801,14 +821,15 @@ def compile_graph(gm, example_inputs, owner=None):
         _note(owner, notes)
         return gm
     kernels = []
-    for group in groups_of(gm.graph):
-        k = build_kernel(group)
-        if not k.outputs:
-            continue
-        if compile_kernel(k):
-            kernels.append(k)
-            notes.append(f"fused kernel {k.hash[:12]}: {' -> '.join(k.ops)} "
-                         f"({'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms, {k.path})")
+    todo = [k for k in (build_kernel(group) for group in groups_of(gm.graph)) if k.outputs]
+    at_once = max(2, os.cpu_count() or 2)  # the graph's kernels build side by side, this many compilers at a time
+    for first in range(0, len(todo), at_once):
+        batch = todo[first:first + at_once]
+        for k, started in [(k, _start_build(k)) for k in batch]:
+            if _finish_build(k, started):
+                kernels.append(k)
+                notes.append(f"fused kernel {k.hash[:12]}: {' -> '.join(k.ops)} "
+                             f"({'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms, {k.path})")
     if not kernels:
         _note(owner, notes or ["nothing to fuse: the graph runs op by op"])
         return gm
