@@ -3,7 +3,8 @@ tools/env-table: they pass on the tree, and each fails, naming the file, on a
 small tree made here that has drifted the way issue 46 found the real one had:
 a variable read in the code that the README's table leaves out, a binding that
 includes a header of floor 5 the ARCHITECTURE does not name, a document that
-names a file not in the tree, a floor README that opens with two paragraphs.
+names a file not in the tree, a floor README that opens with two paragraphs,
+a folder grown past its size budget (tools/size-table).
 
 [SECTION] The tree
 [SECTION] Broken examples
@@ -130,3 +131,15 @@ def test_a_floor_readme_of_two_paragraphs_fails(tmp_path):
     assert p.returncode == 1
     (line,) = p.stdout.splitlines()
     assert line.startswith("floors/core/README.md:3: opens with 2 paragraphs before its first heading"), line
+
+
+def test_a_folder_over_its_size_budget_fails(tmp_path):
+    write(tmp_path, "floors/launch/big.cpp", "int x;\n" * 600)
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "size-table"), "--root", str(tmp_path), "--check"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1
+    assert p.stdout.splitlines() == [
+        "floors/launch/ has 600 lines, over its budget of 500 (tools/size-table's BUDGETS: split the folder, "
+        "or raise the budget in the commit that needs it, saying why)"], p.stdout
+    # the tree itself is within every budget
+    assert subprocess.run([sys.executable, str(ROOT / "tools" / "size-table"), "--check"]).returncode == 0
