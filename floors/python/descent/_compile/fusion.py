@@ -633,7 +633,7 @@ def _finish_build(kernel, started):
 # threads, the fused kernel does not.
 _PARALLEL_ELEMENTS = 1 << 15
 _ABI = " abi: (char** p, int64_t lo, int64_t hi)"  # in the hash: a library of another signature is never loaded
-_pool = None
+_pool, _pool_pid = None, None
 
 
 def _launch(k, ptrs, n):
@@ -642,10 +642,11 @@ def _launch(k, ptrs, n):
     if threads <= 1 or n < _PARALLEL_ELEMENTS:
         k.fn(ptrs, 0, units)
         return
-    global _pool
-    if _pool is None or _pool._max_workers < threads - 1:
+    global _pool, _pool_pid
+    if _pool is None or _pool._max_workers < threads - 1 or _pool_pid != os.getpid():  # a forked child: its own
         from concurrent.futures import ThreadPoolExecutor
         _pool = ThreadPoolExecutor(max_workers=max(threads - 1, 1), thread_name_prefix="descent-fused")
+        _pool_pid = os.getpid()
     cuts = [units * t // threads for t in range(threads + 1)]
     futures = [_pool.submit(k.fn, ptrs, cuts[t], cuts[t + 1]) for t in range(1, threads)]
     k.fn(ptrs, cuts[0], cuts[1])
