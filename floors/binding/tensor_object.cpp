@@ -103,10 +103,46 @@ PyObject* device_object(Device d) {
 }
 
 namespace {
-PyStructSequence_Field max_fields[] = {
-    {"values", "the maximum values"}, {"indices", "where they are"}, {nullptr, nullptr}};
-PyStructSequence_Desc max_desc = {"descent.return_types.max", "values and indices of max(dim)", max_fields, 2};
-PyTypeObject* g_max_type = nullptr;
+// Note [return_types]
+// ~~~~~~~~~~~~~~~~~~~
+// An op returning (Tensor values, Tensor indices) (max.dim, min.dim, sort,
+// topk) gives a named tuple of its own type, descent.return_types.<op>, as
+// torch.return_types.max, .sort, .topk: a struct sequence that prints on
+// several lines, one field a line (torch/csrc/utils/structseq.cpp):
+//   descent.return_types.sort(
+//   values=tensor([1., 2., 3.]),
+//   indices=tensor([1, 2, 0]))
+PyStructSequence_Field values_indices_fields[] = {
+    {"values", "the values"}, {"indices", "where they were in the input"}, {nullptr, nullptr}};
+
+PyObject* return_type_repr(PyObject* o) {
+  PyTypeObject* type = Py_TYPE(o);
+  std::string out = str(type->tp_name, "(\n");
+  const Py_ssize_t n = PyTuple_GET_SIZE(o);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyRef r{PyObject_Repr(PyTuple_GET_ITEM(o, i))};
+    if (!r.p) return nullptr;
+    const char* text = PyUnicode_AsUTF8(r.p);
+    if (!text) return nullptr;
+    out += str(values_indices_fields[i].name, "=", text, i + 1 < n ? ",\n" : "");
+  }
+  return PyUnicode_FromString((out + ")").c_str());
+}
+
+// descent.return_types.<name>, made once per op name; null with a Python error set.
+PyTypeObject* return_type(const char* name) {
+  static std::vector<std::pair<std::string, PyTypeObject*>> types;  // under the GIL
+  for (const auto& [n, t] : types)
+    if (n == name) return t;
+  static std::vector<std::unique_ptr<std::string>> names;  // the type names outlive the types
+  names.push_back(std::make_unique<std::string>(str("descent.return_types.", name)));
+  PyStructSequence_Desc desc = {names.back()->c_str(), "values and indices", values_indices_fields, 2};
+  PyTypeObject* t = PyStructSequence_NewType(&desc);
+  if (!t) return nullptr;
+  t->tp_repr = return_type_repr;
+  types.emplace_back(name, t);
+  return t;
+}
 }  // namespace
 
 namespace {
@@ -162,8 +198,6 @@ bool init_value_types(PyObject* m) {
     Py_INCREF(o);  // immortal singletons
     if (PyModule_AddObject(m, dtype_name(ScalarType(t)), o) < 0) return false;
   }
-  g_max_type = PyStructSequence_NewType(&max_desc);
-  if (!g_max_type) return false;
   Py_INCREF(&g_dtype_type);
   Py_INCREF(&g_device_type);
   return PyModule_AddFunctions(m, dtype_functions) == 0 &&
@@ -236,7 +270,9 @@ PyObject* wrap_results(const OpEntry& op, Stack& s) {
     }
     return plain;
   }
-  PyObject* tup = PyStructSequence_New(g_max_type);  // the results of max.dim, values and indices
+  PyTypeObject* type = return_type(op.python_name);  // Note [return_types]
+  if (!type) return nullptr;
+  PyObject* tup = PyStructSequence_New(type);
   if (!tup) return nullptr;
   DESCENT_CHECK(op.schema.returns.size() == 2, Error, op.name, ": unexpected number of results");
   for (int i = 0; i < 2; ++i) {
