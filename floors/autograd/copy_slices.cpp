@@ -44,6 +44,26 @@
 // not require grad, whose base has since gained a history (`b.mul_(w)` with
 // w requiring grad), gains one too, and requires grad from then on
 // (autograd::requires_grad, which the Autograd kernels and Tensor.requires_grad read).
+//
+// Note [A view made in no_grad mode]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// `with torch.no_grad(): v = y[:2]` then `v.mul_(2)` with grad mode on:
+// should the write be recorded into y's graph? The view was made where
+// nothing is tracked, so the graph has no record of it, and either answer
+// surprises someone. PyTorch refuses: its ADInplaceOrView kernel marks a
+// view made with grad mode off (CreationMeta::NO_GRAD_MODE, and so every
+// view of that view), and an in-place op on it with grad mode on raises "A
+// view was created in no_grad mode and is being modified inplace with grad
+// mode enabled. ..." (handle_view_on_rebase, torch/csrc/autograd/variable.cpp).
+// A write to its base or another view of it raises the same, "its base or
+// another view of its base has been modified", when the view's grad_fn is
+// next read (v.grad_fn, v.is_leaf, an op taking v with grad on), whatever
+// mode the write ran in. Such a view requires grad when its base does, and
+// is a leaf with no AccumulateGrad of its own: an op on it records an edge
+// of None. descent marks the view in its Autograd kernel (PyTorch in
+// ADInplaceOrView; floor 3 here cannot reach the autograd state), so a view
+// made in inference mode, where that kernel does not run, is not marked:
+// PyTorch's CreationMeta::INFERENCE_MODE is not kept.
 #include "floors/autograd/copy_slices.h"
 
 #include <algorithm>
@@ -136,12 +156,37 @@ TensorList AsStridedBackward::apply(TensorList&& grads) {
   return {call(Op::clone, region_of(memory, base_geometry))};
 }
 
+void check_view_write(const Tensor& view, bool indirect) {
+  const AutogradMeta* m = meta(view);
+  if (!m || m->creation == CreationMeta::Default) return;
+  const char* what = indirect ? "its base or another view of its base has been" : "is being";
+  const std::string prefix =
+      m->grad_fn ? str("Output ", m->output_nr, " of ", m->grad_fn->name, " is a view of a view which was created in")
+                 : std::string("A view was created in");
+  throw Error(str(prefix, " no_grad mode and ", what,
+                  " modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, "
+                  "it is forbidden. You can clarify your code by moving both the view and the inplace either both "
+                  "inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+                  "want the inplace to be tracked)."));
+}
+
+void note_view_creation(const Tensor& self, const Tensor& view) {
+  if (!view.is_view() || view.impl() == self.impl()) return;
+  // PyTorch's propagate_creation_meta: a view of a marked view keeps the mark.
+  if (!grad_mode_enabled() || creation_meta(self) != CreationMeta::Default)
+    ensure_meta(view).creation = CreationMeta::NoGradMode;
+}
+
 void regenerate_view_grad_fn(const Tensor& view) {
-  view.impl()->view_version = view.version();
   const Tensor base(view.impl()->base);
   const AutogradMeta* m = meta(view);
-  if ((!m || !m->grad_fn) && !base.requires_grad()) return;  // no history, and none to join
-  const Edge base_edge = gradient_edge(base);                // the base is never a view: this does not come back here
+  if ((!m || !m->grad_fn) && !base.requires_grad()) {  // no history, and none to join
+    view.impl()->view_version = view.version();
+    return;
+  }
+  check_view_write(view, true);  // leaves view_version behind: every read raises, as in PyTorch
+  view.impl()->view_version = view.version();
+  const Edge base_edge = gradient_edge(base);  // the base is never a view: this does not come back here
   if (!base_edge.valid()) return;
   Ref<Node> fn(new AsStridedBackward(GradMeta{base.sizes(), base.dtype(), base.device()},
                                      ViewGeometry{base.sizes(), base.strides(), base.offset()},

@@ -44,4 +44,12 @@ void regenerate_view_grad_fn(const Tensor& view);
 
 void rebase_history_through_view(const Tensor& view, const Tensor& base, const Edge& base_edge, const Ref<Node>& fn);
 
+// Refuses an in-place write to a view made in no_grad mode (`indirect`: to
+// its base or another view of it), with PyTorch's message; returns for any
+// other view. Note [A view made in no_grad mode].
+void check_view_write(const Tensor& view, bool indirect);
+// Marks `view`, the result of a view op on `self`, made in no_grad mode (or
+// a view of such a view), as PyTorch's ADInplaceOrView kernels do.
+void note_view_creation(const Tensor& self, const Tensor& view);
+
 }  // namespace descent::autograd

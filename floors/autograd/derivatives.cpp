@@ -287,12 +287,25 @@ void max_dim_backward(BackwardContext& c) {
   const Tensor range = call(Op::view, call(Op::arange, Scalar(sizes[d]), IValue(), IValue()), line);
   c.out[0] = mul(g, call(Op::eq, range, idx));
 }
-void mm_backward(BackwardContext& c) {
-  if (c.needs(0)) c.out[0] = call(Op::mm, c.g, call(Op::t, c.other()));
-  if (c.needs(1)) c.out[1] = call(Op::mm, call(Op::t, c.self()), c.g);
-}
 // PyTorch's maybe_multiply: g itself when the factor is 1.
 Tensor times(const Tensor& g, const Scalar& s) { return s.to_double() == 1 ? g : mul(g, scalar_tensor(s)); }
+Tensor t(const Tensor& a) { return call(Op::t, a); }
+// The gradients of mm(mat1, mat2), as PyTorch's mm_mat1_backward and
+// mm_mat2_backward compute them: where the input was a column-major matrix
+// (a transposed contiguous one, as a Linear layer's weight.t() is), its
+// gradient is computed transposed and handed back as a transpose, so that
+// it has the input's layout, and AccumulateGrad takes the weight's
+// gradient without a copy (Note [AccumulateGrad steals a gradient], node.cpp).
+Tensor mm_mat1_backward(BackwardContext& c, int k, const Tensor& mat2) {
+  return c.n.column_major & (1u << k) ? t(call(Op::mm, mat2, t(c.g))) : call(Op::mm, c.g, t(mat2));
+}
+Tensor mm_mat2_backward(BackwardContext& c, int k, const Tensor& mat1) {
+  return c.n.column_major & (1u << k) ? t(call(Op::mm, t(c.g), mat1)) : call(Op::mm, t(mat1), c.g);
+}
+void mm_backward(BackwardContext& c) {
+  if (c.needs(0)) c.out[0] = mm_mat1_backward(c, 0, c.other());
+  if (c.needs(1)) c.out[1] = mm_mat2_backward(c, 1, c.self());
+}
 // addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * mat1 @ mat2:
 // self's gradient is beta * g (summed down to self's shape by the engine),
 // mat1's alpha * g @ mat2^T, mat2's alpha * mat1^T @ g (PyTorch's
@@ -301,8 +314,8 @@ Tensor times(const Tensor& g, const Scalar& s) { return s.to_double() == 1 ? g :
 void addmm_backward(BackwardContext& c) {
   const Scalar beta = c.arg(3).to_scalar(), alpha = c.arg(4).to_scalar();
   if (c.needs(0)) c.out[0] = times(c.g, beta);
-  if (c.needs(1)) c.out[1] = times(call(Op::mm, c.g, call(Op::t, c.input(2))), alpha);
-  if (c.needs(2)) c.out[2] = times(call(Op::mm, call(Op::t, c.input(1)), c.g), alpha);
+  if (c.needs(1)) c.out[1] = times(mm_mat1_backward(c, 1, c.input(2)), alpha);
+  if (c.needs(2)) c.out[2] = times(mm_mat2_backward(c, 2, c.input(1)), alpha);
 }
 void bmm_backward(BackwardContext& c) {
   if (c.needs(0)) c.out[0] = call(Op::bmm, c.g, call(Op::transpose, c.other(), 1, 2));
@@ -850,12 +863,21 @@ std::string FormulaNode::saved_names() const {
   return s;
 }
 
+// A value the formula may read but this node did not save (the input's
+// gradient was not needed: `x * w` with only x requiring grad saves w, not
+// x) reads as None, as PyTorch's generated attributes do; a name the
+// formula never reads is no attribute.
 bool FormulaNode::saved_value(std::string_view name, Tensor& out) {
-  SavedVariable* v = name == "result" ? &result : name == "indices" ? &result1 : nullptr;
+  uint8_t may = 0;
+  for (uint8_t bits : derivative.saves_for) may |= bits;
+  SavedVariable* v = nullptr;
+  uint8_t bit = 0;
+  if (name == "result") v = &result, bit = kResult;
+  if (name == "indices") v = &result1, bit = kResult1;
   for (int k = 0; !v && k < kSavedInputs && k < int(input_names.size()); ++k)
-    if (name == input_names[size_t(k)]) v = &inputs_saved[k];
-  if (!v || !v->defined()) return false;
-  out = v->unpack(this);
+    if (name == input_names[size_t(k)]) v = &inputs_saved[k], bit = uint8_t(1u << k);
+  if (!v || !(may & bit)) return false;
+  out = v->defined() ? v->unpack(this) : Tensor();
   return true;
 }
 

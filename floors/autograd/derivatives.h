@@ -58,6 +58,10 @@ struct FormulaNode final : Node {
   std::vector<const char*> input_names;      // each one's schema name ("self", "mat2", "tensors"), for saved_names
   SavedVariable inputs_saved[kSavedInputs];  // the tensor inputs the formula reads, by position
   SavedVariable result, result1;
+  // Bit k: tensor input k was a column-major matrix (strides (1, rows)), as
+  // mm's and addmm's gradients read it (PyTorch's mm_mat1_backward and
+  // mm_mat2_backward take the input's sizes and strides).
+  uint8_t column_major = 0;
 };
 
 // Sums `grad` down to `sizes` over the dimensions broadcasting added or

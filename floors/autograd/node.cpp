@@ -153,6 +153,17 @@ const Ref<Node>& grad_fn(const Tensor& t) {
   return m ? m->grad_fn : none;
 }
 
+CreationMeta creation_meta(const Tensor& t) {
+  const AutogradMeta* m = t.is_view() ? meta(t) : nullptr;
+  return m ? m->creation : CreationMeta::Default;
+}
+
+bool view_requires_grad(const Tensor& t) {
+  if (creation_meta(t) != CreationMeta::Default) return t.requires_grad() || t.impl()->base->requires_grad;
+  if (t.impl()->view_version != t.version()) grad_fn(t);
+  return t.requires_grad();
+}
+
 Ref<Node> grad_accumulator(const Tensor& leaf) {
   AutogradMeta& m = ensure_meta(leaf);
   if (m.grad_accumulator) return Ref<Node>(m.grad_accumulator);
@@ -223,12 +234,23 @@ int register_hook(const Tensor& t, GradHook fn) {
   return id;
 }
 
+int register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateGradHook fn) {
+  DESCENT_CHECK(requires_grad(t), Error, "cannot register a hook on a tensor that doesn't require gradient");
+  DESCENT_CHECK(is_leaf(t), Error, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  const int id = next_hook_id();
+  ensure_meta(t).post_accumulate_hooks.emplace_back(id, std::move(fn));
+  return id;
+}
+
 void remove_tensor_hook(const Tensor& t, int id) {
   AutogradMeta* m = meta(t);
   if (!m) return;
   if (m->grad_fn) m->grad_fn->remove_hook(id);
+  auto gone = [id](const auto& e) { return e.first == id; };
   auto& h = m->hooks;
-  h.erase(std::remove_if(h.begin(), h.end(), [&](const auto& e) { return e.first == id; }), h.end());
+  h.erase(std::remove_if(h.begin(), h.end(), gone), h.end());
+  auto& p = m->post_accumulate_hooks;
+  p.erase(std::remove_if(p.begin(), p.end(), gone), p.end());
 }
 
 std::string type_and_shape(const Tensor& t) {
@@ -249,14 +271,68 @@ AccumulateGrad::~AccumulateGrad() {
     m->grad_accumulator = nullptr;
 }
 
+// Note [AccumulateGrad steals a gradient]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A leaf's first gradient becomes its .grad without a copy when nothing
+// else can see it, as PyTorch's AccumulateGrad::accumulateGrad decides:
+// grad mode is off (no create_graph), the gradient's TensorImpl has no other
+// owner (a view of a buffer the engine is about to drop counts: PyTorch
+// counts the TensorImpl's references, not its storage's), and its layout
+// obeys the gradient layout contract (obeys_layout_contract: where the leaf
+// is dense, the gradient's strides are the leaf's, size-1 dimensions aside;
+// otherwise it is contiguous). What is stolen is detached (new_grad.detach()
+// there): .grad shares the gradient's memory and is no view of anything.
+// Otherwise .grad is a copy laid out as the leaf is (clone_obey_contract:
+// empty_strided with the leaf's strides, then copy_, which create_graph
+// records as CopyBackwards), or contiguous when the leaf is not dense.
+// This is why mm's backward gives a weight's gradient already laid out as
+// the weight (mm_mat2_backward, derivatives.cpp): .grad then takes it as it is.
 namespace {
-// A gradient no one else holds, laid out as a fresh tensor, can become .grad
-// itself; anything else (a view of another gradient, an expanded one, one a
-// hook kept) is copied first, as PyTorch's AccumulateGrad does.
-bool can_steal(const Tensor& g) {
-  return g.impl()->use_count() == 1 && g.storage()->use_count() == 1 && !g.is_view() && g.is_contiguous() &&
-         g.offset() == 0 && !g.impl()->autograd;
+
+// PyTorch's is_non_overlapping_and_dense: sorted by stride, ignoring dims of
+// size 0 or 1, each stride is the product of the sizes below it.
+bool dense(const TensorImpl& t) {
+  int perm[kMaxDims];
+  int n = 0;
+  for (int d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0) return true;
+    if (t.sizes[d] == 1) continue;
+    int j = n++;
+    for (; j > 0 && t.strides[d] < t.strides[perm[j - 1]]; --j) perm[j] = perm[j - 1];
+    perm[j] = d;
+  }
+  int64_t want = 1;
+  for (int i = 0; i < n; ++i) {
+    if (t.strides[perm[i]] != want) return false;
+    want *= t.sizes[perm[i]];
+  }
+  return true;
 }
+
+// utils::obeys_layout_contract.
+bool obeys_layout_contract(const Tensor& g, const TensorImpl& leaf) {
+  if (!dense(leaf)) return g.is_contiguous();
+  for (int d = 0; d < g.dim(); ++d) {
+    if (g.sizes()[d] != 1 ? g.strides()[d] != leaf.strides[d] : g.strides()[d] == 0) return false;
+  }
+  return true;
+}
+
+bool can_steal(const Tensor& g, const TensorImpl& leaf) {
+  return !grad_mode_enabled() && g.impl()->use_count() == 1 && obeys_layout_contract(g, leaf);
+}
+
+// utils::clone_obey_contract.
+Tensor clone_obey_contract(const Tensor& g, const TensorImpl& leaf) {
+  if (!dense(leaf)) {
+    Tensor c = call(Op::contiguous, g);
+    return c.is_same(g) ? call(Op::clone, g) : c;
+  }
+  Tensor out = call(Op::empty_strided, leaf.sizes, leaf.strides, g.dtype(), g.device());
+  call(Op::copy_, out, g, false);
+  return out;
+}
+
 }  // namespace
 
 TensorList AccumulateGrad::apply(TensorList&& grads) {
@@ -268,14 +344,22 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
     if (Tensor r = hook(g); r.defined()) g = std::move(r);
   }
   if (!g.defined()) return {};
-  if (!m.grad.defined()) {
-    // Under create_graph the new .grad keeps its graph (a clone is recorded);
-    // otherwise it is detached, and taken over when no one else holds it.
-    m.grad = !grad_mode_enabled() && can_steal(g) ? std::move(g) : call(Op::clone, g);
+  if (!m.grad.defined()) {  // Note [AccumulateGrad steals a gradient]
+    m.grad = can_steal(g, *variable) ? (g.is_view() || g.impl()->autograd ? detach(g) : std::move(g))
+                                     : clone_obey_contract(g, *variable);
   } else if (!grad_mode_enabled()) {
     call(Op::add_, m.grad, g);  // in place: .grad keeps its identity across backwards
   } else {
     m.grad = call(Op::add, m.grad, g);
+  }
+  // Tensor.register_post_accumulate_grad_hook's hooks, on the leaf, in order (PyTorch's
+  // tensor_post_acc_grad_hooks). A copy: a hook may remove itself.
+  if (!m.post_accumulate_hooks.empty()) {
+    const auto hooks = m.post_accumulate_hooks;
+    for (const auto& [id, hook] : hooks) {
+      (void)id;
+      hook(leaf);
+    }
   }
   return {};
 }

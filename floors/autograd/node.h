@@ -46,6 +46,8 @@ using TensorList = std::vector<Tensor>;
 // A hook on a gradient (Tensor.register_hook): returns a replacement, or an
 // undefined Tensor to keep the gradient as it is.
 using GradHook = std::function<Tensor(const Tensor&)>;
+// Tensor.register_post_accumulate_grad_hook: sees the leaf once its .grad is updated.
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
 // Node.register_prehook: may replace the gradients arriving at the node.
 using NodePreHook = std::function<void(TensorList& grad_outputs)>;
 // Node.register_hook: sees what the node computed (grad_inputs) from what it got (grad_outputs).
@@ -150,15 +152,22 @@ class SavedVariable {
 
 // [SECTION] A tensor's autograd state ------------------------------------------------
 
+// How a view came to be (PyTorch's CreationMeta, the part descent keeps): a
+// view made with grad mode off may not be written in place with it on
+// (Note [A view made in no_grad mode], copy_slices.cpp).
+enum class CreationMeta : uint8_t { Default, NoGradMode };
+
 struct AutogradMeta : AutogradMetaInterface {
   ~AutogradMeta() override;
-  Tensor grad;                                  // .grad
-  Ref<Node> grad_fn;                            // null for a leaf
-  uint32_t output_nr = 0;                       // which output of grad_fn this tensor is
-  Node* grad_accumulator = nullptr;             // a leaf's AccumulateGrad; not owned (it clears this when it dies)
-  bool retains_grad = false;                    // retain_grad() on a non-leaf
-  TensorImpl* owner = nullptr;                  // the tensor this belongs to (for retain_grad's removal)
-  std::vector<std::pair<int, GradHook>> hooks;  // a leaf's register_hook hooks, run by its AccumulateGrad
+  Tensor grad;                                    // .grad
+  Ref<Node> grad_fn;                              // null for a leaf
+  uint32_t output_nr = 0;                         // which output of grad_fn this tensor is
+  Node* grad_accumulator = nullptr;               // a leaf's AccumulateGrad; not owned (it clears this when it dies)
+  bool retains_grad = false;                      // retain_grad() on a non-leaf
+  TensorImpl* owner = nullptr;                    // the tensor this belongs to (for retain_grad's removal)
+  std::vector<std::pair<int, GradHook>> hooks;    // a leaf's register_hook hooks, run by its AccumulateGrad
+  CreationMeta creation = CreationMeta::Default;  // a view's: Note [A view made in no_grad mode]
+  std::vector<std::pair<int, PostAccumulateGradHook>> post_accumulate_hooks;  // a leaf's, run after its .grad is set
 };
 
 AutogradMeta* meta(const Tensor& t);  // null when autograd keeps nothing on t
@@ -168,10 +177,12 @@ inline bool is_leaf(const Tensor& t) { return !grad_fn(t); }
 // t.requires_grad, after bringing a view's grad_fn up to date (a view whose
 // base gained a history since gains one too: Note [A view's grad_fn after an
 // in-place write]).
-inline bool requires_grad(const Tensor& t) {
-  if (t.is_view() && t.impl()->view_version != t.version()) grad_fn(t);
-  return t.requires_grad();
-}
+// A view made in no_grad mode requires grad when its base does, as in
+// PyTorch, and is still a leaf (Note [A view made in no_grad mode]).
+bool view_requires_grad(const Tensor& t);
+inline bool requires_grad(const Tensor& t) { return t.is_view() ? view_requires_grad(t) : t.requires_grad(); }
+// The creation of a view; Default for a tensor that is not one.
+CreationMeta creation_meta(const Tensor& t);
 // Where a gradient for `t` goes: (grad_fn, output_nr), a leaf's
 // AccumulateGrad, or an empty edge when t does not require grad.
 Edge gradient_edge(const Tensor& t);
@@ -190,6 +201,8 @@ void retain_grad(const Tensor& t);
 // t.register_hook(fn): returns the hook's id.
 int register_hook(const Tensor& t, GradHook fn);
 void remove_tensor_hook(const Tensor& t, int id);
+// t.register_post_accumulate_grad_hook(fn): a leaf's only, as in PyTorch; returns the hook's id.
+int register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateGradHook fn);
 
 // "descent.FloatTensor [3, 4]", "descent.cuda.HalfTensor [2]": how PyTorch's version error names a tensor (torch.FloatTensor there).
 std::string type_and_shape(const Tensor& t);

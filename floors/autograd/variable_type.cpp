@@ -82,12 +82,21 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   record(op, ks, s, span);
 }
 
+// A view op's Autograd kernel: the same, then the view's creation is kept
+// (Note [A view made in no_grad mode], copy_slices.cpp).
+void view_autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
+  const Tensor self = s[0].to_tensor();  // owned: the stack holds the view once the op has run
+  autograd_kernel(op, ks, s);
+  if (s.size() > 0 && s[0].is_tensor()) note_view_creation(self, s[0].to_tensor());
+}
+
 // [SECTION] Recording a node -----------------------------------------------------------
 
 // Refuses what PyTorch refuses; returns whether the write goes through a
 // view, and so must be recorded on the view's base (Note [In-place on a view]).
 bool check_inplace(const Tensor& self) {
   if (self.is_view()) {
+    check_view_write(self, false);  // Note [A view made in no_grad mode] (copy_slices.cpp)
     const Tensor base(self.impl()->base);
     DESCENT_CHECK(!(is_leaf(base) && base.requires_grad()), Error,
                   "a view of a leaf Variable that requires grad is being used in an in-place operation.");
@@ -151,6 +160,8 @@ void record(const OpEntry& op, DispatchKeySet ks, Stack& s, trace::ScopedSpan& s
     const size_t k = fn->tensor_inputs.size();
     if (k < size_t(kSavedInputs)) inputs[k] = t;
     fn->tensor_inputs.push_back(GradMeta{t.sizes(), t.dtype(), t.device()});
+    if (k < 8 && t.dim() == 2 && t.strides()[0] == 1 && t.strides()[1] == t.sizes()[0])
+      fn->column_major = uint8_t(fn->column_major | (1u << k));
     fn->input_names.push_back(name);
     fn->next_edges.push_back(gradient_edge(t));
   };
@@ -298,7 +309,9 @@ void register_autograd_kernels() {
     DESCENT_CHECK(!exempt || d == nullptr, Error, "autograd: '", e.name, "' is a ",
                   autograd::is_composite(e) ? "composite" : "factory, comparison, read or collective",
                   " and must not have a derivative formula (Note [One derivative per op])");
-    if (d)
+    if (d && e.schema.is_view())
+      m.impl(e.id, Kernel(autograd::view_autograd_kernel));
+    else if (d)
       m.impl(e.id, autograd::autograd_kernel_for(e.id));
     else if (e.kind == OpKind::Comparison || e.kind == OpKind::Collective ||
              (e.kind == OpKind::Read && !autograd::is_composite(e)))

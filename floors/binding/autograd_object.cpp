@@ -344,11 +344,25 @@ PyGetSetDef node_getset[] = {
 
 // [SECTION] Tensor attributes -------------------------------------------------------------
 
+// t.grad: a non-leaf's, unless retain_grad() was called, is never filled in,
+// and reading it warns, with aten's words (TensorBase::grad(), TensorBody.h);
+// PyTorch's warning ends with "(Triggered internally at .../TensorBody.h:N.)",
+// the C++ line that warned, which descent leaves out.
 PyObject* get_grad(PyObject* o, void*) {
   DESCENT_PY_TRY
-  const autograd::AutogradMeta* m = autograd::meta(unwrap(o));
-  if (!m || !m->grad.defined()) Py_RETURN_NONE;
-  return wrap(m->grad);
+  const Tensor& t = unwrap(o);
+  const autograd::AutogradMeta* m = autograd::meta(t);
+  if (m && m->grad.defined()) return wrap(m->grad);
+  if (!autograd::is_leaf(t) && !(m && m->retains_grad) &&
+      PyErr_WarnEx(PyExc_UserWarning,
+                   "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                   "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                   "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                   "Tensor by mistake, make sure you access the leaf Tensor instead. See "
+                   "github.com/pytorch/pytorch/pull/30531 for more informations.",
+                   1) < 0)
+    return nullptr;
+  Py_RETURN_NONE;
   DESCENT_PY_CATCH(nullptr)
 }
 int set_grad(PyObject* o, PyObject* v, void*) {
@@ -415,6 +429,27 @@ PyObject* m_register_hook(PyObject* o, PyObject* fn) {
   return PyLong_FromLong(autograd::register_hook(unwrap(o), tensor_hook(fn)));
   DESCENT_PY_CATCH(nullptr)
 }
+// hook(tensor) -> None, run on the leaf once AccumulateGrad has set its .grad
+// (PyTorch's PyFunctionTensorPostAccGradHooks, with its message for a hook
+// that returns something else; PyTorch runs the leaf's other hooks first).
+PyObject* m_register_post_accumulate_grad_hook(PyObject* o, PyObject* fn) {
+  DESCENT_PY_TRY
+  DESCENT_CHECK(PyCallable_Check(fn), TypeError, "register_post_accumulate_grad_hook expects a callable");
+  auto f = std::make_shared<PyCallable>(fn);
+  auto hook = [f](const Tensor& leaf) {
+    Gil gil;
+    PyObject* arg = wrap(leaf);
+    if (!arg) throw PythonError();
+    PyObject* r = PyObject_CallOneArg(f->fn, arg);
+    PyRef owned_arg{arg};
+    if (!r) throw PythonError();
+    PyRef owned{r};
+    // The leaf itself counts as None (_call_hooks: `p.add_(...)` returns p).
+    DESCENT_CHECK(r == Py_None || r == arg, Error, "Tensor post accumulate grad hooks should return None.");
+  };
+  return PyLong_FromLong(autograd::register_post_accumulate_grad_hook(unwrap(o), hook));
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* m_remove_hook(PyObject* o, PyObject* id) {
   DESCENT_PY_TRY autograd::remove_tensor_hook(unwrap(o), int(PyLong_AsLong(id)));
   Py_RETURN_NONE;
@@ -434,6 +469,8 @@ PyMethodDef autograd_methods[] = {
     {"detach_", m_detach_, METH_NOARGS, "takes this tensor out of the graph, in place"},
     {"_register_hook", m_register_hook, METH_O,
      "hook(grad) -> Tensor or None, run when its gradient is computed; returns an id"},
+    {"_register_post_accumulate_grad_hook", m_register_post_accumulate_grad_hook, METH_O,
+     "hook(tensor) -> None, run on this leaf after its .grad is updated; returns an id"},
     {"_remove_hook", m_remove_hook, METH_O, "removes a hook by id"},
     {nullptr, nullptr, 0, nullptr},
 };

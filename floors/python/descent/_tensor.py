@@ -17,6 +17,10 @@ from ._formatting import tensor_repr
 Size = _C.Size
 
 
+# The warnings aten gives once per process (TORCH_WARN_ONCE), by name, once given.
+_warned_once = {}
+
+
 class Tensor(_C.TensorBase):
     __slots__ = ()
     # numpy defers to us in mixed expressions (np.float64(2) + t, np.ones(2) == t):
@@ -43,6 +47,16 @@ class Tensor(_C.TensorBase):
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         return autograd.RemovableHandle(self, self._register_hook(hook))
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) -> None, called on this leaf once backward has accumulated its .grad
+        (an optimizer step inside backward, as torch's docs show)."""
+        from . import autograd
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        return autograd.RemovableHandle(self, self._register_post_accumulate_grad_hook(hook))
+
     # Conversions, kept in Python as descent has always had them (torch's are C methods).
     def float(self): return _C.to(self, _C.float32)
     def double(self): return _C.to(self, _C.float64)
@@ -58,7 +72,22 @@ class Tensor(_C.TensorBase):
     # shape, ndim, size() and stride() are C (_C.TensorBase), as torch's are.
     @property
     def T(self):
-        return _C.permute(self, list(range(self.dim() - 1, -1, -1)))
+        """The dimensions reversed (aten's numpy_T), with its warnings, once each per process as
+        TORCH_WARN_ONCE gives them: on other than 2 dimensions, and on 0."""
+        n = self.dim()
+        if n != 2 and n != 0 and not _warned_once.get("T"):
+            _warned_once["T"] = True
+            import warnings
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                          "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+                          "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+                          "reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+        if n == 0 and not _warned_once.get("T0"):
+            _warned_once["T0"] = True
+            import warnings
+            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                          UserWarning, stacklevel=2)
+        return _C.permute(self, list(range(n - 1, -1, -1)))
 
     # Ops whose Python form is not one row of the op table (floors/python/descent/functional.py).
     def where(self, condition, other):
