@@ -260,13 +260,17 @@ def test_threads_change_the_time_not_the_bits():
     g = lambda x, b: ((x - b).exp() * 0.5).sum(0)  # noqa: E731
     before = descent.get_num_threads()
     try:
-        for fn in (chain, f, g):
+        dot = lambda x, b: ((x * 0.5) * x).sum() + b.sum()  # noqa: E731 (one sum of everything: its tree cut)
+        mean = lambda x, b: (x - b).exp().mean()  # noqa: E731
+        for fn in (chain, f, g, dot, mean):
             outs = []
             for n in (1, 3):
                 descent.set_num_threads(n)
                 cf = descent.compile(fn)
                 cf(x, b)
                 assert cf.kernels and x.numel() >= fusion._PARALLEL_ELEMENTS
+                if fn in (dot, mean):
+                    assert cf.kernels[0].split and x.numel() >= 2 * fusion._PARALLEL_ELEMENTS
                 outs.append(cf(x, b))
             assert np.array_equal(bits(outs[0]), bits(outs[1])) and np.array_equal(bits(outs[1]), bits(fn(x, b)))
     finally:

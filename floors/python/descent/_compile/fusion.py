@@ -304,6 +304,7 @@ class FusedKernel:
         self.group, self.inputs, self.outputs = group, inputs, outputs
         self.ir, self.source, self.hash = ir, source, digest
         self.path, self.fn, self.lib = None, None, None
+        self.leaf = self.join = None  # a split sum's two entry points (_launch_split)
         self.cache_hit, self.compile_s, self.verdict = False, 0.0, None
         self.shape = None  # the elements the loop computes (build_kernel sets it, and dtype)
         self.out_shapes = [tuple((o.meta.get("val") or next(iter(o.users)).meta["val"])["shape"]) for o in outputs]
@@ -392,13 +393,14 @@ def build_kernel(group):
         if node in chain:
             body.append(f"reinterpret_cast<T*>(p[{slot[node]}])[i] = {names[node][1:]};")
             strip.append((None, f"reinterpret_cast<T*>(p[{slot[node]}])[base + s] = {names[node][1:]}[s];"))
-    order = None
+    order, split = None, False
     if red:
         rnode, (rop, dims, keepdim) = group[-1], red
         k = len(chain)
         names[rnode] = f"%t{k}"
         ir.append(f"%t{k} = {rop} {names[rnode.args[0]]} dims {list(dims)} keepdim {int(keepdim)}".replace(", ", ","))
         order, outer, inner = sum_order(out_shape, dims) if rop != "max" else ("index", None, None)
+        split = order == "lanes" and outer == 1  # one sum of everything: its tree cut across threads
         body.append(f"return {names[rnode.args[0]][1:]};")
         loop = _reduction_loop(out_shape, dims, order, outer, inner, rop, slot[rnode], n)
     else:
@@ -430,12 +432,13 @@ def build_kernel(group):
         *(["  auto elem = [&](int64_t i) -> T {", *["    " + b for b in body], "  };"] if red else []),
         *loop,
         "}",
+        *(_split_sum(body, slot[group[-1]], rop, n) if split else []),
         "",
     ])
     kernel = FusedKernel(group, inputs, outputs, ir_text, source, digest)
     kernel.shape, kernel.dtype, kernel.numel = out_shape, val0["dtype"], n
     kernel.ptr_array = ctypes.c_void_p * (len(inputs) + len(outputs))  # p[]: the inputs, then the outputs
-    kernel.order = order
+    kernel.order, kernel.split = order, split
     kernel.units = n if not red else outer if order == "lanes" else n // _red_count(out_shape, red[1])  # outputs
     kernel.tuple_outputs = {j for j, o in enumerate(outputs) if o.target is not operator.getitem and
                             o.op == "call_function" and o.target.name() == "aten::max.dim"}
@@ -490,6 +493,44 @@ template <class F> static T lanes(const F& get, int64_t n) {{
     for (int64_t l = 0; l < width; ++l) t.v[l] = t.v[l] + t.v[l + width];
   return t.v[0];
 }}""".splitlines()
+
+
+def _split_sum(body, out_slot, rop, n):
+    """descent_leaf and descent_join: one sum of all n elements as subtrees of its tree on several threads,
+    then the top of the tree (Note [A fused kernel's threads]); the same additions as descent_kernel's."""
+    return [
+        "// The lanes of elements [lo, hi), a subtree of the sum's tree (descent_kernel's lanes_tree).",
+        'extern "C" void descent_leaf(char** p, int64_t lo, int64_t hi, T* lanes_out) {',
+        "  auto elem = [&](int64_t i) -> T {", *["    " + b for b in body], "  };",
+        "  const Lanes t = lanes_tree([&](int64_t k) { return elem(k); }, lo, hi);",
+        "  for (int64_t l = 0; l < kLanes; ++l) lanes_out[l] = t.v[l];",
+        "}",
+        "static Lanes join_tree(int64_t lo, int64_t hi, int levels, const Lanes* sums, int64_t& next) {",
+        "  if (levels == 0 || hi - lo <= kSuper) return sums[next++];",
+        "  const int64_t mid = mid_of(lo, hi, kSuper);",
+        "  Lanes a = join_tree(lo, mid, levels - 1, sums, next);",
+        "  const Lanes b = join_tree(mid, hi, levels - 1, sums, next);",
+        "  for (int64_t l = 0; l < kLanes; ++l) a.v[l] = a.v[l] + b.v[l];",
+        "  return a;",
+        "}",
+        "// The top `levels` levels of the tree over the leaves' lanes (in order), then the lanes joined.",
+        'extern "C" void descent_join(char** p, int64_t levels, const T* sums) {',
+        "  int64_t next = 0;",
+        f"  Lanes t = join_tree(0, {n}, int(levels), reinterpret_cast<const Lanes*>(sums), next);",
+        "  for (int64_t width = kLanes / 2; width >= 1; width /= 2)",
+        "    for (int64_t l = 0; l < width; ++l) t.v[l] = t.v[l] + t.v[l + width];",
+        f"  reinterpret_cast<T*>(p[{out_slot}])[0] = t.v[0]{f' / T({n})' if rop == 'mean' else ''};",
+        "}",
+    ]
+
+
+def _cut_tree(lo, hi, levels):
+    """The subtrees [lo, hi) of the sum's tree `levels` levels down (mid_of's splits, descent_join's order)."""
+    superblock = _SUM_BLOCK * _SUM_LANES
+    if levels == 0 or hi - lo <= superblock:
+        return [(lo, hi)]
+    mid = lo + (hi - lo + superblock - 1) // superblock // 2 * superblock
+    return _cut_tree(lo, mid, levels - 1) + _cut_tree(mid, hi, levels - 1)
 
 
 def _reduction_loop(shape, dims, order, outer, inner, rop, out_slot, n):
@@ -629,27 +670,56 @@ def _finish_build(kernel, started):
 # pool of Python threads (ctypes lets go of the GIL for the call), the
 # first on the calling thread. The ranges are disjoint and each unit is
 # computed as on one thread, so the bits do not depend on the thread count.
-# A single output (x.sum()) is one unit: eager's sum cuts its tree across
-# threads, the fused kernel does not.
+# A single sum of everything (x.sum(), in "lanes" order) is one unit, so
+# it is cut as eager's sum cuts it (cascade_row, optimized.cpp): its tree's
+# subtrees a few levels down are summed at once (descent_leaf), then the
+# levels above them are added as the whole tree would add them
+# (descent_join): the same additions, so the same bits.
 _PARALLEL_ELEMENTS = 1 << 15
-_ABI = " abi: (char** p, int64_t lo, int64_t hi)"  # in the hash: a library of another signature is never loaded
+_ABI = " abi: (char** p, int64_t lo, int64_t hi), leaf/join"  # in the hash: a library of another signature is never loaded
 _pool, _pool_pid = None, None
 
 
 def _launch(k, ptrs, n):
     units = k.units
     threads = min(descent.get_num_threads(), units)
+    if k.split and n >= 2 * _PARALLEL_ELEMENTS and descent.get_num_threads() > 1:
+        return _launch_split(k, ptrs, n, descent.get_num_threads())
     if threads <= 1 or n < _PARALLEL_ELEMENTS:
         k.fn(ptrs, 0, units)
         return
+    cuts = [units * t // threads for t in range(threads + 1)]
+    _run_on_threads([(k.fn, (ptrs, cuts[t], cuts[t + 1])) for t in range(threads)])
+
+
+def _launch_split(k, ptrs, n, threads):
+    """One sum of n elements: the subtrees `levels` levels down on the threads, then their join."""
+    if k.leaf is None:
+        k.leaf, k.join = k.lib.descent_leaf, k.lib.descent_join
+        k.leaf.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+        k.join.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64, ctypes.c_void_p]
+        k.leaf.restype = k.join.restype = None
+    levels = 0
+    while (1 << levels) < threads and (n >> (levels + 1)) >= _PARALLEL_ELEMENTS:
+        levels += 1
+    leaves = _cut_tree(0, n, levels)
+    width = 8 if str(k.dtype).endswith("float64") else 4
+    sums = (ctypes.c_char * (len(leaves) * _SUM_LANES * width))()
+    base = ctypes.addressof(sums)
+    _run_on_threads([(k.leaf, (ptrs, lo, hi, base + i * _SUM_LANES * width)) for i, (lo, hi) in enumerate(leaves)])
+    k.join(ptrs, levels, base)
+
+
+def _run_on_threads(calls):
+    """Runs each (fn, args) at once: the first on this thread, the others on the pool."""
+    threads = len(calls)
     global _pool, _pool_pid
     if _pool is None or _pool._max_workers < threads - 1 or _pool_pid != os.getpid():  # a forked child: its own
         from concurrent.futures import ThreadPoolExecutor
         _pool = ThreadPoolExecutor(max_workers=max(threads - 1, 1), thread_name_prefix="descent-fused")
         _pool_pid = os.getpid()
-    cuts = [units * t // threads for t in range(threads + 1)]
-    futures = [_pool.submit(k.fn, ptrs, cuts[t], cuts[t + 1]) for t in range(1, threads)]
-    k.fn(ptrs, cuts[0], cuts[1])
+    futures = [_pool.submit(fn, *args) for fn, args in calls[1:]]
+    calls[0][0](*calls[0][1])
     for f in futures:
         f.result()
 
