@@ -71,7 +71,7 @@ Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device,
 // Whether `t` covers one block of memory without gaps or overlaps, in some
 // order of its dims (x.T, a permuted contiguous tensor): a sum of all of it
 // is then a sum over that block, and an elementwise loop over operands laid
-// out alike a loop over flat arrays (optimized.cpp; the CPU's and the
+// out alike a loop over flat arrays (layout.cpp; the CPU's and the
 // devices' sums both ask).
 bool dense(const Tensor& t);
 

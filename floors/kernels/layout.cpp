@@ -157,4 +157,23 @@ Tensor empty_output(const DimVector& shape, ScalarType dtype, Device device,
   return empty_strided_tensor(shape, output_strides(shape, inputs), dtype, device);
 }
 
+// Whether `t` covers one block of memory without gaps or overlaps, in some
+// order of its dims (a transposed or permuted contiguous tensor): then a sum
+// of all its elements is a sum over that block. Strides are never negative.
+bool dense(const Tensor& t) {
+  int order[kMaxDims], m = 0;  // the dims of size > 1, by increasing stride (an insertion sort)
+  for (int d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 1) continue;
+    int i = m++;
+    for (; i > 0 && t.strides()[order[i - 1]] > t.strides()[d]; --i) order[i] = order[i - 1];
+    order[i] = d;
+  }
+  int64_t expected = 1;
+  for (int i = 0; i < m; ++i) {
+    if (t.strides()[order[i]] != expected) return false;
+    expected *= t.sizes()[order[i]];  // at most numel: no overflow
+  }
+  return true;
+}
+
 }  // namespace descent::kernels
