@@ -342,9 +342,22 @@ void lesson_apply(App& app, Loaded l) {
   app.right_tab = RightTab::Lesson;
 }
 
+// Whichever tab is in front: a student who leaves the Lesson tab for the
+// Graph or the Detail tab while a question waits must not find its answer
+// there (issue 43), so the wait holds on every tab, and those tabs say that
+// a question waits instead of what they would show.
 bool question_waits(const App& app) {
-  return app.right_tab == RightTab::Lesson && app.lesson.asking() && app.lesson.step_trace &&
-         app.loaded.trace == app.lesson.step_trace && app.has_steps();
+  return app.lesson.asking() && app.lesson.step_trace && app.loaded.trace == app.lesson.step_trace && app.has_steps();
+}
+
+bool draw_question_waits_instead(App& app, const char* what) {
+  if (!question_waits(app)) return false;
+  ImGui::TextWrapped(
+      "A question of the lesson waits for its answer: %s would give it away, so it shows once the "
+      "question is answered (or revealed with R) in the Lesson tab.",
+      what);
+  if (ImGui::Button("Back to the question")) app.right_tab = RightTab::Lesson;
+  return true;
 }
 
 void hold_at_question(App& app) {

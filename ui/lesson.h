@@ -117,11 +117,16 @@ struct LessonView {
   int next_question() const;
 };
 
-// Whether a lesson's question waits on the call on screen: the Lesson tab
-// shows, a prediction is unanswered and the story is the step's own trace.
-// Then the token may not go past the step it was parked on, and nothing
-// ahead of it (floors, timeline labels, tooltips) gives the answer away.
+// Whether a lesson's question waits on the call on screen: a prediction is
+// unanswered and the story is the step's own trace, whichever tab is in
+// front. Then the token may not go past the step it was parked on, and
+// nothing ahead of it (floors, timeline labels, tooltips) gives the answer
+// away.
 bool question_waits(const App& app);
+// While question_waits: draws, in place of a panel that would give the
+// answer away (the Graph and Detail tabs; `what` names what it holds), a
+// line saying a question waits, and returns true.
+bool draw_question_waits_instead(App& app, const char* what);
 // Keeps the token at or before the parked step while question_waits (after
 // the keys and playback moved it); says why when it had to.
 void hold_at_question(App& app);

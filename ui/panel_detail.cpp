@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ui/app.h"
+#include "ui/lesson.h"
 #include "ui/roofline.h"
 #if DESCENT_HAVE_SOURCES
 #include "tracer/sources.h"
@@ -211,6 +212,7 @@ const Explanation& current_explanation(App& app) {
 
 void draw_detail(App& app) {
   app.panels_drawn.push_back("detail");
+  if (draw_question_waits_instead(app, "the span's every argument")) return;
   if (!app.has_steps()) {
     ImGui::TextWrapped("Nothing to show: the trace holds no call. Type a line into the console, or open a trace.");
     return;

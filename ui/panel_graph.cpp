@@ -7,6 +7,7 @@
 
 #include "ui/app.h"
 #include "ui/graph.h"
+#include "ui/lesson.h"
 
 namespace descent::ui {
 
@@ -123,6 +124,7 @@ void draw_graph(App& app) {
   app.graph_edges_drawn.clear();
   app.graph_none_labels.assign(g.nodes.size(), std::string());
   app.graph_legend.clear();
+  if (draw_question_waits_instead(app, "the autograd graph (its nodes, what each saved)")) return;
   if (g.nodes.empty()) {
     ImGui::TextWrapped(
         "No autograd graph in this call: nothing required grad. Try\n"
