@@ -4,7 +4,7 @@ the CPU and sim:0, against numpy, through autograd and the verifier.
 
 The build is a slow test, not in the default run (the placing of the blocks
 is, and takes a tenth of a second): it configures and builds the library
-and the Python extension from nothing (about eight minutes on two cores (7m41s measured, under load)). Run it
+and the Python extension from nothing (7m41s on two cores, measured under load). Run it
 with DESCENT_SLOW_TESTS=1:
 
     DESCENT_SLOW_TESTS=1 PYTHONPATH=build/python python3 -m pytest -q tests/python/test_adding_an_op.py
