@@ -76,6 +76,11 @@ PyObject* py_unavailable_reason(PyObject*, PyObject* kind) {
   return PyUnicode_FromString(streams::runtime(kind_arg(kind)).unavailable_reason().c_str());
   DESCENT_PY_CATCH(nullptr)
 }
+PyObject* py_in_bad_fork(PyObject*, PyObject* kind) {
+  DESCENT_PY_TRY
+  return PyBool_FromLong(streams::in_bad_fork(kind_arg(kind)));
+  DESCENT_PY_CATCH(nullptr)
+}
 PyObject* py_check_device(PyObject*, PyObject* dev) {
   DESCENT_PY_TRY usable_device(dev, "device");
   Py_RETURN_NONE;
@@ -533,6 +538,7 @@ PyObject* m_record_stream(PyObject* o, PyObject* args) {
 PyMethodDef device_functions[] = {
     {"_device_count", py_device_count, METH_O, "_device_count('sim' | 'cuda'): devices of that kind here"},
     {"_device_unavailable_reason", py_unavailable_reason, METH_O, "why that kind has no device here ('' if it has)"},
+    {"_in_bad_fork", py_in_bad_fork, METH_O, "_in_bad_fork('sim' | 'cuda'): forked after this kind was used"},
     {"_check_device", py_check_device, METH_O, "RuntimeError in one line unless the device is usable"},
     {"_get_device_name", py_device_name, METH_O, "the device's name"},
     {"_synchronize", py_synchronize, METH_O, "waits for every stream of the device"},

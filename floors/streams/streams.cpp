@@ -19,7 +19,6 @@ DeviceRuntime& cuda_runtime();  // cuda_runtime.cpp
 
 // Note [Devices after fork], below; called by both runtimes (sim_runtime.cpp, cuda_runtime.cpp).
 void poison_fork(DeviceType t);  // a fork from now on leaves the child without devices of kind t
-bool in_bad_fork(DeviceType t);  // this process was forked after poison_fork(t)
 void check_fork(DeviceType t);   // RuntimeError, PyTorch's message, when in_bad_fork(t)
 
 std::string Stream::str() const { return descent::str(device.str(), " stream ", id); }

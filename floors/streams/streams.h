@@ -112,6 +112,11 @@ class DeviceRuntime {
 // reports 0 devices without the toolkit). std::logic_error for the CPU.
 DeviceRuntime& runtime(DeviceType t);
 
+// Whether this process is a child forked after it used devices of kind `t`
+// (Note [Devices after fork] in streams.cpp): such a child has none of them,
+// and every call that needs one raises. torch.cuda._is_in_bad_fork() asks this.
+bool in_bad_fork(DeviceType t);
+
 // Raises RuntimeError when `d` is not a usable device of this machine:
 // "cuda:1 is not available: ..." naming the reason in one line.
 void check_device(Device d);

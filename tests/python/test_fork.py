@@ -106,12 +106,14 @@ def child():
         "synchronize": error_of(lambda: descent.sim.synchronize()),
         "event": error_of(lambda: descent.sim.Event().record()),
         "available": [descent.sim.is_available(), descent.sim.device_count()],
+        "bad fork": descent.sim._is_in_bad_fork(),
         "cpu": (descent.ones(3) * 2).tolist(),
     }
 
 got, code = fork_child(child)
 got["exit"] = code
 got["parent after"] = (x + 2).sum().item()  # the parent's workers are still there
+got["parent bad fork"] = descent.sim._is_in_bad_fork()
 print(repr(got))
 ''', tmp_path)
     got = results(out)
@@ -119,6 +121,7 @@ print(repr(got))
     for use in ("op", "new tensor", "to the host", "stream", "synchronize", "event"):
         assert got[use] == "RuntimeError: " + SIM_MESSAGE, (use, got)
     assert got["available"] == [True, 1]
+    assert got["bad fork"] is True and got["parent bad fork"] is False  # torch.cuda._is_in_bad_fork's answers
     assert got["cpu"] == [2.0, 2.0, 2.0]
     assert got["parent after"] == 12.0
 
@@ -128,6 +131,7 @@ def test_child_forked_before_sim_was_used_uses_it(tmp_path):
 a = descent.arange(6.0)  # the CPU only: sim:0 has no worker yet
 def child():
     y = descent.ones(4, device="sim:0") + a[:4].to("sim:0")
+    assert not descent.sim._is_in_bad_fork()
     s = descent.sim.Stream()
     s.wait_stream(descent.sim.current_stream())  # y is made on the default stream
     with descent.sim.stream(s):

@@ -197,6 +197,7 @@ class _DeviceModule:
         for name in names:
             namespace[name] = getattr(self, name)
         namespace["OutOfMemoryError"] = _C.OutOfMemoryError
+        namespace["_is_in_bad_fork"] = self._is_in_bad_fork
         namespace["memory"] = self._memory_module(names)
         _modules[self.kind] = self
         return names + ["Stream", "Event", "StreamContext", "OutOfMemoryError", "memory"]
@@ -220,6 +221,11 @@ class _DeviceModule:
 
     def device_count(self):
         return _C._device_count(self.kind)
+
+    def _is_in_bad_fork(self):
+        """torch.cuda._is_in_bad_fork: whether this process is a child forked after its parent used
+        this kind of device (Note [Devices after fork]); such a child cannot use one."""
+        return _C._in_bad_fork(self.kind)
 
     def current_device(self):
         """The index of the current device (descent selects none: always 0)."""
