@@ -95,6 +95,16 @@ void SavedVariable::reset() {
   freed_ = true;
 }
 
+// Note [No anomaly mode]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A saved tensor written in place since raises PyTorch's error, hint and
+// all: "enable anomaly detection ... with torch.autograd.set_detect_anomaly(True)".
+// descent has no anomaly mode (PyTorch's records each node's forward
+// traceback and prints it when that node's backward fails, and checks
+// every gradient for NaN): descent.autograd.set_detect_anomaly and
+// detect_anomaly raise NotImplementedError saying so, and where to look
+// instead: `descent trace "<code>"` shows every in-place op's
+// ADInplaceOrView kernel, the one that bumps the version.
 Tensor SavedVariable::unpack(Node* owner) const {
   if (!saved_) return Tensor();
   DESCENT_CHECK(!freed_, Error,
@@ -111,8 +121,8 @@ Tensor SavedVariable::unpack(Node* owner) const {
                 type_and_shape(data_), "]",
                 producer_ ? str(", which is output ", output_nr_, " of ", producer_, ",") : std::string(),
                 " is at version ", now, "; expected version ", version_,
-                " instead. Hint: trace the code (descent trace) to find the in-place op that bumped it: its "
-                "ADInplaceOrView kernel is the one that counts.");
+                " instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+                "with torch.autograd.set_detect_anomaly(True).");  // PyTorch's words (Note [No anomaly mode])
   if (!is_output_ || !owner || !grad_mode_enabled()) return data_;
   // create_graph: the result is given its grad_fn back, so that a formula
   // reading it is differentiated through this node (ExpBackward0's result).

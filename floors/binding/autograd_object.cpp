@@ -345,9 +345,14 @@ PyGetSetDef node_getset[] = {
 // [SECTION] Tensor attributes -------------------------------------------------------------
 
 // t.grad: a non-leaf's, unless retain_grad() was called, is never filled in,
-// and reading it warns, with aten's words (TensorBase::grad(), TensorBody.h);
-// PyTorch's warning ends with "(Triggered internally at .../TensorBody.h:N.)",
-// the C++ line that warned, which descent leaves out.
+// and reading it warns, with aten's words (TensorBase::grad(), TensorBody.h).
+//
+// Note [Warnings without aten's source line]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A warning PyTorch gives from C++ (TORCH_WARN) ends with where it was
+// raised: "... (Triggered internally at /pytorch/aten/src/ATen/core/TensorBody.h:494.)".
+// descent's warnings carry aten's words without that tail: the file and
+// line would be aten's, which descent is not.
 PyObject* get_grad(PyObject* o, void*) {
   DESCENT_PY_TRY
   const Tensor& t = unwrap(o);

@@ -2,6 +2,20 @@
 // included and excluded keys c10 keeps in thread-local storage), grad mode
 // and inference mode, read and restored by descent's context managers
 // (descent/grad_mode.py).
+//
+// Note [The thread's key sets as descent prints them]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// _dispatch_keys, _dispatch_tls_local_include_set and ..._exclude_set
+// print what torch._C's print, for descent's keys, which are a subset of
+// c10's (floors/core/dispatch_key.h). Where the subset shows: the default
+// exclude set is "AutocastCPU, AutocastCUDA, AutocastSim" (c10 has ten
+// Autocast keys, AutocastMTIA to AutocastPrivateUse1), and inference mode
+// excludes "AutogradCPU, AutogradCUDA, AutogradSim" (c10 excludes the
+// Autograd functionality with no backend, which prints as nothing, and
+// AutogradOther and AutogradNestedTensor, which descent has not: torch
+// prints "AutogradOther, AutogradNestedTensor, AutocastCPU, ..."). And these
+// return the printed string, where torch returns a torch._C.DispatchKeySet
+// whose str() is that string (has(), |, - and the rest are not here).
 #include "floors/binding/binding.h"
 
 namespace descent::binding {
@@ -10,7 +24,8 @@ namespace {
 
 PyObject* key_set_text(DispatchKeySet ks) { return PyUnicode_FromString(("DispatchKeySet(" + ks.str() + ")").c_str()); }
 
-// The tensor's own keys, printed as torch._C._dispatch_keys prints them.
+// The tensor's own keys, printed as torch._C._dispatch_keys prints them (Note [The thread's key sets as descent
+// prints them]).
 PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
   DESCENT_PY_TRY
   DESCENT_CHECK(is_tensor(o), TypeError, "_dispatch_keys expects a Tensor");

@@ -5,6 +5,7 @@ PyTorch's source where no torch is installed (the file and function are named at
 - a view made in no_grad mode, written in place with grad mode on (handle_view_on_rebase);
 - AccumulateGrad stealing a gradient, and mm's backward handing back the weight's layout;
 - Tensor.register_post_accumulate_grad_hook;
+- the version-counter error's hint, and anomaly mode's absence said out loud;
 - grad_fn._saved_* of a value the node did not save, and after backward freed it;
 - the warnings: .grad of a non-leaf, x.T on other than 2 dimensions;
 - torch.return_types.sort / topk / max printed as torch prints them.
@@ -222,3 +223,26 @@ def test_values_and_indices_print_as_torch_return_types():
     assert type(m).__name__ == "max" and type(x.sort()).__name__ == "sort" and type(m) is type(x.view(1, 3).max(1))
     values, indices = m
     assert m.values is values and m.indices is indices and m[0] is values
+
+
+# [SECTION] The version counter's error (torch/csrc/autograd/saved_variable.cpp, unpack) ----------------
+
+def test_a_saved_tensor_written_in_place_raises_torchs_message_and_hint():
+    x = descent.ones(2, requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    with pytest.raises(RuntimeError) as e:
+        y.sum().backward()
+    assert str(e.value) == (
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        "[descent.FloatTensor [2]], which is output 0 of ExpBackward0, is at version 1; expected version 0 "
+        "instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+        "with torch.autograd.set_detect_anomaly(True).")
+
+
+def test_anomaly_mode_says_it_is_not_here():  # Note [No anomaly mode]
+    assert descent.autograd.is_anomaly_enabled() is False
+    with pytest.raises(NotImplementedError, match="descent has no anomaly mode"):
+        descent.autograd.set_detect_anomaly(True)
+    with pytest.raises(NotImplementedError, match="descent trace"):
+        descent.autograd.detect_anomaly()

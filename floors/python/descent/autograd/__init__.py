@@ -72,6 +72,27 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return result
 
 
+_NO_ANOMALY_MODE = ("descent has no anomaly mode (Note [No anomaly mode], floors/autograd/node.cpp): it does not "
+                    "record each node's forward traceback. To find the in-place op that bumped a saved tensor's "
+                    "version, trace the code (descent trace \"...\"): every in-place op's ADInplaceOrView kernel, "
+                    "which bumps the version, is in the trace.")
+
+
+def set_detect_anomaly(mode, check_nan=True):
+    """torch.autograd.set_detect_anomaly, which descent does not have: NotImplementedError saying why."""
+    raise NotImplementedError(_NO_ANOMALY_MODE)
+
+
+def detect_anomaly(check_nan=True):
+    """torch.autograd.detect_anomaly, which descent does not have: NotImplementedError saying why."""
+    raise NotImplementedError(_NO_ANOMALY_MODE)
+
+
+def is_anomaly_enabled():
+    """Always False: descent has no anomaly mode (Note [No anomaly mode])."""
+    return False
+
+
 class RemovableHandle:
     """What register_hook returns: handle.remove() takes the hook off again."""
 
