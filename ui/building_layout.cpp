@@ -74,7 +74,7 @@ void lay_out_span_text(const App& app, FloorLayout& fl, int lines, float y) {
   std::string timing = timing_line(app, v.span);
   // A lesson's question waits for its answer: what lies ahead (a span's
   // name, its decisions) is not given away (Note [Lessons in the app]).
-  if (v.state == FloorState::Ahead && app.right_tab == RightTab::Lesson && app.lesson.asking()) {
+  if (v.state == FloorState::Ahead && question_waits(app)) {  // on every tab
     head = "next: ?";
     timing.clear();
     d = "(answer the Lesson tab's question first)";
@@ -126,7 +126,9 @@ FloorLayout lay_out_floor(const App& app, const BuildingLayout& L, int f, const 
   if (v.span != SIZE_MAX) {
     lay_out_span_text(app, fl, lines, y);
   } else {
-    fl.full = "skipped: " + v.skip_reason;
+    // Why a floor is skipped tells what a floor above decided ("CPU tensors go
+    // no deeper than floor 6: aten::add ran its reference loop"): hidden while a question waits.
+    fl.full = question_waits(app) ? std::string("skipped (why: after the answer)") : "skipped: " + v.skip_reason;
     fl.decision_fit = fit_text(fl.full, fl.text_rect.z - fl.text_rect.x, lines);
     fl.texts.push_back({fl.decision_fit, ImVec2(L.x_text, y), PlacedText::Muted});
     fl.shortened = fl.decision_fit.shortened;

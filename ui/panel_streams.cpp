@@ -212,7 +212,8 @@ void draw_streams(App& app) {
   app.panels_drawn.push_back("streams");
   if (app.streams.empty()) {
     ImGui::TextWrapped(
-        "No device work in this call: CPU tensors stop at floor 5, where their kernel runs on the calling thread. "
+        "No device work in this call: CPU tensors go no deeper than floor 6 (their kernel runs on the calling thread, "
+        "on floor 5, in memory from the CPU allocator, floor 6). "
         "Try\n  y = descent.ones(4, device=\"sim:0\") + 1\nto watch a launch put a kernel on a stream and return, "
         "and the device run it later.");
     return;

@@ -380,7 +380,7 @@ std::string skip_reason(const Story& s, int f, size_t r) {
       [[fallthrough]];
     case 7:
       if (c.cpu_kernel != SIZE_MAX && c.device_kernel == SIZE_MAX) {
-        return "CPU tensors stop at floor 5: " + name_of(s, c.cpu_kernel) + " ran its " +
+        return "CPU tensors go no deeper than floor 6: " + name_of(s, c.cpu_kernel) + " ran its " +
                arg_string(s.trace->spans[c.cpu_kernel], "variant") + " loop on the calling thread";
       }
       if (c.free_span != SIZE_MAX && !ops) return "nothing queued: a freed block goes back to the pool, on the host";
