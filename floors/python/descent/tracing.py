@@ -91,7 +91,10 @@ def _devices():
     """The devices this machine offers, for the trace's metadata: "cpu, sim:0 (simulated), cuda:0 (NVIDIA H200)"."""
     from . import cuda
     names = ["cpu", "sim:0 (simulated)"]
-    names += [f"cuda:{i} ({cuda.get_device_name(i)})" for i in range(cuda.device_count())]
+    if cuda._is_in_bad_fork():  # asking for a name would raise (Note [Devices after fork])
+        names.append("cuda (not usable in a child forked after its parent used it)")
+    else:
+        names += [f"cuda:{i} ({cuda.get_device_name(i)})" for i in range(cuda.device_count())]
     return ", ".join(names)
 
 
