@@ -70,8 +70,8 @@ namespace descent::kernels {
 //     above with float32's roundoff; twice it for CUDA's tensor cores, which
 //     may truncate inside an instruction, Note [Tensor-core matmul]) and
 //     rounds once to the dtype, which may then go one unit of the dtype
-//     either way; exp, log, tanh, sigmoid, sin, cos and pow on CUDA: 8 ulps
-//     of float32, then that one rounding. Everything else: bit for bit, as above.
+//     either way; exp, log, log2, log10, tanh, sigmoid, sin, cos and pow on CUDA:
+//     8 ulps of float32, then that one rounding. Everything else: bit for bit, as above.
 // Ops without a device loop of their own answer "unsupported" on a device.
 //
 // Note [Device matmul bound]
@@ -332,9 +332,10 @@ enum class DeviceBound { Exact, Sum, Product, Ulps };
 constexpr double kCudaMathUlps = 8;
 DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   if (!is_floating(result)) return DeviceBound::Exact;
-  const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::tanh || op.id == Op::sigmoid ||
-                    op.id == Op::sin || op.id == Op::cos || op.id == Op::pow || op.id == Op::pow_scalar ||
-                    op.id == Op::pow_scalar_base || op.id == Op::randn;  // randn: Box-Muller's log, sqrt and cos
+  const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::log2 || op.id == Op::log10 ||
+                    op.id == Op::tanh || op.id == Op::sigmoid || op.id == Op::sin || op.id == Op::cos ||
+                    op.id == Op::pow || op.id == Op::pow_scalar || op.id == Op::pow_scalar_base ||
+                    op.id == Op::randn;  // randn: Box-Muller's log, sqrt and cos
   if (libm && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
   if (op.kind == OpKind::Matmul) return DeviceBound::Product;
   if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;
