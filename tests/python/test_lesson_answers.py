@@ -18,25 +18,9 @@ from descent.lessons import selector as S
 
 from conftest import cli
 
-LESSONS_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "lessons"))
-
-
-def run_cli(*args, tmp_path, stdin="", timeout=180):
-    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), DESCENT_LESSONS=LESSONS_DIR)
-    return subprocess.run([cli(), "lesson", *args], capture_output=True, text=True, input=stdin,
-                          timeout=timeout, env=env)
-
-
-def trusted(path, tmp_path):
-    r = run_cli("--trust", str(path), tmp_path=tmp_path)
-    assert r.returncode == 0 and "Trusted" in r.stdout, r.stdout + r.stderr
-    return path
-
-
-@pytest.fixture(autouse=True)
-def _private_progress(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("DESCENT_LESSONS", LESSONS_DIR)
+# The lessons folder, the CLI runner, trusting a written lesson and the private progress folder (an
+# autouse fixture) are test_lessons.py's.
+from test_lessons import LESSONS_DIR, _private_progress, run_cli, trusted  # noqa: F401  (a fixture)
 
 
 def between(text, start, end):

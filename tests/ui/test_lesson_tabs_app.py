@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from test_app import APP, child_env, focus_window, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_lessons_app import stop
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
 
@@ -42,8 +43,4 @@ def test_switching_tab_while_a_question_waits_gives_nothing_away(tmp_path, xserv
         s = wait_state(state, lambda s: s["lesson"]["tab"] and "lesson" in s["panels"])
         assert s["lesson"]["asking"]
     finally:
-        app.terminate()
-        try:
-            app.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            app.kill()
+        stop(app)
