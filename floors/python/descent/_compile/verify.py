@@ -277,6 +277,33 @@ def _same(a, b):
     return np.array_equal(_bits(a.detach()), _bits(b.detach()))
 
 
+def _check_case(fn, make, seed, close, grads_close, far_message, grads_far_message):
+    """Compiles fn, calls it twice (the capture and a replay) on make()'s inputs seeded with `seed`, and
+    checks both results against eager's with close(got, want), the compiled backward's gradients against
+    eager autograd's with grads_close (where an input requires grad), and each fused kernel's translation
+    validation. Returns (problems, the compiled function, the verdicts)."""
+    import warnings
+    descent.manual_seed(seed)
+    args = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cf = descent.compile(fn)
+        outs = [cf(*args), cf(*args)]
+    want = fn(*args)
+    problems = []
+    if not all(close(o, want) for o in outs):
+        problems.append(far_message)
+    diff = [a for a in args if a.requires_grad]
+    if diff:
+        got = descent.autograd.grad(cf(*args).sum(), diff)
+        ref = descent.autograd.grad(fn(*args).sum(), diff)
+        if not all(grads_close(g, h) for g, h in zip(got, ref)):
+            problems.append(grads_far_message)
+    verdicts = [translation_validate(k) for k in cf.kernels]
+    problems += [str(v) for v in verdicts if not v]
+    return problems, cf, verdicts
+
+
 def suite(seed=0):
     """Compiles each function of the suite (every op class, broadcasting, views, a reduction, float64, a small
     MLP, an attention block, decomposed ops), and checks: each fused kernel's translation validation, the
@@ -284,57 +311,26 @@ def suite(seed=0):
     compiled backward's gradients against eager autograd's bit for bit; for the ops that decompose into
     another order of additions (_decomposed_cases), within the stated bound instead. Returns (name, ok,
     detail) rows."""
-    import warnings
     rows = []
     for name, fn, make in _suite_cases():
-        descent.manual_seed(seed)
-        args = make()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cf = descent.compile(fn)
-            outs = [cf(*args), cf(*args)]
-        want = fn(*args)
-        problems = []
-        if not all(_same(o, want) for o in outs):
-            problems.append("the compiled result differs from eager")
-        diff = [a for a in args if a.requires_grad]
-        if diff:
-            got = descent.autograd.grad(cf(*args).sum(), diff)
-            ref = descent.autograd.grad(fn(*args).sum(), diff)
-            if not all(_same(g, h) for g, h in zip(got, ref)):
-                problems.append("the compiled gradients differ from autograd's")
-        verdicts = [translation_validate(k) for k in cf.kernels]
-        problems += [str(v) for v in verdicts if not v]
+        problems, cf, verdicts = _check_case(fn, make, seed, _same, _same, "the compiled result differs from eager",
+                                             "the compiled gradients differ from autograd's")
         aot = "AOT autograd: forward" in cf.explain()
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved"
                   f"{', forward/backward partitioned' if aot else ''}; bitwise equal to eager")
         rows.append((name, not problems, "; ".join(problems) if problems else detail))
     from .decompositions import bound_ulps
     for name, fn, make, scale in _decomposed_cases():
-        descent.manual_seed(seed)
-        args = make()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cf = descent.compile(fn)
-            outs = [cf(*args), cf(*args)]
-        want = fn(*args)
-        n = args[0].shape[-1]
+        b = bound_ulps(make()[0].shape[-1])
         u = 2.0 ** -24
-        b = bound_ulps(n)
-        problems = []
 
-        def within(got, ref, scale_of):
+        def within(got, ref, scale_of, b=b, u=u):
             return bool(((got.detach() - ref.detach()).abs() <= scale_of(ref.detach()) * (b * u)).all())
-        if not all(within(o, want, scale) for o in outs):
-            problems.append(f"the compiled result is farther from eager than {b} * u * scale")
-        diff = [a for a in args if a.requires_grad]
-        if diff:
-            got = descent.autograd.grad(cf(*args).sum(), diff)
-            ref = descent.autograd.grad(fn(*args).sum(), diff)
-            if not all(within(g, h, lambda t: t.abs() + 1.0) for g, h in zip(got, ref)):
-                problems.append("the compiled gradients are farther from autograd's than the bound")
-        verdicts = [translation_validate(k) for k in cf.kernels]
-        problems += [str(v) for v in verdicts if not v]
+        problems, cf, verdicts = _check_case(
+            fn, make, seed, lambda o, w, scale=scale: within(o, w, scale),
+            lambda g, h: within(g, h, lambda t: t.abs() + 1.0),
+            f"the compiled result is farther from eager than {b} * u * scale",
+            "the compiled gradients are farther from autograd's than the bound")
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved; within "
                   f"{b} * u * scale of eager (another order of additions)")
         rows.append((name, not problems, "; ".join(problems) if problems else detail))
