@@ -9,26 +9,17 @@ a folder grown past its size budget (tools/size-table).
 [SECTION] The tree
 [SECTION] Broken examples
 """
-import pathlib
 import subprocess
 import sys
-import textwrap
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-CHECK = ROOT / "tools" / "check-docs"
+from test_check_docs import CHECK, ROOT, write  # the tree, the checker, a file of a small tree
+
 ENV_TABLE = ROOT / "tools" / "env-table"
 
 
 def check(root, *only):
     return subprocess.run([sys.executable, str(CHECK), "--root", str(root), "--only", ",".join(only)],
                           capture_output=True, text=True, timeout=120)
-
-
-def write(root, rel, text):
-    p = root / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return p
 
 
 # [SECTION] The tree ------------------------------------------------------------------------
