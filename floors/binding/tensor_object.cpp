@@ -27,8 +27,17 @@ namespace {
 struct DtypeObject {
   PyObject_HEAD ScalarType t;
 };
+// Note [A device without an index]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// torch.device("cuda") names the type only: its index is None, it prints
+// as "cuda", and it is not equal to torch.device("cuda:0"), though a tensor
+// sent to it lands on the current device (cuda:0 here: descent selects no
+// other). A tensor's device always has its index, except the CPU's
+// (device(type='cpu'), index None), as in PyTorch. The Device of floor 0
+// always has an index; the Python object keeps whether one was given.
 struct DeviceObject {
   PyObject_HEAD Device d;
+  bool has_index;
 };
 
 PyObject* dtype_repr(PyObject* o) {
@@ -53,32 +62,69 @@ PyGetSetDef dtype_getset[] = {
 
 DtypeObject g_dtypes[kNumScalarTypes];
 
+PyObject* new_device_object(Device d, bool has_index) {
+  PyObject* o = device_object(d);
+  if (o) reinterpret_cast<DeviceObject*>(o)->has_index = has_index;
+  return o;
+}
+// device("cuda"), device("cuda:1"), device("cuda", 1), device(1) (a CUDA
+// device, as torch's), device(another device).
 PyObject* device_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
-  const char* spec = nullptr;
-  static const char* kw[] = {"device", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s:device", const_cast<char**>(kw), &spec)) return nullptr;
+  PyObject* spec = nullptr;
+  PyObject* index = Py_None;
+  static const char* kw[] = {"type", "index", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:device", const_cast<char**>(kw), &spec, &index)) return nullptr;
   DESCENT_PY_TRY
-  return device_object(Device::parse(spec));
+  if (Py_TYPE(spec) == &g_device_type && index == Py_None) {
+    Py_INCREF(spec);
+    return spec;
+  }
+  if (PyLong_Check(spec) && index == Py_None) {
+    const long i = PyLong_AsLong(spec);
+    DESCENT_CHECK(i >= 0, Error, "Device index must not be negative");
+    return new_device_object(Device::parse(str("cuda:", i)), true);
+  }
+  DESCENT_CHECK(PyUnicode_Check(spec), TypeError, "device() received an invalid combination of arguments - got (",
+                Py_TYPE(spec)->tp_name, ")");
+  const std::string text = utf8_text(spec);
+  if (index == Py_None) return new_device_object(Device::parse(text), text.find(':') != std::string::npos);
+  DESCENT_CHECK(PyLong_Check(index), TypeError, "device(): argument 'index' must be int, not ",
+                Py_TYPE(index)->tp_name);
+  DESCENT_CHECK(text.find(':') == std::string::npos, Error,
+                "type (string) must not include an index because index was passed explicitly: ", text);
+  const long i = PyLong_AsLong(index);
+  DESCENT_CHECK(i >= 0, Error, "Device index must not be negative");
+  return new_device_object(Device::parse(str(text, ":", i)), true);
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* device_repr(PyObject* o) {
-  Device d = reinterpret_cast<DeviceObject*>(o)->d;
-  if (d.type == DeviceType::CPU) return PyUnicode_FromString("device(type='cpu')");
-  return PyUnicode_FromFormat("device(type='%s', index=%d)", device_type_name(d.type), d.index);
+  const auto* d = reinterpret_cast<DeviceObject*>(o);
+  if (!d->has_index) return PyUnicode_FromFormat("device(type='%s')", device_type_name(d->d.type));
+  return PyUnicode_FromFormat("device(type='%s', index=%d)", device_type_name(d->d.type), d->d.index);
 }
-PyObject* device_str(PyObject* o) { return PyUnicode_FromString(reinterpret_cast<DeviceObject*>(o)->d.str().c_str()); }
+PyObject* device_str(PyObject* o) {
+  const auto* d = reinterpret_cast<DeviceObject*>(o);
+  return PyUnicode_FromString(d->has_index ? str(device_type_name(d->d.type), ":", d->d.index).c_str()
+                                           : device_type_name(d->d.type));
+}
 PyObject* device_type_get(PyObject* o, void*) {
   return PyUnicode_FromString(device_type_name(reinterpret_cast<DeviceObject*>(o)->d.type));
 }
-PyObject* device_index_get(PyObject* o, void*) { return PyLong_FromLong(reinterpret_cast<DeviceObject*>(o)->d.index); }
+PyObject* device_index_get(PyObject* o, void*) {
+  const auto* d = reinterpret_cast<DeviceObject*>(o);
+  if (!d->has_index) Py_RETURN_NONE;
+  return PyLong_FromLong(d->d.index);
+}
 PyObject* device_richcompare(PyObject* a, PyObject* b, int op) {
   if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &g_device_type) Py_RETURN_NOTIMPLEMENTED;
-  bool eq = reinterpret_cast<DeviceObject*>(a)->d == reinterpret_cast<DeviceObject*>(b)->d;
+  const auto* x = reinterpret_cast<DeviceObject*>(a);
+  const auto* y = reinterpret_cast<DeviceObject*>(b);
+  const bool eq = x->d == y->d && x->has_index == y->has_index;
   return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 Py_hash_t device_hash(PyObject* o) {
-  Device d = reinterpret_cast<DeviceObject*>(o)->d;
-  return Py_hash_t(int(d.type) * 1024 + d.index + 1);
+  const auto* d = reinterpret_cast<DeviceObject*>(o);
+  return Py_hash_t(int(d->d.type) * 1024 + (d->has_index ? d->d.index + 1 : 0));
 }
 PyGetSetDef device_getset[] = {
     {"type", device_type_get, nullptr, "cpu, sim or cuda", nullptr},
@@ -98,7 +144,10 @@ Device device_of(PyObject* o) { return reinterpret_cast<DeviceObject*>(o)->d; }
 
 PyObject* device_object(Device d) {
   auto* o = PyObject_New(DeviceObject, &g_device_type);
-  if (o) o->d = d;
+  if (o) {
+    o->d = d;
+    o->has_index = d.type != DeviceType::CPU;  // Note [A device without an index]
+  }
   return reinterpret_cast<PyObject*>(o);
 }
 

@@ -15,9 +15,33 @@ const char*& last_variant() {
 
 bool cpu_scalar(const Tensor& t) { return t.device().type == DeviceType::CPU && t.dim() == 0; }
 
+// Note [Two device messages] (boxed.h): the first device that is not the CPU first.
 [[noreturn]] void devices_differ(const char* op, const Tensor& a, const Tensor& b) {
-  throw Error(str(op, "(): Expected all tensors to be on the same device, but found at least two devices, ",
-                  a.device().str(), " and ", b.device().str(), "!"));
+  (void)op;
+  const bool a_first = a.device().type != DeviceType::CPU || b.device().type == DeviceType::CPU;
+  const Tensor& first = a_first ? a : b;
+  const Tensor& second = a_first ? b : a;
+  throw Error(str("Expected all tensors to be on the same device, but found at least two devices, ",
+                  first.device().str(), " and ", second.device().str(), "!"));
+}
+
+void check_wrapper_devices(const OpEntry& op, DispatchKeySet ks,
+                           std::initializer_list<std::pair<const char*, const Tensor*>> args) {
+  const Tensor* common = nullptr;
+  for (const auto& [name, t] : args) {
+    if (!t->defined()) continue;
+    if (!common) {
+      common = t;
+      continue;
+    }
+    if (t->device() == common->device()) continue;
+    const BackendComponent b =
+        ks.highest_backend() == BackendComponent::Invalid ? BackendComponent::CPU : ks.highest_backend();
+    throw Error(str("Expected all tensors to be on the same device, but got ", name, " is on ", t->device().str(),
+                    ", different from other tensors on ", common->device().str(),
+                    " (when checking argument in method wrapper_",
+                    dispatch_key_name(per_backend_key(Functionality::Dense, b)), "_", op.python_name, ")"));
+  }
 }
 
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {

@@ -83,9 +83,30 @@ inline void loop_work(ScopedSpan& span, const Tensor& out, std::initializer_list
 // A CPU 0-d tensor (a Python number, x + 1) may join a device tensor, as
 // in PyTorch (TensorIterator's CPU scalars): the device loop reads it on the
 // host and passes it by value. Any other mix of devices is an error.
+// Note [Two device messages]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch has two words for operands on two devices. An op that runs
+// through a TensorIterator (add, mul, where, ...) names the first device
+// that is not the CPU first, whatever the operands' order (compute_types):
+//   Expected all tensors to be on the same device, but found at least two
+//   devices, cuda:0 and cpu!
+// An op whose generated backend wrapper checks its arguments one by one
+// (mm, bmm, addmm, cat: c10::impl::check_and_update_common_device) names
+// the argument that differs from the first one's device, and the wrapper:
+//   Expected all tensors to be on the same device, but got mat2 is on cpu,
+//   different from other tensors on cuda:0 (when checking argument in
+//   method wrapper_CUDA_mm)
+// descent's wrappers are named by its keys: wrapper_Sim_mm for the
+// simulated device (c10's PrivateUse1 slot, whose wrappers are the
+// out-of-tree backend's own). `op` is kept for the signature's sake: neither
+// message names the op (no "mm(): " prefix, which PyTorch does not print).
 bool cpu_scalar(const Tensor& t);
 [[noreturn]] void devices_differ(const char* op, const Tensor& a, const Tensor& b);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+// The wrapper's check (Note [Two device messages]): each (argument name,
+// tensor) in order against the first one's device; `ks` names the backend.
+void check_wrapper_devices(const OpEntry& op, DispatchKeySet ks,
+                           std::initializer_list<std::pair<const char*, const Tensor*>> args);
 // The device of a binary op's result: the operands' device, the other one's
 // when one is a CPU scalar.
 Device common_device(const char* op, const Tensor& a, const Tensor& b);

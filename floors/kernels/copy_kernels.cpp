@@ -166,7 +166,7 @@ void to_copy_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 // The span says "optimized" when every copy took the fast path (dim 0 and
 // contiguous inputs), else "reference"; the gradient is each input's slice
 // of the result's (CatBackward0, derivatives.cpp).
-void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+void cat_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const OptionalTensorList& ts = s[0].to_tensor_list();
   int64_t dim = s[1].to_int();
@@ -177,7 +177,8 @@ void cat_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   while (first < ts.size() && skipped(ts[first])) ++first;
   if (first < ts.size()) dim = wrap_dim(dim, ts[first].dim(), op.python_name);
   DESCENT_CHECK(ts.size() > 0, ValueError, "torch.cat(): expected a non-empty list of Tensors");
-  for (int i = 1; i < ts.size(); ++i) check_same_device(op.python_name, ts[0], ts[i]);
+  for (int i = 1; i < ts.size(); ++i)  // Note [Two device messages] (boxed.h)
+    check_wrapper_devices(op, ks, {{"tensors", &ts[0]}, {"tensors", &ts[i]}});
   std::vector<const Tensor*> all;
   for (const Tensor& t : ts) all.push_back(&t);
   const ScalarType dt = result_type(all.data(), int(all.size()));

@@ -233,7 +233,13 @@ void linspace_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
 void random_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   trace::ScopedSpan span(trace::Floor::Kernels, op.profiler_name);
   ScalarType dt = dtype_arg(s, kDefaultFloat);
-  DESCENT_CHECK(is_floating(dt), Error, op.python_name, "(): expected a floating point dtype, got ", dtype_name(dt));
+  // PyTorch has no check of its own: the dispatch over the floating types in
+  // the draw's kernel refuses the dtype, naming itself (AT_DISPATCH's
+  // NotImplementedError): uniform_'s check_uniform_bounds for rand,
+  // normal_kernel_cpu for randn (on every device here: the same words).
+  DESCENT_CHECK(is_floating(dt), NotImplementedError, "\"",
+                op.id == Op::randn ? "normal_kernel_cpu" : "check_uniform_bounds", "\" not implemented for '",
+                type_word(dt), "'");
   Tensor out = make_output(span, s, s[0].to_int_list(), dt);
   const bool normal = op.id == Op::randn;
   // A device draws from its counters (random.h): the same numbers on sim:0

@@ -64,11 +64,14 @@ void check_read_as(const Tensor& a, const Tensor& b) {
 // [Register-blocked matmul]) or the reference loop. aten::matmul is a
 // composite of these four (composites.cpp, Note [Composite ops decompose]).
 // Two dtypes are refused, as PyTorch refuses them: a product does not promote.
-void product_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+void product_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& a = s[0].to_tensor();
   const Tensor& b = s[1].to_tensor();
-  check_same_device(op.python_name, a, b);
+  if (op.id == Op::mm || op.id == Op::bmm)  // Note [Two device messages] (boxed.h)
+    check_wrapper_devices(op, ks, {{"self", &a}, {"mat2", &b}});
+  else
+    check_same_device(op.python_name, a, b);
   switch (op.id) {
     case Op::mm:
       DESCENT_CHECK(a.dim() == 2, Error, "self must be a matrix");
@@ -173,14 +176,13 @@ Tensor scalar_of(const Scalar& v, ScalarType t) {
 // whose order of roundings differs: its values agree to the last bits, not
 // bit for bit; the integer ones exactly (beta and alpha converted to int64
 // as PyTorch converts them, truncated).
-void addmm_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
+void addmm_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
   ScopedSpan span(Floor::Kernels, op.profiler_name);
   const Tensor& self = s[0].to_tensor();
   const Tensor& m1 = s[1].to_tensor();
   const Tensor& m2 = s[2].to_tensor();
   const Scalar beta = s[3].to_scalar(), alpha = s[4].to_scalar();
-  check_same_device(op.python_name, m1, m2);
-  check_same_device(op.python_name, self, m1);
+  check_wrapper_devices(op, ks, {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});  // Note [Two device messages]
   DESCENT_CHECK(self.dtype() == m2.dtype(), Error, "self and mat2 must have the same dtype, but got ",
                 type_word(self.dtype()), " and ", type_word(m2.dtype()));
   DESCENT_CHECK(m1.dtype() == m2.dtype(), Error, "mat1 and mat2 must have the same dtype, but got ",

@@ -89,15 +89,16 @@ Tensor cast(const Tensor& t, ScalarType dtype) {
 }
 
 DimVector broadcast_shapes(const DimVector& a, const DimVector& b, const char* op) {
+  (void)op;
   int n = std::max(a.size(), b.size());
   DimVector out;
   out.resize(n);
   for (int i = 0; i < n; ++i) {
     int ia = a.size() - n + i, ib = b.size() - n + i;
     int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
-    DESCENT_CHECK(sa == sb || sa == 1 || sb == 1, Error, op, "(): The size of tensor a (", sa,
-                  ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i, " (shapes ", a.str(),
-                  " and ", b.str(), ")");
+    // aten's infer_size_impl, word for word: no op prefix, no shapes.
+    DESCENT_CHECK(sa == sb || sa == 1 || sb == 1, Error, "The size of tensor a (", sa,
+                  ") must match the size of tensor b (", sb, ") at non-singleton dimension ", i);
     out[i] = sa == 1 ? sb : sa;
   }
   return out;

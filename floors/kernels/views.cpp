@@ -12,30 +12,32 @@
 namespace descent::kernels {
 
 // The sizes `req` with one -1 inferred from numel; raises on a bad shape.
+// aten's infer_size, with its messages (no "view(): " prefix: PyTorch prints none).
 DimVector infer_size(const char* op, const DimVector& req, int64_t numel) {
+  (void)op;
   DimVector out = req;
   int infer = -1;
   int64_t known = 1;
   bool overflow = false, has_zero = false;
   for (int i = 0; i < req.size(); ++i) {
     if (req[i] == -1) {
-      DESCENT_CHECK(infer < 0, Error, op, "(): only one dimension can be inferred");
+      DESCENT_CHECK(infer < 0, Error, "only one dimension can be inferred");
       infer = i;
     } else {
-      DESCENT_CHECK(req[i] >= 0, Error, op, "(): invalid shape dimension ", req[i]);
+      DESCENT_CHECK(req[i] >= 0, Error, "invalid shape dimension ", req[i]);
       has_zero |= req[i] == 0;
       overflow |= __builtin_mul_overflow(known, req[i], &known);
     }
   }
   if (has_zero) known = 0;  // a zero makes the product 0 whatever came before it
   // Sizes whose product an int64 cannot hold cannot hold `numel` elements either.
-  DESCENT_CHECK(has_zero || !overflow, Error, op, "(): shape '", req.str(), "' is invalid for input of size ", numel);
+  DESCENT_CHECK(has_zero || !overflow, Error, "shape '", req.str(), "' is invalid for input of size ", numel);
   if (infer >= 0) {
-    DESCENT_CHECK(known != 0 && numel % known == 0, Error, op, "(): shape '", req.str(),
-                  "' is invalid for input of size ", numel);
+    DESCENT_CHECK(known != 0 && numel % known == 0, Error, "shape '", req.str(), "' is invalid for input of size ",
+                  numel);
     out[infer] = numel / known;
   }
-  DESCENT_CHECK(numel_of(out) == numel, Error, op, "(): shape '", req.str(), "' is invalid for input of size ", numel);
+  DESCENT_CHECK(numel_of(out) == numel, Error, "shape '", req.str(), "' is invalid for input of size ", numel);
   return out;
 }
 

@@ -231,7 +231,7 @@ void scalars_and_devices(Device d) {
   EXPECT_EQ(q.device(), d);
   EXPECT_EQ(q.dtype(), ScalarType::Float32) << "a 0-d tensor does not promote a dimensioned one";
   const std::string want =
-      "add(): Expected all tensors to be on the same device, but found at least two devices, " + d.str() + " and cpu!";
+      "Expected all tensors to be on the same device, but found at least two devices, " + d.str() + " and cpu!";
   EXPECT_EQ(error_of([&] { call(Op::add, x, make({3}, ScalarType::Float32, {1, 2, 3})); }), want);
   EXPECT_THROW(call(Op::eq, make({2, 3}, ScalarType::Float32, {1, 2, 3, 4, 5, 6}), x), Error);
   // In place, self decides the device: a CPU scalar self cannot take a device operand.

@@ -76,8 +76,8 @@ TEST(ViewErrors, ShapesPastInt64AreInvalidNotWrapped) {
       [&] {
         call(Op::reshape, x, DimVector{big, 4});
       },
-      "reshape(): shape '[4611686018427387905, 4]' is invalid for input of size 4");
-  expect_error<Error>([&] { call(Op::view, x, DimVector{big, -1}); }, "view(): shape '[4611686018427387905, -1]'");
+      "shape '[4611686018427387905, 4]' is invalid for input of size 4");
+  expect_error<Error>([&] { call(Op::view, x, DimVector{big, -1}); }, "shape '[4611686018427387905, -1]'");
   expect_error<Error>([&] { call(Op::view, x, DimVector{-1, big, 4}); }, "is invalid for input of size 4");
   expect_error<Error>([&] { call(Op::reshape, x, DimVector{k32, k32, 2}); }, "is invalid for input of size 4");
   EXPECT_EQ(call(Op::reshape, iota({0}), DimVector{big, 0}).sizes(), (DimVector{big, 0})) << "a zero wins";

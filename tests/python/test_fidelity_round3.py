@@ -178,6 +178,20 @@ def test_a_saved_value_after_backward_freed_it_raises():
         y.grad_fn._saved_result
 
 
+# [SECTION] torch.device (c10/core/Device.h) ------------------------------------------------------------
+
+def test_a_device_named_without_an_index_has_none():
+    d = descent.device("cuda")
+    assert d.index is None and str(d) == "cuda" and repr(d) == "device(type='cuda')" and d.type == "cuda"
+    assert d != descent.device("cuda:0") and descent.device("cuda:0").index == 0
+    assert descent.device("cuda", 1) == descent.device("cuda:1") and descent.device(1) == descent.device("cuda:1")
+    assert descent.device(d) is d
+    assert descent.ones(2).device.index is None and descent.ones(2).device == descent.device("cpu")
+    assert descent.device("cpu") != descent.device("cpu:0")
+    assert descent.ones(2, device="sim:0").device.index == 0
+    assert descent.ones(2).to(descent.device("sim")).device == descent.device("sim:0")
+
+
 # [SECTION] Warnings ------------------------------------------------------------------------------------
 
 NON_LEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
