@@ -106,15 +106,15 @@ def test_keywords_and_sizes_work(x):
 # [SECTION] Shapes, dims, dtypes ---------------------------------------------------------
 
 def test_shape_errors(x):
-    with raises(RuntimeError, "add()", "size of tensor a (3)", "tensor b (2)"):
+    with raises(RuntimeError, "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"):
         x + descent.ones(2, 2)
-    with raises(RuntimeError, "eq()", "[2, 3]", "[3, 1, 4]"):
+    with raises(RuntimeError, "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 2"):
         descent.eq(x, descent.ones(3, 1, 4))
     with raises(RuntimeError, "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"):  # matmul calls mm
         descent.matmul(x, x)
-    with raises(RuntimeError, "copy_()"):
+    with raises(RuntimeError, "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"):
         x.copy_(descent.ones(3, 3))
-    with raises(RuntimeError, "view()", "invalid for input of size 6"):
+    with raises(RuntimeError, "shape '[4, 2]' is invalid for input of size 6"):
         x.view(4, 2)
 
 
@@ -151,7 +151,7 @@ def test_dtype_errors():
         descent.tensor([True]) - descent.tensor([False])
     with raises(RuntimeError, "\"dot\" not implemented for 'Bool'"):  # 1-D @ 1-D is dot
         descent.ones(2, dtype=descent.bool) @ descent.ones(2, dtype=descent.bool)
-    with raises(RuntimeError, "rand()", "floating"):
+    with raises(NotImplementedError, "\"check_uniform_bounds\" not implemented for 'Long'"):
         descent.rand(2, dtype=descent.int64)
     with raises(RuntimeError, "floating point"):
         i.requires_grad_()
@@ -215,7 +215,7 @@ def test_negative_size(name):
 
 
 def test_other_bad_sizes(x):
-    with raises(RuntimeError, "view()", "-5"):
+    with raises(RuntimeError, "invalid shape dimension -5"):
         descent.arange(5).view(-5)
     with raises(RuntimeError, "too many elements"):
         descent.ones(2 ** 40, 2 ** 40)

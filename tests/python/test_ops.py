@@ -449,7 +449,7 @@ def test_comparison_operators_return_tensors():
     assert (x != 1).tolist() == [True, False, True] and (1 <= x).tolist() == [False, True, True]
     assert descent.ne(x, 2.0).tolist() == [True, True, False] and descent.ge(x, 2).tolist() == [False, False, True]
     assert x.le(descent.tensor(1.5)).tolist() == [False, True, False]
-    with pytest.raises(RuntimeError, match=r"le\(\).*\[3\].*\[2\]"):
+    with pytest.raises(RuntimeError, match=re.escape("The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0")):
         descent.le(x, descent.ones(2))
     for name in ("ne", "le", "ge"):  # rows of the op table: `descent ops` lists them and the verifier runs them
         assert OPS[name]["kind"] == "comparison"

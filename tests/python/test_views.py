@@ -234,7 +234,7 @@ def test_reshape_to_more_elements_than_int64_counts():
     x = descent.arange(4.)
     for shape in [(2 ** 62 + 1, 4), (2 ** 62 + 1, -1), (-1, 2 ** 62 + 1, 4), (2 ** 32, 2 ** 32, 2), (2 ** 62, 2 ** 62)]:
         for fn in (x.reshape, x.view):
-            with pytest.raises(RuntimeError, match=r"(reshape|view)\(\): shape '\[.*\]' is invalid for input of size 4"):
+            with pytest.raises(RuntimeError, match=r"^shape '\[.*\]' is invalid for input of size 4"):
                 fn(*shape)
     e = descent.zeros(0)
     assert e.reshape(2 ** 62 + 1, 0).shape == (2 ** 62 + 1, 0)  # a zero makes it empty, whatever the rest
@@ -310,7 +310,7 @@ def test_copy_(dtype, rng):
     dst.copy_(descent.tensor(src).T)                                  # non-contiguous source
     expected[1:, ::2] = src.T
     np.testing.assert_array_equal(to_np(base), expected)
-    with pytest.raises(RuntimeError, match="copy_"):
+    with pytest.raises(RuntimeError, match=re.escape("The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1")):
         dst.copy_(descent.zeros(3, 4, dtype=dtype))
     with pytest.raises(RuntimeError, match=r"output with shape \[3, 3\] doesn't match the broadcast shape \[2, 3, 3\]"):
         dst.copy_(descent.zeros(2, 3, 3, dtype=dtype))                # src may not have more dims
