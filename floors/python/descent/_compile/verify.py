@@ -3,7 +3,7 @@
 Note [Translation validation of a fused kernel]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A generated kernel is only as trustworthy as its generator. Rather than
-trusting fusion.py, the verifier checks each kernel it produced: it reads
+trusting fusion.py and cpp_kernel.py, the verifier checks each kernel it produced: it reads
 the kernel's IR back out of the loaded library (the `descent_ir` string the
 source embeds, so what is checked is what was built), parses it into one
 expression tree per output, builds the same trees from the captured graph's
@@ -20,7 +20,7 @@ A reduction is a node of the tree like any op (`sum[1]k0(...)`: dims, keepdim;
 max.dim's values are `max[1]k1(...)`);
 its order of additions is not part of the expression: the numeric check
 holds it (bit for bit in eager's order, Note [Fusing a chain into its
-reduction] in fusion.py, or within reduction_bound where the orders differ).
+reduction] in groups.py, or within reduction_bound where the orders differ).
 Where the trees still differ, the first graph node whose subtree has no
 equal in the kernel is named, and the kernel is not proved. Translation
 validation proves the expression; the numeric check (numeric()) runs the
