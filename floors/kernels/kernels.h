@@ -194,18 +194,42 @@ bool cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 // value. Each enqueues one kernel on the current stream of out's device and
 // returns before it has run (Note [Streams and the two clocks], streams.h);
 // nothing is launched for an empty output.
+//
+// Note [The device loops' table]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// DESCENT_DEVICE_LOOP_TABLE is the one place their signatures are written:
+// X(name, (parameters), (arguments), the tensor whose device runs it). Each
+// device's entry points (device::sim:: in sim_kernels.cpp, device::cuda:: in
+// cuda_elementwise.cu, declared in device_loops.h), the choice between them
+// (device:: here, sim_kernels.cpp) and the call of the builder
+// (Build<Launch>::name, device_loops.h) are generated from it, so a loop added
+// to the table and not to the builder fails to compile on both devices, and
+// static_asserts hold each device's entry points to the table's types.
+//   unary:    `bounds` are clamp's (ClampBounds{} for every other op)
+//   compare:  out is bool; the inputs are compared in dtype ct
+//   copy:     src has dst's sizes; converts dtype
+//   arange:   into a contiguous out: start + i * step in double for a float
+//             dtype, istart + i * istep (wrapping) otherwise
+//   linspace: linspace(start, end, out.numel()) into a contiguous out of at
+//             least 2 elements (LinspaceF, elementwise.h)
+//   random:   rand (uniform in [0, 1)) or randn into a contiguous float out,
+//             from counters offset, offset + 1, ...
+#define DESCENT_DEVICE_LOOP_TABLE(X)                                                                                 \
+  X(unary, (Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds), (op, in, out, bounds), out)      \
+  X(binary, (Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha), (op, a, b, out, alpha), out) \
+  X(compare, (Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct), (op, a, b, out, ct), out)  \
+  X(copy, (const Tensor& src, const Tensor& dst), (src, dst), dst)                                                   \
+  X(fill, (const Tensor& out, Scalar value), (out, value), out)                                                      \
+  X(arange, (const Tensor& out, double start, double step, int64_t istart, int64_t istep),                           \
+    (out, start, step, istart, istep), out)                                                                          \
+  X(linspace, (const Tensor& out, const Scalar& start, const Scalar& end), (out, start, end), out)                   \
+  X(random, (const Tensor& out, bool normal, uint64_t seed, uint64_t offset), (out, normal, seed, offset), out)
+// A row's declaration, and its parenthesized arguments without the parentheses.
+#define DESCENT_DEVICE_LOOP_DECLARE(name, params, args, dev) void name params;
+#define DESCENT_UNPARENTHESIZE(...) __VA_ARGS__
 namespace device {
-void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds = {});
-void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);  // out is bool; in dtype ct
-void copy(const Tensor& src, const Tensor& dst);  // src has dst's sizes; converts dtype
-void fill(const Tensor& out, Scalar value);
-// arange into a contiguous out: start + i * step in double for a float dtype, istart + i * istep (wrapping) otherwise.
-void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep);
-// linspace(start, end, out.numel()) into a contiguous out of at least 2 elements (LinspaceF, elementwise.h).
-void linspace(const Tensor& out, const Scalar& start, const Scalar& end);
-// rand (uniform in [0, 1)) or randn into a contiguous float out, from counters offset, offset + 1, ...
-void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_DECLARE)
+inline void unary(Op op, const Tensor& in, const Tensor& out) { unary(op, in, out, ClampBounds{}); }
 // The variant a device loop reports on the kernel span: "sim" or "cuda".
 const char* variant(Device d);
 // Reductions, the matrix product (device_reduce_matmul.cpp; Note [A reduction

@@ -27,31 +27,13 @@ struct CudaLaunch {
   }
 };
 
-using CudaBuild = Build<CudaLaunch>;
+using DeviceBuild = Build<CudaLaunch>;
 
 }  // namespace
 
 namespace cuda {
-void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
-  CudaBuild::unary({out.device()}, op, in, out, bounds);
-}
-void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
-  CudaBuild::binary({out.device()}, op, a, b, out, alpha);
-}
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
-  CudaBuild::compare({out.device()}, op, a, b, out, ct);
-}
-void copy(const Tensor& src, const Tensor& dst) { CudaBuild::copy({dst.device()}, src, dst); }
-void fill(const Tensor& out, Scalar value) { CudaBuild::fill({out.device()}, out, value); }
-void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
-  CudaBuild::arange({out.device()}, out, start, step, istart, istep);
-}
-void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
-  CudaBuild::linspace({out.device()}, out, start, end);
-}
-void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
-  CudaBuild::random({out.device()}, out, normal, seed, offset);
-}
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_DEFINE)
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_SAME_TYPE)
 }  // namespace cuda
 
 }  // namespace descent::kernels::device

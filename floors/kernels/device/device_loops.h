@@ -52,6 +52,7 @@
 #include "floors/kernels/device/device_reduce.h"  // kernel_name
 #include "floors/kernels/elementwise.h"
 #include "floors/kernels/device/random.h"
+#include "floors/kernels/kernels.h"  // DESCENT_DEVICE_LOOP_TABLE
 #include "floors/launch/launch.h"
 
 namespace descent::kernels::device {
@@ -588,7 +589,17 @@ struct Build {
     });
   }
 
+  // A copy between two contiguous tensors of one dtype on one device moves
+  // bytes, not elements: a device-to-device memcpy on the current stream
+  // (cudaMemcpyAsync; a copy task on sim:0), as PyTorch's copy_ does when it
+  // may; its device span is "Memcpy DtoD (Device -> Device)", not a kernel.
   static void copy(const Launch& launch, const Tensor& src, const Tensor& dst) {
+    if (src.dtype() == dst.dtype() && src.device() == dst.device() && src.sizes() == dst.sizes() &&
+        src.is_contiguous() && dst.is_contiguous() && dst.numel() > 0) {
+      streams::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
+                          size_t(dst.numel()) * element_size(dst.dtype()));
+      return;
+    }
     const Device dev = dst.device();
     visit_dtype(dst.dtype(), [&]<typename D>() {
       visit_dtype(src.dtype(), [&]<typename S>() {
@@ -664,23 +675,23 @@ struct Build {
 
 // [SECTION] Entry points per device -------------------------------------------------------
 
-// The device loops of kernels.h for each kind of device: sim_kernels.cpp
-// defines sim's (and kernels.h's device:: functions, which pick one),
-// cuda_elementwise.cu defines cuda's, in builds with CUDA only.
-#define DESCENT_DEVICE_LOOPS                                                                \
-  void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds);        \
-  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha);    \
-  void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct);  \
-  void copy(const Tensor& src, const Tensor& dst);                                          \
-  void fill(const Tensor& out, Scalar value);                                               \
-  void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep); \
-  void linspace(const Tensor& out, const Scalar& start, const Scalar& end);                 \
-  void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset);
+// The device loops of kernels.h for each kind of device, from its table
+// (Note [The device loops' table], kernels.h): sim_kernels.cpp defines sim's
+// (and kernels.h's device:: functions, which pick one), cuda_elementwise.cu
+// defines cuda's, in builds with CUDA only. DESCENT_DEVICE_LOOP_DEFINE
+// defines a row's entry point with the file's DeviceBuild (Build of the
+// device's launcher), and DESCENT_DEVICE_LOOP_SAME_TYPE holds it to the type
+// kernels.h declares for device::name.
 namespace sim {
-DESCENT_DEVICE_LOOPS
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_DECLARE)
 }
 namespace cuda {
-DESCENT_DEVICE_LOOPS
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_DECLARE)
 }
+#define DESCENT_DEVICE_LOOP_DEFINE(name, params, args, dev) \
+  void name params { DeviceBuild::name({(dev).device()}, DESCENT_UNPARENTHESIZE args); }
+#define DESCENT_DEVICE_LOOP_SAME_TYPE(name, params, args, dev)                                         \
+  static_assert(std::is_same_v<decltype(static_cast<void(*) params>(&device::name)), decltype(&name)>, \
+                #name ": this device's entry point is not the one kernels.h's table declares");
 
 }  // namespace descent::kernels::device

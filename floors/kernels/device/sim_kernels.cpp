@@ -56,31 +56,13 @@ struct SimLaunch {
   }
 };
 
-using SimBuild = Build<SimLaunch>;
+using DeviceBuild = Build<SimLaunch>;
 
 }  // namespace
 
 namespace sim {
-void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
-  SimBuild::unary({out.device()}, op, in, out, bounds);
-}
-void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
-  SimBuild::binary({out.device()}, op, a, b, out, alpha);
-}
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
-  SimBuild::compare({out.device()}, op, a, b, out, ct);
-}
-void copy(const Tensor& src, const Tensor& dst) { SimBuild::copy({dst.device()}, src, dst); }
-void fill(const Tensor& out, Scalar value) { SimBuild::fill({out.device()}, out, value); }
-void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
-  SimBuild::arange({out.device()}, out, start, step, istart, istep);
-}
-void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
-  SimBuild::linspace({out.device()}, out, start, end);
-}
-void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
-  SimBuild::random({out.device()}, out, normal, seed, offset);
-}
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_DEFINE)
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_SAME_TYPE)
 }  // namespace sim
 
 // [SECTION] Choosing the device ----------------------------------------------------------
@@ -97,37 +79,10 @@ const char* variant(Device d) { return d.type == DeviceType::CUDA ? "cuda" : "si
   return sim::call
 #endif
 
-void unary(Op op, const Tensor& in, const Tensor& out, const ClampBounds& bounds) {
-  DESCENT_ON_DEVICE(out.device(), unary(op, in, out, bounds));
-}
-void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha) {
-  DESCENT_ON_DEVICE(out.device(), binary(op, a, b, out, alpha));
-}
-void compare(Op op, const Tensor& a, const Tensor& b, const Tensor& out, ScalarType ct) {
-  DESCENT_ON_DEVICE(out.device(), compare(op, a, b, out, ct));
-}
-// A copy between two contiguous tensors of one dtype on one device moves
-// bytes, not elements: a device-to-device memcpy on the current stream
-// (cudaMemcpyAsync; a copy task on sim:0), as PyTorch's copy_ does when it
-// may; its device span is "Memcpy DtoD (Device -> Device)", not a kernel.
-void copy(const Tensor& src, const Tensor& dst) {
-  if (src.dtype() == dst.dtype() && src.device() == dst.device() && src.sizes() == dst.sizes() && src.is_contiguous() &&
-      dst.is_contiguous() && dst.numel() > 0) {
-    streams::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
-                        size_t(dst.numel()) * element_size(dst.dtype()));
-    return;
-  }
-  DESCENT_ON_DEVICE(dst.device(), copy(src, dst));
-}
-void fill(const Tensor& out, Scalar value) { DESCENT_ON_DEVICE(out.device(), fill(out, value)); }
-void arange(const Tensor& out, double start, double step, int64_t istart, int64_t istep) {
-  DESCENT_ON_DEVICE(out.device(), arange(out, start, step, istart, istep));
-}
-void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
-  DESCENT_ON_DEVICE(out.device(), linspace(out, start, end));
-}
-void random(const Tensor& out, bool normal, uint64_t seed, uint64_t offset) {
-  DESCENT_ON_DEVICE(out.device(), random(out, normal, seed, offset));
-}
+// Each row of the table: its loop on out's device (dst's for copy). The
+// copy that moves bytes is the builder's (Build<Launch>::copy).
+#define DESCENT_DEVICE_LOOP_CHOOSE(name, params, args, dev) \
+  void name params { DESCENT_ON_DEVICE((dev).device(), name args); }
+DESCENT_DEVICE_LOOP_TABLE(DESCENT_DEVICE_LOOP_CHOOSE)
 
 }  // namespace descent::kernels::device
