@@ -77,7 +77,7 @@ void max_dim_backward(BackwardContext& c) {
   }
   DimVector line(std::vector<int64_t>(size_t(sizes.size()), 1));
   line[d] = sizes[d];
-  const Tensor range = call(Op::view, call(Op::arange, Scalar(sizes[d]), IValue(), IValue()), line);
+  const Tensor range = call(Op::view, call(Op::arange, Scalar(sizes[d]), ScalarType::Int64, g.device()), line);
   c.out[0] = mul(g, call(Op::eq, range, idx));
 }
 // mse_loss: d/dself = norm * (self - target) * g, d/dtarget its negative,
