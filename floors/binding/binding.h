@@ -86,6 +86,8 @@ extern PyMappingMethods g_tensor_mapping;
 // added, the number slots and the comparison. Before PyType_Ready.
 bool init_tensor_methods(PyTypeObject* type, PyMethodDef* methods);
 bool init_value_types(PyObject* module);  // dtype, device, return types
+// descent.return_types.<name> (value_types.cpp, Note [return_types]): a borrowed type, or null with an error set.
+PyTypeObject* return_type(const char* name);
 bool init_trace_type(PyObject* module);
 // The Node type, the tensor's autograd attributes and _run_backward (autograd_object.cpp).
 bool init_autograd(PyObject* module, PyTypeObject* tensor_type);
