@@ -1,6 +1,7 @@
 // Floor 4: the derivatives of torch.nn's ops (nn_kernels.cpp; Note [One
 // derivative per op], derivatives.cpp): softmax and log_softmax and their
-// backward ops, nll_loss, layer_norm, embedding and binary cross-entropy.
+// backward ops, nll_loss, layer_norm, embedding, binary cross-entropy, and
+// gelu and silu with their backward ops.
 #include "floors/autograd/formulas.h"
 
 namespace descent::autograd {
@@ -168,6 +169,56 @@ void bce_with_logits_backward(BackwardContext& c) {
         pk > 0 ? mul(g, sub(call(Op::log, sub(number(1), sig)), mul(c.input(pk), call(Op::log, sig)))) : mul(g, neg(x));
 }
 
+// gelu and silu (Note [gelu and silu as aten computes them], elementwise.h):
+// derivatives.yaml's gelu_backward(grad, self, approximate) and
+// silu_backward(grad, self), each an op of the table with its own node.
+void gelu_backward_formula(BackwardContext& c) { c.out[0] = call(Op::gelu_backward, c.g, c.self(), c.arg(1)); }
+// silu: derivatives.yaml's "GradMode::is_enabled() ? infinitely_differentiable_silu_backward(grad,
+// self) : silu_backward(grad, self)": under create_graph=True the formula is sigmoid's ops, so the
+// gradient's node is MulBackward0 as torch's; otherwise the one silu_backward kernel.
+void silu_backward_formula(BackwardContext& c) {
+  const Tensor x = c.self();
+  if (!grad_mode_enabled()) {
+    c.out[0] = call(Op::silu_backward, c.g, x);
+    return;
+  }
+  const Tensor s = call(Op::sigmoid, x);
+  c.out[0] = mul(mul(c.g, s), call(Op::add, number(1), mul(x, call(Op::rsub, s, Scalar(1.0)))));  // 1 - s: rsub
+}
+// gelu_backward(grad_output, self) is linear in grad_output; self's gradient
+// is g * grad_output * gelu''(self), aten's gelu_double_backward:
+//   erf's:  pdf(x) (2 - x^2), pdf(x) = exp(-x^2 / 2) / sqrt(2 pi);
+//   tanh's: (1 - t^2) (u' - x t u'^2 + 3 beta kappa x^2), u = beta (x + kappa x^3), t = tanh(u).
+void gelu_double_backward(BackwardContext& c) {
+  const Tensor x = c.other();
+  if (c.needs(0)) c.out[0] = call(Op::gelu_backward, c.g, x, c.arg(2));
+  if (!c.needs(1)) return;
+  constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715, kInvSqrt2Pi = 0.39894228040143267794;
+  const Tensor x2 = mul(x, x);
+  Tensor second;
+  if (c.arg(2).to_int() == 1) {
+    const Tensor du = mul(number(kBeta), call(Op::add, number(1), mul(number(3 * kKappa), x2)));
+    const Tensor t = call(Op::tanh, mul(number(kBeta), call(Op::add, x, mul(number(kKappa), mul(x2, x)))));
+    const Tensor inner = call(Op::add, sub(du, mul(mul(x, t), mul(du, du))), mul(number(3 * kBeta * kKappa), x2));
+    second = mul(sub(number(1), mul(t, t)), inner);
+  } else {
+    const Tensor pdf = mul(number(kInvSqrt2Pi), call(Op::exp, mul(number(-0.5), x2)));
+    second = mul(pdf, sub(number(2), x2));
+  }
+  c.out[1] = mul(mul(c.g, c.self()), second);
+}
+// silu_backward(grad_output, self): linear in grad_output; self's gradient
+// g * grad_output * s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x) (aten's silu_double_backward).
+void silu_double_backward(BackwardContext& c) {
+  const Tensor x = c.other();
+  if (c.needs(0)) c.out[0] = call(Op::silu_backward, c.g, x);
+  if (!c.needs(1)) return;
+  const Tensor s = call(Op::sigmoid, x);
+  const Tensor ds = mul(s, sub(number(1), s));
+  const Tensor second = mul(ds, call(Op::add, number(2), mul(x, sub(number(1), mul(number(2), s)))));
+  c.out[1] = mul(mul(c.g, c.self()), second);
+}
+
 // The rows (formulas.h says how a row reads).
 constexpr Derivative kRows[] = {
     {Op::_softmax, "SoftmaxBackward0", {kResult, kNone}, softmax_backward},
@@ -194,6 +245,10 @@ constexpr Derivative kRows[] = {
      "BinaryCrossEntropyWithLogitsBackward0",
      {kSelf | kOther | kInput2, kSelf | kOther | kInput2, kNone},
      bce_with_logits_backward},
+    {Op::gelu, "GeluBackward0", {kSelf, kNone}, gelu_backward_formula},
+    {Op::gelu_backward, "GeluBackwardBackward0", {kOther, kSelf | kOther}, gelu_double_backward},
+    {Op::silu, "SiluBackward0", {kSelf, kNone}, silu_backward_formula},
+    {Op::silu_backward, "SiluBackwardBackward0", {kOther, kSelf | kOther}, silu_double_backward},
 };
 
 }  // namespace

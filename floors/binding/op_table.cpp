@@ -18,6 +18,8 @@ PyObject* py_ops(PyObject*, PyObject*) {
   static const char* kKinds[] = {"factory", "unary", "binary",  "comparison", "reduction", "matmul",
                                  "view",    "copy",  "inplace", "read",       "collective"};
   static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == int(OpKind::Collective) + 1);
+  static const char* kExactness[] = {"exact", "reordered", "device_math"};
+  static_assert(sizeof(kExactness) / sizeof(kExactness[0]) == int(Exactness::DeviceMath) + 1);
   return py_list(all_ops().size(), [](size_t i) {
     const OpEntry& op = all_ops()[i];
     // The node autograd records for it (Note [One derivative per op]); a composite's come from its parts.
@@ -26,7 +28,7 @@ PyObject* py_ops(PyObject*, PyObject*) {
     return Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "name", op.name, "python_name",
                          op.python_name, "overload", op.schema.overload.c_str(), "profiler_name", op.profiler_name,
                          "schema", op.schema.text.c_str(), "dispatch", op.dispatch, "kind", kKinds[int(op.kind)],
-                         "exactness", op.exactness == Exactness::Exact ? "exact" : "reordered", "domain",
+                         "exactness", kExactness[int(op.exactness)], "domain",
                          op.domain == Domain::Any ? "any" : "positive", "python_module",
                          op.python_module == PythonModule::NN       ? "nn"
                          : op.python_module == PythonModule::Hidden ? "hidden"

@@ -1,8 +1,9 @@
 // The op table: the one list of operators. Registration (floor 3), the
 // binding (floor 2), the kernels (floor 5), the verifier and the tests all
 // read it, and adding an op starts with its row (docs/ADDING_AN_OP.md).
-// A few files still keep a fact per op beside it (optimized.cpp's grains,
-// verifier.cpp's CUDA ulps: issue 46).
+// What else a row needs is its element function (elementwise.h, whose
+// functor tables are checked against the rows at compile time), its
+// derivative and its numpy reference: nothing else lists the ops.
 //
 // Notes, each beside what it explains:
 //   Note [One op table]                                a row's columns (the enums below)
@@ -52,7 +53,12 @@ namespace descent {
 // - The exactness says what the verifier may claim when it runs the
 //   reference and the optimized kernel on the same inputs: Exact means
 //   bit-for-bit; Reordered means the optimized kernel sums in another order,
-//   so the two agree within the bound of Note [Summation bound] (verifier.cpp).
+//   so the two agree within the bound of Note [Summation bound] (verifier.cpp);
+//   DeviceMath is Exact for an element function that calls the math
+//   library (exp, log, tanh, erf, pow, and randn's Box-Muller): bit for bit
+//   on the CPU and sim:0, which both run glibc's, within kCudaMathUlps on
+//   cuda:N, whose library is not glibc's; the CPU's loops also give such a
+//   costly element a smaller grain (Note [Intra-op parallelism]).
 //   On sim:0 and cuda:N the verifier holds the device to the CPU's reference
 //   as Note [Device claims] (verifier.cpp) says: float sums and products within
 //   a stated bound, the rest of these ops bit for bit.
@@ -90,7 +96,7 @@ enum class OpKind : uint8_t {
   Read,        // reads one element into a host Scalar (-> Scalar): no tensor result, no gradient
   Collective,  // c10d's: hands its tensors to the default process group's backend (-> int: the Work)
 };
-enum class Exactness : uint8_t { Exact, Reordered };
+enum class Exactness : uint8_t { Exact, Reordered, DeviceMath };
 // Which inputs the tests feed the op: any real numbers, or positive ones (log, sqrt).
 enum class Domain : uint8_t { Any, Positive };
 // Where Python finds the op: native_functions.yaml's python_module. Torch:
@@ -131,6 +137,13 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
 //   row comes first, so the binding tries it first), whose gradient
 //   (PowBackward0) has one edge, where pow.Tensor_Tensor's (PowBackward1) has two.
 // - fill_ has only fill_.Scalar (no fill_.Tensor).
+// - gelu and gelu_backward take `int approximate=0` (0 for 'none', 1 for
+//   'tanh') where aten's is `str approximate='none'`: descent's schemas have
+//   no str. torch.nn.functional.gelu (descent/nn/functional.py) turns the
+//   string into the number and refuses any other in aten's words, and
+//   nn.GELU prints the string; descent._C._nn.gelu and descent.ops.aten's
+//   gelu and gelu_backward take the number (torch's take the string), and
+//   the kernels refuse any but 0 and 1 as aten refuses another string.
 // - item is a function as well (descent.item(x)), where aten's `variants:
 //   method` makes it Tensor.item only: the binding makes a function of every
 //   row. It and _local_scalar_dense return a Scalar, the one non-Tensor
@@ -191,7 +204,7 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   _(rand, "aten::rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                          \
     "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                            \
   _(randn, "aten::randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",                        \
-    "BackendSelect, CPU, Sim, CUDA", Factory, Exact, Any, Torch, "[4, 33]")                                            \
+    "BackendSelect, CPU, Sim, CUDA", Factory, DeviceMath, Any, Torch, "[4, 33]")                                       \
   /* elementwise, two inputs: broadcast and promoted */                                                                \
   _(add, "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,  \
     Any, Torch, "T[4, 33]; T[4, 33]")                                                                                  \
@@ -201,12 +214,12 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     "T[4, 33]; T[4, 33]")                                                                                              \
   _(div, "aten::div.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Any, Torch,         \
     "T[4, 33]; T[4, 33]")                                                                                              \
-  _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,    \
-    Positive, Torch, "T[4, 33]; 2.5")                                                                                  \
-  _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Positive, \
-    Torch, "T[4, 33]; T[4, 33]")                                                                                       \
-  _(pow_scalar_base, "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, Exact, Any, \
-    Torch, "2.5; T[4, 33]")                                                                                            \
+  _(pow_scalar, "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "CPU, Sim, CUDA", Binary,           \
+    DeviceMath, Positive, Torch, "T[4, 33]; 2.5")                                                                      \
+  _(pow, "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, DeviceMath,      \
+    Positive, Torch, "T[4, 33]; T[4, 33]")                                                                             \
+  _(pow_scalar_base, "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "CPU, Sim, CUDA", Binary, DeviceMath, \
+    Any, Torch, "2.5; T[4, 33]")                                                                                       \
   _(rsub, "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,   \
     Any, Torch, "T[4, 33]; 2.5")                                                                                       \
   _(eq, "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Comparison, Exact, Any, Torch,       \
@@ -224,16 +237,16 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
   /* elementwise, one input */                                                                                         \
   _(neg, "aten::neg(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
   _(abs, "aten::abs(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
-  _(exp, "aten::exp(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
-  _(log, "aten::log(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")              \
+  _(exp, "aten::exp(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, Torch, "T[4, 33]")              \
+  _(log, "aten::log(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Positive, Torch, "T[4, 33]")         \
   _(sqrt, "aten::sqrt(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
   _(relu, "aten::relu(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
   _(threshold_backward, "aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",       \
     "CPU, Sim, CUDA", Binary, Exact, Any, Hidden, "T[4, 33]; T[4, 33]; 0")                                             \
-  _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")           \
-  _(tanh, "aten::tanh(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                 \
-  _(sin, "aten::sin(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
-  _(cos, "aten::cos(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Any, Torch, "T[4, 33]")                   \
+  _(sigmoid, "aten::sigmoid(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, Torch, "T[4, 33]")      \
+  _(tanh, "aten::tanh(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, Torch, "T[4, 33]")            \
+  _(sin, "aten::sin(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, Torch, "T[4, 33]")              \
+  _(cos, "aten::cos(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, Torch, "T[4, 33]")              \
   _(reciprocal, "aten::reciprocal(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch,            \
     "T[4, 33]")                                                                                                        \
   _(clamp, "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CPU, Sim, CUDA", Unary, Exact,   \
@@ -433,8 +446,8 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     Exact, Any, Torch, "T[4, 33]; -2.0; 3.0")                                                                          \
   _(normal_, "aten::normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", "CPU, Sim, CUDA", InPlace,     \
     Exact, Any, Torch, "T[4, 33]; 1.0; 2.0")                                                                           \
-  _(log10, "aten::log10(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")          \
-  _(log2, "aten::log2(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, Exact, Positive, Torch, "T[4, 33]")            \
+  _(log10, "aten::log10(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Positive, Torch, "T[4, 33]")     \
+  _(log2, "aten::log2(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Positive, Torch, "T[4, 33]")       \
   _(clip, "aten::clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", "CompositeImplicitAutograd", Unary, \
     Exact, Any, Torch, "T[4, 33]; -1.5; 2.5")                                                                          \
   _(floor_divide, "aten::floor_divide(Tensor self, Tensor other) -> Tensor", "CPU, Sim, CUDA", Binary, Exact,          \
@@ -521,6 +534,18 @@ enum class PythonModule : uint8_t { Torch, NN, Hidden };
     Exact, Any, Torch, "T[4, 9]; 1; 3; 2")                                                                             \
   _(as_strided, "aten::as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)",   \
     "CPU, Sim, CUDA", View, Exact, Any, Torch, "T[4, 6]; [3, 3]; [6, 2]; 1")                                           \
+  /* a small GPT's activations and randint_like's low overload (issue 42) */                                           \
+  _(gelu, "aten::gelu(Tensor self, *, int approximate=0) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, NN,     \
+    "T[4, 33]")                                                                                                        \
+  _(gelu_backward, "aten::gelu_backward(Tensor grad_output, Tensor self, *, int approximate=0) -> Tensor",             \
+    "CPU, Sim, CUDA", Binary, DeviceMath, Any, Hidden, "T[4, 33]; T[4, 33]")                                           \
+  _(silu, "aten::silu(Tensor self) -> Tensor", "CPU, Sim, CUDA", Unary, DeviceMath, Any, NN, "T[4, 33]")               \
+  _(silu_backward, "aten::silu_backward(Tensor grad_output, Tensor self) -> Tensor", "CPU, Sim, CUDA", Binary,         \
+    DeviceMath, Any, Hidden, "T[4, 33]; T[4, 33]")                                                                     \
+  _(randint_like_low,                                                                                                  \
+    "aten::randint_like.low_dtype(Tensor self, int low, int high, *, ScalarType? dtype=None, Device? device=None) -> " \
+    "Tensor",                                                                                                          \
+    "CompositeImplicitAutograd", Factory, Exact, Any, Torch, "T[4, 33]; -3; 5")                                        \
   /* collectives: c10d's ops, whose kernels hand the work to a process group (Note [Collectives are c10d ops]) */      \
   _(c10d_allreduce_,                                                                                                   \
     "c10d::allreduce_(Tensor[] tensors, int process_group, int reduce_op, Tensor? sparse_indices, bool "               \
@@ -580,7 +605,23 @@ enum class Op : uint16_t {
       kNumOps
 };
 constexpr int kNumOps = int(Op::kNumOps);
-static_assert(kNumOps == 163,
+static_assert(kNumOps == 168,
               "an op was added or removed: update this count, and the kernels will tell you what is missing");
+
+// A row's kind and exactness at compile time (dispatcher.h's op_entry has
+// every column at run time): for elementwise.h's checks of its functor
+// tables against the rows and the CPU loops' grains (optimized.cpp).
+constexpr OpKind op_kind(Op op) {
+#define DESCENT_OP_KIND(id, schema, dispatch, kind, exact, domain, module, sample) OpKind::kind,
+  constexpr OpKind kinds[] = {DESCENT_FORALL_OPS(DESCENT_OP_KIND)};
+#undef DESCENT_OP_KIND
+  return kinds[int(op)];
+}
+constexpr Exactness op_exactness(Op op) {
+#define DESCENT_OP_EXACTNESS(id, schema, dispatch, kind, exact, domain, module, sample) Exactness::exact,
+  constexpr Exactness exactness[] = {DESCENT_FORALL_OPS(DESCENT_OP_EXACTNESS)};
+#undef DESCENT_OP_EXACTNESS
+  return exactness[int(op)];
+}
 
 }  // namespace descent

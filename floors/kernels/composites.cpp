@@ -336,13 +336,15 @@ void new_factory_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
   }
 }
 
-// randint(high, size), randint.low(low, high, size) and randint_like(self,
-// high): empty (int64 by default, aten's dtype=long) or empty_like, then
-// random_(low, high), as aten's randint and randint_like are written.
+// randint(high, size), randint.low(low, high, size), randint_like(self,
+// high) and randint_like.low_dtype(self, low, high): empty (int64 by default,
+// aten's dtype=long) or empty_like, then random_(low, high), as aten's
+// randint and randint_like are written.
 void randint_composite(const OpEntry& op, DispatchKeySet, Stack& s) {
-  if (op.id == Op::randint_like) {
-    Tensor out = empty_like(s[0].to_tensor(), s[2], s[3]);
-    call(Op::random_from_, out, int64_t{0}, s[1].to_int());
+  if (op.id == Op::randint_like || op.id == Op::randint_like_low) {
+    const int k = op.id == Op::randint_like_low ? 1 : 0;
+    Tensor out = empty_like(s[0].to_tensor(), s[k + 2], s[k + 3]);
+    call(Op::random_from_, out, k ? s[1].to_int() : int64_t{0}, s[k + 1].to_int());
     return s.set_result(std::move(out));
   }
   const bool low = op.id == Op::randint_low;
@@ -586,7 +588,8 @@ void register_composite_kernels(Library& m) {
   m.impl(Op::narrow, kernels::narrow_composite);
   m.impl(Op::stack, kernels::stack_composite);
   m.impl(Op::clip, kernels::clip_composite);
-  for (Op op : {Op::randint, Op::randint_low, Op::randint_like}) m.impl(op, kernels::randint_composite);
+  for (Op op : {Op::randint, Op::randint_low, Op::randint_like, Op::randint_like_low})
+    m.impl(op, kernels::randint_composite);
   for (Op op : {Op::where_scalar_other, Op::where_scalar_self, Op::where_scalar})
     m.impl(op, kernels::where_scalar_composite);
   m.impl(Op::clamp_tensor, kernels::clamp_tensor_composite);

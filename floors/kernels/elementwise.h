@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 
 #include "floors/core/dtype.h"
@@ -191,11 +192,61 @@ struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly {
   }
 };
 
-// clamp, clamp_min and clamp_max: the bounds that were given, as Scalars
-// (Note [clamp's bounds], elementwise_kernels.cpp).
+// Note [gelu and silu as aten computes them]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// aten's scalar expressions (aten/src/ATen/native/cpu/Activation.cpp,
+// GeluKernelImpl and GeluBackwardKernelImpl, and silu's kernels), in the
+// element's type (float32 for float16 and bfloat16, rounded once):
+//   gelu, approximate='none':  x * 0.5 * (1 + erf(x / sqrt(2)))
+//   gelu, approximate='tanh':  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+//   silu:                      x / (1 + exp(-x))
+// and their derivatives, which gelu_backward and silu_backward compute from
+// the gradient and self. aten's CPU kernels are vectorized with their own
+// polynomial erf, exp and tanh, so descent's values (glibc's functions) may
+// differ from torch's CPU values in the last bits; the devices hold each
+// other to Exactness::DeviceMath (ops.h). Integers and bool have no kernel,
+// as in aten ("GeluKernelImpl" not implemented for 'Long').
+constexpr double kSqrtHalf = 0.70710678118654752440;    // 1 / sqrt(2)
+constexpr double kGeluBeta = 0.79788456080286535588;    // sqrt(2 / pi)
+constexpr double kGeluKappa = 0.044715;                 // the tanh form's cubic term
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi): the normal density's factor
+struct GeluF : UnaryFn<GeluF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return x * T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf)));
+    else
+      return x;  // refused by the kernel
+  }
+};
+struct GeluTanhF : UnaryFn<GeluTanhF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T inner = T(kGeluBeta) * (x + T(kGeluKappa) * x * x * x);
+      return T(0.5) * x * (T(1) + std::tanh(inner));
+    } else {
+      return x;
+    }
+  }
+};
+struct SiluF : UnaryFn<SiluF> {
+  template <class T>
+  DESCENT_HD T eval(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return x / (T(1) + std::exp(-x));
+    else
+      return x;
+  }
+};
+
+// The Scalars a unary op takes besides self, converted to T on the host:
+// clamp's, clamp_min's and clamp_max's bounds that were given (Note
+// [clamp's bounds], elementwise_kernels.cpp) and gelu's approximation.
 struct ClampBounds {
   Scalar lo, hi;
   bool has_lo = false, has_hi = false;
+  bool gelu_tanh = false;  // gelu's approximate='tanh' (GeluTanhF), else erf's GeluF
 };
 // PyTorch's CPU expression, min(max(x, lo), hi) with std::max(a, b) = a < b ?
 // b : a and std::min(a, b) = b < a ? b : a, one bound or both: a NaN element
@@ -218,38 +269,49 @@ struct ClampF {
   }
 };
 
+// Note [Each row's element function]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The op table (ops.h) names no functor: these tables, one for each of the
+// unary, binary and comparison families, map a row to the functor every
+// loop on every device computes it with, and the static_asserts at the end
+// of this file check them against the table. A Unary, Binary or Comparison
+// row that has kernels of its own (not a composite) and no functor here
+// fails to compile, naming the row; so does a functor entry whose row is
+// not of its family. Rows whose kernel runs another row's loop are named
+// at the checks (runs_another_rows_loop). The ops whose functor takes
+// arguments are cased by hand in the visit functions: clamp's bounds, gelu's
+// approximation.
+#define DESCENT_FORALL_UNARY_FNS(_) \
+  _(neg, NegF)                      \
+  _(abs, AbsF)                      \
+  _(exp, ExpF)                      \
+  _(log, LogF)                      \
+  _(log10, Log10F)                  \
+  _(log2, Log2F)                    \
+  _(sqrt, SqrtF)                    \
+  _(relu, ReluF)                    \
+  _(sigmoid, SigmoidF)              \
+  _(tanh, TanhF)                    \
+  _(sin, SinF)                      \
+  _(cos, CosF)                      \
+  _(reciprocal, ReciprocalF)        \
+  _(silu, SiluF)
+// (and by hand: clamp, clamp_min, clamp_max: ClampF; gelu: GeluF or GeluTanhF)
+
 // Calls fn(f) with f the functor of unary op `op` for elements of type T;
 // `bounds` are clamp's, converted to T (checked: Note [Checked scalar
-// conversion]), and ignored by every other op.
+// conversion]), or gelu's approximation, and ignored by every other op.
 template <class T, typename Fn>
 void visit_unary(Op op, const ClampBounds& bounds, Fn&& fn) {
   switch (op) {
-    case Op::neg:
-      return fn(NegF{});
-    case Op::abs:
-      return fn(AbsF{});
-    case Op::exp:
-      return fn(ExpF{});
-    case Op::log:
-      return fn(LogF{});
-    case Op::log10:
-      return fn(Log10F{});
-    case Op::log2:
-      return fn(Log2F{});
-    case Op::sqrt:
-      return fn(SqrtF{});
-    case Op::relu:
-      return fn(ReluF{});
-    case Op::sigmoid:
-      return fn(SigmoidF{});
-    case Op::tanh:
-      return fn(TanhF{});
-    case Op::sin:
-      return fn(SinF{});
-    case Op::cos:
-      return fn(CosF{});
-    case Op::reciprocal:
-      return fn(ReciprocalF{});
+#define DESCENT_UNARY_CASE(id, F) \
+  case Op::id:                    \
+    return fn(F{});
+    DESCENT_FORALL_UNARY_FNS(DESCENT_UNARY_CASE)
+#undef DESCENT_UNARY_CASE
+    case Op::gelu:
+      if (bounds.gelu_tanh) return fn(GeluTanhF{});
+      return fn(GeluF{});
     case Op::clamp:
     case Op::clamp_min:
     case Op::clamp_max:
@@ -436,27 +498,69 @@ struct ThresholdBackwardF : BinaryFn<ThresholdBackwardF> {
   }
 };
 
+// gelu_backward's element (Note [gelu and silu as aten computes them]): the
+// gradient times gelu's derivative at self; the approximation comes as
+// `alpha` (0: erf's, 1: tanh's), one number, so the choice leaves the loop.
+struct GeluBackwardF : BinaryFn<GeluBackwardF> {
+  template <class T>
+  DESCENT_HD T eval(T grad, T x, T approximate) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (approximate != T(0)) {
+        const T x_sq = x * x;
+        const T inner = T(kGeluBeta) * (x + T(kGeluKappa) * x_sq * x);
+        const T tanh_inner = std::tanh(inner);
+        const T left = T(0.5) * x;
+        const T right = T(1) + tanh_inner;
+        const T left_derivative = T(0.5) * right;
+        const T right_derivative =
+            left * (T(1) - tanh_inner * tanh_inner) * (T(kGeluBeta) * (T(1) + T(3) * T(kGeluKappa) * x_sq));
+        return grad * (left_derivative + right_derivative);
+      }
+      const T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf)));
+      const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
+      return grad * (cdf + x * pdf);
+    } else {
+      return grad;  // refused by the kernel
+    }
+  }
+};
+// silu_backward's element: grad * s * (1 + self * (1 - s)), s = sigmoid(self).
+struct SiluBackwardF : BinaryFn<SiluBackwardF> {
+  template <class T>
+  DESCENT_HD T eval(T grad, T x, T) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T sig = T(1) / (T(1) + std::exp(-x));
+      return grad * sig * (T(1) + x * (T(1) - sig));
+    } else {
+      return grad;
+    }
+  }
+};
+
+// The binary rows' functors (Note [Each row's element function]); mse_loss,
+// a Reduction, squares its differences with MseF.
+#define DESCENT_FORALL_BINARY_FNS(_)        \
+  _(add, AddF)                              \
+  _(sub, SubF)                              \
+  _(mul, MulF)                              \
+  _(div, DivF)                              \
+  _(pow, PowF)                              \
+  _(pow_scalar, PowScalarF)                 \
+  _(threshold_backward, ThresholdBackwardF) \
+  _(floor_divide, FloorDivideF)             \
+  _(gelu_backward, GeluBackwardF)           \
+  _(silu_backward, SiluBackwardF)
+
 template <typename Fn>
 void visit_binary(Op op, Fn&& fn) {
   switch (op) {
-    case Op::add:
-      return fn(AddF{});
-    case Op::sub:
-      return fn(SubF{});
-    case Op::mul:
-      return fn(MulF{});
-    case Op::div:
-      return fn(DivF{});
-    case Op::pow:
-      return fn(PowF{});
-    case Op::pow_scalar:
-      return fn(PowScalarF{});
+#define DESCENT_BINARY_CASE(id, F) \
+  case Op::id:                     \
+    return fn(F{});
+    DESCENT_FORALL_BINARY_FNS(DESCENT_BINARY_CASE)
+#undef DESCENT_BINARY_CASE
     case Op::mse_loss:
       return fn(MseF{});
-    case Op::threshold_backward:
-      return fn(ThresholdBackwardF{});
-    case Op::floor_divide:
-      return fn(FloorDivideF{});
     default:
       throw Error("visit_binary: not a binary op");
   }
@@ -512,21 +616,23 @@ struct GeF : CompareFn<GeF> {
   }
 };
 
+// The comparison rows' functors (Note [Each row's element function]).
+#define DESCENT_FORALL_COMPARE_FNS(_) \
+  _(eq, EqF)                          \
+  _(lt, LtF)                          \
+  _(gt, GtF)                          \
+  _(ne, NeF)                          \
+  _(le, LeF)                          \
+  _(ge, GeF)
+
 template <typename Fn>
 void visit_compare(Op op, Fn&& fn) {
   switch (op) {
-    case Op::eq:
-      return fn(EqF{});
-    case Op::lt:
-      return fn(LtF{});
-    case Op::gt:
-      return fn(GtF{});
-    case Op::ne:
-      return fn(NeF{});
-    case Op::le:
-      return fn(LeF{});
-    case Op::ge:
-      return fn(GeF{});
+#define DESCENT_COMPARE_CASE(id, F) \
+  case Op::id:                      \
+    return fn(F{});
+    DESCENT_FORALL_COMPARE_FNS(DESCENT_COMPARE_CASE)
+#undef DESCENT_COMPARE_CASE
     default:
       throw Error("visit_compare: not a comparison op");
   }
@@ -572,5 +678,56 @@ LinspaceF<T> linspace_fn(const Scalar& start, const Scalar& end, int64_t steps) 
     f.step = (f.end - f.start) / T(steps - 1);
   return f;
 }
+
+// [SECTION] The functor tables against the op table ----------------------------------
+
+// Note [Each row's element function]: the checks. A row runs another row's
+// loop where its boxed kernel says so: pow.Scalar runs pow's (2 ** x),
+// rsub runs sub through the dispatcher.
+namespace element_fn_check {
+constexpr bool runs_another_rows_loop(Op op) { return op == Op::pow_scalar_base || op == Op::rsub; }
+constexpr bool in_unary_table(Op op) {
+#define DESCENT_IS(id, F) op == Op::id ||
+  return DESCENT_FORALL_UNARY_FNS(DESCENT_IS) op == Op::gelu || op == Op::clamp || op == Op::clamp_min ||
+         op == Op::clamp_max;
+}
+constexpr bool in_binary_table(Op op) { return DESCENT_FORALL_BINARY_FNS(DESCENT_IS) false; }
+constexpr bool in_compare_table(Op op) { return DESCENT_FORALL_COMPARE_FNS(DESCENT_IS) false; }
+#undef DESCENT_IS
+constexpr bool composite(std::string_view dispatch) { return dispatch.find("Composite") != std::string_view::npos; }
+constexpr bool has_its_functor(Op op, OpKind kind, std::string_view dispatch) {
+  if (composite(dispatch) || runs_another_rows_loop(op)) return true;
+  switch (kind) {
+    case OpKind::Unary:
+      return in_unary_table(op);
+    case OpKind::Binary:
+      return in_binary_table(op);
+    case OpKind::Comparison:
+      return in_compare_table(op);
+    default:
+      return true;
+  }
+}
+#define DESCENT_CHECK_ROW(id, schema, dispatch, kind, exact, domain, module, sample)            \
+  static_assert(has_its_functor(Op::id, OpKind::kind, dispatch),                                \
+                "the op table's row " #id                                                       \
+                " has no element function: add it to DESCENT_FORALL_UNARY_FNS, _BINARY_FNS or " \
+                "_COMPARE_FNS (elementwise.h)");
+DESCENT_FORALL_OPS(DESCENT_CHECK_ROW)
+#undef DESCENT_CHECK_ROW
+#define DESCENT_CHECK_FN(family, kind_)               \
+  static_assert(op_kind(Op::family) == OpKind::kind_, \
+                "the functor table's " #family " is not a " #kind_ " row of the op table");
+#define DESCENT_UNARY_FN_KIND(id, F) DESCENT_CHECK_FN(id, Unary)
+#define DESCENT_BINARY_FN_KIND(id, F) DESCENT_CHECK_FN(id, Binary)
+#define DESCENT_COMPARE_FN_KIND(id, F) DESCENT_CHECK_FN(id, Comparison)
+DESCENT_FORALL_UNARY_FNS(DESCENT_UNARY_FN_KIND)
+DESCENT_FORALL_BINARY_FNS(DESCENT_BINARY_FN_KIND)
+DESCENT_FORALL_COMPARE_FNS(DESCENT_COMPARE_FN_KIND)
+#undef DESCENT_UNARY_FN_KIND
+#undef DESCENT_BINARY_FN_KIND
+#undef DESCENT_COMPARE_FN_KIND
+#undef DESCENT_CHECK_FN
+}  // namespace element_fn_check
 
 }  // namespace descent::kernels

@@ -22,6 +22,21 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   DESCENT_CHECK(!(op.id == Op::relu && x.dtype() == ScalarType::Bool), Error, "Boolean inputs not supported for relu");
   DESCENT_CHECK(!(op.id == Op::abs && x.dtype() == ScalarType::Bool), NotImplementedError,
                 "\"abs_cpu\" not implemented for 'Bool'");
+  // gelu and silu: floats only, named as aten's CPU or CUDA kernel dispatches (Note [gelu and silu as aten
+  // computes them]), and gelu's approximation.
+  ClampBounds b;
+  if (op.id == Op::gelu || op.id == Op::silu) {
+    const bool cuda = x.device().type == DeviceType::CUDA;
+    DESCENT_CHECK(
+        is_floating(x.dtype()), NotImplementedError, "\"",
+        op.id == Op::gelu ? (cuda ? "GeluCUDAKernelImpl" : "GeluKernelImpl") : (cuda ? "silu_cuda" : "silu_cpu"),
+        "\" not implemented for '", type_word(x.dtype()), "'");
+    if (op.id == Op::gelu) {
+      const int64_t approximate = s[1].to_int();
+      DESCENT_CHECK(approximate == 0 || approximate == 1, Error, "approximate argument must be either none or tanh.");
+      b.gelu_tanh = approximate == 1;
+    }
+  }
   // A float-only op over an integral tensor computes in the default float:
   // on the CPU x is cast first (aten::to, as TensorIterator's CPU path makes
   // a temporary), on a device the loop converts as it loads (Note [A CPU
@@ -32,8 +47,8 @@ void unary_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   begin(span, out);
   loop_work(span, out, {&x}, dt);
   run_loop(
-      span, out, [&] { device::unary(op.id, x, out); }, [&] { return optimized_unary(op.id, x, out); },
-      [&] { reference_unary(op.id, x, out); });
+      span, out, [&] { device::unary(op.id, x, out, b); }, [&] { return optimized_unary(op.id, x, out, b); },
+      [&] { reference_unary(op.id, x, out, b); });
   s.set_result(std::move(out));
 }
 
@@ -179,6 +194,16 @@ Tensor binary_op(const OpEntry& op, const Tensor& a, const Tensor& b, const Scal
   if (op.id == Op::pow || op.id == Op::pow_scalar) check_pow(a, b, ct);
   if (op.id == Op::div && !is_floating(ct)) ct = kDefaultFloat;  // true division
   if (op.id == Op::floor_divide) check_floor_divide(b, ct, dev);
+  if (op.id == Op::gelu_backward || op.id == Op::silu_backward) {
+    const bool cuda = dev.type == DeviceType::CUDA;
+    DESCENT_CHECK(is_floating(ct), NotImplementedError, "\"",
+                  op.id == Op::gelu_backward ? (cuda ? "GeluBackwardCUDAKernelImpl" : "GeluBackwardKernelImpl")
+                                             : (cuda ? "silu_backward_cuda" : "silu_backward_cpu"),
+                  "\" not implemented for '", type_word(ct), "'");
+    // gelu_backward's approximation comes as alpha (GeluBackwardF, elementwise.h): 0 or 1.
+    DESCENT_CHECK(op.id != Op::gelu_backward || alpha.to_double() == 0 || alpha.to_double() == 1, Error,
+                  "approximate argument must be either none or tanh.");
+  }
   DESCENT_CHECK(!(alpha.is_floating() && !is_floating(ct)), Error, op.python_name,
                 "(): For integral input tensors, argument alpha must not be a floating point number.");
   visit_dtype(ct, [&]<typename T>() {

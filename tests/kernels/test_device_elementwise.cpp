@@ -126,23 +126,8 @@ bool covered(const OpEntry& op) {
 
 // CUDA's math library (exp, log, tanh, sin, cos, pow) is not glibc's: a few ulps apart
 // (its documented bounds: expf 2, powf 4, tanhf 2, sinf 2, pow 2, against glibc's < 1).
-double cuda_ulps(const OpEntry& op) {
-  switch (op.id) {
-    case Op::exp:
-    case Op::log:
-    case Op::tanh:
-    case Op::sin:
-    case Op::cos:
-    case Op::sigmoid:
-    case Op::pow:
-    case Op::pow_scalar:
-    case Op::pow_scalar_base:
-    case Op::randn:
-      return 8;
-    default:
-      return 0;
-  }
-}
+// The op table's row says which: Exactness::DeviceMath (ops.h).
+double cuda_ulps(const OpEntry& op) { return op.exactness == Exactness::DeviceMath ? 8 : 0; }
 
 // Runs each covered row's sample call on the CPU and on `d`, and compares.
 void sweep(Device d) {

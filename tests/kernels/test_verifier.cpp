@@ -47,7 +47,7 @@ TEST_P(VerifyAll, EveryOpAndDtypePasses) {
       EXPECT_EQ(v.claim, packed ? "bound" : "bit-for-bit");
     } else if (v.variants != "reference vs optimized") {
       EXPECT_EQ(v.claim, "single kernel");
-    } else if (op->exactness == Exactness::Exact) {
+    } else if (op->exactness != Exactness::Reordered) {
       EXPECT_EQ(v.claim, "bit-for-bit");
     } else {
       EXPECT_EQ(v.claim, is_floating(v.dtype) ? "bound" : "bit-for-bit");
@@ -103,10 +103,26 @@ TEST(Verifier, NarrowIntegersAreExactOnEveryDevice) {
     refused.insert(op);
   // torch.nn's ops: floats only, as aten's kernels dispatch (tests/python/nn_op_rows.py's REFUSED_NARROW_INT_NN);
   // embedding reads int32 indices too, and max_pool2d pads with -inf, which no integer holds.
-  for (Op op : {Op::_softmax, Op::_log_softmax, Op::_softmax_backward_data, Op::_log_softmax_backward_data, Op::softmax,
-                Op::log_softmax, Op::nll_loss_forward, Op::nll_loss, Op::nll_loss_nd, Op::cross_entropy_loss,
-                Op::native_layer_norm, Op::layer_norm, Op::binary_cross_entropy, Op::binary_cross_entropy_with_logits,
-                Op::one_hot, Op::max_pool2d})
+  for (Op op : {Op::_softmax,
+                Op::_log_softmax,
+                Op::_softmax_backward_data,
+                Op::_log_softmax_backward_data,
+                Op::softmax,
+                Op::log_softmax,
+                Op::nll_loss_forward,
+                Op::nll_loss,
+                Op::nll_loss_nd,
+                Op::cross_entropy_loss,
+                Op::native_layer_norm,
+                Op::layer_norm,
+                Op::binary_cross_entropy,
+                Op::binary_cross_entropy_with_logits,
+                Op::one_hot,
+                Op::max_pool2d,
+                Op::gelu,
+                Op::gelu_backward,
+                Op::silu,
+                Op::silu_backward})
     refused.insert(op);
   for (ScalarType dt : {ScalarType::UInt8, ScalarType::Int8, ScalarType::Int16, ScalarType::Int32}) {
     for (Device d : {Device{}, Device::parse("sim:0")}) {
@@ -118,7 +134,9 @@ TEST(Verifier, NarrowIntegersAreExactOnEveryDevice) {
         EXPECT_EQ(v.max_abs_diff, 0.0);
         EXPECT_NE(v.claim, "bound") << "integers are exact";
         // linspace's sample starts at -2.5, which uint8 cannot hold (Note [Checked scalar conversion]).
-        const bool refuses = refused.count(e.id) == 1 || (e.id == Op::linspace && dt == ScalarType::UInt8) ||
+        // randint_like.low_dtype's draws from -3, which uint8 cannot hold either.
+        const bool refuses = refused.count(e.id) == 1 ||
+                             ((e.id == Op::linspace || e.id == Op::randint_like_low) && dt == ScalarType::UInt8) ||
                              (e.id == Op::embedding && dt != ScalarType::Int32);
         if (d.type == DeviceType::CPU) {
           EXPECT_EQ(v.claim == "unsupported", refuses);

@@ -89,6 +89,7 @@ UNSUPPORTED |= {(n, dt) for dt in (descent.bool, descent.int64)
                           "var.correction", "std", "std.dim", "std.correction", "clamp_", "linalg_vector_norm",
                           "multinomial")}
 UNSUPPORTED |= {("argmax", descent.bool), ("argmin", descent.bool), ("topk", descent.bool), ("randperm", descent.bool)}
+UNSUPPORTED |= {("randint_like.low_dtype", descent.bool), ("randint_like.low_dtype", descent.uint8)}  # from -3
 import nn_op_rows  # noqa: E402  (torch.nn's rows: what their samples refuse)
 UNSUPPORTED |= nn_op_rows.UNSUPPORTED_NN
 # What PyTorch refuses on int64 it refuses on the narrower integers.

@@ -4,6 +4,8 @@ know about them: which draw random numbers (their sample calls compare shape
 and dtype; test_learner_ops.py checks their values), which return (values,
 indices), which compute in float32 for integer inputs, and the bounds the
 unary sweep gives clip."""
+import math
+
 import numpy as np
 
 from conftest import np_dtype
@@ -78,6 +80,34 @@ def _norm(x, ord=2, dim=None, keepdim=False, dtype=None):
     return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(x, approximate=0):
+    """aten::gelu's expressions (Note [gelu and silu as aten computes them], elementwise.h), in float64."""
+    v = x.astype(np.float64)
+    if approximate == 1:
+        y = 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+    else:
+        y = v * 0.5 * (1 + _erf(v / np.sqrt(2)))
+    return y.astype(x.dtype)
+
+
+def _gelu_backward(g, x, approximate=0):
+    v = x.astype(np.float64)
+    if approximate == 1:
+        beta, kappa = np.sqrt(2 / np.pi), 0.044715
+        t = np.tanh(beta * (v + kappa * v ** 3))
+        d = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * beta * (1 + 3 * kappa * v * v)
+    else:
+        d = 0.5 * (1 + _erf(v / np.sqrt(2))) + v * np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi)
+    return (g.astype(np.float64) * d).astype(np.result_type(g, x))
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
 def _shape_only(shape_of):
     return shape_of
 
@@ -115,11 +145,16 @@ LEARNER_REFERENCE = {
         a.astype(np.float64), b.astype(np.float64), rtol, atol, equal_nan),
     "linalg_vector_norm": _norm,
     "sort": _sort, "topk": _topk, "unfold": _unfold, "as_strided": _as_strided,
+    "gelu": _gelu, "gelu_backward": _gelu_backward,
+    "silu": lambda x: (x.astype(np.float64) * _sigmoid(x.astype(np.float64))).astype(x.dtype),
+    "silu_backward": lambda g, x: (g.astype(np.float64) * _sigmoid(x.astype(np.float64)) * (
+        1 + x.astype(np.float64) * (1 - _sigmoid(x.astype(np.float64))))).astype(np.result_type(g, x)),
+    "randint_like.low_dtype": lambda x, low, high, **kw: _like(0)(x, **kw),
 }
 
 # Their sample calls draw random numbers or leave memory unset: compared by shape (and dtype where the dtype under
 # test is theirs); test_learner_ops.py checks their values.
-LEARNER_RANDOM = {"empty_like", "new_empty", "rand_like", "randn_like", "randint_like", "uniform_", "normal_", "random_",
+LEARNER_RANDOM = {"empty_like", "new_empty", "rand_like", "randn_like", "randint_like", "randint_like.low_dtype", "uniform_", "normal_", "random_",
                   "randint", "randint.low", "randperm", "multinomial"}
 LEARNER_TUPLES = {"sort", "topk"}  # (values, indices), as max.dim
 LEARNER_FLOAT_ONLY = {"log10", "log2"}
@@ -131,5 +166,6 @@ LEARNER_CPU_ONLY = set()
 # Their sample calls draw random numbers: on a device the counters' (uniform_, normal_, rand_like, randn_like) or
 # the CPU's, copied over (randint, random_, randperm, multinomial): shape and dtype are compared.
 LEARNER_DEVICE_RANDOM = {"uniform_", "normal_", "rand_like", "randn_like", "randint", "randint.low", "randint_like",
+                         "randint_like.low_dtype",
                          "random_", "randperm", "multinomial"}
 LEARNER_UNINITIALISED = {"empty_like", "new_empty"}

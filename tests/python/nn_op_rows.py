@@ -84,7 +84,8 @@ NUMPY_REFERENCE_NN = {
 }
 
 _FLOAT_ONLY = ["_softmax", "_log_softmax", "softmax", "log_softmax", "_softmax_backward_data",
-               "_log_softmax_backward_data", "native_layer_norm", "layer_norm", "binary_cross_entropy_with_logits"]
+               "_log_softmax_backward_data", "native_layer_norm", "layer_norm", "binary_cross_entropy_with_logits",
+               "gelu", "gelu_backward", "silu", "silu_backward"]
 UNSUPPORTED_NN = ({(n, dt) for n in _FLOAT_ONLY for dt in (B, I64)}
                   | {(n, dt) for n in ("nll_loss_forward", "nll_loss", "nll_loss_nd", "cross_entropy_loss",
                                        "binary_cross_entropy") for dt in (B, I64, F32, F64)}
@@ -112,6 +113,12 @@ def _dropout_seeded(a):
 
 
 GRADCHECK_CASES_NN = {
+    "gelu": (lambda a: descent._C._nn.gelu(a) + descent._C._nn.gelu(a * 2, approximate=1), lambda: (_rand(3, 4),)),
+    # the backward ops: descent.ops.aten's only, as torch binds them nowhere else
+    "gelu_backward": (lambda g, x: descent.ops.aten.gelu_backward(g, x) + descent.ops.aten.gelu_backward(
+        g, x, approximate=1), lambda: (_rand(3, 4), _rand(3, 4))),
+    "silu": (lambda a: descent._C._nn.silu(a), lambda: (_rand(3, 4),)),
+    "silu_backward": (lambda g, x: descent.ops.aten.silu_backward(g, x), lambda: (_rand(3, 4), _rand(3, 4))),
     "_softmax": (lambda a: descent._softmax(a, 1, False), lambda: (_rand(3, 4),)),
     "_log_softmax": (lambda a: descent._log_softmax(a, 0, False), lambda: (_rand(3, 4),)),
     "_softmax_backward_data": (lambda g, y: descent._softmax_backward_data(g, y, 1, D),
@@ -145,6 +152,7 @@ _NARROW = ("uint8", "int8", "int16", "int32")
 REFUSED_NARROW_INT_NN = ({("aten::" + n, dt) for n in (
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "softmax.int",
     "log_softmax.int", "nll_loss_forward", "nll_loss", "nll_loss_nd", "cross_entropy_loss", "native_layer_norm",
-    "layer_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot") for dt in _NARROW}
+    "layer_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot", "gelu", "gelu_backward",
+    "silu", "silu_backward") for dt in _NARROW}
     | {("aten::embedding", dt) for dt in ("uint8", "int8", "int16")}
     | {("aten::max_pool2d", dt) for dt in _NARROW})  # its -inf padding (conv2d of integers is exact: not refused)  # int32 indices are read, as PyTorch reads them

@@ -39,9 +39,10 @@ slow = pytest.mark.skipif(os.environ.get("DESCENT_SLOW_TESTS") != "1",
 ANCHORS = {
     ("floors/dispatch/ops.h", "a row of DESCENT_FORALL_OPS"): r'^  _\(log2, "aten::log2\(',
     ("floors/kernels/elementwise.h", "beside Log2F"): r"^struct Log2F\b[^\n]*\n(?:.*\n)*?\};$",
-    ("floors/kernels/elementwise.h", "a case of visit_unary"): r"^      return fn\(Log2F\{\}\);$",
+    ("floors/kernels/elementwise.h", "a row of DESCENT_FORALL_UNARY_FNS"): r"^  _\(log2, Log2F\) +\\$",
     ("floors/autograd/derivatives_pointwise.cpp", "the backward function"): r"^void log2_backward\(.*$",
-    ("floors/autograd/derivatives_pointwise.cpp", "a row of the derivatives' table"): r'^    \{Op::log2, "Log2Backward0".*$',
+    ("floors/autograd/derivatives_pointwise.cpp", "a row of the derivatives' table"):
+        r'^    \{Op::log2, "Log2Backward0".*$',
     ("tests/python/learner_reference.py", "LEARNER_REFERENCE and LEARNER_FLOAT_ONLY"):
         (r'^    "log10": np\.log10, "log2": np\.log2,$', r"^LEARNER_FLOAT_ONLY = .*$"),
     ("tests/python/test_autograd.py", "a gradcheck case"): r'^    "log2": \(lambda.*$',

@@ -331,6 +331,7 @@ def test_the_verifier_covers_the_narrow_integers_bit_for_bit(device):
         assert refused == {(op, dt) for op in ("aten::mean", "aten::mean.dim", "aten::div_.Tensor", "aten::rand",
                                                "aten::randn", "aten::mse_loss") + learner
                            for dt in ("uint8", "int8", "int16", "int32")} | {("aten::linspace", "uint8")} \
+            | {("aten::randint_like.low_dtype", "uint8")} \
             | nn_op_rows.REFUSED_NARROW_INT_NN
         # linspace's sample starts at -2.5, which uint8 cannot hold (assumed: torch checks start as c10's Scalar does)
         with raises(RuntimeError, "linspace(): start cannot be converted to type uint8_t without overflow"):

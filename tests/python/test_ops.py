@@ -251,7 +251,7 @@ def test_op_table_columns():
     for name, op in OPS.items():
         assert op["kind"] in ("factory", "unary", "binary", "comparison", "reduction", "matmul", "view", "copy",
                               "inplace", "read")
-        assert op["exactness"] in ("exact", "reordered") and op["domain"] in ("any", "positive")
+        assert op["exactness"] in ("exact", "reordered", "device_math") and op["domain"] in ("any", "positive")
         assert op["schema"].startswith(op["name"] + "("), op
         assert op["name"].startswith("aten::" + op["python_name"]) and op["profiler_name"] == "aten::" + op["python_name"]
         assert callable(op_function(op))
@@ -336,10 +336,11 @@ def test_sample_call(name, dtype, rng):
 
 # [SECTION] Elementwise ----------------------------------------------------------------
 
-UNARY = sorted(n for n, op in OPS.items() if op["kind"] == "unary")
+# descent's own functions (torch._C._nn's gelu and silu: their sample calls and tests/python/test_activations.py).
+UNARY = sorted(n for n, op in OPS.items() if op["kind"] == "unary" and op["python_module"] == "")
 # Two tensors (pow.Tensor_Scalar, pow.Scalar and rsub.Scalar, which take a number, are tested by their
 # sample calls, test_pow_scalar and test_reflected_ops.py).
-BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison")
+BINARY = sorted(n for n, op in OPS.items() if op["kind"] in ("binary", "comparison") and op["python_module"] == ""
                 and not re.search(r"Scalar (exponent|self|other|threshold)", op["schema"]))
 BROADCAST_PAIRS = [((3, 1, 4), (5, 4)), ((), ()), ((2, 3), ()), ((), (4,)), ((0, 3), (1, 3)),
                    ((4, 1), (1, 5)), ((2, 1, 3), (2, 4, 1)), ((3,), (3,)), ((0,), ())]

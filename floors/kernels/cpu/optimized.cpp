@@ -58,16 +58,13 @@ bool single(const Tensor& t) {
 // chunk should take well over what waking a worker costs (15 to 30 us on the
 // 2-core VM these were measured on): 256K elements of a cheap op (add, a
 // copy: 0.1 to 0.4 ns each), 64K of a transcendental one (exp: 1.7 ns, tanh:
-// 14 ns); a matrix product's grain is in optimized_matmul.cpp. Chosen per
-// element function at compile time, so the check stays one compare.
+// 14 ns); a matrix product's grain is in optimized_matmul.cpp. The op
+// table's row says which is which: an element function that calls the math
+// library is Exactness::DeviceMath (ops.h), and costly.
 constexpr int64_t kCheapGrain = 8 * kGrainSize;
 constexpr int64_t kCostlyGrain = 2 * kGrainSize;
-template <typename F>
-constexpr int64_t elementwise_grain() {
-  constexpr bool costly = std::is_same_v<F, ExpF> || std::is_same_v<F, LogF> || std::is_same_v<F, SigmoidF> ||
-                          std::is_same_v<F, TanhF> || std::is_same_v<F, SinF> || std::is_same_v<F, CosF> ||
-                          std::is_same_v<F, PowF> || std::is_same_v<F, PowScalarF>;
-  return costly ? kCostlyGrain : kCheapGrain;
+constexpr int64_t elementwise_grain(Op op) {
+  return op_exactness(op) == Exactness::DeviceMath ? kCostlyGrain : kCheapGrain;
 }
 
 }  // namespace
@@ -80,7 +77,7 @@ bool optimized_unary(Op op, const Tensor& in, const Tensor& out, const ClampBoun
     visit_unary<T>(op, bounds, [&](auto f) {
       const T* in_data = in.data<T>();
       T* out_data = out.data<T>();
-      parallel_for(0, out.numel(), elementwise_grain<decltype(f)>(), [=](int64_t lo, int64_t hi) {
+      parallel_for(0, out.numel(), elementwise_grain(op), [=](int64_t lo, int64_t hi) {
         const T* __restrict x = in_data;
         T* __restrict y = out_data;
         for (int64_t i = lo; i < hi; ++i) y[i] = f(x[i]);
@@ -106,7 +103,7 @@ bool optimized_binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out
       // its second, x += x). Each element is read before it is written at the
       // same index, so the loop is correct; the compiler checks for overlap at
       // run time and still vectorizes.
-      parallel_for(0, out.numel(), elementwise_grain<decltype(f)>(), [=](int64_t lo, int64_t hi) {
+      parallel_for(0, out.numel(), elementwise_grain(op), [=](int64_t lo, int64_t hi) {
         const T* pa = a_data;
         const T* pb = b_data;
         T* py = out_data;

@@ -43,7 +43,9 @@ namespace descent::kernels {
 //     through d = cascade_depth(n); each is within its gamma of the exact
 //     sum, so |reference - device| <= (gamma_d + gamma_d') * sum|x_i| (over
 //     n for mean);
-//   - mm, bmm, dot, mv and matmul of floats: each output is a chain of K
+//   - mm, bmm, dot, mv and matmul of floats, and conv2d (a composite whose
+//     products are mm's: K is a window's C / groups * KH * KW, and its bias
+//     rounds once more after them, as addmm's self): each output is a chain of K
 //     multiply-adds in ascending k on both, fused on the device (Note
 //     [Device matmul]), so each is within gamma_K * sum_k |a_ik||b_kj| of
 //     the exact product (Higham 3.1; a fused step rounds once, never more)
@@ -54,8 +56,10 @@ namespace descent::kernels {
 //     [PyTorch's CPU random stream]), so the reference is those counters'
 //     values computed on the host, from the seed run_with sets: bit for bit
 //     on sim:0, and randn within the bound below on CUDA;
-//   - exp, log, tanh, sigmoid, sin, cos and pow of floats on CUDA, and randn
-//     (the same counter's bits, through Box-Muller's log, sqrt and cos): CUDA's
+//   - the rows the op table marks Exactness::DeviceMath, floats on CUDA: exp,
+//     log, log2, log10, tanh, sigmoid, sin, cos, pow, gelu, silu and their
+//     backwards, and randn (the same counter's bits, through Box-Muller's
+//     log, sqrt and cos): CUDA's
 //     math library is not glibc's, and its documented error is up to 2 ulps
 //     for expf, tanhf, sinf and cosf, 4 for powf, 1-2 in double precision
 //     (CUDA C++ Programming Guide, "Mathematical Functions"), where glibc's is under 1: the two
@@ -70,7 +74,7 @@ namespace descent::kernels {
 //     above with float32's roundoff; twice it for CUDA's tensor cores, which
 //     may truncate inside an instruction, Note [Tensor-core matmul]) and
 //     rounds once to the dtype, which may then go one unit of the dtype
-//     either way; exp, log, log2, log10, tanh, sigmoid, sin, cos and pow on CUDA:
+//     either way; the DeviceMath rows on CUDA:
 //     8 ulps of float32, then that one rounding. Everything else: bit for bit, as above.
 // Ops without a device loop of their own answer "unsupported" on a device.
 //
@@ -287,6 +291,7 @@ bool draws_apart(Op op) {
     case Op::randint:
     case Op::randint_low:
     case Op::randint_like:
+    case Op::randint_like_low:
     case Op::randperm:
     case Op::multinomial:
       return true;
@@ -332,19 +337,16 @@ enum class DeviceBound { Exact, Sum, Product, Ulps };
 constexpr double kCudaMathUlps = 8;
 DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   if (!is_floating(result)) return DeviceBound::Exact;
-  const bool libm = op.id == Op::exp || op.id == Op::log || op.id == Op::log2 || op.id == Op::log10 ||
-                    op.id == Op::tanh || op.id == Op::sigmoid || op.id == Op::sin || op.id == Op::cos ||
-                    op.id == Op::pow || op.id == Op::pow_scalar || op.id == Op::pow_scalar_base ||
-                    op.id == Op::randn;  // randn: Box-Muller's log, sqrt and cos
-  if (libm && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
-  if (op.kind == OpKind::Matmul) return DeviceBound::Product;
+  // The row says it: an element function of the math library (randn: Box-Muller's log, sqrt and cos).
+  if (op.exactness == Exactness::DeviceMath && device.type == DeviceType::CUDA) return DeviceBound::Ulps;
+  if (op.kind == OpKind::Matmul || op.id == Op::conv2d) return DeviceBound::Product;
   if (op.kind == OpKind::Reduction && op.exactness == Exactness::Reordered) return DeviceBound::Sum;
   return DeviceBound::Exact;
 }
 
 // Whether the op adds to its product and rounds once more (addmm's self,
 // linear's bias): one more rounding of the result's dtype either way.
-bool adds_after_product(const OpEntry& op) { return op.id == Op::addmm || op.id == Op::linear; }
+bool adds_after_product(const OpEntry& op) { return op.id == Op::addmm || op.id == Op::linear || op.id == Op::conv2d; }
 
 // Note [Device matmul bound]: (gamma_K + gamma_K') (|A| |B|) per output
 // element, |A| |B| in float64; gamma_K' with twice float32's roundoff for
@@ -357,8 +359,24 @@ Tensor product_bound(const OpEntry& op, const Stack& args, ScalarType dt, Device
   const Tensor& a = args[first].to_tensor();
   const Tensor abs_a = call(Op::abs, call(Op::to, a, ScalarType::Float64));
   const Tensor abs_b = call(Op::abs, call(Op::to, args[first + 1].to_tensor(), ScalarType::Float64));
-  Tensor prod = call(Op::contiguous, op.id == Op::addmm ? call(Op::mm, abs_a, abs_b) : call(op.id, abs_a, abs_b));
-  const double k = double(a.sizes()[a.dim() - 1]);
+  Tensor prod;
+  double k = double(a.sizes()[a.dim() - 1]);
+  if (op.id == Op::conv2d) {
+    // One mm a group of the windows by the weight (Note [conv2d and max_pool2d
+    // gather windows], nn_kernels.cpp): |x| conv |w| without the bias, and K
+    // a window's C / groups * KH * KW products.
+    Stack s;
+    s.push(abs_a);
+    s.push(abs_b);
+    s.push(IValue());
+    for (int i = 3; i < args.size(); ++i) s.push(args[i]);
+    call_boxed(Op::conv2d, s);
+    prod = call(Op::contiguous, s[0].to_tensor());
+    const Tensor& w = args[1].to_tensor();
+    k = double(w.sizes()[1] * w.sizes()[2] * w.sizes()[3]);
+  } else {
+    prod = call(Op::contiguous, op.id == Op::addmm ? call(Op::mm, abs_a, abs_b) : call(op.id, abs_a, abs_b));
+  }
   const double k_eps = k * acc_eps_of(dt);
   // A float32 product in TF32 (Note [TF32 matmul]) rounds each operand to a 10-bit mantissa first: each
   // product is off by up to 2 * 2**-11 (+ 2**-22) of itself, then summed as the tensor cores sum.
