@@ -21,7 +21,7 @@ import warnings
 from .. import _C
 from . import _reduction as _Reduction
 
-__all__ = ["linear", "relu", "mse_loss", "softmax", "log_softmax", "cross_entropy", "nll_loss", "one_hot", "sigmoid",
+__all__ = ["linear", "relu", "gelu", "silu", "mse_loss", "softmax", "log_softmax", "cross_entropy", "nll_loss", "one_hot", "sigmoid",
            "tanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "embedding", "layer_norm", "conv2d", "max_pool2d"]
 
 linear = _C._nn.linear
@@ -33,6 +33,30 @@ def relu(input, inplace=False):
     if inplace:
         return input.copy_(_C.relu(input))
     return _C.relu(input)
+
+
+# gelu's approximation as descent's schema takes it: an int where aten's is a str
+# (Note [Where descent's schemas differ from aten's], ops.h).
+_GELU_APPROXIMATE = {"none": 0, "tanh": 1}
+
+
+def gelu(input, *, approximate="none"):
+    """x * Phi(x), elementwise, Phi the standard normal's CDF (aten::gelu); approximate='tanh':
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))). approximate is keyword-only, as
+    torch._C._nn.gelu's (torch's F.gelu is that function)."""
+    if not isinstance(approximate, str):
+        raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}")
+    if approximate not in _GELU_APPROXIMATE:
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _C._nn.gelu(input, approximate=_GELU_APPROXIMATE[approximate])
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x), elementwise (aten::silu). inplace=True writes the result into input
+    (descent has no silu_ op: the result of aten::silu is copied in)."""
+    if inplace:
+        return input.copy_(_C._nn.silu(input))
+    return _C._nn.silu(input)
 
 
 def _broadcast_shape(a, b):

@@ -1,5 +1,5 @@
 """The modules of descent.nn, one file each as in torch/nn/modules/."""
-from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import GELU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d
 from .dropout import Dropout
@@ -11,6 +11,6 @@ from .normalization import LayerNorm
 from .pooling import MaxPool2d
 from .sparse import Embedding
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "Sigmoid", "Tanh", "Softmax",
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
            "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d"]

@@ -21,6 +21,38 @@ class ReLU(Module):
         return "inplace=True" if self.inplace else ""
 
 
+class GELU(Module):
+    """x * Phi(x), elementwise (F.gelu: aten::gelu); approximate='tanh' for the tanh form."""
+
+    __constants__ = ["approximate"]
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={repr(self.approximate)}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x), elementwise (F.silu: aten::silu)."""
+
+    __constants__ = ["inplace"]
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
 class Sigmoid(Module):
     """1 / (1 + exp(-x)), elementwise (aten::sigmoid)."""
 
