@@ -241,6 +241,7 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
 
 namespace descent::binding {
 bool init_python_dispatch(PyObject* module);  // python_dispatch.cpp: the Python key (Note [The Python key])
+bool init_fused(PyObject* module);            // fused_functions.cpp: descent.compile's kernels on devices
 }  // namespace descent::binding
 
 PyMODINIT_FUNC PyInit__C() {
@@ -255,7 +256,7 @@ PyMODINIT_FUNC PyInit__C() {
   Py_XINCREF(g_oom_error);
   if (!g_oom_error || PyModule_AddObject(m, "OutOfMemoryError", g_oom_error) < 0 || !add_function_tables(m) ||
       !init_value_types(m) || !init_tensor_type(m) || !init_autograd(m, g_tensor_base) || !init_python_function(m) ||
-      !init_trace_type(m) || !init_devices(m) || !init_library(m) || !init_python_dispatch(m)) {
+      !init_trace_type(m) || !init_devices(m) || !init_library(m) || !init_python_dispatch(m) || !init_fused(m)) {
     Py_DECREF(m);
     return nullptr;
   }

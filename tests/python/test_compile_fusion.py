@@ -137,7 +137,10 @@ def test_what_is_not_fused():
         xs, bs = descent.randn(6, 7, device="sim:0"), descent.randn(7, device="sim:0")
     cs = descent.compile(chain)
     assert np.array_equal(bits(cs(xs, bs).cpu()), bits(chain(xs, bs).cpu()))
-    assert "not on the CPU" in cs.explain()
+    assert "on sim:0" in cs.explain() and cs.kernels[0].backend == "sim"  # test_compile_sim.py
+    cm = descent.compile(lambda s, b: (b * s).exp())  # a CPU scalar beside a device tensor: eager takes it
+    cm(descent.tensor(2.0), bs)
+    assert "fusion off: the inputs are on cpu and sim:0" in cm.explain() and not cm.kernels
     ci = descent.compile(lambda x: (x + 1) * 2)
     i = descent.ones(3, dtype=descent.int64)
     assert ci(i).tolist() == [4, 4, 4] and not ci.kernels  # int64 is not fused

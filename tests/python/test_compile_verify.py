@@ -13,16 +13,17 @@ def cache(monkeypatch, tmp_path):
 
 def test_the_suite_passes():
     rows = verify.suite()
-    assert [r[0] for r in rows] == ["pointwise chain", "unary ops", "broadcasting", "views", "reduction", "float64",
-                                    "mlp, with grads", "attention, with grads", "mse_loss, decomposed",
-                                    "softmax, decomposed", "log_softmax, decomposed, with grads",
-                                    "layer_norm, decomposed"]
+    names = ["pointwise chain", "unary ops", "broadcasting", "views", "reduction", "float64",
+             "mlp, with grads", "attention, with grads", "mse_loss, decomposed",
+             "softmax, decomposed", "log_softmax, decomposed, with grads", "layer_norm, decomposed"]
+    assert [r[0] for r in rows] == names + [n + " on sim:0" for n in names]  # the CPU, then sim:0
     failed = [r for r in rows if not r[1]]
     assert not failed, verify.format_suite(failed)
     assert all("proved" in r[2] for r in rows)
     detail = dict((r[0], r[2]) for r in rows)
     assert "forward/backward partitioned" in detail["attention, with grads"]
     assert "bitwise equal to eager" in detail["mse_loss, decomposed"]  # the kernel's own order
+    assert detail["reduction on sim:0"].startswith("1 fused kernel(s), 1 proved")  # the device's interpreter
     assert "within 77 * u * scale of eager" in detail["softmax, decomposed"]  # another order: the bound
     text = verify.format_suite(rows)
     assert text.splitlines()[0].startswith("ok    pointwise chain")

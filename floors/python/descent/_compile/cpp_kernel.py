@@ -58,6 +58,7 @@ class FusedKernel:
         self.dtype = None
         self.reduction = reduction_of(group[-1])  # (op, dims, keepdim) where the chain ends in one
         self.order = None  # the reduction's order of additions: "lanes" or "cascade"
+        self.backend, self.device = "cpp", "cpu"  # a device's kernel (device_kernel.py) says its own
 
     @property
     def ops(self):
@@ -85,9 +86,9 @@ class FusedKernel:
 # ones at -O3, and exp's calls pipeline) while memory is read and written once.
 
 
-def build_kernel(group):
+def build_kernel(group, cls=None):
     """The IR and C++ of one group (Note [Fusing a pointwise chain], Note [Fusing a chain into its
-    reduction])."""
+    reduction]), as a FusedKernel (or `cls`, a device's kernel class, which takes the IR and leaves the C++)."""
     members = set(group)
     red = reduction_of(group[-1])
     red = red if red is not None and (len(group) >= 2 or red[0] == "max") else None
@@ -181,7 +182,7 @@ def build_kernel(group):
         *(_split_sum(body, slot[group[-1]], rop, n) if split else []),
         "",
     ])
-    kernel = FusedKernel(group, inputs, outputs, ir_text, source, digest)
+    kernel = (cls or FusedKernel)(group, inputs, outputs, ir_text, source, digest)
     kernel.shape, kernel.dtype, kernel.numel = out_shape, val0["dtype"], n
     kernel.ptr_array = ctypes.c_void_p * (len(inputs) + len(outputs))  # p[]: the inputs, then the outputs
     kernel.order, kernel.split = order, split

@@ -34,9 +34,11 @@ result is eager's bit for bit, which the verifier checks. The library is
 cached on disk by a hash of its source (XDG_CACHE_HOME/descent/kernels), a
 cache file that does not load or names another hash is rebuilt, and with
 no compiler (or one that fails, its message shown) the graph runs op by op
-with one warning. Not fused: other devices (sim:0 and cuda run the graph op
-by op), integer dtypes, reductions that no pointwise chain feeds (Note
-[Fusing a chain into its reduction]). Where the call needs a backward, what is
+with one warning. On sim:0 the same IR is the kernel, run by the device's
+interpreter in one launch (Note [An interpreted fused kernel on sim:0],
+floors/kernels/fused/sim_fused.h). Not fused: cuda (the graph runs op by
+op), integer dtypes, reductions that no pointwise chain feeds (Note [Fusing a
+chain into its reduction]). Where the call needs a backward, what is
 fused are AOT autograd's forward and backward graphs (Note [Partitioning
 the joint graph], aot.py), never a graph replayed through autograd, since a
 fused kernel records no autograd node.
@@ -45,6 +47,7 @@ import os
 import shutil
 
 import descent
+from . import groups as _groups
 from .groups import POINTWISE, REDUCTIONS, groups_of, reduction_of, sum_order, _SUM_BLOCK, _SUM_LANES  # noqa: F401
 from .program import FusedProgram, _PARALLEL_ELEMENTS  # noqa: F401
 
@@ -68,11 +71,16 @@ def compile_graph(gm, example_inputs, owner=None):
     notes = []
     if descent.is_grad_enabled() and any(t.requires_grad for t in example_inputs):
         notes.append("fusion off: an input requires grad (a fused kernel records no autograd node)")
-    elif any(str(t.device) != "cpu" for t in example_inputs):
-        notes.append("fusion off: the inputs are not on the CPU (the graph runs op by op)")
+    devices = sorted({str(t.device) for t in example_inputs}) or ["cpu"]
+    if not notes and len(devices) > 1:
+        notes.append(f"fusion off: the inputs are on {' and '.join(devices)} (a kernel runs on one device)")
+    if not notes and not _groups._device_fuses(devices[0]):
+        notes.append(f"fusion off: no fused kernels on {devices[0]} (the graph runs op by op)")
     if notes:
         _note(owner, notes)
         return gm
+    if devices[0] != "cpu":
+        return _compile_on_device(gm, devices[0], owner)
     from .cpp_kernel import _finish_build, _start_build, build_kernel
     kernels = []
     todo = [k for k in (build_kernel(group) for group in groups_of(gm.graph)) if k.outputs]
@@ -86,6 +94,34 @@ def compile_graph(gm, example_inputs, owner=None):
                              f"({'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms, {k.path})")
     if not kernels:
         _note(owner, notes or ["nothing to fuse: the graph runs op by op"])
+        return gm
+    program = FusedProgram(gm, kernels, notes)
+    from . import verify
+    for k in kernels:
+        k.verdict = verify.translation_validate(k)
+        notes.append(f"verifier, kernel {k.hash[:12]}: {k.verdict}")
+    _note(owner, notes)
+    return program
+
+
+def _compile_on_device(gm, device, owner):
+    """The graph's groups as kernels of `device`: interpreted programs on sim:N (device_kernel.py); a group the
+    device refuses runs op by op, its reason noted."""
+    from .device_kernel import build_sim_kernel as build
+    kernels, notes = [], []
+    for group in groups_of(gm.graph, device):
+        try:
+            k = build(group, device)
+        except (ValueError, RuntimeError) as e:
+            notes.append(f"a group of {len(group)} ops runs op by op: {e}")
+            continue
+        if k is None or not k.outputs:
+            continue
+        kernels.append(k)
+        notes.append(f"fused kernel {k.hash[:12]} on {device}: {' -> '.join(k.ops)} ({k.name}, "
+                     f"{'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms)")
+    if not kernels:
+        _note(owner, notes or [f"nothing to fuse on {device}: the graph runs op by op"])
         return gm
     program = FusedProgram(gm, kernels, notes)
     from . import verify

@@ -37,18 +37,25 @@ def _dtype_name(d):
     return str(d).split(".")[-1]
 
 
+def _device_fuses(d):
+    """The CPU (generated C++) and sim:N (the interpreted program: Note [An interpreted fused kernel on sim:0],
+    floors/kernels/fused/sim_fused.h)."""
+    d = str(d)
+    return d == "cpu" or d.startswith("sim")
+
+
 def _fusible(node):
     if node.op != "call_function" or node.target is operator.getitem:
         return False
     if node.target.name() not in POINTWISE or node.kwargs:
         return False
     val = node.meta.get("val")
-    if val is None or _dtype_name(val["dtype"]) not in _CTYPE or str(val["device"]) != "cpu":
+    if val is None or _dtype_name(val["dtype"]) not in _CTYPE or not _device_fuses(val["device"]):
         return False
     for a in node.args:
         if isinstance(a, descent.fx.Node):
             v = a.meta.get("val")
-            if v is None or v["dtype"] != val["dtype"] or str(v["device"]) != "cpu":
+            if v is None or v["dtype"] != val["dtype"] or str(v["device"]) != str(val["device"]):
                 return False
             if len(v["shape"]) > len(val["shape"]) or any(
                     s not in (1, S) for s, S in zip(reversed(v["shape"]), reversed(val["shape"]))):
@@ -106,7 +113,7 @@ def reduction_of(node):
         v = node.meta.get("val")
     if v is None or vi is None or _dtype_name(vi["dtype"]) not in _CTYPE or v["dtype"] != vi["dtype"]:
         return None
-    if str(vi["device"]) != "cpu" or any(s == 0 for s in vi["shape"]):
+    if not _device_fuses(vi["device"]) or any(s == 0 for s in vi["shape"]):
         return None
     if REDUCTIONS[name] != "max" and not _contiguous(vi["shape"], vi["stride"]):
         return None  # eager sums a strided input in another order (a maximum is the same in any order)
@@ -174,12 +181,24 @@ def sum_order(shape, dims):
     return "cascade", None, None
 
 
-def groups_of(graph):
+def groups_of(graph, device="cpu"):
     """The fusible groups: pointwise nodes of one shape and dtype, in graph order, and the sum or mean that
     ends one (Note [Fusing a chain into its reduction]). A node that cannot join (another op, another shape)
     closes the open group only if it uses one of its members; otherwise it runs before the group's kernel,
-    which runs where the group's last member was."""
+    which runs where the group's last member was. Only nodes on `device` join (one kernel runs on one device)."""
     out, cur = [], []
+
+    def on_device(node):
+        v = node.meta.get("val") if node.target is not operator.getitem else None
+        a = node.args[0] if node.args and isinstance(node.args[0], descent.fx.Node) else None
+        v = v or (a.meta.get("val") if a is not None else None)
+        return v is not None and str(v["device"]) == device
+
+    def fusible(node):
+        return _fusible(node) and on_device(node)
+
+    def reduction(node):
+        return reduction_of(node) if node.op == "call_function" and on_device(node.args[0]) else None
 
     def close():
         # One op is a kernel of its own only where it broadcasts an input, which eager's loops index
@@ -190,16 +209,16 @@ def groups_of(graph):
             out.append(list(cur))
         cur.clear()
     for node in graph.nodes:
-        if cur and node.args and node.args[0] in cur and reduction_of(node) is not None and \
+        if cur and node.args and node.args[0] in cur and reduction(node) is not None and \
                 all(a is node.args[0] or not isinstance(a, descent.fx.Node) for a in node.args):
             cur.append(node)
             close()
             continue
-        red = reduction_of(node)
+        red = reduction(node) if node.args and isinstance(node.args[0], descent.fx.Node) else None
         if red is not None and red[0] == "max" and not any(a in cur for a in node.all_input_nodes):
             out.append([node])  # a maximum of an input: eager's max.dim loop reads it element by element
             continue
-        if _fusible(node):
+        if fusible(node):
             if not cur:
                 cur.append(node)
                 continue
@@ -209,7 +228,7 @@ def groups_of(graph):
                 continue
         if any(a in cur for a in node.all_input_nodes) or node.op == "output":
             close()
-        if _fusible(node) and not cur:
+        if fusible(node) and not cur:
             cur.append(node)
     close()
     return out

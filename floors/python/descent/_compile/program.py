@@ -174,16 +174,22 @@ class FusedProgram:
                 body += [f"    v{slot[m]} = {call(m.target, m.args, m.kwargs)}" for m in k.group]
                 body.append("else:")
                 rs = [f"r{j}" for j in range(len(outs))]
-                body += [f"    {r} = empty({bind(shape, 'SHAPE')}, dtype={bind(k.dtype, 'DT')})"
+                on = "" if k.backend == "cpp" else f", device={bind(k.device, 'DEV')}"
+                body += [f"    {r} = empty({bind(shape, 'SHAPE')}, dtype={bind(k.dtype, 'DT')}{on})"
                          for r, shape in zip(rs, k.out_shapes)]
                 ptrs = ", ".join([f"v{i}.data_ptr()" for i in ins] + [f"{r}.data_ptr()" for r in rs])
-                body.append(f"    p = {bind(k.ptr_array, 'P')}({ptrs})")
+                if k.backend == "cpp":
+                    body.append(f"    p = {bind(k.ptr_array, 'P')}({ptrs})")
+                    run = f"launch({kn}, p, {k.numel})"
+                else:  # a device's kernel: one launch on its current stream (device_kernel.py, cuda_kernel.py)
+                    body.append(f"    p = ({ptrs},)")
+                    run = f"{bind(k.launch, 'LAUNCH')}(p)"
                 label = bind(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {k.numel} elements", "L")
                 body.append("    if trace():")
                 body.append(f"        with span({label}):")
-                body.append(f"            launch({kn}, p, {k.numel})")
+                body.append(f"            {run}")
                 body.append("    else:")
-                body.append(f"        launch({kn}, p, {k.numel})")
+                body.append(f"        {run}")
                 body += [f"    v{o} = ({r}, None)" if j in k.tuple_outputs else f"    v{o} = {r}"
                          for j, (o, r) in enumerate(zip(outs, rs))]
         body.append(f"return {arg(self._out)}")
@@ -229,13 +235,19 @@ class FusedProgram:
                     self._unfused(env, k)
                     continue
                 n = k.numel
-                results = [descent.empty(shape, dtype=k.dtype) for shape in k.out_shapes]
-                ptrs = k.ptr_array(*[a.data_ptr() for a in args], *[r.data_ptr() for r in results])
+                on = {} if k.backend == "cpp" else {"device": k.device}
+                results = [descent.empty(shape, dtype=k.dtype, **on) for shape in k.out_shapes]
+                raw = [a.data_ptr() for a in args] + [r.data_ptr() for r in results]
+                if k.backend == "cpp":
+                    ptrs = k.ptr_array(*raw)
+                    run = lambda: _launch(k, ptrs, n)  # noqa: E731
+                else:
+                    run = lambda: k.launch(tuple(raw))  # noqa: E731
                 if _C._trace_enabled():
                     with _span(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {n} elements"):
-                        _launch(k, ptrs, n)
+                        run()
                 else:
-                    _launch(k, ptrs, n)
+                    run()
                 for j, (s, r) in enumerate(zip(outs, results)):
                     env[s] = (r, None) if j in k.tuple_outputs else r  # max.dim's (values, -): getitem 0 reads it
             else:

@@ -186,7 +186,7 @@ def reduction_bound(n, dtype, abs_sum):
 
 def _bits(t):
     import numpy as np
-    a = np.ascontiguousarray(np.asarray(t))
+    a = np.ascontiguousarray(np.asarray(t.detach().cpu()))
     return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
 
 
@@ -195,7 +195,8 @@ def numeric(program, gm, inputs, trials=3, seed=0):
     same shapes: 'bitwise equal ...', or where the first difference is."""
     import numpy as np
     descent.manual_seed(seed)
-    cases = [list(inputs)] + [[descent.randn(*t.shape, dtype=t.dtype) for t in inputs] for _ in range(trials)]
+    cases = [list(inputs)] + [[descent.randn(*t.shape, dtype=t.dtype, device=t.device) for t in inputs]
+                              for _ in range(trials)]
     n = 0
     for case in cases:
         got, want = program(*case), gm(*case)
@@ -207,7 +208,8 @@ def numeric(program, gm, inputs, trials=3, seed=0):
             bg, bw = _bits(g), _bits(w)
             if not np.array_equal(bg, bw):
                 i = int(np.flatnonzero(bg.ravel() != bw.ravel())[0])
-                return f"differs at element {i}: compiled {np.asarray(g).ravel()[i]!r}, eager {np.asarray(w).ravel()[i]!r}"
+                g, w = np.asarray(g.cpu()).ravel()[i], np.asarray(w.cpu()).ravel()[i]
+                return f"differs at element {i}: compiled {g!r}, eager {w!r}"
             n += bg.size
     return f"bitwise equal to eager on {n} elements ({len(cases)} inputs)"
 
@@ -220,7 +222,7 @@ def check(compiled):
         if isinstance(prog, fusion.FusedProgram):
             tv += [translation_validate(k) for k in prog.kernels]
             descent.manual_seed(0)
-            ins = [descent.randn(*k[3], dtype=k[1]) for k in e.key[:-1] if k[0] == "T"]
+            ins = [descent.randn(*k[3], dtype=k[1], device=k[2]) for k in e.key[:-1] if k[0] == "T"]
             num.append(numeric(prog, e.gm, ins))
     return tv, num
 
@@ -304,22 +306,43 @@ def _check_case(fn, make, seed, close, grads_close, far_message, grads_far_messa
     return problems, cf, verdicts
 
 
-def suite(seed=0):
+def _on(make, device):
+    """make(), its tensors on `device` (leaves again, requiring grad as make's did)."""
+    if device == "cpu":
+        return make
+    return lambda: [a.detach().to(device).requires_grad_(a.requires_grad) for a in make()]
+
+
+def suite(seed=0, devices=("cpu", "sim:0")):
     """Compiles each function of the suite (every op class, broadcasting, views, a reduction, float64, a small
-    MLP, an attention block, decomposed ops), and checks: each fused kernel's translation validation, the
-    compiled result against eager bit for bit (the capture and a replay), and, where inputs require grad, the
-    compiled backward's gradients against eager autograd's bit for bit; for the ops that decompose into
-    another order of additions (_decomposed_cases), within the stated bound instead. Returns (name, ok,
-    detail) rows."""
+    MLP, an attention block, decomposed ops) on each device, and checks: each fused kernel's translation
+    validation, the compiled result against eager bit for bit (the capture and a replay), and, where inputs
+    require grad, the compiled backward's gradients against eager autograd's bit for bit; for the ops that
+    decompose into another order of additions (_decomposed_cases), within the stated bound instead. Returns
+    (name, ok, detail) rows, a device's names ending in " on <device>" (the CPU's as they are)."""
+    rows = []
+    for device in devices:
+        where = "" if device == "cpu" else f" on {device}"
+        rows += _exact_rows(seed, device, where) + _bounded_rows(seed, device, where)
+    return rows
+
+
+def _exact_rows(seed, device, where):
     rows = []
     for name, fn, make in _suite_cases():
-        problems, cf, verdicts = _check_case(fn, make, seed, _same, _same, "the compiled result differs from eager",
+        problems, cf, verdicts = _check_case(fn, _on(make, device), seed, _same, _same,
+                                             "the compiled result differs from eager",
                                              "the compiled gradients differ from autograd's")
         aot = "AOT autograd: forward" in cf.explain()
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved"
                   f"{', forward/backward partitioned' if aot else ''}; bitwise equal to eager")
-        rows.append((name, not problems, "; ".join(problems) if problems else detail))
+        rows.append((name + where, not problems, "; ".join(problems) if problems else detail))
+    return rows
+
+
+def _bounded_rows(seed, device, where):
     from .decompositions import bound_ulps
+    rows = []
     for name, fn, make, scale in _decomposed_cases():
         b = bound_ulps(make()[0].shape[-1])
         u = 2.0 ** -24
@@ -327,13 +350,13 @@ def suite(seed=0):
         def within(got, ref, scale_of, b=b, u=u):
             return bool(((got.detach() - ref.detach()).abs() <= scale_of(ref.detach()) * (b * u)).all())
         problems, cf, verdicts = _check_case(
-            fn, make, seed, lambda o, w, scale=scale: within(o, w, scale),
+            fn, _on(make, device), seed, lambda o, w, scale=scale: within(o, w, scale),
             lambda g, h: within(g, h, lambda t: t.abs() + 1.0),
             f"the compiled result is farther from eager than {b} * u * scale",
             "the compiled gradients are farther from autograd's than the bound")
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved; within "
                   f"{b} * u * scale of eager (another order of additions)")
-        rows.append((name, not problems, "; ".join(problems) if problems else detail))
+        rows.append((name + where, not problems, "; ".join(problems) if problems else detail))
     return rows
 
 
