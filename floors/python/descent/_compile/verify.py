@@ -35,7 +35,7 @@ import descent
 
 from . import fusion
 
-__all__ = ["Verdict", "translation_validate", "numeric", "parse_ir", "reduction_bound"]
+__all__ = ["Verdict", "translation_validate", "numeric", "parse_ir", "reduction_bound", "finite_differences"]
 
 
 class Verdict:
@@ -301,9 +301,91 @@ def _check_case(fn, make, seed, close, grads_close, far_message, grads_far_messa
         ref = descent.autograd.grad(fn(*args).sum(), diff)
         if not all(grads_close(g, h) for g, h in zip(got, ref)):
             problems.append(grads_far_message)
+        fd = finite_differences(fn, args, seed=seed)
+        if not fd:
+            problems.append(str(fd))
     verdicts = [translation_validate(k) for k in cf.kernels]
     problems += [str(v) for v in verdicts if not v]
     return problems, cf, verdicts
+
+
+# [SECTION] The compiled backward against finite differences ----------------------------------------------
+
+# Note [The compiled backward against finite differences]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Comparing the compiled backward with eager autograd's proves the two agree,
+# not that either is a derivative: a formula wrong in both (or a partition
+# that saves the wrong tensor, in a way autograd's replay shares) would pass.
+# So the verifier also checks the compiled backward against the compiled
+# forward's own central differences, as torch.autograd.gradcheck does in
+# its fast mode (fast_mode=True): for a loss L = sum(w * f(x)) with a fixed
+# random weight w (a plain sum can be constant: softmax's rows sum to 1),
+# and for a few random unit directions v of each input, the directional
+# derivative <dL/dx, v> the backward gives must match
+# (L(x + eps v) - L(x - eps v)) / (2 eps), within atol + rtol * |that|,
+# gradcheck's defaults. The check runs in float64 (a fresh compile of the
+# function on float64 copies of the inputs: finite differences in float32
+# lose half their digits), so eps = 1e-6 leaves a truncation error near
+# 1e-12 and a rounding error near 1e-10. Random directions see every element
+# at once for two calls each, where gradcheck's slow mode pays two calls per
+# element; a derivative wrong in one element still moves the dot product.
+
+def finite_differences(fn, args, seed=0, directions=2, eps=1e-6, atol=1e-5, rtol=1e-3):
+    """The compiled backward of fn at `args` against central finite differences of the compiled forward, in
+    float64 (Note [The compiled backward against finite differences]): a FiniteDifferences verdict, true
+    when every direction's two derivatives agree."""
+    import warnings
+    x = [a.detach().to(dtype=descent.float64).requires_grad_(a.requires_grad) if a.dtype.is_floating_point
+         else a for a in args]
+    diff = [i for i, a in enumerate(x) if a.requires_grad]
+    if not diff:
+        return FiniteDifferences(0, None, eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cf = descent.compile(fn)
+        out = cf(*x)
+        descent.manual_seed(seed + 1)
+        w = descent.randn(list(out.shape), dtype=out.dtype, device=out.device)
+        grads = descent.autograd.grad((out * w).sum(), [x[i] for i in diff])
+        worst, checked = None, 0
+        with descent.no_grad():
+            for i, g in zip(diff, grads):
+                for _ in range(directions):
+                    v = descent.randn(list(x[i].shape), dtype=descent.float64, device=x[i].device)
+                    v = v / v.norm()
+                    shifted = []
+                    for sign in (1.0, -1.0):
+                        y = list(x)
+                        y[i] = x[i].detach() + v * (sign * eps)
+                        shifted.append(float((cf(*y) * w).sum()))
+                    numerical = (shifted[0] - shifted[1]) / (2 * eps)
+                    analytical = float((g * v).sum())
+                    err = abs(analytical - numerical) - (atol + rtol * abs(numerical))
+                    checked += 1
+                    if worst is None or err > worst[0]:
+                        worst = (err, i, numerical, analytical)
+    return FiniteDifferences(checked, worst, eps)
+
+
+class FiniteDifferences:
+    """What finite_differences found: how many directions it checked and the worst of them."""
+
+    def __init__(self, checked, worst, eps):
+        self.checked, self.worst, self.eps = checked, worst, eps
+
+    def __bool__(self):
+        return self.worst is None or self.worst[0] <= 0
+
+    def __str__(self):
+        if self.worst is None:
+            return "no input requires grad: no finite differences"
+        _, i, n, a = self.worst
+        if self:
+            return f"the compiled backward matches central differences in {self.checked} direction(s) (float64)"
+        return (f"the compiled backward differs from central differences: input {i}, a direction's derivative "
+                f"{a!r} where (L(x + eps v) - L(x - eps v)) / (2 eps) = {n!r} (eps={self.eps})")
+
+    __repr__ = __str__
 
 
 def _on(make, device):
@@ -334,8 +416,9 @@ def _exact_rows(seed, device, where):
                                              "the compiled result differs from eager",
                                              "the compiled gradients differ from autograd's")
         aot = "AOT autograd: forward" in cf.explain()
+        fd = "; gradients match finite differences" if any(a.requires_grad for a in make()) else ""
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved"
-                  f"{', forward/backward partitioned' if aot else ''}; bitwise equal to eager")
+                  f"{', forward/backward partitioned' if aot else ''}; bitwise equal to eager{fd}")
         rows.append((name + where, not problems, "; ".join(problems) if problems else detail))
     return rows
 
@@ -354,8 +437,9 @@ def _bounded_rows(seed, device, where):
             lambda g, h: within(g, h, lambda t: t.abs() + 1.0),
             f"the compiled result is farther from eager than {b} * u * scale",
             "the compiled gradients are farther from autograd's than the bound")
+        fd = "; gradients match finite differences" if any(a.requires_grad for a in make()) else ""
         detail = (f"{len(cf.kernels)} fused kernel(s), {sum(bool(v) for v in verdicts)} proved; within "
-                  f"{b} * u * scale of eager (another order of additions)")
+                  f"{b} * u * scale of eager (another order of additions){fd}")
         rows.append((name + where, not problems, "; ".join(problems) if problems else detail))
     return rows
 
