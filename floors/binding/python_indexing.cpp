@@ -224,7 +224,8 @@ Applied apply_index(const Tensor& self, const std::vector<Entry>& index) {
       case Entry::Slice: {
         PySliceObject* s = reinterpret_cast<PySliceObject*>(e.obj);
         const std::optional<int64_t> start = bound(s->start), stop = bound(s->stop), step = bound(s->step);
-        if (step && *step <= 0) throw ValueError("step must be greater than zero");
+        if (step && *step == 0) throw ValueError("slice step cannot be zero");  // PySlice_Unpack's words
+        if (step && *step < 0) throw ValueError("step must be greater than zero");
         const bool whole = (!start || *start == 0) && !stop && (!step || *step == 1);
         if (!whole)  // `:` is no slice, as in PyTorch
           a.view = call(Op::slice, a.view, d, as_ivalue(start), as_ivalue(stop), step.value_or(1));

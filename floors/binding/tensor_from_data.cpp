@@ -44,26 +44,29 @@ Py_ssize_t sequence_length(PyObject* o) {
 bool numpy_scalar_dtype(PyObject* o, ScalarType* dt);
 
 // Walks nested lists/tuples: finds the shape and the dtype the values need.
-void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& any) {
+// A list or tuple where a number belongs is only noted in `misplaced`: torch
+// reads the dtype first and refuses it when storing, in the dtype's words.
+void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& any, PyTypeObject*& misplaced) {
   if (Py_ssize_t n = sequence_length(o); n >= 0) {
     DESCENT_CHECK(depth < kMaxDims, ValueError, "tensor(): the data is nested deeper than descent's ", kMaxDims,
                   " dimensions");
-    DESCENT_CHECK(!(any && shape.size() == depth), ValueError, "tensor(): found a sequence at dim ", depth,
-                  " where a number was found before (ragged nested sequence)");
+    if (any && shape.size() == depth) {  // [1, [2]]
+      if (!misplaced) misplaced = Py_TYPE(o);
+      return;
+    }
     if (shape.size() == depth) shape.push_back(n);
-    DESCENT_CHECK(shape[depth] == n, ValueError, "tensor(): expected sequence of length ", shape[depth], " at dim ",
-                  depth, " (got ", n, ")");
+    DESCENT_CHECK(shape[depth] == n, ValueError, "expected sequence of length ", shape[depth], " at dim ", depth,
+                  " (got ", n, ")");  // torch/csrc/utils/tensor_new.cpp's words, from here to the leaf's
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyRef item{PySequence_GetItem(o, i)};
-      DESCENT_CHECK(item.p != nullptr, TypeError, "tensor(): could not read element ", i);
-      infer(item.p, depth + 1, shape, dtype, any);
+      if (!item.p) throw PythonError();
+      infer(item.p, depth + 1, shape, dtype, any, misplaced);
     }
     return;
   }
-  DESCENT_CHECK(shape.size() == depth, ValueError, "tensor(): found a number where a sequence was expected at dim ",
-                depth);
   DESCENT_CHECK(!PyBytes_Check(o) && !PyByteArray_Check(o) && !PyUnicode_Check(o), TypeError,
-                "tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name);
+                "new(): invalid data type '", Py_TYPE(o)->tp_name, "'");
+  DESCENT_CHECK(shape.size() == depth, TypeError, "not a sequence");  // [[1], 2]
   // A numpy scalar counts as its own dtype, a Python number as the default
   // one of its kind, and they promote as tensors do: [np.int32(1)] is int32,
   // [np.int32(1), 2] int64, [np.int8(1), np.uint8(2)] int16, as in torch.
@@ -78,7 +81,7 @@ void infer(PyObject* o, int depth, DimVector& shape, ScalarType& dtype, bool& an
     else if (PyFloat_Check(o) || PyNumber_Check(o))
       t = kDefaultFloat;
     else
-      throw TypeError(str("tensor(): could not infer dtype of ", Py_TYPE(o)->tp_name));
+      throw Error(str("Could not infer dtype of ", Py_TYPE(o)->tp_name));
   }
   dtype = any ? kernels::promote_types_of(dtype, t) : t;
   any = true;
@@ -392,10 +395,27 @@ Tensor tensor_from_data(PyObject* data, std::optional<ScalarType> want) {
     Tensor out = tensor_from_buffer(data);
     return want ? call(Op::to, out, *want) : out;
   }
+  DESCENT_CHECK(!PyUnicode_Check(data) && !PyBytes_Check(data), TypeError, "new(): invalid data type '",
+                Py_TYPE(data)->tp_name, "'");
+  // torch sizes the data first by its first elements, a str among them a
+  // sequence: ['a'] is one that nests without end (compute_sizes), b'a' one of ints.
+  PyRef first;
+  for (PyObject* level = data; sequence_length(level) > 0; level = first.p) {
+    first.reset(PySequence_GetItem(level, 0));
+    if (!first.p) throw PythonError();
+  }
+  DESCENT_CHECK(!first.p || !PyUnicode_Check(first.p) || PyUnicode_GetLength(first.p) == 0, ValueError,
+                "too many dimensions '", Py_TYPE(first.p)->tp_name, "'");
   DimVector shape;
   ScalarType dt = kDefaultFloat;
   bool any = false;
-  infer(data, 0, shape, dt, any);
+  PyTypeObject* misplaced = nullptr;
+  infer(data, 0, shape, dt, any, misplaced);
+  if (misplaced) {  // stored as the dtype's number: PyLong_AsLongLong's or PyFloat_AsDouble's words
+    const ScalarType as = want.value_or(dt);
+    if (is_floating(as)) throw TypeError(str("must be real number, not ", misplaced->tp_name));
+    throw TypeError(str("'", misplaced->tp_name, "' object cannot be interpreted as an integer"));
+  }
   Tensor out = empty_tensor(shape, want.value_or(dt), Device{});
   int64_t pos = 0;
   if (out.numel() > 0) fill(data, out, 0, pos);

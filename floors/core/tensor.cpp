@@ -59,10 +59,12 @@ bool expandable_to(const DimVector& sizes, const DimVector& to) {
   return true;
 }
 
-int wrap_dim(int64_t dim, int ndim, const char* op) {
+// The message names no op, as c10's maybe_wrap_dim does not (c10/core/WrapDimMinimal.cpp):
+// `op` says who asked, for a reader of the call, not for the learner.
+int wrap_dim(int64_t dim, int ndim, const char* /*op*/) {
   int64_t n = ndim > 0 ? ndim : 1;  // a 0-d tensor accepts dim 0 and -1, like PyTorch
-  DESCENT_CHECK(dim >= -n && dim < n, IndexError, op, "(): Dimension out of range (expected to be in range of [", -n,
-                ", ", n - 1, "], but got ", dim, ")");
+  DESCENT_CHECK(dim >= -n && dim < n, IndexError, "Dimension out of range (expected to be in range of [", -n, ", ",
+                n - 1, "], but got ", dim, ")");
   return int(dim < 0 ? dim + n : dim);
 }
 

@@ -86,7 +86,7 @@ DimVector contiguous_strides(const DimVector& sizes);
 // Whether `sizes` broadcasts to `to` (c10's is_expandable_to): an index_put_'s
 // values to the indexed shape, a gradient's input to the gradient's shape.
 bool expandable_to(const DimVector& sizes, const DimVector& to);
-// Wraps a possibly negative dim into [0, ndim); raises IndexError naming `op`.
+// Wraps a possibly negative dim into [0, ndim); raises IndexError in c10's words (`op` names the caller).
 int wrap_dim(int64_t dim, int ndim, const char* op);
 
 // [SECTION] Storage ----------------------------------------------------------

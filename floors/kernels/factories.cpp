@@ -102,6 +102,8 @@ void fill_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
     value = s[1].to_scalar();
     fallback = value.is_floating() ? kDefaultFloat : value.type();
   }
+  if (op.id == Op::zeros)  // aten's zeros_symint checks first, in its own words; the others reach empty's
+    for (int64_t d : s[0].to_int_list()) DESCENT_CHECK(d >= 0, Error, "zeros: Dimension size must be non-negative.");
   Tensor out = make_output(span, s, s[0].to_int_list(), dtype_arg(s, fallback), nullptr, op.id != Op::empty);
   if (op.id != Op::empty) fill(op, out, value);
   s.set_result(std::move(out));
@@ -136,7 +138,7 @@ void arange_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   bool any_float = start.is_floating() || end.is_floating() || step.is_floating();
   ScalarType dt = dtype_arg(s, any_float ? kDefaultFloat : ScalarType::Int64);
   double d0 = start.to_double(), d1 = end.to_double(), ds = step.to_double();
-  DESCENT_CHECK(ds != 0, Error, "arange(): step must be nonzero");
+  DESCENT_CHECK(ds != 0, Error, "step must be nonzero");
   DESCENT_CHECK(std::isfinite(d0) && std::isfinite(d1), Error, "unsupported range: ", start.str(), " -> ", end.str());
   constexpr uint64_t kMaxLength = uint64_t(1) << 40;  // elements
   uint64_t n;

@@ -85,9 +85,7 @@ void product_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
     case Op::bmm:
       DESCENT_CHECK(a.dim() == 3, Error, "batch1 must be a 3D tensor");
       DESCENT_CHECK(b.dim() == 3, Error, "batch2 must be a 3D tensor");
-      DESCENT_CHECK(a.sizes()[0] == b.sizes()[0], Error, "batch1 and batch2 must have same number of batches, got ",
-                    a.sizes()[0], " and ", b.sizes()[0]);
-      DESCENT_CHECK(a.sizes()[2] == b.sizes()[1], Error,
+      DESCENT_CHECK(a.sizes()[0] == b.sizes()[0] && a.sizes()[2] == b.sizes()[1], Error,  // common_checks_baddbmm_bmm
                     "Expected size for first two dimensions of batch2 tensor to be: [", a.sizes()[0], ", ",
                     a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
       check_read_as(a, b);

@@ -22,7 +22,7 @@ void reduced_mask(const char* op, const Tensor& x, const IValue& dims, bool* red
   for (int64_t d : dims.to_int_list()) {
     int w = wrap_dim(d, x.dim(), op);
     if (x.dim() == 0) continue;
-    DESCENT_CHECK(!reduced[w], Error, op, "(): dim ", w, " appears multiple times in the list of dims");
+    DESCENT_CHECK(!reduced[w], Error, "dim ", w, " appears multiple times in the list of dims");
     reduced[w] = true;
   }
 }

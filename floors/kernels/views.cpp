@@ -137,14 +137,14 @@ DESCENT_VIEW_KERNEL(permute_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& dims = s[1].to_int_list();
   DESCENT_CHECK(dims.size() == x.dim(), Error,
-                "permute(): the number of dimensions in the tensor input "
+                "permute(sparse_coo): number of dimensions in the tensor input "  // sic: aten's words for every layout
                 "does not match the length of the desired ordering of dimensions i.e. input.dim() = ",
                 x.dim(), " is not equal to len(dims) = ", dims.size());
   DimVector sizes, strides;
   bool seen[kMaxDims] = {};
   for (int64_t d : dims) {
     int w = wrap_dim(d, x.dim(), op.python_name);
-    DESCENT_CHECK(!seen[w], Error, "permute(): duplicate dims are not allowed (dims ", dims.str(), ")");
+    DESCENT_CHECK(!seen[w], Error, "permute(): duplicate dims are not allowed.");
     seen[w] = true;
     sizes.push_back(x.sizes()[w]);
     strides.push_back(x.strides()[w]);
@@ -155,7 +155,10 @@ DESCENT_VIEW_KERNEL(permute_kernel) {
 DESCENT_VIEW_KERNEL(expand_kernel) {
   DESCENT_VIEW_BEGIN
   const DimVector& req = s[1].to_int_list();
-  DESCENT_CHECK(req.size() >= x.dim(), Error, "expand(): the number of sizes provided (", req.size(),
+  DESCENT_CHECK(req.size() >= x.dim(), Error, "expand(descent.",
+                x.device().type == DeviceType::CPU ? "" : str(device_type_name(x.device().type), "."),
+                type_word(x.dtype()), "Tensor{", x.shape_str(), "}, size=", req.str(),
+                "): the number of sizes provided (", req.size(),
                 ") must be greater or equal to the number of dimensions in the tensor (", x.dim(), ")");
   DimVector sizes = req, strides;
   strides.resize(req.size());
@@ -163,14 +166,15 @@ DESCENT_VIEW_KERNEL(expand_kernel) {
   for (int i = 0; i < req.size(); ++i) {
     int j = i - shift;
     if (j < 0) {
-      DESCENT_CHECK(req[i] >= 0, Error, "expand(): -1 is not allowed in a leading, non-existing dimension ", i);
+      DESCENT_CHECK(req[i] >= 0, Error, "The expanded size of the tensor (", req[i],
+                    ") isn't allowed in a leading, non-existing dimension ", i);
       strides[i] = 0;
       continue;
     }
     int64_t have = x.sizes()[j];
     if (req[i] == -1) sizes[i] = have;
-    DESCENT_CHECK(sizes[i] >= 0, Error, "expand(): invalid size ", req[i], " at dimension ", i,
-                  " (sizes must be non-negative, or -1 to keep the existing size)");
+    DESCENT_CHECK(sizes[i] >= 0 || have != 1, Error, "expand(): invalid size ", req[i], " at dimension ", i,
+                  " (sizes must be non-negative, or -1 to keep the existing size)");  // aten: an overflow, later
     DESCENT_CHECK(sizes[i] == have || have == 1, Error, "The expanded size of the tensor (", sizes[i],
                   ") must match the existing size (", have, ") at non-singleton dimension ", i,
                   ".  Target sizes: ", req.str(), ".  Tensor sizes: ", x.shape_str());

@@ -175,7 +175,7 @@ TEST(Composites, ProductErrorsArePyTorchs) {
   EXPECT_EQ(message([&] {
               call(Op::bmm, iota({2, 2, 3}), iota({3, 3, 2}));
             }),
-            "batch1 and batch2 must have same number of batches, got 2 and 3");
+            "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [3, 3].");
   EXPECT_EQ(message([&] {
               call(Op::matmul, iota({2, 2, 3}), iota({2, 2, 3}));
             }),
