@@ -35,7 +35,7 @@ def cases(lib, keys, cuda):
 
 def main():
     cuda = descent.cuda.is_available() and torch.cuda.is_available()
-    ours = cases(descent, descent._C._dispatch_keys, cuda)
+    ours = cases(descent, lambda t: str(descent._C._dispatch_keys(t)), cuda)
     theirs = cases(torch, lambda t: str(torch._C._dispatch_keys(t)), cuda)
     bad = 0
     for (name, d), (_, t) in zip(ours, theirs):

@@ -216,6 +216,10 @@ PyMethodDef python_dispatch_methods[] = {
 
 }  // namespace
 
-bool init_python_dispatch(PyObject* module) { return PyModule_AddFunctions(module, python_dispatch_methods) == 0; }
+bool init_dispatch_introspection(PyObject* module);  // dispatch_introspection.cpp: DispatchKeySet, _dispatch_dump
+
+bool init_python_dispatch(PyObject* module) {
+  return PyModule_AddFunctions(module, python_dispatch_methods) == 0 && init_dispatch_introspection(module);
+}
 
 }  // namespace descent::binding

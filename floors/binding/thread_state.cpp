@@ -1,11 +1,12 @@
-// Floor 2: the thread's state from Python: its dispatch key sets (the
-// included and excluded keys c10 keeps in thread-local storage), grad mode
-// and inference mode, read and restored by descent's context managers
-// (descent/grad_mode.py).
+// Floor 2: the thread's state from Python: grad mode and inference mode and
+// its dispatch key sets (the included and excluded keys c10 keeps in
+// thread-local storage), read and restored by descent's context managers
+// (descent/grad_mode.py); the sets as objects are dispatch_introspection.cpp's.
 //
 // Note [The thread's key sets as descent prints them]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // _dispatch_keys, _dispatch_tls_local_include_set and ..._exclude_set
+// (floors/binding/dispatch_introspection.cpp) return DispatchKeySets that
 // print what torch._C's print, for descent's keys, which are a subset of
 // c10's (floors/core/dispatch_key.h). Where the subset shows: the default
 // exclude set is "AutocastCPU, AutocastCUDA, AutocastSim" (c10 has ten
@@ -13,27 +14,12 @@
 // excludes "AutogradCPU, AutogradCUDA, AutogradSim" (c10 excludes the
 // Autograd functionality with no backend, which prints as nothing, and
 // AutogradOther and AutogradNestedTensor, which descent has not: torch
-// prints "AutogradOther, AutogradNestedTensor, AutocastCPU, ..."). And these
-// return the printed string, where torch returns a torch._C.DispatchKeySet
-// whose str() is that string (has(), |, - and the rest are not here).
+// prints "AutogradOther, AutogradNestedTensor, AutocastCPU, ...").
 #include "floors/binding/binding.h"
 
 namespace descent::binding {
 
 namespace {
-
-PyObject* key_set_text(DispatchKeySet ks) { return PyUnicode_FromString(("DispatchKeySet(" + ks.str() + ")").c_str()); }
-
-// The tensor's own keys, printed as torch._C._dispatch_keys prints them (Note [The thread's key sets as descent
-// prints them]).
-PyObject* py_dispatch_keys(PyObject*, PyObject* o) {
-  DESCENT_PY_TRY
-  DESCENT_CHECK(is_tensor(o), TypeError, "_dispatch_keys expects a Tensor");
-  return key_set_text(unwrap(o).impl()->keys);
-  DESCENT_PY_CATCH(nullptr)
-}
-PyObject* py_tls_include(PyObject*, PyObject*) { return key_set_text(local_keys().included); }
-PyObject* py_tls_exclude(PyObject*, PyObject*) { return key_set_text(local_keys().excluded); }
 
 PyObject* py_is_grad_enabled(PyObject*, PyObject*) { return PyBool_FromLong(grad_mode_enabled()); }
 PyObject* py_set_grad_enabled(PyObject*, PyObject* v) {
@@ -71,9 +57,6 @@ PyObject* py_set_inference_mode(PyObject*, PyObject* v) {
 }  // namespace
 
 PyMethodDef g_thread_state_functions[] = {
-    {"_dispatch_keys", py_dispatch_keys, METH_O, "the tensor's dispatch keys, as torch._C._dispatch_keys prints them"},
-    {"_dispatch_tls_local_include_set", py_tls_include, METH_NOARGS, "the keys this thread adds to every call"},
-    {"_dispatch_tls_local_exclude_set", py_tls_exclude, METH_NOARGS, "the keys this thread removes from every call"},
     {"is_grad_enabled", py_is_grad_enabled, METH_NOARGS, "whether grad mode is on for this thread"},
     {"_set_grad_enabled", py_set_grad_enabled, METH_O, "sets this thread's grad mode (a flag: no key changes)"},
     {"is_inference_mode_enabled", py_is_inference_mode_enabled, METH_NOARGS,

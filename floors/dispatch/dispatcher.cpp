@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "floors/dispatch/library.h"
+#include "floors/dispatch/registrations.h"
 #include "tracer/tracer.h"
 
 namespace descent {
@@ -92,6 +93,31 @@ std::mutex& registration_mutex() {
   static std::mutex m;
   return m;
 }
+// Where each op's own kernels and each key's fallback were registered (registrations.h).
+std::array<std::array<Registration, kNumRuntimeKeys>, kNumOps>& op_sites() {
+  static auto* s = new std::array<std::array<Registration, kNumRuntimeKeys>, kNumOps>();
+  return *s;
+}
+std::array<Registration, kNumRuntimeKeys>& fallback_sites() {
+  static std::array<Registration, kNumRuntimeKeys> s{};
+  return s;
+}
+
+Registration op_registration(const OpEntry& op, DispatchKey key) {
+  if (!is_runtime(key) || int(op.id) >= kNumOps) return {};
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  return op_sites()[int(op.id)][runtime_slot(key)];
+}
+Registration fallback_registration(DispatchKey key) {
+  if (!is_runtime(key)) return {};
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  return fallback_sites()[runtime_slot(key)];
+}
+Kernel fallback_kernel(DispatchKey key) {
+  if (!is_runtime(key)) return {};
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  return fallbacks()[runtime_slot(key)];
+}
 
 void OpEntry::refresh() {
   for (int slot = 0; slot < kNumRuntimeKeys; ++slot) {
@@ -128,13 +154,17 @@ void register_op_kernel(OpEntry& e, DispatchKey key, Kernel k, const std::string
     e.own_fallthrough[slot] = k.fallthrough ? 1 : 0;
     e.own_unboxed[slot] = k.fallthrough ? nullptr : k.unboxed;
     e.own_unboxed_signature[slot] = k.fallthrough ? nullptr : k.signature;
+    if (int(e.id) < kNumOps) op_sites()[int(e.id)][slot] = Registration{where, key};  // Library::def's: not kept
   });
   e.refresh();
 }
 
-void register_fallback(DispatchKey key, Kernel k, const std::string&) {
+void register_fallback(DispatchKey key, Kernel k, const std::string& where) {
   std::lock_guard<std::mutex> lock(registration_mutex());
-  for_each_runtime_key(key, [&](DispatchKey rk) { fallbacks()[runtime_slot(rk)] = k; });
+  for_each_runtime_key(key, [&](DispatchKey rk) {
+    fallbacks()[runtime_slot(rk)] = k;
+    fallback_sites()[runtime_slot(rk)] = Registration{where, key};
+  });
   for (OpEntry& e : ops_for_registration()) e.refresh();
   refresh_defined_ops();
 }

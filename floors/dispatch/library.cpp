@@ -24,8 +24,17 @@ std::mutex& defined_mutex() {
 
 }  // namespace
 
+// The site as a path from the repository's root ("floors/kernels/register_kernels.cpp:40"):
+// __builtin_FILE() is the path the compiler was given, absolute in descent's build.
+static std::string site_of(const char* file, int line) {
+  if (!*file) return "";
+  std::string_view f(file);
+  if (const size_t at = f.rfind("/floors/"); at != std::string_view::npos) f.remove_prefix(at + 1);
+  return std::string(f) + ":" + std::to_string(line);
+}
+
 Library::Library(Kind kind, std::string ns, DispatchKey key, const char* file, int line)
-    : kind_(kind), ns_(std::move(ns)), key_(key), where_(*file ? std::string(file) + ":" + std::to_string(line) : "") {
+    : kind_(kind), ns_(std::move(ns)), key_(key), where_(site_of(file, line)) {
   if (where_.empty()) where_ = (kind == DEF ? "library " : "library impl ") + ns_ + "/" + dispatch_key_name(key);
   DESCENT_CHECK(kind == DEF || key != DispatchKey::Undefined, ValueError, where_, ": an IMPL library needs a key");
 }

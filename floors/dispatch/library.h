@@ -44,7 +44,9 @@ class Library {
     DEF,   // defines operators in a namespace (TORCH_LIBRARY)
     IMPL,  // registers kernels for one key (TORCH_LIBRARY_IMPL); ns "_" for fallbacks only
   };
-  Library(Kind kind, std::string ns, DispatchKey key = DispatchKey::Undefined, const char* file = "", int line = 0);
+  // `file` and `line` default to the constructing call's: where _dispatch_dump says a kernel was registered.
+  Library(Kind kind, std::string ns, DispatchKey key = DispatchKey::Undefined, const char* file = __builtin_FILE(),
+          int line = __builtin_LINE());
 
   // Defines an operator beyond the op table from its schema
   // ("ns::name.overload(...) -> ..."), in this library's namespace. Its

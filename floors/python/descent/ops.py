@@ -24,6 +24,16 @@ class OpOverload:
     def __repr__(self):
         return f"descent.ops.{self._name.replace('::', '.')}"
 
+    @property
+    def _schema(self):
+        """The operator's schema as an object, as torch's OpOverload._schema (descent/_schema.py)."""
+        from ._schema import FunctionSchema
+        name = self._name[:-len(".default")] if self._name.endswith(".default") else self._name
+        text = _C._operator_schema(name)
+        if text is None:
+            raise RuntimeError(f"No such operator {name}")
+        return FunctionSchema(text)
+
 
 class OpOverloadPacket(OpOverload):
     """The overloads of one operator name: descent.ops.aten.add; an attribute picks one (.Tensor, .default)."""

@@ -38,11 +38,25 @@ def _grads(tensors, grad_tensors):
     return grads
 
 
+_CREATE_GRAPH_CYCLE = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient "
+    "which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid this. If you "
+    "have to use this function, make sure to reset the .grad fields of your parameters to None after use to break "
+    "the cycle and avoid the leak.")
+_warned_create_graph = []
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Computes the gradients of `tensors` and adds them into the leaves' .grad."""
     tensors = _as_tuple(tensors)
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph and not _warned_create_graph and all(t.requires_grad for t in tensors):
+        # torch/csrc/autograd/engine.cpp, Engine::execute: TORCH_WARN_ONCE when a backward that
+        # accumulates into .grad also records the graph (autograd.grad does not warn).
+        _warned_create_graph.append(True)
+        import warnings
+        warnings.warn(_CREATE_GRAPH_CYCLE, UserWarning, stacklevel=2)
     if inputs is not None:
         # backward(inputs=...): only those leaves accumulate, as in PyTorch.
         inputs = _as_tuple(inputs)
