@@ -57,7 +57,8 @@ namespace descent {
 //   DeviceMath is Exact for an element function that calls the math
 //   library (exp, log, tanh, erf, pow, and randn's Box-Muller): bit for bit
 //   on the CPU and sim:0, which both run glibc's, within kCudaMathUlps on
-//   cuda:N, whose library is not glibc's; the CPU's loops also give such a
+//   cuda:N, whose library is not glibc's (of the terms' magnitude where they
+//   cancel: Note [Element functions that cancel], verifier.cpp); the CPU's loops also give such a
 //   costly element a smaller grain (Note [Intra-op parallelism]).
 //   On sim:0 and cuda:N the verifier holds the device to the CPU's reference
 //   as Note [Device claims] (verifier.cpp) says: float sums and products within

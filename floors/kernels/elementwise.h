@@ -203,8 +203,12 @@ struct ReciprocalF : UnaryFn<ReciprocalF>, FloatOnly {
 // and their derivatives, which gelu_backward and silu_backward compute from
 // the gradient and self. aten's CPU kernels are vectorized with their own
 // polynomial erf, exp and tanh, so descent's values (glibc's functions) may
-// differ from torch's CPU values in the last bits; the devices hold each
-// other to Exactness::DeviceMath (ops.h). Integers and bool have no kernel,
+// differ from torch's CPU values in the last bits, and more where gelu's sum
+// cancels: float32 over linspace(-10, 10, 20001) beside torch 2.15's, gelu
+// is bit-equal for 78% of the elements and within 9.5e-7, silu for 96% and
+// within 2 ulps, and below about x = -5.5 torch's gelu is -0 where glibc's
+// erf leaves -1.7e-7. The devices hold each other to Exactness::DeviceMath
+// (ops.h; Note [Element functions that cancel], verifier.cpp). Integers and bool have no kernel,
 // as in aten ("GeluKernelImpl" not implemented for 'Long').
 constexpr double kSqrtHalf = 0.70710678118654752440;    // 1 / sqrt(2)
 constexpr double kGeluBeta = 0.79788456080286535588;    // sqrt(2 / pi)

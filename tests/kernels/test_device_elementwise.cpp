@@ -59,16 +59,20 @@ Tensor on(const Tensor& t, Device d) { return call(Op::_to_copy, t, IValue(), d)
 
 // Units in the last place between two values of dtype dt (0 when equal, NaN
 // with NaN, or both integral and equal; a huge number otherwise).
-double ulps(double got, double want, ScalarType dt) {
+// `magnitude`: the ulps are of the larger of |want| and it (Note [Element functions that cancel], verifier.cpp).
+double ulps(double got, double want, ScalarType dt, double magnitude = 0) {
   if (std::isnan(got) && std::isnan(want)) return 0;
   if (got == want) return 0;
   if (!is_floating(dt) || !std::isfinite(got) || !std::isfinite(want)) return 1e300;
   const double eps = dt == ScalarType::Float32 ? 0x1p-23 : 0x1p-52;
-  return std::fabs(got - want) / (eps * std::max(std::fabs(want), dt == ScalarType::Float32 ? 0x1p-126 : 0x1p-1022));
+  const double at = std::max(std::fabs(want), magnitude);
+  return std::fabs(got - want) / (eps * std::max(at, dt == ScalarType::Float32 ? 0x1p-126 : 0x1p-1022));
 }
 
-// Bit for bit (max_ulps 0: NaN equal to NaN, +0 different from -0), or within max_ulps.
-::testing::AssertionResult same(const Tensor& got_any, const Tensor& want, double max_ulps) {
+// Bit for bit (max_ulps 0: NaN equal to NaN, +0 different from -0), or within max_ulps (of the
+// elements of `magnitude` where given).
+::testing::AssertionResult same(const Tensor& got_any, const Tensor& want, double max_ulps,
+                                const std::vector<double>& magnitude = {}) {
   Tensor got = host(got_any);
   if (got.sizes() != want.sizes() || got.dtype() != want.dtype())
     return ::testing::AssertionFailure() << "got " << got.shape_str() << " " << dtype_name(got.dtype()) << ", want "
@@ -76,7 +80,8 @@ double ulps(double got, double want, ScalarType dt) {
   std::vector<double> g = values(got), w = values(want);
   for (size_t i = 0; i < g.size(); ++i) {
     const bool bits = std::memcmp(&g[i], &w[i], sizeof(double)) == 0 || (std::isnan(g[i]) && std::isnan(w[i]));
-    if (bits || (max_ulps > 0 && ulps(g[i], w[i], want.dtype()) <= max_ulps)) continue;
+    const double m = magnitude.empty() ? 0.0 : magnitude[i];
+    if (bits || (max_ulps > 0 && ulps(g[i], w[i], want.dtype(), m) <= max_ulps)) continue;
     return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i] << " ("
                                          << ulps(g[i], w[i], want.dtype()) << " ulps)";
   }
@@ -128,6 +133,19 @@ bool covered(const OpEntry& op) {
 // (its documented bounds: expf 2, powf 4, tanhf 2, sinf 2, pow 2, against glibc's < 1).
 // The op table's row says which: Exactness::DeviceMath (ops.h).
 double cuda_ulps(const OpEntry& op) { return op.exactness == Exactness::DeviceMath ? 8 : 0; }
+// The terms' magnitude of an element function that cancels (Note [Element functions that cancel],
+// verifier.cpp): |x| / 2 for gelu, |grad| (1 + |x|) for gelu_backward and silu_backward; none for the rest.
+std::vector<double> cancelling_magnitude(const OpEntry& op, const Stack& args) {
+  if (op.id != Op::gelu && op.id != Op::gelu_backward && op.id != Op::silu_backward) return {};
+  std::vector<double> a = values(args[0].to_tensor());
+  if (op.id == Op::gelu) {
+    for (double& v : a) v = std::fabs(v) / 2;
+    return a;
+  }
+  const std::vector<double> x = values(args[1].to_tensor());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::fabs(a[i]) * (1 + std::fabs(x[i]));
+  return a;
+}
 
 // Runs each covered row's sample call on the CPU and on `d`, and compares.
 void sweep(Device d) {
@@ -157,6 +175,7 @@ void sweep(Device d) {
         while (dev.size() < int(op.schema.args.size()) - 1) dev.push(IValue());
         dev.push(d);
       }
+      const Stack cpu_args = cpu;  // call_boxed leaves the results in its stack
       kernels::manual_seed(99);
       const std::string cpu_err = error_of([&] { call_boxed(op.id, cpu); });
       kernels::manual_seed(99);
@@ -170,7 +189,9 @@ void sweep(Device d) {
         if (op.id == Op::empty || op.id == Op::empty_strided) continue;  // uninitialised
         const bool random = op.id == Op::rand || op.id == Op::randn;     // a device's own stream, not the CPU's
         const Tensor want = random ? counters_on_host(r, op.id == Op::randn, 99, 0) : cpu[i].to_tensor();
-        EXPECT_TRUE(same(r, want, d.type == DeviceType::CUDA ? cuda_ulps(op) : 0));
+        const bool cuda = d.type == DeviceType::CUDA;
+        EXPECT_TRUE(
+            same(r, want, cuda ? cuda_ulps(op) : 0, cuda ? cancelling_magnitude(op, cpu_args) : std::vector<double>{}));
         ++compared;
       }
     }

@@ -12,6 +12,7 @@ import pytest
 import descent
 import descent.nn as nn
 import descent.nn.functional as F
+from conftest import needs_cuda
 
 # torch.nn.functional on torch.linspace(-4, 4, 9, dtype=torch.float64)
 GELU = ['-0x1.09ad7954b0000p-13', '-0x1.096697b244880p-8', '-0x1.74bcf82c9d860p-5', '-0x1.44ed0bb7cb20ap-3', '0x0.0p+0', '0x1.aec4bd120d37ep-1', '0x1.f45a183e9b13dp+0', '0x1.7f7b4cb426ddcp+1', '0x1.fffbd94a1aad4p+1']
@@ -40,7 +41,8 @@ def close(got, want, rel=1e-13):
         assert math.isclose(g, w, rel_tol=rel, abs_tol=1e-15), (got, want)
 
 
-@pytest.mark.parametrize("device", ["cpu", "sim:0"])
+# cuda: its float64 erf, tanh and exp are within 2 ulps of glibc's (Exactness::DeviceMath, ops.h), well inside rel.
+@pytest.mark.parametrize("device", ["cpu", "sim:0", pytest.param("cuda", marks=needs_cuda)])
 @pytest.mark.parametrize("name,fn,want,dwant,ddwant", [
     ("GeluBackward0", lambda x: F.gelu(x), GELU, D_GELU, DD_GELU),
     ("GeluBackward0", lambda x: F.gelu(x, approximate="tanh"), GELU_TANH, D_GELU_TANH, DD_GELU_TANH),
@@ -78,6 +80,24 @@ def test_sim_equals_the_cpu_bit_for_bit():
     x = descent.randn(257, 3)
     for f in (F.gelu, lambda t: F.gelu(t, approximate="tanh"), F.silu):
         assert f(x.to("sim:0")).cpu().tolist() == f(x).tolist()
+
+
+@needs_cuda
+def test_cuda_within_its_math_librarys_ulps():
+    """float32 on cuda:0 against the CPU: 8 ulps (kCudaMathUlps, verifier.cpp) of the result, or of its terms'
+    magnitude where they cancel (Note [Element functions that cancel]): |x| / 2, |grad| (1 + |x|)."""
+    x = descent.linspace(-6, 6, 4001)
+    g = descent.linspace(-1, 1, 4001)
+    half, grads = x.abs().double() / 2, g.abs().double() * (1 + x.abs().double())
+    for f, terms in ((F.gelu, half), (lambda t: F.gelu(t, approximate="tanh"), half), (F.silu, None),
+                     (lambda t: descent.ops.aten.gelu_backward(g.to(t.device), t), grads),
+                     (lambda t: descent.ops.aten.gelu_backward(g.to(t.device), t, approximate=1), grads),
+                     (lambda t: descent.ops.aten.silu_backward(g.to(t.device), t), grads)):
+        want, got = f(x), f(x.to("cuda")).cpu()
+        w = want.abs().double()
+        at = w if terms is None else descent.where(w > terms, w, terms)
+        ulp = (at * 2.0 ** -23).clamp(min=2.0 ** -149)
+        assert ((got.double() - want.double()).abs() <= 8 * ulp).all().item()
 
 
 def test_reduced_floats_round_once():

@@ -26,6 +26,10 @@ COVERED = sorted(k for k, op in OPS_BY_KEY.items()
                  if op["kind"] in KINDS and k not in ("index", "index_put_") and k not in LEARNER_CPU_ONLY)
 # The rows whose element function calls the math library (ops.h's Exactness::DeviceMath): within 8 ulps on CUDA.
 CUDA_ULPS = {k: 8 for k, op in OPS_BY_KEY.items() if op["exactness"] == "device_math"}
+# Whose terms cancel: 8 ulps of the larger of the result and the terms' magnitude (Note [Element functions that
+# cancel], verifier.cpp).
+CANCELLING = {"gelu": lambda x: 0.5 * np.abs(x), "gelu_backward": lambda g, x: np.abs(g) * (1 + np.abs(x)),
+              "silu_backward": lambda g, x: np.abs(g) * (1 + np.abs(x))}
 
 
 
@@ -43,15 +47,17 @@ def on(t, device):
     return t.to(device)
 
 
-def same(got, want, ulps=0):
-    """Bit for bit (any NaN equal to any NaN), or within `ulps` units in the last place of want's dtype."""
+def same(got, want, ulps=0, magnitude=None):
+    """Bit for bit (any NaN equal to any NaN), or within `ulps` units in the last place of want's dtype (of the
+    larger of want and `magnitude`, where given)."""
     assert got.shape == want.shape and got.dtype is want.dtype, (got, want)
     g, w = np.ascontiguousarray(to_np(host(got))), np.ascontiguousarray(to_np(want))
     if g.tobytes() == w.tobytes():
         return
     if ulps and w.dtype.kind == "f":
         both_nan = np.isnan(g) & np.isnan(w)
-        spacing = np.spacing(np.abs(w).astype(w.dtype))
+        at = np.abs(w) if magnitude is None else np.maximum(np.abs(w).astype(np.float64), magnitude)
+        spacing = np.spacing(at.astype(w.dtype))
         assert np.all(both_nan | (g == w) | (np.abs(g - w) <= ulps * spacing)), (g, w)
         return
     assert np.array_equal(g, w, equal_nan=w.dtype.kind == "f"), (g, w)
@@ -99,7 +105,10 @@ def test_sample_call_on_device_equals_cpu(name, dtype, device, rng):
         assert dev.shape == cpu.shape and dev.dtype is cpu.dtype
         return
     if name not in ("empty", "empty_strided") and name not in LEARNER_UNINITIALISED:  # uninitialised
-        same(dev, cpu, CUDA_ULPS.get(name, 0) if device.startswith("cuda") else 0)
+        cuda = device.startswith("cuda")
+        magnitude = CANCELLING[name](*(to_np(a).astype(np.float64) for a in args[:2 if "backward" in name else 1])) \
+            if cuda and name in CANCELLING else None
+        same(dev, cpu, CUDA_ULPS.get(name, 0) if cuda else 0, magnitude)
 
 
 # [SECTION] What a user meets ---------------------------------------------------------------

@@ -64,7 +64,9 @@ namespace descent::kernels {
 //     for expf, tanhf, sinf and cosf, 4 for powf, 1-2 in double precision
 //     (CUDA C++ Programming Guide, "Mathematical Functions"), where glibc's is under 1: the two
 //     agree within kCudaMathUlps = 8 units in the last place of the
-//     reference's value (sim:0 runs glibc's functions: bit for bit there);
+//     reference's value (sim:0 runs glibc's functions: bit for bit there),
+//     or of its terms' magnitude where they cancel (Note [Element functions
+//     that cancel]);
 //   - everything else of the reductions, products and indexing (max and
 //     max.dim with their indices, integer sums and products, index and
 //     index_put_), and the other elementwise ops: bit for bit, where any NaN
@@ -344,6 +346,23 @@ DeviceBound device_bound(const OpEntry& op, ScalarType result, Device device) {
   return DeviceBound::Exact;
 }
 
+// Note [Element functions that cancel]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// gelu is x / 2 * (1 + erf(x / sqrt 2)): for x below about -2 the sum
+// nearly cancels, and erf's own error (ulps of 1) becomes hundreds of ulps
+// of the small result; the tanh form and gelu_backward (cdf + x pdf) do the
+// same, and silu_backward's 1 + x (1 - s) cancels near x = -1.28, where
+// silu turns. The bound for them is kCudaMathUlps ulps of the larger of the
+// result and its terms' magnitude: |x| / 2 for gelu, |grad| (1 + |x|) for
+// the two backward ops. Float math on the device cannot do better than its
+// terms; the CPU and sim:0 still agree bit for bit.
+Tensor cancelling_magnitude(const OpEntry& op, const Stack& args) {
+  const auto f64 = [&](int i) { return call(Op::abs, call(Op::to, args[i].to_tensor(), ScalarType::Float64)); };
+  if (op.id == Op::gelu) return call(Op::contiguous, call(Op::mul, f64(0), scalar_tensor(Scalar(0.5))));
+  if (op.id != Op::gelu_backward && op.id != Op::silu_backward) return Tensor();
+  return call(Op::contiguous, call(Op::mul, f64(0), call(Op::add, f64(1), scalar_tensor(Scalar(1.0)))));
+}
+
 // Whether the op adds to its product and rounds once more (addmm's self,
 // linear's bias): one more rounding of the result's dtype either way.
 bool adds_after_product(const OpEntry& op) { return op.id == Op::addmm || op.id == Op::linear || op.id == Op::conv2d; }
@@ -529,18 +548,22 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
       bound =
           empty_tensor(a.sizes(), ScalarType::Float64, Device{});  // fresh: to() of a float64 `a` would be `a` itself
       const Tensor ac = call(Op::contiguous, a);
+      const Tensor terms = cancelling_magnitude(op, args);  // Note [Element functions that cancel]
+      const bool cancels = terms.defined() && terms.sizes() == ac.sizes();
       visit_dtype(a.dtype(), [&]<typename T>() {
         if constexpr (is_float_v<T>) {
           const T* ra = ac.data<T>();
+          const double* m = cancels ? terms.data<double>() : nullptr;
           double* p = bound.data<double>();
           for (int64_t i = 0; i < ac.numel(); ++i) {
             // float16 and bfloat16 are computed in float32 and rounded: 8 ulps
             // of float32 before the rounding, and the rounding may then go
             // the other way, one ulp of the dtype.
+            const double at = m ? std::max(std::fabs(double(ra[i])), m[i]) : std::fabs(double(ra[i]));
             if constexpr (is_reduced_float_v<T>)
-              p[i] = kCudaMathUlps * ulp_above(float(ra[i])) + ulp_above(ra[i]);
+              p[i] = kCudaMathUlps * ulp_above(float(at)) + ulp_above(ra[i]);
             else
-              p[i] = kCudaMathUlps * ulp_above(ra[i]);
+              p[i] = kCudaMathUlps * ulp_above(T(at));
           }
         }
       });
