@@ -154,8 +154,8 @@ LEARNER_REFERENCE = {
 
 # Their sample calls draw random numbers or leave memory unset: compared by shape (and dtype where the dtype under
 # test is theirs); test_learner_ops.py checks their values.
-LEARNER_RANDOM = {"empty_like", "new_empty", "rand_like", "randn_like", "randint_like", "randint_like.low_dtype", "uniform_", "normal_", "random_",
-                  "randint", "randint.low", "randperm", "multinomial"}
+LEARNER_RANDOM = {"empty_like", "new_empty", "rand_like", "randn_like", "randint_like", "randint_like.low_dtype",
+                  "uniform_", "normal_", "random_", "randint", "randint.low", "randperm", "multinomial"}
 LEARNER_TUPLES = {"sort", "topk"}  # (values, indices), as max.dim
 LEARNER_FLOAT_ONLY = {"log10", "log2"}
 LEARNER_UNARY_ARGS = {"clip": (-1.5, 2.5)}

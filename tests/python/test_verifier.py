@@ -70,7 +70,8 @@ def test_claims(verdicts, seed):
             assert v["claim"] == ("bound" if "packed" in ran[1] else "bit-for-bit"), v
         elif ran[1] != "optimized":
             assert v["claim"] == "single kernel", v
-        elif op["exactness"] in ("exact", "device_math") or v["dtype"] in ("bool", "int64", "uint8", "int8", "int16", "int32"):
+        elif op["exactness"] in ("exact", "device_math") or v["dtype"] in ("bool", "int64", "uint8", "int8", "int16",
+                                                                              "int32"):
             assert v["claim"] == "bit-for-bit" and v["max_abs_diff"] == 0, v
         else:
             assert v["claim"] == "bound", v

@@ -21,8 +21,9 @@ import warnings
 from .. import _C
 from . import _reduction as _Reduction
 
-__all__ = ["linear", "relu", "gelu", "silu", "mse_loss", "softmax", "log_softmax", "cross_entropy", "nll_loss", "one_hot", "sigmoid",
-           "tanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout", "embedding", "layer_norm", "conv2d", "max_pool2d"]
+__all__ = ["linear", "relu", "gelu", "silu", "mse_loss", "softmax", "log_softmax", "cross_entropy", "nll_loss",
+           "one_hot", "sigmoid", "tanh", "binary_cross_entropy", "binary_cross_entropy_with_logits", "dropout",
+           "embedding", "layer_norm", "conv2d", "max_pool2d"]
 
 linear = _C._nn.linear
 

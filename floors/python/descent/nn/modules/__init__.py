@@ -11,6 +11,6 @@ from .normalization import LayerNorm
 from .pooling import MaxPool2d
 from .sparse import Embedding
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax",
-           "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss", "NLLLoss",
-           "BCELoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d"]
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "ReLU", "GELU", "SiLU", "Sigmoid", "Tanh",
+           "Softmax", "LogSoftmax", "Dropout", "Embedding", "LayerNorm", "Flatten", "MSELoss", "CrossEntropyLoss",
+           "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d"]
