@@ -36,9 +36,11 @@ cache file that does not load or names another hash is rebuilt, and with
 no compiler (or one that fails, its message shown) the graph runs op by op
 with one warning. On sim:0 the same IR is the kernel, run by the device's
 interpreter in one launch (Note [An interpreted fused kernel on sim:0],
-floors/kernels/fused/sim_fused.h). Not fused: cuda (the graph runs op by
-op), integer dtypes, reductions that no pointwise chain feeds (Note [Fusing a
-chain into its reduction]). Where the call needs a backward, what is
+floors/kernels/fused/sim_fused.h); on cuda, CUDA C++ generated from it and
+compiled by NVRTC (Note [A fused kernel on cuda through NVRTC],
+floors/kernels/fused/cuda_fused.h). Not fused: reductions on cuda, integer
+dtypes, reductions that no pointwise chain feeds (Note [Fusing a chain into
+its reduction]). Where the call needs a backward, what is
 fused are AOT autograd's forward and backward graphs (Note [Partitioning
 the joint graph], aot.py), never a graph replayed through autograd, since a
 fused kernel records no autograd node.
@@ -105,9 +107,10 @@ def compile_graph(gm, example_inputs, owner=None):
 
 
 def _compile_on_device(gm, device, owner):
-    """The graph's groups as kernels of `device`: interpreted programs on sim:N (device_kernel.py); a group the
-    device refuses runs op by op, its reason noted."""
-    from .device_kernel import build_sim_kernel as build
+    """The graph's groups as kernels of `device`: interpreted programs on sim:N, NVRTC's on cuda:N
+    (device_kernel.py); a group the device refuses runs op by op, its reason noted."""
+    from .device_kernel import build_cuda_kernel, build_sim_kernel
+    build = build_cuda_kernel if device.startswith("cuda") else build_sim_kernel
     kernels, notes = [], []
     for group in groups_of(gm.graph, device):
         try:

@@ -38,10 +38,15 @@ def _dtype_name(d):
 
 
 def _device_fuses(d):
-    """The CPU (generated C++) and sim:N (the interpreted program: Note [An interpreted fused kernel on sim:0],
-    floors/kernels/fused/sim_fused.h)."""
+    """The CPU (generated C++), sim:N (the interpreted program: Note [An interpreted fused kernel on sim:0],
+    floors/kernels/fused/sim_fused.h) and cuda:N where this build has NVRTC (Note [A fused kernel on cuda
+    through NVRTC], floors/kernels/fused/cuda_fused.h)."""
     d = str(d)
-    return d == "cpu" or d.startswith("sim")
+    return d == "cpu" or d.startswith("sim") or (d.startswith("cuda") and _cuda_fuses())
+
+
+def _cuda_fuses():
+    return descent._C._fused_cuda_built() and descent.cuda.is_available()
 
 
 def _fusible(node):
@@ -197,7 +202,9 @@ def groups_of(graph, device="cpu"):
     def fusible(node):
         return _fusible(node) and on_device(node)
 
-    def reduction(node):
+    def reduction(node):  # not on cuda: the chain before one is a kernel, eager's reduction follows it
+        if device.startswith("cuda"):
+            return None
         return reduction_of(node) if node.op == "call_function" and on_device(node.args[0]) else None
 
     def close():

@@ -181,7 +181,7 @@ class FusedProgram:
                 if k.backend == "cpp":
                     body.append(f"    p = {bind(k.ptr_array, 'P')}({ptrs})")
                     run = f"launch({kn}, p, {k.numel})"
-                else:  # a device's kernel: one launch on its current stream (device_kernel.py, cuda_kernel.py)
+                else:  # a device's kernel: one launch on its current stream (device_kernel.py)
                     body.append(f"    p = ({ptrs},)")
                     run = f"{bind(k.launch, 'LAUNCH')}(p)"
                 label = bind(f"fused kernel {k.hash[:12]}: {len(k.group)} ops, {k.numel} elements", "L")
