@@ -128,9 +128,12 @@ PyObject* key_set_has(PyObject* self, PyObject* key) {
   const DispatchKey k = key_of(key);
   const DispatchKeySet ks = key_set_of(self);
   if (!is_alias(k)) return PyBool_FromLong(ks.has(k));
-  for (int r = 1; r <= kNumRuntimeKeys; ++r)
-    if (alias_runtime_keys(k).has(DispatchKey(r)) && ks.has(DispatchKey(r))) Py_RETURN_TRUE;
-  Py_RETURN_FALSE;
+  // c10's has_any of the alias's functionalities: inference mode's exclude set, the Autograd bit alone,
+  // has Autograd and not AutogradCPU, as torch's.
+  const DispatchKeySet backends = DispatchKeySet::backend(BackendComponent::CPU) |
+                                  DispatchKeySet::backend(BackendComponent::CUDA) |
+                                  DispatchKeySet::backend(BackendComponent::Sim);
+  return PyBool_FromLong(((ks & alias_runtime_keys(k)).repr() & ~backends.repr()) != 0);
   DESCENT_PY_CATCH(nullptr)
 }
 PyObject* key_set_add(PyObject* self, PyObject* key) {

@@ -10,11 +10,14 @@
 // print what torch._C's print, for descent's keys, which are a subset of
 // c10's (floors/core/dispatch_key.h). Where the subset shows: the default
 // exclude set is "AutocastCPU, AutocastCUDA, AutocastSim" (c10 has ten
-// Autocast keys, AutocastMTIA to AutocastPrivateUse1), and inference mode
-// excludes "AutogradCPU, AutogradCUDA, AutogradSim" (c10 excludes the
-// Autograd functionality with no backend, which prints as nothing, and
-// AutogradOther and AutogradNestedTensor, which descent has not: torch
-// prints "AutogradOther, AutogradNestedTensor, AutocastCPU, ...").
+// Autocast keys, AutocastMTIA to AutocastPrivateUse1). Inference mode
+// excludes what c10's does, the Autograd functionality bit with no backend
+// bit (dispatcher.cpp's set_inference_mode), which removes every backend's
+// Autograd key from a call and prints as nothing, so the exclude set prints
+// as the default one; c10 also excludes AutogradOther and
+// AutogradNestedTensor, which descent has not: torch prints "AutogradOther,
+// AutogradNestedTensor, AutocastCPU, ...". As in torch, the set then has()
+// DispatchKey.Autograd (the alias) and not AutogradCPU.
 #include "floors/binding/binding.h"
 
 namespace descent::binding {

@@ -266,7 +266,10 @@ void set_inference_mode(bool enabled) {
   LocalKeys& local = local_keys();
   local.included =
       enabled ? local.included.remove(DispatchKey::ADInplaceOrView) : local.included.add(DispatchKey::ADInplaceOrView);
-  local.excluded = enabled ? local.excluded | kAutogradKeys : local.excluded - kAutogradKeys;
+  // c10's autograd_dispatch_keyset: the Autograd functionality bit with no backend bit, which removes
+  // every backend's Autograd key from a call (Note [The thread's key sets as descent prints them]).
+  const DispatchKeySet autograd = DispatchKeySet::functionality(Functionality::AutogradFunctionality);
+  local.excluded = enabled ? local.excluded | autograd : local.excluded - autograd;
 }
 InferenceMode::InferenceMode(bool enabled) : saved_state_(autograd_state()), saved_keys_(local_keys()) {
   set_inference_mode(enabled);
