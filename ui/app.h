@@ -1,18 +1,17 @@
 // The app: what every panel reads and writes, and the panels themselves.
 //
-// [SECTION] Options (the command line)
-// [SECTION] The loaded call
 // [SECTION] App state
-// [SECTION] The building's layout (building_layout.cpp)
 // [SECTION] The App
 // [SECTION] Running the user's code (runner.cpp)
 // [SECTION] Panels (one file each)
-// [SECTION] Theme
 //
 // The app owns no runtime logic: it runs code through the embedded `descent`
 // package (python_bridge.h) and reads the trace::Trace objects it returns.
 // Each panel is a function of the App, drawn into the rectangle the layout
-// (frame.cpp) gives it.
+// (frame.cpp) gives it. What the App holds that has no need of it lives in
+// headers of its own: the command line (options.h), the call on screen
+// (loaded.h), the building's layout (building_layout.h), fitted texts
+// (text_fit.h), colours and texts (theme.h).
 #pragma once
 
 #include <imgui.h>
@@ -26,77 +25,24 @@
 #include <vector>
 
 #include "tracer/trace.h"
+#include "ui/building_layout.h"
 #include "ui/explain.h"
 #include "ui/graph.h"
 #include "ui/layout.h"
 #include "ui/lesson.h"
+#include "ui/loaded.h"
 #include "ui/memory_model.h"
 #include "ui/models.h"
 #include "ui/navigate.h"
+#include "ui/options.h"
 #include "ui/playback.h"
 #include "ui/story.h"
 #include "ui/streams_model.h"
+#include "ui/text_fit.h"
+#include "ui/theme.h"
 #include "ui/timeline_index.h"
 
 namespace descent::ui {
-
-// [SECTION] Options (the command line) ----------------------------------------
-
-struct Options {
-  std::string code;                 // --code: Python to run and trace
-  std::string trace_file;           // --trace: a descent or Chrome JSON file to open
-  std::string compare_file;         // --compare: PyTorch's Chrome trace of the same line
-  std::string screenshot;           // --screenshot: render once to this PNG and exit
-  std::string state_file;           // --state: write the app's state as JSON here
-  int step = -1;                    // --step: start at this step
-  int width = 1600, height = 1000;  // --size WxH
-  bool presenter = false;           // --presenter
-  int repeat = 1;                   // --repeat: run the code N times (warm medians)
-  int bench_frames = 0;             // --bench-frames N: play N frames, print frame times, exit
-  bool bench_pan = false;           // --bench-pan: while benchmarking, pan and zoom the timeline each frame
-  bool bench_jump = false;          // --bench-jump: while benchmarking, open a far step each frame
-  bool redraw_full = false;         // --redraw full: draw every frame whole (Note [Redrawing only what changed])
-  int frames = 3;                   // --frames N: frames drawn before a screenshot
-  bool play = false;                // --play: play from the start step (headless: 1/30 s a frame)
-  std::string panel;          // --panel: the tab shown on the right (detail, memory, compare, graph, streams, notes)
-  bool fold_helpers = false;  // --fold-helpers: the beginner's story (Note [The beginner's story])
-  std::string note;           // --note: open the Notes tab on this Note
-  double timeout_s = 60;      // --timeout: headless, the code's run stops after this many seconds (exit 124)
-  bool expect_error = false;  // --expect-error: headless, the code raising is what is expected (exit 0)
-  bool bench_stop = false;    // --bench-stop: benchmark frames while the code runs, then Stop it (bench_app.py)
-  std::string lesson;         // --lesson NAME: open this lesson (its name, number or file)
-  int lesson_step = 1;        // --lesson-step K: at its step K (from 1)
-  std::vector<std::string> answers;  // --answer A (repeatable): answer the step's questions in order
-  std::string check_file;            // --check FILE.py: check this code as the step's exercise
-  float zoom = 0;                    // --zoom F: the type's zoom (0: the remembered one; headless, 1)
-};
-
-// Parses argv; on a bad argument returns false with `error` set.
-bool parse_options(int argc, char** argv, Options& out, std::string& error);
-
-// [SECTION] The loaded call ------------------------------------------------------
-
-// The allocators' numbers at one moment (before or after the call).
-struct MemoryStats {
-  bool valid = false;
-  int64_t allocated_bytes = 0, peak_allocated_bytes = 0, num_allocs = 0, num_frees = 0;
-};
-
-// What is on screen: a trace, where it came from, and what running it printed.
-struct Loaded {
-  std::shared_ptr<const trace::Trace> trace;  // never null once loaded
-  std::string label;                          // the code, or the file name
-  std::string output;                         // what the code printed (and its echoed value)
-  std::string error;                          // the exception the code raised, if any
-  MemoryStats before, after;                  // the CPU allocator's
-  std::vector<DeviceMemory> devices;          // each device's caching allocator around the call (none from a file)
-  std::string lesson;                         // a lesson request's reply (JSON, descent._app.lesson); "" for a run
-  std::string code;  // the code that made it, when it can be run again ("" for a file or a lesson)
-  // The call as the panels read it (models.h), built by prepare_loaded on the
-  // thread that made the trace (a million spans take a while: never on the
-  // window's thread when it can be helped); show_loaded builds them when missing.
-  std::optional<TraceModels> models;
-};
 
 // [SECTION] App state --------------------------------------------------------------
 
@@ -140,121 +86,6 @@ struct Running {
   bool lesson = false;   // a lesson request (lesson.h), not the user's code
 };
 
-// A text and the width it was given on screen, for the state dump: issue 23,
-// readable on a projector (a tab's label, a floor's decision line). `shown`
-// is what was drawn (shortened at a word, with "...", where the space is
-// short); clipped: something drawn is wider than the space it was given.
-struct TextFit {
-  std::string text, shown;
-  float width = 0, given = 0;  // pixels: the widest line drawn, and the space for it
-  bool shortened = false;      // `shown` leaves words out (the full text is a hover away)
-  bool clipped() const { return width > given + 0.5f; }
-};
-
-// A text in at most `max_lines` lines of `width` pixels, broken at spaces;
-// past them the last line ends with " ..." after a whole word: never cut
-// mid-word (text_fit.cpp). The panels show `shown` and the full text on
-// hover when `shortened`.
-TextFit fit_text(const std::string& text, float width, int max_lines);
-int lines_of(const TextFit& fit);
-
-// A text a panel drew, as fitted, for the state dump (App::texts_drawn).
-struct DrawnText {
-  const char* panel = "";  // "graph", "streams", "memory", "timeline", ...
-  TextFit fit;
-};
-
-// [SECTION] The building's layout (building_layout.cpp) ----------------------------
-
-// The building as laid out at a step: where each floor's band, label and
-// text go, what the device strip shows and where, and where the token is.
-// Computed from the App (its story, playback, streams) and the font's
-// measures, without drawing: the building panel draws it, and the state
-// dump reports it (the rectangles, the decision lines as fitted, the strip).
-
-// A text fitted to its space (at word boundaries) and where its first line goes.
-struct PlacedText {
-  enum Ink { Main, Quiet, Muted };  // the floor's ink; the same on a lit floor, grey elsewhere; always grey
-  TextFit fit;
-  ImVec2 at;
-  Ink ink = Main;
-};
-
-struct FloorLayout {
-  FloorView view;     // the floor at the step (story.h)
-  ImVec4 rect{};      // the band: x0, y0, x1, y1 in pixels
-  std::string label;  // "3  dispatch", at label_at
-  ImVec2 label_at;
-  ImVec4 text_rect{};             // the space for its text, right of the shaft (clipped to it)
-  std::vector<PlacedText> texts;  // the name and times, the decision, the count; or the skip reason
-  std::string decision;           // the decision line ("" for a skipped floor)
-  TextFit decision_fit;           // the decision line (or the skip reason) as fitted
-  std::string full;               // everything it would say, shown on hover when `shortened`
-  bool shortened = false;
-};
-
-// A stream of the device strip: its label, its shaft, its work as boxes.
-struct StripLane {
-  struct Box {
-    std::string text;  // "running add_float32", "queued fill_float32"
-    ImVec2 p0, p1, text_at;
-    bool running = false;
-  };
-  std::string label;
-  ImVec2 label_at;
-  ImVec4 shaft{};          // the lane's piece of the shaft
-  std::vector<Box> boxes;  // the running work first, then its queue
-  bool echo = false;       // the token's echo: the running kernel, on the device's clock
-  ImVec2 echo_centre;
-  float echo_radius = 0;
-  std::string done;  // "done: 3" ("" when nothing is done or there is no room)
-  ImVec2 done_at;
-};
-
-// The basement under floor 8 (a call on a device): the streams at the
-// playback's moment and a line saying what the device is doing.
-struct DeviceStripLayout {
-  bool shown = false;
-  ImVec4 rect{};  // zero when not shown
-  std::vector<StripLane> lanes;
-  std::string text;   // "2 queued, not started yet; the host has moved on"
-  std::string title;  // "the device, on its own clock: " + text
-  TextFit title_fit;  // the title in the strip's one line
-  ImVec2 title_at;
-  std::vector<std::string> echoes;  // the kernels shown running
-  // While the host waits on the streams floor (.item(), synchronize): a
-  // bracket from that floor's middle down to the strip.
-  bool host_waits = false;
-  float bracket_x = 0, bracket_top = 0, bracket_bottom = 0;
-};
-
-struct TokenLayout {
-  bool shown = false;  // (no steps: no token)
-  ImVec2 centre;       // between this step's floor and the next one's, as far as the playback has moved
-  float radius = 0;
-  trace::Floor floor = trace::Floor::Python;  // its ring's colour: the floor of the step
-  bool down = true;                           // which way the call is going (the arrow)
-};
-
-struct BuildingLayout {
-  static constexpr float kMarginPx = 14.0f;  // right edge of each band: no text, the floor's colour only
-  ImVec2 origin, size;                       // the panel's content
-  float line_h = 0, roof = 0, band_h = 0;
-  float x_shaft = 0, shaft_w = 0, x_text = 0, x_end = 0;
-  std::string roof_text;  // the line of Python being told, and its result once back up
-  TextFit roof_fit;       // as fitted to the roof's width
-  ImVec2 roof_text_at;
-  std::array<FloorLayout, kBuildingFloors + 1> floors;  // 1..8
-  DeviceStripLayout strip;
-  TokenLayout token;
-  // The middle of floor f's band, where the token rides.
-  float floor_middle(int f) const { return origin.y + roof + (static_cast<float>(f) - 0.5f) * band_h; }
-};
-
-// Lays the building out in the rectangle at `origin` of `size` pixels, in the current font.
-struct App;
-BuildingLayout layout_building(const App& app, ImVec2 origin, ImVec2 size);
-
 // [SECTION] The App ------------------------------------------------------------------
 
 struct App {
@@ -288,6 +119,9 @@ struct App {
   int leave_console_frames = 0;   // after Escape: frames in which the prompt is made to let go
   bool console_has_keys = false;  // whether the prompt had the keyboard in the last frame
   bool console_scroll = false;    // scroll to the newest line on the next frame
+  // The presenter's console (F2 in presenter mode, panel_console.cpp): the
+  // same prompt and lines in large type; while it is shown every key is its.
+  bool presenter_console = false;
 
   // Timeline view: the visible window on the trace's clock, in ns.
   double view_start_ns = 0, view_end_ns = 1;
@@ -360,9 +194,6 @@ struct App {
   int64_t now_ns() const { return time_at(story, play.position); }
 };
 
-// Builds `l`'s models (models.h); touches no App, so it runs on any thread
-// (the Python thread, after a run).
-void prepare_loaded(Loaded& l);
 // Shows `l`: the App takes its models (built here when `l` came without),
 // and the playback and the timeline view are reset to the new call.
 void show_loaded(App& app, Loaded l);
@@ -419,35 +250,12 @@ void open_note(App& app, const std::string& name);       // panel_notes.cpp: sho
 const Explanation& current_explanation(App& app);        // panel_detail.cpp: the current span's (cached)
 void draw_console(App& app, ImVec2 pos, ImVec2 size);    // panel_console.cpp: the Python prompt
 void console_submit(App& app, const std::string& line);  // panel_console.cpp: run one typed statement
-void handle_keys(App& app);                              // panel_toolbar.cpp: one key per action
-std::string step_label(const App& app);                  // panel_toolbar.cpp: "12 / 30  floor 3, down into aten::add"
-void jump(App& app, JumpKind kind, bool forward);        // panel_search.cpp: to the next/previous step of a kind
-void search_next(App& app, bool forward);                // panel_search.cpp: to the next/previous span named the search
-void open_search(App& app);                              // panel_search.cpp: Ctrl+F
-void draw_search(App& app, ImVec2 pos);                  // panel_search.cpp: the search field, when open
-
-// text_fit.cpp: a text fitted to its space (fit_text), drawn, and recorded in
-// app.texts_drawn under `panel`. draw_fitted draws into a box of the panel's
-// own from `at`, `width` pixels wide; text_fitted is an ImGui text item in the
-// space left on its line (a table's cell), whole on hover when shortened.
-TextFit draw_fitted(App& app, const char* panel, ImDrawList* dl, ImVec2 at, float width, ImU32 col,
-                    const std::string& text, int max_lines = 1);
-void text_fitted(App& app, const char* panel, const std::string& text, int max_lines = 1);
-void record_text(App& app, const char* panel, const TextFit& fit);
-
-// [SECTION] Theme -----------------------------------------------------------------
-
-// Each floor's colour (the device's own row shares the launch floor's hue; None is grey).
-ImU32 floor_color(trace::Floor floor, float alpha = 1.0f);
-ImVec4 floor_color_vec(trace::Floor floor);
-const char* floor_title(int floor);  // "Python", "binding", ... as the building labels them
-// 850 ns, 12.3 us: trace::format_duration.
-std::string duration_text(int64_t ns);
-// An argument's value as text.
-std::string arg_text(const trace::ArgValue& v);
-// The explanation of a floor from assets/floors/<n>.txt (a clear message when missing).
-const std::string& floor_explanation(int floor);
-// The directory of the app's assets (DESCENT_ASSETS, else the source tree's assets/).
-std::string assets_dir();
+void draw_presenter_console(App& app, ImVec2 pos, ImVec2 size);  // panel_console.cpp: the same, in large type
+void handle_keys(App& app);                                      // panel_toolbar.cpp: one key per action
+std::string step_label(const App& app);            // panel_toolbar.cpp: "12 / 30  floor 3, down into aten::add"
+void jump(App& app, JumpKind kind, bool forward);  // panel_search.cpp: to the next/previous step of a kind
+void search_next(App& app, bool forward);          // panel_search.cpp: to the next/previous span named the search
+void open_search(App& app);                        // panel_search.cpp: Ctrl+F
+void draw_search(App& app, ImVec2 pos);            // panel_search.cpp: the search field, when open
 
 }  // namespace descent::ui

@@ -32,17 +32,9 @@ float ease(float x) { return x * x * (3 - 2 * x); }  // smoothstep
 
 // [SECTION] What a floor says -------------------------------------------------------------
 
-// Every time says whether it is cold (a first call: Note [Cold and warm
-// times] in story.h) or a warm median.
-std::string timing_line(const App& app, size_t span) {
-  const Timing t = timing_of(app.story, span);
-  const std::string times = duration_text(t.inclusive_ns) + " inclusive, " + duration_text(t.self_ns) + " self";
-  if (t.warm_samples > 0) {
-    return "warm " + times + "  (median of " + std::to_string(t.warm_samples) +
-           (t.cold_known ? "; cold first call " + duration_text(t.cold_inclusive_ns) : std::string()) + ")";
-  }
-  return "cold " + times;
-}
+// Every time says whether it is cold or warm, by the one rule every view
+// takes (timing_of and timing_text: Note [Cold and warm times] in story.h).
+std::string timing_line(const App& app, size_t span) { return timing_text(timing_of(app.story, span)); }
 
 std::string decisions_line(const trace::Span& sp) {
   std::string s;
@@ -58,9 +50,12 @@ std::string decisions_line(const trace::Span& sp) {
 // [SECTION] The floors ------------------------------------------------------------------------
 
 // A floor the call reaches: what it did, in the lines its band has. The
-// decision first: a band of one line shows it alone (the name and the times
-// are a hover away), of two the name (with the times if they fit) above it,
-// of three or more the name, the times, then the decision.
+// span's name and a time come first, on every band, however short (a
+// projector's 720 lines give a floor one line in presenter mode, two in a
+// window): a band of one line shows the name and the inclusive time ("aten::add
+// 219 us"), of two the name and the times above the decision, of three or
+// more the name, the times, then the decision. What does not fit is a hover
+// away.
 void lay_out_span_text(const App& app, FloorLayout& fl, int lines, float y) {
   const FloorView& v = fl.view;
   const float width = fl.text_rect.z - fl.text_rect.x, x = fl.text_rect.x, line_h = ImGui::GetTextLineHeight();
@@ -72,36 +67,47 @@ void lay_out_span_text(const App& app, FloorLayout& fl, int lines, float y) {
   std::string d = device_decision(app.trace(), app.streams, v.span);
   if (d.empty()) d = decisions_line(sp);
   std::string timing = timing_line(app, v.span);
+  std::string short_time = duration_text(timing_of(app.story, v.span).lead_inclusive_ns());
   // A lesson's question waits for its answer: what lies ahead (a span's
   // name, its decisions) is not given away (Note [Lessons in the app]).
   if (v.state == FloorState::Ahead && question_waits(app)) {  // on every tab
     head = "next: ?";
     timing.clear();
+    short_time.clear();
     d = "(answer the Lesson tab's question first)";
   }
-  const int d_lines = d.empty() ? 0 : lines >= 3 ? lines - 2 : 1;
+  const int d_lines = d.empty() || lines == 1 ? 0 : lines >= 3 ? lines - 2 : 1;
   const int head_lines = lines - d_lines;
   auto place = [&](TextFit fit, PlacedText::Ink ink) {  // then y is under it
     const int n = lines_of(fit);
     fl.texts.push_back({std::move(fit), ImVec2(x, y), ink});
     for (int k = 0; k < n; ++k) y += line_h;
   };
-  fl.shortened = head_lines == 0;
+  // The name and as much of the time as fits beside it: the whole timing
+  // line, else the inclusive time, else (a long name) the name without its
+  // "aten::" with the inclusive time.
+  auto name_and_time = [&] {
+    TextFit h = fit_text(timing.empty() ? head : head + "   " + timing, width, 1);
+    if (!h.shortened) return h;
+    fl.shortened = true;
+    TextFit s = fit_text(short_time.empty() ? head : head + "  " + short_time, width, 1);
+    const size_t ns = head.find("::");
+    if (s.shortened && ns != std::string::npos && !short_time.empty())
+      s = fit_text(head.substr(0, head.rfind(' ', ns) + 1) + head.substr(ns + 2) + "  " + short_time, width, 1);
+    return s;
+  };
   if (head_lines == 1) {
-    TextFit h = fit_text(head + "   " + timing, width, 1);
-    fl.shortened = h.shortened;
-    if (h.shortened) h = fit_text(head, width, 1);  // no room for the times beside it
-    place(std::move(h), PlacedText::Main);
-  } else if (head_lines >= 2) {
+    place(name_and_time(), PlacedText::Main);
+  } else {
     TextFit h = fit_text(head, width, 1), t = fit_text(timing, width, 1);
     fl.shortened = h.shortened || t.shortened;
     place(std::move(h), PlacedText::Main);
     place(std::move(t), PlacedText::Quiet);
   }
   fl.decision = d;
-  fl.decision_fit = fit_text(d, width, d_lines);
-  if (!d.empty()) place(fl.decision_fit, PlacedText::Quiet);
-  fl.shortened = fl.shortened || fl.decision_fit.shortened;
+  fl.decision_fit = fit_text(d, width, std::max(1, d_lines));  // (the state dump's, when the band has no room)
+  if (!d.empty() && d_lines > 0) place(fl.decision_fit, PlacedText::Quiet);
+  fl.shortened = fl.shortened || fl.decision_fit.shortened || (d_lines == 0 && !d.empty());
   if (v.spans_in_call > 1 && y + line_h <= fl.rect.w) {
     TextFit n;
     n.text = n.shown = std::to_string(v.spans_in_call) + " spans on this floor in this call";

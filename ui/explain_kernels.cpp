@@ -5,6 +5,7 @@
 // [SECTION] Floor 5: kernels
 // [SECTION] Floor 6: the allocators
 #include "ui/explain_span.h"
+#include "ui/models.h"
 #include "ui/roofline.h"
 
 namespace descent::ui::explaining {
@@ -58,9 +59,8 @@ void roofline_sentences(Explanation& e, const At& a) {
     s += " and did no arithmetic";
   }
   s += " in " + time +
-       (p.on_device_clock
-            ? std::string(" on the device's clock (its kernels' spans)")
-            : std::string(p.warm ? " (the warm median" : " (a first call") + ", the kernel span's inclusive time)") +
+       (p.on_device_clock ? std::string(" on the device's clock (its kernels' spans)")
+                          : " (" + time_source(timing_of(a.s, a.i)) + ", the kernel span's inclusive time)") +
        ": " + si_text(p.bytes_per_s(), "B/s") + (p.flops > 0 ? ", " + si_text(p.flops_per_s(), "FLOP/s") : "") + ".";
   say(e, s);
   char ridge[32];
@@ -195,7 +195,12 @@ Explanation kernel_span(const At& a) {
         "broadcast, a dtype the op refuses, a number that does not fit.");
     note(e, "Explaining a span");
     note(e, "Type promotion");
-    pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::build: the checks before the loop");
+    // The op's own check where PyTorch has one (mm's meta function), TensorIterator's for an elementwise op
+    // (Note [PyTorch's place for a failed check], models.cpp).
+    if (const PyTorchCheck c = pytorch_check_of(a.sp.name, ""); !c.file.empty())
+      e.pytorch.push_back({c.file, c.function + ": " + c.what});
+    else
+      pytorch(e, "aten/src/ATen/TensorIterator.cpp", "TensorIteratorBase::build: the checks before the loop");
     return e;
   }
   if (starts_with(variant, "view")) {

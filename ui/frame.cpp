@@ -19,6 +19,8 @@ namespace descent::ui {
 
 namespace {
 
+constexpr float kPresenterConsoleShare = 0.36f;  // of the window under the toolbar, for the presenter's console
+
 // [SECTION] Borders --------------------------------------------------------------------
 
 // A border between two panels that the mouse can drag: `*share` is the
@@ -159,10 +161,20 @@ void draw_frame(App& app, ImFont* font) {
   draw_toolbar(app, ImVec2(0, 0), ImVec2(d.x, bar));
   const float body = d.y - bar;
   if (app.presenter) {
-    // A lesson's text shares the projector evenly with the building.
+    // A lesson's text shares the projector evenly with the building; the
+    // presenter's console (F2), when shown, runs across the bottom
+    // (Note [The presenter's console], panel_console.cpp).
     const float left = d.x * (app.right_tab == RightTab::Lesson ? 0.52f : 0.60f);
-    draw_building(app, ImVec2(0, bar), ImVec2(left, body));
-    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body));
+    const float console_h = app.presenter_console ? std::round(body * kPresenterConsoleShare) : 0.0f;
+    draw_building(app, ImVec2(0, bar), ImVec2(left, body - console_h));
+    draw_right_tabs(app, ImVec2(left, bar), ImVec2(d.x - left, body - console_h));
+    if (app.presenter_console) {
+      draw_presenter_console(app, ImVec2(0, bar + body - console_h), ImVec2(d.x, console_h));
+    } else {
+      app.focus_console = false;
+      app.leave_console_frames = 0;
+      app.console_has_keys = false;
+    }
   } else {
     // The borders can be dragged, and the timeline and the console hidden
     // (Note [The remembered layout]). A lesson's text needs the height: with

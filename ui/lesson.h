@@ -108,6 +108,11 @@ struct LessonView {
   int scroll_to = -1;             // bring this question into view next frame (kScrollTo* for the others)
   size_t parked_step = SIZE_MAX;  // where park_for_step left the token (question_waits keeps it there or before)
   static constexpr int kScrollToTop = -2, kScrollToExercise = -3;
+  // The waiting question, pinned under the step (panel_lesson.cpp): its
+  // height last frame, and where it was drawn and seen (x0, y0, x1, y1).
+  float question_h = 0;
+  std::vector<std::string> prose_lines;  // the step's prose as drawn, line by line (markdown.h), for the state dump
+  float question_rect[4] = {0, 0, 0, 0}, question_clip[4] = {0, 0, 0, 0};
 
   bool open() const { return step >= 0; }
   // A question is waiting for its answer: what the trace would give away

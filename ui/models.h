@@ -13,6 +13,8 @@
 // (memory_model.h).
 #pragma once
 
+#include <array>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,42 @@ struct TraceModels {
   std::vector<std::pair<size_t, size_t>> flows;  // Trace::flows as (from, to) span indices: the timeline's arrows
   AutogradGraph graph;                           // the nodes the floor-4 spans recorded: the Autograd graph tab
 };
+
+// [SECTION] The compare view's model (panel_compare.cpp) --------------------------------
+
+// A floor of a trace as the compare view lists it: its spans, their self time,
+// and every op (distinct name) on it with how many times it ran, in order of
+// first appearance. In PyTorch's profile every aten op that calls no other op
+// also counts a kernel on floor 5, named "aten::add's kernel", with no event of
+// its own (Note [Placing PyTorch's events on floors], tracer/load_chrome.cpp).
+struct FloorOps {
+  int spans = 0;
+  int64_t self_ns = 0;
+  std::vector<std::pair<std::string, int>> ops;  // name, calls
+  bool within_dispatch = false;                  // PyTorch's kernels: inside floor 3's self time
+};
+std::array<FloorOps, 10> floor_ops(const trace::Trace& t, bool kineto);
+
+// Where a call that raised stopped: the deepest span on the last path of the
+// last call the story tells (the statement that raised), leaving out the
+// allocator's frees of the unwinding; its floor (1..8) and its op, and the
+// exception's last line ("RuntimeError: mat1 and mat2 shapes ..."). None
+// (span SIZE_MAX) when `error` is empty.
+struct RaisedAt {
+  size_t span = SIZE_MAX;
+  int floor = 0;
+  std::string op;       // the span's name ("aten::mm"; the statement for floor 1)
+  std::string message;  // the exception's last line
+};
+RaisedAt raised_at(const Story& s, const std::string& error);
+
+// PyTorch's source for the check that raised `message` in `op` (Note
+// [PyTorch's place for a failed check]): file, function, and what it checks.
+// Empty `file` when it is not known.
+struct PyTorchCheck {
+  std::string file, function, what;
+};
+PyTorchCheck pytorch_check_of(const std::string& op, const std::string& message);
 
 // All of them, for `t` (which they point into: it outlives them).
 TraceModels build_models(const trace::Trace& t, bool fold_helpers);

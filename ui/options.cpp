@@ -1,9 +1,12 @@
 // The app's command line.
+#include "ui/options.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "ui/app.h"
+#include "ui/layout.h"
+#include "ui/notes.h"
 
 namespace descent::ui {
 
@@ -17,6 +20,7 @@ constexpr const char* kUsage =
     "                   [--play] [--frames N] [--redraw full|damaged] [--timeout SECONDS] [--expect-error]\n"
     "                   [--zoom F] [--fold-helpers] [--bench-stop] [--lesson NAME [--lesson-step K] [--answer A]... "
     "[--check FILE.py]]\n"
+    "                   [--answers-from DIR]\n"
     "headless (--screenshot): --timeout stops the code after SECONDS (default 60; exit 124); the code\n"
     "raising exits 1 unless --expect-error; a trace file that cannot be opened exits 2";
 
@@ -70,21 +74,23 @@ Parsed as_switch(const std::string& a, Options& o) {
 // What to show and where: the code, the files, the panel, the Note, the lesson.
 Parsed as_source(Args& in, Options& o) {
   const std::string& a = in.a;
-  std::string* text = a == "--code"         ? &o.code
-                      : a == "--trace"      ? &o.trace_file
-                      : a == "--compare"    ? &o.compare_file
-                      : a == "--screenshot" ? &o.screenshot
-                      : a == "--state"      ? &o.state_file
-                      : a == "--lesson"     ? &o.lesson
-                      : a == "--check"      ? &o.check_file
-                                            : nullptr;
-  const char* what = a == "--code"         ? "Python code"
-                     : a == "--trace"      ? "a trace file"
-                     : a == "--compare"    ? "a Chrome trace file"
-                     : a == "--screenshot" ? "a PNG path"
-                     : a == "--state"      ? "a JSON path"
-                     : a == "--lesson"     ? "a lesson's name or number (descent lesson lists them)"
-                                           : "a Python file";
+  std::string* text = a == "--code"           ? &o.code
+                      : a == "--trace"        ? &o.trace_file
+                      : a == "--compare"      ? &o.compare_file
+                      : a == "--screenshot"   ? &o.screenshot
+                      : a == "--state"        ? &o.state_file
+                      : a == "--lesson"       ? &o.lesson
+                      : a == "--check"        ? &o.check_file
+                      : a == "--answers-from" ? &o.answers_from
+                                              : nullptr;
+  const char* what = a == "--code"           ? "Python code"
+                     : a == "--trace"        ? "a trace file"
+                     : a == "--compare"      ? "a Chrome trace file"
+                     : a == "--screenshot"   ? "a PNG path"
+                     : a == "--state"        ? "a JSON path"
+                     : a == "--lesson"       ? "a lesson's name or number (descent lesson lists them)"
+                     : a == "--answers-from" ? "the folder the class's answers are written to"
+                                             : "a Python file";
   const char* v = nullptr;
   if (text) {
     if (!(v = in.value(what))) return Parsed::Bad;

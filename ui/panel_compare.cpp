@@ -7,55 +7,23 @@
 #include <set>
 
 #include "ui/app.h"
+#include "ui/models.h"
 
 namespace descent::ui {
 
 namespace {
 
-struct FloorSummary {
-  int spans = 0;
-  int64_t self_ns = 0;
-  std::vector<std::string> names;  // distinct, in order of appearance, a few
-  bool within_dispatch = false;    // PyTorch's kernels: no event of their own, inside floor 3's self time
-};
+const ImVec4 kRaisedInk{1.0f, 0.45f, 0.4f, 1.0f};  // the floor that raised, and the error
+constexpr ImU32 kRaisedRow = IM_COL32(230, 70, 60, 60);
 
-constexpr size_t kNamesShown = 4;
+constexpr size_t kOpsShown = 6;  // ops listed in a floor's cell before "+N more"
 
-// Each floor's spans, self time and first names. In PyTorch's profile every
-// aten op on the CPU is a call the dispatcher routed (floor 3) to a kernel
-// (floor 5) that Kineto records no event for; an op that calls no other op
-// (aten::to calls _to_copy, which calls copy_) did its work in that kernel,
-// and it is counted on floor 5, its time inside the op's self time on floor 3
-// (Note [Placing PyTorch's events on floors], tracer/load_chrome.cpp).
-std::array<FloorSummary, 10> summarize(const trace::Trace& t, bool kineto) {
-  std::array<FloorSummary, 10> out;
-  const Story s = build_story(t);  // for self times
-  std::set<uint64_t> calls_ops;    // the dispatcher calls that call another
-  for (const trace::Span& sp : t.spans)
-    if (sp.floor == trace::Floor::Dispatch && sp.parent != 0) calls_ops.insert(sp.parent);
-  auto name = [](FloorSummary& fs, const std::string& n) {
-    if (fs.names.size() < kNamesShown && std::find(fs.names.begin(), fs.names.end(), n) == fs.names.end())
-      fs.names.push_back(n);
-  };
-  for (size_t i = 0; i < t.spans.size(); ++i) {
-    const int f = static_cast<int>(t.spans[i].floor);
-    if (f < 1 || f > 9) continue;
-    FloorSummary& fs = out[f];
-    ++fs.spans;
-    fs.self_ns += s.self_ns[i];
-    name(fs, t.spans[i].name);
-    if (kineto && t.spans[i].floor == trace::Floor::Dispatch && !calls_ops.count(t.spans[i].id)) {
-      FloorSummary& kernels = out[static_cast<int>(trace::Floor::Kernels)];
-      ++kernels.spans;
-      kernels.within_dispatch = true;
-      name(kernels, t.spans[i].name + "'s kernel");
-    }
-  }
-  return out;
-}
+// Which cells show every op ("+N more" pressed): per side (0 descent, 1 the other), per floor.
+std::array<std::array<bool, 10>, 2> g_all_ops{};
 
-// A floor's cell: its count and time (returned, for the state dump), then its first names.
-std::string cell(const FloorSummary& fs) {
+// A floor's cell: its count and time (returned, for the state dump), then its ops, each "name x3" where it
+// ran more than once: the first kOpsShown, and a "+N more" button that lists them all (and "fewer" back).
+std::string cell(App& app, const FloorOps& fs, int side, int f, bool raised) {
   if (fs.spans == 0) {
     ImGui::TextDisabled("-");
     return "-";
@@ -65,10 +33,29 @@ std::string cell(const FloorSummary& fs) {
       fs.within_dispatch
           ? n + (fs.spans == 1 ? " kernel" : " kernels") + ", no event of their own: inside floor 3's self time"
           : n + (fs.spans == 1 ? " span, " : " spans, ") + duration_text(fs.self_ns) + " self";
-  ImGui::TextUnformatted(head.c_str());
+  text_fitted(app, "compare", head, 2);
+  bool& all = g_all_ops[side][f];
+  const size_t shown = all ? fs.ops.size() : std::min(kOpsShown, fs.ops.size());
   std::string names;
-  for (const std::string& n : fs.names) names += (names.empty() ? "" : ", ") + n;
-  ImGui::TextWrapped("%s", names.c_str());
+  for (size_t k = 0; k < shown; ++k) {
+    const auto& [name, calls] = fs.ops[k];
+    names += (k ? ", " : "") + name + (calls > 1 ? " x" + std::to_string(calls) : "");
+  }
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextUnformatted(names.c_str());
+  ImGui::PopTextWrapPos();
+  record_text(app, "compare", TextFit{names, names, 0, 0, false});
+  if (fs.ops.size() > kOpsShown) {
+    const std::string more = all ? "fewer" : "+" + std::to_string(fs.ops.size() - kOpsShown) + " more";
+    const std::string id = more + "##ops" + std::to_string(side) + "_" + std::to_string(f);
+    if (ImGui::SmallButton(id.c_str())) all = !all;
+    record_text(app, "compare", TextFit{more, more, 0, 0, false});
+  }
+  if (raised) {
+    ImGui::PushStyleColor(ImGuiCol_Text, kRaisedInk);
+    text_fitted(app, "compare", "raised here", 1);
+    ImGui::PopStyleColor();
+  }
   return head;
 }
 
@@ -164,10 +151,38 @@ std::string provenance(const trace::Trace& o) {
          "and a warm median after R): compare which ops run and on which floors, not the microseconds.";
 }
 
+// A call that raised: the floor it stopped on, the exception, and PyTorch's place for the same check
+// (Note [PyTorch's place for a failed check], models.cpp).
+RaisedAt draw_raised(App& app) {
+  const RaisedAt r = raised_at(app.story, app.loaded.error);
+  if (r.span == SIZE_MAX) return r;
+  ImGui::PushStyleColor(ImGuiCol_Text, kRaisedInk);
+  text_fitted(
+      app, "compare",
+      "The call raised on floor " + std::to_string(r.floor) + " (" + floor_title(r.floor) + "), in " + r.op + ":", 2);
+  ImGui::PopStyleColor();
+  text_fitted(app, "compare", r.message, 4);
+  const PyTorchCheck c = pytorch_check_of(r.op, r.message);
+  if (!c.file.empty()) {
+    const bool kernel = r.floor == static_cast<int>(trace::Floor::Kernels);
+    text_fitted(app, "compare",
+                "PyTorch makes the same check in " + c.file + ", " + c.function + ": " + c.what + "." +
+                    (kernel ? " It runs in the op's CPU kernel before any output is made: in PyTorch's profile, "
+                              "inside the aten op's self time."
+                            : ""),
+                5);
+  } else if (r.floor == 1) {
+    text_fitted(app, "compare", "It raised in the statement's own Python, above every floor of the runtime.", 2);
+  }
+  ImGui::Separator();
+  return r;
+}
+
 }  // namespace
 
 void draw_compare(App& app) {
   app.panels_drawn.push_back("compare");
+  const RaisedAt raised = draw_raised(app);
   if (!app.compare) {
     ImGui::TextWrapped(
         "Open PyTorch's own trace of the same line to put it beside descent's, floor against floor: "
@@ -177,11 +192,12 @@ void draw_compare(App& app) {
   }
   // Summaries are cached per pair of traces: a loaded Kineto file can be large.
   static const trace::Trace *cached_left = nullptr, *cached_right = nullptr;
-  static std::array<FloorSummary, 10> left, right;
+  static std::array<FloorOps, 10> left, right;
   if (cached_left != app.loaded.trace.get() || cached_right != app.compare.get()) {
     const auto format = app.compare->metadata.find("source.format");
-    left = summarize(*app.loaded.trace, false);
-    right = summarize(*app.compare, format != app.compare->metadata.end() && format->second == "kineto");
+    left = floor_ops(*app.loaded.trace, false);
+    right = floor_ops(*app.compare, format != app.compare->metadata.end() && format->second == "kineto");
+    g_all_ops = {};
     cached_left = app.loaded.trace.get();
     cached_right = app.compare.get();
   }
@@ -246,14 +262,22 @@ void draw_compare(App& app) {
     if (f == here || f == other_floor) {
       ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(255, 210, 80, f == here ? 40 : 24));
     }
+    // The floor that raised (descent's), and PyTorch's where it ran the same op there.
+    const bool raised_here = f == raised.floor;
+    const auto has_op = [&](const FloorOps& fs) {
+      return std::any_of(fs.ops.begin(), fs.ops.end(),
+                         [&](const auto& o) { return o.first == raised.op || o.first == raised.op + "'s kernel"; });
+    };
+    const bool raised_there = raised_here && has_op(right[f]);
+    if (raised_here) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, kRaisedRow);
     ImGui::TableNextColumn();
     ImGui::PushStyleColor(ImGuiCol_Text, floor_color_vec(static_cast<trace::Floor>(f)));
     ImGui::Text("%d %s", f, floor_title(f));
     ImGui::PopStyleColor();
     ImGui::TableNextColumn();
-    app.compare_cells[f][0] = cell(left[f]);
+    app.compare_cells[f][0] = cell(app, left[f], 0, f, raised_here);
     ImGui::TableNextColumn();
-    app.compare_cells[f][1] = cell(right[f]);
+    app.compare_cells[f][1] = cell(app, right[f], 1, f, raised_there);
   }
   ImGui::EndTable();
   if (pytorch) {

@@ -227,22 +227,24 @@ void draw_detail(App& app) {
               st.down ? "going down into it" : "coming back up out of it");
   ImGui::PopStyleColor();
   ImGui::TextWrapped("%s", sp.name.c_str());
-  ImGui::TextWrapped("%s %s inclusive, %s self, thread %u", t.warm_samples > 0 ? "warm" : "cold",
-                     duration_text(t.inclusive_ns).c_str(), duration_text(t.self_ns).c_str(), sp.thread);
+  // The one rule and its words (timing_of, timing_text: Note [Cold and warm times], story.h).
+  ImGui::TextWrapped("%s, thread %u", timing_text(t).c_str(), sp.thread);
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip(
         "inclusive: this span with everything under it\nself: this span alone, its children's time "
         "taken out");
   }
-  // What the words mean, where the times first appear (Note [Cold and warm times], story.h).
+  // What the words mean, where the times first appear.
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  if (t.warm_samples > 0) {
-    const std::string cold = t.cold_known ? "the first (cold) call took " + duration_text(t.cold_inclusive_ns)
-                                          : std::string("the first (cold) call ran no span at this place");
+  if (t.leads_with_median()) {
     ImGui::TextWrapped(
-        "the median of %d warm calls of this line; %s. Inclusive: the span with everything under it; self: the "
-        "span alone.",
-        t.warm_samples, cold.c_str());
+        "warm: %s; this call's own time %s inclusive. Inclusive: the span with everything under it; "
+        "self: the span alone.",
+        time_source(t).c_str(), duration_text(t.own_inclusive_ns).c_str());
+  } else if (t.warm) {
+    ImGui::TextWrapped(
+        "warm: a repeat inside its line, with caches and set-up done; one repeat is no median, so its own time. "
+        "Inclusive: the span with everything under it; self: the span alone.");
   } else if (!app.presenter) {
     ImGui::TextWrapped(
         "cold: a first call, slowed by empty caches and one-time set-up; R runs the line %d times "

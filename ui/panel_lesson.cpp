@@ -10,6 +10,9 @@
 #include <string>
 
 #include "ui/app.h"
+#include "ui/class_answers.h"
+#include "ui/fonts.h"
+#include "ui/markdown.h"
 #include "ui/lesson.h"
 
 namespace descent::ui {
@@ -21,6 +24,8 @@ const ImVec4 kWrong(0.95f, 0.45f, 0.40f, 1.0f);
 const ImVec4 kQuiet(0.62f, 0.62f, 0.66f, 1.0f);
 const ImVec4 kHeading(1.0f, 0.80f, 0.35f, 1.0f);
 const ImVec4 kCode(0.75f, 0.85f, 1.0f, 1.0f);
+
+constexpr float kQuestionShare = 0.6f;  // of the Lesson tab, at most, for the waiting question
 
 // [SECTION] Prose ------------------------------------------------------------------
 
@@ -39,49 +44,21 @@ std::string plain(const std::string& line) {
   return out;
 }
 
-// A lesson's prose: paragraphs wrapped to the panel, "- " items as bullets,
-// fenced blocks as code, line for line.
+// A lesson's prose, drawn as Markdown (Note [Markdown in the Lesson tab],
+// markdown.cpp) in the faces of the type on screen; the lines drawn are kept
+// for the state dump.
+std::vector<std::string> g_prose_lines;  // this frame's, in order (draw_lesson moves them to the view)
+bool g_presenter = false;                // the type on screen is the presenter's
+
 void draw_prose(const std::string& text) {
-  std::string paragraph;
-  auto flush = [&] {
-    if (!paragraph.empty()) ImGui::TextWrapped("%s", plain(paragraph).c_str());
-    paragraph.clear();
-  };
-  bool in_code = false;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (line.rfind("```", 0) == 0 || line.rfind("~~~", 0) == 0) {
-      flush();
-      in_code = !in_code;
-      continue;
-    }
-    if (in_code) {
-      ImGui::TextColored(kCode, "  %s", line.c_str());
-      continue;
-    }
-    const size_t first = line.find_first_not_of(' ');
-    if (first == std::string::npos) {
-      flush();
-      ImGui::Spacing();
-    } else if (line.compare(first, 2, "- ") == 0 || line.compare(first, 2, "* ") == 0) {
-      flush();
-      paragraph = line.substr(first + 2);
-      ImGui::Bullet();
-      ImGui::SameLine();
-      flush();
-    } else if (line.rfind("### ", 0) == 0) {
-      flush();
-      ImGui::TextColored(kHeading, "%s", plain(line.substr(4)).c_str());
-    } else {
-      if (!paragraph.empty()) paragraph += ' ';
-      paragraph += line.substr(first);
-    }
-  }
-  flush();
+  MdFonts f;
+  f.text = styled_font(g_presenter, FontStyle::Regular);
+  f.strong = styled_font(g_presenter, FontStyle::Bold);
+  f.emphasis = styled_font(g_presenter, FontStyle::Oblique);
+  f.code = styled_font(g_presenter, FontStyle::Mono);
+  f.code_color = kCode;
+  f.heading_color = kHeading;
+  for (std::string& l : draw_markdown(text, f)) g_prose_lines.push_back(std::move(l));
 }
 
 // [SECTION] The picker ---------------------------------------------------------------
@@ -215,6 +192,57 @@ void draw_code(App& app) {
   }
 }
 
+// The class's picks for question k (--answers-from DIR: class_answers.h),
+// read again at most once a second (null without --answers-from). The
+// students' picks only: the answer stays hidden until it is revealed.
+const ClassTally* class_tally(const App& app, int k) {
+  const std::string& dir = app.options.answers_from;
+  if (dir.empty()) return nullptr;
+  const LessonView& v = app.lesson;
+  struct Cached {
+    std::string key;
+    double at = -1;
+    ClassTally tally;
+  };
+  static std::vector<Cached> cache;
+  const std::string key = v.name + "/" + std::to_string(v.step) + "/" + std::to_string(k);
+  auto it = std::find_if(cache.begin(), cache.end(), [&](const Cached& c) { return c.key == key; });
+  if (it == cache.end()) it = cache.insert(cache.end(), Cached{key, -1, {}});
+  const double now = ImGui::GetTime();
+  if (it->at < 0 || now - it->at >= 1.0) {
+    it->tally = tally_answers(dir, v.name, v.step, k, v.predictions[k].choices.size());
+    it->at = now;
+  }
+  return &it->tally;
+}
+
+// "The class: 4 answers", and what no choice's bar shows.
+void draw_tally_head(App& app, const ClassTally& t) {
+  const std::string& name = app.lesson.name;
+  const std::string head = "The class: " + std::to_string(t.answers) + (t.answers == 1 ? " answer" : " answers") +
+                           (t.found ? "" : " yet (students run: descent lesson " + name + " --answers-to DIR)");
+  ImGui::PushStyleColor(ImGuiCol_Text, kHeading);
+  text_fitted(app, "tally", head, 2);
+  ImGui::PopStyleColor();
+  if (t.other > 0) text_fitted(app, "tally", std::to_string(t.other) + " named no choice", 1);
+  for (const auto& [text, n] : t.typed) text_fitted(app, "tally", std::to_string(n) + "  " + text, 1);
+  if (t.unreadable > 0) text_fitted(app, "tally", std::to_string(t.unreadable) + " empty or unreadable", 1);
+}
+
+// Choice c's bar and its count, on the cursor's line (beside its button), then `label`.
+void draw_tally_bar(App& app, const ClassTally& t, size_t c, const std::string& label) {
+  const float bar_w = ImGui::GetTextLineHeight() * 6, h = ImGui::GetTextLineHeight();
+  const int n = t.per_choice[c];
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const float share = t.answers > 0 ? static_cast<float>(n) / static_cast<float>(t.answers) : 0.0f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRect(at, ImVec2(at.x + bar_w, at.y + h), IM_COL32(160, 160, 170, 120));
+  dl->AddRectFilled(at, ImVec2(at.x + bar_w * share, at.y + h), IM_COL32(255, 204, 90, 170));
+  ImGui::Dummy(ImVec2(bar_w, h));
+  ImGui::SameLine();
+  text_fitted(app, "tally", std::to_string(n) + label, 1);
+}
+
 void draw_prediction(App& app, int k) {
   LessonView& v = app.lesson;
   LessonPrediction& p = v.predictions[k];
@@ -225,14 +253,20 @@ void draw_prediction(App& app, int k) {
     v.scroll_to = -1;
   }
   ImGui::TextColored(kHeading, "Predict (%d of %zu)", k + 1, v.predictions.size());
-  ImGui::TextWrapped("%s", plain(p.ask).c_str());
+  draw_prose(p.ask);
   if (!p.problem.empty()) ImGui::TextColored(kWrong, "This question cannot be judged here: %s", p.problem.c_str());
   const bool waiting = !v.in_flight.empty() || !v.queue.empty();
   if (!p.done()) {
+    const ClassTally* tally = class_tally(app, k);
+    if (tally) draw_tally_head(app, *tally);
     if (!p.choices.empty()) {
       for (size_t c = 0; c < p.choices.size(); ++c) {
         const std::string label = std::to_string(c + 1) + "   " + plain(p.choices[c]);
         if (ImGui::Button(label.c_str()) && !waiting) lesson_answer(app, k, std::to_string(c + 1));
+        if (tally) {  // the class's count beside the choice
+          ImGui::SameLine();
+          draw_tally_bar(app, *tally, c, "");
+        }
       }
       ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
       ImGui::TextWrapped("Press 1-%zu to answer; R reveals the answer without one (a class's question).",
@@ -266,7 +300,11 @@ void draw_prediction(App& app, int k) {
     ImGui::TextColored(kQuiet, "Revealed without an answer.");
   }
   ImGui::TextWrapped("The answer, read off this run's trace: %s", plain(p.answer_text).c_str());
-  if (!p.explain.empty()) ImGui::TextWrapped("%s", plain(p.explain).c_str());
+  if (const ClassTally* tally = class_tally(app, k)) {  // beside the answer, what the class said
+    draw_tally_head(app, *tally);
+    for (size_t c = 0; c < p.choices.size(); ++c) draw_tally_bar(app, *tally, c, "  " + plain(p.choices[c]));
+  }
+  if (!p.explain.empty()) draw_prose(p.explain);
   if (!p.evidence.empty()) {
     ImGui::TextColored(kQuiet, "The evidence:");
     ImGui::PushStyleColor(ImGuiCol_Text, kCode);
@@ -286,7 +324,7 @@ void draw_exercise(App& app) {
     v.scroll_to = -1;
   }
   ImGui::TextColored(kHeading, "Your turn");
-  ImGui::TextWrapped("%s", plain(e.goal).c_str());
+  draw_prose(e.goal);
   ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
   ImGui::TextWrapped(
       "E (or a click) to edit the code: it runs on %s, for at most %g s. Ctrl+Enter checks it, "
@@ -380,14 +418,25 @@ void draw_lesson(App& app) {
     return;
   }
   draw_header(app);
-  ImGui::BeginChild("##lesson_step");
+  g_presenter = app.presenter;
+  g_prose_lines.clear();
+  // The question waiting for its answer is pinned under the step's prose and
+  // code, which scroll above it: on a projector's 720 lines it is in view
+  // without scrolling, however long the prose (its height is last frame's,
+  // at most kQuestionShare of the tab; a taller one scrolls in its own space).
+  const int waiting = v.next_question();
+  const float avail = ImGui::GetContentRegionAvail().y;
+  const float question_h = waiting < 0        ? 0.0f
+                           : v.question_h > 0 ? std::min(v.question_h, avail * kQuestionShare)
+                                              : avail * 0.35f;
+  ImGui::BeginChild("##lesson_step", ImVec2(0, -question_h));
   if (v.scroll_to == LessonView::kScrollToTop) {
     ImGui::SetScrollY(0);
     v.scroll_to = -1;
   }
   if (v.step == 0) {  // the lesson's introduction opens its first step
     ImGui::TextColored(kQuiet, "What it teaches:");
-    ImGui::TextWrapped("%s", plain(v.teaches).c_str());
+    draw_prose(v.teaches);
     if (!v.assumes.empty()) {
       ImGui::PushStyleColor(ImGuiCol_Text, kQuiet);
       ImGui::TextWrapped("It assumes: %s", plain(v.assumes).c_str());
@@ -399,12 +448,23 @@ void draw_lesson(App& app) {
   }
   draw_prose(v.prose);
   draw_code(app);
-  // The questions one at a time: those answered, then the next.
-  for (int k = 0; k < static_cast<int>(v.predictions.size()); ++k) {
-    draw_prediction(app, k);
-    if (!v.predictions[k].done()) break;
-  }
-  if (v.exercise && v.next_question() < 0) draw_exercise(app);
+  // The questions answered, in the step's flow; the next one under it.
+  for (int k = 0; k < static_cast<int>(v.predictions.size()) && k != waiting; ++k) draw_prediction(app, k);
+  if (v.exercise && waiting < 0) draw_exercise(app);
+  ImGui::EndChild();
+  v.prose_lines = std::move(g_prose_lines);
+  auto set = [](float* r, ImVec2 a, ImVec2 b) { r[0] = a.x, r[1] = a.y, r[2] = b.x, r[3] = b.y; };
+  set(v.question_rect, ImVec2(0, 0), ImVec2(0, 0));
+  if (waiting < 0) return;
+  ImGui::BeginChild("##lesson_question");
+  const float y0 = ImGui::GetCursorPosY();
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  draw_prediction(app, waiting);
+  v.question_h = ImGui::GetCursorPosY() - y0 + ImGui::GetStyle().ItemSpacing.y;
+  // Where it was drawn, within the tab's window (the state dump: in view without scrolling).
+  const ImVec2 at = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+  set(v.question_rect, top, ImVec2(top.x + size.x, top.y + v.question_h));
+  set(v.question_clip, at, ImVec2(at.x + size.x, at.y + size.y));
   ImGui::EndChild();
 }
 

@@ -1,4 +1,6 @@
-// The memory panel: the CPU allocator's statistics before and after the call;
+// The memory panel: the values view on top (panel_values.cpp: the tensors'
+// storages as cells, each view a window onto them); the CPU allocator's
+// statistics before and after the call;
 // each device's caching allocator at the playback's moment, its segments as
 // bars split into their blocks, replayed from the allocator's history (Note
 // [Replaying the allocator's history], memory_model.h), with the block the
@@ -14,6 +16,7 @@
 
 #include "ui/app.h"
 #include "ui/memory_model.h"
+#include "ui/panel_values.h"
 
 namespace descent::ui {
 
@@ -244,6 +247,8 @@ void draw_memory(App& app) {
   app.panels_drawn.push_back("memory");
   app.memory_blocks_drawn = 0;
   app.memory_highlight_drawn.clear();
+  draw_values(app);  // the tensors' cells first: what a student looks at (panel_values.cpp)
+  ImGui::Separator();
   const MemoryStats& b = app.loaded.before;
   const MemoryStats& a = app.loaded.after;
   ImGui::TextWrapped("CPU allocator (floor 6), before and after the code ran:");

@@ -198,11 +198,12 @@ void span_tooltip(const App& app, size_t i) {
   ImGui::PopStyleColor();
   ImGui::Text("floor %d: %s", static_cast<int>(s.floor), trace::floor_name(s.floor));
   // Cold or warm (Note [Cold and warm times]); inclusive and self defined where they appear.
-  const bool warm = is_warm(app.story, i);
-  ImGui::Text("%s: %s inclusive, %s self", warm ? "warm" : "cold", duration_text(s.duration_ns()).c_str(),
-              duration_text(i < app.story.self_ns.size() ? app.story.self_ns[i] : s.duration_ns()).c_str());
-  ImGui::TextDisabled("%s", warm ? "warm: a repeat, with caches and set-up done"
-                                 : "cold: a first call, slowed by empty caches and one-time set-up (R: warm runs)");
+  // The floor's and the roofline's rule and words (timing_of, timing_text), the bar's own time beside them.
+  const Timing t = timing_of(app.story, i);
+  ImGui::TextUnformatted(timing_text(t).c_str());
+  if (t.leads_with_median()) ImGui::Text("this call's own: %s inclusive", duration_text(t.own_inclusive_ns).c_str());
+  ImGui::TextDisabled("%s", t.warm ? "warm: a repeat, with caches and set-up done"
+                                   : "cold: a first call, slowed by empty caches and one-time set-up (R: warm runs)");
   ImGui::TextDisabled("inclusive: with everything under it; self: its children's time taken out");
   ImGui::Text("thread %u%s", s.thread, s.floor == trace::Floor::Device ? " (device)" : "");
   if (!s.file.empty()) ImGui::Text("%s:%u", s.file.c_str(), s.line);

@@ -50,7 +50,7 @@ constexpr const char* kKeyHelp[][2] = {
     {"  the lessons", "Up / Down, Enter open; Delete forget my progress (asked first)"},
     {"", "Alt+Up / Alt+Down: the code of an earlier / later check"},
     {"N", "the Note the step's explanation cites (Notes tab)"},
-    {"F2", "type into the Python console (Esc leaves it)"},
+    {"F2", "type into the Python console (Esc leaves it); presenting, opens one in large type"},
     {"S / Ctrl+C", "stop the code running (KeyboardInterrupt in it)"},
     {"F1 / H", "this help"},
 };
@@ -130,6 +130,14 @@ void handle_keys(App& app) {
   // Ctrl+C stops the running code wherever the keyboard is (the prompt is
   // hidden while code runs, so it copies nothing then).
   if (app.running.active && io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_C, false)) stop_run(app);
+  // The presenter's console takes every other key while it is shown; F2 and
+  // Esc close it (Note [The presenter's console], panel_console.cpp).
+  if (app.presenter && app.presenter_console) {
+    if (ImGui::IsKeyPressed(GLFW_KEY_F2, false) || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE, false)) {
+      app.presenter_console = false;
+    }
+    return;
+  }
   // io.WantTextInput alone lags a frame behind a text field letting go (it
   // is computed from the frame before): an item must also be active now.
   const bool typing = io.WantTextInput && ImGui::IsAnyItemActive();
@@ -177,6 +185,7 @@ void handle_keys(App& app) {
   // S stops running code; with none running, S over the timeline zooms it out (panel_timeline.cpp).
   if (ImGui::IsKeyPressed(GLFW_KEY_S, false) && !io.KeyCtrl && app.running.active) stop_run(app);
   if (ImGui::IsKeyPressed(GLFW_KEY_F2, false)) {
+    if (app.presenter) app.presenter_console = true;  // (in a window, the console panel's prompt)
     app.focus_console = true;
     app.leave_console_frames = 0;
   }

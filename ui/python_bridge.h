@@ -57,7 +57,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ui/app.h"
+#include "ui/loaded.h"
 
 namespace descent::ui {
 

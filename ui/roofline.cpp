@@ -8,8 +8,8 @@ namespace descent::ui {
 
 RooflinePoint roofline_of(const Story& s, size_t i) {
   return trace::roofline_of(*s.trace, i, [&](size_t k) {
-    const Timing t = timing_of(s, k);
-    return trace::SpanTime{t.inclusive_ns, t.warm_samples > 0};
+    const Timing t = timing_of(s, k);  // the time the floor leads with (Note [Cold and warm times])
+    return trace::SpanTime{t.lead_inclusive_ns(), t.leads_with_median()};
   });
 }
 

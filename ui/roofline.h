@@ -13,8 +13,8 @@ namespace descent::ui {
 
 using trace::RooflinePoint;
 
-// The roofline point of the kernel span `i` of the story's trace, timed as
-// the detail panel shows times (timing_of).
+// The roofline point of the kernel span `i` of the story's trace, at the time
+// the floor leads with (Timing::lead_inclusive_ns, Note [Cold and warm times]).
 RooflinePoint roofline_of(const Story& s, size_t i);
 
 // The share of its roof the kernel reached: "44%", "0.00054%".

@@ -136,6 +136,25 @@ std::string fit_json(const TextFit& f) {
          "}";
 }
 
+std::string strings_json(const std::vector<std::string>& v) {
+  std::string o = "[";
+  for (size_t k = 0; k < v.size(); ++k) o += (k ? ", " : "") + quoted(v[k]);
+  return o + "]";
+}
+
+std::string rect4(const float* r) {
+  char t[96];
+  std::snprintf(t, sizeof t, "[%.0f, %.0f, %.0f, %.0f]", r[0], r[1], r[2], r[3]);
+  return t;
+}
+
+// What a floor's band shows, line by line as placed (its name and time first).
+std::string shown_json(const FloorLayout& fl) {
+  std::string o = "[";
+  for (const PlacedText& t : fl.texts) o += (o.size() > 1 ? ", " : "") + quoted(t.fit.shown);
+  return o + "]";
+}
+
 const char* state_name(FloorState s) {
   switch (s) {
     case FloorState::Active:
@@ -157,7 +176,8 @@ std::string span_json(const App& app, size_t i) {
       "{\"id\": " + std::to_string(s.id) + ", \"name\": " + quoted(s.name) +
       ", \"floor\": " + std::to_string(int(s.floor)) + ", \"floor_name\": " + quoted(trace::floor_name(s.floor)) +
       ", \"inclusive_ns\": " + std::to_string(t.inclusive_ns) + ", \"self_ns\": " + std::to_string(t.self_ns) +
-      ", \"warm_samples\": " + std::to_string(t.warm_samples) + ", \"args\": {";
+      ", \"warm_samples\": " + std::to_string(t.warm_samples) + ", \"warm\": " + (t.warm ? "true" : "false") +
+      ", \"timing\": " + quoted(timing_text(t)) + ", \"args\": {";
   for (size_t k = 0; k < s.args.size(); ++k) {
     out += (k ? ", " : "") + quoted(s.args[k].key) + ": " + arg_json(s.args[k].value);
   }
@@ -406,7 +426,9 @@ std::string lesson_json(const App& app) {
   if (v.open()) {
     o += ", \"name\": " + quoted(v.name) + ", \"step\": " + std::to_string(v.step) +
          ", \"steps\": " + std::to_string(v.step_titles.size()) + ", \"title\": " + quoted(v.step_title) +
-         ", \"asking\": " + b(v.asking()) + ", \"seen\": " + std::to_string(v.seen.size());
+         ", \"asking\": " + b(v.asking()) + ", \"seen\": " + std::to_string(v.seen.size()) +
+         ", \"prose_lines\": " + strings_json(v.prose_lines) + ", \"question_rect\": " + rect4(v.question_rect) +
+         ", \"question_clip\": " + rect4(v.question_clip);
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f", v.open_ms);
     o += std::string(", \"open_ms\": ") + ms;
@@ -450,6 +472,10 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"pace\": " + quoted(app.play.pace == Pace::Teaching ? "teaching" : "real time") + ",\n";
   o += "  \"speed\": " + std::to_string(app.play.speed) + ",\n";
   o += "  \"presenter\": " + std::string(app.presenter ? "true" : "false") + ",\n";
+  {
+    static const char* kTabs[] = {"detail", "memory", "compare", "graph", "streams", "notes", "lesson"};
+    o += "  \"right_tab\": " + quoted(kTabs[static_cast<int>(app.right_tab)]) + ",\n";
+  }
   o += "  \"fold_helpers\": " + std::string(app.fold_helpers ? "true" : "false") + ",\n";
   {
     const AppLayout& l = app.layout;
@@ -484,8 +510,8 @@ std::string state_json(const App& app, std::string* stable) {
            ", \"span\": " + (v.span == SIZE_MAX ? "null" : quoted(app.trace().spans[v.span].name)) +
            ", \"span_id\": " + (v.span == SIZE_MAX ? "null" : std::to_string(app.trace().spans[v.span].id)) +
            ", \"skip_reason\": " + quoted(v.skip_reason) + ", \"decision\": " + quoted(drawn.decision) +
-           ", \"decision_fit\": " + fit_json(drawn.decision_fit) + ", \"rect\": " + rect + "}" +
-           (f < kBuildingFloors ? ",\n" : "\n");
+           ", \"decision_fit\": " + fit_json(drawn.decision_fit) + ", \"shown\": " + shown_json(drawn) +
+           ", \"rect\": " + rect + "}" + (f < kBuildingFloors ? ",\n" : "\n");
     }
     o += "  ],\n";
   } else {
@@ -530,6 +556,8 @@ std::string state_json(const App& app, std::string* stable) {
   o += "  \"banner\": " + quoted(app.banner) + ",\n";
   o += "  \"console_lines\": " + std::to_string(app.console.size()) + ",\n";
   o += "  \"console_has_keys\": " + std::string(app.console_has_keys ? "true" : "false") + ",\n";
+  o += "  \"presenter_console\": " + std::string(app.presenter && app.presenter_console ? "true" : "false") + ",\n";
+  o += "  \"console_input\": " + quoted(app.input) + ",\n";
   o += "  \"console_last\": " + quoted(app.console.empty() ? std::string() : app.console.back().text) + "\n";
   o += "}\n";
   // What moves with the clock alone: first, so the rest compares as `stable`.

@@ -456,9 +456,10 @@ int64_t median(std::vector<int64_t> v) {
 
 Timing timing_of(const Story& s, size_t span) {
   Timing t;
-  t.inclusive_ns = s.trace->spans[span].duration_ns();
-  t.self_ns = s.self_ns[span];
+  t.inclusive_ns = t.own_inclusive_ns = s.trace->spans[span].duration_ns();
+  t.self_ns = t.own_self_ns = s.self_ns[span];
   if (s.down_step[span] == SIZE_MAX) return t;
+  t.warm = is_warm(s, span);
   // The path of child positions from the root to `span`.
   std::vector<size_t> path;
   size_t root = span;
@@ -475,6 +476,7 @@ Timing timing_of(const Story& s, size_t span) {
     if (same.size() < 2) return t;
     t.cold_inclusive_ns = s.trace->spans[same[0]].duration_ns();
     t.cold_known = true;
+    if (same.size() < 3) return t;  // one later pass: its own time, no median of one (Note [Cold and warm times])
     for (size_t k = 1; k < same.size(); ++k) {
       incl.push_back(s.trace->spans[same[k]].duration_ns());
       self.push_back(s.self_ns[same[k]]);
@@ -505,9 +507,36 @@ Timing timing_of(const Story& s, size_t span) {
   }
   if (incl.empty()) return t;
   t.warm_samples = static_cast<int>(incl.size());
+  t.across_runs = true;
   t.inclusive_ns = median(incl);
   t.self_ns = median(self);
   return t;
+}
+
+namespace {
+std::string duration_text_ns(int64_t ns) { return trace::format_duration(ns); }
+}  // namespace
+
+std::string timing_text(const Timing& t) {
+  const std::string lead = std::string(time_word(t)) + " " + duration_text_ns(t.lead_inclusive_ns()) + " inclusive, " +
+                           duration_text_ns(t.lead_self_ns()) + " self";
+  const std::string cold = t.cold_known ? "cold first call " + duration_text_ns(t.cold_inclusive_ns) : "";
+  if (t.leads_with_median()) return lead + "  (" + time_source(t) + (cold.empty() ? "" : "; " + cold) + ")";
+  if (t.warm_samples > 0) {  // a cold span whose line's later calls give a warm median
+    Timing later = t;
+    later.warm = true;
+    return lead + "  (" + time_source(later) + ": " + duration_text_ns(t.inclusive_ns) + ")";
+  }
+  if (t.warm && t.cold_known) return lead + "  (a repeat inside its line, its own time; " + cold + ")";
+  return lead;
+}
+
+std::string time_source(const Timing& t) {
+  if (t.leads_with_median()) {
+    if (t.warm_samples == 1) return t.across_runs ? "the warm run's time" : "the warm pass's time";
+    return "the warm median of " + std::to_string(t.warm_samples) + (t.across_runs ? " runs" : " passes");
+  }
+  return t.warm ? "a repeat's own time, warm" : "a first call, cold";
 }
 
 RunOf run_of_step(const Story& s, size_t step) {

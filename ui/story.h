@@ -169,16 +169,47 @@ size_t root_of_span(const Story& s, size_t i);
 // step bar says which run is on screen ("run 2 of 5"), and M goes to the run
 // whose time is the median of the warm ones. Inclusive is a span with
 // everything under it; self is the span alone, its children's time taken out.
+//
+// One rule for every view (the floor, the detail panel, the timeline, the
+// roofline), decided by timing_of and worded by timing_text, so that no two
+// say different things of one span:
+// - A span is warm or cold by itself (is_warm): warm when it repeats, cold
+//   when it is the first at its place. Its own time carries that word.
+// - A warm median is over the later runs of its line at the same place (R,
+//   --repeat), or, for a line run once, over the later passes of its path of
+//   names inside the call when there are at least two of them (a loop). A
+//   second call in one line run once is warm with its own time: one sample is
+//   no median, and the first call is not given the second's time.
+// - A view leads with the warm median for a warm span that has one, with the
+//   span's own time otherwise (lead_inclusive_ns), and says the other beside it
+//   ("cold 3 us ... (warm median of 4 runs: 1 us)").
 constexpr size_t kMaxWarmSamples = 100;
 constexpr int kWarmRuns = 5;
 struct Timing {
-  int64_t inclusive_ns = 0;
+  int64_t inclusive_ns = 0;  // the warm median where there is one (warm_samples > 0), else the span's own
   int64_t self_ns = 0;
-  int warm_samples = 0;           // calls of the same line after the first, matched at this span
-  int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when warm_samples > 0)
+  int warm_samples = 0;           // the warm calls the median is over (0: no median)
+  bool across_runs = false;       // the median is over runs of the line (else over passes inside one call)
+  int64_t cold_inclusive_ns = 0;  // the first call's time of the matching span (when cold_known)
   bool cold_known = false;        // whether the first call had a matching span (its structure may differ)
+  bool warm = false;              // the span itself repeats (is_warm): the word its own time carries
+  int64_t own_inclusive_ns = 0, own_self_ns = 0;  // the span's own times
+  // The time a view leads with (see above).
+  bool leads_with_median() const { return warm && warm_samples > 0; }
+  int64_t lead_inclusive_ns() const { return leads_with_median() ? inclusive_ns : own_inclusive_ns; }
+  int64_t lead_self_ns() const { return leads_with_median() ? self_ns : own_self_ns; }
 };
 Timing timing_of(const Story& s, size_t span);
+// "cold" or "warm": the word of the time a view leads with (Timing::warm).
+inline const char* time_word(const Timing& t) { return t.warm ? "warm" : "cold"; }
+// The line every view shows for a span's time: "cold 3.0 us inclusive, 1.0 us
+// self", "warm 1.0 us inclusive, 0.5 us self  (median of 4 warm runs; cold
+// first call 3.0 us)", "warm 2.0 us ... (a repeat inside its line, its own
+// time; the first took 3.0 us)".
+std::string timing_text(const Timing& t);
+// Where the lead time comes from, for a sentence: "the warm median of 4 runs",
+// "a repeat's own time, warm", "a first call, cold".
+std::string time_source(const Timing& t);
 
 // Which run of its line the call at `step` is: {k, n} with k from 1 ({1, 1}
 // for a line run once). Note [Cold and warm times].

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ui/app.h"
+#include "ui/theme.h"
 
 namespace descent::ui {
 

@@ -192,6 +192,7 @@ def run(code, env=None, echo=print, repeat=1):
     statement_cost = _statement_self_cost_ns(env) if repeat > 1 else None
     run_statement = _C._run_statement  # the statement's span is opened and closed in C, around its frame only
     with trace() as t:
+        recorder = _record_values(None, env)  # the values view's snapshots (Note [Recording the values], _values.py)
         for _ in range(repeat):
             values.clear()
             for text, is_expression, compiled in statements:
@@ -199,7 +200,9 @@ def run(code, env=None, echo=print, repeat=1):
                     value = run_statement(PYTHON_FLOOR, text, compiled, env)
                 except (Exception, SystemExit, KeyboardInterrupt) as e:  # failed, exited or was stopped: keep what was recorded
                     error = e
+                    _record_values(recorder, env, text, raised=True)
                     break
+                _record_values(recorder, env, text)
                 if is_expression and value is not None:
                     values.append(value)
             if error is not None:
@@ -210,10 +213,36 @@ def run(code, env=None, echo=print, repeat=1):
     t.result.set_metadata("trace.runs", str(repeat))
     if statement_cost is not None:
         t.result.set_metadata("tracer.statement_self_cost_ns", f"{statement_cost:.1f}")
+    if recorder is not None and not recorder.broken:
+        t.result.set_metadata("values.snapshots", recorder.json())
     names = leaf_names(env)
     if names:  # the app's graph names the leaves from it (Note [Naming the leaves], ui/graph.h)
         t.result.set_metadata("autograd.leaf_names", names)
     return t.result, error
+
+
+def _record_values(recorder, env, text=None, raised=False):
+    """The values after statement `text` (without one: a new Recorder, its first snapshot), with this
+    thread's Python-function hook off meanwhile, so that the recorder makes no spans. A recorder that
+    fails is marked broken and records no more (the code's run goes on)."""
+    if recorder is None and text is not None or recorder is not None and recorder.broken:
+        return recorder
+    hooked = bool(_thread_hooks())
+    if hooked:
+        _C._set_profile_hook(False)
+    try:
+        from . import _values
+        if recorder is None:
+            return _values.Recorder(env)
+        recorder.snapshot(text, raised)
+        return recorder
+    except Exception:  # noqa: BLE001  (a tensor the recorder cannot read: no values view, the run goes on)
+        if recorder is not None:
+            recorder.broken = True
+        return recorder
+    finally:
+        if hooked:
+            _C._set_profile_hook(True, _PACKAGE_DIR, __file__)
 
 
 def leaf_names(env):
