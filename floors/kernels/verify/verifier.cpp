@@ -559,7 +559,10 @@ Verdict verify_on_device(const OpEntry& op, ScalarType dtype, uint64_t seed, Dev
             // float16 and bfloat16 are computed in float32 and rounded: 8 ulps
             // of float32 before the rounding, and the rounding may then go
             // the other way, one ulp of the dtype.
-            const double at = m ? std::max(std::fabs(double(ra[i])), m[i]) : std::fabs(double(ra[i]));
+            // the terms' magnitude, within what the computing type holds (a larger double would not convert)
+            constexpr double kMax = std::is_same_v<T, double> ? std::numeric_limits<double>::max()
+                                                              : double(std::numeric_limits<float>::max());
+            const double at = m ? std::max(std::fabs(double(ra[i])), std::min(m[i], kMax)) : std::fabs(double(ra[i]));
             if constexpr (is_reduced_float_v<T>)
               p[i] = kCudaMathUlps * ulp_above(float(at)) + ulp_above(ra[i]);
             else
