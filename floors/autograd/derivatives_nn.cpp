@@ -207,7 +207,15 @@ void gelu_double_backward(BackwardContext& c) {
   }
   c.out[1] = mul(mul(c.g, c.self()), second);
 }
-// silu_backward(grad_output, self): linear in grad_output; self's gradient
+// Note [silu_backward has a derivative here]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// derivatives.yaml has no row for silu_backward: silu's own double backward
+// goes through infinitely_differentiable_silu_backward (above), so torch
+// records a NotImplemented node for aten::silu_backward called directly
+// (torch.ops.aten.silu_backward(g, x) with inputs that require grad), whose
+// backward raises. descent's start-up check wants a derivative for every
+// differentiable row, so it has one, SiluBackwardBackward0:
+// silu_backward(grad_output, self) is linear in grad_output; self's gradient
 // g * grad_output * s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x) (aten's silu_double_backward).
 void silu_double_backward(BackwardContext& c) {
   const Tensor x = c.other();

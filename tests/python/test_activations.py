@@ -67,6 +67,13 @@ def test_double_backward_nodes_as_torch():
     assert type(g.grad_fn).__name__ == "MulBackward0"
 
 
+def test_silu_backward_called_directly_has_a_node():
+    """torch records NotImplemented here; descent a derivative (Note [silu_backward has a derivative here])."""
+    g, x = (descent.randn(3, dtype=descent.float64, requires_grad=True) for _ in range(2))
+    assert type(descent.ops.aten.silu_backward(g, x).grad_fn).__name__ == "SiluBackwardBackward0"
+    assert type(descent.ops.aten.gelu_backward(g, x).grad_fn).__name__ == "GeluBackwardBackward0"  # torch's too
+
+
 def test_gradcheck():
     for approximate in ("none", "tanh"):
         x = descent.randn(3, 4, dtype=descent.float64, requires_grad=True)
