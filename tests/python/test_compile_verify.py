@@ -16,7 +16,9 @@ def test_the_suite_passes():
     names = ["pointwise chain", "unary ops", "broadcasting", "views", "reduction", "float64",
              "mlp, with grads", "attention, with grads", "mse_loss, decomposed",
              "softmax, decomposed", "log_softmax, decomposed, with grads", "layer_norm, decomposed"]
-    assert [r[0] for r in rows] == names + [n + " on sim:0" for n in names]  # the CPU, then sim:0
+    on = [d for d in verify.default_devices() if d != "cpu"]  # sim:0, and cuda:0 on a GPU machine
+    assert on[0] == "sim:0" and on[1:] in ([], ["cuda:0"])
+    assert [r[0] for r in rows] == names + [f"{n} on {d}" for d in on for n in names]  # the CPU, then sim:0
     failed = [r for r in rows if not r[1]]
     assert not failed, verify.format_suite(failed)
     assert all("proved" in r[2] for r in rows)

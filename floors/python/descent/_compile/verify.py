@@ -395,15 +395,23 @@ def _on(make, device):
     return lambda: [a.detach().to(device).requires_grad_(a.requires_grad) for a in make()]
 
 
-def suite(seed=0, devices=("cpu", "sim:0")):
+def default_devices():
+    """The CPU and sim:0, and cuda:0 where this build has NVRTC and a GPU is here (Note [A fused kernel on cuda
+    through NVRTC]): what `descent verify --compiled` runs on."""
+    from .groups import _cuda_fuses
+    return ("cpu", "sim:0") + (("cuda:0",) if _cuda_fuses() else ())
+
+
+def suite(seed=0, devices=None):
     """Compiles each function of the suite (every op class, broadcasting, views, a reduction, float64, a small
-    MLP, an attention block, decomposed ops) on each device, and checks: each fused kernel's translation
-    validation, the compiled result against eager bit for bit (the capture and a replay), and, where inputs
-    require grad, the compiled backward's gradients against eager autograd's bit for bit; for the ops that
+    MLP, an attention block, decomposed ops) on each device (default_devices() unless given), and checks: each
+    fused kernel's translation validation, the compiled result against eager bit for bit (the capture and a
+    replay), and, where inputs require grad, the compiled backward's gradients against eager autograd's bit
+    for bit and against finite differences (finite_differences); for the ops that
     decompose into another order of additions (_decomposed_cases), within the stated bound instead. Returns
     (name, ok, detail) rows, a device's names ending in " on <device>" (the CPU's as they are)."""
     rows = []
-    for device in devices:
+    for device in devices or default_devices():
         where = "" if device == "cpu" else f" on {device}"
         rows += _exact_rows(seed, device, where) + _bounded_rows(seed, device, where)
     return rows
