@@ -1,0 +1,51 @@
+"""Issue 40, round 5: what a learner checks beside torch, each with torch's value
+measured on torch 2.15's CPU build (the reference is 2.11; these did not change).
+
+- backward()'s root gradient is made as torch.autograd's _make_grads makes it:
+  torch.profiler shows aten::ones_like (then empty_like, empty_strided, fill_).
+- a float32 sum's order: descent's is fixed, torch's varies with its threads
+  (Note [Cascade summation], floors/kernels/cpu/reference.cpp).
+- inference mode's exclude set is c10's Autograd bit (test_dispatch_keys.py).
+"""
+import pytest
+
+import descent
+
+
+def floor3(fn):
+    with descent.trace() as t:
+        fn()
+    return [s["name"] for s in t.result.spans() if s["floor"] == 3]
+
+
+def test_the_backward_root_is_ones_like():
+    x = descent.ones(4, 3, requires_grad=True)
+    loss = (x * 2).sum()
+    names = floor3(loss.backward)
+    # torch 2.15: ['aten::ones_like', 'aten::empty_like', 'aten::empty_strided', 'aten::fill_', ...]
+    assert names[0] == "aten::ones_like" and "aten::ones" not in names
+    assert x.grad.tolist() == [[2.0] * 3] * 4
+
+
+def test_a_root_that_needs_no_made_gradient_keeps_torchs_errors():
+    x = descent.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^grad can be implicitly created only for scalar outputs$"):
+        (x * 2).backward()
+    with pytest.raises(RuntimeError, match="^element 0 of tensors does not require grad and does not have a grad_fn$"):
+        descent.ones(1).backward()
+    y = (x * 3).sum()
+    names = floor3(lambda: y.backward(descent.tensor(2.0)))  # a given gradient: nothing made
+    assert "aten::ones_like" not in names and x.grad.tolist() == [6.0] * 3
+
+
+def test_a_float_sum_does_not_depend_on_the_threads():
+    # torch 2.15 CPU: 999999.4375, 999999.5625, 999999.875, 1000000.125 on 1, 2, 3, 4 threads
+    before = descent.get_num_threads()
+    try:
+        got = set()
+        for n in (1, 2):
+            descent.set_num_threads(n)
+            got.add(descent.full((10**7,), 0.1).sum().item())
+    finally:
+        descent.set_num_threads(before)
+    assert got == {1000000.0}
