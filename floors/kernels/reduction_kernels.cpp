@@ -223,7 +223,7 @@ void arg_kernel(const OpEntry& op, DispatchKeySet, Stack& s) {
   const int ndim = x.dim();
   int d = 0;
   if (s[1].is_none()) {
-    DESCENT_CHECK(x.numel() > 0, Error, op.python_name,
+    DESCENT_CHECK(x.numel() > 0, IndexError, op.python_name,  // aten's TORCH_CHECK_INDEX
                   "(): Expected reduction dim to be specified for input.numel() == 0.");
     x = call(Op::reshape, x, DimVector{-1});
   } else {

@@ -49,3 +49,14 @@ def test_a_float_sum_does_not_depend_on_the_threads():
     finally:
         descent.set_num_threads(before)
     assert got == {1000000.0}
+
+
+def test_an_index_reduction_of_nothing_is_an_index_error():
+    # aten's check_argmax_argmin: TORCH_CHECK_INDEX, where max() of nothing is TORCH_CHECK (RuntimeError)
+    for name in ("argmax", "argmin"):
+        with pytest.raises(IndexError, match=rf"^{name}\(\): Expected reduction dim to be specified for input\.numel\(\) "
+                                             r"== 0\.$"):
+            getattr(descent.zeros(0), name)()
+    with pytest.raises(RuntimeError, match=r"^max\(\): Expected reduction dim to be specified") as e:
+        descent.zeros(0).max()
+    assert not isinstance(e.value, IndexError)
