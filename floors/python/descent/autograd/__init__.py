@@ -35,11 +35,7 @@ def _grads(tensors, grad_tensors):
     if len(grads) != len(tensors):
         raise RuntimeError(f"grad can be implicitly created only for scalar outputs: got {len(grads)} gradients "
                            f"for {len(tensors)} tensors")
-    # A one-element root's gradient is made here, as torch.autograd's _make_grads makes it
-    # (ones_like, so the trace shows aten::ones_like where torch.profiler does); any other
-    # missing one is left to the engine, which raises torch's error for it.
-    return tuple(_C.ones_like(t) if g is None and isinstance(t, _C.TensorBase) and t.requires_grad and t.numel() == 1
-                 else g for t, g in zip(tensors, grads))
+    return grads
 
 
 _CREATE_GRAPH_CYCLE = (
