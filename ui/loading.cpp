@@ -107,6 +107,15 @@ Loading load_call(App& app, std::future<std::shared_ptr<const trace::Trace>>& re
     lesson_catalog(app);
     lesson_open(app, o.lesson, o.lesson_step - 1);
     if (headless) serve_lesson_headless(app, l);
+    // Headless, --panel puts that tab in front of the lesson's (what a student
+    // sees on switching tab while a question waits: test_lesson_tabs_app.py).
+    if (headless && !o.panel.empty()) {
+      const RightTab tabs[] = {RightTab::Detail, RightTab::Memory,  RightTab::Compare,
+                               RightTab::Graph,  RightTab::Streams, RightTab::Notes};
+      const char* names[] = {"detail", "memory", "compare", "graph", "streams", "notes"};
+      for (size_t k = 0; k < 6; ++k)
+        if (o.panel == names[k]) app.right_tab = tabs[k];
+    }
   }
   if (!app.loaded.trace) {  // nothing to show yet: an empty building, and the banner or the status line says why
     Loaded empty;

@@ -182,6 +182,8 @@ RaisedAt draw_raised(App& app) {
 
 void draw_compare(App& app) {
   app.panels_drawn.push_back("compare");
+  // Every floor's ops, and the floor that raised: what a waiting question may ask (Note [Lessons in the app]).
+  if (draw_question_waits_instead(app, "the ops of every floor, and where the call raised")) return;
   const RaisedAt raised = draw_raised(app);
   if (!app.compare) {
     ImGui::TextWrapped(

@@ -4,8 +4,8 @@ held where it was parked. Real clicks and key presses under Xvfb: the tabs' butt
 right panel's first row (Detail at x 750, Graph at x 970, y 106; tools/screenshots' layout), and while the
 Lesson tab is in front the digits answer, so a student reaches the other tabs with the mouse.
 
-Not checked here yet: the building itself (ui/building_layout.cpp hides the floors ahead only while the
-Lesson tab is in front; asked for in /tmp/coord/requests.md, issue 43's first bullet).
+Headless, every tab in front in turn: nothing of the state dump but the lesson's own text names the answer
+(the floors ahead and the skipped floors' reasons hidden on every tab, the Compare tab's op lists too).
 """
 TABS_Y = 106
 TAB_X = {"detail": 750, "graph": 970}
@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from test_app import APP, child_env, focus_window, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
+from test_app import APP, child_env, focus_window, run_app, wait_state, xdotool, xserver  # noqa: F401  (a fixture)
 from test_lessons_app import stop
 
 pytestmark = pytest.mark.skipif(not APP, reason="the app is not built here")
@@ -44,3 +44,18 @@ def test_switching_tab_while_a_question_waits_gives_nothing_away(tmp_path, xserv
         assert s["lesson"]["asking"]
     finally:
         stop(app)
+
+
+@pytest.mark.parametrize("panel", ["detail", "memory", "compare", "graph", "streams", "notes"])
+def test_no_tab_in_front_names_the_waiting_answer(tmp_path, panel):
+    import json
+    s, _, _ = run_app(tmp_path, "--size", "1280x720", "--lesson", "autograd", "--panel", panel,
+                      env={"XDG_DATA_HOME": str(tmp_path / "data")}, name=panel)
+    assert s["lesson"]["asking"] and panel in s["panels"], (s["lesson"]["asking"], s["panels"])
+    outside = json.dumps({k: v for k, v in s.items() if k != "lesson"})
+    for answer in ("MulBackward0", "self, other"):  # lesson 4 step 1's two answers
+        assert answer not in outside, (panel, answer)
+    assert not [t for t in s["texts"] if t["panel"] == "compare"], "the Compare tab listed the ops"
+    for f in s["floors"]:
+        if f["state"] == "skipped":
+            assert f["shown"] == ["skipped (why: after the answer)"], f
