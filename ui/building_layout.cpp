@@ -94,6 +94,15 @@ void lay_out_span_text(const App& app, FloorLayout& fl, int lines, float y) {
     const size_t ns = head.find("::");
     if (s.shortened && ns != std::string::npos && !short_time.empty())
       s = fit_text(head.substr(0, head.rfind(' ', ns) + 1) + head.substr(ns + 2) + "  " + short_time, width, 1);
+    // Still too long (a 720p projector): without "done: " (the band's dimmed
+    // colour says it), so that the op and its time stay.
+    if (s.shortened && !short_time.empty() && head != sp.name && head.rfind("next: ?", 0) != 0) {
+      const size_t sc = sp.name.find("::");
+      for (const std::string& bare : {sp.name, sc == std::string::npos ? sp.name : sp.name.substr(sc + 2)}) {
+        s = fit_text(bare + "  " + short_time, width, 1);
+        if (!s.shortened) break;
+      }
+    }
     return s;
   };
   if (head_lines == 1) {

@@ -129,3 +129,16 @@ def test_no_text_of_a_panel_is_clipped(tmp_path, autograd_sim_trace, size, prese
     if panel in ("graph", "streams"):
         assert panel in {t["panel"] for t in state["texts"]}, state["texts"]
     assert_no_text_clipped(state)
+
+
+def test_at_720p_every_floor_the_call_reached_shows_its_op_and_time(tmp_path):
+    """Issue 43: on a 1280x720 projector a device call's floors keep their op and time, a floor passed
+    ("done: caching_alloc") too, without its "done: " where both do not fit; the floors ahead say "?"."""
+    import re
+    s, _, _ = run_app(tmp_path, "--size", "1280x720", "--presenter", "--lesson", "map", "--lesson-step", "1",
+                      env={"XDG_DATA_HOME": str(tmp_path / "data")}, name="map720")
+    reached = [f for f in s["floors"] if f["span"] and f["shown"] != ["next: ?"]]
+    assert len(reached) >= 6, s["floors"]
+    for f in reached:
+        assert re.search(r"\d (ns|us|ms|s)$", f["shown"][0]), f["shown"]
+        assert f["span"].split("::")[-1] in f["shown"][0], f["shown"]
