@@ -157,7 +157,7 @@ constexpr Derivative kRows[] = {
     {Op::mul, "MulBackward0", {kOther, kSelf}, mul_backward},
     {Op::div, "DivBackward0", {kOther, kSelf | kOther}, div_backward},
     {Op::pow_scalar, "PowBackward0", {kSelf, kNone}, pow_scalar_backward},
-    {Op::pow, "PowBackward1", {kSelf | kOther, kSelf | kResult}, pow_backward},
+    {Op::pow, "PowBackward1", {kSelf | kOther, kSelf | kOther | kResult}, pow_backward},
     {Op::pow_scalar_base, "PowBackward2", {kSelf | kResult, kNone}, pow_scalar_base_backward},
     {Op::rsub, "RsubBackward1", {kNone, kNone}, rsub_backward},
     {Op::neg, "NegBackward0", {kNone, kNone}, neg_backward},

@@ -70,7 +70,7 @@ void autograd_kernel(const OpEntry& op, DispatchKeySet ks, Stack& s) {
     if (is_tensor_inputs(op, s, i))
       for (const Tensor& t : s[i].to_tensor_list()) any |= autograd::requires_grad(t);
   }
-  // Note [A cast to an integer dtype records no graph] (derivatives.cpp).
+  // Note [A cast to an integer dtype records no graph] (derivatives_copies.cpp).
   const Derivative* d = any && grad_mode_enabled() ? derivative_of(op.id) : nullptr;
   const bool no_gradients = d && d->differentiable && !d->differentiable(s);
   if (DESCENT_DECIDES(span, !any || !grad_mode_enabled() || no_gradients)) {  // Note [Where a span decided]
@@ -304,7 +304,8 @@ void register_autograd_kernels() {
                         e.kind == OpKind::Collective || autograd::is_composite(e);
     const autograd::Derivative* d = autograd::derivative_of(e.id);
     DESCENT_CHECK(exempt || d != nullptr, Error, "autograd: '", e.name,
-                  "' has no derivative formula (floors/autograd/derivatives.cpp); add one, as derivatives.yaml has one "
+                  "' has no derivative formula (floors/autograd/derivatives_*.cpp); add one to its family's file, as "
+                  "derivatives.yaml has one "
                   "for every differentiable op");
     DESCENT_CHECK(!exempt || d == nullptr, Error, "autograd: '", e.name, "' is a ",
                   autograd::is_composite(e) ? "composite" : "factory, comparison, read or collective",

@@ -531,3 +531,12 @@ def test_views_read_after_a_write_pass_gradcheck():
         b.mul_(2)
         return (rows * rows).sum() + (col * 3).sum()
     assert gradcheck(f, (rand(3, 2),))
+
+
+def test_pow_with_only_the_exponent_requiring_grad():
+    # PowBackward1 saves the exponent for the exponent's gradient too (it crashed reading it); torch 2.15:
+    # e.grad = [0, log(2) * 2**3] for b = [0, 2], e = [2, 3]
+    b = descent.tensor([0., 2.])
+    e = descent.tensor([2., 3.], requires_grad=True)
+    descent.pow(b, e).sum().backward()
+    assert e.grad.tolist() == [0.0, descent.tensor(2.).log().item() * 8]
