@@ -307,7 +307,7 @@ TEST(OpTable, FactoriesEndWithDtypeAndDevice) {
     for (size_t k = like ? 1 : 0; k < args.size(); ++k)
       EXPECT_NE(args[k].type, ArgType::Tensor) << e.name << " takes no tensor";
   }
-  EXPECT_EQ(factories, 26) << "ten, eye (two), randint (two), randperm, and eleven like a tensor";
+  EXPECT_EQ(factories, 27) << "ten, eye (two), randint (two), randperm, and twelve like a tensor";
 }
 
 // aten generates a BackendSelect kernel for every op with TensorOptions that
@@ -381,6 +381,8 @@ TEST(OpTable, NonFactoriesTakeATensorFirstAndFallThroughBackendSelect) {
         static const std::map<std::string_view, std::string_view> kFirst = {
             {"aten::linear", "input"},
             {"aten::threshold_backward", "grad_output"},
+            {"aten::gelu_backward", "grad_output"},
+            {"aten::silu_backward", "grad_output"},
             {"aten::_softmax_backward_data", "grad_output"},
             {"aten::_log_softmax_backward_data", "grad_output"},
             {"aten::native_layer_norm", "input"},

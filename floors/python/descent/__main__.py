@@ -129,7 +129,7 @@ def cmd_verify(args):
     # descent.compile's verifier: Note [Translation validation of a fused kernel], descent/_compile/verify.py
     if args.compiled:
         from descent._compile import verify as compiled
-        rows = compiled.suite(args.seed)
+        rows = compiled.suite(args.seed, devices=("cpu", args.device) if args.device else None)
         print(compiled.format_suite(rows))
         failed = sum(not ok for _, ok, _ in rows)
         print(f"{len(rows) - failed} of {len(rows)} compiled functions hold")
@@ -154,7 +154,7 @@ def cmd_verify(args):
 
 def cmd_ops(args):
     for op in _C._ops():
-        print(f"{op['kind']:10} {op['exactness']:9} {op['dispatch']:25} {op['derivative'] or '-':19} {op['schema']}")
+        print(f"{op['kind']:10} {op['exactness']:11} {op['dispatch']:25} {op['derivative'] or '-':19} {op['schema']}")
     return 0
 
 
