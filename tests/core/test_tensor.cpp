@@ -106,16 +106,15 @@ TEST(Shapes, WrapDimWrapsNegativeDims) {
   EXPECT_EQ(wrap_dim(-1, 0, "f"), 0);
 }
 
-TEST(Shapes, WrapDimErrorsNameTheOpAndTheRange) {
+TEST(Shapes, WrapDimErrorsAreTorchsText) {
+  // c10's maybe_wrap_dim names the range, not the op (torch 2.11 and 2.15 print no "op():" prefix).
   for (int64_t bad : {int64_t{3}, int64_t{-4}, int64_t{100}}) {
     try {
       wrap_dim(bad, 3, "my_op");
       ADD_FAILURE() << "no error for dim " << bad;
     } catch (const IndexError& e) {
-      std::string m = e.what();
-      EXPECT_NE(m.find("my_op()"), std::string::npos) << m;
-      EXPECT_NE(m.find("[-3, 2]"), std::string::npos) << m;
-      EXPECT_NE(m.find(std::to_string(bad)), std::string::npos) << m;
+      EXPECT_EQ(std::string(e.what()),
+                "Dimension out of range (expected to be in range of [-3, 2], but got " + std::to_string(bad) + ")");
     }
   }
   EXPECT_THROW(wrap_dim(1, 0, "f"), IndexError);
@@ -128,7 +127,7 @@ TEST(Shapes, WrapDimErrorsNameTheOpAndTheRange) {
     t.size(2);
     ADD_FAILURE() << "size(2) of a 2-d tensor did not throw";
   } catch (const IndexError& e) {
-    EXPECT_NE(std::string(e.what()).find("size()"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()), "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
   }
 }
 
