@@ -94,16 +94,7 @@ def compile_graph(gm, example_inputs, owner=None):
                 kernels.append(k)
                 notes.append(f"fused kernel {k.hash[:12]}: {' -> '.join(k.ops)} "
                              f"({'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms, {k.path})")
-    if not kernels:
-        _note(owner, notes or ["nothing to fuse: the graph runs op by op"])
-        return gm
-    program = FusedProgram(gm, kernels, notes)
-    from . import verify
-    for k in kernels:
-        k.verdict = verify.translation_validate(k)
-        notes.append(f"verifier, kernel {k.hash[:12]}: {k.verdict}")
-    _note(owner, notes)
-    return program
+    return _verified_program(gm, kernels, notes, owner, "nothing to fuse: the graph runs op by op")
 
 
 def _compile_on_device(gm, device, owner):
@@ -123,8 +114,14 @@ def _compile_on_device(gm, device, owner):
         kernels.append(k)
         notes.append(f"fused kernel {k.hash[:12]} on {device}: {' -> '.join(k.ops)} ({k.name}, "
                      f"{'cache hit' if k.cache_hit else 'built'} in {k.compile_s * 1e3:.1f} ms)")
+    return _verified_program(gm, kernels, notes, owner, f"nothing to fuse on {device}: the graph runs op by op")
+
+
+def _verified_program(gm, kernels, notes, owner, nothing):
+    """gm run around its kernels, each translation-validated (verify.py) and the verdicts noted; gm itself,
+    with the note `nothing`, where no kernel was built."""
     if not kernels:
-        _note(owner, notes or [f"nothing to fuse on {device}: the graph runs op by op"])
+        _note(owner, notes or [nothing])
         return gm
     program = FusedProgram(gm, kernels, notes)
     from . import verify
